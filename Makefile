@@ -1,0 +1,106 @@
+# ri -- Recoverable Invocation.  See README.md.
+#
+#   make              lib/libri.a, bin/ri-*, examples/bin/*
+#   make test         every suite (C unit tests, then bats over the real binaries)
+#   make check        the whole suite again under ASan + UBSan (build/san)
+#   make bench        benchmarks, reported as ratios against baselines
+#   make install      PREFIX=/usr/local DESTDIR=
+#
+# Variables a sub-build overrides: BUILD (objects), LIBA, BINDIR, EXBINDIR,
+# SAN (sanitizer flags), EXTRA_CFLAGS (e.g. a negative-control -D).
+
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+CC       ?= cc
+OPT      ?= -O2 -g
+SAN      ?=
+BUILD    ?= build/default
+LIBA     ?= lib/libri.a
+BINDIR   ?= bin
+EXBINDIR ?= examples/bin
+
+CPPFLAGS_RI = -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Ilib
+CFLAGS_RI   = -std=c11 -Wall -Wextra -Werror $(OPT) $(SAN) $(EXTRA_CFLAGS)
+LDLIBS_RI   = -lsqlite3 -lsodium -ljansson
+
+LIB_SRC  := $(sort $(wildcard lib/*.c))
+LIB_OBJ  := $(LIB_SRC:lib/%.c=$(BUILD)/lib/%.o)
+CMD_SRC  := $(sort $(wildcard cmd/ri-*.c))
+CMDS     := $(CMD_SRC:cmd/%.c=$(BINDIR)/%)
+EX_SRC   := $(sort $(wildcard examples/*.c))
+EXAMPLES := $(EX_SRC:examples/%.c=$(EXBINDIR)/%)
+UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
+UNITS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/unit/%)
+BENCH_SRC:= $(sort $(wildcard bench/*.c))
+BENCHES  := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+HDRS     := $(wildcard lib/*.h lib/*.def)
+
+.PHONY: all test unit bats check bench install clean reliability negative-controls fuzz lint
+
+all: $(LIBA) $(CMDS) $(EXAMPLES)
+
+$(BUILD)/lib/%.o: lib/%.c $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_RI) $(CFLAGS_RI) -c -o $@ $<
+
+$(LIBA): $(LIB_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $(LIB_OBJ)
+
+$(BINDIR)/%: cmd/%.c $(LIBA) $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_RI) $(CFLAGS_RI) -o $@ $< $(LIBA) $(LDLIBS_RI)
+
+$(EXBINDIR)/%: examples/%.c $(LIBA) $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_RI) $(CFLAGS_RI) -o $@ $< $(LIBA) $(LDLIBS_RI)
+
+$(BUILD)/unit/%: tests/unit/%.c $(LIBA) $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_RI) $(CFLAGS_RI) -o $@ $< $(LIBA) $(LDLIBS_RI)
+
+$(BUILD)/bench/%: bench/%.c $(LIBA) $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_RI) $(CFLAGS_RI) -o $@ $< $(LIBA) $(LDLIBS_RI)
+
+# The suites run the binaries named by RI_BIN / RI_EXAMPLES, so `make check`
+# runs the very same tests over the sanitized build.
+BATS_JOBS ?= 1
+unit: $(UNITS)
+	@set -e; for t in $(UNITS); do echo "unit: $$t"; $$t; done
+
+bats: all
+	RI_BIN=$(abspath $(BINDIR)) RI_EXAMPLES=$(abspath $(EXBINDIR)) \
+	    bats $(if $(filter-out 1,$(BATS_JOBS)),--jobs $(BATS_JOBS)) tests/*.bats
+
+test: all unit bats
+
+check:
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	$(MAKE) BUILD=build/san LIBA=build/san/libri.a BINDIR=build/san/bin \
+	    EXBINDIR=build/san/examples OPT="-O1 -g -fno-omit-frame-pointer" \
+	    SAN="-fsanitize=address,undefined -fno-sanitize-recover=all" test
+
+bench: all $(BENCHES)
+	RI_BIN=$(abspath $(BINDIR)) RI_EXAMPLES=$(abspath $(EXBINDIR)) \
+	    RI_BENCH=$(abspath $(BUILD)/bench) bench/run
+
+reliability: all
+	tests/reliability/run
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+	    $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7
+	install -m 0755 $(CMDS) $(DESTDIR)$(PREFIX)/bin
+	install -m 0644 $(wildcard man/*.1) $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0644 $(wildcard man/*.5) $(DESTDIR)$(PREFIX)/share/man/man5
+	install -m 0644 $(wildcard man/*.7) $(DESTDIR)$(PREFIX)/share/man/man7
+
+lint:
+	cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability \
+	    --inline-suppr --suppressions-list=.cppcheck-suppress -Ilib lib cmd examples
+
+clean:
+	rm -rf build $(LIBA) $(BINDIR)/ri-* $(EXBINDIR)

@@ -1,0 +1,155 @@
+/* integrity.c -- header encoding, chain hash, MAC, payload digest, key. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <sodium.h>
+
+#include "integrity.h"
+
+static void
+put_u64(crypto_hash_sha256_state *st, uint64_t v)
+{
+	unsigned char b[8];
+
+	for (int i = 7; i >= 0; i--) {
+		b[i] = (unsigned char)(v & 0xff);
+		v >>= 8;
+	}
+	crypto_hash_sha256_update(st, b, sizeof b);
+}
+
+/* Length-prefixed, with a presence byte, so "" and "absent" differ and no
+ * field can bleed into the next. */
+static void
+put_str(crypto_hash_sha256_state *st, const char *s)
+{
+	unsigned char present = s != NULL;
+
+	crypto_hash_sha256_update(st, &present, 1);
+	if (s == NULL)
+		return;
+	put_u64(st, strlen(s));
+	crypto_hash_sha256_update(st, (const unsigned char *)s, strlen(s));
+}
+
+void
+ri_genesis(const unsigned char instance_id[RI_INSTANCE_LEN], unsigned char out[RI_HASH_LEN])
+{
+	crypto_hash_sha256_state st;
+	static const char tag[] = "ri journal genesis";
+	unsigned char fmt = RI_FORMAT;
+
+	crypto_hash_sha256_init(&st);
+	crypto_hash_sha256_update(&st, (const unsigned char *)tag, sizeof tag);
+	crypto_hash_sha256_update(&st, &fmt, 1);
+	crypto_hash_sha256_update(&st, instance_id, RI_INSTANCE_LEN);
+	crypto_hash_sha256_final(&st, out);
+}
+
+void
+ri_payload_digest(const unsigned char salt[RI_SALT_LEN], const char *payload, size_t n,
+    unsigned char out[RI_HASH_LEN])
+{
+	crypto_hash_sha256_state st;
+
+	crypto_hash_sha256_init(&st);
+	crypto_hash_sha256_update(&st, salt, RI_SALT_LEN);
+	crypto_hash_sha256_update(&st, (const unsigned char *)payload, n);
+	crypto_hash_sha256_final(&st, out);
+}
+
+void
+ri_record_hash(const unsigned char prev[RI_HASH_LEN], const struct ri_header *h,
+    unsigned char out[RI_HASH_LEN])
+{
+	crypto_hash_sha256_state st;
+	unsigned char fmt = RI_FORMAT;
+
+	crypto_hash_sha256_init(&st);
+	crypto_hash_sha256_update(&st, prev, RI_HASH_LEN);
+	crypto_hash_sha256_update(&st, &fmt, 1);
+	crypto_hash_sha256_update(&st, h->instance_id, RI_INSTANCE_LEN);
+	put_u64(&st, (uint64_t)h->seq);
+	put_str(&st, h->event_id);
+	put_str(&st, h->action_ref);
+	put_str(&st, h->kind);
+	put_str(&st, h->act_key);
+	put_str(&st, h->invocation_id);
+	put_str(&st, h->actor_ref);
+	put_str(&st, h->attestation_id);
+	put_u64(&st, (uint64_t)h->recorded_at);
+	put_u64(&st, (uint64_t)h->retention_until);
+	put_u64(&st, (uint64_t)h->role);
+	put_u64(&st, (uint64_t)h->act_prev);
+	put_u64(&st, (uint64_t)h->inv_prev);
+	crypto_hash_sha256_update(&st, h->payload_digest, RI_HASH_LEN);
+	crypto_hash_sha256_final(&st, out);
+}
+
+void
+ri_mac(const unsigned char *key, size_t keylen, const void *msg, size_t n,
+    unsigned char out[RI_HASH_LEN])
+{
+	crypto_auth_hmacsha256_state st;
+
+	crypto_auth_hmacsha256_init(&st, key, keylen);
+	crypto_auth_hmacsha256_update(&st, msg, n);
+	crypto_auth_hmacsha256_final(&st, out);
+}
+
+bool
+ri_mac_ok(const unsigned char *key, size_t keylen, const void *msg, size_t n,
+    const unsigned char *mac, size_t maclen)
+{
+	unsigned char want[RI_HASH_LEN];
+
+	if (mac == NULL || maclen != RI_HASH_LEN)
+		return false;
+	ri_mac(key, keylen, msg, n, want);
+	return sodium_memcmp(want, mac, RI_HASH_LEN) == 0;
+}
+
+int
+ri_key_load(const char *path, unsigned char **key, size_t *len, ri_err *err)
+{
+	struct stat sb;
+	int fd;
+	ssize_t n;
+	unsigned char *buf;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return ri_fail(err, RI_CONFIG, "integrity key %s: %s", path, strerror(errno));
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return ri_fail(err, RI_CONFIG, "integrity key %s: not a regular file", path);
+	}
+	if ((sb.st_mode & 077) != 0) {
+		close(fd);
+		return ri_fail(err, RI_CONFIG,
+		    "integrity key %s: mode %03o is group- or world-accessible; chmod 600 it",
+		    path, (unsigned)(sb.st_mode & 0777));
+	}
+	buf = sodium_malloc(RI_KEY_MAX + 1);
+	if (buf == NULL)
+		abort();
+	n = read(fd, buf, RI_KEY_MAX + 1);
+	close(fd);
+	if (n < RI_KEY_MIN || n > RI_KEY_MAX) {
+		sodium_free(buf);
+		return ri_fail(err, RI_CONFIG, "integrity key %s: must hold %d to %d bytes, holds %s%zd",
+		    path, RI_KEY_MIN, RI_KEY_MAX, n > RI_KEY_MAX ? "more than " : "",
+		    n > RI_KEY_MAX ? (ssize_t)RI_KEY_MAX : n);
+	}
+	*key = buf;
+	*len = (size_t)n;
+	return RI_OK;
+}
+
+void
+ri_hex(const unsigned char *b, size_t n, char *out)
+{
+	sodium_bin2hex(out, 2 * n + 1, b, n);
+}

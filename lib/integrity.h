@@ -1,0 +1,61 @@
+/*
+ * integrity.h -- Tamper Evidence: the record header encoding, the chain
+ * hash, the MAC, and the payload digest.  Pure functions over bytes, so the
+ * substrate, ri-audit's traversal and the public-key verifier compute the
+ * very same thing.
+ *
+ *   payload_digest = SHA-256(salt ‖ payload)       salt: 16 random bytes,
+ *                                                  destroyed with the payload
+ *   hash           = SHA-256(prev_hash ‖ header)   header binds the digest
+ *   mac            = HMAC-SHA-256(integrity_key, hash)
+ *
+ * The header is versioned (format byte RI_FORMAT) and length-prefixed, so
+ * the encoding cannot drift silently between releases.
+ */
+#ifndef RI_INTEGRITY_H
+#define RI_INTEGRITY_H
+
+#include "util.h"
+
+#define RI_FORMAT 1
+#define RI_HASH_LEN 32
+#define RI_SALT_LEN 16
+#define RI_INSTANCE_LEN 16
+#define RI_KEY_MIN 32
+#define RI_KEY_MAX 4096
+
+struct ri_header {
+	const unsigned char *instance_id;       /* RI_INSTANCE_LEN bytes */
+	int64_t seq;
+	const char *event_id;
+	const char *action_ref;
+	const char *kind;
+	const char *act_key;
+	const char *invocation_id;              /* NULL: names none */
+	const char *actor_ref;
+	const char *attestation_id;
+	ri_ms recorded_at;
+	ri_ms retention_until;                  /* RI_NONE: unplaced */
+	int role;
+	int64_t act_prev;                       /* previous record of this act, 0 */
+	int64_t inv_prev;                       /* previous record of this invocation, 0 */
+	const unsigned char *payload_digest;    /* RI_HASH_LEN */
+};
+
+void ri_genesis(const unsigned char instance_id[RI_INSTANCE_LEN], unsigned char out[RI_HASH_LEN]);
+void ri_payload_digest(const unsigned char salt[RI_SALT_LEN], const char *payload,
+    size_t n, unsigned char out[RI_HASH_LEN]);
+void ri_record_hash(const unsigned char prev[RI_HASH_LEN], const struct ri_header *h,
+    unsigned char out[RI_HASH_LEN]);
+void ri_mac(const unsigned char *key, size_t keylen, const void *msg, size_t n,
+    unsigned char out[RI_HASH_LEN]);
+bool ri_mac_ok(const unsigned char *key, size_t keylen, const void *msg, size_t n,
+    const unsigned char *mac, size_t maclen);
+
+/* The integrity key: a file of at least 32 bytes, refused when group- or
+ * world-accessible.  RI_CONFIG with a message otherwise. */
+int ri_key_load(const char *path, unsigned char **key, size_t *len, ri_err *err);
+
+void ri_hex(const unsigned char *b, size_t n, char *out);  /* out: 2n + 1 */
+
+#endif

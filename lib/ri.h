@@ -1,0 +1,77 @@
+/*
+ * ri.h -- the one public header of libri, Recoverable Invocation.
+ *
+ * Every function returns one of the codes below.  The codes ARE the exit
+ * codes of INTERFACE.md: a command exits with the code its library call
+ * returned, so the table is documented once, here and in ri(7).
+ *
+ * Requests and answers are JSON objects (jansson), because that is the
+ * contract the commands speak; handles are opaque.
+ */
+#ifndef RI_H
+#define RI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+enum ri_code {
+	RI_OK = 0,
+	RI_CHECK_FAILED = 1,          /* ri-audit / ri-startcheck found a failure */
+	RI_INVALID_CREDENTIAL = 10,   /* invalid-credential */
+	RI_INVALID_REQUEST = 11,      /* invalid-request ("cause") */
+	RI_ACT_IN_FLIGHT = 12,        /* act-in-flight(invocation_id) */
+	RI_ACT_LANDED = 13,           /* act-landed(outcome_event_id) */
+	RI_SECTION_UNAVAILABLE = 14,  /* section-unavailable */
+	RI_JOURNAL_UNAVAILABLE = 15,  /* journal-unavailable: nothing written */
+	RI_ALREADY_ACCOUNTED = 16,    /* already-accounted(closing_event_id) */
+	RI_NOT_KNOWN = 17,            /* not-known */
+	RI_RF_INTENT = 20,            /* recording-failure(intent) */
+	RI_RF_OUTCOME = 21,           /* recording-failure(outcome): never re-run */
+	RI_RF_REFUSAL = 22,           /* recording-failure(refusal, constituent_code) */
+	RI_RF_RESOLUTION = 23,        /* recording-failure(resolution) */
+	RI_INTEGRITY = 30,            /* the journal failed verification */
+	RI_USAGE = 64,
+	RI_MALFORMED = 65,            /* not JSON, wrong types, unknown fields */
+	RI_INTERNAL = 70,
+	RI_CONFIG = 78                /* bad config, or the instance must not start */
+};
+
+/* What went wrong, for a human (msg) and for the caller (refusal). */
+typedef struct ri_err {
+	int code;
+	char msg[1024];
+} ri_err;
+
+typedef int64_t ri_ms;          /* instants (ms since the epoch) and durations */
+#define RI_NONE INT64_MIN       /* "none": no value (remaining, retention, ...) */
+
+typedef struct ri ri;           /* one instance: config, journal, register, keys */
+
+/* ri_instance_open flags */
+#define RI_WRITER      0x01u    /* refuse unless the five conditions hold (Instance start 3) */
+#define RI_READONLY    0x02u    /* open the journal read-only (readers, ri-audit) */
+#define RI_CONFIG_ONLY 0x04u    /* parse the config; touch no file it names */
+#define RI_NO_KEY      0x08u    /* no integrity key: chain-only verification */
+
+int  ri_instance_open(const char *config_path, unsigned flags, ri **out, ri_err *err);
+void ri_instance_close(ri *r);
+
+/* The protocol: each takes the request object of INTERFACE.md and answers
+ * one object, a success or {"refused": ...}.  The return is its code. */
+int ri_open(ri *r, json_t *req, json_t **ans, ri_err *err);
+int ri_close(ri *r, json_t *req, json_t **ans, ri_err *err);
+int ri_refuse(ri *r, json_t *req, json_t **ans, ri_err *err);
+int ri_yield(ri *r, json_t *req, json_t **ans, ri_err *err);
+int ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err);
+int ri_reconcile(ri *r, json_t **ans, ri_err *err);
+int ri_read_invocation(ri *r, json_t *req, json_t **ans, ri_err *err);
+
+/* The largest request a command reads on stdin for this instance. */
+size_t ri_request_max(const ri *r);
+
+const char *ri_code_name(int code);
+const char *ri_version(void);
+
+#endif

@@ -1,0 +1,181 @@
+/*
+ * store.h -- the storage interface between the substrate (the protocol's
+ * "Audit Trail": Event Log, Actor Identity, Tamper Evidence, Retention
+ * Window), the critical-section host ("Lease"), and the protocol above.
+ *
+ * Nothing of SQLite crosses this line: the protocol holds a `struct
+ * ri_store` and calls through its ops; store_sqlite.c is one backend, and a
+ * PostgreSQL backend for the multi-node deployment is another behind the
+ * same struct.
+ *
+ * Every record a read returns has been verified (chain link, MAC, payload
+ * digest, the scope heads that make a deleted row visible).  A failure is
+ * RI_ST_INTEGRITY naming the record -- never "absent".
+ */
+#ifndef RI_STORE_H
+#define RI_STORE_H
+
+#include "util.h"
+
+/* Answers of the substrate and the host. */
+enum ri_st {
+	RI_ST_OK = 0,
+	RI_ST_NOT_KNOWN,            /* read_record: no such event id */
+	RI_ST_PURGED,               /* read_record: payload destroyed by retention */
+	RI_ST_INVALID_CREDENTIAL,   /* record_action */
+	RI_ST_INVALID_REQUEST,      /* record_action: .cause says why */
+	RI_ST_STEP2,                /* record_action: the append did not land */
+	RI_ST_STEP3,                /* record_action: the commit did not land */
+	RI_ST_STEP4,                /* record_action: appended; retention placement failed */
+	RI_ST_LOST,                 /* record_action: the reply was lost; fate unknown */
+	RI_ST_FENCED,               /* record_action: refused by the journal fence */
+	RI_ST_UNAVAILABLE,          /* a read or the host could not reach the journal */
+	RI_ST_INVALID_QUERY,        /* range read: the query itself is wrong */
+	RI_ST_INTEGRITY,            /* verification failed: fail closed */
+	RI_ST_SECTION_UNAVAILABLE,  /* take: not granted within the holder's lease */
+	RI_ST_NOT_HELD,             /* release: the caller does not hold it */
+	RI_ST_EXISTS,               /* actor_add: the name is taken */
+	RI_ST_READONLY              /* the journal is read-only */
+};
+
+/* The role of a record in the protocol, derived from its action ref when it
+ * is appended; it drives the derived index of open intents.  Which records
+ * are outcomes is decided at read time from the vocabulary (journal 4). */
+enum ri_role {
+	RI_ROLE_OTHER = 0,          /* audit.* and anything else */
+	RI_ROLE_INTENT,             /* <kind>.intended */
+	RI_ROLE_RECOVERY,           /* <kind>.recovery_intended: not a closing */
+	RI_ROLE_CLOSING             /* outcome, refused, abandoned, escalated */
+};
+
+struct ri_record {
+	int64_t seq;
+	char event_id[RI_ID_LEN + 1];
+	char *action_ref;
+	char *kind;
+	char *act_key;                  /* "" for substrate records */
+	char *invocation_id;            /* NULL when the record names none */
+	char *actor_ref;
+	char attestation_id[RI_ID_LEN + 1];
+	ri_ms recorded_at;
+	ri_ms retention_until;          /* RI_NONE: unplaced (kept) */
+	int role;
+	json_t *payload;                /* NULL once purged */
+	bool purged;
+	unsigned char hash[32];
+	size_t payload_bytes;           /* serialized payload size (0 once purged) */
+};
+
+struct ri_records {
+	struct ri_record *v;
+	size_t n;
+	bool more;                      /* page-complete signal: more beyond this page */
+	int64_t next;                   /* cursor: the next seq to read from */
+};
+
+/* The journal fence (journal fence 1): a request-scoped deadline the
+ * substrate checks inside the append's own transaction. */
+struct ri_fence {
+	const char *holder;             /* the writer's lease holder */
+	ri_ms issue;                    /* the writer's seam reading at issue */
+};
+
+struct ri_append {
+	const char *action_ref;
+	const char *act_key;
+	const char *invocation_id;      /* NULL for substrate records */
+	const char *actor_ref;
+	const char *credential;
+	json_t *data;                   /* the record's payload object */
+	const struct ri_fence *fence;   /* NULL: unfenced */
+	const char *fault_tag;          /* "open.intent": names the fault points */
+};
+
+struct ri_appended {
+	char event_id[RI_ID_LEN + 1];
+	int64_t seq;
+	ri_ms recorded_at;
+	char cause[64];                 /* invalid-request cause */
+};
+
+/* A range-read query: from seq `from` with no upper bound, at most `limit`
+ * records, optionally filtered.  Filters are indexed (O(log n) per lookup). */
+struct ri_query {
+	int64_t from;                   /* first seq (1 = the beginning) */
+	size_t limit;                   /* declared page size; 0 = the store's default */
+	const char *invocation_id;      /* only records naming this invocation */
+	const char *kind;               /* with act_key: only this act's records */
+	const char *act_key;
+	const char *action_ref;         /* only records of this action ref */
+	bool descending;                /* newest first (from = upper start, 0 = head) */
+};
+
+struct ri_grant {
+	ri_ms expires_at;               /* minted by the host */
+	int64_t token;                  /* fencing token: only ever increases per key */
+};
+
+struct ri_open_intent {
+	int64_t seq;
+	char *kind, *act_key, *invocation_id, *event_id;
+	ri_ms recorded_at;
+};
+
+struct ri_actor {
+	char *actor_ref;
+	bool service;
+	ri_ms created_at;
+	ri_ms revoked_at;               /* RI_NONE while active */
+};
+
+/* What the last failing call saw; an integrity failure names the record. */
+struct ri_store_error {
+	char msg[512];
+	int64_t seq;                    /* 0 when no record is named */
+	char event_id[RI_ID_LEN + 1];
+};
+
+struct ri_store;
+
+struct ri_store_ops {
+	/* Audit Trail */
+	int (*record_action)(struct ri_store *, const struct ri_append *, struct ri_appended *);
+	int (*read_record)(struct ri_store *, const char *event_id, struct ri_record *);
+	int (*range_read)(struct ri_store *, const struct ri_query *, struct ri_records *);
+	/* the derived index of open intents (maintained in the append's
+	 * transaction): kind = NULL for every kind, act_key = NULL for every act;
+	 * only intents recorded at or before `aged_by` */
+	int (*open_intents)(struct ri_store *, const char *kind, const char *act_key,
+	    ri_ms aged_by, struct ri_open_intent **out, size_t *n);
+	int (*purge)(struct ri_store *, ri_ms now, int64_t *purged);
+	/* Actor Identity */
+	int (*actor_add)(struct ri_store *, const char *actor_ref, bool service,
+	    char credential_out[128]);
+	int (*actor_revoke)(struct ri_store *, const char *actor_ref);
+	int (*actor_list)(struct ri_store *, struct ri_actor **out, size_t *n);
+	/* Lease: the critical-section host (act section 1-14) */
+	int (*take)(struct ri_store *, const char *kind, const char *act_key,
+	    const char *holder, ri_ms duration, struct ri_grant *);
+	int (*remaining)(struct ri_store *, const char *kind, const char *act_key,
+	    const char *holder, ri_ms *left);  /* RI_NONE when not held */
+	int (*release)(struct ri_store *, const char *kind, const char *act_key,
+	    const char *holder);
+	/* marks: the sweep's sequence high water (named scalars) */
+	int (*mark_get)(struct ri_store *, const char *name, int64_t *seq);
+	int (*mark_set)(struct ri_store *, const char *name, int64_t seq);
+	/* the current head: highest seq (0 when empty) and its hash */
+	int (*head)(struct ri_store *, int64_t *seq, unsigned char hash[32]);
+	const struct ri_store_error *(*error)(struct ri_store *);
+	void (*close)(struct ri_store *);
+};
+
+struct ri_store {
+	const struct ri_store_ops *ops;
+};
+
+void ri_record_clear(struct ri_record *r);
+void ri_records_clear(struct ri_records *rs);
+void ri_open_intents_free(struct ri_open_intent *v, size_t n);
+void ri_actors_free(struct ri_actor *v, size_t n);
+
+#endif

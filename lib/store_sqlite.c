@@ -1,0 +1,1907 @@
+/*
+ * store_sqlite.c -- the substrate ("Audit Trail") and the critical-section
+ * host ("Lease") on one SQLite file.
+ *
+ * Durability: WAL, synchronous=FULL, BEGIN IMMEDIATE for every write, one
+ * transaction per record, a busy timeout bounded by the protocol's bounds.
+ * Integrity: every record is chained and MACed (integrity.h); every read
+ * verifies what it returns, inside one read transaction so a concurrent
+ * append can never look like tampering.  Three scopes -- the whole journal,
+ * each act (kind, act_key), each invocation -- carry a MACed head and a
+ * per-record back pointer, so a filtered read can prove it saw every record
+ * of its scope: a deleted row is an integrity failure, never an absence.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <sodium.h>
+#include <sqlite3.h>
+
+#include "clock.h"
+#include "fault.h"
+#include "integrity.h"
+#include "store_sqlite.h"
+
+#define PAGE_DEFAULT 256
+#define PAGE_MAX 4096
+#define SUBSTRATE_ACTOR "audit"
+
+struct sq {
+	struct ri_store base;
+	sqlite3 *db;
+	const struct ri_config *cfg;
+	unsigned char *key;             /* NULL: chain-only (RI_NO_KEY) */
+	size_t keylen;
+	unsigned char cred_key[crypto_generichash_KEYBYTES];
+	unsigned char instance_id[RI_INSTANCE_LEN];
+	unsigned char genesis[RI_HASH_LEN];
+	bool readonly;
+	struct ri_store_error err;
+};
+
+static const char schema[] =
+	"PRAGMA journal_mode=WAL;"
+	"CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID;"
+	"CREATE TABLE records("
+	"  seq INTEGER PRIMARY KEY,"
+	"  event_id TEXT NOT NULL UNIQUE,"
+	"  action_ref TEXT NOT NULL,"
+	"  kind TEXT NOT NULL,"
+	"  act_key TEXT NOT NULL,"
+	"  invocation_id TEXT,"
+	"  actor_ref TEXT NOT NULL,"
+	"  attestation_id TEXT NOT NULL,"
+	"  recorded_at INTEGER NOT NULL,"
+	"  retention_until INTEGER,"
+	"  role INTEGER NOT NULL,"
+	"  act_prev INTEGER NOT NULL,"
+	"  inv_prev INTEGER NOT NULL,"
+	"  payload TEXT,"
+	"  salt BLOB,"
+	"  digest BLOB NOT NULL,"
+	"  hash BLOB NOT NULL,"
+	"  mac BLOB NOT NULL);"
+	"CREATE INDEX records_invocation ON records(invocation_id, seq);"
+	"CREATE INDEX records_act ON records(kind, act_key, seq);"
+	"CREATE INDEX records_retention ON records(retention_until) WHERE payload IS NOT NULL;"
+	"CREATE TABLE heads(scope BLOB PRIMARY KEY, last_seq INTEGER NOT NULL,"
+	"  mac BLOB NOT NULL) WITHOUT ROWID;"
+	"CREATE TABLE open_intents(invocation_id TEXT PRIMARY KEY, seq INTEGER NOT NULL,"
+	"  kind TEXT NOT NULL, act_key TEXT NOT NULL, event_id TEXT NOT NULL,"
+	"  recorded_at INTEGER NOT NULL) WITHOUT ROWID;"
+	"CREATE INDEX open_intents_act ON open_intents(kind, act_key);"
+	"CREATE INDEX open_intents_age ON open_intents(kind, recorded_at);"
+	"CREATE TABLE actors(actor_ref TEXT PRIMARY KEY, service INTEGER NOT NULL,"
+	"  cred_hash BLOB NOT NULL, created_at INTEGER NOT NULL, revoked_at INTEGER,"
+	"  mac BLOB NOT NULL) WITHOUT ROWID;"
+	"CREATE TABLE leases(kind TEXT NOT NULL, act_key TEXT NOT NULL, holder TEXT,"
+	"  expires_at INTEGER NOT NULL, token INTEGER NOT NULL,"
+	"  PRIMARY KEY(kind, act_key)) WITHOUT ROWID;"
+	"CREATE TABLE marks(name TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;"
+	/* Append-only at the database level.  ri_now() exists only on ri's own
+	 * connections, so any other client's UPDATE is refused outright; ri's
+	 * own may only null a payload (and its salt) whose retention ended. */
+	"CREATE TRIGGER records_append_only_delete BEFORE DELETE ON records BEGIN"
+	"  SELECT RAISE(ABORT, 'ri: the journal is append-only');"
+	"END;"
+	"CREATE TRIGGER records_append_only_update BEFORE UPDATE ON records"
+	"  WHEN NOT (NEW.payload IS NULL AND NEW.salt IS NULL AND OLD.payload IS NOT NULL"
+	"    AND OLD.retention_until IS NOT NULL AND OLD.retention_until <= ri_now()"
+	"    AND NEW.seq IS OLD.seq AND NEW.event_id IS OLD.event_id"
+	"    AND NEW.action_ref IS OLD.action_ref AND NEW.kind IS OLD.kind"
+	"    AND NEW.act_key IS OLD.act_key AND NEW.invocation_id IS OLD.invocation_id"
+	"    AND NEW.actor_ref IS OLD.actor_ref AND NEW.attestation_id IS OLD.attestation_id"
+	"    AND NEW.recorded_at IS OLD.recorded_at"
+	"    AND NEW.retention_until IS OLD.retention_until AND NEW.role IS OLD.role"
+	"    AND NEW.act_prev IS OLD.act_prev AND NEW.inv_prev IS OLD.inv_prev"
+	"    AND NEW.digest IS OLD.digest AND NEW.hash IS OLD.hash AND NEW.mac IS OLD.mac)"
+	"BEGIN"
+	"  SELECT RAISE(ABORT, 'ri: the journal is append-only; only an expired payload may be purged');"
+	"END;";
+
+#define REC_COLS "seq, event_id, action_ref, kind, act_key, invocation_id, actor_ref," \
+	" attestation_id, recorded_at, retention_until, role, act_prev, inv_prev," \
+	" payload, salt, digest, hash, mac"
+
+/* ---- errors ---------------------------------------------------------- */
+
+static int
+st_fail(struct sq *s, int code, int64_t seq, const char *event_id, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static int
+st_fail(struct sq *s, int code, int64_t seq, const char *event_id, const char *fmt, ...)
+{
+	va_list ap;
+
+	s->err.seq = seq;
+	snprintf(s->err.event_id, sizeof s->err.event_id, "%s", event_id ? event_id : "");
+	va_start(ap, fmt);
+	vsnprintf(s->err.msg, sizeof s->err.msg, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+static int
+db_fail(struct sq *s, int code, const char *what)
+{
+	return st_fail(s, code, 0, NULL, "journal %s: %s: %s", s->cfg->journal, what,
+	    sqlite3_errmsg(s->db));
+}
+
+static const struct ri_store_error *
+sq_error(struct ri_store *st)
+{
+	return &((struct sq *)st)->err;
+}
+
+/* ---- small SQL helpers ------------------------------------------------ */
+
+static sqlite3_stmt *
+prep(struct sq *s, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+
+	if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return NULL;
+	}
+	return st;
+}
+
+static void
+bind_text(sqlite3_stmt *st, int i, const char *v)
+{
+	if (v == NULL)
+		sqlite3_bind_null(st, i);
+	else
+		sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+}
+
+static void
+bind_ms(sqlite3_stmt *st, int i, ri_ms v)
+{
+	if (v == RI_NONE)
+		sqlite3_bind_null(st, i);
+	else
+		sqlite3_bind_int64(st, i, v);
+}
+
+static ri_ms
+col_ms(sqlite3_stmt *st, int i)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL ? RI_NONE : sqlite3_column_int64(st, i);
+}
+
+static char *
+col_dup(sqlite3_stmt *st, int i)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+
+	return t == NULL ? NULL : ri_strdup((const char *)t);
+}
+
+/* A read runs inside one snapshot unless a write transaction is open. */
+static int
+read_begin(struct sq *s, bool *began)
+{
+	*began = false;
+	if (!sqlite3_get_autocommit(s->db))
+		return SQLITE_OK;
+	int rc = sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		*began = true;
+	return rc;
+}
+
+static void
+read_end(struct sq *s, bool began)
+{
+	if (began)
+		sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+}
+
+static void
+rollback(struct sq *s)
+{
+	if (!sqlite3_get_autocommit(s->db))
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+static void
+sql_now(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	struct sq *s = sqlite3_user_data(ctx);
+	ri_ms now;
+
+	(void)argc;
+	(void)argv;
+	if (ri_now(s->cfg, &now, NULL) != RI_OK) {
+		sqlite3_result_error(ctx, "ri_now: no clock reading", -1);
+		return;
+	}
+	sqlite3_result_int64(ctx, now);
+}
+
+/* ---- scopes and heads ------------------------------------------------- */
+
+enum { SCOPE_ALL, SCOPE_ACT, SCOPE_INV };
+
+struct scope {
+	int type;
+	unsigned char key[RI_HASH_LEN];         /* SHA-256 of the scope's fields */
+	size_t len;
+};
+
+static void
+scope_add(crypto_hash_sha256_state *st, const char *v)
+{
+	size_t n = strlen(v);
+	unsigned char len[4] = { (unsigned char)(n >> 24), (unsigned char)(n >> 16),
+		(unsigned char)(n >> 8), (unsigned char)n };
+
+	crypto_hash_sha256_update(st, len, 4);
+	crypto_hash_sha256_update(st, (const unsigned char *)v, n);
+}
+
+static void
+scope_make(struct scope *sc, int type, const char *a, const char *b)
+{
+	crypto_hash_sha256_state st;
+	unsigned char t = (unsigned char)("gai"[type]);
+
+	sc->type = type;
+	sc->len = RI_HASH_LEN;
+	crypto_hash_sha256_init(&st);
+	crypto_hash_sha256_update(&st, &t, 1);
+	if (type == SCOPE_ACT) {
+		scope_add(&st, a);
+		scope_add(&st, b);
+	} else if (type == SCOPE_INV) {
+		scope_add(&st, a);
+	}
+	crypto_hash_sha256_final(&st, sc->key);
+}
+
+static void
+head_mac(struct sq *s, const struct scope *sc, int64_t last, const unsigned char hash[RI_HASH_LEN],
+    unsigned char out[RI_HASH_LEN])
+{
+	crypto_auth_hmacsha256_state st;
+	static const char tag[] = "ri head";
+	unsigned char b[8];
+	uint64_t v = (uint64_t)last;
+
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		b[i] = (unsigned char)(v & 0xff);
+	crypto_auth_hmacsha256_init(&st, s->key, s->keylen);
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)tag, sizeof tag);
+	crypto_auth_hmacsha256_update(&st, s->instance_id, RI_INSTANCE_LEN);
+	crypto_auth_hmacsha256_update(&st, sc->key, sc->len);
+	crypto_auth_hmacsha256_update(&st, b, 8);
+	crypto_auth_hmacsha256_update(&st, hash, RI_HASH_LEN);
+	crypto_auth_hmacsha256_final(&st, out);
+}
+
+static const char *
+scope_name(const struct scope *sc)
+{
+	return sc->type == SCOPE_ALL ? "the journal" : sc->type == SCOPE_ACT ? "the act" : "the invocation";
+}
+
+/* Stored hash of the record at seq (0 = the genesis). */
+static int
+hash_at(struct sq *s, int64_t seq, unsigned char out[RI_HASH_LEN])
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (seq == 0) {
+		memcpy(out, s->genesis, RI_HASH_LEN);
+		return RI_ST_OK;
+	}
+	if ((st = prep(s, "SELECT hash FROM records WHERE seq = ?")) == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	sqlite3_bind_int64(st, 1, seq);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && sqlite3_column_bytes(st, 0) == RI_HASH_LEN) {
+		memcpy(out, sqlite3_column_blob(st, 0), RI_HASH_LEN);
+		sqlite3_finalize(st);
+		return RI_ST_OK;
+	}
+	sqlite3_finalize(st);
+	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+		return st_fail(s, RI_ST_INTEGRITY, seq, NULL,
+		    "journal integrity: record seq %lld is missing or has no hash (a deleted row)",
+		    (long long)seq);
+	return db_fail(s, RI_ST_UNAVAILABLE, "read");
+}
+
+/* The newest seq of a scope as the rows say it (0 when none). */
+static int
+scope_max(struct sq *s, const struct scope *sc, const char *a, const char *b, int64_t *out)
+{
+	sqlite3_stmt *st;
+	const char *sql = sc->type == SCOPE_ALL ? "SELECT max(seq) FROM records" :
+	    sc->type == SCOPE_ACT ? "SELECT max(seq) FROM records WHERE kind = ? AND act_key = ?" :
+	    "SELECT max(seq) FROM records WHERE invocation_id = ?";
+
+	if ((st = prep(s, sql)) == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	if (sc->type != SCOPE_ALL)
+		bind_text(st, 1, a);
+	if (sc->type == SCOPE_ACT)
+		bind_text(st, 2, b);
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		sqlite3_finalize(st);
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	}
+	*out = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return RI_ST_OK;
+}
+
+/*
+ * The verified head of a scope: its MACed row agrees with the newest record
+ * the rows hold, and that record's hash is the one the MAC bound.  Without
+ * a key (public-key audit) only the rows are consulted.
+ */
+static int
+head_get(struct sq *s, const struct scope *sc, const char *a, const char *b, int64_t *last)
+{
+	sqlite3_stmt *st;
+	int64_t rows = 0, stored = 0;
+	unsigned char mac[RI_HASH_LEN], h[RI_HASH_LEN];
+	bool have = false;
+	int rc;
+
+	if ((rc = scope_max(s, sc, a, b, &rows)) != RI_ST_OK)
+		return rc;
+	if (s->key == NULL) {
+		*last = rows;
+		return RI_ST_OK;
+	}
+	if ((st = prep(s, "SELECT last_seq, mac FROM heads WHERE scope = ?")) == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	sqlite3_bind_blob(st, 1, sc->key, (int)sc->len, SQLITE_TRANSIENT);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		have = true;
+		stored = sqlite3_column_int64(st, 0);
+		if (sqlite3_column_bytes(st, 1) == RI_HASH_LEN)
+			memcpy(mac, sqlite3_column_blob(st, 1), RI_HASH_LEN);
+		else
+			memset(mac, 0, sizeof mac);
+	} else if (rc != SQLITE_DONE) {
+		sqlite3_finalize(st);
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	}
+	sqlite3_finalize(st);
+	if (!have) {
+		if (rows != 0)
+			return st_fail(s, RI_ST_INTEGRITY, rows, NULL,
+			    "journal integrity: %s has records but no authenticated head", scope_name(sc));
+		*last = 0;
+		return RI_ST_OK;
+	}
+	if ((rc = hash_at(s, stored, h)) != RI_ST_OK)
+		return rc == RI_ST_INTEGRITY ? st_fail(s, rc, stored, NULL,
+		    "journal integrity: the newest record of %s (seq %lld) is missing (deleted rows)",
+		    scope_name(sc), (long long)stored) : rc;
+	unsigned char want[RI_HASH_LEN];
+	head_mac(s, sc, stored, h, want);
+	if (sodium_memcmp(want, mac, RI_HASH_LEN) != 0)
+		return st_fail(s, RI_ST_INTEGRITY, stored, NULL,
+		    "journal integrity: the head of %s (seq %lld) fails its MAC", scope_name(sc),
+		    (long long)stored);
+	if (rows != stored)
+		return st_fail(s, RI_ST_INTEGRITY, rows, NULL,
+		    "journal integrity: %s ends at seq %lld but its authenticated head is seq %lld",
+		    scope_name(sc), (long long)rows, (long long)stored);
+	*last = stored;
+	return RI_ST_OK;
+}
+
+static int
+head_set(struct sq *s, const struct scope *sc, int64_t last, const unsigned char hash[RI_HASH_LEN])
+{
+	sqlite3_stmt *st;
+	unsigned char mac[RI_HASH_LEN];
+	int rc;
+
+	head_mac(s, sc, last, hash, mac);
+	if ((st = prep(s, "INSERT INTO heads(scope, last_seq, mac) VALUES (?, ?, ?)"
+	    " ON CONFLICT(scope) DO UPDATE SET last_seq = excluded.last_seq, mac = excluded.mac")) == NULL)
+		return SQLITE_ERROR;
+	sqlite3_bind_blob(st, 1, sc->key, (int)sc->len, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 2, last);
+	sqlite3_bind_blob(st, 3, mac, RI_HASH_LEN, SQLITE_TRANSIENT);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* ---- rows and their verification --------------------------------------- */
+
+struct raw {
+	unsigned char digest[RI_HASH_LEN], hash[RI_HASH_LEN], mac[RI_HASH_LEN];
+	unsigned char salt[RI_SALT_LEN];
+	bool has_salt, shapes_ok;
+	int64_t act_prev, inv_prev;
+	char *payload_text;
+};
+
+static void
+load_row(sqlite3_stmt *st, struct ri_record *r, struct raw *w)
+{
+	memset(r, 0, sizeof *r);
+	memset(w, 0, sizeof *w);
+	r->seq = sqlite3_column_int64(st, 0);
+	snprintf(r->event_id, sizeof r->event_id, "%s", (const char *)sqlite3_column_text(st, 1));
+	r->action_ref = col_dup(st, 2);
+	r->kind = col_dup(st, 3);
+	r->act_key = col_dup(st, 4);
+	r->invocation_id = col_dup(st, 5);
+	r->actor_ref = col_dup(st, 6);
+	snprintf(r->attestation_id, sizeof r->attestation_id, "%s", (const char *)sqlite3_column_text(st, 7));
+	r->recorded_at = sqlite3_column_int64(st, 8);
+	r->retention_until = col_ms(st, 9);
+	r->role = sqlite3_column_int(st, 10);
+	w->act_prev = sqlite3_column_int64(st, 11);
+	w->inv_prev = sqlite3_column_int64(st, 12);
+	w->payload_text = col_dup(st, 13);
+	w->has_salt = sqlite3_column_type(st, 14) != SQLITE_NULL;
+	w->shapes_ok = sqlite3_column_bytes(st, 15) == RI_HASH_LEN &&
+	    sqlite3_column_bytes(st, 16) == RI_HASH_LEN &&
+	    sqlite3_column_bytes(st, 17) == RI_HASH_LEN &&
+	    (!w->has_salt || sqlite3_column_bytes(st, 14) == RI_SALT_LEN) &&
+	    r->action_ref && r->kind && r->act_key && r->actor_ref;
+	if (w->shapes_ok) {
+		if (w->has_salt)
+			memcpy(w->salt, sqlite3_column_blob(st, 14), RI_SALT_LEN);
+		memcpy(w->digest, sqlite3_column_blob(st, 15), RI_HASH_LEN);
+		memcpy(w->hash, sqlite3_column_blob(st, 16), RI_HASH_LEN);
+		memcpy(w->mac, sqlite3_column_blob(st, 17), RI_HASH_LEN);
+	}
+}
+
+static void
+header_of(struct sq *s, const struct ri_record *r, const struct raw *w, struct ri_header *h)
+{
+	h->instance_id = s->instance_id;
+	h->seq = r->seq;
+	h->event_id = r->event_id;
+	h->action_ref = r->action_ref;
+	h->kind = r->kind;
+	h->act_key = r->act_key;
+	h->invocation_id = r->invocation_id;
+	h->actor_ref = r->actor_ref;
+	h->attestation_id = r->attestation_id;
+	h->recorded_at = r->recorded_at;
+	h->retention_until = r->retention_until;
+	h->role = r->role;
+	h->act_prev = w->act_prev;
+	h->inv_prev = w->inv_prev;
+	h->payload_digest = w->digest;
+}
+
+/*
+ * Verify one row against the hash of its predecessor: shape, payload
+ * digest, chain link, MAC.  A payload missing before its retention ended is
+ * a destroyed record, not a purge.  On success the record owns its payload.
+ */
+static int
+verify_row(struct sq *s, struct ri_record *r, struct raw *w, const unsigned char prev[RI_HASH_LEN],
+    ri_ms now)
+{
+	struct ri_header h;
+	unsigned char calc[RI_HASH_LEN];
+	const char *why = NULL;
+
+	if (!w->shapes_ok) {
+		why = "a malformed row";
+	} else if (w->payload_text != NULL) {
+		ri_payload_digest(w->salt, w->payload_text, strlen(w->payload_text), calc);
+		if (!w->has_salt || sodium_memcmp(calc, w->digest, RI_HASH_LEN) != 0)
+			why = "its payload does not match its digest (a changed payload)";
+	} else if (w->has_salt) {
+		why = "a payload without its salt";
+	} else if (r->retention_until == RI_NONE || r->retention_until > now) {
+		why = "its payload is gone before its retention ended";
+	}
+	if (why == NULL) {
+		header_of(s, r, w, &h);
+		ri_record_hash(prev, &h, calc);
+		if (sodium_memcmp(calc, w->hash, RI_HASH_LEN) != 0)
+			why = "its header or chain link is wrong (altered, moved or copied, or a row before it deleted)";
+		else if (s->key != NULL && !ri_mac_ok(s->key, s->keylen, w->hash, RI_HASH_LEN, w->mac, RI_HASH_LEN))
+			why = "it fails its MAC (forged, or the wrong integrity key)";
+	}
+	if (why == NULL && w->payload_text != NULL) {
+		json_error_t je;
+		r->payload = json_loads(w->payload_text, JSON_REJECT_DUPLICATES, &je);
+		if (r->payload == NULL || !json_is_object(r->payload))
+			why = "its payload is not a JSON object";
+		r->payload_bytes = strlen(w->payload_text);
+	}
+	r->purged = w->payload_text == NULL;
+	memcpy(r->hash, w->hash, RI_HASH_LEN);
+	free(w->payload_text);
+	w->payload_text = NULL;
+	if (why != NULL)
+		return st_fail(s, RI_ST_INTEGRITY, r->seq, r->event_id,
+		    "journal integrity: record seq %lld (%s) fails verification: %s",
+		    (long long)r->seq, r->event_id, why);
+	return RI_ST_OK;
+}
+
+void
+ri_record_clear(struct ri_record *r)
+{
+	free(r->action_ref);
+	free(r->kind);
+	free(r->act_key);
+	free(r->invocation_id);
+	free(r->actor_ref);
+	json_decref(r->payload);
+	memset(r, 0, sizeof *r);
+}
+
+void
+ri_records_clear(struct ri_records *rs)
+{
+	for (size_t i = 0; i < rs->n; i++)
+		ri_record_clear(&rs->v[i]);
+	free(rs->v);
+	memset(rs, 0, sizeof *rs);
+}
+
+void
+ri_open_intents_free(struct ri_open_intent *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].kind);
+		free(v[i].act_key);
+		free(v[i].invocation_id);
+		free(v[i].event_id);
+	}
+	free(v);
+}
+
+void
+ri_actors_free(struct ri_actor *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i].actor_ref);
+	free(v);
+}
+
+static int
+now_or_fail(struct sq *s, ri_ms *now)
+{
+	ri_err e;
+
+	if (ri_now(s->cfg, now, &e) != RI_OK)
+		return st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "%s", e.msg);
+	return RI_ST_OK;
+}
+
+/* ---- read_record ------------------------------------------------------- */
+
+static int
+sq_read_record(struct ri_store *base, const char *event_id, struct ri_record *out)
+{
+	struct sq *s = (struct sq *)base;
+	sqlite3_stmt *st;
+	struct raw w;
+	unsigned char prev[RI_HASH_LEN];
+	bool began;
+	ri_ms now;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
+		return rc;
+	if (read_begin(s, &began) != SQLITE_OK)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	if ((st = prep(s, "SELECT " REC_COLS " FROM records WHERE event_id = ?")) == NULL) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
+		goto out;
+	}
+	bind_text(st, 1, event_id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) {
+		sqlite3_finalize(st);
+		rc = st_fail(s, RI_ST_NOT_KNOWN, 0, event_id, "no record %s", event_id);
+		goto out;
+	}
+	if (rc != SQLITE_ROW) {
+		sqlite3_finalize(st);
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
+		goto out;
+	}
+	load_row(st, out, &w);
+	sqlite3_finalize(st);
+	if ((rc = hash_at(s, out->seq - 1, prev)) != RI_ST_OK) {
+		free(w.payload_text);
+		goto out;
+	}
+	if ((rc = verify_row(s, out, &w, prev, now)) != RI_ST_OK)
+		goto out;
+	/* the journal's own head must stand, so a truncated tail is seen */
+	struct scope sc;
+	int64_t last;
+	scope_make(&sc, SCOPE_ALL, NULL, NULL);
+	if ((rc = head_get(s, &sc, NULL, NULL, &last)) != RI_ST_OK)
+		goto out;
+	rc = out->purged ? RI_ST_PURGED : RI_ST_OK;
+out:
+	read_end(s, began);
+	if (rc != RI_ST_OK && rc != RI_ST_PURGED)
+		ri_record_clear(out);
+	return rc;
+}
+
+/* ---- range read ---------------------------------------------------------- */
+
+static int
+push_record(struct ri_records *rs, size_t *cap, struct ri_record *r)
+{
+	if (rs->n == *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		rs->v = realloc(rs->v, *cap * sizeof *rs->v);
+		if (rs->v == NULL)
+			abort();
+	}
+	rs->v[rs->n++] = *r;
+	return 0;
+}
+
+/*
+ * The open-upper-bound sequence-range read (Capability requirement 1-3):
+ * from q->from with no upper bound, a declared page size, a cursor and a
+ * page-complete signal.  A filtered read walks its scope's back pointers,
+ * so a record missing from the middle, the start or the end of the scope
+ * is an integrity failure.
+ */
+static int
+sq_range_read(struct ri_store *base, const struct ri_query *q, struct ri_records *out)
+{
+	struct sq *s = (struct sq *)base;
+	struct scope sc;
+	sqlite3_stmt *st = NULL;
+	char sql[512];
+	size_t limit = q->limit ? q->limit : PAGE_DEFAULT, cap = 0;
+	int64_t head = 0, expect_prev = 0;
+	bool began;
+	ri_ms now;
+	int rc, idx = 1;
+
+	memset(out, 0, sizeof *out);
+	if (limit > PAGE_MAX || q->from < 0 || (q->kind == NULL) != (q->act_key == NULL) ||
+	    (q->kind != NULL && q->invocation_id != NULL) || q->action_ref != NULL)
+		return st_fail(s, RI_ST_INVALID_QUERY, 0, NULL,
+		    "invalid range query (page size 1..%d; one filter: an invocation or an act)", PAGE_MAX);
+	if (q->invocation_id != NULL)
+		scope_make(&sc, SCOPE_INV, q->invocation_id, NULL);
+	else if (q->kind != NULL)
+		scope_make(&sc, SCOPE_ACT, q->kind, q->act_key);
+	else
+		scope_make(&sc, SCOPE_ALL, NULL, NULL);
+	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
+		return rc;
+	if (read_begin(s, &began) != SQLITE_OK)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	if ((rc = head_get(s, &sc, sc.type == SCOPE_INV ? q->invocation_id : q->kind, q->act_key,
+	    &head)) != RI_ST_OK)
+		goto out;
+	{
+		bool desc = q->descending;
+		int64_t from = q->from;
+		if (desc && (from == 0 || from > head))
+			from = head;
+		snprintf(sql, sizeof sql, "SELECT " REC_COLS " FROM records WHERE seq %s ?%s ORDER BY seq %s LIMIT ?",
+		    desc ? "<=" : ">=",
+		    sc.type == SCOPE_INV ? " AND invocation_id = ?" :
+		    sc.type == SCOPE_ACT ? " AND kind = ? AND act_key = ?" : "",
+		    desc ? "DESC" : "ASC");
+		if ((st = prep(s, sql)) == NULL) {
+			rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
+			goto out;
+		}
+		sqlite3_bind_int64(st, idx++, from);
+		if (sc.type == SCOPE_INV)
+			bind_text(st, idx++, q->invocation_id);
+		if (sc.type == SCOPE_ACT) {
+			bind_text(st, idx++, q->kind);
+			bind_text(st, idx++, q->act_key);
+		}
+		sqlite3_bind_int64(st, idx++, (sqlite3_int64)limit + 1);
+		/* descending: from the head, or from a cursor that is the link of
+		 * the last record of the previous page -- either way the first
+		 * record must be exactly that seq */
+		if (desc)
+			expect_prev = from;
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			struct ri_record r;
+			struct raw w;
+			unsigned char prev[RI_HASH_LEN];
+			int vr;
+
+			if (out->n == limit) {
+				out->more = true;
+				break;
+			}
+			load_row(st, &r, &w);
+			int64_t link = sc.type == SCOPE_ACT ? w.act_prev : sc.type == SCOPE_INV ? w.inv_prev : r.seq - 1;
+			if (!desc) {
+				/* ascending: nothing of the scope between from and the first,
+				 * and each record links to the one before it */
+				bool ok = out->n == 0 ? link < from : link == out->v[out->n - 1].seq;
+				if (!ok) {
+					free(w.payload_text);
+					rc = st_fail(s, RI_ST_INTEGRITY, r.seq, r.event_id,
+					    "journal integrity: a record of %s before seq %lld (%s) is missing (deleted rows)",
+					    scope_name(&sc), (long long)r.seq, r.event_id);
+					ri_record_clear(&r);
+					goto out;
+				}
+			} else if (r.seq != expect_prev) {
+				free(w.payload_text);
+				rc = st_fail(s, RI_ST_INTEGRITY, expect_prev, NULL,
+				    "journal integrity: record seq %lld of %s is missing (deleted rows)",
+				    (long long)expect_prev, scope_name(&sc));
+				ri_record_clear(&r);
+				goto out;
+			}
+			if ((vr = hash_at(s, r.seq - 1, prev)) != RI_ST_OK ||
+			    (vr = verify_row(s, &r, &w, prev, now)) != RI_ST_OK) {
+				free(w.payload_text);
+				ri_record_clear(&r);
+				rc = vr;
+				goto out;
+			}
+			expect_prev = link;
+			push_record(out, &cap, &r);
+		}
+		if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+			rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
+			goto out;
+		}
+		rc = RI_ST_OK;
+		if (!desc) {
+			out->next = out->n ? out->v[out->n - 1].seq + 1 : from;
+			/* the last page ends at the scope's authenticated head */
+			if (!out->more && head >= from && (out->n == 0 || out->v[out->n - 1].seq != head))
+				rc = st_fail(s, RI_ST_INTEGRITY, head, NULL,
+				    "journal integrity: %s's head is seq %lld but the read ended before it (deleted rows)",
+				    scope_name(&sc), (long long)head);
+		} else {
+			out->next = expect_prev;        /* 0: the scope's first record was read */
+			if (!out->more && expect_prev != 0)
+				rc = st_fail(s, RI_ST_INTEGRITY, expect_prev, NULL,
+				    "journal integrity: record seq %lld of %s is missing (deleted rows)",
+				    (long long)expect_prev, scope_name(&sc));
+		}
+	}
+out:
+	sqlite3_finalize(st);
+	read_end(s, began);
+	if (rc != RI_ST_OK)
+		ri_records_clear(out);
+	return rc;
+}
+
+/* ---- open intents (derived index) ---------------------------------------- */
+
+static int
+sq_open_intents(struct ri_store *base, const char *kind, const char *act_key, ri_ms aged_by,
+    struct ri_open_intent **out, size_t *n)
+{
+	struct sq *s = (struct sq *)base;
+	sqlite3_stmt *st;
+	size_t cap = 0;
+	int rc, i = 1;
+	char sql[256];
+
+	*out = NULL;
+	*n = 0;
+	snprintf(sql, sizeof sql,
+	    "SELECT seq, kind, act_key, invocation_id, event_id, recorded_at FROM open_intents"
+	    " WHERE recorded_at <= ?%s%s ORDER BY seq",
+	    kind ? " AND kind = ?" : "", act_key ? " AND act_key = ?" : "");
+	if ((st = prep(s, sql)) == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	sqlite3_bind_int64(st, i++, aged_by == RI_NONE ? INT64_MAX : aged_by);
+	if (kind)
+		bind_text(st, i++, kind);
+	if (act_key)
+		bind_text(st, i++, act_key);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			*out = realloc(*out, cap * sizeof **out);
+			if (*out == NULL)
+				abort();
+		}
+		struct ri_open_intent *o = &(*out)[(*n)++];
+		o->seq = sqlite3_column_int64(st, 0);
+		o->kind = col_dup(st, 1);
+		o->act_key = col_dup(st, 2);
+		o->invocation_id = col_dup(st, 3);
+		o->event_id = col_dup(st, 4);
+		o->recorded_at = sqlite3_column_int64(st, 5);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		ri_open_intents_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	}
+	return RI_ST_OK;
+}
+
+/* ---- record_action ------------------------------------------------------- */
+
+static int
+begin_immediate(struct sq *s)
+{
+	int rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+
+	if (rc == SQLITE_OK)
+		return RI_ST_OK;
+	if ((rc & 0xff) == SQLITE_READONLY)
+		return db_fail(s, RI_ST_READONLY, "begin");
+	return db_fail(s, (rc & 0xff) == SQLITE_BUSY ? RI_ST_UNAVAILABLE : RI_ST_STEP2, "begin");
+}
+
+static int
+role_of(const char *action_ref)
+{
+	const char *dot = strchr(action_ref, '.');
+
+	if (dot == NULL || strncmp(action_ref, "audit.", 6) == 0)
+		return RI_ROLE_OTHER;
+	if (strcmp(dot + 1, "intended") == 0)
+		return RI_ROLE_INTENT;
+	if (strcmp(dot + 1, "recovery_intended") == 0)
+		return RI_ROLE_RECOVERY;
+	return RI_ROLE_CLOSING;
+}
+
+static bool
+valid_ref(const char *v, int64_t cap)
+{
+	return v != NULL && *v != '\0' && (int64_t)strlen(v) <= cap;
+}
+
+static void
+cred_hash(struct sq *s, const char *cred, unsigned char out[32])
+{
+	crypto_generichash(out, 32, (const unsigned char *)cred, strlen(cred), s->cred_key,
+	    sizeof s->cred_key);
+}
+
+static void
+actor_mac(struct sq *s, const char *actor, int service, const unsigned char ch[32],
+    ri_ms created, ri_ms revoked, unsigned char out[RI_HASH_LEN])
+{
+	crypto_auth_hmacsha256_state st;
+	static const char tag[] = "ri actor";
+	char nums[64];
+
+	snprintf(nums, sizeof nums, "%d/%lld/%lld", service, (long long)created, (long long)revoked);
+	crypto_auth_hmacsha256_init(&st, s->key, s->keylen);
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)tag, sizeof tag);
+	crypto_auth_hmacsha256_update(&st, s->instance_id, RI_INSTANCE_LEN);
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)actor, strlen(actor) + 1);
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)nums, strlen(nums) + 1);
+	crypto_auth_hmacsha256_update(&st, ch, 32);
+	crypto_auth_hmacsha256_final(&st, out);
+}
+
+/* Actor Identity: the credential check at record_action.  The stored hash
+ * is keyed (BLAKE2b) and compared in constant time; a revoked actor fails
+ * from the instant of revocation on. */
+static int
+check_credential(struct sq *s, const char *actor, const char *cred, ri_ms now)
+{
+	sqlite3_stmt *st;
+	unsigned char have[32], want[32], mac[RI_HASH_LEN];
+	int service, rc;
+	ri_ms created, revoked;
+
+	if ((st = prep(s, "SELECT service, cred_hash, created_at, revoked_at, mac FROM actors"
+	    " WHERE actor_ref = ?")) == NULL)
+		return db_fail(s, RI_ST_STEP2, "actor read");
+	bind_text(st, 1, actor);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW) {
+		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE)
+			return db_fail(s, RI_ST_STEP2, "actor read");
+		return st_fail(s, RI_ST_INVALID_CREDENTIAL, 0, NULL, "actor %s is not registered", actor);
+	}
+	if (sqlite3_column_bytes(st, 1) != 32 || sqlite3_column_bytes(st, 4) != RI_HASH_LEN) {
+		sqlite3_finalize(st);
+		return st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: actor %s is malformed", actor);
+	}
+	service = sqlite3_column_int(st, 0);
+	memcpy(want, sqlite3_column_blob(st, 1), 32);
+	created = sqlite3_column_int64(st, 2);
+	revoked = col_ms(st, 3);
+	memcpy(mac, sqlite3_column_blob(st, 4), RI_HASH_LEN);
+	sqlite3_finalize(st);
+	unsigned char calc[RI_HASH_LEN];
+	actor_mac(s, actor, service, want, created, revoked, calc);
+	if (sodium_memcmp(calc, mac, RI_HASH_LEN) != 0)
+		return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
+		    "journal integrity: actor %s fails its MAC (the registry was altered)", actor);
+	cred_hash(s, cred, have);
+	if (sodium_memcmp(have, want, 32) != 0)
+		return st_fail(s, RI_ST_INVALID_CREDENTIAL, 0, NULL, "wrong credential for actor %s", actor);
+	if (revoked != RI_NONE && revoked <= now)
+		return st_fail(s, RI_ST_INVALID_CREDENTIAL, 0, NULL, "actor %s is revoked", actor);
+	return RI_ST_OK;
+}
+
+/* journal fence 1, Allowance 7-10: the writer still holds the act's lease
+ * with one allowance to spare (the lease terminus), and the write's own
+ * terminus, issue + journal_write_bound - allowance, has not passed. */
+static int
+check_fence(struct sq *s, const char *kind, const char *act_key, const struct ri_fence *f, ri_ms now)
+{
+	sqlite3_stmt *st;
+	int rc;
+	bool ok = false;
+	ri_ms a = s->cfg->clock_offset_allowance;
+
+	if ((st = prep(s, "SELECT holder, expires_at FROM leases WHERE kind = ? AND act_key = ?")) == NULL)
+		return db_fail(s, RI_ST_STEP2, "lease read");
+	bind_text(st, 1, kind);
+	bind_text(st, 2, act_key);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const unsigned char *h = sqlite3_column_text(st, 0);
+		ri_ms exp = sqlite3_column_int64(st, 1);
+		ok = h != NULL && strcmp((const char *)h, f->holder) == 0 && now < exp - a;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return db_fail(s, RI_ST_STEP2, "lease read");
+	if (!ok)
+		return st_fail(s, RI_ST_FENCED, 0, NULL,
+		    "journal fence: %s no longer holds the section with an allowance to spare", f->holder);
+	if (!(now < f->issue + s->cfg->journal_write_bound - a))
+		return st_fail(s, RI_ST_FENCED, 0, NULL,
+		    "journal fence: the write's terminus (issue + journal_write_bound - allowance) has passed");
+	return RI_ST_OK;
+}
+
+static int
+kind_of(const char *action_ref, char *out, size_t n)
+{
+	const char *dot = strchr(action_ref, '.');
+
+	if (dot == NULL || dot == action_ref || (size_t)(dot - action_ref) >= n || dot[1] == '\0')
+		return -1;
+	memcpy(out, action_ref, (size_t)(dot - action_ref));
+	out[dot - action_ref] = '\0';
+	return 0;
+}
+
+/*
+ * Append one record inside an open write transaction.  The substrate
+ * stamps recorded_at (never earlier than the record before it), mints the
+ * event and attestation ids, places retention by the kind's fixed policy
+ * (journal 6), chains and MACs the record and advances the three heads.
+ */
+static int
+append_locked(struct sq *s, const struct ri_append *a, bool unplaced, ri_ms now,
+    struct ri_appended *out)
+{
+	char kind[128], *payload = NULL;
+	struct scope all, act, inv;
+	int64_t last, act_last = 0, inv_last = 0;
+	unsigned char prev[RI_HASH_LEN], salt[RI_SALT_LEN], digest[RI_HASH_LEN], hash[RI_HASH_LEN],
+	    mac[RI_HASH_LEN];
+	struct ri_header h;
+	sqlite3_stmt *st;
+	ri_ms recorded_at = now, retention;
+	int rc, role = role_of(a->action_ref);
+	const char *act_key = a->act_key ? a->act_key : "";
+
+	if (kind_of(a->action_ref, kind, sizeof kind) != 0)
+		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "malformed action ref");
+	scope_make(&all, SCOPE_ALL, NULL, NULL);
+	scope_make(&act, SCOPE_ACT, kind, act_key);
+	if ((rc = head_get(s, &all, NULL, NULL, &last)) != RI_ST_OK ||
+	    (rc = head_get(s, &act, kind, act_key, &act_last)) != RI_ST_OK)
+		return rc;
+	if (a->invocation_id != NULL) {
+		scope_make(&inv, SCOPE_INV, a->invocation_id, NULL);
+		if ((rc = head_get(s, &inv, a->invocation_id, NULL, &inv_last)) != RI_ST_OK)
+			return rc;
+	}
+	if ((rc = hash_at(s, last, prev)) != RI_ST_OK)
+		return rc;
+	if (last > 0) {
+		/* recorded_at never goes backwards, whatever the clock did */
+		if ((st = prep(s, "SELECT recorded_at FROM records WHERE seq = ?")) == NULL)
+			return db_fail(s, RI_ST_STEP2, "read");
+		sqlite3_bind_int64(st, 1, last);
+		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > recorded_at)
+			recorded_at = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	if (strcmp(kind, "audit") == 0) {
+		retention = INT64_MAX;          /* the substrate's own records are kept */
+	} else {
+		const struct ri_kind *k = ri_config_kind(s->cfg, kind);
+		retention = k == NULL || unplaced ? RI_NONE : recorded_at + k->retention_period;
+	}
+	ri_mint_id("evt_", out->event_id);
+	char attestation[RI_ID_LEN + 1];
+	ri_mint_id("att_", attestation);
+	payload = ri_json_canonical(a->data);
+	randombytes_buf(salt, sizeof salt);
+	ri_payload_digest(salt, payload, strlen(payload), digest);
+	h = (struct ri_header){
+		.instance_id = s->instance_id, .seq = last + 1, .event_id = out->event_id,
+		.action_ref = a->action_ref, .kind = kind, .act_key = act_key,
+		.invocation_id = a->invocation_id, .actor_ref = a->actor_ref,
+		.attestation_id = attestation, .recorded_at = recorded_at,
+		.retention_until = retention, .role = role, .act_prev = act_last,
+		.inv_prev = a->invocation_id ? inv_last : 0, .payload_digest = digest,
+	};
+	ri_record_hash(prev, &h, hash);
+	ri_mac(s->key, s->keylen, hash, RI_HASH_LEN, mac);
+	if ((st = prep(s, "INSERT INTO records(" REC_COLS ") VALUES"
+	    " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) == NULL) {
+		free(payload);
+		return db_fail(s, RI_ST_STEP2, "append");
+	}
+	sqlite3_bind_int64(st, 1, h.seq);
+	bind_text(st, 2, h.event_id);
+	bind_text(st, 3, h.action_ref);
+	bind_text(st, 4, kind);
+	bind_text(st, 5, act_key);
+	bind_text(st, 6, a->invocation_id);
+	bind_text(st, 7, a->actor_ref);
+	bind_text(st, 8, attestation);
+	sqlite3_bind_int64(st, 9, recorded_at);
+	bind_ms(st, 10, retention);
+	sqlite3_bind_int(st, 11, role);
+	sqlite3_bind_int64(st, 12, h.act_prev);
+	sqlite3_bind_int64(st, 13, h.inv_prev);
+	sqlite3_bind_text(st, 14, payload, -1, free);
+	sqlite3_bind_blob(st, 15, salt, sizeof salt, SQLITE_TRANSIENT);
+	sqlite3_bind_blob(st, 16, digest, RI_HASH_LEN, SQLITE_TRANSIENT);
+	sqlite3_bind_blob(st, 17, hash, RI_HASH_LEN, SQLITE_TRANSIENT);
+	sqlite3_bind_blob(st, 18, mac, RI_HASH_LEN, SQLITE_TRANSIENT);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return db_fail(s, RI_ST_STEP2, "append");
+	if (head_set(s, &all, h.seq, hash) != SQLITE_OK || head_set(s, &act, h.seq, hash) != SQLITE_OK ||
+	    (a->invocation_id && head_set(s, &inv, h.seq, hash) != SQLITE_OK))
+		return db_fail(s, RI_ST_STEP2, "append");
+	/* the derived index of open intents moves in the same transaction */
+	if (role == RI_ROLE_INTENT && a->invocation_id != NULL) {
+		st = prep(s, "INSERT OR IGNORE INTO open_intents VALUES (?, ?, ?, ?, ?, ?)");
+		if (st == NULL)
+			return db_fail(s, RI_ST_STEP2, "append");
+		bind_text(st, 1, a->invocation_id);
+		sqlite3_bind_int64(st, 2, h.seq);
+		bind_text(st, 3, kind);
+		bind_text(st, 4, act_key);
+		bind_text(st, 5, h.event_id);
+		sqlite3_bind_int64(st, 6, recorded_at);
+	} else if (role == RI_ROLE_CLOSING && a->invocation_id != NULL) {
+		st = prep(s, "DELETE FROM open_intents WHERE invocation_id = ?");
+		if (st == NULL)
+			return db_fail(s, RI_ST_STEP2, "append");
+		bind_text(st, 1, a->invocation_id);
+	} else {
+		st = NULL;
+	}
+	if (st != NULL) {
+		rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE)
+			return db_fail(s, RI_ST_STEP2, "append");
+	}
+	out->seq = h.seq;
+	out->recorded_at = recorded_at;
+	return RI_ST_OK;
+}
+
+static int
+commit(struct sq *s)
+{
+	if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		int rc = db_fail(s, RI_ST_STEP3, "commit");
+		rollback(s);
+		return rc;
+	}
+	return RI_ST_OK;
+}
+
+/*
+ * record_action(action_ref, actor_ref, credential, data) -> event id, or
+ * invalid-credential | invalid-request(cause) | recording-failure(step-2 |
+ * step-3 | step-4) | a lost reply | fenced.  The fault points
+ * "<tag>.before" and "<tag>.after" reach the arms nothing else reaches.
+ */
+static int
+sq_record_action(struct ri_store *base, const struct ri_append *a, struct ri_appended *out)
+{
+	struct sq *s = (struct sq *)base;
+	const struct ri_config *c = s->cfg;
+	char point[96], kind[128];
+	enum ri_fault_action fa = RI_FA_NONE;
+	ri_ms now;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	memset(&s->err, 0, sizeof s->err);
+	if (a->action_ref == NULL || kind_of(a->action_ref, kind, sizeof kind) != 0 ||
+	    strcmp(kind, "audit") == 0 || a->data == NULL || !json_is_object(a->data) ||
+	    (a->invocation_id != NULL && !valid_ref(a->invocation_id, c->reference_length_cap)) ||
+	    (a->act_key != NULL && (int64_t)strlen(a->act_key) > c->reference_length_cap)) {
+		snprintf(out->cause, sizeof out->cause, "malformed");
+		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "malformed record request");
+	}
+	/* Actor Identity's input check */
+	if (!valid_ref(a->actor_ref, c->reference_length_cap) || a->credential == NULL ||
+	    *a->credential == '\0') {
+		snprintf(out->cause, sizeof out->cause, "malformed");
+		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "actor ref or credential empty or too long");
+	}
+	if ((int64_t)ri_envelope_size(a->action_ref, a->actor_ref, a->data) > c->payload_cap) {
+		snprintf(out->cause, sizeof out->cause, "payload-cap");
+		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "the record exceeds payload_cap (%lld bytes)",
+		    (long long)c->payload_cap);
+	}
+	if (a->fault_tag != NULL) {
+		snprintf(point, sizeof point, "%s.before", a->fault_tag);
+		fa = ri_fault(point);
+		if (fa == RI_FA_FAIL)
+			return st_fail(s, RI_ST_STEP2, 0, NULL, "fault %s: the append did not land", point);
+		if (fa == RI_FA_FAIL3)
+			return st_fail(s, RI_ST_STEP3, 0, NULL, "fault %s: the commit did not land", point);
+		if (fa == RI_FA_LOSE)
+			return st_fail(s, RI_ST_LOST, 0, NULL, "fault %s: the reply was lost", point);
+	}
+	if ((rc = begin_immediate(s)) != RI_ST_OK)
+		return rc == RI_ST_UNAVAILABLE || rc == RI_ST_READONLY ? st_fail(s, RI_ST_STEP2, 0, NULL,
+		    "%s", s->err.msg) : rc;
+	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
+		goto fail;
+	if ((rc = check_credential(s, a->actor_ref, a->credential, now)) != RI_ST_OK)
+		goto fail;
+	if (a->fence != NULL && c->journal_fence &&
+	    (rc = check_fence(s, kind, a->act_key ? a->act_key : "", a->fence, now)) != RI_ST_OK)
+		goto fail;
+	bool unplaced = fa == RI_FA_NORETENTION || ri_config_kind(c, kind) == NULL;
+	if ((rc = append_locked(s, a, unplaced, now, out)) != RI_ST_OK)
+		goto fail;
+	if ((rc = commit(s)) != RI_ST_OK)
+		return rc;
+	if (a->fault_tag != NULL) {
+		snprintf(point, sizeof point, "%s.after", a->fault_tag);
+		fa = ri_fault(point);
+		if (fa == RI_FA_LOSE)
+			return st_fail(s, RI_ST_LOST, out->seq, out->event_id,
+			    "fault %s: the record landed but the reply was lost", point);
+		if (fa == RI_FA_FAIL)
+			return st_fail(s, RI_ST_STEP4, out->seq, out->event_id,
+			    "fault %s: appended; retention placement failed", point);
+	}
+	if (unplaced) {
+		/* the retention source: appended, but on no policy */
+		snprintf(out->cause, sizeof out->cause, "retention");
+		return st_fail(s, RI_ST_INVALID_REQUEST, out->seq, out->event_id,
+		    "appended, but kind %s has no retention policy", kind);
+	}
+	return RI_ST_OK;
+fail:
+	if (rc == RI_ST_INVALID_CREDENTIAL || rc == RI_ST_FENCED || rc == RI_ST_INTEGRITY) {
+		struct ri_store_error keep = s->err;
+		rollback(s);
+		s->err = keep;
+	} else {
+		rollback(s);
+	}
+	if (rc == RI_ST_UNAVAILABLE)
+		rc = RI_ST_STEP2;
+	return rc;
+}
+
+/* A substrate record (audit.*), inside the caller's transaction. */
+static int
+append_substrate(struct sq *s, const char *action_ref, json_t *data, ri_ms now, struct ri_appended *out)
+{
+	struct ri_append a = { .action_ref = action_ref, .act_key = "", .actor_ref = SUBSTRATE_ACTOR,
+		.data = data };
+	return append_locked(s, &a, false, now, out);
+}
+
+/* ---- retention ------------------------------------------------------------- */
+
+/*
+ * Destroy every payload whose retention ended (and its salt, so a
+ * low-entropy payload cannot be guessed back from the digest).  The chain
+ * still verifies; read_record answers purged; an audit.purged record names
+ * what went, under which policy.
+ */
+static int
+sq_purge(struct ri_store *base, ri_ms now, int64_t *purged)
+{
+	struct sq *s = (struct sq *)base;
+	int rc;
+
+	*purged = 0;
+	for (;;) {
+		sqlite3_stmt *sel, *upd;
+		int64_t first = 0, lastp = 0, n = 0;
+		json_t *kinds = json_object();
+
+		if ((rc = begin_immediate(s)) != RI_ST_OK) {
+			json_decref(kinds);
+			return rc == RI_ST_STEP2 ? RI_ST_UNAVAILABLE : rc;
+		}
+		sel = prep(s, "SELECT seq, kind, invocation_id FROM records WHERE retention_until <= ?"
+		    " AND payload IS NOT NULL ORDER BY retention_until LIMIT 512");
+		upd = prep(s, "UPDATE records SET payload = NULL, salt = NULL WHERE seq = ?");
+		if (sel == NULL || upd == NULL) {
+			sqlite3_finalize(sel);
+			sqlite3_finalize(upd);
+			json_decref(kinds);
+			rollback(s);
+			return db_fail(s, RI_ST_UNAVAILABLE, "purge");
+		}
+		sqlite3_bind_int64(sel, 1, now);
+		while ((rc = sqlite3_step(sel)) == SQLITE_ROW) {
+			int64_t seq = sqlite3_column_int64(sel, 0);
+			const char *k = (const char *)sqlite3_column_text(sel, 1);
+			const struct ri_kind *kd = ri_config_kind(s->cfg, k);
+			sqlite3_reset(upd);
+			sqlite3_bind_int64(upd, 1, seq);
+			if (sqlite3_step(upd) != SQLITE_DONE)
+				break;
+			if (sqlite3_column_type(sel, 2) != SQLITE_NULL) {
+				sqlite3_stmt *d = prep(s, "DELETE FROM open_intents WHERE invocation_id = ?");
+				if (d != NULL) {
+					sqlite3_bind_text(d, 1, (const char *)sqlite3_column_text(sel, 2), -1, SQLITE_TRANSIENT);
+					sqlite3_step(d);
+					sqlite3_finalize(d);
+				}
+			}
+			if (n == 0)
+				first = seq;
+			lastp = seq > lastp ? seq : lastp;
+			first = seq < first ? seq : first;
+			n++;
+			if (json_object_get(kinds, k) == NULL) {
+				char buf[32];
+				ri_format_seconds(kd ? kd->retention_period : 0, buf, sizeof buf);
+				json_object_set_new(kinds, k, json_string(kd ? buf : "unbound"));
+			}
+		}
+		sqlite3_finalize(sel);
+		sqlite3_finalize(upd);
+		if (rc != SQLITE_DONE) {
+			json_decref(kinds);
+			rollback(s);
+			return db_fail(s, RI_ST_UNAVAILABLE, "purge");
+		}
+		if (n == 0) {
+			json_decref(kinds);
+			rollback(s);
+			return RI_ST_OK;
+		}
+		struct ri_appended ap;
+		json_t *data = json_pack("{s:I, s:I, s:I, s:o}", "purged", (json_int_t)n,
+		    "first_seq", (json_int_t)first, "last_seq", (json_int_t)lastp,
+		    "retention_period_s", kinds);
+		ri_fault("purge.between");
+		rc = append_substrate(s, "audit.purged", data, now, &ap);
+		json_decref(data);
+		if (rc != RI_ST_OK) {
+			rollback(s);
+			return rc;
+		}
+		if ((rc = commit(s)) != RI_ST_OK)
+			return RI_ST_UNAVAILABLE;
+		*purged += n;
+		if (n < 512)
+			return RI_ST_OK;
+	}
+}
+
+/* ---- Actor Identity --------------------------------------------------------- */
+
+static bool
+valid_actor_name(const char *n, int64_t cap)
+{
+	if (!valid_ref(n, cap) || strcmp(n, SUBSTRATE_ACTOR) == 0)
+		return false;
+	for (const char *p = n; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		    *p == '-' || *p == '_' || *p == '.' || *p == '@'))
+			return false;
+	return true;
+}
+
+static int
+sq_actor_add(struct ri_store *base, const char *actor, bool service, char credential[128])
+{
+	struct sq *s = (struct sq *)base;
+	unsigned char raw[32], ch[32], mac[RI_HASH_LEN];
+	sqlite3_stmt *st;
+	struct ri_appended ap;
+	ri_ms now;
+	int rc;
+
+	if (!valid_actor_name(actor, s->cfg->reference_length_cap))
+		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL,
+		    "actor name must be 1..%lld of [A-Za-z0-9._@-] and not \"audit\"",
+		    (long long)s->cfg->reference_length_cap);
+	if ((rc = begin_immediate(s)) != RI_ST_OK)
+		return rc;
+	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
+		goto fail;
+	randombytes_buf(raw, sizeof raw);
+	memcpy(credential, "ri1_", 4);
+	sodium_bin2hex(credential + 4, 128 - 4, raw, sizeof raw);
+	sodium_memzero(raw, sizeof raw);
+	cred_hash(s, credential, ch);
+	actor_mac(s, actor, service, ch, now, RI_NONE, mac);
+	if ((st = prep(s, "INSERT INTO actors VALUES (?, ?, ?, ?, NULL, ?)")) == NULL) {
+		rc = db_fail(s, RI_ST_STEP2, "actor add");
+		goto fail;
+	}
+	bind_text(st, 1, actor);
+	sqlite3_bind_int(st, 2, service);
+	sqlite3_bind_blob(st, 3, ch, 32, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 4, now);
+	sqlite3_bind_blob(st, 5, mac, RI_HASH_LEN, SQLITE_TRANSIENT);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if ((rc & 0xff) == SQLITE_CONSTRAINT) {
+		rc = st_fail(s, RI_ST_EXISTS, 0, NULL, "actor %s already exists", actor);
+		goto fail;
+	}
+	if (rc != SQLITE_DONE) {
+		rc = db_fail(s, RI_ST_STEP2, "actor add");
+		goto fail;
+	}
+	json_t *data = json_pack("{s:s, s:s}", "actor_ref", actor, "type", service ? "service" : "human");
+	rc = append_substrate(s, "audit.actor_registered", data, now, &ap);
+	json_decref(data);
+	if (rc != RI_ST_OK)
+		goto fail;
+	return commit(s);
+fail:
+	{
+		struct ri_store_error keep = s->err;
+		rollback(s);
+		s->err = keep;
+	}
+	sodium_memzero(credential, 128);
+	return rc;
+}
+
+static int
+sq_actor_revoke(struct ri_store *base, const char *actor)
+{
+	struct sq *s = (struct sq *)base;
+	sqlite3_stmt *st;
+	unsigned char ch[32], mac[RI_HASH_LEN];
+	struct ri_appended ap;
+	ri_ms now, created, revoked;
+	int service, rc;
+
+	if ((rc = begin_immediate(s)) != RI_ST_OK)
+		return rc;
+	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
+		goto fail;
+	if ((st = prep(s, "SELECT service, cred_hash, created_at, revoked_at, mac FROM actors"
+	    " WHERE actor_ref = ?")) == NULL) {
+		rc = db_fail(s, RI_ST_STEP2, "actor read");
+		goto fail;
+	}
+	bind_text(st, 1, actor);
+	if (sqlite3_step(st) != SQLITE_ROW || sqlite3_column_bytes(st, 1) != 32 ||
+	    sqlite3_column_bytes(st, 4) != RI_HASH_LEN) {
+		sqlite3_finalize(st);
+		rc = st_fail(s, RI_ST_NOT_KNOWN, 0, NULL, "no actor %s", actor);
+		goto fail;
+	}
+	service = sqlite3_column_int(st, 0);
+	memcpy(ch, sqlite3_column_blob(st, 1), 32);
+	created = sqlite3_column_int64(st, 2);
+	revoked = col_ms(st, 3);
+	actor_mac(s, actor, service, ch, created, revoked, mac);
+	if (sodium_memcmp(mac, sqlite3_column_blob(st, 4), RI_HASH_LEN) != 0) {
+		sqlite3_finalize(st);
+		rc = st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: actor %s fails its MAC", actor);
+		goto fail;
+	}
+	sqlite3_finalize(st);
+	if (revoked != RI_NONE) {
+		rollback(s);
+		return RI_ST_OK;        /* already revoked: idempotent */
+	}
+	actor_mac(s, actor, service, ch, created, now, mac);
+	if ((st = prep(s, "UPDATE actors SET revoked_at = ?, mac = ? WHERE actor_ref = ?")) == NULL) {
+		rc = db_fail(s, RI_ST_STEP2, "actor revoke");
+		goto fail;
+	}
+	sqlite3_bind_int64(st, 1, now);
+	sqlite3_bind_blob(st, 2, mac, RI_HASH_LEN, SQLITE_TRANSIENT);
+	bind_text(st, 3, actor);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		rc = db_fail(s, RI_ST_STEP2, "actor revoke");
+		goto fail;
+	}
+	json_t *data = json_pack("{s:s}", "actor_ref", actor);
+	rc = append_substrate(s, "audit.actor_revoked", data, now, &ap);
+	json_decref(data);
+	if (rc != RI_ST_OK)
+		goto fail;
+	return commit(s);
+fail:
+	{
+		struct ri_store_error keep = s->err;
+		rollback(s);
+		s->err = keep;
+	}
+	return rc;
+}
+
+static int
+sq_actor_list(struct ri_store *base, struct ri_actor **out, size_t *n)
+{
+	struct sq *s = (struct sq *)base;
+	sqlite3_stmt *st;
+	size_t cap = 0;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if ((st = prep(s, "SELECT actor_ref, service, created_at, revoked_at, cred_hash, mac"
+	    " FROM actors ORDER BY created_at, actor_ref")) == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 8;
+			*out = realloc(*out, cap * sizeof **out);
+			if (*out == NULL)
+				abort();
+		}
+		struct ri_actor *a = &(*out)[(*n)++];
+		a->actor_ref = col_dup(st, 0);
+		a->service = sqlite3_column_int(st, 1) != 0;
+		a->created_at = sqlite3_column_int64(st, 2);
+		a->revoked_at = col_ms(st, 3);
+		if (s->key != NULL) {
+			unsigned char mac[RI_HASH_LEN];
+			if (sqlite3_column_bytes(st, 4) != 32 || sqlite3_column_bytes(st, 5) != RI_HASH_LEN) {
+				rc = SQLITE_CORRUPT;
+				break;
+			}
+			actor_mac(s, a->actor_ref, a->service, sqlite3_column_blob(st, 4), a->created_at,
+			    a->revoked_at, mac);
+			if (sodium_memcmp(mac, sqlite3_column_blob(st, 5), RI_HASH_LEN) != 0) {
+				rc = SQLITE_CORRUPT;
+				break;
+			}
+		}
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		ri_actors_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+		if (rc == SQLITE_CORRUPT)
+			return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
+			    "journal integrity: an actor registry row fails its MAC");
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	}
+	return RI_ST_OK;
+}
+
+/* ---- the critical-section host (Lease) ---------------------------------------- */
+
+/*
+ * take((kind, act_key), holder, duration): granted when the section is
+ * free, expired, or already this holder's (act section 14: re-entry by the
+ * holder alone); otherwise wait -- never longer than the holder's
+ * remaining lease as first observed (open step 2.2, reconcile step 2.2) --
+ * and answer section-unavailable.  There is no try_take (act section 7).
+ * Expiry is minted here; a holder's death frees nothing.  Every grant
+ * mints a fencing token that only ever increases for its key: the row is
+ * never deleted, so a token is never reused across crashes or restarts.
+ */
+static int
+sq_take(struct ri_store *base, const char *kind, const char *act_key, const char *holder,
+    ri_ms duration, struct ri_grant *g)
+{
+	struct sq *s = (struct sq *)base;
+	int64_t deadline = -1, backoff = 1;
+	int rc;
+
+	for (;;) {
+		sqlite3_stmt *st;
+		ri_ms now, expires = 0;
+		int64_t token = 0;
+		bool free_now = true;
+
+		if ((rc = begin_immediate(s)) != RI_ST_OK)
+			return st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "%s", s->err.msg);
+		if ((rc = now_or_fail(s, &now)) != RI_ST_OK) {
+			rollback(s);
+			return rc;
+		}
+		if ((st = prep(s, "SELECT holder, expires_at, token FROM leases WHERE kind = ? AND act_key = ?")) == NULL) {
+			rc = db_fail(s, RI_ST_UNAVAILABLE, "lease read");
+			rollback(s);
+			return rc;
+		}
+		bind_text(st, 1, kind);
+		bind_text(st, 2, act_key);
+		if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			const unsigned char *h = sqlite3_column_text(st, 0);
+			expires = sqlite3_column_int64(st, 1);
+			token = sqlite3_column_int64(st, 2);
+			free_now = h == NULL || expires <= now || strcmp((const char *)h, holder) == 0;
+		}
+		sqlite3_finalize(st);
+		if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+			rc = db_fail(s, RI_ST_UNAVAILABLE, "lease read");
+			rollback(s);
+			return rc;
+		}
+		if (free_now) {
+			if ((st = prep(s, "INSERT INTO leases(kind, act_key, holder, expires_at, token)"
+			    " VALUES (?, ?, ?, ?, ?) ON CONFLICT(kind, act_key) DO UPDATE SET"
+			    " holder = excluded.holder, expires_at = excluded.expires_at,"
+			    " token = excluded.token")) == NULL) {
+				rc = db_fail(s, RI_ST_UNAVAILABLE, "lease write");
+				rollback(s);
+				return rc;
+			}
+			bind_text(st, 1, kind);
+			bind_text(st, 2, act_key);
+			bind_text(st, 3, holder);
+			sqlite3_bind_int64(st, 4, now + duration);
+			sqlite3_bind_int64(st, 5, token + 1);
+			rc = sqlite3_step(st);
+			sqlite3_finalize(st);
+			if (rc != SQLITE_DONE) {
+				rc = db_fail(s, RI_ST_UNAVAILABLE, "lease write");
+				rollback(s);
+				return rc;
+			}
+			if ((rc = commit(s)) != RI_ST_OK)
+				return st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "%s", s->err.msg);
+			g->expires_at = now + duration;
+			g->token = token + 1;
+			ri_fault("lease.after_take");
+			return RI_ST_OK;
+		}
+		rollback(s);
+		int64_t mono = ri_mono_ms();
+		if (deadline < 0)
+			deadline = mono + (expires - now);
+		if (mono >= deadline)
+			return st_fail(s, RI_ST_SECTION_UNAVAILABLE, 0, NULL,
+			    "the section (%s, %s) is held; not granted within the holder's remaining lease",
+			    kind, act_key);
+		ri_sleep_ms(backoff < deadline - mono ? backoff : deadline - mono);
+		if (backoff < 25)
+			backoff *= 2;
+	}
+}
+
+static int
+sq_remaining(struct ri_store *base, const char *kind, const char *act_key, const char *holder, ri_ms *left)
+{
+	struct sq *s = (struct sq *)base;
+	sqlite3_stmt *st;
+	ri_ms now;
+	int rc;
+
+	*left = RI_NONE;
+	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
+		return rc;
+	if ((st = prep(s, "SELECT holder, expires_at FROM leases WHERE kind = ? AND act_key = ?")) == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "lease read");
+	bind_text(st, 1, kind);
+	bind_text(st, 2, act_key);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const unsigned char *h = sqlite3_column_text(st, 0);
+		ri_ms exp = sqlite3_column_int64(st, 1);
+		if (h != NULL && strcmp((const char *)h, holder) == 0 && exp > now)
+			*left = exp - now;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return db_fail(s, RI_ST_UNAVAILABLE, "lease read");
+	return RI_ST_OK;
+}
+
+static int
+sq_release(struct ri_store *base, const char *kind, const char *act_key, const char *holder)
+{
+	struct sq *s = (struct sq *)base;
+	sqlite3_stmt *st;
+	int rc;
+
+	if ((rc = begin_immediate(s)) != RI_ST_OK)
+		return st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "%s", s->err.msg);
+	if ((st = prep(s, "UPDATE leases SET holder = NULL, expires_at = 0"
+	    " WHERE kind = ? AND act_key = ? AND holder = ?")) == NULL) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "lease write");
+		rollback(s);
+		return rc;
+	}
+	bind_text(st, 1, kind);
+	bind_text(st, 2, act_key);
+	bind_text(st, 3, holder);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "lease write");
+		rollback(s);
+		return rc;
+	}
+	bool held = sqlite3_changes(s->db) > 0;
+	if ((rc = commit(s)) != RI_ST_OK)
+		return st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "%s", s->err.msg);
+	return held ? RI_ST_OK : st_fail(s, RI_ST_NOT_HELD, 0, NULL, "not held by %s", holder);
+}
+
+/* ---- marks, head ---------------------------------------------------------------- */
+
+static int
+sq_mark_get(struct ri_store *base, const char *name, int64_t *seq)
+{
+	struct sq *s = (struct sq *)base;
+	sqlite3_stmt *st = prep(s, "SELECT seq FROM marks WHERE name = ?");
+	int rc;
+
+	*seq = 0;
+	if (st == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	bind_text(st, 1, name);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*seq = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "read");
+}
+
+static int
+sq_mark_set(struct ri_store *base, const char *name, int64_t seq)
+{
+	struct sq *s = (struct sq *)base;
+	sqlite3_stmt *st;
+	int rc;
+
+	if ((rc = begin_immediate(s)) != RI_ST_OK)
+		return rc;
+	st = prep(s, "INSERT INTO marks VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET seq = excluded.seq");
+	if (st == NULL) {
+		rollback(s);
+		return db_fail(s, RI_ST_UNAVAILABLE, "write");
+	}
+	bind_text(st, 1, name);
+	sqlite3_bind_int64(st, 2, seq);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "write");
+		rollback(s);
+		return rc;
+	}
+	return commit(s) == RI_ST_OK ? RI_ST_OK : RI_ST_UNAVAILABLE;
+}
+
+static int
+sq_head(struct ri_store *base, int64_t *seq, unsigned char hash[32])
+{
+	struct sq *s = (struct sq *)base;
+	struct scope sc;
+	bool began;
+	int rc;
+
+	if (read_begin(s, &began) != SQLITE_OK)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	scope_make(&sc, SCOPE_ALL, NULL, NULL);
+	if ((rc = head_get(s, &sc, NULL, NULL, seq)) == RI_ST_OK)
+		rc = hash_at(s, *seq, hash);
+	read_end(s, began);
+	return rc;
+}
+
+static void
+sq_close(struct ri_store *base)
+{
+	struct sq *s = (struct sq *)base;
+
+	if (s == NULL)
+		return;
+	sqlite3_close(s->db);
+	free(s);
+}
+
+static const struct ri_store_ops sqlite_ops = {
+	.record_action = sq_record_action,
+	.read_record = sq_read_record,
+	.range_read = sq_range_read,
+	.open_intents = sq_open_intents,
+	.purge = sq_purge,
+	.actor_add = sq_actor_add,
+	.actor_revoke = sq_actor_revoke,
+	.actor_list = sq_actor_list,
+	.take = sq_take,
+	.remaining = sq_remaining,
+	.release = sq_release,
+	.mark_get = sq_mark_get,
+	.mark_set = sq_mark_set,
+	.head = sq_head,
+	.error = sq_error,
+	.close = sq_close,
+};
+
+/* ---- open / create ---------------------------------------------------------------- */
+
+static int
+setup_connection(struct sq *s, ri_err *err)
+{
+	ri_ms busy = s->cfg->journal_write_bound;
+
+	if (s->cfg->read_bound > busy)
+		busy = s->cfg->read_bound;
+	sqlite3_busy_timeout(s->db, busy > INT32_MAX ? INT32_MAX : (int)busy);
+	sqlite3_extended_result_codes(s->db, 1);
+	/* checkpoints ride the autocheckpoint, not every short process's exit */
+	sqlite3_db_config(s->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
+	if (sqlite3_create_function(s->db, "ri_now", 0, SQLITE_UTF8, s, sql_now, NULL, NULL) != SQLITE_OK)
+		return ri_fail(err, RI_INTERNAL, "sqlite: cannot register ri_now");
+	if (sqlite3_exec(s->db, "PRAGMA synchronous=FULL", NULL, NULL, NULL) != SQLITE_OK)
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s", s->cfg->journal, sqlite3_errmsg(s->db));
+	return RI_OK;
+}
+
+static void
+derive_keys(struct sq *s)
+{
+	unsigned char full[RI_HASH_LEN];
+	static const char tag[] = "ri credential hash key";
+
+	ri_mac(s->key, s->keylen, tag, sizeof tag, full);
+	memcpy(s->cred_key, full, sizeof s->cred_key);
+	sodium_memzero(full, sizeof full);
+}
+
+static int
+load_meta(struct sq *s, ri_err *err)
+{
+	sqlite3_stmt *st = prep(s, "SELECT k, v FROM meta");
+	bool fmt = false, inst = false;
+	int rc;
+
+	if (st == NULL)
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: not an ri journal, or unreadable: %s",
+		    s->cfg->journal, sqlite3_errmsg(s->db));
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *k = (const char *)sqlite3_column_text(st, 0);
+		const char *v = (const char *)sqlite3_column_text(st, 1);
+		if (k == NULL || v == NULL)
+			continue;
+		if (strcmp(k, "format") == 0)
+			fmt = atoi(v) == RI_FORMAT;
+		else if (strcmp(k, "instance_id") == 0)
+			inst = sodium_hex2bin(s->instance_id, sizeof s->instance_id, v, strlen(v), NULL, NULL, NULL) == 0;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s", s->cfg->journal, sqlite3_errmsg(s->db));
+	if (!fmt || !inst)
+		return ri_fail(err, RI_INTEGRITY, "journal %s: missing or unknown format/instance id", s->cfg->journal);
+	ri_genesis(s->instance_id, s->genesis);
+	return RI_OK;
+}
+
+int
+ri_sqlite_open(const struct ri_config *c, const unsigned char *key, size_t keylen, unsigned flags,
+    struct ri_store **out, ri_err *err)
+{
+	struct sq *s;
+	int oflags = (flags & RI_READONLY) ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
+	int rc;
+
+	*out = NULL;
+	if (key == NULL && !(flags & RI_NO_KEY))
+		return ri_fail(err, RI_INTERNAL, "no integrity key");
+	if (access(c->journal, F_OK) != 0)
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s (run ri-init?)", c->journal,
+		    strerror(errno));
+	s = ri_xcalloc(1, sizeof *s);
+	s->base.ops = &sqlite_ops;
+	s->cfg = c;
+	s->readonly = (flags & RI_READONLY) != 0;
+	if (key != NULL) {
+		s->key = (unsigned char *)key;
+		s->keylen = keylen;
+		derive_keys(s);
+	}
+	oflags |= SQLITE_OPEN_NOMUTEX;
+	if (sqlite3_open_v2(c->journal, &s->db, oflags, NULL) != SQLITE_OK) {
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s", c->journal,
+		    s->db ? sqlite3_errmsg(s->db) : "cannot open");
+		sq_close(&s->base);
+		return rc;
+	}
+	if ((rc = setup_connection(s, err)) != RI_OK || (rc = load_meta(s, err)) != RI_OK) {
+		sq_close(&s->base);
+		return rc;
+	}
+	*out = &s->base;
+	return RI_OK;
+}
+
+int
+ri_sqlite_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
+    char instance_hex[2 * RI_INSTANCE_LEN + 1], ri_err *err)
+{
+	struct sq s = { 0 };
+	char sql[256];
+	int fd, rc;
+
+	/* O_EXCL: ri-init never overwrites a journal */
+	fd = open(c->journal, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return ri_fail(err, errno == EEXIST ? RI_USAGE : RI_JOURNAL_UNAVAILABLE,
+		    "journal %s: %s", c->journal, errno == EEXIST ? "already exists; refusing to overwrite" :
+		    strerror(errno));
+	close(fd);
+	s.cfg = c;
+	s.key = (unsigned char *)key;
+	s.keylen = keylen;
+	if (sqlite3_open_v2(c->journal, &s.db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s", c->journal, sqlite3_errmsg(s.db));
+		sqlite3_close(s.db);
+		unlink(c->journal);
+		return rc;
+	}
+	if ((rc = setup_connection(&s, err)) != RI_OK)
+		goto fail;
+	randombytes_buf(s.instance_id, sizeof s.instance_id);
+	ri_hex(s.instance_id, sizeof s.instance_id, instance_hex);
+	snprintf(sql, sizeof sql,
+	    "INSERT INTO meta VALUES ('format', '%d'), ('instance_id', '%s');", RI_FORMAT, instance_hex);
+	if (sqlite3_exec(s.db, schema, NULL, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_exec(s.db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s", c->journal, sqlite3_errmsg(s.db));
+		goto fail;
+	}
+	sqlite3_close(s.db);
+	return RI_OK;
+fail:
+	sqlite3_close(s.db);
+	unlink(c->journal);
+	return rc;
+}

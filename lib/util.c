@@ -1,0 +1,356 @@
+/* util.c -- errors, time text, ids, files. */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sodium.h>
+
+#include "util.h"
+
+int
+ri_fail(ri_err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err != NULL) {
+		err->code = code;
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+static int
+parse_i64(const char *s, const char **end, int64_t *out)
+{
+	int64_t v = 0;
+	const char *p = s;
+
+	if (!isdigit((unsigned char)*p))
+		return -1;
+	while (isdigit((unsigned char)*p)) {
+		int d = *p - '0';
+		if (v > (INT64_MAX - d) / 10)
+			return -1;
+		v = v * 10 + d;
+		p++;
+	}
+	*end = p;
+	*out = v;
+	return 0;
+}
+
+int
+ri_parse_duration(const char *s, ri_ms *out)
+{
+	static const struct { const char *unit; int64_t ms; } units[] = {
+		{ "ms", 1 }, { "s", 1000 }, { "m", 60000 },
+		{ "h", 3600000 }, { "d", 86400000 },
+	};
+	const char *end;
+	int64_t v;
+
+	if (s == NULL || parse_i64(s, &end, &v) != 0)
+		return -1;
+	if (*end == '\0') {
+		*out = v;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+		if (strcmp(end, units[i].unit) == 0) {
+			if (v > INT64_MAX / units[i].ms)
+				return -1;
+			*out = v * units[i].ms;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant). */
+static int64_t
+days_from_civil(int64_t y, int64_t m, int64_t d)
+{
+	y -= m <= 2;
+	int64_t era = (y >= 0 ? y : y - 399) / 400;
+	int64_t yoe = y - era * 400;
+	int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+static void
+civil_from_days(int64_t z, int64_t *y, int *m, int *d)
+{
+	z += 719468;
+	int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+	int64_t doe = z - era * 146097;
+	int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	int64_t mp = (5 * doy + 2) / 153;
+	*d = (int)(doy - (153 * mp + 2) / 5 + 1);
+	*m = (int)(mp < 10 ? mp + 3 : mp - 9);
+	*y = yoe + era * 400 + (*m <= 2);
+}
+
+static int
+fixed_digits(const char **p, int n, int *out)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (!isdigit((unsigned char)(*p)[i]))
+			return -1;
+		v = v * 10 + ((*p)[i] - '0');
+	}
+	*p += n;
+	*out = v;
+	return 0;
+}
+
+int
+ri_parse_instant(const char *s, ri_ms *out)
+{
+	const char *p = s, *end;
+	int Y, M, D, h, mi, sec, frac = 0, fdig = 0;
+	int64_t v;
+
+	if (s == NULL || *s == '\0')
+		return -1;
+	if (parse_i64(s, &end, &v) == 0 && *end == '\0') {
+		*out = v;
+		return 0;
+	}
+	if (fixed_digits(&p, 4, &Y) || *p++ != '-' || fixed_digits(&p, 2, &M) ||
+	    *p++ != '-' || fixed_digits(&p, 2, &D) || (*p != 'T' && *p != 't'))
+		return -1;
+	p++;
+	if (fixed_digits(&p, 2, &h) || *p++ != ':' || fixed_digits(&p, 2, &mi) ||
+	    *p++ != ':' || fixed_digits(&p, 2, &sec))
+		return -1;
+	if (*p == '.') {
+		p++;
+		if (!isdigit((unsigned char)*p))
+			return -1;
+		while (isdigit((unsigned char)*p)) {
+			if (fdig < 3) {
+				frac = frac * 10 + (*p - '0');
+				fdig++;
+			}
+			p++;
+		}
+		while (fdig < 3) {
+			frac *= 10;
+			fdig++;
+		}
+	}
+	if (M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || mi > 59 || sec > 60)
+		return -1;
+	int64_t t = (days_from_civil(Y, M, D) * 86400 + h * 3600 + mi * 60 + sec) * 1000 + frac;
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		int sign = *p == '+' ? 1 : -1, oh, om;
+		p++;
+		if (fixed_digits(&p, 2, &oh) || *p++ != ':' || fixed_digits(&p, 2, &om))
+			return -1;
+		t -= sign * (int64_t)(oh * 3600 + om * 60) * 1000;
+	} else {
+		return -1;
+	}
+	if (*p != '\0')
+		return -1;
+	*out = t;
+	return 0;
+}
+
+void
+ri_format_instant(ri_ms t, char buf[RI_INSTANT_LEN])
+{
+	int64_t secs = t >= 0 ? t / 1000 : -((-t + 999) / 1000);
+	int ms = (int)(t - secs * 1000);
+	int64_t days = secs >= 0 ? secs / 86400 : -((-secs + 86399) / 86400);
+	int64_t rem = secs - days * 86400, y;
+	int m, d;
+
+	civil_from_days(days, &y, &m, &d);
+	if (y < 0 || y > 9999)          /* RFC 3339 years have four digits */
+		y = y < 0 ? 0 : 9999;
+	snprintf(buf, RI_INSTANT_LEN, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+	    (int)y, m, d, (int)(rem / 3600), (int)(rem / 60 % 60),
+	    (int)(rem % 60), ms);
+}
+
+void
+ri_format_seconds(ri_ms d, char *buf, size_t n)
+{
+	if (d % 1000 == 0) {
+		snprintf(buf, n, "%lld", (long long)(d / 1000));
+		return;
+	}
+	snprintf(buf, n, "%s%lld.%03lld", d < 0 ? "-" : "",
+	    (long long)(llabs(d) / 1000), (long long)(llabs(d) % 1000));
+	char *e = buf + strlen(buf) - 1;
+	while (*e == '0')
+		*e-- = '\0';
+}
+
+void
+ri_mint_id(const char *prefix, char out[RI_ID_LEN + 1])
+{
+	unsigned char raw[16];
+	size_t pl = strlen(prefix);
+
+	if (pl > 4)
+		pl = 4;
+	memcpy(out, prefix, pl);
+	randombytes_buf(raw, sizeof raw);
+	sodium_bin2hex(out + pl, RI_ID_LEN + 1 - pl, raw, sizeof raw);
+}
+
+char *
+ri_slurp_fd(int fd, size_t max, size_t *len, bool *too_big)
+{
+	size_t cap = 4096, n = 0;
+	char *buf = ri_xmalloc(cap + 1);
+
+	*too_big = false;
+	for (;;) {
+		if (n == cap) {
+			if (cap > max) {
+				*too_big = true;
+				break;
+			}
+			cap *= 2;
+			buf = realloc(buf, cap + 1);
+			if (buf == NULL)
+				abort();
+		}
+		ssize_t r = read(fd, buf + n, cap - n);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			free(buf);
+			return NULL;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	if (n > max)
+		*too_big = true;
+	buf[n] = '\0';
+	if (len != NULL)
+		*len = n;
+	return buf;
+}
+
+char *
+ri_slurp(const char *path, size_t max, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool big;
+	char *s;
+
+	if (fd < 0)
+		return NULL;
+	s = ri_slurp_fd(fd, max, len, &big);
+	close(fd);
+	if (s != NULL && big) {
+		free(s);
+		errno = EFBIG;
+		return NULL;
+	}
+	return s;
+}
+
+char *
+ri_json_canonical(const json_t *j)
+{
+	char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS |
+	    JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+	if (s == NULL)
+		abort();
+	return s;
+}
+
+json_t *
+ri_json_instant(ri_ms t)
+{
+	char buf[RI_INSTANT_LEN];
+
+	ri_format_instant(t, buf);
+	return json_string(buf);
+}
+
+int64_t
+ri_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void
+ri_sleep_ms(int64_t ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+void *
+ri_xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (p == NULL)
+		abort();
+	return p;
+}
+
+void *
+ri_xcalloc(size_t n, size_t m)
+{
+	void *p = calloc(n ? n : 1, m ? m : 1);
+
+	if (p == NULL)
+		abort();
+	return p;
+}
+
+char *
+ri_strdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = ri_xmalloc(n);
+
+	memcpy(d, s, n);
+	return d;
+}
+
+size_t
+ri_envelope_size(const char *action_ref, const char *actor_ref, const json_t *data)
+{
+	json_t *env = json_pack("{s:s, s:s, s:s, s:O}", "action_ref", action_ref,
+	    "actor_ref", actor_ref, "attestation_id", "att_00000000000000000000000000000000",
+	    "data", data);
+	char *t;
+	size_t n;
+
+	if (env == NULL)
+		abort();
+	t = ri_json_canonical(env);
+	n = strlen(t);
+	free(t);
+	json_decref(env);
+	return n;
+}

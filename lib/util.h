@@ -1,0 +1,49 @@
+/* util.h -- small helpers every layer shares: errors, time text, ids, files. */
+#ifndef RI_UTIL_H
+#define RI_UTIL_H
+
+#include <stdarg.h>
+#include "ri.h"
+
+#define RI_ID_LEN 36            /* "inv_" + 32 hex, NUL-terminated in 37 */
+#define RI_INSTANT_LEN 32
+
+/* Set err (code + printf-style message); returns code, so callers write
+ * `return ri_fail(err, RI_CONFIG, "...")`. */
+int ri_fail(ri_err *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Durations: "250ms", "30s", "10m", "2h", "400d", or a JSON integer of ms. */
+int ri_parse_duration(const char *s, ri_ms *out);
+/* Instants: RFC 3339 (Z or offset, optional fraction) or integer ms. */
+int ri_parse_instant(const char *s, ri_ms *out);
+/* RFC 3339 UTC with milliseconds: 2026-11-29T22:40:00.123Z */
+void ri_format_instant(ri_ms t, char buf[RI_INSTANT_LEN]);
+/* Seconds as the walkthrough prints them: 30, 0.25, 1.5 */
+void ri_format_seconds(ri_ms d, char *buf, size_t n);
+
+/* prefix + 32 lowercase hex of fresh randomness (libsodium). */
+void ri_mint_id(const char *prefix, char out[RI_ID_LEN + 1]);
+
+/* Whole file, at most max bytes (else -1 with errno = EFBIG); NUL-terminated. */
+char *ri_slurp(const char *path, size_t max, size_t *len);
+/* Whole stream, at most max bytes; *too_big set when it held more. */
+char *ri_slurp_fd(int fd, size_t max, size_t *len, bool *too_big);
+
+/* Canonical JSON (compact, sorted keys): what is hashed and stored. */
+char *ri_json_canonical(const json_t *j);
+json_t *ri_json_instant(ri_ms t);
+
+/* A payload "as the substrate measures a payload": the serialized envelope
+ * {action_ref, actor_ref, attestation_id, data}. */
+size_t ri_envelope_size(const char *action_ref, const char *actor_ref, const json_t *data);
+
+/* Monotonic milliseconds, for bounding waits (never for protocol time). */
+int64_t ri_mono_ms(void);
+void ri_sleep_ms(int64_t ms);
+
+char *ri_strdup(const char *s);
+void *ri_xmalloc(size_t n);
+void *ri_xcalloc(size_t n, size_t m);
+
+#endif
