@@ -1,0 +1,348 @@
+/* ri-startcheck -- may this instance start?  The five conditions of
+ * instance start for every kind (Instance start 1-8, Allowance 11), with
+ * their arithmetic, then the capabilities the protocol needs (Capability
+ * requirement 11): journal reachable and verifiable, keys present and
+ * private, the findings register, each kind's service identity and probe. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <sodium.h>
+
+#include "cli.h"
+#include "fault.h"
+#include "findings.h"
+#include "instance.h"
+#include "integrity.h"
+#include "store_sqlite.h"
+
+static const char usage[] = "ri-startcheck [-c config] [--json] [--fault-points]";
+
+struct report {
+	json_t *caps, *warnings;
+	bool ok, integrity_failed;
+};
+
+static void
+cap(struct report *rep, bool pass, const char *check, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void
+cap(struct report *rep, bool pass, const char *check, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	json_array_append_new(rep->caps, json_pack("{s:s, s:b, s:s}", "check", check,
+	    "pass", pass, "message", msg));
+	if (!pass)
+		rep->ok = false;
+}
+
+static bool
+private_file(const char *path, char *why, size_t n)
+{
+	struct stat sb;
+
+	if (stat(path, &sb) != 0) {
+		snprintf(why, n, "%s: %s", path, strerror(errno));
+		return false;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		snprintf(why, n, "%s: not a regular file", path);
+		return false;
+	}
+	if ((sb.st_mode & 077) != 0) {
+		snprintf(why, n, "%s: mode %03o is group- or world-accessible", path,
+		    (unsigned)(sb.st_mode & 0777));
+		return false;
+	}
+	snprintf(why, n, "%s: present, mode %03o", path, (unsigned)(sb.st_mode & 0777));
+	return true;
+}
+
+static void
+check_keys(const struct ri_config *c, struct report *rep)
+{
+	unsigned char *key, sk[crypto_sign_SECRETKEYBYTES], pk[crypto_sign_PUBLICKEYBYTES];
+	unsigned char derived[crypto_sign_PUBLICKEYBYTES];
+	char why[1024], pubpath[4096], *text;
+	size_t len;
+	ri_err err;
+
+	if (ri_key_load(c->integrity_key_file, &key, &len, &err) == RI_OK) {
+		cap(rep, true, "integrity-key", "%s: %zu bytes, private", c->integrity_key_file, len);
+		sodium_free(key);
+	} else {
+		cap(rep, false, "integrity-key", "%s", err.msg);
+	}
+	if (!private_file(c->seal_key_file, why, sizeof why)) {
+		cap(rep, false, "seal-key", "%s", why);
+		return;
+	}
+	snprintf(pubpath, sizeof pubpath, "%s.pub", c->seal_key_file);
+	text = ri_slurp(c->seal_key_file, 4096, &len);
+	bool sk_ok = text != NULL && sodium_hex2bin(sk, sizeof sk, text, len, "\n", &len, NULL) == 0 &&
+	    len == sizeof sk;
+	free(text);
+	text = ri_slurp(pubpath, 4096, &len);
+	bool pk_ok = text != NULL && sodium_hex2bin(pk, sizeof pk, text, len, "\n", &len, NULL) == 0 &&
+	    len == sizeof pk;
+	free(text);
+	if (sk_ok)
+		crypto_sign_ed25519_sk_to_pk(derived, sk);
+	sodium_memzero(sk, sizeof sk);
+	if (!sk_ok)
+		cap(rep, false, "seal-key", "%s: not an Ed25519 secret key (hex)", c->seal_key_file);
+	else if (!pk_ok)
+		cap(rep, false, "seal-key", "%s: missing or not an Ed25519 public key (hex)", pubpath);
+	else if (sodium_memcmp(derived, pk, sizeof pk) != 0)
+		cap(rep, false, "seal-key", "%s does not match %s", pubpath, c->seal_key_file);
+	else
+		cap(rep, true, "seal-key", "%s: private; %s matches", c->seal_key_file, pubpath);
+}
+
+/* Reachable and verifiable: the authenticated head stands, and the newest
+ * page of the chain verifies record by record.  ri-audit walks it all. */
+static void
+check_journal(struct ri *r, struct report *rep)
+{
+	struct ri_store *st = r->st;
+	struct ri_query q = { .from = 0, .limit = 64, .descending = true };
+	struct ri_records rs;
+	unsigned char h[32];
+	char hex[65];
+	int64_t seq;
+	int rc;
+
+	if ((rc = st->ops->head(st, &seq, h)) != RI_ST_OK ||
+	    (rc = st->ops->range_read(st, &q, &rs)) != RI_ST_OK) {
+		if (rc == RI_ST_INTEGRITY)
+			rep->integrity_failed = true;
+		cap(rep, false, "journal", "%s", st->ops->error(st)->msg);
+		return;
+	}
+	ri_records_clear(&rs);
+	ri_hex(h, sizeof h, hex);
+	cap(rep, true, "journal", "%s: reachable; head seq %lld (%.16s...) and the newest records verify",
+	    r->cfg->journal, (long long)seq, hex);
+	if (access(r->cfg->journal, W_OK) != 0)
+		cap(rep, false, "journal-writable", "%s: %s", r->cfg->journal, strerror(errno));
+}
+
+static void
+check_identities(struct ri *r, struct report *rep)
+{
+	const struct ri_config *c = r->cfg;
+	struct ri_actor *actors = NULL;
+	size_t n = 0;
+	char why[1024];
+
+	if (r->st != NULL && r->st->ops->actor_list(r->st, &actors, &n) != RI_ST_OK)
+		n = 0;
+	for (size_t i = 0; i < c->n_kinds; i++) {
+		const struct ri_kind *k = &c->kinds[i];
+		char check[128];
+
+		snprintf(check, sizeof check, "kinds.%s.service_identity", k->name);
+		if (k->service_actor == NULL) {
+			cap(rep, true, check, "none: a report-only kind; the sweep writes nothing for it");
+			continue;
+		}
+		if (!private_file(k->service_credential_file, why, sizeof why)) {
+			cap(rep, false, check, "%s", why);
+			continue;
+		}
+		if (r->st == NULL)
+			continue;
+		const struct ri_actor *a = NULL;
+		for (size_t j = 0; j < n; j++)
+			if (strcmp(actors[j].actor_ref, k->service_actor) == 0)
+				a = &actors[j];
+		if (a == NULL)
+			cap(rep, false, check, "%s is not a registered actor (ri-actor add %s --service)",
+			    k->service_actor, k->service_actor);
+		else if (!a->service)
+			cap(rep, false, check, "%s is registered as a human, not a service", k->service_actor);
+		else if (a->revoked_at != RI_NONE)
+			cap(rep, false, check, "%s is revoked", k->service_actor);
+		else
+			cap(rep, true, check, "%s: a registered, active service actor; credential file private",
+			    k->service_actor);
+	}
+	ri_actors_free(actors, n);
+}
+
+static bool
+executable(const char *prog)
+{
+	char buf[4096];
+	const char *path = getenv("PATH");
+
+	if (strchr(prog, '/') != NULL)
+		return access(prog, X_OK) == 0;
+	if (path == NULL)
+		path = "/usr/bin:/bin";
+	while (*path) {
+		size_t n = strcspn(path, ":");
+		snprintf(buf, sizeof buf, "%.*s/%s", (int)n, path, prog);
+		if (access(buf, X_OK) == 0)
+			return true;
+		path += n + (path[n] == ':');
+	}
+	return false;
+}
+
+static void
+check_probes(const struct ri_config *c, struct report *rep)
+{
+	for (size_t i = 0; i < c->n_kinds; i++) {
+		char check[128];
+
+		snprintf(check, sizeof check, "kinds.%s.probe", c->kinds[i].name);
+		if (executable(c->kinds[i].probe[0]))
+			cap(rep, true, check, "%s: executable", c->kinds[i].probe[0]);
+		else
+			cap(rep, false, check, "%s: not found or not executable", c->kinds[i].probe[0]);
+	}
+}
+
+static void
+check_findings(const struct ri_config *c, struct report *rep)
+{
+	struct ri_findings *f;
+	ri_err err;
+
+	if (ri_findings_open(c->findings, true, &f, &err) == RI_OK) {
+		cap(rep, true, "findings", "%s: reachable", c->findings);
+		ri_findings_close(f);
+	} else {
+		cap(rep, false, "findings", "%s", err.msg);
+	}
+}
+
+static void
+print_fault(const char *name, const char *kind, const char *what, void *arg)
+{
+	(void)arg;
+	printf("%s\t%s\t%s\n", name, kind, what);
+}
+
+static void
+print_text(const struct ri_config *c, json_t *kinds, struct report *rep)
+{
+	size_t i, j;
+	json_t *k, *cond, *v;
+
+	printf("instance %s\n", c->path);
+	json_array_foreach(kinds, i, k) {
+		printf("kind %s\n", json_string_value(json_object_get(k, "kind")));
+		json_array_foreach(json_object_get(k, "conditions"), j, cond)
+			printf("  condition %lld (%s): %s  %s\n",
+			    (long long)json_integer_value(json_object_get(cond, "number")),
+			    json_string_value(json_object_get(cond, "rule")),
+			    json_string_value(json_object_get(cond, "arithmetic")),
+			    json_is_true(json_object_get(cond, "pass")) ? "holds" : "FAILS");
+	}
+	printf("capabilities\n");
+	json_array_foreach(rep->caps, i, v)
+		printf("  %-4s %s: %s\n", json_is_true(json_object_get(v, "pass")) ? "ok" : "FAIL",
+		    json_string_value(json_object_get(v, "check")),
+		    json_string_value(json_object_get(v, "message")));
+	json_array_foreach(rep->warnings, i, v)
+		printf("warning: %s\n", json_string_value(v));
+	printf("%s\n", rep->ok ? "the instance may start" : "the instance must not start");
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = { RI_COMMON_LONGOPTS,
+		{ "json", no_argument, NULL, 'j' },
+		{ "fault-points", no_argument, NULL, 'F' },
+		{ NULL, 0, NULL, 0 } };
+	const char *config = NULL;
+	bool as_json = false;
+	struct ri *r, *full = NULL;
+	struct report rep = { json_array(), json_array(), true, false };
+	ri_err err = { 0 };
+	json_t *kinds = json_array();
+	int ch, rc;
+
+	ri_cli_init(argc, argv);
+	while ((ch = getopt_long(argc, argv, RI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
+		if (ri_cli_common(ch, optarg, &config, usage))
+			continue;
+		if (ch == 'j') {
+			as_json = true;
+		} else if (ch == 'F') {
+			ri_fault_list(print_fault, NULL);
+			return RI_OK;
+		}
+	}
+	if (optind != argc)
+		ri_usage(usage);
+	if ((rc = ri_instance_open(config, RI_CONFIG_ONLY, &r, &err)) != RI_OK)
+		ri_die(rc, "%s", err.msg);
+	const struct ri_config *c = r->cfg;
+
+	/* Instance start 2: every condition, for every bound kind */
+	for (size_t i = 0; i < c->n_kinds; i++) {
+		struct ri_condition cond[5];
+		json_t *arr = json_array();
+
+		ri_conditions(c, &c->kinds[i], cond);
+		for (int n = 0; n < 5; n++) {
+			json_array_append_new(arr, json_pack("{s:i, s:s, s:s, s:b, s:s}",
+			    "number", cond[n].number, "rule", cond[n].rule, "name", cond[n].name,
+			    "pass", cond[n].pass, "arithmetic", cond[n].arithmetic));
+			if (!cond[n].pass)
+				rep.ok = false;
+		}
+		json_array_append_new(kinds, json_pack("{s:s, s:o}", "kind", c->kinds[i].name,
+		    "conditions", arr));
+	}
+	if (c->clock_env)
+		json_array_append_new(rep.warnings, json_string(
+		    "\"clock\": \"env\": every seam reads $RI_NOW -- a test seam, not for production"));
+	if (c->fault_injection)
+		json_array_append_new(rep.warnings, json_string(
+		    "\"fault_injection\": true: named fault points can kill or fail writes -- not for production"));
+	if (c->journal_fence && c->journal_write_bound <= c->clock_offset_allowance)
+		json_array_append_new(rep.warnings, json_string(
+		    "journal_fence declared with journal_write_bound not above clock_offset_allowance: "
+		    "every fenced write is refused (Allowance 13)"));
+
+	check_keys(c, &rep);
+	if (ri_instance_open(config, RI_READONLY, &full, &err) == RI_OK) {
+		check_journal(full, &rep);
+	} else {
+		if (err.code == RI_INTEGRITY)
+			rep.integrity_failed = true;
+		cap(&rep, false, "journal", "%s", err.msg);
+	}
+	check_findings(c, &rep);
+	check_identities(full ? full : r, &rep);
+	check_probes(c, &rep);
+
+	if (as_json) {
+		json_t *ans = json_pack("{s:b, s:o, s:O, s:O}", "ok", rep.ok, "kinds", kinds,
+		    "capabilities", rep.caps, "warnings", rep.warnings);
+		ri_cli_print(ans);
+		json_decref(ans);
+	} else {
+		print_text(c, kinds, &rep);
+		json_decref(kinds);
+	}
+	json_decref(rep.caps);
+	json_decref(rep.warnings);
+	ri_instance_close(full);
+	ri_instance_close(r);
+	return rep.integrity_failed ? RI_INTEGRITY : rep.ok ? RI_OK : RI_CHECK_FAILED;
+}

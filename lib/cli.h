@@ -1,0 +1,57 @@
+/* cli.h -- what every cmd/ri-*.c shares: the program name, err(3)-style
+ * messages, common options, the request on stdin, the answer on stdout. */
+#ifndef RI_CLI_H
+#define RI_CLI_H
+
+#include <getopt.h>
+#include "ri.h"
+
+extern const char *ri_progname;
+
+void ri_cli_init(int argc, char **argv);
+/* "ri-open: message" on stderr, then exit(code). */
+_Noreturn void ri_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ri_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Options every command takes: -c/--config FILE, -h/--help, -V/--version. */
+#define RI_COMMON_SHORTOPTS "c:hV"
+#define RI_COMMON_LONGOPTS \
+	{ "config", required_argument, NULL, 'c' }, \
+	{ "help", no_argument, NULL, 'h' }, \
+	{ "version", no_argument, NULL, 'V' }
+/* Handle -c/-h/-V; returns true when ch was one of them. */
+bool ri_cli_common(int ch, const char *arg, const char **config, const char *usage);
+_Noreturn void ri_usage(const char *usage);
+
+/* The request: exactly one JSON object on stdin.  When shorthand flags were
+ * given and stdin is a terminal or empty, the request is {}.  RI_MALFORMED
+ * on anything that is not one JSON object of at most max bytes. */
+int ri_cli_request(bool flags_given, size_t max, json_t **req, ri_err *err);
+/* A shorthand flag fills a request field; a differing stdin value is a
+ * usage error (RI_USAGE). */
+int ri_cli_flag(json_t *req, const char *field, json_t *value, ri_err *err);
+
+/* Print ans (if any) as one compact line on stdout and, unless code is 0,
+ * err->msg on stderr; return code for exit(). */
+int ri_cli_finish(int code, json_t *ans, const ri_err *err);
+void ri_cli_print(json_t *ans);
+
+/* A protocol command: flags, the request on stdin, one library call, the
+ * answer on stdout, the exit code.  Every cmd/ri-*.c that takes a request
+ * is this and nothing else. */
+struct ri_shorthand {
+	const char *flag;               /* "act-key" for --act-key */
+	const char *field;              /* "act_key" */
+	bool json;                      /* the value is JSON (--intent-data '{...}') */
+};
+
+struct ri_cmd {
+	const char *usage;
+	const struct ri_shorthand *shorthands;  /* NULL-terminated, or NULL */
+	unsigned open_flags;                    /* RI_WRITER, RI_READONLY */
+	int (*call)(ri *r, json_t *req, json_t **ans, ri_err *err);
+};
+
+int ri_cmd_main(const struct ri_cmd *cmd, int argc, char **argv);
+
+#endif

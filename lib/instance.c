@@ -1,0 +1,113 @@
+/* instance.c -- open an instance: config, start conditions, key, journal. */
+#include <stdlib.h>
+#include <string.h>
+#include <sodium.h>
+
+#include "fault.h"
+#include "instance.h"
+#include "integrity.h"
+#include "store_sqlite.h"
+
+int
+ri_instance_open(const char *config_path, unsigned flags, ri **out, ri_err *err)
+{
+	struct ri *r;
+	int rc;
+
+	*out = NULL;
+	if (sodium_init() < 0)
+		return ri_fail(err, RI_INTERNAL, "libsodium failed to initialise");
+	r = ri_xcalloc(1, sizeof *r);
+	r->flags = flags;
+	if ((rc = ri_config_load(ri_config_path(config_path), &r->cfg, err)) != RI_OK)
+		goto fail;
+	if ((rc = ri_fault_arm(r->cfg, err)) != RI_OK)
+		goto fail;
+	/* Instance start 3: a writer refuses to run on an instance whose
+	 * conditions fail; readers and set-up tools still run. */
+	if ((flags & RI_WRITER) && (rc = ri_conditions_hold(r->cfg, err)) != RI_OK)
+		goto fail;
+	if (flags & RI_CONFIG_ONLY) {
+		*out = r;
+		return RI_OK;
+	}
+	if (!(flags & RI_NO_KEY) &&
+	    (rc = ri_key_load(r->cfg->integrity_key_file, &r->key, &r->keylen, err)) != RI_OK)
+		goto fail;
+	if ((rc = ri_sqlite_open(r->cfg, r->key, r->keylen, flags, &r->st, err)) != RI_OK)
+		goto fail;
+	*out = r;
+	return RI_OK;
+fail:
+	ri_instance_close(r);
+	return rc;
+}
+
+void
+ri_instance_close(ri *r)
+{
+	if (r == NULL)
+		return;
+	if (r->st != NULL)
+		r->st->ops->close(r->st);
+	if (r->key != NULL)
+		sodium_free(r->key);
+	ri_config_free(r->cfg);
+	free(r);
+}
+
+int
+ri_store_code(const struct ri *r, int st, ri_err *err)
+{
+	const char *msg = r->st ? r->st->ops->error(r->st)->msg : "journal error";
+
+	switch (st) {
+	case RI_ST_OK:
+		return RI_OK;
+	case RI_ST_INTEGRITY:
+		return ri_fail(err, RI_INTEGRITY, "%s", msg);
+	case RI_ST_NOT_KNOWN:
+		return ri_fail(err, RI_NOT_KNOWN, "%s", msg);
+	case RI_ST_INVALID_QUERY:
+		return ri_fail(err, RI_INTERNAL, "%s", msg);
+	default:
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "%s", msg);
+	}
+}
+
+const char *
+ri_code_name(int code)
+{
+	switch (code) {
+	case RI_OK: return "ok";
+	case RI_CHECK_FAILED: return "check-failed";
+	case RI_INVALID_CREDENTIAL: return "invalid-credential";
+	case RI_INVALID_REQUEST: return "invalid-request";
+	case RI_ACT_IN_FLIGHT: return "act-in-flight";
+	case RI_ACT_LANDED: return "act-landed";
+	case RI_SECTION_UNAVAILABLE: return "section-unavailable";
+	case RI_JOURNAL_UNAVAILABLE: return "journal-unavailable";
+	case RI_ALREADY_ACCOUNTED: return "already-accounted";
+	case RI_NOT_KNOWN: return "not-known";
+	case RI_RF_INTENT: case RI_RF_OUTCOME: case RI_RF_REFUSAL: case RI_RF_RESOLUTION:
+		return "recording-failure";
+	case RI_INTEGRITY: return "integrity";
+	case RI_USAGE: return "usage";
+	case RI_MALFORMED: return "malformed";
+	case RI_INTERNAL: return "internal";
+	case RI_CONFIG: return "config";
+	default: return "unknown";
+	}
+}
+
+size_t
+ri_request_max(const ri *r)
+{
+	return (size_t)r->cfg->payload_cap * 2 + 65536;
+}
+
+const char *
+ri_version(void)
+{
+	return "0.1.0";
+}
