@@ -1,0 +1,21 @@
+/* ri-close -- Close: write the act's outcome under the section Open took,
+ * or adopt the one another writer landed (ri-close(1)). */
+#include "cli.h"
+
+static const struct ri_shorthand shorthands[] = {
+	{ "kind", "kind", false }, { "act-key", "act_key", false },
+	{ "invocation-id", "invocation_id", false }, { "intent-event-id", "intent_event_id", false },
+	{ "actor", "actor_ref", false }, { "outcome", "outcome_action_ref", false },
+	{ "outcome-data", "outcome_data", true },
+	{ NULL, NULL, false } };
+
+static const struct ri_cmd cmd = {
+	"ri-close [-c config] [--kind K --act-key KEY --invocation-id ID --intent-event-id EV"
+	" --actor A --outcome REF --outcome-data JSON] < request.json",
+	shorthands, RI_WRITER, ri_close };
+
+int
+main(int argc, char **argv)
+{
+	return ri_cmd_main(&cmd, argc, argv);
+}

@@ -1,0 +1,21 @@
+/* ri-refuse -- Refuse: record that the bound commit refused on a
+ * pre-commit arm, closing the intent (ri-refuse(1)). */
+#include "cli.h"
+
+static const struct ri_shorthand shorthands[] = {
+	{ "kind", "kind", false }, { "act-key", "act_key", false },
+	{ "invocation-id", "invocation_id", false }, { "intent-event-id", "intent_event_id", false },
+	{ "actor", "actor_ref", false }, { "reason", "reason", false },
+	{ "constituent-code", "constituent_code", false },
+	{ NULL, NULL, false } };
+
+static const struct ri_cmd cmd = {
+	"ri-refuse [-c config] [--kind K --act-key KEY --invocation-id ID --intent-event-id EV"
+	" --actor A --reason TEXT --constituent-code CODE] < request.json",
+	shorthands, RI_WRITER, ri_refuse };
+
+int
+main(int argc, char **argv)
+{
+	return ri_cmd_main(&cmd, argc, argv);
+}

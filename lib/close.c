@@ -1,0 +1,423 @@
+/* close.c -- the Close, Refuse and Yield contracts: the invocation's own
+ * writes after the bound commit, under the section Open took.  Nothing is
+ * kept between Open and Close (close 2): every input comes in the request. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fault.h"
+#include "proto.h"
+
+struct inv_req {
+	const char *kind, *act_key, *invocation_id, *intent_event_id, *actor_ref, *credential;
+	const char *outcome_action_ref, *reason;
+	json_t *outcome_data, *constituent_code;
+	const struct ri_kind *k;
+	char cred_buf[256];
+};
+
+/* Fields ri-open answers, which jq merges on through to Close/Refuse/Yield. */
+#define OPEN_ANSWER_EXTRAS \
+	{ "lease_expires_at", RI_F_IGNORE, false, NULL }, \
+	{ "fencing_token", RI_F_IGNORE, false, NULL }, \
+	{ "commit_fence_deadline", RI_F_IGNORE, false, NULL }, \
+	{ "alert", RI_F_IGNORE, false, NULL }
+
+static void
+release(struct ri *r, const struct inv_req *q)
+{
+	(void)r->st->ops->release(r->st, q->kind, q->act_key, q->invocation_id);
+}
+
+static int
+bind_kind(struct ri *r, struct inv_req *q, json_t **ans, json_t *refusal, int code, ri_err *err)
+{
+	if ((q->k = ri_config_kind(r->cfg, q->kind)) != NULL) {
+		json_decref(refusal);
+		return RI_OK;
+	}
+	return ri_refuse_with(ans, refusal, err, code, "kind \"%s\" is not bound in %s", q->kind,
+	    r->cfg->path);
+}
+
+/* remaining((kind, act key), invocation id), as a gate: true when the
+ * writer may issue a journal write (journal write bound 1). */
+static bool
+standing_to_write(struct ri *r, const struct inv_req *q, ri_ms *left)
+{
+	return r->st->ops->remaining(r->st, q->kind, q->act_key, q->invocation_id, left) == RI_ST_OK &&
+	    *left != RI_NONE && r->cfg->journal_write_bound <= *left;
+}
+
+/* The re-read under the section: the invocation's records, its intent
+ * checked against the request, and the closing that stands. */
+static int
+reread(struct ri *r, const struct inv_req *q, struct ri_inv *inv, struct ri_standing *sd,
+    char *why, size_t n)
+{
+	int st = ri_inv_read(r, q->invocation_id, inv);
+
+	if (st != RI_ST_OK) {
+		snprintf(why, n, "%s", r->st->ops->error(r->st)->msg);
+		return st;
+	}
+	if (inv->intent == NULL || strcmp(inv->intent->event_id, q->intent_event_id) != 0 ||
+	    strcmp(inv->intent->kind, q->kind) != 0 || strcmp(inv->intent->act_key, q->act_key) != 0) {
+		snprintf(why, n, "no intent %s of (%s, %s) names invocation %s", q->intent_event_id,
+		    q->kind, q->act_key, q->invocation_id);
+		ri_inv_free(inv);
+		return RI_ST_NOT_KNOWN;
+	}
+	ri_standing(inv->closings, inv->n_closings, sd);
+	return RI_ST_OK;
+}
+
+static json_t *
+rf_outcome(int st)
+{
+	json_t *j = ri_refusal_rf("outcome");
+
+	if (st == RI_ST_INTEGRITY)
+		json_object_set_new(j, "cause", json_string("integrity"));
+	return j;
+}
+
+/* ---- Close ---- */
+
+/*
+ * close step 3 and its retries (Primitive policy 27-33, close steps
+ * 3.1-3.8): only under the section, only after re-running step 2, never
+ * past the gate, at most counted(n) attempts where declared.
+ */
+static int
+close_write(struct ri *r, struct inv_req *q, json_t **ans, ri_err *err)
+{
+	json_t *payload = json_pack("{s:s, s:s, s:s, s:s, s:O}", "invocation_id", q->invocation_id,
+	    "intent_event_id", q->intent_event_id, "kind", q->kind, "act_key", q->act_key,
+	    "data", q->outcome_data);
+	struct ri_fence fence = { .holder = q->invocation_id };
+	struct ri_append a = { .action_ref = q->outcome_action_ref, .act_key = q->act_key,
+		.invocation_id = q->invocation_id, .actor_ref = q->actor_ref, .credential = q->credential,
+		.data = payload, .fence = &fence, .fault_tag = "close.outcome" };
+	struct ri_appended ap;
+	char why[600], ev[RI_ID_LEN + 1];
+	int64_t attempts = 0, mono;
+	ri_ms left;
+	int st, rc;
+	bool found;
+
+	for (;;) {
+		struct ri_inv inv;
+		struct ri_standing sd;
+
+		/* close step 1 (and before every retry: retry terminus 1-2) */
+		if (!standing_to_write(r, q, &left)) {
+			/* close steps 1.2, 3.5, 3.7, act section 10: no standing, no write */
+			release(r, q);
+			rc = ri_refuse_with(ans, ri_refusal_rf("outcome"), err, RI_RF_OUTCOME,
+			    "recording-failure(outcome): the lease is gone or shorter than journal_write_bound;"
+			    " nothing written; the act's record is the sweep's -- never re-run");
+			goto out;
+		}
+		if (attempts == 0)
+			ri_fault("close.after_remaining");
+		/* close step 2: re-read under the section, under every fence (2.5) */
+		st = reread(r, q, &inv, &sd, why, sizeof why);
+		if (st != RI_ST_OK) {
+			/* close step 2.4: a failed re-read writes nothing */
+			release(r, q);
+			rc = ri_refuse_with(ans, rf_outcome(st), err, RI_RF_OUTCOME,
+			    "recording-failure(outcome): the re-read failed: %s", why);
+			goto out;
+		}
+#ifndef RI_NC_NO_CLOSE_REREAD
+		if (sd.standing != NULL) {
+			const struct ri_closing *c = sd.standing;
+			if (c->type == RI_C_OUTCOME) {
+				/* close step 2.2: adopt the outcome another writer landed */
+				*ans = json_pack("{s:s, s:s}", "outcome_event_id", c->rec->event_id, "landed_by",
+				    c->resolved_by ? "operator" : c->recovery ? "sweep" : "invocation");
+				ri_inv_free(&inv);
+				release(r, q);
+				rc = RI_OK;
+				goto out;
+			}
+			/* close step 2.3: never adopt an abandonment or escalation */
+			char ev2[RI_ID_LEN + 1];
+			snprintf(ev2, sizeof ev2, "%s", c->rec->event_id);
+			ri_inv_free(&inv);
+			release(r, q);
+			rc = ri_refuse_with(ans, ri_refusal_rf("outcome"), err, RI_RF_OUTCOME,
+			    "recording-failure(outcome): %s already closed this invocation as %s; the correction"
+			    " is an operator's (ri-resolve)", ev2, c->type == RI_C_REFUSED ? "refused" :
+			    c->type == RI_C_ABANDONED ? "abandoned" : "escalated");
+			goto out;
+		}
+#endif
+		ri_inv_free(&inv);
+		ri_fault("close.after_reread");
+		if ((rc = ri_seam_now(r, &fence.issue, err)) != RI_OK) {
+			release(r, q);
+			goto out;
+		}
+		mono = ri_mono_ms();
+		attempts++;
+		st = r->st->ops->record_action(r->st, &a, &ap);
+		snprintf(why, sizeof why, "%s", r->st->ops->error(r->st)->msg);
+		switch (st) {
+		case RI_ST_OK:
+			/* close step 4 */
+			*ans = json_pack("{s:s, s:s}", "outcome_event_id", ap.event_id, "landed_by", "invocation");
+			release(r, q);
+			rc = RI_OK;
+			goto out;
+		case RI_ST_INVALID_CREDENTIAL:
+			/* close step 3.8, Primitive policy 31 */
+			release(r, q);
+			rc = ri_refuse_with(ans, ri_refusal_rf("outcome"), err, RI_RF_OUTCOME,
+			    "recording-failure(outcome): invalid-credential: %s", why);
+			goto out;
+		case RI_ST_STEP4:
+		case RI_ST_INVALID_REQUEST:
+			if (st == RI_ST_STEP4 || strcmp(ap.cause, "retention") == 0) {
+				/* Primitive policy 27-28: read back; success with a hard alert */
+				if (ri_read_back(r, q->invocation_id, q->outcome_action_ref, ev, &found) == RI_ST_OK &&
+				    found) {
+					*ans = json_pack("{s:s, s:s}", "outcome_event_id", ev, "landed_by", "invocation");
+					ri_alert(*ans, "the outcome landed but %s", st == RI_ST_STEP4 ?
+					    "its retention placement failed (step-4)" : "on no retention policy");
+					release(r, q);
+					rc = RI_OK;
+					goto out;
+				}
+			}
+			/* close step 3.3, Primitive policy 40: escalated as outcome-unrecordable */
+			release(r, q);
+			rc = ri_refuse_with(ans, ri_refusal_rf("outcome"), err, RI_RF_OUTCOME,
+			    "recording-failure(outcome): %s", why);
+			ri_alert(*ans, "the outcome could not be recorded (%s); the sweep escalates it", why);
+			goto out;
+		case RI_ST_LOST:
+			/* Primitive policy 32-36: wait out the bound, read back, adopt */
+			ri_wait_write_bound(r, q->kind, q->act_key, q->invocation_id, left, mono);
+			if (ri_read_back(r, q->invocation_id, q->outcome_action_ref, ev, &found) == RI_ST_OK &&
+			    found) {
+				*ans = json_pack("{s:s, s:s}", "outcome_event_id", ev, "landed_by", "invocation");
+				release(r, q);
+				rc = RI_OK;
+				goto out;
+			}
+			break;          /* Primitive policy 37: may retry */
+		case RI_ST_STEP2:
+		case RI_ST_STEP3:
+			break;          /* Primitive policy 29: retry under the section */
+		default:
+			/* journal fence 3: fenced out; an integrity failure */
+			release(r, q);
+			rc = ri_refuse_with(ans, rf_outcome(st), err, RI_RF_OUTCOME,
+			    "recording-failure(outcome): %s", why);
+			goto out;
+		}
+		/* close step 3.6: counted(n) bounds the attempts */
+		if (q->k->retry_counted > 0 && attempts >= q->k->retry_counted) {
+			release(r, q);
+			rc = ri_refuse_with(ans, ri_refusal_rf("outcome"), err, RI_RF_OUTCOME,
+			    "recording-failure(outcome): %lld attempts failed (%s)", (long long)attempts, why);
+			goto out;
+		}
+		ri_sleep_ms(attempts < 8 ? 5 * attempts : 50);
+	}
+out:
+	json_decref(payload);
+	return rc;
+}
+
+int
+ri_close(ri *r, json_t *req, json_t **ans, ri_err *err)
+{
+	struct inv_req q = { 0 };
+	const struct ri_field fields[] = {
+		{ "kind", RI_F_STR, true, &q.kind },
+		{ "act_key", RI_F_STR, true, &q.act_key },
+		{ "invocation_id", RI_F_STR, true, &q.invocation_id },
+		{ "intent_event_id", RI_F_STR, true, &q.intent_event_id },
+		{ "actor_ref", RI_F_STR, true, &q.actor_ref },
+		{ "credential", RI_F_STR, false, &q.credential },
+		{ "outcome_action_ref", RI_F_STR, true, &q.outcome_action_ref },
+		{ "outcome_data", RI_F_OBJ, true, &q.outcome_data },
+		OPEN_ANSWER_EXTRAS,
+		{ NULL, 0, false, NULL } };
+	int rc;
+
+	*ans = NULL;
+	if ((rc = ri_req_parse(req, fields, err)) != RI_OK)
+		return rc;
+	if ((rc = bind_kind(r, &q, ans, ri_refusal_rf("outcome"), RI_RF_OUTCOME, err)) != RI_OK)
+		return rc;
+	q.credential = ri_req_credential(q.credential, q.cred_buf, sizeof q.cred_buf);
+	if (q.credential == NULL)
+		q.credential = "";      /* the substrate refuses it at the write */
+	if (!ri_is_outcome_ref(q.k, q.outcome_action_ref)) {
+		/* not in the kind's vocabulary: a non-retention invalid-request,
+		 * which lands recording-failure(outcome) (close step 3.3) */
+		release(r, &q);
+		rc = ri_refuse_with(ans, ri_refusal_rf("outcome"), err, RI_RF_OUTCOME,
+		    "recording-failure(outcome): \"%s\" is not an outcome of kind %s", q.outcome_action_ref,
+		    q.kind);
+		ri_alert(*ans, "outcome ref %s is outside the vocabulary; the sweep escalates the act",
+		    q.outcome_action_ref);
+		return rc;
+	}
+	return close_write(r, &q, ans, err);
+}
+
+/* ---- Refuse ---- */
+
+static json_t *
+rf_refusal(const struct inv_req *q, int st)
+{
+	json_t *j = json_pack("{s:s, s:s, s:O}", "refused", "recording-failure", "position", "refusal",
+	    "constituent_code", q->constituent_code);
+
+	if (st == RI_ST_INTEGRITY)
+		json_object_set_new(j, "cause", json_string("integrity"));
+	return j;
+}
+
+int
+ri_refuse(ri *r, json_t *req, json_t **ans, ri_err *err)
+{
+	struct inv_req q = { 0 };
+	const struct ri_field fields[] = {
+		{ "kind", RI_F_STR, true, &q.kind },
+		{ "act_key", RI_F_STR, true, &q.act_key },
+		{ "invocation_id", RI_F_STR, true, &q.invocation_id },
+		{ "intent_event_id", RI_F_STR, true, &q.intent_event_id },
+		{ "actor_ref", RI_F_STR, true, &q.actor_ref },
+		{ "credential", RI_F_STR, false, &q.credential },
+		{ "reason", RI_F_STR, true, &q.reason },
+		{ "constituent_code", RI_F_CODE, true, &q.constituent_code },
+		OPEN_ANSWER_EXTRAS,
+		{ NULL, 0, false, NULL } };
+	struct ri_inv inv;
+	struct ri_standing sd;
+	struct ri_appended ap;
+	char why[600], ev[RI_ID_LEN + 1], ref[160];
+	ri_ms left;
+	int64_t mono;
+	bool found;
+	int rc, st;
+
+	*ans = NULL;
+	if ((rc = ri_req_parse(req, fields, err)) != RI_OK)
+		return rc;
+	if ((rc = bind_kind(r, &q, ans, rf_refusal(&q, 0), RI_RF_REFUSAL, err)) != RI_OK)
+		return rc;
+	q.credential = ri_req_credential(q.credential, q.cred_buf, sizeof q.cred_buf);
+	if (q.credential == NULL)
+		q.credential = "";
+	/* refuse step 1: standing before any read (1.1, 1.3, 1.4) */
+	if (!standing_to_write(r, &q, &left))
+		return ri_refuse_with(ans, rf_refusal(&q, 0), err, RI_RF_REFUSAL,
+		    "recording-failure(refusal): the lease is gone or shorter than journal_write_bound;"
+		    " nothing written; the sweep records the attempt -- never re-run");
+	/* refuse step 2: re-read under the section */
+	st = reread(r, &q, &inv, &sd, why, sizeof why);
+	if (st != RI_ST_OK) {
+		release(r, &q);
+		return ri_refuse_with(ans, rf_refusal(&q, st), err, RI_RF_REFUSAL,
+		    "recording-failure(refusal): the re-read failed: %s", why);
+	}
+	if (sd.standing != NULL) {
+		/* refuse steps 2.2-2.4: already-accounted, nothing appended */
+		json_t *j = json_pack("{s:s, s:s}", "refused", "already-accounted", "closing_event_id",
+		    sd.standing->rec->event_id);
+		ri_inv_free(&inv);
+		release(r, &q);
+		return ri_refuse_with(ans, j, err, RI_ALREADY_ACCOUNTED,
+		    "already-accounted: %s already closed this invocation", json_string_value(
+		    json_object_get(j, "closing_event_id")));
+	}
+	ri_inv_free(&inv);
+	ri_fault("refuse.after_reread");
+	/* refuse step 3.1 */
+	json_t *payload = json_pack("{s:s, s:s, s:s, s:s, s:s, s:O}", "invocation_id", q.invocation_id,
+	    "intent_event_id", q.intent_event_id, "kind", q.kind, "act_key", q.act_key,
+	    "reason", q.reason, "constituent_code", q.constituent_code);
+	struct ri_fence fence = { .holder = q.invocation_id };
+	struct ri_append a = { .action_ref = ri_action_ref(q.k, "refused", ref, sizeof ref),
+		.act_key = q.act_key, .invocation_id = q.invocation_id, .actor_ref = q.actor_ref,
+		.credential = q.credential, .data = payload, .fence = &fence, .fault_tag = "refuse.refusal" };
+	if ((rc = ri_seam_now(r, &fence.issue, err)) != RI_OK) {
+		json_decref(payload);
+		release(r, &q);
+		return rc;
+	}
+	mono = ri_mono_ms();
+	st = r->st->ops->record_action(r->st, &a, &ap);
+	json_decref(payload);
+	snprintf(why, sizeof why, "%s", r->st->ops->error(r->st)->msg);
+	switch (st) {
+	case RI_ST_OK:
+		release(r, &q);
+		*ans = json_pack("{s:s}", "refusal_event_id", ap.event_id);
+		return RI_OK;
+	case RI_ST_STEP4:
+	case RI_ST_INVALID_REQUEST:
+		if (st == RI_ST_STEP4 || strcmp(ap.cause, "retention") == 0) {
+			/* refuse steps 3.3-3.4: read back, never retry */
+			if (ri_read_back(r, q.invocation_id, a.action_ref, ev, &found) == RI_ST_OK && found) {
+				release(r, &q);
+				*ans = json_pack("{s:s}", "refusal_event_id", ev);
+				ri_alert(*ans, "the refusal landed but %s", st == RI_ST_STEP4 ?
+				    "its retention placement failed (step-4)" : "on no retention policy");
+				return RI_OK;
+			}
+		}
+		break;                  /* refuse step 3.8 */
+	case RI_ST_LOST:
+		/* refuse step 3.6: one read-back, after the bound */
+		ri_wait_write_bound(r, q.kind, q.act_key, q.invocation_id, left, mono);
+		if (ri_read_back(r, q.invocation_id, a.action_ref, ev, &found) == RI_ST_OK && found) {
+			release(r, &q);
+			*ans = json_pack("{s:s}", "refusal_event_id", ev);
+			return RI_OK;
+		}
+		break;
+	default:
+		break;                  /* refuse steps 3.5, 3.7; journal fence 3 */
+	}
+	release(r, &q);
+	return ri_refuse_with(ans, rf_refusal(&q, st), err, RI_RF_REFUSAL,
+	    "recording-failure(refusal): %s; the intent stays open and the sweep records the attempt"
+	    " -- never re-run", why);
+}
+
+/* ---- Yield ---- */
+
+/* yield 1-4: release without writing; the intent stays open for the sweep. */
+int
+ri_yield(ri *r, json_t *req, json_t **ans, ri_err *err)
+{
+	struct inv_req q = { 0 };
+	const struct ri_field fields[] = {
+		{ "kind", RI_F_STR, true, &q.kind },
+		{ "act_key", RI_F_STR, true, &q.act_key },
+		{ "invocation_id", RI_F_STR, true, &q.invocation_id },
+		{ "intent_event_id", RI_F_IGNORE, false, NULL },
+		{ "actor_ref", RI_F_IGNORE, false, NULL },
+		{ "credential", RI_F_IGNORE, false, NULL },
+		OPEN_ANSWER_EXTRAS,
+		{ NULL, 0, false, NULL } };
+	int rc, st;
+
+	*ans = NULL;
+	if ((rc = ri_req_parse(req, fields, err)) != RI_OK)
+		return rc;
+	st = r->st->ops->release(r->st, q.kind, q.act_key, q.invocation_id);
+	*ans = json_pack("{s:b}", "ok", 1);
+	if (st != RI_ST_OK && st != RI_ST_NOT_HELD)
+		ri_alert(*ans, "the release did not land (%s); the section frees at its lease's end",
+		    r->st->ops->error(r->st)->msg);
+	return RI_OK;
+}

@@ -1,0 +1,412 @@
+/* open.c -- the Open contract (open steps 1.1-5.3): take the act's
+ * critical section, size the records, refuse an act in flight or landed,
+ * write the intent under the caller's credential, return holding the
+ * section. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fault.h"
+#include "findings.h"
+#include "proto.h"
+
+struct open_req {
+	const char *kind, *act_key, *actor_ref, *credential;
+	json_t *intent_data;
+	const struct ri_kind *k;
+	char inv[RI_ID_LEN + 1];
+	char cred_buf[256];
+};
+
+static void
+release(struct ri *r, struct open_req *o)
+{
+	/* act section 6: the not-held arm is discarded */
+	(void)r->st->ops->release(r->st, o->kind, o->act_key, o->inv);
+}
+
+static json_t *
+placeholder(int64_t len)
+{
+	char *s = ri_xmalloc((size_t)len + 1);
+	json_t *j;
+
+	memset(s, 'x', (size_t)len);
+	s[len] = '\0';
+	j = json_string(s);
+	free(s);
+	return j;
+}
+
+/*
+ * Primitive policy 12, Invariant 6: the intent record, and the kind's
+ * largest record -- an outcome carrying outcome_envelope bytes of data
+ * with every field a writer may add (recovery, acting actor ref,
+ * resolved_by, supersedes), or an escalation naming intent_candidates_cap
+ * candidates of reference_length_cap each -- each as the substrate
+ * measures a payload, with the longest actor ref that may write it.
+ */
+static bool
+fits(struct ri *r, struct open_req *o, json_t *intent_payload, char *why, size_t n)
+{
+	const struct ri_config *c = r->cfg;
+	const struct ri_kind *k = o->k;
+	char ref[160];
+	int64_t actor_len = c->reference_length_cap;
+	json_t *big_actor = placeholder(actor_len);
+	const char *actor = json_string_value(big_actor);
+	json_t *outcome_data = json_pack("{s:o}", "x", placeholder(k->outcome_envelope > 8 ?
+	    k->outcome_envelope - 8 : 1));
+	json_t *common = json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:s}",
+	    "invocation_id", o->inv, "intent_event_id", "evt_00000000000000000000000000000000",
+	    "kind", k->name, "act_key", o->act_key, "recovery", 1, "acting_actor_ref", actor,
+	    "resolved_by", actor, "supersedes", "evt_00000000000000000000000000000000");
+	json_t *outcome = json_deep_copy(common), *esc = json_deep_copy(common), *cands = json_array();
+	size_t intent_sz, outcome_sz = 0, esc_sz;
+	bool ok;
+
+	intent_sz = ri_envelope_size(ri_action_ref(k, "intended", ref, sizeof ref), o->actor_ref,
+	    intent_payload);
+	json_object_set(outcome, "data", outcome_data);
+	for (size_t i = 0; i < k->n_outcomes; i++) {
+		size_t sz = ri_envelope_size(ri_action_ref(k, k->outcomes[i], ref, sizeof ref), actor, outcome);
+		if (sz > outcome_sz)
+			outcome_sz = sz;
+	}
+	for (int64_t i = 0; i < c->intent_candidates_cap; i++)
+		json_array_append_new(cands, placeholder(c->reference_length_cap));
+	json_object_set_new(esc, "store_candidates", cands);
+	json_object_set_new(esc, "cause", json_string("outcome-unrecordable"));
+	esc_sz = ri_envelope_size(ri_action_ref(k, "escalated", ref, sizeof ref), actor, esc);
+	ok = (int64_t)intent_sz <= c->payload_cap && (int64_t)outcome_sz <= c->payload_cap &&
+	    (int64_t)esc_sz <= c->payload_cap;
+	if ((int64_t)intent_sz > c->payload_cap)
+		snprintf(why, n, "the intent record would be %zu bytes; payload_cap is %lld",
+		    intent_sz, (long long)c->payload_cap);
+	else if (!ok)
+		snprintf(why, n, "the kind's largest record (outcome %zu, escalation %zu bytes) would "
+		    "exceed payload_cap %lld (Invariant 6)", outcome_sz, esc_sz, (long long)c->payload_cap);
+	json_decref(outcome_data);
+	json_decref(common);
+	json_decref(outcome);
+	json_decref(esc);
+	json_decref(big_actor);
+	return ok;
+}
+
+/* The latest outcome on the act (open step 3.9a), newest first. */
+static int
+latest_outcome(struct ri *r, struct open_req *o, char event_id[RI_ID_LEN + 1], bool *found)
+{
+	struct ri_query q = { .from = 0, .limit = 256, .kind = o->kind, .act_key = o->act_key,
+		.descending = true };
+	int rc;
+
+	*found = false;
+	for (;;) {
+		struct ri_records page;
+		if ((rc = r->st->ops->range_read(r->st, &q, &page)) != RI_ST_OK)
+			return rc;
+		for (size_t i = 0; i < page.n && !*found; i++) {
+			if (page.v[i].role == RI_ROLE_CLOSING && ri_is_outcome_ref(o->k, page.v[i].action_ref)) {
+				snprintf(event_id, RI_ID_LEN + 1, "%s", page.v[i].event_id);
+				*found = true;
+			}
+		}
+		bool more = page.more;
+		q.from = page.next;
+		ri_records_clear(&page);
+		if (*found || !more)
+			return RI_ST_OK;
+	}
+}
+
+/* open step 3.8c: a report-only deployment surfaces the old intent. */
+static void
+surface_aged(struct ri *r, struct open_req *o, const char *old_inv, ri_ms now, json_t *ans)
+{
+	struct ri_findings *f;
+	ri_err e;
+	char by[64];
+
+	snprintf(by, sizeof by, "open:%s", o->inv);
+	if (ri_findings_open(r->cfg->findings, false, &f, &e) == RI_OK) {
+		json_t *detail = json_pack("{s:s, s:s}", "rule", "open step 3.8c", "next_invocation_id", o->inv);
+		if (ri_findings_act(f, RI_F_CLOSURE_AT_RISK, o->kind, o->act_key, old_inv, by, now,
+		    detail, &e) != RI_OK)
+			ri_alert(ans, "could not surface aged intent %s: %s", old_inv, e.msg);
+		json_decref(detail);
+		ri_findings_close(f);
+	} else {
+		ri_alert(ans, "could not surface aged intent %s: %s", old_inv, e.msg);
+	}
+	fprintf(stderr, "ri: aged intent %s left open for an operator (open step 3.8)\n", old_inv);
+}
+
+/*
+ * open step 3: re-read the journal for the act under the section (never a
+ * local map hit, 3.3).  Answers RI_OK to proceed, or a refusal.
+ */
+static int
+precheck(struct ri *r, struct open_req *o, ri_ms now, json_t **ans, json_t *alerts, ri_err *err)
+{
+	struct ri_open_intent *oi;
+	size_t n;
+	int rc;
+
+	if ((rc = r->st->ops->open_intents(r->st, o->kind, o->act_key, RI_NONE, &oi, &n)) != RI_ST_OK)
+		goto unavailable;
+	for (size_t i = 0; i < n; i++) {
+		struct ri_inv inv;
+		struct ri_standing sd;
+
+		if (strcmp(oi[i].invocation_id, o->inv) == 0)
+			continue;
+		if ((rc = ri_inv_read(r, oi[i].invocation_id, &inv)) != RI_ST_OK) {
+			ri_open_intents_free(oi, n);
+			goto unavailable;
+		}
+		ri_standing(inv.closings, inv.n_closings, &sd);
+		const struct ri_record *in = inv.intent;
+		bool open = in != NULL && sd.standing == NULL && !in->purged &&
+		    /* sequence high water 5: drop an intent past its retention end */
+		    !(in->recorded_at + o->k->retention_period < now);
+		if (in == NULL) {
+			ri_inv_free(&inv);
+			ri_open_intents_free(oi, n);
+			rc = RI_ST_INTEGRITY;
+			release(r, o);
+			return ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable",
+			    "cause", "integrity"), err, RI_JOURNAL_UNAVAILABLE,
+			    "journal integrity: the open-intent index names %s, which has no intent record",
+			    oi[i].invocation_id);
+		}
+		if (open) {
+			/* Primitive policy 15, 38: the one comparison, against the
+			 * range read's recorded_at */
+			bool in_flight = ri_in_flight(r->cfg, o->k, in->recorded_at, now);
+			if (in_flight || o->k->service_actor != NULL) {
+				/* open steps 3.4-3.7 */
+				json_t *ref = json_pack("{s:s, s:s}", "refused", "act-in-flight",
+				    "invocation_id", oi[i].invocation_id);
+				ri_inv_free(&inv);
+				ri_open_intents_free(oi, n);
+				release(r, o);
+				return ri_refuse_with(ans, ref, err, RI_ACT_IN_FLIGHT,
+				    "act-in-flight: invocation %s of this act is %s", json_string_value(
+				    json_object_get(ref, "invocation_id")), in_flight ? "live" : "awaiting the sweep");
+			}
+			/* open step 3.8: report-only -- proceed, leave it open, surface it */
+			json_array_append_new(alerts, json_string(oi[i].invocation_id));
+		}
+		ri_inv_free(&inv);
+	}
+	ri_open_intents_free(oi, n);
+	if (!o->k->repeatable) {
+		char ev[RI_ID_LEN + 1];
+		bool found;
+		if ((rc = latest_outcome(r, o, ev, &found)) != RI_ST_OK)
+			goto unavailable;
+		if (found) {
+			/* open step 3.9 (repeatable 1: only for repeatable = no) */
+			release(r, o);
+			return ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "act-landed",
+			    "outcome_event_id", ev), err, RI_ACT_LANDED,
+			    "act-landed: the non-repeatable act already has outcome %s", ev);
+		}
+	}
+	return RI_OK;
+unavailable:
+	/* open step 3.13: release; journal-unavailable with nothing written */
+	release(r, o);
+	{
+		json_t *ref = ri_refusal("journal-unavailable");
+		if (rc == RI_ST_INTEGRITY)
+			json_object_set_new(ref, "cause", json_string("integrity"));
+		return ri_refuse_with(ans, ref, err, RI_JOURNAL_UNAVAILABLE, "journal-unavailable: %s",
+		    r->st->ops->error(r->st)->msg);
+	}
+}
+
+/* The intent position's arms (Primitive policy 19-26, 32-38). */
+static int
+write_intent(struct ri *r, struct open_req *o, json_t *payload, char ev[RI_ID_LEN + 1],
+    json_t *alerts_out, json_t **ans, ri_err *err)
+{
+	char ref[160], why[600];
+	struct ri_appended ap;
+	struct ri_fence fence = { .holder = o->inv };
+	struct ri_append a = { .action_ref = ri_action_ref(o->k, "intended", ref, sizeof ref),
+		.act_key = o->act_key, .invocation_id = o->inv, .actor_ref = o->actor_ref,
+		.credential = o->credential, .data = payload, .fence = &fence, .fault_tag = "open.intent" };
+	ri_ms left;
+	int64_t mono;
+	bool found;
+	int st, rc;
+
+	/* open step 4.1-4.2, journal write bound 1: the gate */
+	if (r->st->ops->remaining(r->st, o->kind, o->act_key, o->inv, &left) != RI_ST_OK ||
+	    left == RI_NONE || r->cfg->journal_write_bound > left) {
+		release(r, o);
+		return ri_refuse_with(ans, ri_refusal("section-unavailable"), err, RI_SECTION_UNAVAILABLE,
+		    "section-unavailable: less than journal_write_bound of the lease is left (open step 4.2)");
+	}
+	if ((rc = ri_seam_now(r, &fence.issue, err)) != RI_OK) {
+		release(r, o);
+		return rc;
+	}
+	mono = ri_mono_ms();
+	st = r->st->ops->record_action(r->st, &a, &ap);
+	snprintf(why, sizeof why, "%s", r->st->ops->error(r->st)->msg);
+	switch (st) {
+	case RI_ST_OK:
+		snprintf(ev, RI_ID_LEN + 1, "%s", ap.event_id);
+		return RI_OK;
+	case RI_ST_INVALID_CREDENTIAL:
+		/* Primitive policy 19, Invariant 1.2: passes through, nothing written */
+		release(r, o);
+		return ri_refuse_with(ans, ri_refusal("invalid-credential"), err, RI_INVALID_CREDENTIAL,
+		    "invalid-credential: %s", why);
+	case RI_ST_INVALID_REQUEST:
+	case RI_ST_STEP4:
+		/* Primitive policy 20-25: read back before any invalid-request;
+		 * never retry after step-4 (26) */
+		rc = ri_read_back(r, o->inv, a.action_ref, ev, &found);
+		if (rc == RI_ST_OK && found) {
+			json_array_append_new(alerts_out, json_pack("{s:s}", "alert", st == RI_ST_STEP4 ?
+			    "the intent landed but its retention placement failed (recording-failure step-4)" :
+			    "the intent landed with invalid-request (retention); read back by invocation id"));
+			return RI_OK;
+		}
+		release(r, o);
+		if (st == RI_ST_STEP4)
+			return ri_refuse_with(ans, ri_refusal_rf("intent"), err, RI_RF_INTENT,
+			    "recording-failure(intent): step-4, and the read-back found nothing: %s", why);
+		return ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "invalid-request", "cause",
+		    ap.cause[0] ? ap.cause : "malformed"), err, RI_INVALID_REQUEST, "invalid-request: %s", why);
+	case RI_ST_LOST:
+		/* Primitive policy 32-37: unknown; no blind retry; read back only
+		 * after journal_write_bound has elapsed since the issue */
+		ri_wait_write_bound(r, o->kind, o->act_key, o->inv, left, mono);
+		rc = ri_read_back(r, o->inv, a.action_ref, ev, &found);
+		if (rc == RI_ST_OK && found) {
+			json_array_append_new(alerts_out, json_pack("{s:s}", "alert",
+			    "the intent write's reply was lost; the intent was read back and adopted"));
+			return RI_OK;
+		}
+		release(r, o);
+		return ri_refuse_with(ans, ri_refusal_rf("intent"), err, RI_RF_INTENT,
+		    "recording-failure(intent): the reply was lost and the read-back found nothing");
+	case RI_ST_INTEGRITY:
+		release(r, o);
+		return ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable",
+		    "cause", "integrity"), err, RI_JOURNAL_UNAVAILABLE, "%s", why);
+	default:
+		/* Primitive policy 23: step-2 and step-3; journal fence 3: a
+		 * fenced-out write lands on the position's arm */
+		release(r, o);
+		return ri_refuse_with(ans, ri_refusal_rf("intent"), err, RI_RF_INTENT,
+		    "recording-failure(intent): %s", why);
+	}
+}
+
+int
+ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
+{
+	struct open_req o = { 0 };
+	const struct ri_field fields[] = {
+		{ "kind", RI_F_STR, true, &o.kind },
+		{ "act_key", RI_F_STR, true, &o.act_key },
+		{ "actor_ref", RI_F_STR, true, &o.actor_ref },
+		{ "credential", RI_F_STR, false, &o.credential },
+		{ "intent_data", RI_F_OBJ, true, &o.intent_data },
+		{ NULL, 0, false, NULL } };
+	struct ri_grant g;
+	json_t *payload, *aged = json_array(), *alerts = json_array();
+	char why[600], ev[RI_ID_LEN + 1];
+	ri_ms now;
+	int rc, st;
+
+	*ans = NULL;
+	if ((rc = ri_req_parse(req, fields, err)) != RI_OK)
+		goto out;
+	if ((o.k = ri_config_kind(r->cfg, o.kind)) == NULL) {
+		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "invalid-request", "cause",
+		    "unbound-kind"), err, RI_INVALID_REQUEST, "kind \"%s\" is not bound in %s", o.kind,
+		    r->cfg->path);
+		goto out;
+	}
+	o.credential = ri_req_credential(o.credential, o.cred_buf, sizeof o.cred_buf);
+	/* open step 1.1, Primitive policy 1, 7, 8: non-empty, under the cap,
+	 * never inspected beyond that; step 1.5: nothing written */
+	if (!ri_ref_ok(r, o.act_key) || !ri_ref_ok(r, o.actor_ref) || o.credential == NULL ||
+	    *o.credential == '\0') {
+		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "invalid-request", "cause",
+		    "malformed"), err, RI_INVALID_REQUEST,
+		    "act_key, actor_ref and credential must be non-empty and at most %lld bytes",
+		    (long long)r->cfg->reference_length_cap);
+		goto out;
+	}
+	/* open step 1.2: the service identity closes acts, never opens them */
+	if (o.k->service_actor != NULL && strcmp(o.actor_ref, o.k->service_actor) == 0) {
+		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "invalid-request", "cause",
+		    "service-identity"), err, RI_INVALID_REQUEST,
+		    "%s is the kind's service identity, which may not open (open step 1.2)", o.actor_ref);
+		goto out;
+	}
+	ri_mint_id("inv_", o.inv);
+	/* the intent payload: intent data with invocation id, kind, act key */
+	payload = json_pack("{s:s, s:s, s:s, s:O}", "invocation_id", o.inv, "kind", o.kind,
+	    "act_key", o.act_key, "data", o.intent_data);
+	/* open steps 1.3-1.4 */
+	if (!fits(r, &o, payload, why, sizeof why)) {
+		json_decref(payload);
+		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "invalid-request", "cause",
+		    "payload-cap"), err, RI_INVALID_REQUEST, "invalid-request: %s", why);
+		goto out;
+	}
+	/* the adopter's seam: read once (Primitive policy 15) */
+	if ((rc = ri_seam_now(r, &now, err)) != RI_OK) {
+		json_decref(payload);
+		goto out;
+	}
+	/* open step 2: take((kind, act key), invocation id, completion bound) */
+	st = r->st->ops->take(r->st, o.kind, o.act_key, o.inv, o.k->completion_bound, &g);
+	if (st != RI_ST_OK) {
+		json_decref(payload);
+		/* act section 5: the host's unavailable arm is section-unavailable */
+		rc = ri_refuse_with(ans, ri_refusal("section-unavailable"), err, RI_SECTION_UNAVAILABLE,
+		    "section-unavailable: %s", r->st->ops->error(r->st)->msg);
+		goto out;
+	}
+	ri_fault("open.after_take");
+	if ((rc = precheck(r, &o, now, ans, aged, err)) != RI_OK) {
+		json_decref(payload);
+		goto out;
+	}
+	ri_fault("open.after_precheck");
+	if ((rc = write_intent(r, &o, payload, ev, alerts, ans, err)) != RI_OK) {
+		json_decref(payload);
+		goto out;
+	}
+	json_decref(payload);
+	/* open step 5: return holding the section */
+	*ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:I}", "kind", o.kind, "act_key", o.act_key,
+	    "actor_ref", o.actor_ref, "invocation_id", o.inv, "intent_event_id", ev,
+	    "lease_expires_at", ri_json_instant(g.expires_at), "fencing_token", (json_int_t)g.token);
+	if (o.k->commit_fence)
+		/* Allowance 7: the commit fence deadline carries the allowance */
+		json_object_set_new(*ans, "commit_fence_deadline",
+		    ri_json_instant(g.expires_at - r->cfg->clock_offset_allowance));
+	size_t i;
+	json_t *v;
+	json_array_foreach(alerts, i, v)
+		ri_alert(*ans, "%s", json_string_value(json_object_get(v, "alert")));
+	json_array_foreach(aged, i, v)
+		surface_aged(r, &o, json_string_value(v), now, *ans);
+	rc = RI_OK;
+out:
+	json_decref(aged);
+	json_decref(alerts);
+	return rc;
+}
