@@ -1,0 +1,78 @@
+/* ri-run -- wrap one command as an act: open, run it, close / refuse /
+ * yield by how it ended (ri-run(1)). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "run.h"
+
+static const char usage[] =
+	"ri-run [-c config] --kind K --act-key KEY --actor A [--intent-data JSON]\n"
+	"              [--outcome REF] [--pre-commit-exit N,N...] [--grace-ms MS] -- CMD [ARGS...]";
+
+static void
+parse_codes(const char *s, struct ri_run_opts *o)
+{
+	char *end;
+
+	while (*s) {
+		long v = strtol(s, &end, 10);
+		if (end == s || v < 1 || v > 255 || o->n_pre_commit == 64 || (*end != ',' && *end != '\0'))
+			ri_die(RI_USAGE, "--pre-commit-exit: expected exit codes 1..255 separated by commas");
+		o->pre_commit[o->n_pre_commit++] = (int)v;
+		s = *end == ',' ? end + 1 : end;
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = { RI_COMMON_LONGOPTS,
+		{ "kind", required_argument, NULL, 'k' },
+		{ "act-key", required_argument, NULL, 'a' },
+		{ "actor", required_argument, NULL, 'A' },
+		{ "intent-data", required_argument, NULL, 'i' },
+		{ "outcome", required_argument, NULL, 'o' },
+		{ "pre-commit-exit", required_argument, NULL, 'p' },
+		{ "grace-ms", required_argument, NULL, 'g' },
+		{ NULL, 0, NULL, 0 } };
+	struct ri_run_opts o = { .grace_ms = 1000 };
+	const char *config = NULL;
+	json_error_t je;
+	json_t *ans = NULL;
+	ri_err err = { 0 };
+	ri *r;
+	int ch, rc, code;
+
+	ri_cli_init(argc, argv);
+	while ((ch = getopt_long(argc, argv, "+" RI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
+		if (ri_cli_common(ch, optarg, &config, usage))
+			continue;
+		switch (ch) {
+		case 'k': o.kind = optarg; break;
+		case 'a': o.act_key = optarg; break;
+		case 'A': o.actor = optarg; break;
+		case 'o': o.outcome = optarg; break;
+		case 'p': parse_codes(optarg, &o); break;
+		case 'g':
+			o.grace_ms = strtol(optarg, NULL, 10);
+			if (o.grace_ms < 0)
+				ri_usage(usage);
+			break;
+		case 'i':
+			if ((o.intent_data = json_loads(optarg, 0, &je)) == NULL || !json_is_object(o.intent_data))
+				ri_die(RI_USAGE, "--intent-data: expected a JSON object");
+			break;
+		}
+	}
+	if (o.kind == NULL || o.act_key == NULL || o.actor == NULL || optind >= argc)
+		ri_usage(usage);
+	o.argv = argv + optind;
+	if ((rc = ri_instance_open(config, RI_WRITER, &r, &err)) != RI_OK)
+		ri_die(rc, "%s", err.msg);
+	rc = ri_run(r, &o, &ans, &code, &err);
+	ri_instance_close(r);
+	json_decref(o.intent_data);
+	ri_cli_finish(rc, ans, &err);
+	return code;
+}

@@ -1,0 +1,341 @@
+/*
+ * run.c -- ri-run: one shell command wrapped as an act.
+ *
+ *   open -> run CMD (no shell, its own process group) -> partition its end:
+ *     exit 0                      committed: Close with its stdout as outcome data
+ *     a declared pre-commit exit  Refuse, then exit with CMD's own code (commit 3)
+ *     anything else               unknown (commit 6-8): Yield, exit 21
+ *
+ * CMD is stopped -- TERM to the whole group, KILL after a grace -- when the
+ * lease is about to end, leaving Close the time its read and write need,
+ * so no process of the job outlives the invocation's standing.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fault.h"
+#include "proto.h"
+#include "run.h"
+
+static volatile sig_atomic_t interrupted;
+
+static void
+on_signal(int sig)
+{
+	interrupted = sig;
+}
+
+static void
+stop_group(pid_t pg, int64_t grace)
+{
+	int64_t until = ri_mono_ms() + grace;
+
+	if (kill(-pg, SIGTERM) != 0)
+		return;
+	while (ri_mono_ms() < until) {
+		if (kill(-pg, 0) != 0)
+			return;
+		(void)waitpid(-pg, NULL, WNOHANG);
+		ri_sleep_ms(10);
+	}
+	(void)kill(-pg, SIGKILL);
+}
+
+static void
+child(const struct ri_run_opts *o, const char *inv, const char *ev, const char *datum,
+    const char *deadline, const char *token, int out_fd)
+{
+	(void)setpgid(0, 0);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);
+	if (dup2(out_fd, STDOUT_FILENO) < 0)
+		_exit(127);
+	/* the journal credential is the caller's, not the job's */
+	unsetenv("RI_CREDENTIAL");
+	unsetenv("RI_CREDENTIAL_FILE");
+	setenv("RI_INVOCATION_ID", inv, 1);
+	setenv("RI_INTENT_EVENT_ID", ev, 1);
+	setenv("RI_COMMIT_DEADLINE", deadline, 1);
+	setenv("RI_FENCING_TOKEN", token, 1);
+	if (datum != NULL)
+		setenv("RI_PAIRING_DATUM", datum, 1);
+	else
+		unsetenv("RI_PAIRING_DATUM");
+	execvp(o->argv[0], o->argv);
+	fprintf(stderr, "ri-run: %s: %s\n", o->argv[0], strerror(errno));
+	_exit(127);
+}
+
+struct outcome {
+	int status;             /* waitpid status */
+	bool stopped;           /* ri-run stopped it (lease end or interrupt) */
+	char *out;
+	size_t len;
+	bool too_big;
+};
+
+/* Run CMD until it ends or the stop instant arrives; capture stdout up to
+ * cap bytes and drain the rest. */
+static int
+run_child(const struct ri_run_opts *o, const char *inv, const char *ev, const char *datum,
+    const char *deadline, const char *token, int64_t budget, struct outcome *res)
+{
+	int fds[2];
+	pid_t pid;
+	size_t cap = res->len;
+	int64_t stop_at = ri_mono_ms() + budget;
+	bool done = false, eof = false;
+
+	res->len = 0;
+	res->out = ri_xmalloc(cap + 1);
+	if (pipe(fds) != 0)
+		return -1;
+	fflush(NULL);
+	if ((pid = fork()) < 0)
+		return -1;
+	if (pid == 0) {
+		close(fds[0]);
+		child(o, inv, ev, datum, deadline, token, fds[1]);
+	}
+	(void)setpgid(pid, pid);
+	close(fds[1]);
+	(void)fcntl(fds[0], F_SETFL, O_NONBLOCK);
+	while (!done || !eof) {
+		struct pollfd p = { fds[0], POLLIN, 0 };
+		int64_t left = stop_at - ri_mono_ms();
+
+		if (!res->stopped && (left <= 0 || interrupted)) {
+			res->stopped = true;
+			stop_group(pid, o->grace_ms);
+		}
+		if (!eof && poll(&p, 1, left > 50 || left <= 0 ? 50 : (int)left) > 0) {
+			char buf[8192];
+			ssize_t n = read(fds[0], buf, sizeof buf);
+			if (n == 0) {
+				eof = true;
+			} else if (n > 0) {
+				size_t take = (size_t)n;
+				if (res->len + take > cap) {
+					res->too_big = true;
+					take = cap - res->len;
+				}
+				memcpy(res->out + res->len, buf, take);
+				res->len += take;
+			}
+		} else if (eof) {
+			ri_sleep_ms(10);
+		}
+		if (!done) {
+			pid_t w = waitpid(pid, &res->status, WNOHANG);
+			if (w == pid)
+				done = true;
+		}
+		if (done && !eof && res->stopped)
+			eof = true;     /* a stopped job's leftovers hold the pipe */
+	}
+	close(fds[0]);
+	res->out[res->len] = '\0';
+	/* nothing of the job outlives it: its group is stopped either way */
+	(void)kill(-pid, SIGKILL);
+	return 0;
+}
+
+static const char *
+only_outcome(const struct ri_kind *k, char *buf, size_t n)
+{
+	return k->n_outcomes == 1 ? ri_action_ref(k, k->outcomes[0], buf, n) : NULL;
+}
+
+static char *
+mint_datum(struct ri *r, const struct ri_kind *k, ri_err *err)
+{
+	char id[RI_ID_LEN + 1], t[RI_INSTANT_LEN];
+	ri_ms now;
+
+	switch (k->pairing_datum) {
+	case RI_PAIR_NONCE:
+		ri_mint_id("pd_", id);
+		return ri_strdup(id);
+	case RI_PAIR_NOW:
+		if (ri_now(r->cfg, &now, err) != RI_OK)
+			return NULL;
+		ri_format_instant(now, t);
+		return ri_strdup(t);
+	default:
+		return NULL;
+	}
+}
+
+static int
+yield_unknown(struct ri *r, json_t *opened, json_t **ans, ri_err *err, const char *why)
+{
+	json_t *req = json_pack("{s:O, s:O, s:O}", "kind", json_object_get(opened, "kind"),
+	    "act_key", json_object_get(opened, "act_key"), "invocation_id",
+	    json_object_get(opened, "invocation_id")), *yans = NULL;
+	ri_err yerr;
+
+	/* commit 8: the unknown partition -- Yield, never Close or Refuse */
+	(void)ri_yield(r, req, &yans, &yerr);
+	json_decref(req);
+	json_decref(yans);
+	*ans = ri_refusal_rf("outcome");
+	return ri_fail(err, RI_RF_OUTCOME, "%s; yielded: the act may exist and its record is the "
+	    "sweep's -- never re-run (recording-failure(outcome))", why);
+}
+
+int
+ri_run(ri *r, const struct ri_run_opts *o, json_t **ans, int *exit_code, ri_err *err)
+{
+	const struct ri_kind *k = ri_config_kind(r->cfg, o->kind);
+	json_t *intent_data = NULL, *req = NULL, *opened = NULL, *data = NULL;
+	char ref[160], deadline[RI_INSTANT_LEN], token[32], cred_buf[256], *datum = NULL;
+	const char *outcome = o->outcome, *cred;
+	struct outcome res = { 0 };
+	ri_ms expires, now;
+	int rc;
+
+	*ans = NULL;
+	*exit_code = -1;
+	if (k == NULL) {
+		*ans = json_pack("{s:s, s:s}", "refused", "invalid-request", "cause", "unbound-kind");
+		return ri_fail(err, RI_INVALID_REQUEST, "kind \"%s\" is not bound", o->kind);
+	}
+	if (outcome == NULL && (outcome = only_outcome(k, ref, sizeof ref)) == NULL)
+		return ri_fail(err, RI_USAGE, "kind %s has several outcomes: --outcome is required", k->name);
+	if (!ri_is_outcome_ref(k, outcome))
+		return ri_fail(err, RI_USAGE, "--outcome %s is not an outcome of kind %s", outcome, k->name);
+	intent_data = o->intent_data ? json_deep_copy(o->intent_data) : json_object();
+	if (json_object_get(intent_data, "pairing_datum") != NULL && k->pairing_datum != RI_PAIR_NONE) {
+		json_decref(intent_data);
+		return ri_fail(err, RI_USAGE, "--intent-data may not carry pairing_datum: ri-run mints it");
+	}
+	if (k->pairing_datum != RI_PAIR_NONE) {
+		if ((datum = mint_datum(r, k, err)) == NULL) {
+			json_decref(intent_data);
+			return err->code;
+		}
+		/* pairing datum 1: the intent data carries it */
+		json_object_set_new(intent_data, "pairing_datum", json_string(datum));
+	}
+	cred = ri_req_credential(NULL, cred_buf, sizeof cred_buf);
+	req = json_pack("{s:s, s:s, s:s, s:o}", "kind", o->kind, "act_key", o->act_key,
+	    "actor_ref", o->actor, "intent_data", intent_data);
+	if (cred != NULL)
+		json_object_set_new(req, "credential", json_string(cred));
+	/* ri-run never runs the command when Open did not succeed */
+	if ((rc = ri_open(r, req, &opened, err)) != RI_OK) {
+		*ans = opened;
+		opened = NULL;
+		goto out;
+	}
+	ri_fault("run.after_open");
+	ri_parse_instant(json_string_value(json_object_get(opened, "lease_expires_at")), &expires);
+	if ((rc = ri_now(r->cfg, &now, err)) != RI_OK) {
+		rc = yield_unknown(r, opened, ans, err, "no clock reading");
+		goto out;
+	}
+	/* stop the job while Close still has its read, its write and the
+	 * allowance left (condition 3 charges the same) */
+	ri_ms stop = expires - r->cfg->read_bound - 2 * r->cfg->journal_write_bound -
+	    r->cfg->clock_offset_allowance - o->grace_ms;
+	if (k->commit_fence && expires - r->cfg->clock_offset_allowance < stop)
+		stop = expires - r->cfg->clock_offset_allowance;
+	ri_format_instant(stop, deadline);
+	snprintf(token, sizeof token, "%lld",
+	    (long long)json_integer_value(json_object_get(opened, "fencing_token")));
+	res.len = (size_t)k->outcome_envelope;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+	if (run_child(o, json_string_value(json_object_get(opened, "invocation_id")),
+	    json_string_value(json_object_get(opened, "intent_event_id")), datum, deadline, token,
+	    stop - now, &res) != 0) {
+		/* nothing was started: the act did not happen, but the intent
+		 * stands; the sweep will find it not-committed */
+		rc = yield_unknown(r, opened, ans, err, "could not start the command");
+		goto out;
+	}
+	ri_fault("run.after_act");
+	if (res.stopped) {
+		rc = yield_unknown(r, opened, ans, err, interrupted ?
+		    "ri-run was interrupted while the command ran" :
+		    "the command was stopped at the lease's end");
+		goto out;
+	}
+	if (WIFSIGNALED(res.status)) {
+		char why[64];
+		snprintf(why, sizeof why, "the command died by signal %d", WTERMSIG(res.status));
+		rc = yield_unknown(r, opened, ans, err, why);
+		goto out;
+	}
+	int code = WEXITSTATUS(res.status);
+	for (size_t i = 0; i < o->n_pre_commit; i++) {
+		if (code != o->pre_commit[i])
+			continue;
+		/* commit 2-3: a declared pre-commit arm is refused, and the
+		 * caller gets the constituent's own code */
+		json_t *rq = json_pack("{s:O, s:O, s:O, s:O, s:O, s:s, s:i}", "kind",
+		    json_object_get(opened, "kind"), "act_key", json_object_get(opened, "act_key"),
+		    "invocation_id", json_object_get(opened, "invocation_id"), "intent_event_id",
+		    json_object_get(opened, "intent_event_id"), "actor_ref", json_object_get(opened, "actor_ref"),
+		    "reason", "the command exited with a declared pre-commit code", "constituent_code", code);
+		if (cred != NULL)
+			json_object_set_new(rq, "credential", json_string(cred));
+		rc = ri_refuse(r, rq, ans, err);
+		json_decref(rq);
+		if (rc == RI_OK) {
+			*exit_code = code;
+			ri_fail(err, code, "the command exited %d (declared pre-commit): refused", code);
+		}
+		goto out;
+	}
+	if (code != 0) {
+		char why[64];
+		snprintf(why, sizeof why, "the command exited %d, not a declared pre-commit code", code);
+		rc = yield_unknown(r, opened, ans, err, why);
+		goto out;
+	}
+	/* exit 0: committed; its stdout is the outcome data */
+	if (res.too_big) {
+		rc = yield_unknown(r, opened, ans, err, "the command's output exceeds outcome_envelope");
+		goto out;
+	}
+	if (strspn(res.out, " \t\r\n") == res.len) {
+		data = json_object();
+	} else {
+		json_error_t je;
+		data = json_loadb(res.out, res.len, JSON_REJECT_DUPLICATES, &je);
+		if (data == NULL || !json_is_object(data)) {
+			rc = yield_unknown(r, opened, ans, err,
+			    "the command exited 0 but its output is not one JSON object");
+			goto out;
+		}
+	}
+	json_t *cq = json_pack("{s:O, s:O, s:O, s:O, s:O, s:s, s:O}", "kind", json_object_get(opened, "kind"),
+	    "act_key", json_object_get(opened, "act_key"), "invocation_id",
+	    json_object_get(opened, "invocation_id"), "intent_event_id",
+	    json_object_get(opened, "intent_event_id"), "actor_ref", json_object_get(opened, "actor_ref"),
+	    "outcome_action_ref", outcome, "outcome_data", data);
+	if (cred != NULL)
+		json_object_set_new(cq, "credential", json_string(cred));
+	rc = ri_close(r, cq, ans, err);
+	json_decref(cq);
+out:
+	if (*exit_code < 0)
+		*exit_code = rc;
+	json_decref(req);
+	json_decref(opened);
+	json_decref(data);
+	free(datum);
+	free(res.out);
+	return rc;
+}
