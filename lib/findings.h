@@ -18,7 +18,18 @@ enum ri_finding {
 	RI_F_STORE_UNAVAILABLE,         /* instance, kind */
 	RI_F_CLOSURE_AT_RISK,           /* act */
 	RI_F_BINDING_DUPLICATE,         /* act */
-	RI_F_UNBOUND_KIND               /* act */
+	RI_F_UNBOUND_KIND,              /* act */
+	/* Outside the five conditions: an operator's queue and alarms, which no
+	 * surface reads (findings 6). */
+	RI_F_ESCALATED,                 /* act: the sweep escalated it (reconcile step 3.8b) */
+	RI_F_SERVICE_CREDENTIAL         /* instance, kind: reconcile step 3.18 */
+};
+
+struct ri_finding_row {
+	int64_t id;
+	const char *finding, *scope, *kind, *act_key, *invocation_id;
+	const char *first_seen, *last_seen, *run_id, *detail;
+	ri_ms first_seen_at, last_seen_at, closed_at;   /* RI_NONE when absent */
 };
 
 struct ri_findings;
@@ -33,5 +44,21 @@ const char *ri_finding_name(enum ri_finding f);
 int ri_findings_act(struct ri_findings *f, enum ri_finding what, const char *kind,
     const char *act_key, const char *invocation_id, const char *by, ri_ms now,
     json_t *detail, ri_err *err);
+
+/* A run of the sweep begins: recorded so "the previous run" is known. */
+int ri_findings_run_begin(struct ri_findings *f, const char *run_id, ri_ms now, ri_err *err);
+/* An instance finding seen by this run: advance the standing record's last
+ * seen (findings 9), or open a new one (findings 7, 11).  kind may be NULL. */
+int ri_findings_instance(struct ri_findings *f, enum ri_finding what, const char *kind,
+    const char *run_id, ri_ms now, json_t *detail, ri_err *err);
+/* Close every standing instance finding this run did not see, with last
+ * seen left at the previous run (findings 10a).  `seen` lists
+ * "finding\tkind" strings this run saw. */
+int ri_findings_close_unseen(struct ri_findings *f, const char *run_id, ri_ms now,
+    const char *const *seen, size_t n_seen, ri_err *err);
+/* Every finding (open_only: standing instance findings and act findings),
+ * optionally of one kind, in id order. */
+int ri_findings_each(struct ri_findings *f, bool open_only, const char *kind,
+    int (*each)(const struct ri_finding_row *, void *), void *arg, ri_err *err);
 
 #endif

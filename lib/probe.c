@@ -1,0 +1,243 @@
+/*
+ * probe.c -- run a kind's probe: fork/exec its argv (no shell), one JSON
+ * request on stdin, one JSON answer on stdout, a probe_round_trip timeout
+ * and an output cap.  Anything but exactly one of the four shapes is
+ * unavailable -- never not-committed (probe 4, probe 5).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "probe.h"
+#include "proto.h"
+
+void
+ri_probe_clear(struct ri_probe *p)
+{
+	free(p->outcome_action_ref);
+	json_decref(p->outcome_data);
+	json_decref(p->candidates);
+	memset(p, 0, sizeof *p);
+}
+
+static int
+unavailable(struct ri_probe *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int
+unavailable(struct ri_probe *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	ri_probe_clear(p);
+	p->answer = RI_PROBE_UNAVAILABLE;
+	va_start(ap, fmt);
+	vsnprintf(p->why, sizeof p->why, fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
+static bool
+only_keys(json_t *o, const char *const *keys)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(o, k, v) {
+		const char *const *p = keys;
+		while (*p != NULL && strcmp(*p, k) != 0)
+			p++;
+		if (*p == NULL)
+			return false;
+	}
+	return true;
+}
+
+/* The four shapes of INTERFACE.md, exactly. */
+int
+ri_probe_parse(const struct ri_config *c, const struct ri_kind *k, const char *text, size_t len,
+    struct ri_probe *p)
+{
+	static const char *const committed_keys[] = { "answer", "outcome_action_ref", "outcome_data", NULL };
+	static const char *const plain_keys[] = { "answer", NULL };
+	static const char *const undecidable_keys[] = { "answer", "candidates", NULL };
+	json_error_t je;
+	json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je), *a;
+	const char *ans;
+	size_t i;
+
+	memset(p, 0, sizeof *p);
+	if (j == NULL || !json_is_object(j)) {
+		json_decref(j);
+		return unavailable(p, "the probe's output is not one JSON object");
+	}
+	a = json_object_get(j, "answer");
+	ans = json_is_string(a) ? json_string_value(a) : "";
+	if (strcmp(ans, "committed") == 0 && only_keys(j, committed_keys)) {
+		json_t *ref = json_object_get(j, "outcome_action_ref"), *data = json_object_get(j, "outcome_data");
+		if (!json_is_string(ref) || !ri_is_outcome_ref(k, json_string_value(ref)) || !json_is_object(data)) {
+			json_decref(j);
+			return unavailable(p, "committed needs an outcome_action_ref of kind %s and an outcome_data object",
+			    k->name);
+		}
+		p->answer = RI_PROBE_COMMITTED;
+		p->outcome_action_ref = ri_strdup(json_string_value(ref));
+		p->outcome_data = json_incref(data);
+	} else if (strcmp(ans, "not-committed") == 0 && only_keys(j, plain_keys)) {
+		p->answer = RI_PROBE_NOT_COMMITTED;
+	} else if (strcmp(ans, "unavailable") == 0 && only_keys(j, plain_keys)) {
+		p->answer = RI_PROBE_UNAVAILABLE;
+		snprintf(p->why, sizeof p->why, "the probe answered unavailable");
+	} else if (strcmp(ans, "undecidable") == 0 && only_keys(j, undecidable_keys)) {
+		json_t *cands = json_object_get(j, "candidates"), *v;
+		if (!json_is_array(cands)) {
+			json_decref(j);
+			return unavailable(p, "undecidable needs a candidates array");
+		}
+		json_array_foreach(cands, i, v) {
+			if (!json_is_string(v) || json_string_length(v) == 0 ||
+			    (int64_t)json_string_length(v) > c->reference_length_cap) {
+				json_decref(j);
+				return unavailable(p, "candidate %zu is not a reference under reference_length_cap", i);
+			}
+		}
+		p->answer = RI_PROBE_UNDECIDABLE;
+		p->candidates = json_incref(cands);
+	} else {
+		json_decref(j);
+		return unavailable(p, "the probe's answer is none of the four shapes");
+	}
+	json_decref(j);
+	return 0;
+}
+
+static void
+probe_child(const struct ri_kind *k, int in_fd, int out_fd)
+{
+	(void)setpgid(0, 0);
+	if (dup2(in_fd, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0)
+		_exit(127);
+	/* the probe reads the store; it gets nothing of the journal's */
+	unsetenv("RI_CREDENTIAL");
+	unsetenv("RI_CREDENTIAL_FILE");
+	unsetenv("RI_FAULT");
+	execvp(k->probe[0], k->probe);
+	_exit(127);
+}
+
+/*
+ * Sweep never 1: the probe is the only adopter code the sweep runs.  The
+ * probe's whole process group is killed at the timeout.
+ */
+int
+ri_probe_run(const struct ri_config *c, const struct ri_kind *k, const char *act_key,
+    json_t *intent_payload, struct ri_probe *p)
+{
+	json_t *req = json_pack("{s:s, s:s, s:O}", "kind", k->name, "act_key", act_key,
+	    "intent", intent_payload);
+	char *in = ri_json_canonical(req), *out;
+	size_t in_len = strlen(in), in_off = 0, out_len = 0;
+	size_t cap = (size_t)c->payload_cap + 4096;
+	int to[2], from[2], status = 0;
+	pid_t pid;
+	int64_t deadline = ri_mono_ms() + k->probe_round_trip;
+	bool done = false, eof = false, over = false, timed_out = false;
+
+	json_decref(req);
+	memset(p, 0, sizeof *p);
+	if (pipe(to) != 0 || pipe(from) != 0) {
+		free(in);
+		return unavailable(p, "pipe: %s", strerror(errno));
+	}
+	fflush(NULL);
+	if ((pid = fork()) < 0) {
+		free(in);
+		return unavailable(p, "fork: %s", strerror(errno));
+	}
+	if (pid == 0) {
+		close(to[1]);
+		close(from[0]);
+		probe_child(k, to[0], from[1]);
+	}
+	(void)setpgid(pid, pid);
+	close(to[0]);
+	close(from[1]);
+	(void)fcntl(to[1], F_SETFL, O_NONBLOCK);
+	(void)fcntl(from[0], F_SETFL, O_NONBLOCK);
+	signal(SIGPIPE, SIG_IGN);
+	out = ri_xmalloc(cap + 1);
+	while (!eof || !done) {
+		struct pollfd fds[2] = { { from[0], POLLIN, 0 }, { to[1], POLLOUT, 0 } };
+		int nfds = to[1] >= 0 ? 2 : 1;
+		int64_t left = deadline - ri_mono_ms();
+
+		if (left <= 0) {
+			timed_out = true;
+			break;
+		}
+		if (poll(fds, eof ? 0 : (nfds_t)nfds, left > 20 ? 20 : (int)left) > 0 || eof) {
+			if (!eof && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+				ssize_t n = read(from[0], out + out_len, cap - out_len);
+				if (n == 0) {
+					eof = true;
+				} else if (n > 0) {
+					out_len += (size_t)n;
+					if (out_len == cap) {
+						over = true;
+						break;
+					}
+				}
+			}
+			if (to[1] >= 0 && nfds == 2 && (fds[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
+				ssize_t n = write(to[1], in + in_off, in_len - in_off);
+				if (n > 0)
+					in_off += (size_t)n;
+				if (n < 0 || in_off == in_len) {
+					close(to[1]);
+					to[1] = -1;
+				}
+			}
+		}
+		if (!done && waitpid(pid, &status, WNOHANG) == pid)
+			done = true;
+		if (done && eof)
+			break;
+	}
+	if (to[1] >= 0)
+		close(to[1]);
+	close(from[0]);
+	if (!done) {
+		(void)kill(-pid, SIGKILL);
+		(void)waitpid(pid, &status, 0);
+	}
+	(void)kill(-pid, SIGKILL);
+	free(in);
+	out[out_len] = '\0';
+	if (timed_out)
+		unavailable(p, "the probe did not answer within probe_round_trip");
+	else if (over)
+		unavailable(p, "the probe's output exceeds %zu bytes", cap);
+	else if (!WIFEXITED(status))
+		unavailable(p, "the probe died by signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	else if (WEXITSTATUS(status) != 0)
+		unavailable(p, "the probe exited %d", WEXITSTATUS(status));
+	else
+		ri_probe_parse(c, k, out, out_len, p);
+	free(out);
+	/* pairing datum 6a: with no datum, committed cannot be trusted */
+	if (p->answer == RI_PROBE_COMMITTED && k->pairing_datum == RI_PAIR_NONE)
+		unavailable(p, "the probe answered committed for a kind whose pairing datum is none (pairing datum 6a)");
+	return 0;
+}
+
+const char *
+ri_probe_name(enum ri_probe_answer a)
+{
+	static const char *names[] = { "committed", "not-committed", "undecidable", "unavailable" };
+	return names[a];
+}

@@ -1,0 +1,285 @@
+/*
+ * resolve.c -- the Resolve contract (resolve 1-28): the human-attested
+ * close.  An operator closes an intent the sweep cannot -- report-only,
+ * or an escalation investigated -- under the operator's own credential,
+ * naming in supersedes whatever closing it corrects.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fault.h"
+#include "proto.h"
+
+struct resolve_req {
+	const char *kind, *act_key, *invocation_id, *intent_event_id, *actor_ref, *credential;
+	json_t *disposition;
+	const struct ri_kind *k;
+	char op_run[RI_ID_LEN + 1];
+	char cred_buf[256];
+};
+
+enum disposition { D_OUTCOME, D_ABANDONED, D_ESCALATED };
+
+static int
+invalid(json_t **ans, ri_err *err, const char *cause, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int
+invalid(json_t **ans, ri_err *err, const char *cause, const char *fmt, ...)
+{
+	va_list ap;
+
+	*ans = json_pack("{s:s, s:s}", "refused", "invalid-request", "cause", cause);
+	err->code = RI_INVALID_REQUEST;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+	va_end(ap);
+	return RI_INVALID_REQUEST;
+}
+
+static json_t *
+rf_resolution(int st)
+{
+	json_t *j = ri_refusal_rf("resolution");
+
+	if (st == RI_ST_INTEGRITY)
+		json_object_set_new(j, "cause", json_string("integrity"));
+	return j;
+}
+
+/* resolve 1, 27-28: exactly one disposition, well formed. */
+static int
+parse_disposition(struct ri *r, struct resolve_req *q, enum disposition *d, json_t **body,
+    json_t **ans, ri_err *err)
+{
+	const char *key;
+	json_t *v, *x;
+	size_t i;
+
+	if (json_object_size(q->disposition) != 1)
+		return invalid(ans, err, "malformed", "disposition must be exactly one of outcome, abandoned, escalated");
+	json_object_foreach(q->disposition, key, v) {
+		*body = v;
+		if (strcmp(key, "outcome") == 0) {
+			json_t *ref = json_object_get(v, "outcome_action_ref"), *data = json_object_get(v, "outcome_data");
+			if (!json_is_object(v) || json_object_size(v) != 2 || !json_is_string(ref) ||
+			    !json_is_object(data) || !ri_is_outcome_ref(q->k, json_string_value(ref)))
+				return invalid(ans, err, "malformed", "outcome needs outcome_action_ref (an outcome of kind %s)"
+				    " and an outcome_data object, and nothing else", q->kind);
+			*d = D_OUTCOME;
+		} else if (strcmp(key, "abandoned") == 0) {
+			if (!json_is_object(v) || json_object_size(v) != 1 || !json_is_string(json_object_get(v, "cause")))
+				return invalid(ans, err, "malformed", "abandoned needs exactly {\"cause\": string}");
+			*d = D_ABANDONED;
+		} else if (strcmp(key, "escalated") == 0) {
+			json_t *c = json_object_get(v, "candidates");
+			if (!json_is_object(v) || json_object_size(v) != 1 || !json_is_array(c))
+				return invalid(ans, err, "malformed", "escalated needs exactly {\"candidates\": [...]}");
+			json_array_foreach(c, i, x)
+				if (!ri_ref_ok(r, json_string_value(x)))
+					return invalid(ans, err, "malformed", "candidate %zu is not a reference under"
+					    " reference_length_cap", i);
+			if ((int64_t)json_array_size(c) > r->cfg->intent_candidates_cap)
+				return invalid(ans, err, "candidates-over-cap", "%zu candidates exceed intent_candidates_cap %lld",
+				    json_array_size(c), (long long)r->cfg->intent_candidates_cap);
+			*d = D_ESCALATED;
+		} else {
+			return invalid(ans, err, "malformed", "unknown disposition \"%s\"", key);
+		}
+	}
+	return RI_OK;
+}
+
+int
+ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
+{
+	struct resolve_req q = { 0 };
+	const struct ri_field fields[] = {
+		{ "kind", RI_F_STR, true, &q.kind },
+		{ "act_key", RI_F_STR, true, &q.act_key },
+		{ "invocation_id", RI_F_STR, true, &q.invocation_id },
+		{ "intent_event_id", RI_F_STR, true, &q.intent_event_id },
+		{ "actor_ref", RI_F_STR, true, &q.actor_ref },
+		{ "credential", RI_F_STR, false, &q.credential },
+		{ "disposition", RI_F_OBJ, true, &q.disposition },
+		{ NULL, 0, false, NULL } };
+	enum disposition d = D_OUTCOME;
+	json_t *body = NULL, *payload = NULL;
+	struct ri_grant g;
+	struct ri_inv inv;
+	struct ri_standing sd;
+	struct ri_record intent;
+	struct ri_appended ap;
+	char ref[160], ev[RI_ID_LEN + 1], why[600];
+	ri_ms now, left;
+	int64_t mono;
+	int rc, st;
+	bool found, have_inv = false, have_intent = false;
+
+	*ans = NULL;
+	memset(&intent, 0, sizeof intent);
+	if ((rc = ri_req_parse(req, fields, err)) != RI_OK)
+		return rc;
+	if ((q.k = ri_config_kind(r->cfg, q.kind)) == NULL)
+		return invalid(ans, err, "malformed", "kind \"%s\" is not bound", q.kind);
+	if ((rc = parse_disposition(r, &q, &d, &body, ans, err)) != RI_OK)
+		return rc;
+	/* resolve 2: the credential is validated at the closing write and
+	 * nowhere earlier */
+	q.credential = ri_req_credential(q.credential, q.cred_buf, sizeof q.cred_buf);
+	if (q.credential == NULL)
+		q.credential = "";
+	/* resolve 19: now and the operator run id, at the operator's seam */
+	if ((rc = ri_seam_now(r, &now, err)) != RI_OK)
+		return rc;
+	ri_mint_id("opr_", q.op_run);
+	/* resolve 4-6: the sweep lease, held by the operator run id */
+	if (r->st->ops->take(r->st, q.kind, q.act_key, q.op_run, ri_sweep_lease(r->cfg), &g) != RI_ST_OK) {
+		*ans = ri_refusal("section-unavailable");
+		return ri_fail(err, RI_SECTION_UNAVAILABLE, "section-unavailable: %s", r->st->ops->error(r->st)->msg);
+	}
+	ri_fault("resolve.after_take");
+	/* resolve 8: re-read under the section */
+	if ((st = ri_inv_read(r, q.invocation_id, &inv)) != RI_ST_OK) {
+		rc = ri_refuse_with(ans, rf_resolution(st), err, RI_RF_RESOLUTION,
+		    "recording-failure(resolution): the re-read failed: %s", r->st->ops->error(r->st)->msg);
+		goto out;
+	}
+	have_inv = true;
+	/* resolve 9: an outcome or a refusal already accounts for it */
+	for (size_t i = 0; i < inv.n_closings; i++) {
+		if (inv.closings[i].type == RI_C_OUTCOME || inv.closings[i].type == RI_C_REFUSED) {
+			rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "already-accounted",
+			    "closing_event_id", inv.closings[i].rec->event_id), err, RI_ALREADY_ACCOUNTED,
+			    "already-accounted: %s closes this invocation", inv.closings[i].rec->event_id);
+			goto out;
+		}
+	}
+	/* resolve 10-12: read_record(intent event id) -- never from the range
+	 * read, so a lawfully purged intent answers purged, not not-known */
+	st = r->st->ops->read_record(r->st, q.intent_event_id, &intent);
+	if (st == RI_ST_OK || st == RI_ST_PURGED)
+		have_intent = true;
+	if (st == RI_ST_NOT_KNOWN || (have_intent && (intent.role != RI_ROLE_INTENT ||
+	    intent.invocation_id == NULL || strcmp(intent.invocation_id, q.invocation_id) != 0 ||
+	    strcmp(intent.kind, q.kind) != 0 || strcmp(intent.act_key, q.act_key) != 0))) {
+		rc = ri_refuse_with(ans, ri_refusal("not-known"), err, RI_NOT_KNOWN,
+		    "not-known: no intent %s of invocation %s on (%s, %s)", q.intent_event_id, q.invocation_id,
+		    q.kind, q.act_key);
+		goto out;
+	}
+	if (st == RI_ST_PURGED) {
+		rc = invalid(ans, err, "purged", "the intent's payload was destroyed by retention");
+		goto out;
+	}
+	if (st != RI_ST_OK) {
+		/* Capability requirement 9-10: an unreachable journal is never
+		 * not-known */
+		rc = ri_refuse_with(ans, rf_resolution(st), err, RI_RF_RESOLUTION,
+		    "recording-failure(resolution): %s", r->st->ops->error(r->st)->msg);
+		goto out;
+	}
+	ri_standing(inv.closings, inv.n_closings, &sd);
+	if (sd.standing != NULL && sd.standing->type == RI_C_ABANDONED && d != D_OUTCOME) {
+		/* resolve 16-17 */
+		rc = invalid(ans, err, "already-abandoned", "an abandonment stands (%s); only an outcome may"
+		    " supersede it", sd.standing->rec->event_id);
+		goto out;
+	}
+	/* resolve 18-19: abandoned only for an aged intent, by the operator's now */
+	if (d == D_ABANDONED && ri_in_flight(r->cfg, q.k, intent.recorded_at, now)) {
+		rc = invalid(ans, err, "too-young", "the intent is still in flight (examine edge not reached);"
+		    " wait and re-issue unchanged");
+		goto out;
+	}
+	ri_fault("resolve.after_reread");
+	/* resolve 7: the gate */
+	if (r->st->ops->remaining(r->st, q.kind, q.act_key, q.op_run, &left) != RI_ST_OK || left == RI_NONE ||
+	    r->cfg->journal_write_bound > left) {
+		rc = ri_refuse_with(ans, rf_resolution(0), err, RI_RF_RESOLUTION,
+		    "recording-failure(resolution): the section's lease is too short to write; nothing appended");
+		goto out;
+	}
+	/* resolve 13, 15, 21: recovery, resolved_by, acting actor ref;
+	 * supersedes names the standing record; no recovery_intended */
+	payload = json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:s}", "invocation_id", q.invocation_id,
+	    "intent_event_id", q.intent_event_id, "kind", q.kind, "act_key", q.act_key, "recovery", 1,
+	    "resolved_by", q.actor_ref, "acting_actor_ref", intent.actor_ref);
+	if (sd.standing != NULL)
+		json_object_set_new(payload, "supersedes", json_string(sd.standing->rec->event_id));
+	const char *action_ref;
+	if (d == D_OUTCOME) {
+		action_ref = json_string_value(json_object_get(body, "outcome_action_ref"));
+		json_object_set(payload, "data", json_object_get(body, "outcome_data"));
+	} else if (d == D_ABANDONED) {
+		action_ref = ri_action_ref(q.k, "abandoned", ref, sizeof ref);
+		json_object_set(payload, "cause", json_object_get(body, "cause"));
+	} else {
+		action_ref = ri_action_ref(q.k, "escalated", ref, sizeof ref);
+		json_object_set(payload, "store_candidates", json_object_get(body, "candidates"));
+		json_object_set_new(payload, "cause", json_string("undecidable"));
+	}
+	struct ri_fence fence = { .holder = q.op_run };
+	struct ri_append a = { .action_ref = action_ref, .act_key = q.act_key, .invocation_id = q.invocation_id,
+		.actor_ref = q.actor_ref, .credential = q.credential, .data = payload, .fence = &fence,
+		.fault_tag = "resolve.closing" };
+	if ((rc = ri_seam_now(r, &fence.issue, err)) != RI_OK)
+		goto out;
+	mono = ri_mono_ms();
+	st = r->st->ops->record_action(r->st, &a, &ap);
+	snprintf(why, sizeof why, "%s", r->st->ops->error(r->st)->msg);
+	switch (st) {
+	case RI_ST_OK:
+		*ans = json_pack("{s:s}", "closing_event_id", ap.event_id);
+		rc = RI_OK;
+		break;
+	case RI_ST_INVALID_CREDENTIAL:
+		/* resolve 3 */
+		rc = ri_refuse_with(ans, ri_refusal("invalid-credential"), err, RI_INVALID_CREDENTIAL,
+		    "invalid-credential: %s; nothing appended", why);
+		break;
+	case RI_ST_STEP4:
+	case RI_ST_INVALID_REQUEST:
+		if (st == RI_ST_STEP4 || strcmp(ap.cause, "retention") == 0) {
+			/* resolve 24-25: read back, success with a hard alert, no retry */
+			if (ri_read_back(r, q.invocation_id, action_ref, ev, &found) == RI_ST_OK && found) {
+				*ans = json_pack("{s:s}", "closing_event_id", ev);
+				ri_alert(*ans, "the resolution landed but %s", st == RI_ST_STEP4 ?
+				    "its retention placement failed (step-4)" : "on no retention policy");
+				rc = RI_OK;
+				break;
+			}
+			rc = ri_refuse_with(ans, rf_resolution(0), err, RI_RF_RESOLUTION,
+			    "recording-failure(resolution): %s, and the read-back found nothing", why);
+			break;
+		}
+		rc = invalid(ans, err, "malformed", "%s", why);
+		break;
+	case RI_ST_LOST:
+		ri_wait_write_bound(r, q.kind, q.act_key, q.op_run, left, mono);
+		if (ri_read_back(r, q.invocation_id, action_ref, ev, &found) == RI_ST_OK && found) {
+			*ans = json_pack("{s:s}", "closing_event_id", ev);
+			rc = RI_OK;
+			break;
+		}
+		/* resolve 26: a lost reply whose read-back is empty */
+		rc = ri_refuse_with(ans, rf_resolution(st), err, RI_RF_RESOLUTION,
+		    "recording-failure(resolution): the reply was lost and the read-back found nothing;"
+		    " nothing appended -- retry-safe");
+		break;
+	default:
+		rc = ri_refuse_with(ans, rf_resolution(st), err, RI_RF_RESOLUTION,
+		    "recording-failure(resolution): %s; nothing appended -- retry-safe", why);
+		break;
+	}
+out:
+	/* resolve 22 (and every refusal after the take): release */
+	(void)r->st->ops->release(r->st, q.kind, q.act_key, q.op_run);
+	json_decref(payload);
+	if (have_inv)
+		ri_inv_free(&inv);
+	if (have_intent)
+		ri_record_clear(&intent);
+	return rc;
+}

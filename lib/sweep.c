@@ -1,0 +1,755 @@
+/*
+ * sweep.c -- the Reconcile contract (reconcile 1-7, steps 1.1-5.8): the
+ * second writer.  One run reads now once, enumerates the aged open intents
+ * between the two edges, takes each act's section with the sweep lease,
+ * re-reads, probes the store, and closes each act with only what it can
+ * re-derive -- or writes nothing and says why.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "fault.h"
+#include "findings.h"
+#include "probe.h"
+#include "proto.h"
+#include "sweep.h"
+
+enum verdict { V_CLOSED, V_ABANDONED, V_ESCALATED, V_REPORTED, V_SKIPPED, V_CLOSED_ALREADY };
+
+enum landed { L_LANDED, L_SKIP, L_CREDENTIAL, L_UNRECORDABLE };
+
+struct tally {
+	int64_t examined, closed, abandoned, escalated, reported, skipped, closed_already;
+	int64_t surfaced, unreached;
+};
+
+struct sweep {
+	struct ri *r;
+	const struct ri_config *c;
+	ri_ms now;
+	char run_id[RI_ID_LEN + 1];
+	struct ri_findings *reg;
+	json_t *alerts;
+	struct tally t;
+	char **seen;                    /* instance findings this run saw: "finding\tkind" */
+	size_t n_seen;
+	bool credential_refused;        /* reconcile step 3.19: write nothing more */
+	json_t *creds;                  /* kind -> credential */
+};
+
+static void
+alert(struct sweep *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+alert(struct sweep *s, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	json_array_append_new(s->alerts, json_string(msg));
+	fprintf(stderr, "ri-sweep: %s\n", msg);
+}
+
+/* ---- the compliance surface ---- */
+
+static void
+instance_finding(struct sweep *s, enum ri_finding what, const char *kind, json_t *detail)
+{
+	char key[256];
+	ri_err e;
+
+	snprintf(key, sizeof key, "%s\t%s", ri_finding_name(what), kind ? kind : "");
+	s->seen = realloc(s->seen, (s->n_seen + 1) * sizeof *s->seen);
+	if (s->seen == NULL)
+		abort();
+	s->seen[s->n_seen++] = ri_strdup(key);
+	/* findings 3: a failing surfacing never rejects the run */
+	if (s->reg != NULL && ri_findings_instance(s->reg, what, kind, s->run_id, s->now, detail, &e) != RI_OK)
+		alert(s, "could not surface %s: %s", ri_finding_name(what), e.msg);
+	json_decref(detail);
+}
+
+static void
+act_finding(struct sweep *s, enum ri_finding what, const char *kind, const char *act_key,
+    const char *inv, json_t *detail)
+{
+	ri_err e;
+
+	if (s->reg != NULL && ri_findings_act(s->reg, what, kind, act_key, inv, s->run_id, s->now,
+	    detail, &e) != RI_OK)
+		alert(s, "could not surface %s for %s: %s", ri_finding_name(what), inv, e.msg);
+	json_decref(detail);
+}
+
+/* ---- the service identity ---- */
+
+static const char *
+credential(struct sweep *s, const struct ri_kind *k)
+{
+	json_t *have = json_object_get(s->creds, k->name);
+	char *text;
+	size_t len;
+
+	if (have != NULL)
+		return json_string_value(have);
+	if ((text = ri_slurp(k->service_credential_file, 4096, &len)) == NULL)
+		return NULL;
+	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+		text[--len] = '\0';
+	json_object_set_new(s->creds, k->name, json_string(text));
+	free(text);
+	return json_string_value(json_object_get(s->creds, k->name));
+}
+
+/* ---- one closing write, on the outcome position's arms ---- */
+
+static enum landed
+sweep_write(struct sweep *s, const struct ri_kind *k, const struct ri_record *intent,
+    const char *action_ref, json_t *payload, const char *tag, char ev[RI_ID_LEN + 1])
+{
+	struct ri *r = s->r;
+	const char *cred = credential(s, k);
+	struct ri_fence fence = { .holder = s->run_id };
+	struct ri_append a = { .action_ref = action_ref, .act_key = intent->act_key,
+		.invocation_id = intent->invocation_id, .actor_ref = k->service_actor,
+		.credential = cred ? cred : "", .data = payload, .fence = &fence, .fault_tag = tag };
+	struct ri_appended ap;
+	bool found;
+	ri_err e;
+
+	for (int attempt = 0; attempt < 3; attempt++) {
+		ri_ms left;
+		int64_t mono;
+		int st;
+
+		/* journal write bound 1: the gate before every write */
+		if (r->st->ops->remaining(r->st, k->name, intent->act_key, s->run_id, &left) != RI_ST_OK ||
+		    left == RI_NONE || r->cfg->journal_write_bound > left)
+			return L_SKIP;
+		if (ri_now(r->cfg, &fence.issue, &e) != RI_OK)
+			return L_SKIP;
+		mono = ri_mono_ms();
+		st = r->st->ops->record_action(r->st, &a, &ap);
+		switch (st) {
+		case RI_ST_OK:
+			snprintf(ev, RI_ID_LEN + 1, "%s", ap.event_id);
+			return L_LANDED;
+		case RI_ST_INVALID_CREDENTIAL:
+			return L_CREDENTIAL;
+		case RI_ST_STEP4:
+		case RI_ST_INVALID_REQUEST:
+			if (st == RI_ST_STEP4 || strcmp(ap.cause, "retention") == 0) {
+				/* reconcile step 3.16: read back, never retry */
+				if (ri_read_back(r, intent->invocation_id, action_ref, ev, &found) == RI_ST_OK && found) {
+					alert(s, "%s for %s landed without its retention placement", action_ref,
+					    intent->invocation_id);
+					return L_LANDED;
+				}
+				return L_SKIP;
+			}
+			return L_UNRECORDABLE;
+		case RI_ST_LOST:
+			ri_wait_write_bound(r, k->name, intent->act_key, s->run_id, left, mono);
+			if (ri_read_back(r, intent->invocation_id, action_ref, ev, &found) == RI_ST_OK && found)
+				return L_LANDED;
+			return L_SKIP;  /* never blind: the next run re-reads */
+		case RI_ST_STEP2:
+		case RI_ST_STEP3:
+			ri_sleep_ms(5 * (attempt + 1));
+			continue;       /* retried only under the section and the gate */
+		default:
+			/* journal fence 4: a fenced-out write is absorbed into skipped */
+			return L_SKIP;
+		}
+	}
+	return L_SKIP;          /* reconcile step 3.17: left for the next run */
+}
+
+static json_t *
+closing_payload(const struct ri_record *intent, json_t *extra)
+{
+	json_t *p = json_pack("{s:s, s:s, s:s, s:s, s:s}", "invocation_id", intent->invocation_id,
+	    "intent_event_id", intent->event_id, "kind", intent->kind, "act_key", intent->act_key,
+	    "acting_actor_ref", intent->actor_ref);
+
+	json_object_update(p, extra);
+	json_decref(extra);
+	return p;
+}
+
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* reconcile steps 3.9-3.10: at most intent_candidates_cap references;
+ * past the cap, the count and the range.  Never a choice (3.11). */
+static json_t *
+store_candidates(const struct ri_config *c, json_t *cands)
+{
+	size_t n = json_array_size(cands), i;
+	const char **v = ri_xcalloc(n, sizeof *v);
+	json_t *out, *x;
+
+	json_array_foreach(cands, i, x)
+		v[i] = json_string_value(x);
+	qsort(v, n, sizeof *v, cmp_str);
+	if ((int64_t)n <= c->intent_candidates_cap) {
+		out = json_array();
+		for (i = 0; i < n; i++)
+			json_array_append_new(out, json_string(v[i]));
+	} else {
+		out = json_pack("{s:I, s:s, s:s}", "count", (json_int_t)n, "first", v[0], "last", v[n - 1]);
+	}
+	free(v);
+	return out;
+}
+
+static enum verdict
+escalate(struct sweep *s, const struct ri_kind *k, const struct ri_record *intent, const char *cause,
+    json_t *cands, enum landed *how)
+{
+	char ref[160], ev[RI_ID_LEN + 1];
+	json_t *extra = json_pack("{s:s}", "cause", cause);
+
+	if (cands != NULL)
+		json_object_set_new(extra, "store_candidates", store_candidates(s->c, cands));
+	json_t *p = closing_payload(intent, extra);
+	*how = sweep_write(s, k, intent, ri_action_ref(k, "escalated", ref, sizeof ref), p, "sweep.closing", ev);
+	json_decref(p);
+	if (*how != L_LANDED)
+		return V_SKIPPED;
+	/* reconcile step 3.8b: the operator's queue */
+	act_finding(s, RI_F_ESCALATED, k->name, intent->act_key, intent->invocation_id,
+	    json_pack("{s:s, s:s, s:O?}", "cause", cause, "escalated_event_id", ev, "candidates", cands));
+	return V_ESCALATED;
+}
+
+/* reconcile step 3: probe the store and close on what it re-derived. */
+static enum verdict
+close_act(struct sweep *s, const struct ri_kind *k, const struct ri_record *intent, enum landed *how)
+{
+	struct ri_probe p;
+	char ref[160], ev[RI_ID_LEN + 1];
+	enum verdict v = V_SKIPPED;
+
+	*how = L_LANDED;
+	ri_probe_run(s->c, k, intent->act_key, intent->payload, &p);
+	ri_fault("sweep.after_probe");
+#ifdef RI_NC_PROBE_UNAVAILABLE_AS_NOT_COMMITTED
+	/* negative control: a store outage read as "not committed" */
+	if (p.answer == RI_PROBE_UNAVAILABLE)
+		p.answer = RI_PROBE_NOT_COMMITTED;
+#endif
+	switch (p.answer) {
+	case RI_PROBE_COMMITTED: {
+		/* reconcile step 3.2, Invariant 5.1-5.3: recovery_intended first,
+		 * then the outcome carrying only what the probe returned */
+		json_t *plan = closing_payload(intent, json_pack("{s:s, s:s}", "plan", "outcome",
+		    "outcome_action_ref", p.outcome_action_ref));
+		*how = sweep_write(s, k, intent, ri_action_ref(k, "recovery_intended", ref, sizeof ref), plan,
+		    "sweep.recovery_intended", ev);
+		json_decref(plan);
+		if (*how != L_LANDED)
+			break;
+		ri_fault("sweep.between_writes");
+		json_t *out = closing_payload(intent, json_pack("{s:b, s:O}", "recovery", 1, "data",
+		    p.outcome_data));
+		*how = sweep_write(s, k, intent, p.outcome_action_ref, out, "sweep.closing", ev);
+		json_decref(out);
+		if (*how == L_LANDED)
+			v = V_CLOSED;
+		else if (*how == L_UNRECORDABLE)
+			/* reconcile step 3.20: an outcome that cannot be recorded
+			 * is escalated, and the escalation fits */
+			v = escalate(s, k, intent, "outcome-unrecordable", NULL, how);
+		break;
+	}
+	case RI_PROBE_NOT_COMMITTED:
+		if (k->commit_fence) {
+			/* reconcile steps 3.4, 3.6; Allowance 12, commit 13 */
+			if (!ri_past_abandon_edge(s->c, k, intent->recorded_at, s->now))
+				break;
+			json_t *ab = closing_payload(intent, json_pack("{s:s}", "cause", "not-committed"));
+			*how = sweep_write(s, k, intent, ri_action_ref(k, "abandoned", ref, sizeof ref), ab,
+			    "sweep.closing", ev);
+			json_decref(ab);
+			if (*how == L_LANDED)
+				v = V_ABANDONED;
+			else if (*how == L_UNRECORDABLE)
+				v = escalate(s, k, intent, "outcome-unrecordable", NULL, how);
+		} else {
+			/* reconcile step 3.5, commit 14, Invariant 4.8-4.9:
+			 * without a fence, not-committed is not final */
+			v = escalate(s, k, intent, "not-observed", NULL, how);
+		}
+		break;
+	case RI_PROBE_UNDECIDABLE:
+		/* reconcile step 3.8, Invariant 3.5: name candidates, choose none */
+		v = escalate(s, k, intent, "undecidable", p.candidates, how);
+		break;
+	case RI_PROBE_UNAVAILABLE:
+		/* reconcile step 3.13-3.14, Invariant 5.10: nothing written */
+		instance_finding(s, RI_F_STORE_UNAVAILABLE, k->name, json_pack("{s:s, s:s}", "invocation_id",
+		    intent->invocation_id, "why", p.why));
+		break;
+	}
+	ri_probe_clear(&p);
+	return v;
+}
+
+static enum verdict
+report_only(struct sweep *s, const struct ri_kind *k, const struct ri_record *intent)
+{
+	struct ri_probe p;
+
+	/* reconcile 2, service identity 1: probe under the section, write
+	 * nothing, report the result for an operator */
+	ri_probe_run(s->c, k, intent->act_key, intent->payload, &p);
+	if (p.answer == RI_PROBE_UNAVAILABLE)
+		instance_finding(s, RI_F_STORE_UNAVAILABLE, k->name, json_pack("{s:s, s:s}", "invocation_id",
+		    intent->invocation_id, "why", p.why));
+	act_finding(s, RI_F_CLOSURE_AT_RISK, k->name, intent->act_key, intent->invocation_id,
+	    json_pack("{s:s, s:s, s:O?, s:O?}", "rule", "reconcile 2e", "probe", ri_probe_name(p.answer),
+	    "outcome_data", p.outcome_data, "candidates", p.candidates));
+	ri_probe_clear(&p);
+	return V_REPORTED;
+}
+
+/* reconcile steps 2-4 for one kept intent. */
+static enum verdict
+sweep_one(struct sweep *s, const struct ri_kind *k, const struct ri_open_intent *oi)
+{
+	struct ri *r = s->r;
+	struct ri_grant g;
+	struct ri_inv inv;
+	struct ri_standing sd;
+	enum verdict v;
+	enum landed how = L_LANDED;
+	ri_ms left;
+	int st;
+
+	/* reconcile steps 2.1-2.3, act section 11: the sweep lease; the take
+	 * never waits past the holder's remaining lease */
+	if ((st = r->st->ops->take(r->st, k->name, oi->act_key, s->run_id, ri_sweep_lease(s->c), &g)) != RI_ST_OK)
+		return V_SKIPPED;
+	ri_fault("sweep.after_take");
+	/* reconcile step 2.4: re-read under the section -- open invocations
+	 * and sweep closed ids come from this read, never from step 1 */
+	st = ri_inv_read(r, oi->invocation_id, &inv);
+	if (st != RI_ST_OK) {
+		alert(s, "re-read of %s failed: %s", oi->invocation_id, r->st->ops->error(r->st)->msg);
+		(void)r->st->ops->release(r->st, k->name, oi->act_key, s->run_id);
+		return V_SKIPPED;
+	}
+	ri_fault("sweep.after_reread");
+	ri_standing(inv.closings, inv.n_closings, &sd);
+#ifndef RI_NC_NO_SWEEP_REREAD
+	/* sweep closed ids 1, reconcile steps 2.5-2.6: any closing naming
+	 * the id -- by the invocation, another run or an operator */
+	if (inv.n_closings > 0 || inv.intent == NULL) {
+		ri_inv_free(&inv);
+		(void)r->st->ops->release(r->st, k->name, oi->act_key, s->run_id);
+		return V_CLOSED_ALREADY;
+	}
+#endif
+	/* reconcile step 2.7 */
+	if (r->st->ops->remaining(r->st, k->name, oi->act_key, s->run_id, &left) != RI_ST_OK ||
+	    left == RI_NONE || s->c->journal_write_bound > left) {
+		ri_inv_free(&inv);
+		(void)r->st->ops->release(r->st, k->name, oi->act_key, s->run_id);
+		return V_SKIPPED;
+	}
+	if (inv.intent == NULL || inv.intent->purged) {
+		ri_inv_free(&inv);
+		(void)r->st->ops->release(r->st, k->name, oi->act_key, s->run_id);
+		return V_SKIPPED;
+	}
+	if (k->service_actor == NULL) {
+		v = report_only(s, k, inv.intent);
+	} else {
+		v = close_act(s, k, inv.intent, &how);
+		if (how == L_CREDENTIAL) {
+			/* reconcile steps 3.18-3.19: surfaced at once; nothing more
+			 * is written under it until reconfigured */
+			s->credential_refused = true;
+			instance_finding(s, RI_F_SERVICE_CREDENTIAL, k->name, json_pack("{s:s}", "actor_ref",
+			    k->service_actor));
+			alert(s, "the service identity %s was refused (invalid-credential); the run writes nothing more",
+			    k->service_actor);
+			v = V_SKIPPED;
+		}
+	}
+	ri_inv_free(&inv);
+	/* reconcile step 4.4 */
+	(void)r->st->ops->release(r->st, k->name, oi->act_key, s->run_id);
+	return v;
+}
+
+static void
+count(struct sweep *s, enum verdict v)
+{
+	switch (v) {
+	case V_CLOSED: s->t.closed++; break;
+	case V_ABANDONED: s->t.abandoned++; break;
+	case V_ESCALATED: s->t.escalated++; break;
+	case V_REPORTED: s->t.reported++; break;
+	case V_SKIPPED: s->t.skipped++; break;
+	case V_CLOSED_ALREADY: s->t.closed_already++; break;
+	}
+}
+
+/* ---- step 5: the duplicate scan over the delta ---- */
+
+struct seen_inv {
+	char **v;
+	size_t n;
+};
+
+static bool
+seen_add(struct seen_inv *si, const char *id)
+{
+	for (size_t i = 0; i < si->n; i++)
+		if (strcmp(si->v[i], id) == 0)
+			return false;
+	si->v = realloc(si->v, (si->n + 1) * sizeof *si->v);
+	if (si->v == NULL)
+		abort();
+	si->v[si->n++] = ri_strdup(id);
+	return true;
+}
+
+static void
+seen_free(struct seen_inv *si)
+{
+	for (size_t i = 0; i < si->n; i++)
+		free(si->v[i]);
+	free(si->v);
+}
+
+/* The closings key for one invocation id (reconcile step 5.2). */
+static void
+scan_closings(struct sweep *s, const struct ri_kind *k, const char *inv_id)
+{
+	struct ri_inv inv;
+	struct ri_standing sd;
+
+	if (ri_inv_read(s->r, inv_id, &inv) != RI_ST_OK)
+		return;
+	ri_standing(inv.closings, inv.n_closings, &sd);
+	if (sd.duplicate && inv.intent != NULL)
+		act_finding(s, RI_F_BINDING_DUPLICATE, k->name, inv.intent->act_key, inv_id,
+		    json_pack("{s:s, s:I}", "key", "closings", "unsuperseded", (json_int_t)sd.unsuperseded));
+	if (inv.n_intents > 1)
+		act_finding(s, RI_F_BINDING_DUPLICATE, k->name, inv.intent->act_key, inv_id,
+		    json_pack("{s:s, s:I}", "key", "invocation", "intents", (json_int_t)inv.n_intents));
+	ri_inv_free(&inv);
+}
+
+/* The intents key for an intent in the delta (reconcile step 5.3): another
+ * intent of the act open at once, where a service identity is declared. */
+static void
+scan_intents(struct sweep *s, const struct ri_kind *k, const struct ri_record *intent)
+{
+	struct ri_query q = { .from = 0, .limit = 256, .kind = intent->kind, .act_key = intent->act_key,
+		.descending = true };
+	struct ri_records page;
+	struct seen_inv closed = { 0 };
+	bool dup = false;
+	const char *other = NULL;
+	char other_id[RI_ID_LEN + 8] = "";
+
+	if (k->service_actor == NULL)
+		return;         /* journal fence none 6, Which closing stands 10 */
+	/* newest first: an older intent whose closing came after this intent,
+	 * or never, was open at once with it */
+	for (;;) {
+		if (s->r->st->ops->range_read(s->r->st, &q, &page) != RI_ST_OK)
+			break;
+		for (size_t i = 0; i < page.n && !dup; i++) {
+			struct ri_record *rec = &page.v[i];
+			if (rec->invocation_id == NULL)
+				continue;
+			if (rec->role == RI_ROLE_CLOSING && rec->seq > intent->seq)
+				seen_add(&closed, rec->invocation_id);
+			if (rec->role == RI_ROLE_INTENT && rec->seq < intent->seq) {
+				bool closed_before = true;
+				/* closed after this intent appeared, or not at all */
+				for (size_t j = 0; j < closed.n; j++)
+					if (strcmp(closed.v[j], rec->invocation_id) == 0)
+						closed_before = false;
+				if (closed_before) {
+					/* was it closed before this intent? look for any closing */
+					struct ri_inv o;
+					if (ri_inv_read(s->r, rec->invocation_id, &o) == RI_ST_OK) {
+						closed_before = o.n_closings > 0;
+						ri_inv_free(&o);
+					}
+				}
+				if (!closed_before && !rec->purged) {
+					dup = true;
+					snprintf(other_id, sizeof other_id, "%s", rec->invocation_id);
+					other = other_id;
+				}
+			}
+		}
+		bool more = page.more;
+		q.from = page.next;
+		ri_records_clear(&page);
+		if (dup || !more)
+			break;
+	}
+	seen_free(&closed);
+	if (dup)
+		act_finding(s, RI_F_BINDING_DUPLICATE, k->name, intent->act_key, intent->invocation_id,
+		    json_pack("{s:s, s:s}", "key", "intents", "open_with", other));
+}
+
+static void
+duplicate_scan(struct sweep *s)
+{
+	struct ri *r = s->r;
+	int64_t mark = 0, settled = 0;
+	struct seen_inv invs = { 0 };
+	struct ri_query q;
+	ri_ms settle = ri_settle_bound(s->c);
+
+	if (r->st->ops->mark_get(r->st, "sweep.duplicate_scan", &mark) != RI_ST_OK)
+		return;
+	q = (struct ri_query){ .from = mark + 1, .limit = 1024 };
+	for (;;) {
+		struct ri_records page;
+		if (r->st->ops->range_read(r->st, &q, &page) != RI_ST_OK) {
+			alert(s, "duplicate scan: %s", r->st->ops->error(r->st)->msg);
+			break;
+		}
+		for (size_t i = 0; i < page.n; i++) {
+			struct ri_record *rec = &page.v[i];
+			const struct ri_kind *k = ri_config_kind(s->c, rec->kind);
+			/* sequence high water 2: the mark advances only past records
+			 * older than the settle bound */
+			if (rec->recorded_at + settle <= s->now)
+				settled = rec->seq;     /* recorded_at never decreases with seq */
+			if (k == NULL || rec->invocation_id == NULL)
+				continue;
+			/* reconcile step 5.6: not over the horizon */
+			if (!ri_before_horizon(s->c, k, rec->recorded_at, s->now))
+				continue;
+			if (rec->role == RI_ROLE_CLOSING && seen_add(&invs, rec->invocation_id))
+				scan_closings(s, k, rec->invocation_id);
+			else if (rec->role == RI_ROLE_INTENT && !rec->purged)
+				scan_intents(s, k, rec);
+		}
+		bool more = page.more;
+		q.from = page.next;
+		ri_records_clear(&page);
+		if (!more)
+			break;
+	}
+	seen_free(&invs);
+	if (settled > mark)
+		(void)r->st->ops->mark_set(r->st, "sweep.duplicate_scan", settled);
+}
+
+/* ---- the run ---- */
+
+static json_t *
+tally_json(const struct sweep *s)
+{
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s}",
+	    "examined", (json_int_t)s->t.examined, "closed", (json_int_t)s->t.closed,
+	    "abandoned", (json_int_t)s->t.abandoned, "escalated", (json_int_t)s->t.escalated,
+	    "reported", (json_int_t)s->t.reported, "skipped", (json_int_t)s->t.skipped,
+	    "closed_already", (json_int_t)s->t.closed_already, "surfaced", (json_int_t)s->t.surfaced,
+	    "unreached", (json_int_t)s->t.unreached, "run_id", s->run_id);
+}
+
+static void
+finish(struct sweep *s, json_t **ans)
+{
+	ri_err e;
+
+	if (s->reg != NULL && ri_findings_close_unseen(s->reg, s->run_id, s->now,
+	    (const char *const *)s->seen, s->n_seen, &e) != RI_OK)
+		alert(s, "could not close unseen findings: %s", e.msg);
+	*ans = tally_json(s);
+	if (json_array_size(s->alerts) > 0) {
+		char *joined = NULL;
+		size_t i;
+		json_t *v;
+		json_array_foreach(s->alerts, i, v) {
+			size_t n = (joined ? strlen(joined) : 0) + strlen(json_string_value(v)) + 3;
+			char *nj = ri_xmalloc(n);
+			snprintf(nj, n, "%s%s%s", joined ? joined : "", joined ? "; " : "", json_string_value(v));
+			free(joined);
+			joined = nj;
+		}
+		json_object_set_new(*ans, "alert", json_string(joined));
+		free(joined);
+	}
+}
+
+/* run bound 1: the next run never starts beside a run in flight on this
+ * node.  It waits for the run in flight at most run_bound. */
+static int
+run_lock(struct ri *r, const struct ri_sweep_opts *o, int *fd, ri_err *err)
+{
+	char path[4200];
+	int64_t until = ri_mono_ms() + r->cfg->run_bound;
+
+	snprintf(path, sizeof path, "%s.sweep-%s.lock", r->cfg->journal, o && o->node ? o->node : "local");
+	if ((*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "run lock %s: %s", path, strerror(errno));
+	while (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+		if (errno != EWOULDBLOCK || ri_mono_ms() >= until) {
+			close(*fd);
+			*fd = -1;
+			return ri_fail(err, RI_SECTION_UNAVAILABLE,
+			    "another sweep run is in flight on this node (run bound 1)");
+		}
+		ri_sleep_ms(20);
+	}
+	return RI_OK;
+}
+
+int
+ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
+{
+	struct sweep s = { .r = r, .c = r->cfg, .alerts = json_array(), .creds = json_object() };
+	struct ri_open_intent *oi = NULL;
+	size_t n = 0;
+	ri_err e;
+	int rc = RI_OK, st;
+
+	int lock = -1;
+
+	*ans = NULL;
+	if ((rc = run_lock(r, o, &lock, err)) != RI_OK) {
+		*ans = ri_refusal("section-unavailable");
+		json_decref(s.alerts);
+		json_decref(s.creds);
+		return rc;
+	}
+	/* Primitive policy 18: now, once per run, at the sweep's own seam */
+	if ((rc = ri_now(s.c, &s.now, err)) != RI_OK)
+		goto out;
+	ri_mint_id("run_", s.run_id);
+	if (ri_findings_open(s.c->findings, false, &s.reg, &e) != RI_OK)
+		alert(&s, "the findings register is unavailable: %s", e.msg);
+	else if (ri_findings_run_begin(s.reg, s.run_id, s.now, &e) != RI_OK)
+		alert(&s, "%s", e.msg);
+
+	/* reconcile step 1: every open intent from the journal, every kind */
+	if ((st = r->st->ops->open_intents(r->st, NULL, NULL, RI_NONE, &oi, &n)) != RI_ST_OK) {
+		/* reconcile 1, Invariant 4.4: write nothing; open or advance the
+		 * instance finding; answer journal-unavailable */
+		instance_finding(&s, RI_F_JOURNAL_UNAVAILABLE, NULL, json_pack("{s:s}", "why",
+		    r->st->ops->error(r->st)->msg));
+		rc = ri_refuse_with(ans, ri_refusal("journal-unavailable"), err, RI_JOURNAL_UNAVAILABLE,
+		    "journal-unavailable: %s", r->st->ops->error(r->st)->msg);
+		if (st == RI_ST_INTEGRITY)
+			json_object_set_new(*ans, "cause", json_string("integrity"));
+		json_t *tmp = NULL;
+		finish(&s, &tmp);
+		json_decref(tmp);
+		goto out;
+	}
+	ri_fault("sweep.after_enumerate");
+	for (size_t i = 0; i < n; i++) {
+		const struct ri_kind *k = ri_config_kind(s.c, oi[i].kind);
+		if (k == NULL) {
+			/* Binding 4-6: surfaced once per run, never closed, within
+			 * the longest retention */
+			if (oi[i].recorded_at + ri_longest_retention(s.c) > s.now) {
+				s.t.surfaced++;
+				act_finding(&s, RI_F_UNBOUND_KIND, oi[i].kind, oi[i].act_key, oi[i].invocation_id,
+				    json_pack("{s:s}", "intent_event_id", oi[i].event_id));
+			}
+			continue;
+		}
+		/* reconcile steps 1.2-1.3, Invariant 7.1-7.2: aged, and before
+		 * the horizon edge -- applied comparisons that only exclude */
+		if (ri_in_flight(s.c, k, oi[i].recorded_at, s.now) ||
+		    !ri_before_horizon(s.c, k, oi[i].recorded_at, s.now))
+			continue;
+		if (s.credential_refused && k->service_actor != NULL) {
+			s.t.unreached++;
+			continue;
+		}
+		s.t.examined++;
+		enum verdict v = sweep_one(&s, k, &oi[i]);
+		count(&s, v);
+		/* reconcile step 5.1: closure-at-risk for what is still unclosed */
+		if ((v == V_SKIPPED || v == V_REPORTED) && ri_at_risk(s.c, oi[i].recorded_at, s.now))
+			act_finding(&s, RI_F_CLOSURE_AT_RISK, k->name, oi[i].act_key, oi[i].invocation_id,
+			    json_pack("{s:s}", "rule", "reconcile step 5.1"));
+	}
+	duplicate_scan(&s);
+	/* retention: destroy payloads past their end (the chain still verifies) */
+	int64_t purged = 0;
+	if (!s.credential_refused && r->st->ops->purge(r->st, s.now, &purged) != RI_ST_OK)
+		alert(&s, "retention purge: %s", r->st->ops->error(r->st)->msg);
+	finish(&s, ans);
+	if (purged > 0)
+		json_object_set_new(*ans, "purged", json_integer(purged));
+out:
+	ri_open_intents_free(oi, n);
+	ri_findings_close(s.reg);
+	for (size_t i = 0; i < s.n_seen; i++)
+		free(s.seen[i]);
+	free(s.seen);
+	json_decref(s.alerts);
+	json_decref(s.creds);
+	if (lock >= 0)
+		close(lock);
+	return rc;
+}
+
+int
+ri_sweep_outage(const char *config_path, json_t **ans, ri_err *err)
+{
+	struct ri *r;
+	struct sweep s = { .alerts = json_array(), .creds = json_object() };
+	char why[1024];
+	ri_err e;
+	json_t *tmp = NULL;
+
+	snprintf(why, sizeof why, "%s", err->msg);
+	*ans = NULL;
+	if (ri_instance_open(config_path, RI_CONFIG_ONLY, &r, &e) != RI_OK) {
+		json_decref(s.alerts);
+		json_decref(s.creds);
+		return err->code;
+	}
+	s.r = r;
+	s.c = r->cfg;
+	if (ri_now(s.c, &s.now, &e) == RI_OK) {
+		ri_mint_id("run_", s.run_id);
+		if (ri_findings_open(s.c->findings, false, &s.reg, &e) == RI_OK &&
+		    ri_findings_run_begin(s.reg, s.run_id, s.now, &e) == RI_OK) {
+			instance_finding(&s, RI_F_JOURNAL_UNAVAILABLE, NULL, json_pack("{s:s}", "why", why));
+			finish(&s, &tmp);
+			json_decref(tmp);
+		} else {
+			fprintf(stderr, "ri-sweep: the findings register is unavailable too: %s\n", e.msg);
+		}
+	}
+	ri_findings_close(s.reg);
+	for (size_t i = 0; i < s.n_seen; i++)
+		free(s.seen[i]);
+	free(s.seen);
+	json_decref(s.alerts);
+	json_decref(s.creds);
+	ri_instance_close(r);
+	*ans = ri_refusal("journal-unavailable");
+	return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal-unavailable: %s", why);
+}

@@ -1,0 +1,82 @@
+# common.bash -- what every bats suite loads: a fresh instance in its own
+# temp dir, the env clock, actors, and small helpers.  Tests never share
+# state and never sleep to move time: they move RI_NOW.
+
+RI_BIN=${RI_BIN:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)/bin}
+RI_EXAMPLES=${RI_EXAMPLES:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)/examples/bin}
+export PATH="$RI_BIN:$RI_EXAMPLES:$PATH"
+T0=1795946400000                # 2026-11-29T10:00:00Z in ms
+
+# ri_instance [walkthrough|fast] -- a new instance under $T:
+#   walkthrough: the spec's walkthrough numbers (completion_bound 30 s, ...)
+#   fast:        the same shape in milliseconds, for tests that must wait out
+#                a lease in real time (completion_bound 3 s, jwb 300 ms)
+# Exports RI_CONFIG, RI_NOW; registers alice (human) and the reconciler
+# (service, credential file); ALICE holds alice's credential.
+ri_instance() {
+	local shape=${1:-walkthrough}
+	T=$(mktemp -d "${BATS_TMPDIR:-/tmp}/ri.XXXXXX")
+	export RI_CONFIG=$T/ri.json RI_NOW=$T0
+	unset RI_CREDENTIAL RI_CREDENTIAL_FILE RI_FAULT
+	if [ "$shape" = fast ]; then
+		inst='"clock_offset_allowance":"100ms","reconciliation_cadence":"10s","run_bound":"5s",
+		      "closure_latency":"1500ms","journal_write_bound":"300ms","read_bound":"200ms",
+		      "compensation_window":"60s"'
+		kind='"completion_bound":"3s","commit_round_trip":"100ms","probe_round_trip":"200ms","retention_period":"1d"'
+	else
+		inst='"clock_offset_allowance":"2s","reconciliation_cadence":"60s","run_bound":"135s",
+		      "closure_latency":"12s","journal_write_bound":"3s","read_bound":"2s",
+		      "compensation_window":"10m"'
+		kind='"completion_bound":"30s","commit_round_trip":"1s","probe_round_trip":"1s","retention_period":"400d"'
+	fi
+	cat >"$T/ri.json" <<JSON
+{
+  "journal": "journal.db", "findings": "findings.db",
+  "integrity_key_file": "journal.key", "seal_key_file": "seal.key",
+  "clock": "env", "fault_injection": true,
+  "instance": { $inst, "intent_candidates_cap": 16, "read_cap": 20,
+                "reference_length_cap": 256, "payload_cap": 65536, "journal_fence": "declared" },
+  "kinds": {
+    "ledger": { "outcomes": ["disclosed"], "repeatable": true, $kind,
+      "commit_fence": "none", "pairing_datum": "nonce", "outcome_envelope": 4096,
+      "retry_terminus": "lease",
+      "probe": ["$RI_EXAMPLES/ledger-probe", "--store", "$T/ledger.db"],
+      "service_identity": { "actor_ref": "ledger-reconciler", "credential_file": "reconciler.cred" } }
+  }
+}
+JSON
+	ri-init >/dev/null || return 1
+	ALICE=$(ri-actor add alice | jq -r .credential) || return 1
+	ri-actor add ledger-reconciler --service --credential-file "$T/reconciler.cred" >/dev/null || return 1
+	export ALICE
+}
+
+# ri_cfg 'jq filter' -- edit the config in place (e.g. '.kinds.ledger.repeatable = false')
+ri_cfg() {
+	jq "$1" "$RI_CONFIG" >"$RI_CONFIG.new" && mv "$RI_CONFIG.new" "$RI_CONFIG"
+}
+
+# ri_at SECONDS -- set the env clock to T0 + SECONDS (fractions allowed)
+ri_at() {
+	RI_NOW=$(awk -v t="$T0" -v s="$1" 'BEGIN { printf "%.0f", t + s * 1000 }')
+	export RI_NOW
+}
+
+# open_req KEY [INTENT_DATA] [ACTOR] [CRED] -- an ri-open request
+open_req() {
+	jq -nc --arg k "$1" --argjson d "${2:-{\}}" --arg a "${3:-alice}" --arg c "${4:-$ALICE}" \
+	    '{kind:"ledger", act_key:$k, actor_ref:$a, credential:$c, intent_data:$d}'
+}
+
+# close_req OPEN_ANSWER [OUTCOME_DATA] -- ri-open's answer merged into an ri-close request
+close_req() {
+	jq -c --arg c "${3:-$ALICE}" --argjson d "${2:-{\}}" \
+	    '{kind, act_key, invocation_id, intent_event_id, actor_ref} +
+	     {credential:$c, outcome_action_ref:"ledger.disclosed", outcome_data:$d}' <<<"$1"
+}
+
+# records [WHERE] -- how many journal rows (optionally filtered by SQL)
+records() {
+	sqlite3 "$T/journal.db" "SELECT count(*) FROM records ${1:+WHERE $1}"
+}
+export -f ri_cfg ri_at open_req close_req records
