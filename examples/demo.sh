@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# demo.sh -- a short tour on a temporary SQLite instance: set up, wrap an
+# irreversible job, crash one between its act and its record, let the sweep
+# recover the record from the job's own store.  Real clock, real files.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+export PATH="$top/bin:$top/examples/bin:$PATH"
+d=$(mktemp -d "${TMPDIR:-/tmp}/ri-demo.XXXXXX")
+trap 'rm -rf "$d"' EXIT
+say() { printf '\n\033[1m# %s\033[0m\n' "$*"; }
+
+say "an instance: journal, findings register, keys (ri-init)"
+cat >"$d/ri.json" <<JSON
+{
+  "journal": "journal.db", "findings": "findings.db",
+  "integrity_key_file": "journal.key", "seal_key_file": "seal.key",
+  "instance": {
+    "clock_offset_allowance": "100ms", "reconciliation_cadence": "10s", "run_bound": "5s",
+    "closure_latency": "1500ms", "journal_write_bound": "300ms", "read_bound": "200ms",
+    "compensation_window": "60s", "intent_candidates_cap": 16, "read_cap": 20,
+    "reference_length_cap": 256, "payload_cap": 65536, "journal_fence": "declared"
+  },
+  "kinds": {
+    "ledger": {
+      "outcomes": ["disclosed"], "repeatable": true,
+      "completion_bound": "3s", "commit_round_trip": "100ms", "probe_round_trip": "200ms",
+      "retention_period": "400d", "commit_fence": "none", "pairing_datum": "nonce",
+      "outcome_envelope": 4096,
+      "probe": ["$top/examples/bin/ledger-probe", "--store", "$d/ledger.db"],
+      "service_identity": { "actor_ref": "ledger-reconciler", "credential_file": "reconciler.cred" }
+    }
+  }
+}
+JSON
+export RI_CONFIG=$d/ri.json
+ri-init | jq .
+
+say "actors: alice discloses; ledger-reconciler is the sweep's service identity"
+RI_CREDENTIAL=$(ri-actor add alice | jq -r .credential)
+export RI_CREDENTIAL
+ri-actor add ledger-reconciler --service --credential-file "$d/reconciler.cred"
+ri-actor list
+
+say "may the instance start? (ri-startcheck)"
+ri-startcheck
+
+say "a wrapped job: intent, act, outcome (ri-run)"
+ri-run --kind ledger --act-key disclosure-1 --actor alice -- \
+    ledger-disclose --store "$d/ledger.db" --subject patient-7 --recipient insurer-3 | jq .
+ri-read --kind ledger --act-key disclosure-1 </dev/null |
+    jq '.invocations[] | {invocation_id, state, records: [.records[] | {action_ref, actor_ref}]}'
+
+say "the crash: the job commits, then the wrapper dies before Close"
+ri-run --kind ledger --act-key disclosure-2 --actor alice -- sh -c \
+    'ledger-disclose --store "$0" --subject patient-8 --recipient insurer-3 && kill -9 $PPID' \
+    "$d/ledger.db" || echo "ri-run died (exit $?): the act exists, its record does not"
+ri-read --kind ledger --act-key disclosure-2 </dev/null | jq '.invocations[] | {state}'
+
+say "past the examine edge (completion bound + allowance), the sweep probes the store"
+sleep 4
+ri-sweep | jq .
+ri-read --kind ledger --act-key disclosure-2 </dev/null |
+    jq '.invocations[] | {state, records: [.records[] | {action_ref, actor_ref, recovery: .payload.recovery, acting_actor_ref: .payload.acting_actor_ref, data: .payload.data}]}'
+say "one act, one intent, one outcome, one writer -- and the store agrees"
+ledger-admin --store "$d/ledger.db" list
