@@ -68,7 +68,7 @@ $(BUILD)/bench/%: bench/%.c $(LIBA) $(HDRS)
 # runs the very same tests over the sanitized build.
 BATS_JOBS ?= 1
 unit: $(UNITS)
-	@set -e; for t in $(UNITS); do echo "unit: $$t"; $$t; done
+	@set -e; for t in $(UNITS); do echo "unit: $$t"; RI_BIN=$(abspath $(BINDIR)) $$t; done
 
 bats: all
 	RI_BIN=$(abspath $(BINDIR)) RI_EXAMPLES=$(abspath $(EXBINDIR)) \

@@ -283,6 +283,9 @@ main(int argc, char **argv)
 			as_json = true;
 		} else if (ch == 'F') {
 			ri_fault_list(print_fault, NULL);
+			json_decref(kinds);
+			json_decref(rep.caps);
+			json_decref(rep.warnings);
 			return RI_OK;
 		}
 	}

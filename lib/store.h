@@ -107,7 +107,8 @@ struct ri_query {
 	const char *kind;               /* with act_key: only this act's records */
 	const char *act_key;
 	const char *action_ref;         /* only records of this action ref */
-	bool descending;                /* newest first (from = upper start, 0 = head) */
+	bool descending;                /* newest first: from 0 (the head) or from the
+	                                 * cursor a previous page returned */
 };
 
 struct ri_grant {
@@ -134,6 +135,21 @@ struct ri_store_error {
 	int64_t seq;                    /* 0 when no record is named */
 	char event_id[RI_ID_LEN + 1];
 };
+
+/* What the traversal found wrong with one row (Check 8.1). */
+enum ri_problem {
+	RI_P_GAP = 1 << 0,              /* seq does not follow the previous row */
+	RI_P_LINK = 1 << 1,             /* hash does not recompute from the row before */
+	RI_P_MAC = 1 << 2,              /* MAC does not verify under the key */
+	RI_P_DIGEST = 1 << 3,           /* retained payload does not match its digest */
+	RI_P_PURGED_EARLY = 1 << 4,     /* payload gone before its retention ended */
+	RI_P_SHAPE = 1 << 5,            /* malformed row or payload */
+	RI_P_HEAD = 1 << 6              /* the authenticated head disagrees (last row) */
+};
+
+/* One row as the traversal saw it: the record (payload parsed when it
+ * verified) and its problems. */
+typedef int (*ri_traverse_fn)(const struct ri_record *rec, unsigned problems, void *arg);
 
 struct ri_store;
 
@@ -163,6 +179,15 @@ struct ri_store_ops {
 	/* marks: the sweep's sequence high water (named scalars) */
 	int (*mark_get)(struct ri_store *, const char *name, int64_t *seq);
 	int (*mark_set)(struct ri_store *, const char *name, int64_t seq);
+	/* Walk every row in seq order, verifying each independently, and
+	 * report every problem (ri-audit); stops only on an unreadable journal
+	 * or when each() returns non-zero. */
+	int (*traverse)(struct ri_store *, ri_traverse_fn each, void *arg);
+	/* Append audit.sealed: an Ed25519 signature (secret key sk, 64 bytes)
+	 * over (instance id, head seq, head hash), in one transaction. */
+	int (*seal)(struct ri_store *, const unsigned char sk[64], struct ri_appended *);
+	/* The instance id (16 bytes). */
+	const unsigned char *(*instance_id)(struct ri_store *);
 	/* the current head: highest seq (0 when empty) and its hash */
 	int (*head)(struct ri_store *, int64_t *seq, unsigned char hash[32]);
 	const struct ri_store_error *(*error)(struct ri_store *);

@@ -704,6 +704,11 @@ sq_range_read(struct ri_store *base, const struct ri_query *q, struct ri_records
 		int64_t from = q->from;
 		if (desc && (from == 0 || from > head))
 			from = head;
+		/* ascending from 0 (a zeroed query) is the beginning: without this
+		 * the first record's link (0) is not below `from` and an intact
+		 * journal reads as a deleted row */
+		if (!desc && from < 1)
+			from = 1;
 		snprintf(sql, sizeof sql, "SELECT " REC_COLS " FROM records WHERE seq %s ?%s ORDER BY seq %s LIMIT ?",
 		    desc ? "<=" : ">=",
 		    sc.type == SCOPE_INV ? " AND invocation_id = ?" :
@@ -1735,6 +1740,145 @@ sq_head(struct ri_store *base, int64_t *seq, unsigned char hash[32])
 	return rc;
 }
 
+/*
+ * The full traversal: every row in seq order, each judged on its own --
+ * contiguity, the link recomputed from the stored hash of the row before,
+ * the MAC, the payload digest, purge legality -- so one bad row is named
+ * and the rest still judged.
+ */
+static int
+sq_traverse(struct ri_store *base, ri_traverse_fn each, void *arg)
+{
+	struct sq *s = (struct sq *)base;
+	sqlite3_stmt *st;
+	unsigned char prev[RI_HASH_LEN];
+	int64_t last = 0;
+	bool began;
+	ri_ms now;
+	int rc;
+
+	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
+		return rc;
+	if (read_begin(s, &began) != SQLITE_OK)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	if ((st = prep(s, "SELECT " REC_COLS " FROM records ORDER BY seq")) == NULL) {
+		read_end(s, began);
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	}
+	memcpy(prev, s->genesis, RI_HASH_LEN);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct ri_record r;
+		struct raw w;
+		unsigned problems = 0;
+		unsigned char calc[RI_HASH_LEN];
+		struct ri_header h;
+
+		load_row(st, &r, &w);
+		if (r.seq != last + 1)
+			problems |= RI_P_GAP;
+		if (!w.shapes_ok) {
+			problems |= RI_P_SHAPE;
+		} else {
+			header_of(s, &r, &w, &h);
+			ri_record_hash(prev, &h, calc);
+			if (sodium_memcmp(calc, w.hash, RI_HASH_LEN) != 0)
+				problems |= RI_P_LINK;
+			if (s->key != NULL && !ri_mac_ok(s->key, s->keylen, w.hash, RI_HASH_LEN, w.mac, RI_HASH_LEN))
+				problems |= RI_P_MAC;
+			if (w.payload_text != NULL) {
+				ri_payload_digest(w.salt, w.payload_text, strlen(w.payload_text), calc);
+				if (!w.has_salt || sodium_memcmp(calc, w.digest, RI_HASH_LEN) != 0)
+					problems |= RI_P_DIGEST;
+				json_error_t je;
+				r.payload = json_loads(w.payload_text, JSON_REJECT_DUPLICATES, &je);
+				if (r.payload == NULL || !json_is_object(r.payload))
+					problems |= RI_P_SHAPE;
+				r.payload_bytes = strlen(w.payload_text);
+			} else if (w.has_salt || r.retention_until == RI_NONE || r.retention_until > now) {
+				problems |= RI_P_PURGED_EARLY;
+			}
+			memcpy(prev, w.hash, RI_HASH_LEN);
+		}
+		r.purged = w.payload_text == NULL;
+		memcpy(r.hash, w.hash, RI_HASH_LEN);
+		free(w.payload_text);
+		last = r.seq;
+		int stop = each(&r, problems, arg);
+		ri_record_clear(&r);
+		if (stop) {
+			rc = SQLITE_DONE;
+			break;
+		}
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		read_end(s, began);
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	}
+	/* the authenticated head: a truncated tail is seen here */
+	if (s->key != NULL) {
+		struct scope sc;
+		int64_t head;
+		scope_make(&sc, SCOPE_ALL, NULL, NULL);
+		if ((rc = head_get(s, &sc, NULL, NULL, &head)) == RI_ST_INTEGRITY) {
+			struct ri_record r = { .seq = last };
+			snprintf(r.event_id, sizeof r.event_id, "%s", "");
+			each(&r, RI_P_HEAD, arg);
+		} else if (rc != RI_ST_OK) {
+			read_end(s, began);
+			return rc;
+		}
+	}
+	read_end(s, began);
+	return RI_ST_OK;
+}
+
+/* Sign the head and append audit.sealed after it, in one transaction. */
+static int
+sq_seal(struct ri_store *base, const unsigned char sk[64], struct ri_appended *out)
+{
+	struct sq *s = (struct sq *)base;
+	struct scope sc;
+	int64_t head;
+	unsigned char h[RI_HASH_LEN], msg[RI_SEAL_MSG_LEN], sig[crypto_sign_BYTES];
+	char hh[2 * RI_HASH_LEN + 1], sh[2 * crypto_sign_BYTES + 1], ih[2 * RI_INSTANCE_LEN + 1];
+	ri_ms now;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	if ((rc = begin_immediate(s)) != RI_ST_OK)
+		return rc;
+	scope_make(&sc, SCOPE_ALL, NULL, NULL);
+	if ((rc = now_or_fail(s, &now)) != RI_ST_OK || (rc = head_get(s, &sc, NULL, NULL, &head)) != RI_ST_OK ||
+	    (rc = hash_at(s, head, h)) != RI_ST_OK)
+		goto fail;
+	ri_seal_message(s->instance_id, head, h, msg);
+	crypto_sign_detached(sig, NULL, msg, sizeof msg, sk);
+	ri_hex(h, sizeof h, hh);
+	ri_hex(sig, sizeof sig, sh);
+	ri_hex(s->instance_id, sizeof s->instance_id, ih);
+	json_t *data = json_pack("{s:s, s:I, s:s, s:s, s:s}", "instance_id", ih, "seq", (json_int_t)head,
+	    "head_hash", hh, "signature", sh, "algorithm", "ed25519");
+	rc = append_substrate(s, "audit.sealed", data, now, out);
+	json_decref(data);
+	if (rc != RI_ST_OK)
+		goto fail;
+	return commit(s);
+fail:
+	{
+		struct ri_store_error keep = s->err;
+		rollback(s);
+		s->err = keep;
+	}
+	return rc;
+}
+
+static const unsigned char *
+sq_instance_id(struct ri_store *base)
+{
+	return ((struct sq *)base)->instance_id;
+}
+
 static void
 sq_close(struct ri_store *base)
 {
@@ -1760,6 +1904,9 @@ static const struct ri_store_ops sqlite_ops = {
 	.release = sq_release,
 	.mark_get = sq_mark_get,
 	.mark_set = sq_mark_set,
+	.traverse = sq_traverse,
+	.seal = sq_seal,
+	.instance_id = sq_instance_id,
 	.head = sq_head,
 	.error = sq_error,
 	.close = sq_close,

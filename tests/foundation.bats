@@ -1,0 +1,301 @@
+#!/usr/bin/env bats
+# foundation.bats -- the set-up commands end to end over the real binaries:
+# ri-init, ri-actor, ri-startcheck (INTERFACE.md: Commands, Exit codes).
+
+bats_require_minimum_version 1.5.0
+
+load helpers
+
+setup() {
+	T=
+}
+
+teardown() {
+	fnd_teardown
+}
+
+# --- ri-init -------------------------------------------------------------
+
+@test "ri-init: creates journal, findings, integrity key (32 bytes, 0600), seal key (0600) and .pub (INTERFACE: ri-init)" {
+	fnd_config
+	run --separate-stderr ri-init -c "$CFG"
+	[ "$status" -eq 0 ]
+	echo "$output" | jq -e '.instance_id | test("^[0-9a-f]{32}$")'
+	[ "$(echo "$output" | jq -r .journal)" = "$T/journal.db" ]
+	[ "$(echo "$output" | jq -r .seal_public_key_file)" = "$T/seal.key.pub" ]
+	[ -f "$T/journal.db" ] && [ -f "$T/findings.db" ]
+	[ "$(mode_of "$T/journal.key")" = 600 ]
+	[ "$(stat -c %s "$T/journal.key")" -eq 32 ]
+	[ "$(mode_of "$T/seal.key")" = 600 ]
+	# the seal key pair: Ed25519, hex (64-byte secret, 32-byte public)
+	grep -Eqx '[0-9a-f]{128}' "$T/seal.key"
+	grep -Eqx '[0-9a-f]{64}' "$T/seal.key.pub"
+	# the journal is a journal: its schema and format
+	[ "$(sqlite3 "$T/journal.db" "SELECT v FROM meta WHERE k = 'format'")" = 1 ]
+	[ "$(sqlite3 "$T/journal.db" "SELECT count(*) FROM records")" -eq 0 ]
+}
+
+@test "ri-init: refuses to overwrite an existing instance -- exit 64, nothing changed (INTERFACE: refuses to overwrite anything)" {
+	fnd_instance
+	before=$(digest_of "$T"/journal.key "$T"/seal.key "$T"/seal.key.pub "$T"/journal.db* "$T"/findings.db*)
+	run ri-init -c "$CFG"
+	[ "$status" -eq 64 ]
+	[[ "$output" == *"refusing to overwrite"* ]]
+	[ "$(digest_of "$T"/journal.key "$T"/seal.key "$T"/seal.key.pub "$T"/journal.db* "$T"/findings.db*)" = "$before" ]
+}
+
+@test "ri-init: refuses when only ONE of key, seal key, .pub, journal, findings exists -- exit 64, it is unchanged, nothing else created (INTERFACE: refuses to overwrite anything)" {
+	for f in journal.key seal.key seal.key.pub journal.db findings.db; do
+		fnd_config
+		echo "precious $f" >"$T/$f"
+		chmod 600 "$T/$f"
+		run ri-init -c "$CFG"
+		[ "$status" -eq 64 ] || { echo "$f: exit $status: $output"; false; }
+		[[ "$output" == *"$T/$f"* ]] || { echo "$f: message does not name it: $output"; false; }
+		[ "$(cat "$T/$f")" = "precious $f" ]
+		# nothing else was created
+		[ "$(ls -A "$T" | sort | tr '\n' ' ')" = "$(printf '%s\n' "$f" ri.json | sort | tr '\n' ' ')" ] ||
+		    { echo "$f: debris: $(ls -A "$T")"; false; }
+		fnd_teardown
+	done
+}
+
+@test "ri-init: a config error exits 78 and creates nothing (INTERFACE: Common conventions, config)" {
+	fnd_config '.instance.read_bound = "soon"'
+	run ri-init -c "$CFG"
+	[ "$status" -eq 78 ]
+	[[ "$output" == *"instance.read_bound"* ]]
+	[ "$(ls -A "$T")" = ri.json ]
+}
+
+# --- ri-actor ------------------------------------------------------------
+
+@test "ri-actor add: the credential is printed once and the journal keeps only a keyed hash (INTERFACE: ri-actor; Actor Identity)" {
+	fnd_instance
+	run --separate-stderr ri-actor -c "$CFG" add bob
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | jq -r .actor_ref)" = bob ]
+	cred=$(echo "$output" | jq -r .credential)
+	[[ "$cred" =~ ^ri1_[0-9a-f]{64}$ ]]
+	[ "$(echo "$output" | jq -c 'keys')" = '["actor_ref","credential"]' ]
+	# never shown again, and never stored in clear
+	run ri-actor -c "$CFG" list
+	[ "$status" -eq 0 ]
+	[[ "$output" != *"$cred"* ]]
+	[[ "$output" != *credential* ]]
+	! grep -aqF "$cred" "$T"/journal.db* "$T"/findings.db*
+	! grep -aqF "$ALICE" "$T"/journal.db* "$T"/findings.db*
+}
+
+@test "ri-actor add --credential-file: written 0600, stdout only the actor; an existing file is refused and no actor added (INTERFACE: ri-actor)" {
+	fnd_instance
+	run --separate-stderr ri-actor -c "$CFG" add carol --credential-file "$T/carol.cred"
+	[ "$status" -eq 0 ]
+	[ "$output" = '{"actor_ref":"carol"}' ]
+	[ "$(mode_of "$T/carol.cred")" = 600 ]
+	grep -Eqx 'ri1_[0-9a-f]{64}' "$T/carol.cred"
+	# never overwriting: a refusal (64) leaves the file and adds no actor
+	echo keep >"$T/taken.cred"
+	run ri-actor -c "$CFG" add dave --credential-file "$T/taken.cred"
+	[ "$status" -eq 64 ]
+	[[ "$output" == *"refusing to overwrite"* ]]
+	[ "$(cat "$T/taken.cred")" = keep ]
+	run ri-actor -c "$CFG" list
+	[[ "$output" != *'"dave"'* ]]
+}
+
+@test "ri-actor add: a duplicate actor exits 11 (invalid-request), an invalid name too (INTERFACE: exit codes)" {
+	fnd_instance
+	run ri-actor -c "$CFG" add alice
+	[ "$status" -eq 11 ]
+	[[ "$output" == *"already exists"* ]]
+	run ri-actor -c "$CFG" add 'bad name!'
+	[ "$status" -eq 11 ]
+	run ri-actor -c "$CFG" add audit
+	[ "$status" -eq 11 ]
+	# a duplicate with a credential file leaves no file behind
+	run ri-actor -c "$CFG" add alice --credential-file "$T/dup.cred"
+	[ "$status" -eq 11 ]
+	[ ! -e "$T/dup.cred" ]
+}
+
+@test "ri-actor revoke: an unknown actor exits 17 (not-known); a known one is revoked, and list shows when (INTERFACE: ri-actor)" {
+	fnd_instance
+	run ri-actor -c "$CFG" revoke nobody
+	[ "$status" -eq 17 ]
+	export RI_NOW=$((T0 + 5000))
+	run --separate-stderr ri-actor -c "$CFG" revoke alice
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | jq -c .)" = '{"actor_ref":"alice","revoked":true}' ]
+	run --separate-stderr ri-actor -c "$CFG" list
+	[ "$(echo "$output" | jq -r 'select(.actor_ref == "alice") | .revoked_at')" = 2026-01-01T00:00:05.000Z ]
+	[ "$(echo "$output" | jq -r 'select(.actor_ref == "ledger-reconciler") | .revoked_at')" = null ]
+}
+
+@test "ri-actor list: one JSON object per line -- actor_ref, type, created_at (RFC 3339 ms), revoked_at (INTERFACE: Instants)" {
+	fnd_instance
+	run --separate-stderr ri-actor -c "$CFG" list
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 2 ]
+	for l in "${lines[@]}"; do
+		echo "$l" | jq -e 'type == "object" and (keys == ["actor_ref","created_at","revoked_at","type"])'
+	done
+	[ "$(echo "${lines[0]}" | jq -c .)" = "{\"actor_ref\":\"alice\",\"type\":\"human\",\"created_at\":\"$T0_TEXT\",\"revoked_at\":null}" ]
+	[ "$(echo "${lines[1]}" | jq -r '.actor_ref + " " + .type')" = "ledger-reconciler service" ]
+}
+
+@test "ri-actor: usage errors exit 64; config from \$RI_CONFIG; a missing journal exits 15 (INTERFACE: Common conventions)" {
+	fnd_instance
+	run ri-actor -c "$CFG" frobnicate
+	[ "$status" -eq 64 ]
+	run ri-actor -c "$CFG" list --service
+	[ "$status" -eq 64 ]
+	RI_CONFIG=$CFG run --separate-stderr ri-actor list
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 2 ]
+	rm -f "$T"/journal.db*
+	run ri-actor -c "$CFG" list
+	[ "$status" -eq 15 ]
+}
+
+@test "ri-actor: an altered actor registry exits 30 (INTERFACE: exit 30 from ri-actor; Tamper Evidence)" {
+	fnd_instance
+	sqlite3 "$T/journal.db" "UPDATE actors SET service = 1 WHERE actor_ref = 'alice'"
+	run ri-actor -c "$CFG" list
+	[ "$status" -eq 30 ]
+	[[ "$output" == *integrity* ]]
+}
+
+# --- ri-startcheck -------------------------------------------------------
+
+@test "ri-startcheck: the walkthrough's numbers print the walkthrough's five results and exit 0 (Instance start 2, 4-8)" {
+	fnd_instance
+	run --separate-stderr ri-startcheck -c "$CFG"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	want=(
+		"condition 1 (Instance start 4): 30 + 2×2 + 2×60 + 3×135 = 559 s < 600 s  holds"
+		"condition 2 (Instance start 5): 30 + 2 + 600 = 632 s < 34560000 s  holds"
+		"condition 3 (Instance start 6): 30 s > 2×2 + 2×3 + 1 = 11 s; neither fence is declared, so no allowance is charged  holds"
+		"condition 4 (Instance start 7): 135 s ≥ max(30, 12 + 3) + 12 = 42 s  holds"
+		"condition 5 (Instance start 8): 12 s > 2 + 2×3 + 1 = 9 s  holds"
+	)
+	for w in "${want[@]}"; do
+		printf '%s\n' "${lines[@]}" | grep -qxF "  $w" || { echo "missing: $w"; echo "$output"; false; }
+	done
+	[ "$(printf '%s\n' "${lines[@]}" | grep -c '^  condition ')" -eq 5 ]
+	[ "${lines[${#lines[@]}-1]}" = "the instance may start" ]
+	[[ "$output" != *FAIL* ]]
+}
+
+@test "ri-startcheck: closure_latency 5 s fails condition 5 and exits 1 (Instance start 8; the walkthrough's earlier draft)" {
+	fnd_instance '.instance.closure_latency = "5s"'
+	run --separate-stderr ri-startcheck -c "$CFG"
+	[ "$status" -eq 1 ]
+	printf '%s\n' "${lines[@]}" | grep -qxF "  condition 5 (Instance start 8): 5 s ≤ 2 + 2×3 + 1 = 9 s  FAILS"
+	[ "$(printf '%s\n' "${lines[@]}" | grep -c 'FAILS$')" -eq 1 ]
+	[ "${lines[${#lines[@]}-1]}" = "the instance must not start" ]
+}
+
+@test "ri-startcheck: a config error exits 78 naming the key (INTERFACE: Common conventions, config)" {
+	fnd_instance
+	fnd_edit '.kinds.ledger.completion_bound = "thirty"'
+	run ri-startcheck -c "$CFG"
+	[ "$status" -eq 78 ]
+	[[ "$output" == *"kinds.ledger.completion_bound"* ]]
+	fnd_teardown
+	fnd_config '.instance.surprise = 1'
+	run ri-startcheck -c "$CFG"
+	[ "$status" -eq 78 ]
+	[[ "$output" == *surprise* ]]
+	run ri-startcheck -c "$T/nonexistent.json"
+	[ "$status" -eq 78 ]
+	[[ "$output" == *nonexistent.json* ]]
+}
+
+@test "ri-startcheck: a missing journal exits 1 with the journal capability failing (Capability requirement 11)" {
+	fnd_instance
+	rm -f "$T"/journal.db*
+	run --separate-stderr ri-startcheck -c "$CFG"
+	[ "$status" -eq 1 ]
+	printf '%s\n' "${lines[@]}" | grep -q "^  FAIL journal: .*journal.db"
+	[ ! -e "$T/journal.db" ]
+}
+
+@test "ri-startcheck: a tampered journal (one MAC byte flipped, triggers dropped) exits 30 (INTERFACE: exit 30; Tamper Evidence)" {
+	fnd_instance
+	flip_mac 1
+	run --separate-stderr ri-startcheck -c "$CFG"
+	[ "$status" -eq 30 ]
+	printf '%s\n' "${lines[@]}" | grep -q "^  FAIL journal: journal integrity: record seq 1 "
+}
+
+@test "ri-startcheck: a group-readable integrity key is a capability failure (Capability requirement 11: keys private)" {
+	fnd_instance
+	chmod 640 "$T/journal.key"
+	run --separate-stderr ri-startcheck -c "$CFG"
+	[ "$status" -eq 1 ]
+	printf '%s\n' "${lines[@]}" | grep -q "^  FAIL integrity-key: .*journal.key"
+	chmod 600 "$T/journal.key"
+	chmod 644 "$T/seal.key"
+	run --separate-stderr ri-startcheck -c "$CFG"
+	[ "$status" -eq 1 ]
+	printf '%s\n' "${lines[@]}" | grep -q "^  FAIL seal-key: .*seal.key"
+}
+
+@test "ri-startcheck --json: the same report, structurally valid (INTERFACE: ri-startcheck --json)" {
+	fnd_instance
+	run --separate-stderr ri-startcheck -c "$CFG" --json
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 1 ]
+	echo "$output" | jq -e '
+	    (keys == ["capabilities","kinds","ok","warnings"]) and .ok == true
+	    and (.kinds | length == 1) and .kinds[0].kind == "ledger"
+	    and (.kinds[0].conditions | length == 5)
+	    and ([.kinds[0].conditions[] | (.number | type) == "number" and (.rule | type) == "string"
+	          and (.name | type) == "string" and (.pass | type) == "boolean"
+	          and (.arithmetic | type) == "string"] | all)
+	    and ([.kinds[0].conditions[].number] == [1,2,3,4,5])
+	    and ([.kinds[0].conditions[].pass] | all)
+	    and (.capabilities | length >= 5)
+	    and ([.capabilities[] | (.check | type) == "string" and (.pass | type) == "boolean"
+	          and (.message | type) == "string"] | all)
+	    and ([.capabilities[].check] | index("journal") != null)
+	    and (.warnings | type) == "array" and ([.warnings[] | type == "string"] | all)'
+	[ "$(echo "$output" | jq -r '.kinds[0].conditions[0].arithmetic')" = "30 + 2×2 + 2×60 + 3×135 = 559 s < 600 s" ]
+	# a failing condition is the same in JSON, exit 1
+	fnd_edit '.instance.closure_latency = "5s"'
+	run --separate-stderr ri-startcheck -c "$CFG" --json
+	[ "$status" -eq 1 ]
+	echo "$output" | jq -e '.ok == false and .kinds[0].conditions[4].pass == false
+	    and ([.kinds[0].conditions[0:4][].pass] | all)'
+}
+
+@test "ri-startcheck --fault-points: lists every named fault point with its kind (faults.def)" {
+	run --separate-stderr ri-startcheck --fault-points
+	[ "$status" -eq 0 ]
+	printf '%s\n' "${lines[@]}" | grep -qP '^open\.intent\twrite\t'
+	printf '%s\n' "${lines[@]}" | grep -qP '^substrate\.record\twrite\t'
+	printf '%s\n' "${lines[@]}" | grep -qP '^lease\.after_take\tstep\t'
+	printf '%s\n' "${lines[@]}" | grep -qP '^purge\.between\tstep\t'
+	for l in "${lines[@]}"; do
+		[[ "$l" =~ ^[a-z_.]+$'\t'(write|step)$'\t'.+ ]] || { echo "bad line: $l"; false; }
+	done
+	def=$BATS_TEST_DIRNAME/../lib/faults.def
+	if [ -f "$def" ]; then
+		[ "${#lines[@]}" -eq "$(grep -cE '^RI_FAULT_(WRITE|STEP)\(' "$def")" ]
+	fi
+}
+
+@test "ri-startcheck: warns about \"clock\": \"env\" and \"fault_injection\": true, and not otherwise (INTERFACE: Clock seam; fault points)" {
+	fnd_instance '.fault_injection = true'
+	run --separate-stderr ri-startcheck -c "$CFG"
+	[ "$status" -eq 0 ]
+	printf '%s\n' "${lines[@]}" | grep -q '^warning: "clock": "env"'
+	printf '%s\n' "${lines[@]}" | grep -q '^warning: "fault_injection": true'
+	run --separate-stderr ri-startcheck -c "$CFG" --json
+	echo "$output" | jq -e '(.warnings | length) == 2'
+	fnd_edit '.clock = "system" | del(.fault_injection)'
+	run --separate-stderr ri-startcheck -c "$CFG"
+	[ "$status" -eq 0 ]
+	! printf '%s\n' "${lines[@]}" | grep -q '^warning:'
+}

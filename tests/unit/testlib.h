@@ -1,0 +1,354 @@
+/*
+ * testlib.h -- a tiny shared helper for the C unit tests (no framework).
+ *
+ *   CHECK(cond, fmt, ...)   on failure: print file:line, the condition and
+ *                           the message, keep the temp dirs for a post
+ *                           mortem, and exit(1) -- the first failure stops
+ *   PASS(fmt, ...)          one line per passing case: "ok - ..."
+ *   tl_tmpdir(out, tag)     mkdtemp under $TMPDIR (or /tmp); removed at exit
+ *                           when every check passed
+ *   tl_write_config(...)    an ri.json for a test instance (struct tl_cfg)
+ *   tl_run(...)             fork/exec a binary of $RI_BIN (default "bin"),
+ *                           capturing its stdout; returns the exit status
+ *   tl_instance(...)        temp dir + ri.json + `ri-init` + `ri-actor add alice`
+ *   tl_now(t)               the env clock: setenv("RI_NOW", t) in ms
+ *
+ * Header-only, every function static inline, so a test that uses part of it
+ * compiles clean under -Wall -Wextra -Werror.
+ */
+#ifndef RI_TESTLIB_H
+#define RI_TESTLIB_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <jansson.h>
+
+#define TL_MAX_DIRS 128
+
+static char tl_dirs[TL_MAX_DIRS][PATH_MAX];
+static size_t tl_ndirs;
+static pid_t tl_owner;          /* the process that registered the dirs */
+static bool tl_failed;
+
+static inline void
+tl_cleanup(void)
+{
+	char cmd[PATH_MAX + 32];
+
+	if (getpid() != tl_owner || tl_failed || getenv("TL_KEEP") != NULL)
+		return;
+	for (size_t i = 0; i < tl_ndirs; i++) {
+		if (snprintf(cmd, sizeof cmd, "rm -rf '%s'", tl_dirs[i]) >= (int)sizeof cmd)
+			continue;
+		if (system(cmd) != 0)
+			fprintf(stderr, "warning: could not remove %s\n", tl_dirs[i]);
+	}
+	tl_ndirs = 0;
+}
+
+static inline void
+tl_fail(const char *file, int line, const char *cond, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5), noreturn));
+
+static inline void
+tl_fail(const char *file, int line, const char *cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fprintf(stderr, "FAIL %s:%d: (%s) ", file, line, cond);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	if (getpid() == tl_owner) {
+		tl_failed = true;
+		for (size_t i = 0; i < tl_ndirs; i++)
+			fprintf(stderr, "  kept %s\n", tl_dirs[i]);
+		exit(1);
+	}
+	_exit(1);       /* a forked child: never run the parent's atexit */
+}
+
+#define CHECK(cond, ...) do {                                           \
+	if (!(cond))                                                    \
+		tl_fail(__FILE__, __LINE__, #cond, __VA_ARGS__);        \
+} while (0)
+
+#define CHECK_STR(got, want) do {                                       \
+	const char *g_ = (got), *w_ = (want);                           \
+	CHECK(g_ != NULL && strcmp(g_, w_) == 0, "%s: got \"%s\", want \"%s\"", \
+	    #got, g_ ? g_ : "(null)", w_);                              \
+} while (0)
+
+#define PASS(...) do {                                                  \
+	printf("ok - ");                                                \
+	printf(__VA_ARGS__);                                            \
+	putchar('\n');                                                  \
+	fflush(stdout);                                                 \
+} while (0)
+
+/* snprintf that fails the test on truncation (and keeps -Wformat-truncation quiet) */
+static inline void
+tl_fmt(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static inline void
+tl_fmt(char *buf, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	va_start(ap, fmt);
+	k = vsnprintf(buf, n, fmt, ap);
+	va_end(ap);
+	CHECK(k >= 0 && (size_t)k < n, "a path or command is too long: %s", buf);
+}
+
+static inline void
+tl_init(void)
+{
+	tl_owner = getpid();
+	atexit(tl_cleanup);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
+static inline void
+tl_tmpdir(char out[PATH_MAX], const char *tag)
+{
+	const char *base = getenv("TMPDIR");
+
+	if (base == NULL || *base == '\0')
+		base = "/tmp";
+	tl_fmt(out, PATH_MAX, "%s/ri-%s-XXXXXX", base, tag);
+	CHECK(mkdtemp(out) != NULL, "mkdtemp %s: %s", out, strerror(errno));
+	CHECK(tl_ndirs < TL_MAX_DIRS, "too many temp dirs");
+	tl_fmt(tl_dirs[tl_ndirs++], PATH_MAX, "%s", out);
+}
+
+static inline void
+tl_write_file(const char *path, const char *text, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	size_t n = strlen(text);
+
+	CHECK(fd >= 0, "open %s: %s", path, strerror(errno));
+	CHECK(write(fd, text, n) == (ssize_t)n, "write %s: %s", path, strerror(errno));
+	CHECK(fchmod(fd, mode) == 0 && close(fd) == 0, "close %s: %s", path, strerror(errno));
+}
+
+/* The clock seam: with "clock": "env" every reading is $RI_NOW. */
+static inline void
+tl_now(int64_t t)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof buf, "%lld", (long long)t);
+	setenv("RI_NOW", buf, 1);
+}
+
+/* An ri.json; NULL / 0 fields take the walkthrough's values. */
+struct tl_cfg {
+	const char *clock;              /* "env" (default) or "system" */
+	bool faults;                    /* "fault_injection": true */
+	const char *fence;              /* journal_fence: "none" (default) or "declared" */
+	const char *journal_write_bound;        /* "3s" */
+	const char *read_bound;                 /* "2s" */
+	const char *closure_latency;            /* "12s" */
+	const char *allowance;                  /* clock_offset_allowance "2s" */
+	long long payload_cap;                  /* 65536 */
+	const char *kinds;              /* the "kinds" object's text; NULL: one "ledger" */
+};
+
+#define TL_KIND(name, retention) \
+	"\"" name "\": { \"outcomes\": [\"disclosed\"], \"repeatable\": true," \
+	" \"completion_bound\": \"30s\", \"commit_round_trip\": \"1s\", \"probe_round_trip\": \"1s\"," \
+	" \"retention_period\": \"" retention "\", \"commit_fence\": \"none\", \"pairing_datum\": \"nonce\"," \
+	" \"outcome_envelope\": 4096, \"retry_terminus\": \"lease\", \"probe\": [\"/bin/true\"]," \
+	" \"service_identity\": null }"
+
+static inline void
+tl_write_config(const char *dir, const struct tl_cfg *c, char path[PATH_MAX])
+{
+	char text[8192];
+
+	snprintf(text, sizeof text,
+	    "{\n"
+	    "  \"journal\": \"journal.db\", \"findings\": \"findings.db\",\n"
+	    "  \"integrity_key_file\": \"journal.key\", \"seal_key_file\": \"seal.key\",\n"
+	    "  \"clock\": \"%s\", \"fault_injection\": %s,\n"
+	    "  \"instance\": {\n"
+	    "    \"clock_offset_allowance\": \"%s\", \"reconciliation_cadence\": \"60s\",\n"
+	    "    \"run_bound\": \"135s\", \"closure_latency\": \"%s\",\n"
+	    "    \"journal_write_bound\": \"%s\", \"read_bound\": \"%s\",\n"
+	    "    \"compensation_window\": \"10m\", \"intent_candidates_cap\": 16, \"read_cap\": 20,\n"
+	    "    \"reference_length_cap\": 256, \"payload_cap\": %lld, \"journal_fence\": \"%s\"\n"
+	    "  },\n"
+	    "  \"kinds\": { %s }\n"
+	    "}\n",
+	    c->clock ? c->clock : "env", c->faults ? "true" : "false",
+	    c->allowance ? c->allowance : "2s",
+	    c->closure_latency ? c->closure_latency : "12s",
+	    c->journal_write_bound ? c->journal_write_bound : "3s",
+	    c->read_bound ? c->read_bound : "2s",
+	    c->payload_cap ? c->payload_cap : 65536LL,
+	    c->fence ? c->fence : "none",
+	    c->kinds ? c->kinds : TL_KIND("ledger", "400d"));
+	tl_fmt(path, PATH_MAX, "%s/ri.json", dir);
+	tl_write_file(path, text, 0644);
+}
+
+/* $RI_BIN; else the bin/ beside this build's unit/ dir (build/san/bin for
+ * `make check`), when it holds ri-init; else ./bin. */
+static inline const char *
+tl_bindir(void)
+{
+	static char dir[PATH_MAX];
+	const char *b = getenv("RI_BIN");
+	char exe[PATH_MAX], probe[PATH_MAX + 16];
+	ssize_t n;
+
+	if (b != NULL && *b != '\0')
+		return b;
+	if (dir[0] != '\0')
+		return dir;
+	snprintf(dir, sizeof dir, "bin");
+	if ((n = readlink("/proc/self/exe", exe, sizeof exe - 1)) > 0) {
+		exe[n] = '\0';
+		for (int up = 0; up < 2; up++) {
+			char *slash = strrchr(exe, '/');
+			if (slash != NULL)
+				*slash = '\0';
+		}
+		if (snprintf(probe, sizeof probe, "%s/bin/ri-init", exe) < (int)sizeof probe &&
+		    access(probe, X_OK) == 0)
+			tl_fmt(dir, sizeof dir, "%s/bin", exe);
+	}
+	return dir;
+}
+
+/* Run $RI_BIN/<prog> with the NULL-terminated args; stdout into out (may be
+ * NULL), stderr passes through.  Returns the exit status, or 128 + signal. */
+static inline int
+tl_run(char *out, size_t n, const char *prog, ...)
+{
+	char path[PATH_MAX];
+	const char *argv[32];
+	size_t argc = 0, used = 0;
+	int fds[2], status;
+	va_list ap;
+	pid_t pid;
+
+	tl_fmt(path, sizeof path, "%s/%s", tl_bindir(), prog);
+	argv[argc++] = path;
+	va_start(ap, prog);
+	while (argc < 31 && (argv[argc] = va_arg(ap, const char *)) != NULL)
+		argc++;
+	va_end(ap);
+	argv[argc] = NULL;
+	CHECK(pipe(fds) == 0, "pipe: %s", strerror(errno));
+	fflush(NULL);
+	CHECK((pid = fork()) >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		close(fds[0]);
+		dup2(fds[1], STDOUT_FILENO);
+		close(fds[1]);
+		execv(path, (char *const *)argv);
+		fprintf(stderr, "exec %s: %s\n", path, strerror(errno));
+		_exit(127);
+	}
+	close(fds[1]);
+	for (;;) {
+		char buf[4096];
+		ssize_t r = read(fds[0], buf, sizeof buf);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		if (out != NULL && used + 1 < n) {
+			size_t k = (size_t)r < n - 1 - used ? (size_t)r : n - 1 - used;
+			memcpy(out + used, buf, k);
+			used += k;
+		}
+	}
+	close(fds[0]);
+	if (out != NULL && n > 0)
+		out[used] = '\0';
+	while (waitpid(pid, &status, 0) < 0)
+		CHECK(errno == EINTR, "waitpid: %s", strerror(errno));
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* `ri-actor add NAME`: the credential from its one JSON line. */
+static inline void
+tl_add_actor(const char *config, const char *name, char cred[128])
+{
+	char out[4096];
+	json_error_t je;
+	json_t *j;
+	int rc = tl_run(out, sizeof out, "ri-actor", "-c", config, "add", name, (const char *)NULL);
+
+	CHECK(rc == 0, "ri-actor add %s exited %d", name, rc);
+	j = json_loads(out, 0, &je);
+	CHECK(j != NULL && json_is_string(json_object_get(j, "credential")),
+	    "ri-actor add %s: no credential in \"%s\"", name, out);
+	snprintf(cred, 128, "%s", json_string_value(json_object_get(j, "credential")));
+	json_decref(j);
+}
+
+struct tl_instance {
+	char dir[PATH_MAX];
+	char config[PATH_MAX];
+	char cred[128];                 /* alice's credential */
+};
+
+/* A fresh instance: temp dir, ri.json, ri-init, and the actor alice. */
+static inline void
+tl_instance(struct tl_instance *ti, const char *tag, const struct tl_cfg *c)
+{
+	char out[4096];
+	int rc;
+
+	tl_tmpdir(ti->dir, tag);
+	tl_write_config(ti->dir, c, ti->config);
+	rc = tl_run(out, sizeof out, "ri-init", "-c", ti->config, (const char *)NULL);
+	CHECK(rc == 0, "ri-init -c %s exited %d", ti->config, rc);
+	tl_add_actor(ti->config, "alice", ti->cred);
+}
+
+/* A copy of a whole instance directory (no connection may be open on it). */
+static inline void
+tl_clone(const struct tl_instance *src, struct tl_instance *dst, const char *tag)
+{
+	char cmd[3 * PATH_MAX];
+
+	tl_tmpdir(dst->dir, tag);
+	tl_fmt(cmd, sizeof cmd, "cp -a '%s/.' '%s/'", src->dir, dst->dir);
+	CHECK(system(cmd) == 0, "%s failed", cmd);
+	tl_fmt(dst->config, PATH_MAX, "%s/ri.json", dst->dir);
+	memcpy(dst->cred, src->cred, sizeof dst->cred);
+}
+
+/* Wait for a forked child; its exit status (128 + signal when killed). */
+static inline int
+tl_wait(pid_t pid)
+{
+	int status;
+
+	while (waitpid(pid, &status, 0) < 0)
+		CHECK(errno == EINTR, "waitpid: %s", strerror(errno));
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+#endif
