@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include <sodium.h>
 
@@ -152,4 +153,33 @@ void
 ri_hex(const unsigned char *b, size_t n, char *out)
 {
 	sodium_bin2hex(out, 2 * n + 1, b, n);
+}
+
+void
+ri_seal_message(const unsigned char instance_id[RI_INSTANCE_LEN], int64_t seq,
+    const unsigned char head[RI_HASH_LEN], unsigned char out[RI_SEAL_MSG_LEN])
+{
+	uint64_t v = (uint64_t)seq;
+
+	memcpy(out, "ri seal\0", 8);
+	memcpy(out + 8, instance_id, RI_INSTANCE_LEN);
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		out[8 + RI_INSTANCE_LEN + i] = (unsigned char)(v & 0xff);
+	memcpy(out + 8 + RI_INSTANCE_LEN + 8, head, RI_HASH_LEN);
+}
+
+int
+ri_seal_key_load(const char *path, unsigned char *key, size_t len, ri_err *err)
+{
+	size_t n, got;
+	char *text = ri_slurp(path, 4096, &n);
+	int rc = RI_OK;
+
+	if (text == NULL)
+		return ri_fail(err, RI_CONFIG, "seal key %s: %s", path, strerror(errno));
+	if (sodium_hex2bin(key, len, text, n, " \r\n", &got, NULL) != 0 || got != len)
+		rc = ri_fail(err, RI_CONFIG, "seal key %s: expected %zu bytes in hex", path, len);
+	sodium_memzero(text, n);
+	free(text);
+	return rc;
 }

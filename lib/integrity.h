@@ -56,6 +56,14 @@ bool ri_mac_ok(const unsigned char *key, size_t keylen, const void *msg, size_t 
  * world-accessible.  RI_CONFIG with a message otherwise. */
 int ri_key_load(const char *path, unsigned char **key, size_t *len, ri_err *err);
 
+/* The message a seal signs: tag, instance id, seq, head hash. */
+#define RI_SEAL_MSG_LEN (8 + RI_INSTANCE_LEN + 8 + RI_HASH_LEN)
+void ri_seal_message(const unsigned char instance_id[RI_INSTANCE_LEN], int64_t seq,
+    const unsigned char head[RI_HASH_LEN], unsigned char out[RI_SEAL_MSG_LEN]);
+/* Read an Ed25519 key written by ri-init (hex, one line): 32 bytes public
+ * or 64 bytes secret.  RI_CONFIG with a message otherwise. */
+int ri_seal_key_load(const char *path, unsigned char *key, size_t len, ri_err *err);
+
 void ri_hex(const unsigned char *b, size_t n, char *out);  /* out: 2n + 1 */
 
 #endif
