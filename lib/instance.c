@@ -31,16 +31,25 @@ ri_instance_open(const char *config_path, unsigned flags, ri **out, ri_err *err)
 		*out = r;
 		return RI_OK;
 	}
-	if (!(flags & RI_NO_KEY) &&
-	    (rc = ri_key_load(r->cfg->integrity_key_file, &r->key, &r->keylen, err)) != RI_OK)
-		goto fail;
-	if ((rc = ri_sqlite_open(r->cfg, r->key, r->keylen, flags, &r->st, err)) != RI_OK)
+	if ((rc = ri_instance_attach(r, flags, err)) != RI_OK)
 		goto fail;
 	*out = r;
 	return RI_OK;
 fail:
 	ri_instance_close(r);
 	return rc;
+}
+
+int
+ri_instance_attach(struct ri *r, unsigned flags, ri_err *err)
+{
+	int rc;
+
+	r->flags = flags;
+	if (!(flags & RI_NO_KEY) &&
+	    (rc = ri_key_load(r->cfg->integrity_key_file, &r->key, &r->keylen, err)) != RI_OK)
+		return rc;
+	return ri_sqlite_open(r->cfg, r->key, r->keylen, flags, &r->st, err);
 }
 
 void

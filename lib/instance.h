@@ -13,6 +13,10 @@ struct ri {
 	unsigned flags;
 };
 
+/* Open the key and the journal of an instance opened RI_CONFIG_ONLY (after,
+ * say, pointing cfg->journal at a copy an auditor was handed). */
+int ri_instance_attach(struct ri *r, unsigned flags, ri_err *err);
+
 /* Map a store answer that is not one of the caller's arms to a code, with
  * the store's message: unavailable -> journal-unavailable, integrity -> 30. */
 int ri_store_code(const struct ri *r, int st, ri_err *err);

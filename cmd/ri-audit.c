@@ -1,0 +1,77 @@
+/* ri-audit -- an auditor's pass over a journal: Checks 1.1-8.1 from the
+ * records alone (ri-audit(1)).  Opens the journal read-only; never writes. */
+#include <stdlib.h>
+#include <string.h>
+#include <sodium.h>
+
+#include "audit.h"
+#include "cli.h"
+#include "config.h"
+#include "instance.h"
+
+static const char usage[] =
+	"ri-audit [-c config] [--journal FILE] [--findings FILE] [--probe]\n"
+	"                [--public-key FILE] [--expect-head SEQ:HASH] [--text]";
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = { RI_COMMON_LONGOPTS,
+		{ "probe", no_argument, NULL, 'p' },
+		{ "public-key", required_argument, NULL, 'k' },
+		{ "expect-head", required_argument, NULL, 'e' },
+		{ "journal", required_argument, NULL, 'j' },
+		{ "findings", required_argument, NULL, 'f' },
+		{ "text", no_argument, NULL, 't' },
+		{ NULL, 0, NULL, 0 } };
+	struct ri_audit_opts o = { 0 };
+	const char *config = NULL, *journal = NULL, *colon;
+	bool text = false;
+	json_t *ans = NULL;
+	ri_err err = { 0 };
+	ri *r;
+	int ch, rc;
+	size_t n;
+
+	ri_cli_init(argc, argv);
+	while ((ch = getopt_long(argc, argv, RI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
+		if (ri_cli_common(ch, optarg, &config, usage))
+			continue;
+		switch (ch) {
+		case 'p': o.probe = true; break;
+		case 'k': o.public_key = optarg; break;
+		case 'j': journal = optarg; break;
+		case 'f': o.findings = optarg; break;
+		case 't': text = true; break;
+		case 'e':
+			o.expect_seq = strtoll(optarg, NULL, 10);
+			colon = strchr(optarg, ':');
+			if (o.expect_seq < 1 || colon == NULL || sodium_hex2bin(o.expect_hash,
+			    sizeof o.expect_hash, colon + 1, strlen(colon + 1), NULL, &n, NULL) != 0 ||
+			    n != sizeof o.expect_hash)
+				ri_die(RI_USAGE, "--expect-head: expected SEQ:HASH (a sequence number and 64 hex digits)");
+			break;
+		}
+	}
+	if (optind != argc)
+		ri_usage(usage);
+	if ((rc = ri_instance_open(config, RI_CONFIG_ONLY, &r, &err)) != RI_OK)
+		ri_die(rc, "%s", err.msg);
+	if (journal != NULL) {
+		free(r->cfg->journal);
+		r->cfg->journal = ri_strdup(journal);
+	}
+	/* --public-key: an outside auditor without the integrity key */
+	if ((rc = ri_instance_attach(r, RI_READONLY | (o.public_key ? RI_NO_KEY : 0), &err)) != RI_OK) {
+		ri_instance_close(r);
+		ri_die(rc, "%s", err.msg);
+	}
+	rc = ri_audit(r, &o, &ans, &err);
+	ri_instance_close(r);
+	if (text && ans != NULL) {
+		ri_audit_text(ans, stdout);
+		json_decref(ans);
+		ans = NULL;
+	}
+	return ri_cli_finish(rc, ans, &err);
+}

@@ -1,0 +1,769 @@
+/*
+ * audit.c -- Generation acceptance (Checks 1.1-8.1): an auditor clears,
+ * from the records alone, that every consequential act is accounted for.
+ *
+ * One streaming pass over the journal in sequence order.  Each row is
+ * judged on its own by the traversal (Check 8.1); each intent's invocation
+ * is read through the invocation index and judged whole (Checks 1, 2, 3, 5,
+ * 6); each record naming an invocation is paired with its intent by
+ * read_record(intent_event_id) (Check 1.2).  Memory holds the open intents
+ * (for the intents key), the actor registry and the outage spans -- never
+ * the journal.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sodium.h>
+
+#include "audit.h"
+#include "findings.h"
+#include "integrity.h"
+#include "probe.h"
+#include "proto.h"
+
+#define MAX_FAILURES 1000
+
+static const char *const check_ids[] = {
+	"1.1", "2.1", "2.2", "2.3", "2.5", "3.1", "3.5", "4.1", "5.1", "6.1", "6.3", "6.4", "6.5",
+	"7.1", "8.1.1", "8.1.2", "8.1.3", "8.1.4", "8.1.5", "8.1.6", "8.1.7", "8.1.8", "8.1.9", NULL
+};
+
+static const char *const check_names[] = {
+	"every outcome follows its intent, attested under the actor it names",
+	"no two standing closings on one invocation (supersession read transitively)",
+	"no two intents carry one invocation id",
+	"no two intents open at once on one act (the intents key)",
+	"every outcome has exactly one of the three outcome shapes",
+	"every aged intent closed within the compensation window (less exemptions)",
+	"report-only kinds: every aged intent surfaced as closure-at-risk in time",
+	"the five conditions of instance start hold for every kind",
+	"every service-identity record names an intent attested by another actor",
+	"every recovered outcome is corroborated by the store (probe)",
+	"every standing sweep or operator abandonment: the store holds no such act (probe)",
+	"every sweep abandonment belongs to a kind with a commit fence",
+	"every escalation's store candidates match store records of the intent (probe)",
+	"purged intents are excluded from every check",
+	"traversal: contiguous sequence",
+	"traversal: every chain link",
+	"traversal: every MAC under the integrity key",
+	"traversal: every retained payload matches its digest",
+	"traversal: payloads purged only after their retention ended",
+	"traversal: every record's actor registered and active at its recorded_at",
+	"traversal: recorded_at never goes backwards",
+	"traversal: every record's header binds its own ids and shape",
+	"traversal: seals verify, and the head is not older than the expected head",
+};
+
+struct span {
+	char *finding, *kind;
+	ri_ms start, end;
+};
+
+struct audit {
+	struct ri *r;
+	const struct ri_config *c;
+	const struct ri_audit_opts *o;
+	ri_ms now;
+	json_t *checks;                 /* id -> {status, failures, notes} */
+	json_t *actors;                 /* actor -> {registered, revoked, service} */
+	json_t *open_by_act;            /* "kind\x1f act" -> [inv ids] */
+	json_t *inv_act;                /* inv id -> "kind\x1f act" */
+	struct span *spans;
+	size_t n_spans;
+	bool have_register;
+	struct ri_findings *reg;
+	unsigned char pk[crypto_sign_PUBLICKEYBYTES];
+	bool have_pk;
+	int64_t records, last_seq, excluded;
+	ri_ms last_recorded_at;
+	unsigned char last_hash[32];
+	bool expect_seen;
+	int64_t sealed_seq;
+};
+
+static json_t *
+check(struct audit *a, const char *id)
+{
+	return json_object_get(a->checks, id);
+}
+
+static void
+fail(struct audit *a, const char *id, const char *inv, const char *ev1, const char *ev2,
+    const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static void
+fail(struct audit *a, const char *id, const char *inv, const char *ev1, const char *ev2,
+    const char *fmt, ...)
+{
+	json_t *c = check(a, id), *fs = json_object_get(c, "failures"), *evs = json_array();
+	char msg[1024];
+	va_list ap;
+
+	json_object_set_new(c, "status", json_string("fail"));
+	if (json_array_size(fs) >= MAX_FAILURES) {
+		json_object_set_new(c, "truncated", json_true());
+		json_decref(evs);
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (ev1 != NULL && *ev1)
+		json_array_append_new(evs, json_string(ev1));
+	if (ev2 != NULL && *ev2)
+		json_array_append_new(evs, json_string(ev2));
+	json_array_append_new(fs, json_pack("{s:o, s:o, s:s}", "event_ids", evs,
+	    "invocation_id", inv ? json_string(inv) : json_null(), "message", msg));
+}
+
+static void
+not_applicable(struct audit *a, const char *id, const char *why)
+{
+	json_t *c = check(a, id);
+
+	if (strcmp(json_string_value(json_object_get(c, "status")), "pass") == 0) {
+		json_object_set_new(c, "status", json_string("not-applicable"));
+		json_object_set_new(c, "note", json_string(why));
+	}
+}
+
+static void
+note(struct audit *a, const char *id, const char *what)
+{
+	json_t *c = check(a, id), *n = json_object_get(c, "notes");
+	json_t *cnt = json_object_get(n, what);
+
+	json_object_set_new(n, what, json_integer(cnt ? json_integer_value(cnt) + 1 : 1));
+}
+
+/* ---- spans of outages (Check 3.3-3.4) ---- */
+
+static int
+load_span(const struct ri_finding_row *f, void *arg)
+{
+	struct audit *a = arg;
+
+	if (strcmp(f->scope, "instance") != 0 || (strcmp(f->finding, "journal-unavailable") != 0 &&
+	    strcmp(f->finding, "store-unavailable") != 0))
+		return 0;
+	a->spans = realloc(a->spans, (a->n_spans + 1) * sizeof *a->spans);
+	if (a->spans == NULL)
+		abort();
+	struct span *s = &a->spans[a->n_spans++];
+	s->finding = ri_strdup(f->finding);
+	s->kind = f->kind ? ri_strdup(f->kind) : NULL;
+	s->start = f->first_seen_at;
+	/* a standing outage runs to now; a closed one to its last sighting */
+	s->end = f->closed_at == RI_NONE ? a->now : (f->last_seen_at != RI_NONE ? f->last_seen_at : f->first_seen_at);
+	return 0;
+}
+
+/* Check 3.3: the intent's window overlaps a span of journal-unavailable,
+ * or of store-unavailable for its kind -- and never the healthy gap
+ * between two spans (3.4), since each span is judged alone. */
+static bool
+exempt_by_span(struct audit *a, const char *kind, ri_ms from, ri_ms to)
+{
+	for (size_t i = 0; i < a->n_spans; i++) {
+		const struct span *s = &a->spans[i];
+		if (strcmp(s->finding, "store-unavailable") == 0 && (s->kind == NULL || strcmp(s->kind, kind) != 0))
+			continue;
+		if (s->start <= to && s->end >= from)
+			return true;
+	}
+	return false;
+}
+
+struct closure_at_risk {
+	const char *inv;
+	ri_ms first_seen_at;
+	bool found;
+};
+
+static int
+find_at_risk(const struct ri_finding_row *f, void *arg)
+{
+	struct closure_at_risk *c = arg;
+
+	if (strcmp(f->finding, "closure-at-risk") == 0 && f->invocation_id != NULL &&
+	    strcmp(f->invocation_id, c->inv) == 0) {
+		c->found = true;
+		c->first_seen_at = f->first_seen_at;
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- the invocation, judged whole ---- */
+
+static bool
+inside_horizon(struct audit *a, const struct ri_kind *k, const struct ri_record *intent)
+{
+	return !intent->purged && ri_before_horizon(a->c, k, intent->recorded_at, a->now);
+}
+
+static const char *
+pstr(const struct ri_record *rec, const char *field)
+{
+	json_t *v = rec->payload ? json_object_get(rec->payload, field) : NULL;
+
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static bool
+streq(const char *x, const char *y)
+{
+	return x != NULL && y != NULL && strcmp(x, y) == 0;
+}
+
+/* Check 2.5: exactly one of the three outcome shapes. */
+static bool
+outcome_shape(const struct ri_kind *k, const struct ri_inv *inv, const struct ri_closing *c, char *why,
+    size_t n)
+{
+	const struct ri_record *o = c->rec, *in = inv->intent;
+	const char *resolved_by = pstr(o, "resolved_by");
+
+	if (!c->recovery) {
+		if (resolved_by != NULL || pstr(o, "acting_actor_ref") != NULL) {
+			snprintf(why, n, "recovery absent, yet it carries resolved_by or acting_actor_ref");
+			return false;
+		}
+		if (!streq(o->actor_ref, in->actor_ref)) {
+			snprintf(why, n, "recovery absent but attested by %s, not the intent's actor %s",
+			    o->actor_ref, in->actor_ref);
+			return false;
+		}
+		return true;
+	}
+	if (resolved_by != NULL) {
+		if (!streq(o->actor_ref, resolved_by)) {
+			snprintf(why, n, "an operator's outcome attested by %s, not by resolved_by %s", o->actor_ref,
+			    resolved_by);
+			return false;
+		}
+		return true;
+	}
+	if (k->service_actor == NULL || !streq(o->actor_ref, k->service_actor)) {
+		snprintf(why, n, "a recovered outcome attested by %s, not by the service identity", o->actor_ref);
+		return false;
+	}
+	for (size_t i = 0; i < inv->n_recovery; i++)
+		if (inv->recovery[i]->seq < o->seq)
+			return true;
+	snprintf(why, n, "a recovered outcome with no recovery_intended before it (Invariant 5.1)");
+	return false;
+}
+
+static void
+probe_checks(struct audit *a, const struct ri_kind *k, const struct ri_inv *inv,
+    const struct ri_standing *sd)
+{
+	const struct ri_record *in = inv->intent;
+	struct ri_probe p;
+	bool probed = false;
+
+	for (size_t i = 0; i < inv->n_closings; i++) {
+		const struct ri_closing *c = &inv->closings[i];
+		bool superseded_by_outcome = false;
+
+		for (size_t j = 0; j < inv->n_closings; j++)
+			if (inv->closings[j].type == RI_C_OUTCOME && streq(inv->closings[j].supersedes, c->rec->event_id))
+				superseded_by_outcome = true;
+		if (!((c->type == RI_C_OUTCOME && c->recovery) || (c->type == RI_C_ABANDONED && !superseded_by_outcome) ||
+		    c->type == RI_C_ESCALATED))
+			continue;
+		if (!probed) {
+			ri_probe_run(a->c, k, in->act_key, in->payload, &p);
+			probed = true;
+		}
+		const char *id = c->type == RI_C_OUTCOME ? "6.1" : c->type == RI_C_ABANDONED ? "6.3" : "6.5";
+		if (p.answer == RI_PROBE_UNAVAILABLE) {
+			/* Check 6.2: unavailable is not applicable, never failed */
+			note(a, id, "probe unavailable (not applicable)");
+			continue;
+		}
+		if (c->type == RI_C_OUTCOME) {
+			if (p.answer != RI_PROBE_COMMITTED || !streq(p.outcome_action_ref, c->rec->action_ref) ||
+			    !json_equal(p.outcome_data, json_object_get(c->rec->payload, "data")))
+				fail(a, "6.1", in->invocation_id, c->rec->event_id, NULL,
+				    "the store does not corroborate the recovered outcome (probe: %s)",
+				    ri_probe_name(p.answer));
+		} else if (c->type == RI_C_ABANDONED) {
+			if (!(p.answer == RI_PROBE_NOT_COMMITTED ||
+			    (p.answer == RI_PROBE_UNDECIDABLE && k->pairing_datum == RI_PAIR_NONE)))
+				fail(a, "6.3", in->invocation_id, c->rec->event_id, NULL,
+				    "abandoned, but the store answers %s", ri_probe_name(p.answer));
+		} else {
+			json_t *cands = json_object_get(c->rec->payload, "store_candidates"), *v, *w;
+			size_t x, y;
+			if (!json_is_array(cands))
+				continue;       /* past the cap: count and range, nothing to match */
+			json_array_foreach(cands, x, v) {
+				bool match = false;
+				if (p.answer == RI_PROBE_UNDECIDABLE)
+					json_array_foreach(p.candidates, y, w)
+						match = match || json_equal(v, w);
+				if (!match)
+					fail(a, "6.5", in->invocation_id, c->rec->event_id, NULL,
+					    "candidate %s matches no store record of the intent (probe: %s)",
+					    json_string_value(v), ri_probe_name(p.answer));
+			}
+		}
+	}
+	(void)sd;
+	if (probed)
+		ri_probe_clear(&p);
+}
+
+static void
+judge_invocation(struct audit *a, const struct ri_record *intent_row)
+{
+	const struct ri_kind *k = ri_config_kind(a->c, intent_row->kind);
+	struct ri_inv inv;
+	struct ri_standing sd;
+	char why[512];
+	int st;
+
+	if ((st = ri_inv_read(a->r, intent_row->invocation_id, &inv)) != RI_ST_OK) {
+		fail(a, "1.1", intent_row->invocation_id, intent_row->event_id, NULL,
+		    "the invocation cannot be read: %s", a->r->st->ops->error(a->r->st)->msg);
+		return;
+	}
+	const struct ri_record *in = inv.intent;
+	if (in == NULL || strcmp(in->event_id, intent_row->event_id) != 0) {
+		ri_inv_free(&inv);
+		return;         /* a second intent of one id: judged at the first (2.2) */
+	}
+	/* Check 2.2 */
+	if (inv.n_intents > 1)
+		fail(a, "2.2", in->invocation_id, in->event_id, NULL, "%zu intents carry this invocation id",
+		    inv.n_intents);
+	/* Check 7.1-7.2: a destroyed intent is out of every check */
+	if (in->purged) {
+		a->excluded++;
+		ri_inv_free(&inv);
+		return;
+	}
+	/* Check 3.2: a kind the bindings no longer serve is exempt */
+	if (k == NULL) {
+		note(a, "3.1", "exempt: unbound kind (Check 3.2)");
+		ri_inv_free(&inv);
+		return;
+	}
+	bool horizon = inside_horizon(a, k, in);
+	bool aged = !ri_in_flight(a->c, k, in->recorded_at, a->now);
+	ri_standing(inv.closings, inv.n_closings, &sd);
+
+	for (size_t i = 0; i < inv.n_closings; i++) {
+		const struct ri_closing *c = &inv.closings[i];
+		/* Check 1.1: follows its intent, under the actor it names */
+		if (c->type == RI_C_OUTCOME && horizon) {
+			const char *named = c->recovery ? pstr(c->rec, "acting_actor_ref") : c->rec->actor_ref;
+			if (c->rec->seq < in->seq || !streq(named, in->actor_ref))
+				fail(a, "1.1", in->invocation_id, in->event_id, c->rec->event_id,
+				    "the outcome names actor %s but its intent was attested by %s",
+				    named ? named : "(none)", in->actor_ref);
+			/* Check 2.5-2.6 */
+			if (!outcome_shape(k, &inv, c, why, sizeof why))
+				fail(a, "2.5", in->invocation_id, c->rec->event_id, NULL, "matches no outcome shape: %s",
+				    why);
+		}
+		/* Check 6.4 */
+		if (c->type == RI_C_ABANDONED && !c->resolved_by && !k->commit_fence)
+			fail(a, "6.4", in->invocation_id, c->rec->event_id, NULL,
+			    "a sweep abandonment in kind %s, which declares no commit fence (commit 14)", k->name);
+	}
+	/* Check 5.1: every service-identity record names an intent attested
+	 * by another actor */
+	for (size_t i = 0; i < inv.all.n && k->service_actor != NULL; i++) {
+		const struct ri_record *rec = &inv.all.v[i];
+		if (streq(rec->actor_ref, k->service_actor) && rec != in && streq(in->actor_ref, k->service_actor))
+			fail(a, "5.1", in->invocation_id, rec->event_id, in->event_id,
+			    "the service identity closed an intent it attested itself");
+	}
+	if (streq(in->actor_ref, k->service_actor))
+		fail(a, "5.1", in->invocation_id, in->event_id, NULL,
+		    "the service identity %s opened an intent (open step 1.2)", in->actor_ref);
+	if (horizon && aged) {
+		/* Check 2.1, 2.4: the closings key */
+		if (sd.duplicate)
+			fail(a, "2.1", in->invocation_id, inv.closings[0].rec->event_id,
+			    inv.n_closings > 1 ? inv.closings[1].rec->event_id : NULL,
+			    "%zu unsuperseded closings name this invocation", sd.unsuperseded);
+		ri_ms due = in->recorded_at + a->c->compensation_window + a->c->clock_offset_allowance;
+		const struct ri_record *first = inv.n_closings ? inv.closings[0].rec : NULL;
+		if (k->service_actor != NULL) {
+			/* Check 3.1 */
+			bool late = first ? first->recorded_at > due : a->now > due;
+			if (late) {
+				if (exempt_by_span(a, k->name, in->recorded_at, in->recorded_at + a->c->compensation_window))
+					note(a, "3.1", "exempt: window overlaps an outage span (Check 3.3)");
+				else
+					fail(a, "3.1", in->invocation_id, in->event_id, first ? first->event_id : NULL,
+					    first ? "closed after the compensation window" :
+					    "aged and unclosed past the compensation window");
+			}
+		} else if (a->now > due || (first && first->recorded_at > due)) {
+			/* Check 3.5: report-only, surfaced as closure-at-risk in time */
+			struct closure_at_risk car = { .inv = in->invocation_id };
+			if (a->reg != NULL)
+				ri_findings_each(a->reg, false, k->name, find_at_risk, &car, NULL);
+			if (!car.found || car.first_seen_at > due)
+				fail(a, "3.5", in->invocation_id, in->event_id, NULL,
+				    car.found ? "surfaced as closure-at-risk only after the window" :
+				    "never surfaced as closure-at-risk (report-only kind)");
+		}
+	}
+	if (a->o->probe && horizon)
+		probe_checks(a, k, &inv, &sd);
+	ri_inv_free(&inv);
+}
+
+/* ---- records naming an invocation: paired by read_record ---- */
+
+static void
+judge_named(struct audit *a, const struct ri_record *rec)
+{
+	const struct ri_kind *k = ri_config_kind(a->c, rec->kind);
+	const char *iev = pstr(rec, "intent_event_id");
+	struct ri_record in;
+	bool service = k != NULL && streq(rec->actor_ref, k->service_actor);
+	int st;
+
+	if (rec->role != RI_ROLE_CLOSING && rec->role != RI_ROLE_RECOVERY)
+		return;
+	/* Check 1.2: decided by read_record(intent event id) answering
+	 * Retained -- never by arithmetic or by the presence of an answer */
+	st = iev ? a->r->st->ops->read_record(a->r->st, iev, &in) : RI_ST_NOT_KNOWN;
+	if (st == RI_ST_PURGED) {
+		/* Checks 1.4, 5.3: purged, never absent */
+		note(a, service ? "5.1" : "1.1", "purged intent (answered purged, excluded)");
+		ri_record_clear(&in);
+		return;
+	}
+	bool ok = st == RI_ST_OK && in.role == RI_ROLE_INTENT && streq(in.invocation_id, rec->invocation_id) &&
+	    in.seq < rec->seq && streq(in.kind, rec->kind) && streq(in.act_key, rec->act_key);
+	if (!ok) {
+		bool outcome = k != NULL && ri_is_outcome_ref(k, rec->action_ref);
+		if (outcome)
+			fail(a, "1.1", rec->invocation_id, rec->event_id, iev,
+			    "an outcome with no readable intent before it");
+		if (service)
+			/* Check 5.2: a write outside this composition */
+			fail(a, "5.1", rec->invocation_id, rec->event_id, iev,
+			    "a service-identity record naming no readable intent: a write outside this composition");
+		else if (!outcome)
+			fail(a, "1.1", rec->invocation_id, rec->event_id, iev,
+			    "a %s record naming no readable intent", rec->action_ref);
+	}
+	if (st == RI_ST_OK)
+		ri_record_clear(&in);
+}
+
+/* ---- the stream ---- */
+
+static void
+traversal(struct audit *a, const struct ri_record *rec, unsigned problems)
+{
+	char seq[32];
+
+	snprintf(seq, sizeof seq, "seq %lld", (long long)rec->seq);
+	if (problems & RI_P_GAP)
+		fail(a, "8.1.1", rec->invocation_id, rec->event_id, NULL, "%s follows seq %lld: rows are missing",
+		    seq, (long long)a->last_seq);
+	if (problems & RI_P_LINK)
+		fail(a, "8.1.2", rec->invocation_id, rec->event_id, NULL,
+		    "%s: the header or chain link does not recompute (altered, moved, copied, or a row before it deleted)", seq);
+	if (problems & RI_P_MAC)
+		fail(a, "8.1.3", rec->invocation_id, rec->event_id, NULL, "%s fails its MAC", seq);
+	if (problems & RI_P_DIGEST)
+		fail(a, "8.1.4", rec->invocation_id, rec->event_id, NULL, "%s: the payload does not match its digest", seq);
+	if (problems & RI_P_PURGED_EARLY)
+		fail(a, "8.1.5", rec->invocation_id, rec->event_id, NULL, "%s: the payload is gone before its retention ended", seq);
+	if (problems & RI_P_SHAPE)
+		fail(a, "8.1.8", rec->invocation_id, rec->event_id, NULL, "%s is malformed", seq);
+	if (problems & RI_P_HEAD)
+		fail(a, "8.1.1", NULL, NULL, NULL, "the journal's authenticated head is not its last row (seq %lld):"
+		    " the tail was truncated or extended", (long long)rec->seq);
+}
+
+static void
+actors(struct audit *a, const struct ri_record *rec)
+{
+	const char *who = pstr(rec, "actor_ref");
+	json_t *e;
+
+	if (strcmp(rec->action_ref, "audit.actor_registered") == 0 && who != NULL) {
+		json_object_set_new(a->actors, who, json_pack("{s:I, s:b}", "registered",
+		    (json_int_t)rec->recorded_at, "service", streq(pstr(rec, "type"), "service")));
+	} else if (strcmp(rec->action_ref, "audit.actor_revoked") == 0 && who != NULL &&
+	    (e = json_object_get(a->actors, who)) != NULL) {
+		json_object_set_new(e, "revoked", json_integer(rec->recorded_at));
+	}
+	if (strncmp(rec->action_ref, "audit.", 6) == 0) {
+		if (strcmp(rec->actor_ref, "audit") != 0)
+			fail(a, "8.1.6", NULL, rec->event_id, NULL, "a substrate record attested by %s", rec->actor_ref);
+		return;
+	}
+	e = json_object_get(a->actors, rec->actor_ref);
+	json_t *rv = e ? json_object_get(e, "revoked") : NULL;
+	if (e == NULL)
+		fail(a, "8.1.6", rec->invocation_id, rec->event_id, NULL, "actor %s was never registered",
+		    rec->actor_ref);
+	else if (rv != NULL && json_integer_value(rv) <= rec->recorded_at)
+		fail(a, "8.1.6", rec->invocation_id, rec->event_id, NULL, "actor %s was revoked before this record",
+		    rec->actor_ref);
+}
+
+static void
+binds(struct audit *a, const struct ri_record *rec)
+{
+	size_t kl = strlen(rec->kind);
+
+	if (strncmp(rec->action_ref, rec->kind, kl) != 0 || rec->action_ref[kl] != '.') {
+		fail(a, "8.1.8", rec->invocation_id, rec->event_id, NULL, "kind %s does not prefix action ref %s",
+		    rec->kind, rec->action_ref);
+		return;
+	}
+	if (rec->invocation_id == NULL || rec->payload == NULL)
+		return;
+	/* Primitive policy 2, 4, 11: the composition's own fields agree with
+	 * the header the chain binds -- a record copied elsewhere does not */
+	if (!streq(pstr(rec, "invocation_id"), rec->invocation_id) || !streq(pstr(rec, "kind"), rec->kind) ||
+	    !streq(pstr(rec, "act_key"), rec->act_key))
+		fail(a, "8.1.8", rec->invocation_id, rec->event_id, NULL,
+		    "the payload's invocation id, kind or act key disagrees with the record's header");
+}
+
+static void
+seals(struct audit *a, const struct ri_record *rec)
+{
+	const char *ih = pstr(rec, "instance_id"), *hh = pstr(rec, "head_hash"), *sh = pstr(rec, "signature");
+	json_t *sq = json_object_get(rec->payload, "seq");
+	unsigned char h[32], sig[crypto_sign_BYTES], msg[RI_SEAL_MSG_LEN];
+	size_t n;
+
+	if (!a->have_pk) {
+		note(a, "8.1.9", "seal not verified: no public key");
+		return;
+	}
+	if (hh == NULL || sh == NULL || ih == NULL || !json_is_integer(sq) ||
+	    sodium_hex2bin(h, sizeof h, hh, strlen(hh), NULL, &n, NULL) != 0 || n != sizeof h ||
+	    sodium_hex2bin(sig, sizeof sig, sh, strlen(sh), NULL, &n, NULL) != 0 || n != sizeof sig) {
+		fail(a, "8.1.9", NULL, rec->event_id, NULL, "a malformed seal");
+		return;
+	}
+	ri_seal_message(a->r->st->ops->instance_id(a->r->st), json_integer_value(sq), h, msg);
+	if (crypto_sign_verify_detached(sig, msg, sizeof msg, a->pk) != 0)
+		fail(a, "8.1.9", NULL, rec->event_id, NULL, "the seal's signature does not verify (forged, or another key)");
+	else if (json_integer_value(sq) != rec->seq - 1 || sodium_memcmp(h, a->last_hash, sizeof h) != 0)
+		fail(a, "8.1.9", NULL, rec->event_id, NULL,
+		    "the seal signs seq %lld, which the journal no longer holds as sealed (rewritten behind the seal)",
+		    (long long)json_integer_value(sq));
+	else
+		a->sealed_seq = json_integer_value(sq);
+}
+
+static int
+each_record(const struct ri_record *rec, unsigned problems, void *arg)
+{
+	struct audit *a = arg;
+
+	traversal(a, rec, problems);
+	if (problems & RI_P_HEAD)
+		return 0;       /* the synthetic head row: nothing more to judge */
+	a->records++;
+	if (rec->recorded_at < a->last_recorded_at)
+		fail(a, "8.1.7", rec->invocation_id, rec->event_id, NULL,
+		    "recorded_at goes backwards at seq %lld", (long long)rec->seq);
+	a->last_recorded_at = rec->recorded_at;
+	if (a->o->expect_seq == rec->seq) {
+		a->expect_seen = true;
+		if (sodium_memcmp(rec->hash, a->o->expect_hash, 32) != 0)
+			fail(a, "8.1.9", NULL, rec->event_id, NULL,
+			    "seq %lld does not hold the expected head hash: the journal was rewritten behind it",
+			    (long long)rec->seq);
+	}
+	if (rec->payload != NULL) {
+		actors(a, rec);
+		binds(a, rec);
+		if (strcmp(rec->action_ref, "audit.sealed") == 0)
+			seals(a, rec);
+	}
+	if (rec->invocation_id != NULL && !(problems & (RI_P_SHAPE | RI_P_GAP))) {
+		const struct ri_kind *k = ri_config_kind(a->c, rec->kind);
+		char actkey[1024];
+		snprintf(actkey, sizeof actkey, "%s\x1f%s", rec->kind, rec->act_key);
+		if (rec->role == RI_ROLE_INTENT) {
+			/* Check 2.3: the intents key, over the open-intent state */
+			json_t *open = json_object_get(a->open_by_act, actkey);
+			if (open != NULL && json_array_size(open) > 0 && k != NULL && k->service_actor != NULL &&
+			    !rec->purged)
+				fail(a, "2.3", rec->invocation_id, rec->event_id, NULL,
+				    "opened while invocation %s was open on the same act",
+				    json_string_value(json_array_get(open, 0)));
+			if (open == NULL) {
+				open = json_array();
+				json_object_set_new(a->open_by_act, actkey, open);
+			}
+			json_array_append_new(open, json_string(rec->invocation_id));
+			json_object_set_new(a->inv_act, rec->invocation_id, json_string(actkey));
+			judge_invocation(a, rec);
+		} else {
+			if (rec->role == RI_ROLE_CLOSING) {
+				json_t *ak = json_object_get(a->inv_act, rec->invocation_id);
+				json_t *open = ak ? json_object_get(a->open_by_act, json_string_value(ak)) : NULL;
+				size_t i;
+				json_t *v;
+				json_array_foreach(open, i, v) {
+					if (streq(json_string_value(v), rec->invocation_id)) {
+						json_array_remove(open, i);
+						break;
+					}
+				}
+				if (open != NULL && json_array_size(open) == 0)
+					json_object_del(a->open_by_act, json_string_value(ak));
+				if (ak != NULL)
+					json_object_del(a->inv_act, rec->invocation_id);
+			}
+			if (rec->payload != NULL)
+				judge_named(a, rec);
+		}
+	}
+	a->last_seq = rec->seq;
+	memcpy(a->last_hash, rec->hash, 32);
+	return 0;
+}
+
+static void
+conditions(struct audit *a)
+{
+	/* Check 4.1: recomputed from the config */
+	for (size_t i = 0; i < a->c->n_kinds; i++) {
+		struct ri_condition cond[5];
+		ri_conditions(a->c, &a->c->kinds[i], cond);
+		for (int n = 0; n < 5; n++)
+			if (!cond[n].pass)
+				fail(a, "4.1", NULL, NULL, NULL, "kind %s: condition %d (%s) fails: %s",
+				    a->c->kinds[i].name, cond[n].number, cond[n].rule, cond[n].arithmetic);
+	}
+}
+
+int
+ri_audit(ri *r, const struct ri_audit_opts *o, json_t **ans, ri_err *err)
+{
+	struct audit a = { .r = r, .c = r->cfg, .o = o, .checks = json_object(), .actors = json_object(),
+		.open_by_act = json_object(), .inv_act = json_object() };
+	ri_err e;
+	int rc, st;
+
+	*ans = NULL;
+	if ((rc = ri_now(a.c, &a.now, err)) != RI_OK)
+		goto out;
+	for (size_t i = 0; check_ids[i] != NULL; i++)
+		json_object_set_new(a.checks, check_ids[i], json_pack("{s:s, s:s, s:[], s:{}}", "status", "pass",
+		    "name", check_names[i], "failures", "notes"));
+	/* the public key: given, or the instance's own */
+	{
+		char path[4200];
+		const char *pkf = o->public_key;
+		if (pkf == NULL) {
+			snprintf(path, sizeof path, "%s.pub", a.c->seal_key_file);
+			pkf = path;
+		}
+		a.have_pk = ri_seal_key_load(pkf, a.pk, sizeof a.pk, &e) == RI_OK;
+		if (!a.have_pk && o->public_key != NULL) {
+			rc = ri_fail(err, RI_CONFIG, "%s", e.msg);
+			goto out;
+		}
+	}
+	if (ri_findings_open(o->findings ? o->findings : a.c->findings, true, &a.reg, &e) == RI_OK) {
+		a.have_register = true;
+		ri_findings_each(a.reg, false, NULL, load_span, &a, NULL);
+	} else {
+		a.reg = NULL;
+	}
+	if (r->key == NULL)
+		not_applicable(&a, "8.1.3", "no integrity key: the chain and the seals are verified, the MACs are not");
+	if (!o->probe) {
+		not_applicable(&a, "6.1", "run with --probe to ask each kind's store");
+		not_applicable(&a, "6.3", "run with --probe to ask each kind's store");
+		not_applicable(&a, "6.5", "run with --probe to ask each kind's store");
+	}
+	conditions(&a);
+	if ((st = r->st->ops->traverse(r->st, each_record, &a)) != RI_ST_OK) {
+		rc = ri_store_code(r, st, err);
+		goto out;
+	}
+	if (o->expect_seq > 0 && !a.expect_seen)
+		fail(&a, "8.1.9", NULL, NULL, NULL, "the journal ends before the expected head seq %lld: truncated",
+		    (long long)o->expect_seq);
+	if (!a.have_register)
+		not_applicable(&a, "3.5", "no findings register");
+	if (a.excluded > 0) {
+		char msg[96];
+		snprintf(msg, sizeof msg, "%lld intents excluded: payload purged (Check 7.1-7.2)", (long long)a.excluded);
+		json_object_set_new(check(&a, "7.1"), "note", json_string(msg));
+	}
+	json_t *list = json_array();
+	bool any_fail = false;
+	for (size_t i = 0; check_ids[i] != NULL; i++) {
+		json_t *c = json_deep_copy(check(&a, check_ids[i]));
+		json_object_set_new(c, "check", json_string(check_ids[i]));
+		if (json_object_size(json_object_get(c, "notes")) == 0)
+			json_object_del(c, "notes");
+		any_fail = any_fail || strcmp(json_string_value(json_object_get(c, "status")), "fail") == 0;
+		json_array_append_new(list, c);
+	}
+	char hh[65];
+	ri_hex(a.last_hash, 32, hh);
+	*ans = json_pack("{s:I, s:{s:I, s:s}, s:o}", "records", (json_int_t)a.records, "head", "seq",
+	    (json_int_t)a.last_seq, "hash", hh, "checks", list);
+	if (a.sealed_seq > 0)
+		json_object_set_new(*ans, "sealed_seq", json_integer(a.sealed_seq));
+	rc = any_fail ? ri_fail(err, RI_CHECK_FAILED, "one or more checks failed") : RI_OK;
+out:
+	for (size_t i = 0; i < a.n_spans; i++) {
+		free(a.spans[i].finding);
+		free(a.spans[i].kind);
+	}
+	free(a.spans);
+	ri_findings_close(a.reg);
+	json_decref(a.checks);
+	json_decref(a.actors);
+	json_decref(a.open_by_act);
+	json_decref(a.inv_act);
+	return rc;
+}
+
+/* A human summary of the JSON report (--text). */
+void
+ri_audit_text(json_t *report, FILE *out)
+{
+	size_t i, j;
+	json_t *c, *f;
+
+	fprintf(out, "%lld records; head seq %lld %s\n",
+	    (long long)json_integer_value(json_object_get(report, "records")),
+	    (long long)json_integer_value(json_object_get(json_object_get(report, "head"), "seq")),
+	    json_string_value(json_object_get(json_object_get(report, "head"), "hash")));
+	json_array_foreach(json_object_get(report, "checks"), i, c) {
+		const char *st = json_string_value(json_object_get(c, "status"));
+		fprintf(out, "%-6s %-14s %s\n", json_string_value(json_object_get(c, "check")),
+		    strcmp(st, "pass") == 0 ? "pass" : strcmp(st, "fail") == 0 ? "FAIL" : "n/a",
+		    json_string_value(json_object_get(c, "name")));
+		json_array_foreach(json_object_get(c, "failures"), j, f) {
+			json_t *inv = json_object_get(f, "invocation_id");
+			fprintf(out, "         - %s%s%s", json_string_value(json_object_get(f, "message")),
+			    json_is_string(inv) ? "; invocation " : "", json_is_string(inv) ? json_string_value(inv) : "");
+			size_t k;
+			json_t *ev;
+			json_array_foreach(json_object_get(f, "event_ids"), k, ev)
+				fprintf(out, "%s%s", k == 0 ? "; records " : ", ", json_string_value(ev));
+			fputc('\n', out);
+		}
+		if (json_is_string(json_object_get(c, "note")))
+			fprintf(out, "         (%s)\n", json_string_value(json_object_get(c, "note")));
+	}
+}

@@ -1,0 +1,25 @@
+/* audit.h -- ri-audit: Generation acceptance, Checks 1.1-8.1 (ri-audit(1)). */
+#ifndef RI_AUDIT_H
+#define RI_AUDIT_H
+
+#include <stdio.h>
+#include "ri.h"
+
+struct ri_audit_opts {
+	bool probe;                     /* run each kind's probe (Check 6) */
+	const char *public_key;         /* verify seals with this key file */
+	const char *findings;           /* another findings register */
+	int64_t expect_seq;             /* --expect-head SEQ:HASH, 0 when absent */
+	unsigned char expect_hash[32];
+};
+
+/* The report: {"records", "head": {seq, hash}, "checks": [{check, name,
+ * status, failures: [{event_ids, invocation_id, message}], note?}]};
+ * RI_CHECK_FAILED when any check fails. */
+int ri_audit(ri *r, const struct ri_audit_opts *o, json_t **ans, ri_err *err);
+void ri_audit_text(json_t *report, FILE *out);
+
+/* ri-seal: append a seal over the current head (audit.sealed). */
+int ri_seal(ri *r, json_t **ans, ri_err *err);
+
+#endif
