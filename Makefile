@@ -31,6 +31,8 @@ EX_SRC   := $(sort $(wildcard examples/*.c))
 EXAMPLES := $(EX_SRC:examples/%.c=$(EXBINDIR)/%)
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 UNITS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/unit/%)
+TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
+TOOLS    := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 BENCH_SRC:= $(sort $(wildcard bench/*.c))
 BENCHES  := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 HDRS     := $(wildcard lib/*.h lib/*.def)
@@ -60,6 +62,10 @@ $(BUILD)/unit/%: tests/unit/%.c $(LIBA) $(HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_RI) $(CFLAGS_RI) -o $@ $< $(LIBA) $(LDLIBS_RI)
 
+$(BUILD)/tools/%: tests/tools/%.c $(LIBA) $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_RI) $(CFLAGS_RI) -o $@ $< $(LIBA) $(LDLIBS_RI)
+
 $(BUILD)/bench/%: bench/%.c $(LIBA) $(HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_RI) $(CFLAGS_RI) -o $@ $< $(LIBA) $(LDLIBS_RI)
@@ -70,8 +76,8 @@ BATS_JOBS ?= 1
 unit: $(UNITS)
 	@set -e; for t in $(UNITS); do echo "unit: $$t"; RI_BIN=$(abspath $(BINDIR)) $$t; done
 
-bats: all
-	RI_BIN=$(abspath $(BINDIR)) RI_EXAMPLES=$(abspath $(EXBINDIR)) \
+bats: all $(TOOLS)
+	RI_BIN=$(abspath $(BINDIR)) RI_EXAMPLES=$(abspath $(EXBINDIR)) RI_TOOLS=$(abspath $(BUILD)/tools) \
 	    bats $(if $(filter-out 1,$(BATS_JOBS)),--jobs $(BATS_JOBS)) tests/*.bats
 
 test: all unit bats

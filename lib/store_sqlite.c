@@ -1852,6 +1852,20 @@ sq_seal(struct ri_store *base, const unsigned char sk[64], struct ri_appended *o
 	if ((rc = now_or_fail(s, &now)) != RI_ST_OK || (rc = head_get(s, &sc, NULL, NULL, &head)) != RI_ST_OK ||
 	    (rc = hash_at(s, head, h)) != RI_ST_OK)
 		goto fail;
+	/* a head that is itself a seal is sealed already: no record per idle run */
+	sqlite3_stmt *st = prep(s, "SELECT action_ref, event_id FROM records WHERE seq = ?");
+	if (st != NULL) {
+		sqlite3_bind_int64(st, 1, head);
+		if (sqlite3_step(st) == SQLITE_ROW &&
+		    strcmp((const char *)sqlite3_column_text(st, 0), "audit.sealed") == 0) {
+			snprintf(out->event_id, sizeof out->event_id, "%s", (const char *)sqlite3_column_text(st, 1));
+			out->seq = head;
+			sqlite3_finalize(st);
+			rollback(s);
+			return RI_ST_OK;
+		}
+		sqlite3_finalize(st);
+	}
 	ri_seal_message(s->instance_id, head, h, msg);
 	crypto_sign_detached(sig, NULL, msg, sizeof msg, sk);
 	ri_hex(h, sizeof h, hh);
