@@ -865,6 +865,20 @@ begin_immediate(struct sq *s)
 	return db_fail(s, (rc & 0xff) == SQLITE_BUSY ? RI_ST_UNAVAILABLE : RI_ST_STEP2, "begin");
 }
 
+/*
+ * The lease's own writes (take, release) commit without an fsync: a lease
+ * must outlive its holder's death, which a WAL commit does, not the
+ * machine's; every grant a job ever acts on is made durable by the fsync of
+ * the intent that follows it (ri-run runs nothing before the intent lands).
+ * So an Open + Close pair costs two fsync'd transactions.
+ */
+static void
+lease_sync(struct sq *s, bool durable)
+{
+	sqlite3_exec(s->db, durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL",
+	    NULL, NULL, NULL);
+}
+
 static int
 role_of(const char *action_ref)
 {
@@ -1537,11 +1551,26 @@ sq_actor_list(struct ri_store *base, struct ri_actor **out, size_t *n)
  * mints a fencing token that only ever increases for its key: the row is
  * never deleted, so a token is never reused across crashes or restarts.
  */
+static int take_loop(struct sq *, const char *, const char *, const char *, ri_ms,
+    struct ri_grant *);
+
 static int
 sq_take(struct ri_store *base, const char *kind, const char *act_key, const char *holder,
     ri_ms duration, struct ri_grant *g)
 {
 	struct sq *s = (struct sq *)base;
+	int rc;
+
+	lease_sync(s, false);
+	rc = take_loop(s, kind, act_key, holder, duration, g);
+	lease_sync(s, true);
+	return rc;
+}
+
+static int
+take_loop(struct sq *s, const char *kind, const char *act_key, const char *holder,
+    ri_ms duration, struct ri_grant *g)
+{
 	int64_t deadline = -1, backoff = 1;
 	int rc;
 
@@ -1646,10 +1675,23 @@ sq_remaining(struct ri_store *base, const char *kind, const char *act_key, const
 	return RI_ST_OK;
 }
 
+static int release_locked(struct sq *, const char *, const char *, const char *);
+
 static int
 sq_release(struct ri_store *base, const char *kind, const char *act_key, const char *holder)
 {
 	struct sq *s = (struct sq *)base;
+	int rc;
+
+	lease_sync(s, false);
+	rc = release_locked(s, kind, act_key, holder);
+	lease_sync(s, true);
+	return rc;
+}
+
+static int
+release_locked(struct sq *s, const char *kind, const char *act_key, const char *holder)
+{
 	sqlite3_stmt *st;
 	int rc;
 
