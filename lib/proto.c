@@ -245,6 +245,21 @@ ri_standing(const struct ri_closing *c, size_t n, struct ri_standing *out)
 			out->standing = &c[i];
 	}
 	out->duplicate = roots_alone >= 2;
+#ifdef RI_NC_PAIRWISE_SUPERSESSION
+	/* negative control: supersession read pairwise -- each (superseded,
+	 * superseding) pair collapsed on its own, so a chain A <- B <- C
+	 * counts as two closings (the reading Which closing stands 4 forbids) */
+	{
+		size_t pairs = 0, alone = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (c[i].supersedes != NULL)
+				pairs++;
+			else if (!named_by_another(c, n, i))
+				alone++;
+		}
+		out->duplicate = pairs + alone >= 2;
+	}
+#endif
 	if (out->standing == NULL) {
 		out->state = RI_STATE_OPEN;
 		return;

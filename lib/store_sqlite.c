@@ -518,8 +518,10 @@ verify_row(struct sq *s, struct ri_record *r, struct raw *w, const unsigned char
 		ri_record_hash(prev, &h, calc);
 		if (sodium_memcmp(calc, w->hash, RI_HASH_LEN) != 0)
 			why = "its header or chain link is wrong (altered, moved or copied, or a row before it deleted)";
+#ifndef RI_NC_NO_MAC_CHECK
 		else if (s->key != NULL && !ri_mac_ok(s->key, s->keylen, w->hash, RI_HASH_LEN, w->mac, RI_HASH_LEN))
 			why = "it fails its MAC (forged, or the wrong integrity key)";
+#endif
 	}
 	if (why == NULL && w->payload_text != NULL) {
 		json_error_t je;
@@ -1204,9 +1206,11 @@ sq_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 		goto fail;
 	if ((rc = check_credential(s, a->actor_ref, a->credential, now)) != RI_ST_OK)
 		goto fail;
+#ifndef RI_NC_NO_JOURNAL_FENCE
 	if (a->fence != NULL && c->journal_fence &&
 	    (rc = check_fence(s, kind, a->act_key ? a->act_key : "", a->fence, now)) != RI_ST_OK)
 		goto fail;
+#endif
 	bool unplaced = fa == RI_FA_NORETENTION || ri_config_kind(c, kind) == NULL;
 	if ((rc = append_locked(s, a, unplaced, now, out)) != RI_ST_OK)
 		goto fail;
@@ -1598,6 +1602,9 @@ take_loop(struct sq *s, const char *kind, const char *act_key, const char *holde
 			expires = sqlite3_column_int64(st, 1);
 			token = sqlite3_column_int64(st, 2);
 			free_now = h == NULL || expires <= now || strcmp((const char *)h, holder) == 0;
+#ifdef RI_NC_LEASE_IGNORES_HOLDER
+			free_now = true;        /* negative control: no exclusion at all */
+#endif
 		}
 		sqlite3_finalize(st);
 		if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
