@@ -283,6 +283,7 @@ probe_checks(struct audit *a, const struct ri_kind *k, const struct ri_inv *inv,
 			note(a, id, "probe unavailable (not applicable)");
 			continue;
 		}
+		note(a, id, "judged by the probe");
 		if (c->type == RI_C_OUTCOME) {
 			if (p.answer != RI_PROBE_COMMITTED || !streq(p.outcome_action_ref, c->rec->action_ref) ||
 			    !json_equal(p.outcome_data, json_object_get(c->rec->payload, "data")))
@@ -385,14 +386,18 @@ judge_invocation(struct audit *a, const struct ri_record *intent_row)
 	if (streq(in->actor_ref, k->service_actor))
 		fail(a, "5.1", in->invocation_id, in->event_id, NULL,
 		    "the service identity %s opened an intent (open step 1.2)", in->actor_ref);
-	if (horizon && aged) {
-		/* Check 2.1, 2.4: the closings key */
-		if (sd.duplicate)
-			fail(a, "2.1", in->invocation_id, inv.closings[0].rec->event_id,
-			    inv.n_closings > 1 ? inv.closings[1].rec->event_id : NULL,
-			    "%zu unsuperseded closings name this invocation", sd.unsuperseded);
+	/* Term aged: an OPEN intent past its examine edge -- one its own
+	 * invocation closed in time never was */
+	ri_ms edge = ri_examine_edge(a->c, k, in->recorded_at);
+	const struct ri_record *first = inv.n_closings ? inv.closings[0].rec : NULL;
+	bool became_aged = first ? first->recorded_at >= edge : aged;
+	/* Check 2.1, 2.4: the closings key, read through Which closing stands */
+	if (horizon && sd.duplicate)
+		fail(a, "2.1", in->invocation_id, inv.closings[0].rec->event_id,
+		    inv.n_closings > 1 ? inv.closings[1].rec->event_id : NULL,
+		    "%zu unsuperseded closings name this invocation", sd.unsuperseded);
+	if (horizon && became_aged) {
 		ri_ms due = in->recorded_at + a->c->compensation_window + a->c->clock_offset_allowance;
-		const struct ri_record *first = inv.n_closings ? inv.closings[0].rec : NULL;
 		if (k->service_actor != NULL) {
 			/* Check 3.1 */
 			bool late = first ? first->recorded_at > due : a->now > due;
@@ -404,8 +409,9 @@ judge_invocation(struct audit *a, const struct ri_record *intent_row)
 					    first ? "closed after the compensation window" :
 					    "aged and unclosed past the compensation window");
 			}
-		} else if (a->now > due || (first && first->recorded_at > due)) {
-			/* Check 3.5: report-only, surfaced as closure-at-risk in time */
+		} else if (a->now > due) {
+			/* Check 3.5, Invariant 4.6: report-only -- every intent that
+			 * aged was surfaced as closure-at-risk within the window */
 			struct closure_at_risk car = { .inv = in->invocation_id };
 			if (a->reg != NULL)
 				ri_findings_each(a->reg, false, k->name, find_at_risk, &car, NULL);
@@ -701,6 +707,14 @@ ri_audit(ri *r, const struct ri_audit_opts *o, json_t **ans, ri_err *err)
 		    (long long)o->expect_seq);
 	if (!a.have_register)
 		not_applicable(&a, "3.5", "no findings register");
+	/* Check 6.2: a check the probe could never answer is not applicable,
+	 * not passed */
+	for (const char *const *id = (const char *const[]){ "6.1", "6.3", "6.5", NULL }; *id; id++) {
+		json_t *n = json_object_get(check(&a, *id), "notes");
+		if (json_object_get(n, "probe unavailable (not applicable)") != NULL &&
+		    json_object_get(n, "judged by the probe") == NULL)
+			not_applicable(&a, *id, "the store was unavailable to every probe (Check 6.2)");
+	}
 	if (a.excluded > 0) {
 		char msg[96];
 		snprintf(msg, sizeof msg, "%lld intents excluded: payload purged (Check 7.1-7.2)", (long long)a.excluded);
