@@ -1,0 +1,406 @@
+#!/usr/bin/env bats
+# findings.bats -- the findings register (Composition state, findings 1-13)
+# and its five conditions, as ri-sweep writes them and ri-findings prints
+# them (JSON lines; --open, --kind): each condition opening, advancing,
+# closing and recurring where it applies.
+#
+#   store-unavailable   instance, kind      reconcile step 3.13c
+#   journal-unavailable instance, no kind   reconcile 1b, Invariant 4.4-4.5
+#   closure-at-risk     act                 reconcile step 5.1, 2e
+#   binding-duplicate   act                 reconcile steps 5.2-5.4
+#   unbound-kind        act                 Binding 4
+#
+# Walkthrough numbers (tests/lib/common.bash); time moves only through
+# RI_NOW.  Every tally is checked against the partition identity.
+
+bats_require_minimum_version 1.5.0
+
+load "$BATS_TEST_DIRNAME/lib/common"
+
+setup() {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	ledger-admin --store "$T/ledger.db" init >/dev/null
+	BG=
+}
+
+teardown() {
+	if [ -n "${BG:-}" ]; then
+		kill "$BG" 2>/dev/null || true
+		wait "$BG" 2>/dev/null || true
+	fi
+	if [ -n "${T:-}" ]; then rm -rf "$T"; fi
+}
+
+# ---- helpers --------------------------------------------------------------
+
+assert_partition() {
+	local j=${1:-$TALLY}
+	jq -e 'has("examined") and
+	    (.closed + .abandoned + .escalated + .reported + .skipped + .closed_already) == .examined' \
+	    <<<"$j" >/dev/null || { echo "partition identity broken: $j"; return 1; }
+}
+
+sweep() {
+	run --separate-stderr ri-sweep "$@"
+	[ "$status" -eq 0 ] || { echo "ri-sweep exited $status: $output $stderr"; return 1; }
+	TALLY=$output
+	RUN=$(jq -r .run_id <<<"$TALLY")
+	assert_partition "$TALLY"
+}
+
+t() { jq -r ".$1" <<<"$TALLY"; }
+
+inv_of() {
+	sqlite3 "$T/journal.db" "SELECT invocation_id FROM records WHERE kind = '${2:-ledger}'
+	    AND act_key = '$1' AND action_ref = '${2:-ledger}.intended' ORDER BY seq DESC LIMIT 1"
+}
+
+orphan() {
+	local kind=${2:-ledger} rc=0
+	{ ( RI_FAULT=run.after_act=die ri-run --kind "$kind" --act-key "$1" --actor alice -- \
+	    ledger-disclose --store "$T/ledger.db" --subject "$1" --recipient r --scope s ) \
+	    >/dev/null 2>&1 </dev/null; } 2>/dev/null || rc=$?
+	[ "$rc" -eq 137 ] || { echo "orphan $1: ri-run exited $rc"; return 1; }
+	INV=$(inv_of "$1" "$kind")
+	[ -n "$INV" ]
+}
+
+set_probe() {
+	local argv
+	argv=$(printf '%s\n' "$RI_EXAMPLES/ledger-probe" "$@" | jq -R . | jq -s -c .)
+	ri_cfg ".kinds.ledger.probe = $argv"
+}
+store_down() { set_probe --store "$T/missing/ledger.db"; }
+store_up() { set_probe --store "$T/ledger.db"; }
+
+# F JQ-CONDITION [ri-findings flags] -- the matching register lines, as a JSON array
+F() {
+	local cond=$1
+	shift
+	ri-findings "$@" | jq -s -c "[.[] | select($cond)]"
+}
+
+# instant SECONDS -- T0 + SECONDS as ri prints it
+instant() { date -u -d "@$(( (T0 / 1000) + $1 ))" +%Y-%m-%dT%H:%M:%S.000Z; }
+
+wait_for() {
+	local i
+	for i in $(seq 1 200); do
+		[ -e "$1" ] && return 0
+		sleep 0.05
+	done
+	echo "timed out waiting for $1"
+	return 1
+}
+
+# ---- store-unavailable ------------------------------------------------------
+
+@test "store-unavailable (instance, kind): opens on the first run that sees it, last_seen advances on the next, closes on a run that no longer sees it (last_seen kept), and a recurrence opens a new record (findings 5, 7-12; reconcile step 3.13c)" {
+	orphan a
+	store_down
+	ri_at 33
+	sweep
+	run1=$RUN
+	[ "$(t skipped)" -eq 1 ]
+	f=$(F '.finding == "store-unavailable"')
+	[ "$(jq length <<<"$f")" -eq 1 ]
+	[ "$(jq -r '.[0].scope' <<<"$f")" = instance ]
+	[ "$(jq -r '.[0].kind' <<<"$f")" = ledger ]
+	[ "$(jq -r '.[0].act_key, .[0].invocation_id' <<<"$f" | tr '\n' ' ')" = "null null " ]
+	[ "$(jq -r '.[0].first_seen' <<<"$f")" = "$run1" ]
+	[ "$(jq -r '.[0].last_seen' <<<"$f")" = "$run1" ]
+	[ "$(jq -r '.[0].first_seen_at' <<<"$f")" = "$(instant 33)" ]
+	[ "$(jq -r '.[0].closed' <<<"$f")" = false ]
+
+	# advance: same record, last seen moves, first seen does not
+	ri_at 40
+	sweep
+	run2=$RUN
+	f=$(F '.finding == "store-unavailable"')
+	[ "$(jq length <<<"$f")" -eq 1 ]
+	[ "$(jq -r '.[0].first_seen' <<<"$f")" = "$run1" ]
+	[ "$(jq -r '.[0].first_seen_at' <<<"$f")" = "$(instant 33)" ]
+	[ "$(jq -r '.[0].last_seen' <<<"$f")" = "$run2" ]
+	[ "$(jq -r '.[0].last_seen_at' <<<"$f")" = "$(instant 40)" ]
+	[ "$(jq -r '.[0].closed' <<<"$f")" = false ]
+
+	# the store is back: the act closes, the record closes with last seen at run 2
+	store_up
+	ri_at 50
+	sweep
+	[ "$(t closed)" -eq 1 ]
+	f=$(F '.finding == "store-unavailable"')
+	[ "$(jq length <<<"$f")" -eq 1 ]
+	[ "$(jq -r '.[0].closed' <<<"$f")" = true ]
+	[ "$(jq -r '.[0].last_seen' <<<"$f")" = "$run2" ]
+	[ "$(jq -r '.[0].last_seen_at' <<<"$f")" = "$(instant 40)" ]
+	[ "$(jq -r '.[0].closed_at' <<<"$f")" = "$(instant 50)" ]
+
+	# a recurrence: a new record, its own span
+	orphan b                         # recorded at +50 s
+	store_down
+	ri_at 90
+	sweep
+	run4=$RUN
+	f=$(F '.finding == "store-unavailable"')
+	[ "$(jq length <<<"$f")" -eq 2 ]
+	[ "$(jq -r '.[0].closed, .[1].closed' <<<"$f" | tr '\n' ' ')" = "true false " ]
+	[ "$(jq -r '.[1].first_seen' <<<"$f")" = "$run4" ]
+	[ "$(jq -r '.[1].first_seen_at' <<<"$f")" = "$(instant 90)" ]
+	[ "$(jq -r '.[0].last_seen_at' <<<"$f")" = "$(instant 40)" ]     # the old span is untouched
+}
+
+# ---- journal-unavailable ----------------------------------------------------
+
+@test "journal-unavailable (instance, no kind): the outage's start and end -- first_seen_at at the first outage run, last_seen_at at the last, closed by the first run that reads the journal (Invariant 4.4-4.5; reconcile 1b; findings 5, 9, 10a)" {
+	orphan a
+	away() { for f in journal.db journal.db-wal journal.db-shm; do [ ! -e "$T/$f" ] || mv "$T/$f" "$T/$f.away"; done; }
+	back() { for f in journal.db journal.db-wal journal.db-shm; do [ ! -e "$T/$f.away" ] || mv "$T/$f.away" "$T/$f"; done; }
+	away
+	for at in 40 50; do
+		ri_at $at
+		run --separate-stderr ri-sweep
+		[ "$status" -eq 15 ]
+		[ "$(jq -r .refused <<<"$output")" = journal-unavailable ]
+	done
+	f=$(F '.finding == "journal-unavailable"')
+	[ "$(jq length <<<"$f")" -eq 1 ]
+	[ "$(jq -r '.[0].scope' <<<"$f")" = instance ]
+	[ "$(jq -r '.[0].kind' <<<"$f")" = null ]
+	[ "$(jq -r '.[0].first_seen_at' <<<"$f")" = "$(instant 40)" ]
+	[ "$(jq -r '.[0].last_seen_at' <<<"$f")" = "$(instant 50)" ]
+	[ "$(jq -r '.[0].closed' <<<"$f")" = false ]
+	# never as the outage's intents (Invariant 4.4)
+	[ "$(F '.scope == "act"' | jq length)" -eq 0 ]
+	back
+	ri_at 60
+	sweep
+	[ "$(t closed)" -eq 1 ]
+	f=$(F '.finding == "journal-unavailable"')
+	[ "$(jq length <<<"$f")" -eq 1 ]
+	[ "$(jq -r '.[0].closed' <<<"$f")" = true ]
+	[ "$(jq -r '.[0].first_seen_at' <<<"$f")" = "$(instant 40)" ]
+	[ "$(jq -r '.[0].last_seen_at' <<<"$f")" = "$(instant 50)" ]
+	[ "$(jq -r '.[0].closed_at' <<<"$f")" = "$(instant 60)" ]
+	# --kind excludes a finding with no kind
+	[ "$(F 'true' --kind ledger | jq '[.[] | select(.finding == "journal-unavailable")] | length')" -eq 0 ]
+}
+
+# ---- closure-at-risk --------------------------------------------------------
+
+@test "closure-at-risk (act): set once at the first run past the threshold, never duplicated or moved by later runs, one record per invocation (findings 7, 8, 12; reconcile step 5.1)" {
+	orphan a
+	inv_a=$INV
+	orphan b
+	inv_b=$INV
+	store_down
+	ri_at 300
+	sweep
+	first=$RUN
+	for at in 360 420 480; do
+		ri_at $at
+		sweep
+		[ "$(t skipped)" -eq 2 ]
+	done
+	f=$(F '.finding == "closure-at-risk"')
+	[ "$(jq length <<<"$f")" -eq 2 ]
+	[ "$(jq -c '[.[].invocation_id] | sort' <<<"$f")" = "$(jq -nc --arg a "$inv_a" --arg b "$inv_b" '[$a, $b] | sort')" ]
+	[ "$(jq -c '[.[].scope] | unique' <<<"$f")" = '["act"]' ]
+	[ "$(jq -c '[.[].first_seen] | unique' <<<"$f")" = "[\"$first\"]" ]
+	[ "$(jq -c '[.[].first_seen_at] | unique' <<<"$f")" = "[\"$(instant 300)\"]" ]
+	# an act finding carries no last seen and no span
+	[ "$(jq -c '[.[].last_seen] | unique' <<<"$f")" = '[null]' ]
+	[ "$(jq -c '[.[].act_key] | sort' <<<"$f")" = '["a","b"]' ]
+}
+
+# ---- binding-duplicate ------------------------------------------------------
+
+@test "binding-duplicate (act), closings key: under journal_fence none a Close paused past its lease lands beside the operator's outcome; the sweep's scan surfaces it once, ri-read flags the entry (journal fence none 1-5; reconcile steps 5.2-5.5; read invocation 7; findings 12)" {
+	ri_cfg '.instance.journal_fence = "none"'
+	BOB=$(ri-actor add bob | jq -r .credential)
+	open=$(open_req k '{"pairing_datum":"pd-k"}' | ri-open)
+	INV=$(jq -r .invocation_id <<<"$open")
+	export RI_FAULT_DIR=$T/faults
+	mkdir -p "$RI_FAULT_DIR"
+	mkfifo "$RI_FAULT_DIR/close.after_reread"
+	ri_at 10
+	RI_FAULT=close.after_reread=pause ri-close <<<"$(close_req "$open" '{"disclosure_id":"dsc-inv"}')" \
+	    >"$T/close.out" 2>"$T/close.err" 3>&- &
+	BG=$!
+	wait_for "$RI_FAULT_DIR/close.after_reread.reached"
+	# the operator, at +40 s by the operator's seam, closes it with an outcome
+	ri_at 40
+	run ri-resolve <<<"$(jq -c --arg c "$BOB" '{kind, act_key, invocation_id, intent_event_id, actor_ref:"bob",
+	    credential:$c, disposition:{outcome:{outcome_action_ref:"ledger.disclosed", outcome_data:{disclosure_id:"dsc-op"}}}}' <<<"$open")"
+	[ "$status" -eq 0 ]
+	echo >"$RI_FAULT_DIR/close.after_reread"
+	rc=0
+	wait "$BG" || rc=$?
+	BG=
+	[ "$rc" -eq 0 ]                  # no fence: the late append lands (journal fence none 1a)
+	[ "$(records "invocation_id = '$INV' AND action_ref = 'ledger.disclosed'")" -eq 2 ]
+	[ "$(F '.finding == "binding-duplicate"' | jq length)" -eq 0 ]   # nothing surfaces it but the sweep
+	ri_at 50
+	sweep
+	f=$(F '.finding == "binding-duplicate"')
+	[ "$(jq length <<<"$f")" -eq 1 ]
+	[ "$(jq -r '.[0].scope' <<<"$f")" = act ]
+	[ "$(jq -r '.[0].kind' <<<"$f")" = ledger ]
+	[ "$(jq -r '.[0].act_key' <<<"$f")" = k ]
+	[ "$(jq -r '.[0].invocation_id' <<<"$f")" = "$INV" ]
+	[ "$(jq -r '.[0].detail.key' <<<"$f")" = closings ]
+	[ "$(jq -r '.[0].first_seen' <<<"$f")" = "$RUN" ]
+	r=$(ri-read <<<'{"kind":"ledger","act_key":"k"}')
+	[ "$(jq -r '.invocations[0].binding_duplicate' <<<"$r")" = true ]
+	[ "$(jq -r '.binding_duplicate' <<<"$r")" = false ]
+	# later runs do not duplicate it
+	for at in 100 200; do
+		ri_at $at
+		sweep
+	done
+	[ "$(F '.finding == "binding-duplicate"' | jq length)" -eq 1 ]
+}
+
+@test "binding-duplicate (act), intents key: under journal_fence none an Open paused before its intent write lands beside a newer Open's intent; two open intents surface as the intents key and ri-read's act-level flag (Which closing stands 9; reconcile step 5.3; read invocation 8; journal fence none 5)" {
+	ri_cfg '.instance.journal_fence = "none"'
+	export RI_FAULT_DIR=$T/faults
+	mkdir -p "$RI_FAULT_DIR"
+	mkfifo "$RI_FAULT_DIR/open.intent.before"
+	open_req k '{"pairing_datum":"pd-a"}' | RI_FAULT=open.intent.before=pause ri-open \
+	    >"$T/a.out" 2>"$T/a.err" 3>&- &
+	BG=$!
+	wait_for "$RI_FAULT_DIR/open.intent.before.reached"
+	ri_at 40                         # the first holder's lease ended at +30 s
+	run ri-open <<<"$(open_req k '{"pairing_datum":"pd-b"}')"
+	[ "$status" -eq 0 ]
+	echo >"$RI_FAULT_DIR/open.intent.before"
+	rc=0
+	wait "$BG" || rc=$?
+	BG=
+	[ "$rc" -eq 0 ]
+	[ "$(records "action_ref = 'ledger.intended' AND act_key = 'k'")" -eq 2 ]
+	r=$(ri-read <<<'{"kind":"ledger","act_key":"k"}')
+	[ "$(jq -r .binding_duplicate <<<"$r")" = true ]
+	ri_at 41
+	sweep
+	f=$(F '.finding == "binding-duplicate"')
+	[ "$(jq length <<<"$f")" -ge 1 ]
+	[ "$(jq -c '[.[].detail.key] | unique' <<<"$f")" = '["intents"]' ]
+	[ "$(jq -c '[.[].act_key] | unique' <<<"$f")" = '["k"]' ]
+}
+
+@test "the same race under journal_fence declared: the paused Open's intent is fenced out (20), one open intent, no binding duplicate (journal fence 3; Invariant 2.1)" {
+	export RI_FAULT_DIR=$T/faults
+	mkdir -p "$RI_FAULT_DIR"
+	mkfifo "$RI_FAULT_DIR/open.intent.before"
+	open_req k '{"pairing_datum":"pd-a"}' | RI_FAULT=open.intent.before=pause ri-open \
+	    >"$T/a.out" 2>"$T/a.err" 3>&- &
+	BG=$!
+	wait_for "$RI_FAULT_DIR/open.intent.before.reached"
+	ri_at 40
+	run ri-open <<<"$(open_req k '{"pairing_datum":"pd-b"}')"
+	[ "$status" -eq 0 ]
+	echo >"$RI_FAULT_DIR/open.intent.before"
+	rc=0
+	wait "$BG" || rc=$?
+	BG=
+	[ "$rc" -eq 20 ]
+	[ "$(jq -r .position <"$T/a.out")" = intent ]
+	[ "$(records "action_ref = 'ledger.intended' AND act_key = 'k'")" -eq 1 ]
+	[ "$(ri-read <<<'{"kind":"ledger","act_key":"k"}' | jq -r .binding_duplicate)" = false ]
+	ri_at 80
+	sweep
+	[ "$(F '.finding == "binding-duplicate"' | jq length)" -eq 0 ]
+}
+
+@test "no intents key under service identity null: an Open past an aged open intent leaves both open (open step 3.8a-3.8b) and neither ri-read nor the sweep reports a binding duplicate (journal fence none 6; Which closing stands 10; read invocation 9a)" {
+	ri_cfg '.kinds.ledger.service_identity = null'
+	orphan k
+	old=$INV
+	ri_at 40
+	run --separate-stderr ri-open <<<"$(open_req k '{"pairing_datum":"pd-new"}')"
+	[ "$status" -eq 0 ]
+	new=$(jq -r .invocation_id <<<"$output")
+	[ "$new" != "$old" ]
+	# Open itself surfaces the old intent (open step 3.8c), before any sweep
+	[ "$(F ".finding == \"closure-at-risk\" and .invocation_id == \"$old\"" | jq length)" -eq 1 ]
+	r=$(ri-read <<<'{"kind":"ledger","act_key":"k"}')
+	[ "$(jq -c '[.invocations[].state]' <<<"$r")" = '["open","open"]' ]
+	[ "$(jq -r .binding_duplicate <<<"$r")" = false ]
+	ri_at 80
+	sweep
+	[ "$(t reported)" -eq 2 ]
+	[ "$(F '.finding == "binding-duplicate"' | jq length)" -eq 0 ]
+	# the old intent is on the surface for an operator (open step 3.8c, reconcile 2e)
+	[ "$(F ".finding == \"closure-at-risk\" and .invocation_id == \"$old\"" | jq length)" -eq 1 ]
+}
+
+# ---- unbound-kind -----------------------------------------------------------
+
+@test "unbound-kind (act): an open intent of a kind no longer bound is surfaced once per run as one record with kind and act key, never closed (Binding 4-5; findings 12)" {
+	ri_cfg '.kinds.ledger2 = .kinds.ledger'
+	orphan k ledger2
+	ri_cfg 'del(.kinds.ledger2)'
+	for at in 33 100 200; do
+		ri_at $at
+		sweep
+		[ "$(t surfaced)" -eq 1 ]
+	done
+	f=$(F '.finding == "unbound-kind"')
+	[ "$(jq length <<<"$f")" -eq 1 ]
+	[ "$(jq -r '.[0].scope, .[0].kind, .[0].act_key, .[0].invocation_id' <<<"$f" | tr '\n' ' ')" = \
+	    "act ledger2 k $INV " ]
+	[ "$(records "invocation_id = '$INV'")" -eq 1 ]
+	[ "$(F 'true' --kind ledger2 | jq -c '[.[].finding]')" = '["unbound-kind"]' ]
+}
+
+@test "unbound-kind is bounded by the instance's longest retention: past it the intent is no longer surfaced (Binding 6)" {
+	ri_cfg '.kinds.ledger.retention_period = "700s" | .kinds.ledger2 = .kinds.ledger'
+	orphan k ledger2
+	ri_cfg 'del(.kinds.ledger2)'
+	ri_at 699.999
+	sweep
+	[ "$(t surfaced)" -eq 1 ]
+	ri_at 700
+	sweep
+	[ "$(t surfaced)" -eq 0 ]
+}
+
+# ---- the listing ------------------------------------------------------------
+
+@test "ri-findings: one JSON object per line; --open lists standing instance findings and every act finding but not a closed instance finding; --kind filters (INTERFACE: ri-findings; findings 4, 13)" {
+	ri_cfg '.kinds.ledger2 = .kinds.ledger'
+	orphan u ledger2
+	ri_cfg 'del(.kinds.ledger2)'
+	orphan a
+	store_down
+	ri_at 300
+	sweep                              # store-unavailable(ledger), closure-at-risk(a), unbound-kind(u)
+	store_up
+	ri_at 360
+	sweep                              # a closes; store-unavailable closes
+	[ "$(t closed)" -eq 1 ]
+	orphan b
+	store_down
+	ri_at 400
+	sweep                              # store-unavailable opens again (b)
+	ri-findings >"$T/all.jsonl"
+	# every line is exactly one JSON object, and each is exactly one of act, instance
+	[ "$(wc -l <"$T/all.jsonl")" -eq "$(jq -s length "$T/all.jsonl")" ]
+	[ "$(jq -s -c '[.[].scope] | unique' "$T/all.jsonl")" = '["act","instance"]' ]
+	[ "$(jq -s '[.[] | select(.finding == "store-unavailable")] | length' "$T/all.jsonl")" -eq 2 ]
+
+	ri-findings --open >"$T/open.jsonl"
+	[ "$(jq -s '[.[] | select(.scope == "instance" and .closed)] | length' "$T/open.jsonl")" -eq 0 ]
+	[ "$(jq -s '[.[] | select(.finding == "store-unavailable")] | length' "$T/open.jsonl")" -eq 1 ]
+	[ "$(jq -s '[.[] | select(.scope == "act")] | length' "$T/open.jsonl")" -eq \
+	    "$(jq -s '[.[] | select(.scope == "act")] | length' "$T/all.jsonl")" ]
+	[ "$(jq -s '[.[] | select(.finding == "unbound-kind")] | length' "$T/open.jsonl")" -eq 1 ]
+	[ "$(jq -s '[.[] | select(.finding == "closure-at-risk")] | length' "$T/open.jsonl")" -ge 1 ]
+
+	[ "$(ri-findings --kind ledger | jq -s -c '[.[].kind] | unique')" = '["ledger"]' ]
+	[ "$(ri-findings --kind ledger2 | jq -s -c '[.[].finding]')" = '["unbound-kind"]' ]
+	[ "$(ri-findings --open --kind ledger | jq -s -c '[.[] | select(.scope == "instance") | .closed]')" = '[false]' ]
+	[ -z "$(ri-findings --kind nosuchkind)" ]
+}

@@ -1,0 +1,692 @@
+#!/usr/bin/env bats
+# sweep.bats -- the Reconcile contract (reconcile 1-7, steps 1.1-5.8) over the
+# real binaries: every probe answer, every edge at its boundary instant, the
+# report-only and mixed instances, a refused service credential, an unbound
+# kind, a journal outage, two sweeps at once, a sweep racing a late Close
+# under both journal fence values, and retention after the pass.
+#
+# The instance is the walkthrough's (tests/lib/common.bash): completion_bound
+# 30 s, allowance 2 s -> examine edge +32 s, abandon edge +34 s; at-risk
+# threshold 600 - 2x135 - 60 - 2 = 268 s; commit_fence none; journal_fence
+# declared; the probe is ledger-probe over $T/ledger.db.  Time moves only
+# through RI_NOW.  Every test that runs ri-sweep checks the partition
+# identity on every tally it gets (assert_partition).
+
+bats_require_minimum_version 1.5.0
+
+load "$BATS_TEST_DIRNAME/lib/common"
+
+setup() {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	ledger-admin --store "$T/ledger.db" init >/dev/null
+	BG=
+}
+
+teardown() {
+	# only the background process this test started, by its id
+	if [ -n "${BG:-}" ]; then
+		kill "$BG" 2>/dev/null || true
+		wait "$BG" 2>/dev/null || true
+	fi
+	if [ -n "${T:-}" ]; then rm -rf "$T"; fi
+}
+
+# ---- helpers --------------------------------------------------------------
+
+# assert_partition [TALLY] -- Term partition: closed + abandoned + escalated
+# + reported + skipped + closed_already = examined.
+assert_partition() {
+	local j=${1:-$TALLY}
+	jq -e 'has("examined") and
+	    (.closed + .abandoned + .escalated + .reported + .skipped + .closed_already) == .examined' \
+	    <<<"$j" >/dev/null || { echo "partition identity broken: $j"; return 1; }
+}
+
+# sweep [ARGS] -- one ri-sweep run; TALLY holds its answer; exit 0 and the
+# partition identity are asserted.
+sweep() {
+	run --separate-stderr ri-sweep "$@"
+	[ "$status" -eq 0 ] || { echo "ri-sweep exited $status: $output $stderr"; return 1; }
+	TALLY=$output
+	assert_partition "$TALLY"
+}
+
+# act_records -- journal records other than the substrate's own audit.*
+# (a sweep also seals the journal: an audit.sealed record is not a write
+# for any act)
+act_records() { records "kind <> 'audit'"; }
+
+# t FIELD -- a field of the last tally
+t() { jq -r ".$1" <<<"$TALLY"; }
+
+# inv_of KEY [KIND] -- the newest invocation id opened on (KIND, KEY)
+inv_of() {
+	sqlite3 "$T/journal.db" "SELECT invocation_id FROM records WHERE kind = '${2:-ledger}'
+	    AND act_key = '$1' AND action_ref = '${2:-ledger}.intended' ORDER BY seq DESC LIMIT 1"
+}
+
+# orphan KEY [KIND] -- ri-run killed between the act and Close (run.after_act=die):
+# the intent stands open, the store has the row.  INV holds the invocation id.
+orphan() {
+	local kind=${2:-ledger} rc=0
+	{ ( RI_FAULT=run.after_act=die ri-run --kind "$kind" --act-key "$1" --actor alice -- \
+	    ledger-disclose --store "$T/ledger.db" --subject "$1" --recipient r --scope s ) \
+	    >/dev/null 2>&1 </dev/null; } 2>/dev/null || rc=$?
+	[ "$rc" -eq 137 ] || { echo "orphan $1: ri-run exited $rc, expected the fault's SIGKILL"; return 1; }
+	INV=$(inv_of "$1" "$kind")
+	[ -n "$INV" ]
+}
+
+# empty_orphan KEY -- ri-run killed before the act (run.after_open=die): the
+# intent stands open, the store is empty.  INV holds the invocation id.
+empty_orphan() {
+	local rc=0
+	{ ( RI_FAULT=run.after_open=die ri-run --kind ledger --act-key "$1" --actor alice -- \
+	    ledger-disclose --store "$T/ledger.db" --subject "$1" --recipient r --scope s ) \
+	    >/dev/null 2>&1 </dev/null; } 2>/dev/null || rc=$?
+	[ "$rc" -eq 137 ] || { echo "empty_orphan $1: ri-run exited $rc"; return 1; }
+	INV=$(inv_of "$1")
+	[ -n "$INV" ]
+}
+
+# set_probe ARG... -- the ledger kind's probe argv becomes ledger-probe ARG...
+set_probe() {
+	local argv
+	argv=$(printf '%s\n' "$RI_EXAMPLES/ledger-probe" "$@" | jq -R . | jq -s -c .)
+	ri_cfg ".kinds.ledger.probe = $argv"
+}
+
+# findings_where JQ-CONDITION [ri-findings flags] -- how many register lines match
+findings_where() {
+	local cond=$1
+	shift
+	ri-findings "$@" | jq -s "[.[] | select($cond)] | length"
+}
+
+# read_entry KEY -- ri-read's first invocation entry for (ledger, KEY)
+read_entry() { ri-read <<<"{\"kind\":\"ledger\",\"act_key\":\"$1\"}" | jq -c '.invocations[0]'; }
+
+# wait_for FILE -- up to 10 s for a fault point's ".reached" marker
+wait_for() {
+	local i
+	for i in $(seq 1 200); do
+		[ -e "$1" ] && return 0
+		sleep 0.05
+	done
+	echo "timed out waiting for $1"
+	return 1
+}
+
+# ---- each probe answer ------------------------------------------------------
+
+@test "probe committed: recovery_intended then the outcome, both under the service identity, counted closed (reconcile steps 3.2a-3.2c, 4.4)" {
+	orphan k
+	ri_at 33
+	sweep
+	[ "$(t examined)" -eq 1 ] && [ "$(t closed)" -eq 1 ]
+	[ "$(sqlite3 "$T/journal.db" "SELECT group_concat(action_ref || '/' || actor_ref, ' ') FROM
+	    (SELECT action_ref, actor_ref FROM records WHERE invocation_id = '$INV' ORDER BY seq)")" = \
+	    "ledger.intended/alice ledger.recovery_intended/ledger-reconciler ledger.disclosed/ledger-reconciler" ]
+	e=$(read_entry k)
+	[ "$(jq -r .state <<<"$e")" = closed ]
+	[ "$(jq -r '.records[2].payload.recovery' <<<"$e")" = true ]
+	[ "$(jq -r '.records[2].payload.data.disclosure_id' <<<"$e")" = \
+	    "$(ledger-admin --store "$T/ledger.db" list | jq -r .disclosure_id)" ]
+	# reconcile step 4.4: the section is released
+	[ -z "$(sqlite3 "$T/journal.db" "SELECT holder FROM leases WHERE act_key = 'k'")" ]
+}
+
+@test "probe not-committed under commit_fence none: escalated with cause not-observed, never abandoned, even past the abandon edge (reconcile step 3.5; commit 14a-14b)" {
+	empty_orphan k
+	ri_at 40
+	sweep
+	[ "$(t examined)" -eq 1 ] && [ "$(t escalated)" -eq 1 ] && [ "$(t abandoned)" -eq 0 ]
+	e=$(read_entry k)
+	[ "$(jq -r .state <<<"$e")" = escalated ]
+	[ "$(jq -r '.records[-1].action_ref' <<<"$e")" = ledger.escalated ]
+	[ "$(jq -r '.records[-1].payload.cause' <<<"$e")" = not-observed ]
+	[ "$(jq -r '.records[-1].actor_ref' <<<"$e")" = ledger-reconciler ]
+	[ "$(records "action_ref = 'ledger.abandoned'")" -eq 0 ]
+}
+
+@test "probe not-committed under commit_fence declared: at +33.999 s skipped with nothing written; at +34 s (the abandon edge) abandoned with cause not-committed (reconcile steps 3.4, 3.6; Allowance 12; commit 13a)" {
+	ri_cfg '.kinds.ledger.commit_fence = "declared"'
+	empty_orphan k
+	n=$(act_records)
+	for at in 32 33.999; do
+		ri_at $at
+		sweep
+		[ "$(t examined)" -eq 1 ] && [ "$(t skipped)" -eq 1 ] && [ "$(t abandoned)" -eq 0 ]
+		[ "$(act_records)" -eq "$n" ]
+	done
+	ri_at 34
+	sweep
+	[ "$(t examined)" -eq 1 ] && [ "$(t abandoned)" -eq 1 ]
+	e=$(read_entry k)
+	[ "$(jq -r .state <<<"$e")" = abandoned ]
+	[ "$(jq -r '.records[-1].action_ref' <<<"$e")" = ledger.abandoned ]
+	[ "$(jq -r '.records[-1].payload.cause' <<<"$e")" = not-committed ]
+	[ "$(jq -r '.records[-1].actor_ref' <<<"$e")" = ledger-reconciler ]
+	[ "$(jq -r '.records[-1].payload.resolved_by // "absent"' <<<"$e")" = absent ]
+	[ "$(act_records)" -eq $((n + 1)) ]
+}
+
+@test "probe undecidable (a planted second row): escalated with cause undecidable naming both disclosure ids, and an escalated act finding; the sweep chooses neither (reconcile steps 3.8a-3.8c, 3.11, 3.12)" {
+	orphan k
+	pd=$(ledger-admin --store "$T/ledger.db" list | jq -r .pairing_datum)
+	ledger-admin --store "$T/ledger.db" plant --pairing-datum "$pd" >/dev/null
+	want=$(ledger-admin --store "$T/ledger.db" list --pairing-datum "$pd" | jq -s -c '[.[].disclosure_id] | sort')
+	[ "$(jq length <<<"$want")" -eq 2 ]
+	ri_at 33
+	sweep
+	[ "$(t examined)" -eq 1 ] && [ "$(t escalated)" -eq 1 ] && [ "$(t closed)" -eq 0 ]
+	e=$(read_entry k)
+	[ "$(jq -r .state <<<"$e")" = escalated ]
+	[ "$(jq -r '.records[-1].payload.cause' <<<"$e")" = undecidable ]
+	[ "$(jq -c '.records[-1].payload.store_candidates | sort' <<<"$e")" = "$want" ]
+	# no outcome the sweep did not read
+	[ "$(records "invocation_id = '$INV' AND action_ref IN ('ledger.disclosed', 'ledger.recovery_intended')")" -eq 0 ]
+	[ "$(findings_where ".finding == \"escalated\" and .scope == \"act\" and .invocation_id == \"$INV\"")" -eq 1 ]
+}
+
+@test "probe undecidable past intent_candidates_cap (cap 1, three rows): the escalation carries {count, first, last} (reconcile steps 3.9-3.10; Term intent candidates cap)" {
+	ri_cfg '.instance.intent_candidates_cap = 1'
+	orphan k      # Open's sizing still passes under the smaller cap
+	pd=$(ledger-admin --store "$T/ledger.db" list | jq -r .pairing_datum)
+	ledger-admin --store "$T/ledger.db" plant --pairing-datum "$pd" >/dev/null
+	ledger-admin --store "$T/ledger.db" plant --pairing-datum "$pd" >/dev/null
+	ids=$(ledger-admin --store "$T/ledger.db" list --pairing-datum "$pd" | jq -s -c '[.[].disclosure_id] | sort')
+	ri_at 33
+	sweep
+	[ "$(t escalated)" -eq 1 ]
+	sc=$(read_entry k | jq -c '.records[-1].payload.store_candidates')
+	[ "$(jq -c 'keys' <<<"$sc")" = '["count","first","last"]' ]
+	[ "$(jq -r .count <<<"$sc")" -eq 3 ]
+	[ "$(jq -r .first <<<"$sc")" = "$(jq -r 'first' <<<"$ids")" ]
+	[ "$(jq -r .last <<<"$sc")" = "$(jq -r 'last' <<<"$ids")" ]
+}
+
+# unavailable_case ARG... -- the probe becomes ledger-probe ARG...; the sweep
+# writes nothing, counts skipped, and opens store-unavailable for the kind.
+unavailable_case() {
+	orphan k
+	set_probe "$@"
+	n=$(act_records)
+	ri_at 33
+	local t0=$SECONDS
+	sweep
+	ELAPSED=$((SECONDS - t0))
+	[ "$(t examined)" -eq 1 ] && [ "$(t skipped)" -eq 1 ]
+	[ "$(t closed)" -eq 0 ] && [ "$(t escalated)" -eq 0 ] && [ "$(t abandoned)" -eq 0 ]
+	[ "$(act_records)" -eq "$n" ]
+	[ "$(read_entry k | jq -r .state)" = open ]
+	[ "$(findings_where '.finding == "store-unavailable" and .scope == "instance" and .kind == "ledger" and (.closed | not)')" -eq 1 ]
+}
+
+@test "probe unavailable -- the store path does not exist: nothing written, skipped, store-unavailable for the kind (reconcile steps 3.13a-3.13c, 3.14; probe 4-5)" {
+	unavailable_case --store /nonexistent/ledger.db
+}
+
+@test "probe unavailable -- the probe hangs past probe_round_trip (1 s): killed, nothing written, skipped, store-unavailable (reconcile step 3.13; INTERFACE: probe protocol timeout)" {
+	unavailable_case --store "$T/ledger.db" --hang
+	[ "$ELAPSED" -le 5 ]
+	# the probe's process group was killed, not left behind
+	! pgrep -f -- "$T/ledger.db --hang" >/dev/null
+}
+
+@test "probe unavailable -- the probe crashes (SIGSEGV): nothing written, skipped, store-unavailable (reconcile step 3.13; probe 4)" {
+	unavailable_case --store "$T/ledger.db" --crash
+}
+
+@test "probe unavailable -- the probe prints junk: nothing written, skipped, store-unavailable (reconcile step 3.13; probe 1)" {
+	unavailable_case --store "$T/ledger.db" --junk
+}
+
+@test "probe unavailable -- the probe floods 10 MB of a committed-shaped answer: nothing written, skipped, store-unavailable (reconcile step 3.13; INTERFACE: output over the envelope)" {
+	unavailable_case --store "$T/ledger.db" --flood
+	[ "$(records "action_ref = 'ledger.disclosed'")" -eq 0 ]
+}
+
+# ---- each edge at its boundary instant --------------------------------------
+
+@test "examine edge: at +31.999 s the intent is in flight and not examined; at +32 s it is examined and closed (reconcile step 1.2; Term examine edge; Invariant 7.1)" {
+	orphan k
+	ri_at 31.999
+	sweep
+	[ "$(t examined)" -eq 0 ]
+	[ "$(records "invocation_id = '$INV'")" -eq 1 ]
+	ri_at 32
+	sweep
+	[ "$(t examined)" -eq 1 ] && [ "$(t closed)" -eq 1 ]
+}
+
+@test "horizon edge (retention 700 s): at recorded_at + 700 s - 2 s - 1 ms the intent is still examined; at recorded_at + 698 s it is not (reconcile step 1.2; Term horizon edge; journal 8)" {
+	ri_cfg '.kinds.ledger.retention_period = "700s"'   # condition 2: 30 + 2 + 600 = 632 < 700
+	run ri-startcheck
+	[ "$status" -eq 0 ]
+	orphan k
+	set_probe --store /nonexistent/ledger.db        # keep it open: skipped, never closed
+	n=$(act_records)
+	ri_at 697.999
+	sweep
+	[ "$(t examined)" -eq 1 ] && [ "$(t skipped)" -eq 1 ]
+	ri_at 698
+	sweep
+	[ "$(t examined)" -eq 0 ]
+	[ "$(act_records)" -eq "$n" ]
+}
+
+@test "at-risk threshold (268 s): a skipped intent at age 267.999 s has no closure-at-risk finding; at 268 s it does (reconcile step 5.1; Term at risk threshold)" {
+	orphan k
+	set_probe --store /nonexistent/ledger.db
+	ri_at 267.999
+	sweep
+	[ "$(t skipped)" -eq 1 ]
+	[ "$(findings_where '.finding == "closure-at-risk"')" -eq 0 ]
+	ri_at 268
+	sweep
+	[ "$(t skipped)" -eq 1 ]
+	[ "$(findings_where ".finding == \"closure-at-risk\" and .scope == \"act\" and .invocation_id == \"$INV\" and .act_key == \"k\" and .kind == \"ledger\"")" -eq 1 ]
+}
+
+# ---- report-only and mixed instances ------------------------------------------
+
+@test "service identity null (report-only): the sweep takes the section, probes, writes nothing, counts reported, and surfaces closure-at-risk with the probe's answer (reconcile 2a-2f; service identity 1; Check 3.5)" {
+	ri_cfg '.kinds.ledger.service_identity = null'
+	run ri-startcheck
+	[ "$status" -eq 0 ]
+	orphan k
+	tok=$(sqlite3 "$T/journal.db" "SELECT token FROM leases WHERE act_key = 'k'")
+	n=$(act_records)
+	ri_at 33
+	sweep
+	[ "$(t examined)" -eq 1 ] && [ "$(t reported)" -eq 1 ]
+	[ "$(t closed)" -eq 0 ] && [ "$(t skipped)" -eq 0 ]
+	[ "$(act_records)" -eq "$n" ]
+	[ "$(read_entry k | jq -r .state)" = open ]
+	# 2a, 2c: the section was taken (a new grant) and released
+	[ "$(sqlite3 "$T/journal.db" "SELECT token FROM leases WHERE act_key = 'k'")" -gt "$tok" ]
+	[ -z "$(sqlite3 "$T/journal.db" "SELECT holder FROM leases WHERE act_key = 'k'")" ]
+	# 2b, 2e: the probe ran, its result is on the compliance surface
+	f=$(ri-findings | jq -c "select(.finding == \"closure-at-risk\" and .invocation_id == \"$INV\")")
+	[ "$(jq -s length <<<"$f")" -eq 1 ]
+	[ "$(jq -r .detail.probe <<<"$f")" = committed ]
+	[ "$(jq -r .detail.outcome_data.disclosure_id <<<"$f")" = \
+	    "$(ledger-admin --store "$T/ledger.db" list | jq -r .disclosure_id)" ]
+	# a later run reports it again and still writes nothing, without duplicating the finding
+	ri_at 100
+	sweep
+	[ "$(t reported)" -eq 1 ]
+	[ "$(act_records)" -eq "$n" ]
+	[ "$(findings_where ".finding == \"closure-at-risk\" and .invocation_id == \"$INV\"")" -eq 1 ]
+}
+
+@test "a mixed instance: kind ledger is closed, kind ledger2 (service identity null, same probe) is reported, and the counts sum over both (reconcile 3-5)" {
+	ri_cfg '.kinds.ledger2 = (.kinds.ledger | .service_identity = null)'
+	orphan a ledger
+	inv_a=$INV
+	orphan b ledger2
+	inv_b=$INV
+	ri_at 33
+	sweep
+	[ "$(t examined)" -eq 2 ]
+	[ "$(t closed)" -eq 1 ] && [ "$(t reported)" -eq 1 ]
+	[ "$(records "invocation_id = '$inv_a' AND action_ref = 'ledger.disclosed'")" -eq 1 ]
+	[ "$(records "invocation_id = '$inv_b'")" -eq 1 ]
+	[ "$(ri-read <<<'{"kind":"ledger2","act_key":"b"}' | jq -r '.invocations[0].state')" = open ]
+	[ "$(findings_where ".finding == \"closure-at-risk\" and .kind == \"ledger2\" and .invocation_id == \"$inv_b\"")" -eq 1 ]
+}
+
+# ---- the service identity's credential refused --------------------------------
+
+@test "the service credential revoked, two orphans: the first write is refused and surfaced at once (instance finding, alert), nothing written for any act, the rest unreached (reconcile steps 3.18-3.19; Term unreached)" {
+	orphan a
+	inv_a=$INV
+	orphan b
+	inv_b=$INV
+	run ri-actor revoke ledger-reconciler
+	[ "$status" -eq 0 ]
+	n=$(act_records)
+	ri_at 33
+	sweep
+	[ "$(t examined)" -eq 1 ] && [ "$(t skipped)" -eq 1 ] && [ "$(t unreached)" -eq 1 ]
+	[ "$(t closed)" -eq 0 ]
+	[ "$(jq -r '.alert // ""' <<<"$TALLY")" != "" ]
+	[[ "$(t alert)" == *ledger-reconciler* ]]
+	[ "$(act_records)" -eq "$n" ]
+	[ "$(records "invocation_id IN ('$inv_a', '$inv_b')")" -eq 2 ]
+	[ "$(findings_where '.finding == "service-credential-refused" and .scope == "instance" and .kind == "ledger" and (.closed | not)')" -eq 1 ]
+}
+
+# ---- an unbound kind ----------------------------------------------------------
+
+@test "an open intent of a kind removed from the config is surfaced (tally surfaced, unbound-kind act finding), never closed, outside the partition (Binding 4-6; reconcile step 1.6; Term surfaced)" {
+	ri_cfg '.kinds.ledger2 = .kinds.ledger'
+	orphan k ledger2                     # committed in the store: a sweep could close it
+	ri_cfg 'del(.kinds.ledger2)'
+	ri_at 33
+	sweep
+	[ "$(t surfaced)" -eq 1 ]
+	[ "$(t examined)" -eq 0 ] && [ "$(t closed)" -eq 0 ]
+	[ "$(records "invocation_id = '$INV'")" -eq 1 ]
+	[ "$(findings_where ".finding == \"unbound-kind\" and .scope == \"act\" and .kind == \"ledger2\" and .act_key == \"k\" and .invocation_id == \"$INV\"")" -eq 1 ]
+	# once per run, never closed, one record
+	ri_at 500
+	sweep
+	[ "$(t surfaced)" -eq 1 ] && [ "$(t examined)" -eq 0 ]
+	[ "$(records "invocation_id = '$INV'")" -eq 1 ]
+	[ "$(findings_where '.finding == "unbound-kind"')" -eq 1 ]
+}
+
+# ---- the journal unavailable --------------------------------------------------
+
+@test "the journal unavailable: ri-sweep exits 15 and writes nothing, journal-unavailable opens; back, the finding closes with last_seen at the outage run; a later outage opens a new record (reconcile 1a-1c; findings 10a, 11)" {
+	orphan k
+	away() { for f in journal.db journal.db-wal journal.db-shm; do [ ! -e "$T/$f" ] || mv "$T/$f" "$T/$f.away"; done; }
+	back() { for f in journal.db journal.db-wal journal.db-shm; do [ ! -e "$T/$f.away" ] || mv "$T/$f.away" "$T/$f"; done; }
+	sum_before=$(cat "$T"/journal.db* 2>/dev/null | sha256sum)
+	away
+	ri_at 40
+	run --separate-stderr ri-sweep
+	[ "$status" -eq 15 ]
+	[ "$(jq -r .refused <<<"$output")" = journal-unavailable ]
+	[ "$(jq 'has("examined")' <<<"$output")" = false ]     # no tally, so no partition to hold
+	[ ! -e "$T/journal.db" ]                               # nothing created in its place
+	back
+	[ "$(cat "$T"/journal.db* 2>/dev/null | sha256sum)" = "$sum_before" ]
+	[ "$(records "invocation_id = '$INV'")" -eq 1 ]
+	f=$(ri-findings | jq -c 'select(.finding == "journal-unavailable")')
+	[ "$(jq -s length <<<"$f")" -eq 1 ]
+	[ "$(jq -r .scope <<<"$f")" = instance ] && [ "$(jq -r .kind <<<"$f")" = null ]
+	[ "$(jq -r .closed <<<"$f")" = false ]
+	outage_run=$(jq -r .first_seen <<<"$f")
+
+	ri_at 50
+	sweep
+	[ "$(t closed)" -eq 1 ]
+	f=$(ri-findings | jq -c 'select(.finding == "journal-unavailable")')
+	[ "$(jq -r .closed <<<"$f")" = true ]
+	[ "$(jq -r .last_seen <<<"$f")" = "$outage_run" ]
+	[ "$(jq -r .last_seen_at <<<"$f")" = 2026-11-29T10:00:40.000Z ]
+
+	away
+	ri_at 70
+	run ri-sweep
+	[ "$status" -eq 15 ]
+	back
+	ri_at 80
+	sweep
+	ri-findings | jq -s -c '[.[] | select(.finding == "journal-unavailable")]' >"$T/ju.json"
+	[ "$(jq length "$T/ju.json")" -eq 2 ]
+	[ "$(jq -r '[.[].closed] | all' "$T/ju.json")" = true ]
+	[ "$(jq -r '.[0].first_seen_at, .[0].last_seen_at' "$T/ju.json" | tr '\n' ' ')" = \
+	    "2026-11-29T10:00:40.000Z 2026-11-29T10:00:40.000Z " ]
+	[ "$(jq -r '.[1].first_seen_at, .[1].last_seen_at' "$T/ju.json" | tr '\n' ' ')" = \
+	    "2026-11-29T10:01:10.000Z 2026-11-29T10:01:10.000Z " ]
+	[ "$(jq -r '.[0].first_seen != .[1].first_seen' "$T/ju.json")" = true ]
+}
+
+# ---- two sweeps at once -------------------------------------------------------
+
+@test "two sweeps at once (--node a, --node b) over 200 orphans: each act closed exactly once, the closed counts sum to 200, closed_already makes up the rest (reconcile 7; Invariant 2.3; sweep closed ids 1)" {
+	# 200 crashed ri-runs take ~2 s here (measured), so the full 200 are used.
+	# Observed: the two runs serialise act by act on the section; the trailing
+	# run finds each act already closed, so one tally usually carries all the
+	# closings and the other all the closed_already.  The assertions hold for
+	# any interleaving.
+	N=200
+	for i in $(seq 1 $N); do orphan "o$i"; done
+	[ "$(sqlite3 "$T/journal.db" "SELECT count(*) FROM open_intents")" -eq $N ]
+	ri_at 33
+	ri-sweep --node a >"$T/a.json" 2>"$T/a.err" </dev/null 3>&- & pa=$!
+	ri-sweep --node b >"$T/b.json" 2>"$T/b.err" </dev/null 3>&- & pb=$!
+	ra=0; rb=0
+	wait $pa || ra=$?
+	wait $pb || rb=$?
+	[ "$ra" -eq 0 ] && [ "$rb" -eq 0 ]
+	a=$(cat "$T/a.json"); b=$(cat "$T/b.json")
+	echo "node a: $a"; echo "node b: $b"
+	assert_partition "$a"
+	assert_partition "$b"
+	[ $(( $(jq .closed <<<"$a") + $(jq .closed <<<"$b") )) -eq $N ]
+	for j in "$a" "$b"; do
+		[ "$(jq '.closed + .closed_already == .examined' <<<"$j")" = true ]
+		[ "$(jq '.skipped + .escalated + .abandoned' <<<"$j")" -eq 0 ]
+	done
+	[ "$(records "action_ref = 'ledger.disclosed'")" -eq $N ]
+	[ "$(sqlite3 "$T/journal.db" "SELECT count(*) FROM (SELECT invocation_id FROM records
+	    WHERE action_ref IN ('ledger.disclosed', 'ledger.abandoned', 'ledger.escalated', 'ledger.refused')
+	    GROUP BY invocation_id HAVING count(*) > 1)")" -eq 0 ]
+	for i in $(seq 1 $N); do
+		e=$(read_entry "o$i")
+		[ "$(jq -r '.state + " " + (.binding_duplicate | tostring)' <<<"$e")" = "closed false" ] ||
+		    { echo "o$i: $e"; false; }
+	done
+	# and the next run's duplicate scan finds nothing
+	ri_at 40
+	sweep
+	[ "$(t examined)" -eq 0 ]
+	[ "$(findings_where '.finding == "binding-duplicate"')" -eq 0 ]
+}
+
+# ---- a sweep racing a late Close ----------------------------------------------
+
+# race -- open (inv) at T0; ri-close at +10 s (its own frozen RI_NOW) pauses
+# after its step-2 re-read (close.after_reread); the store gets the committed
+# row; the sweep at +33 s takes the expired section and closes the act; then
+# the paused close is released.  CLOSE_RC / CLOSE_OUT hold its end.
+#
+# With the env clock each process keeps the RI_NOW it was started with, so
+# the paused close still reads +10 s when it wakes: by its own clock its lease
+# (to +30 s) and its per-write terminus are fine.  What the journal fence
+# refuses it on is the holder: the sweep's take (at +33 s, after expiry by the
+# sweep's clock) replaced the invocation as holder, and the fence admits a
+# write only from the current holder.  Under journal_fence none nothing checks
+# that, and the late append lands beside the sweep's outcome.
+race() {
+	open=$(open_req race '{"pairing_datum":"pd-race"}' | ri-open)
+	INV=$(jq -r .invocation_id <<<"$open")
+	export RI_FAULT_DIR=$T/faults
+	mkdir -p "$RI_FAULT_DIR"
+	mkfifo "$RI_FAULT_DIR/close.after_reread"
+	ri_at 10
+	RI_FAULT=close.after_reread=pause ri-close <<<"$(close_req "$open" '{"disclosure_id":"dsc-late"}')" \
+	    >"$T/close.out" 2>"$T/close.err" 3>&- &
+	BG=$!
+	wait_for "$RI_FAULT_DIR/close.after_reread.reached"
+	# the act did commit (the stalled process's write reached the store)
+	RI_PAIRING_DATUM=pd-race ledger-disclose --store "$T/ledger.db" --subject race --recipient r --scope s >/dev/null
+	ri_at 33
+	sweep
+	[ "$(t examined)" -eq 1 ] && [ "$(t closed)" -eq 1 ]
+	echo >"$RI_FAULT_DIR/close.after_reread"
+	CLOSE_RC=0
+	wait "$BG" || CLOSE_RC=$?
+	BG=
+	CLOSE_OUT=$(cat "$T/close.out")
+}
+
+@test "a sweep racing a late ri-close under journal_fence declared: the sweep's take replaced the holder, the paused close's write is fenced out (21), the act has exactly one closing (Invariant 2.1; journal fence 1, 3; act section 10)" {
+	race
+	[ "$CLOSE_RC" -eq 21 ]
+	[ "$(jq -r .refused <<<"$CLOSE_OUT")" = recording-failure ]
+	[ "$(jq -r .position <<<"$CLOSE_OUT")" = outcome ]
+	[ "$(records "invocation_id = '$INV' AND action_ref = 'ledger.disclosed'")" -eq 1 ]
+	[ "$(sqlite3 "$T/journal.db" "SELECT actor_ref FROM records WHERE invocation_id = '$INV' AND action_ref = 'ledger.disclosed'")" = ledger-reconciler ]
+	e=$(read_entry race)
+	[ "$(jq -r .state <<<"$e")" = closed ]
+	[ "$(jq -r .binding_duplicate <<<"$e")" = false ]
+	ri_at 40
+	sweep
+	[ "$(findings_where '.finding == "binding-duplicate"')" -eq 0 ]
+}
+
+@test "the same race under journal_fence none leaves two closings; the next sweep's duplicate scan surfaces binding-duplicate (key closings) and ri-read sets binding_duplicate on the entry (journal fence none 1-5; reconcile steps 5.2, 5.4, 5.7; read invocation 7)" {
+	ri_cfg '.instance.journal_fence = "none"'
+	race
+	[ "$CLOSE_RC" -eq 0 ]
+	[ "$(jq -r .landed_by <<<"$CLOSE_OUT")" = invocation ]
+	[ "$(records "invocation_id = '$INV' AND action_ref = 'ledger.disclosed'")" -eq 2 ]
+	ri_at 40
+	sweep
+	f=$(ri-findings | jq -c "select(.finding == \"binding-duplicate\")")
+	[ "$(jq -s length <<<"$f")" -eq 1 ]
+	[ "$(jq -r .scope <<<"$f")" = act ]
+	[ "$(jq -r .invocation_id <<<"$f")" = "$INV" ]
+	[ "$(jq -r .act_key <<<"$f")" = race ]
+	[ "$(jq -r .detail.key <<<"$f")" = closings ]
+	r=$(ri-read <<<'{"kind":"ledger","act_key":"race"}')
+	[ "$(jq -r '.invocations[0].binding_duplicate' <<<"$r")" = true ]
+	[ "$(jq -r '.binding_duplicate' <<<"$r")" = false ]           # the intents key: one intent
+	[ "$(jq '[.invocations[0].records[] | select(.action_ref == "ledger.disclosed")] | length' <<<"$r")" -eq 2 ]
+	# reported once: a later run does not duplicate the finding
+	ri_at 100
+	sweep
+	[ "$(findings_where '.finding == "binding-duplicate"')" -eq 1 ]
+}
+
+# ---- retention after the pass -------------------------------------------------
+
+@test "retention after the pass (retention 700 s): a sweep at +701 s purges the closed act's intent payload -- tally purged, ri-read not-known; at +734 s its closings go too (read invocation 12; open invocations 7; Audit Trail Invariant 4)" {
+	ri_cfg '.kinds.ledger.retention_period = "700s"'
+	orphan k
+	ri_at 33
+	sweep
+	[ "$(t closed)" -eq 1 ]
+	[ "$(read_entry k | jq -r .state)" = closed ]
+	ri_at 701
+	sweep
+	[ "$(t examined)" -eq 0 ]
+	[ "$(jq -r '.purged // 0' <<<"$TALLY")" -ge 1 ]
+	[ "$(sqlite3 "$T/journal.db" "SELECT payload IS NULL FROM records WHERE invocation_id = '$INV' AND action_ref = 'ledger.intended'")" -eq 1 ]
+	run --separate-stderr ri-read <<<'{"kind":"ledger","act_key":"k"}'
+	[ "$status" -eq 17 ]
+	[ "$(jq -r .refused <<<"$output")" = not-known ]
+	ri_at 734
+	sweep
+	[ "$(jq -r '.purged // 0' <<<"$TALLY")" -eq 2 ]
+	[ "$(records "invocation_id = '$INV' AND payload IS NOT NULL")" -eq 0 ]
+}
+
+# ---- the re-read, the take, the fence at the sweep's own writes -------------
+
+@test "a closing that lands between step 1 and the take (the operator's, while the run is paused after enumerating) is counted closed_already, and the run writes nothing for it (reconcile steps 2.4-2.6; sweep closed ids 1)" {
+	BOB=$(ri-actor add bob | jq -r .credential)
+	empty_orphan k
+	act=$(sqlite3 -json "$T/journal.db" "SELECT kind, act_key, invocation_id, event_id AS intent_event_id
+	    FROM records WHERE invocation_id = '$INV' AND action_ref = 'ledger.intended'" | jq -c '.[0]')
+	export RI_FAULT_DIR=$T/faults
+	mkdir -p "$RI_FAULT_DIR"
+	mkfifo "$RI_FAULT_DIR/sweep.after_enumerate"
+	ri_at 33
+	RI_FAULT=sweep.after_enumerate=pause ri-sweep >"$T/sweep.out" 2>"$T/sweep.err" </dev/null 3>&- &
+	BG=$!
+	wait_for "$RI_FAULT_DIR/sweep.after_enumerate.reached"
+	run ri-resolve <<<"$(jq -c --arg c "$BOB" '. + {actor_ref:"bob", credential:$c,
+	    disposition:{abandoned:{cause:"operator"}}}' <<<"$act")"
+	[ "$status" -eq 0 ]
+	n=$(act_records)
+	echo >"$RI_FAULT_DIR/sweep.after_enumerate"
+	rc=0
+	wait "$BG" || rc=$?
+	BG=
+	[ "$rc" -eq 0 ]
+	TALLY=$(cat "$T/sweep.out")
+	assert_partition
+	[ "$(t examined)" -eq 1 ] && [ "$(t closed_already)" -eq 1 ] && [ "$(t escalated)" -eq 0 ]
+	[ "$(act_records)" -eq "$n" ]
+	[ "$(read_entry k | jq -r '.state + " " + (.binding_duplicate | tostring)')" = "resolved false" ]
+}
+
+@test "a take that fails after waiting out the holder's lease (an operator holds the section; fast: sweep lease 1.8 s) is counted skipped, nothing written (reconcile steps 2.1-2.3)" {
+	rm -rf "$T"
+	ri_instance fast
+	export RI_CREDENTIAL=$ALICE
+	ledger-admin --store "$T/ledger.db" init >/dev/null
+	BOB=$(ri-actor add bob | jq -r .credential)
+	empty_orphan k
+	act=$(sqlite3 -json "$T/journal.db" "SELECT kind, act_key, invocation_id, event_id AS intent_event_id
+	    FROM records WHERE invocation_id = '$INV' AND action_ref = 'ledger.intended'" | jq -c '.[0]')
+	export RI_FAULT_DIR=$T/faults
+	mkdir -p "$RI_FAULT_DIR"
+	mkfifo "$RI_FAULT_DIR/resolve.after_take"
+	ri_at 3.2                                  # past the examine edge (3 s + 100 ms)
+	RI_FAULT=resolve.after_take=pause ri-resolve <<<"$(jq -c --arg c "$BOB" '. + {actor_ref:"bob",
+	    credential:$c, disposition:{abandoned:{cause:"operator"}}}' <<<"$act")" \
+	    >"$T/resolve.out" 2>"$T/resolve.err" 3>&- &
+	BG=$!
+	wait_for "$RI_FAULT_DIR/resolve.after_take.reached"
+	n=$(act_records)
+	start=$SECONDS
+	sweep
+	[ $((SECONDS - start)) -le 6 ]
+	[ "$(t examined)" -eq 1 ] && [ "$(t skipped)" -eq 1 ]
+	[ "$(act_records)" -eq "$n" ]
+	echo >"$RI_FAULT_DIR/resolve.after_take"
+	rc=0
+	wait "$BG" || rc=$?
+	BG=
+	[ "$rc" -eq 0 ]
+	[ "$(read_entry k | jq -r .state)" = resolved ]
+}
+
+@test "a sweep whose closing write is issued after an operator took the expired section is fenced out: absorbed into skipped, one closing stands (journal fence 3-4; Invariant 2.1-2.2)" {
+	BOB=$(ri-actor add bob | jq -r .credential)
+	empty_orphan k
+	act=$(sqlite3 -json "$T/journal.db" "SELECT kind, act_key, invocation_id, event_id AS intent_event_id
+	    FROM records WHERE invocation_id = '$INV' AND action_ref = 'ledger.intended'" | jq -c '.[0]')
+	export RI_FAULT_DIR=$T/faults
+	mkdir -p "$RI_FAULT_DIR"
+	# past the gate, before the append of its escalation (empty store, no commit fence)
+	mkfifo "$RI_FAULT_DIR/sweep.closing.before"
+	ri_at 33
+	RI_FAULT=sweep.closing.before=pause ri-sweep >"$T/sweep.out" 2>"$T/sweep.err" </dev/null 3>&- &
+	BG=$!
+	wait_for "$RI_FAULT_DIR/sweep.closing.before.reached"
+	# the run's lease (15 s from +33 s) has ended by the operator's seam at +60 s
+	ri_at 60
+	run ri-resolve <<<"$(jq -c --arg c "$BOB" '. + {actor_ref:"bob", credential:$c,
+	    disposition:{abandoned:{cause:"operator"}}}' <<<"$act")"
+	[ "$status" -eq 0 ]
+	echo >"$RI_FAULT_DIR/sweep.closing.before"
+	rc=0
+	wait "$BG" || rc=$?
+	BG=
+	[ "$rc" -eq 0 ]
+	TALLY=$(cat "$T/sweep.out")
+	assert_partition
+	[ "$(t examined)" -eq 1 ] && [ "$(t skipped)" -eq 1 ] && [ "$(t escalated)" -eq 0 ]
+	[ "$(records "invocation_id = '$INV' AND action_ref IN ('ledger.escalated', 'ledger.abandoned', 'ledger.disclosed')")" -eq 1 ]
+	[ "$(read_entry k | jq -r '.state + " " + (.binding_duplicate | tostring)')" = "resolved false" ]
+}
+
+@test "report-only: every run's probe result reaches the compliance surface -- a later run whose probe answers differently (unavailable, then committed) is reported too (reconcile 2e; service identity 1b)" {
+	ri_cfg '.kinds.ledger.service_identity = null'
+	orphan k
+	set_probe --store /nonexistent/ledger.db
+	ri_at 33
+	sweep
+	[ "$(t reported)" -eq 1 ]
+	[ "$(findings_where ".finding == \"closure-at-risk\" and .invocation_id == \"$INV\" and .detail.probe == \"unavailable\"")" -eq 1 ]
+	# the store is back and now re-derives the outcome: the operator must be able to see that
+	set_probe --store "$T/ledger.db"
+	ri_at 100
+	sweep
+	[ "$(t reported)" -eq 1 ]
+	ri-findings | jq -c "select(.invocation_id == \"$INV\")"
+	[ "$(findings_where ".invocation_id == \"$INV\" and .detail.probe == \"committed\"")" -ge 1 ]
+}
+
+@test "an unreadable service credential file is not a silent skip: the run that cannot write under the service identity says so (an alert in the tally) (reconcile steps 3.18, 3.20; INTERFACE: hard alert)" {
+	empty_orphan k
+	rm -f "$T/reconciler.cred"
+	n=$(act_records)
+	ri_at 33
+	sweep
+	[ "$(t examined)" -eq 1 ] && [ "$(t skipped)" -eq 1 ]
+	[ "$(act_records)" -eq "$n" ]
+	echo "tally: $TALLY"
+	ri-findings
+	[ -n "$(jq -r '.alert // empty' <<<"$TALLY")" ]
+}
