@@ -129,6 +129,25 @@ check_journal(struct ri *r, struct report *rep)
 		return;
 	}
 	ri_records_clear(&rs);
+	/* Binding 2-3: a config that unbinds a kind with an open intent is
+	 * refused, with the reason */
+	struct ri_open_intent *oi;
+	size_t n;
+	if (st->ops->open_intents(st, NULL, NULL, RI_NONE, &oi, &n) == RI_ST_OK) {
+		for (size_t i = 0; i < n; i++) {
+			bool seen = false;
+			for (size_t j = 0; j < i && !seen; j++)
+				seen = strcmp(oi[j].kind, oi[i].kind) == 0;
+			if (seen || ri_config_kind(r->cfg, oi[i].kind) != NULL)
+				continue;
+			size_t count = 0;
+			for (size_t j = i; j < n; j++)
+				count += strcmp(oi[j].kind, oi[i].kind) == 0;
+			cap(rep, false, "bindings", "kind %s is not bound but has %zu open intent%s (Binding 2): "
+			    "bind it again until they are closed", oi[i].kind, count, count == 1 ? "" : "s");
+		}
+		ri_open_intents_free(oi, n);
+	}
 	ri_hex(h, sizeof h, hex);
 	cap(rep, true, "journal", "%s: reachable; head seq %lld (%.16s...) and the newest records verify",
 	    r->cfg->journal, (long long)seq, hex);

@@ -115,7 +115,9 @@ ri_findings_act(struct ri_findings *f, enum ri_finding what, const char *kind,
 	rc = sqlite3_prepare_v2(f->db, "INSERT INTO findings(finding, scope, kind, act_key,"
 	    " invocation_id, first_seen, first_seen_at, run_id, detail)"
 	    " VALUES (?, 'act', ?, ?, ?, ?, ?, ?, ?)"
-	    " ON CONFLICT(invocation_id, finding) WHERE scope = 'act' DO NOTHING", -1, &st, NULL);
+	    " ON CONFLICT(invocation_id, finding) WHERE scope = 'act'"
+	    /* findings 8: first seen never moves; the latest run's word does */
+	    " DO UPDATE SET run_id = excluded.run_id, detail = excluded.detail", -1, &st, NULL);
 	if (rc == SQLITE_OK) {
 		sqlite3_bind_text(st, 1, ri_finding_name(what), -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 2, kind, -1, SQLITE_TRANSIENT);

@@ -377,6 +377,15 @@ sweep_one(struct sweep *s, const struct ri_kind *k, const struct ri_open_intent 
 	}
 	if (k->service_actor == NULL) {
 		v = report_only(s, k, inv.intent);
+	} else if (credential(s, k) == NULL) {
+		/* reconcile step 3.18 in spirit: a credential the run cannot even
+		 * read is surfaced at once, and nothing is written under it */
+		s->credential_refused = true;
+		instance_finding(s, RI_F_SERVICE_CREDENTIAL, k->name, json_pack("{s:s, s:s}", "actor_ref",
+		    k->service_actor, "why", "the credential file cannot be read"));
+		alert(s, "cannot read %s, the credential of service identity %s; the run writes nothing more",
+		    k->service_credential_file, k->service_actor);
+		v = V_SKIPPED;
 	} else {
 		v = close_act(s, k, inv.intent, &how);
 		if (how == L_CREDENTIAL) {
@@ -575,11 +584,13 @@ tally_json(const struct sweep *s)
 }
 
 static void
-finish(struct sweep *s, json_t **ans)
+finish(struct sweep *s, json_t **ans, bool looked)
 {
 	ri_err e;
 
-	if (s->reg != NULL && ri_findings_close_unseen(s->reg, s->run_id, s->now,
+	/* findings 10: only a run that could look closes what it did not see;
+	 * a journal outage hides every other condition, it does not end them */
+	if (looked && s->reg != NULL && ri_findings_close_unseen(s->reg, s->run_id, s->now,
 	    (const char *const *)s->seen, s->n_seen, &e) != RI_OK)
 		alert(s, "could not close unseen findings: %s", e.msg);
 	*ans = tally_json(s);
@@ -660,7 +671,7 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 		if (st == RI_ST_INTEGRITY)
 			json_object_set_new(*ans, "cause", json_string("integrity"));
 		json_t *tmp = NULL;
-		finish(&s, &tmp);
+		finish(&s, &tmp, false);
 		json_decref(tmp);
 		goto out;
 	}
@@ -704,7 +715,7 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 	json_t *sealed = NULL;
 	if (!s.credential_refused && ri_seal(r, &sealed, &e) != RI_OK)
 		alert(&s, "could not seal the journal: %s", e.msg);
-	finish(&s, ans);
+	finish(&s, ans, true);
 	if (purged > 0)
 		json_object_set_new(*ans, "purged", json_integer(purged));
 	if (sealed != NULL)
@@ -746,7 +757,7 @@ ri_sweep_outage(const char *config_path, json_t **ans, ri_err *err)
 		if (ri_findings_open(s.c->findings, false, &s.reg, &e) == RI_OK &&
 		    ri_findings_run_begin(s.reg, s.run_id, s.now, &e) == RI_OK) {
 			instance_finding(&s, RI_F_JOURNAL_UNAVAILABLE, NULL, json_pack("{s:s}", "why", why));
-			finish(&s, &tmp);
+			finish(&s, &tmp, false);
 			json_decref(tmp);
 		} else {
 			fprintf(stderr, "ri-sweep: the findings register is unavailable too: %s\n", e.msg);
