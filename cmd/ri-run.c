@@ -54,11 +54,13 @@ main(int argc, char **argv)
 		case 'A': o.actor = optarg; break;
 		case 'o': o.outcome = optarg; break;
 		case 'p': parse_codes(optarg, &o); break;
-		case 'g':
-			o.grace_ms = strtol(optarg, NULL, 10);
-			if (o.grace_ms < 0)
-				ri_usage(usage);
+		case 'g': {
+			char *end;
+			o.grace_ms = strtol(optarg, &end, 10);
+			if (end == optarg || *end != '\0' || o.grace_ms < 0)
+				ri_die(RI_USAGE, "--grace-ms: expected milliseconds, a non-negative integer");
 			break;
+		}
 		case 'i':
 			if ((o.intent_data = json_loads(optarg, 0, &je)) == NULL || !json_is_object(o.intent_data))
 				ri_die(RI_USAGE, "--intent-data: expected a JSON object");

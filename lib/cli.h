@@ -50,6 +50,10 @@ struct ri_cmd {
 	const struct ri_shorthand *shorthands;  /* NULL-terminated, or NULL */
 	unsigned open_flags;                    /* RI_WRITER, RI_READONLY */
 	int (*call)(ri *r, json_t *req, json_t **ans, ri_err *err);
+	/* The position a journal that cannot even be opened lands on: NULL
+	 * (journal-unavailable, 15), "outcome" (21), "refusal" (22),
+	 * "resolution" (23), or "yield" ({"ok": true} with an alert). */
+	const char *position;
 };
 
 int ri_cmd_main(const struct ri_cmd *cmd, int argc, char **argv);

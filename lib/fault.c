@@ -140,11 +140,17 @@ pause_at(const char *point)
 enum ri_fault_action
 ri_fault(const char *point)
 {
+	struct armed *fire = NULL;
+
+	/* every arm on this point counts the pass, then the first due fires */
 	for (size_t i = 0; i < n_armed; i++) {
 		struct armed *a = &armed[i];
 
-		if (strcmp(a->point, point) != 0 || ++a->seen != a->nth)
-			continue;
+		if (strcmp(a->point, point) == 0 && ++a->seen == a->nth && fire == NULL)
+			fire = a;
+	}
+	if (fire != NULL) {
+		struct armed *a = fire;
 		switch (a->action) {
 		case ACT_DIE:
 			fflush(NULL);

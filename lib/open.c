@@ -94,33 +94,6 @@ fits(struct ri *r, struct open_req *o, json_t *intent_payload, char *why, size_t
 	return ok;
 }
 
-/* The latest outcome on the act (open step 3.9a), newest first. */
-static int
-latest_outcome(struct ri *r, struct open_req *o, char event_id[RI_ID_LEN + 1], bool *found)
-{
-	struct ri_query q = { .from = 0, .limit = 256, .kind = o->kind, .act_key = o->act_key,
-		.descending = true };
-	int rc;
-
-	*found = false;
-	for (;;) {
-		struct ri_records page;
-		if ((rc = r->st->ops->range_read(r->st, &q, &page)) != RI_ST_OK)
-			return rc;
-		for (size_t i = 0; i < page.n && !*found; i++) {
-			if (page.v[i].role == RI_ROLE_CLOSING && ri_is_outcome_ref(o->k, page.v[i].action_ref)) {
-				snprintf(event_id, RI_ID_LEN + 1, "%s", page.v[i].event_id);
-				*found = true;
-			}
-		}
-		bool more = page.more;
-		q.from = page.next;
-		ri_records_clear(&page);
-		if (*found || !more)
-			return RI_ST_OK;
-	}
-}
-
 /* open step 3.8c: a report-only deployment surfaces the old intent. */
 static void
 surface_aged(struct ri *r, struct open_req *o, const char *old_inv, ri_ms now, json_t *ans)
@@ -143,85 +116,110 @@ surface_aged(struct ri *r, struct open_req *o, const char *old_inv, ri_ms now, j
 	fprintf(stderr, "ri: aged intent %s left open for an operator (open step 3.8)\n", old_inv);
 }
 
+/* One invocation of the act, as the step-3 re-read found it. */
+struct seen {
+	char *inv;
+	bool intent, closed, purged;
+	ri_ms recorded_at;
+};
+
+static struct seen *
+seen_get(struct seen **v, size_t *n, const char *inv)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (strcmp((*v)[i].inv, inv) == 0)
+			return &(*v)[i];
+	*v = realloc(*v, (*n + 1) * sizeof **v);
+	if (*v == NULL)
+		abort();
+	memset(&(*v)[*n], 0, sizeof **v);
+	(*v)[*n].inv = ri_strdup(inv);
+	return &(*v)[(*n)++];
+}
+
 /*
- * open step 3: re-read the journal for the act under the section (never a
- * local map hit, 3.3).  Answers RI_OK to proceed, or a refusal.
+ * open step 3: re-read the journal for the act under the section -- every
+ * record of the act, each verified, so a tampered or missing record fails
+ * closed (3.13) and no local map decides (3.3).  Answers RI_OK to proceed,
+ * or a refusal.
  */
 static int
-precheck(struct ri *r, struct open_req *o, ri_ms now, json_t **ans, json_t *alerts, ri_err *err)
+precheck(struct ri *r, struct open_req *o, ri_ms now, json_t **ans, json_t *aged, ri_err *err)
 {
-	struct ri_open_intent *oi;
-	size_t n;
-	int rc;
+	struct ri_query q = { .from = 0, .limit = 1024, .kind = o->kind, .act_key = o->act_key,
+		.descending = true };
+	struct seen *v = NULL;
+	size_t n = 0;
+	char landed[RI_ID_LEN + 1] = "";
+	int rc = RI_OK, st;
 
-	if ((rc = r->st->ops->open_intents(r->st, o->kind, o->act_key, RI_NONE, &oi, &n)) != RI_ST_OK)
-		goto unavailable;
-	for (size_t i = 0; i < n; i++) {
-		struct ri_inv inv;
-		struct ri_standing sd;
-
-		if (strcmp(oi[i].invocation_id, o->inv) == 0)
-			continue;
-		if ((rc = ri_inv_read(r, oi[i].invocation_id, &inv)) != RI_ST_OK) {
-			ri_open_intents_free(oi, n);
+	for (;;) {
+		struct ri_records page;
+		if ((st = r->st->ops->range_read(r->st, &q, &page)) != RI_ST_OK)
 			goto unavailable;
-		}
-		ri_standing(inv.closings, inv.n_closings, &sd);
-		const struct ri_record *in = inv.intent;
-		bool open = in != NULL && sd.standing == NULL && !in->purged &&
-		    /* sequence high water 5: drop an intent past its retention end */
-		    !(in->recorded_at + o->k->retention_period < now);
-		if (in == NULL) {
-			ri_inv_free(&inv);
-			ri_open_intents_free(oi, n);
-			rc = RI_ST_INTEGRITY;
-			release(r, o);
-			return ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable",
-			    "cause", "integrity"), err, RI_JOURNAL_UNAVAILABLE,
-			    "journal integrity: the open-intent index names %s, which has no intent record",
-			    oi[i].invocation_id);
-		}
-		if (open) {
-			/* Primitive policy 15, 38: the one comparison, against the
-			 * range read's recorded_at */
-			bool in_flight = ri_in_flight(r->cfg, o->k, in->recorded_at, now);
-			if (in_flight || o->k->service_actor != NULL) {
-				/* open steps 3.4-3.7 */
-				json_t *ref = json_pack("{s:s, s:s}", "refused", "act-in-flight",
-				    "invocation_id", oi[i].invocation_id);
-				ri_inv_free(&inv);
-				ri_open_intents_free(oi, n);
-				release(r, o);
-				return ri_refuse_with(ans, ref, err, RI_ACT_IN_FLIGHT,
-				    "act-in-flight: invocation %s of this act is %s", json_string_value(
-				    json_object_get(ref, "invocation_id")), in_flight ? "live" : "awaiting the sweep");
+		for (size_t i = 0; i < page.n; i++) {
+			const struct ri_record *rec = &page.v[i];
+			if (rec->invocation_id == NULL)
+				continue;
+			struct seen *e = seen_get(&v, &n, rec->invocation_id);
+			if (rec->role == RI_ROLE_CLOSING) {
+				e->closed = true;
+				/* open step 3.9a: newest first, the first outcome is the latest */
+				if (landed[0] == '\0' && ri_is_outcome_ref(o->k, rec->action_ref))
+					snprintf(landed, sizeof landed, "%s", rec->event_id);
+			} else if (rec->role == RI_ROLE_INTENT) {
+				e->intent = true;
+				e->purged = rec->purged;
+				e->recorded_at = rec->recorded_at;
 			}
-			/* open step 3.8: report-only -- proceed, leave it open, surface it */
-			json_array_append_new(alerts, json_string(oi[i].invocation_id));
 		}
-		ri_inv_free(&inv);
+		bool more = page.more;
+		q.from = page.next;
+		ri_records_clear(&page);
+		if (!more)
+			break;
 	}
-	ri_open_intents_free(oi, n);
-	if (!o->k->repeatable) {
-		char ev[RI_ID_LEN + 1];
-		bool found;
-		if ((rc = latest_outcome(r, o, ev, &found)) != RI_ST_OK)
-			goto unavailable;
-		if (found) {
-			/* open step 3.9 (repeatable 1: only for repeatable = no) */
+	for (size_t i = 0; i < n && rc == RI_OK; i++) {
+		struct seen *e = &v[i];
+		/* sequence high water 5: an intent past its retention end drops */
+		if (!e->intent || e->closed || e->purged || strcmp(e->inv, o->inv) == 0 ||
+		    e->recorded_at + o->k->retention_period < now)
+			continue;
+		/* Primitive policy 15, 38: the one comparison, against the range
+		 * read's recorded_at */
+		bool in_flight = ri_in_flight(r->cfg, o->k, e->recorded_at, now);
+		if (in_flight || o->k->service_actor != NULL) {
+			/* open steps 3.4-3.7 */
 			release(r, o);
-			return ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "act-landed",
-			    "outcome_event_id", ev), err, RI_ACT_LANDED,
-			    "act-landed: the non-repeatable act already has outcome %s", ev);
+			rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "act-in-flight",
+			    "invocation_id", e->inv), err, RI_ACT_IN_FLIGHT,
+			    "act-in-flight: invocation %s of this act is %s", e->inv,
+			    in_flight ? "live" : "awaiting the sweep");
+		} else {
+			/* open step 3.8: report-only -- proceed, leave it open, surface it */
+			json_array_append_new(aged, json_string(e->inv));
 		}
 	}
-	return RI_OK;
+	if (rc == RI_OK && !o->k->repeatable && landed[0] != '\0') {
+		/* open step 3.9 (repeatable 1: only for repeatable = no) */
+		release(r, o);
+		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "act-landed",
+		    "outcome_event_id", landed), err, RI_ACT_LANDED,
+		    "act-landed: the non-repeatable act already has outcome %s", landed);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(v[i].inv);
+	free(v);
+	return rc;
 unavailable:
+	for (size_t i = 0; i < n; i++)
+		free(v[i].inv);
+	free(v);
 	/* open step 3.13: release; journal-unavailable with nothing written */
 	release(r, o);
 	{
 		json_t *ref = ri_refusal("journal-unavailable");
-		if (rc == RI_ST_INTEGRITY)
+		if (st == RI_ST_INTEGRITY)
 			json_object_set_new(ref, "cause", json_string("integrity"));
 		return ri_refuse_with(ans, ref, err, RI_JOURNAL_UNAVAILABLE, "journal-unavailable: %s",
 		    r->st->ops->error(r->st)->msg);
@@ -402,8 +400,11 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 	json_t *v;
 	json_array_foreach(alerts, i, v)
 		ri_alert(*ans, "%s", json_string_value(json_object_get(v, "alert")));
-	json_array_foreach(aged, i, v)
+	json_array_foreach(aged, i, v) {
+		ri_alert(*ans, "invocation %s of this act is aged and left open for an operator (open step 3.8)",
+		    json_string_value(v));
 		surface_aged(r, &o, json_string_value(v), now, *ans);
+	}
 	rc = RI_OK;
 out:
 	json_decref(aged);

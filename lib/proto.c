@@ -326,8 +326,15 @@ ri_alert(json_t *ans, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	json_object_set_new(ans, "alert", json_string(msg));
 	fprintf(stderr, "ri: ALERT: %s\n", msg);
+	json_t *have = json_object_get(ans, "alert");
+	if (json_is_string(have)) {
+		char both[2100];
+		snprintf(both, sizeof both, "%s; %s", json_string_value(have), msg);
+		json_object_set_new(ans, "alert", json_string(both));
+	} else {
+		json_object_set_new(ans, "alert", json_string(msg));
+	}
 }
 
 /* ---- the lost reply ---- */

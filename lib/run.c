@@ -33,22 +33,6 @@ on_signal(int sig)
 }
 
 static void
-stop_group(pid_t pg, int64_t grace)
-{
-	int64_t until = ri_mono_ms() + grace;
-
-	if (kill(-pg, SIGTERM) != 0)
-		return;
-	while (ri_mono_ms() < until) {
-		if (kill(-pg, 0) != 0)
-			return;
-		(void)waitpid(-pg, NULL, WNOHANG);
-		ri_sleep_ms(10);
-	}
-	(void)kill(-pg, SIGKILL);
-}
-
-static void
 child(const struct ri_run_opts *o, const char *inv, const char *ev, const char *datum,
     const char *deadline, const char *token, int out_fd)
 {
@@ -92,8 +76,8 @@ run_child(const struct ri_run_opts *o, const char *inv, const char *ev, const ch
 	int fds[2];
 	pid_t pid;
 	size_t cap = res->len;
-	int64_t stop_at = ri_mono_ms() + budget;
-	bool done = false, eof = false;
+	int64_t stop_at = ri_mono_ms() + budget, term_at = 0;
+	bool done = false, eof = false, killed = false;
 
 	res->len = 0;
 	res->out = ri_xmalloc(cap + 1);
@@ -109,15 +93,22 @@ run_child(const struct ri_run_opts *o, const char *inv, const char *ev, const ch
 	(void)setpgid(pid, pid);
 	close(fds[1]);
 	(void)fcntl(fds[0], F_SETFL, O_NONBLOCK);
-	while (!done || !eof) {
+	while (!done || (!eof && !res->stopped)) {
 		struct pollfd p = { fds[0], POLLIN, 0 };
-		int64_t left = stop_at - ri_mono_ms();
+		int64_t now = ri_mono_ms(), left = stop_at - now;
 
+		/* at the stop instant (or when ri-run is interrupted): TERM to
+		 * the whole group, then KILL after the grace */
 		if (!res->stopped && (left <= 0 || interrupted)) {
 			res->stopped = true;
-			stop_group(pid, o->grace_ms);
+			term_at = now;
+			(void)kill(-pid, SIGTERM);
 		}
-		if (!eof && poll(&p, 1, left > 50 || left <= 0 ? 50 : (int)left) > 0) {
+		if (res->stopped && !killed && now - term_at >= o->grace_ms) {
+			killed = true;
+			(void)kill(-pid, SIGKILL);
+		}
+		if (!eof && poll(&p, 1, 20) > 0) {
 			char buf[8192];
 			ssize_t n = read(fds[0], buf, sizeof buf);
 			if (n == 0) {
@@ -134,13 +125,9 @@ run_child(const struct ri_run_opts *o, const char *inv, const char *ev, const ch
 		} else if (eof) {
 			ri_sleep_ms(10);
 		}
-		if (!done) {
-			pid_t w = waitpid(pid, &res->status, WNOHANG);
-			if (w == pid)
-				done = true;
-		}
-		if (done && !eof && res->stopped)
-			eof = true;     /* a stopped job's leftovers hold the pipe */
+		/* only this pid is reaped here, so its status is never lost */
+		if (!done && waitpid(pid, &res->status, WNOHANG) == pid)
+			done = true;
 	}
 	close(fds[0]);
 	res->out[res->len] = '\0';

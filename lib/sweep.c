@@ -524,7 +524,7 @@ scan_intents(struct sweep *s, const struct ri_kind *k, const struct ri_record *i
 		    json_pack("{s:s, s:s}", "key", "intents", "open_with", other));
 }
 
-static void
+static int
 duplicate_scan(struct sweep *s)
 {
 	struct ri *r = s->r;
@@ -533,12 +533,14 @@ duplicate_scan(struct sweep *s)
 	struct ri_query q;
 	ri_ms settle = ri_settle_bound(s->c);
 
+	int st = RI_ST_OK;
+
 	if (r->st->ops->mark_get(r->st, "sweep.duplicate_scan", &mark) != RI_ST_OK)
-		return;
+		return RI_ST_UNAVAILABLE;
 	q = (struct ri_query){ .from = mark + 1, .limit = 1024 };
 	for (;;) {
 		struct ri_records page;
-		if (r->st->ops->range_read(r->st, &q, &page) != RI_ST_OK) {
+		if ((st = r->st->ops->range_read(r->st, &q, &page)) != RI_ST_OK) {
 			alert(s, "duplicate scan: %s", r->st->ops->error(r->st)->msg);
 			break;
 		}
@@ -566,8 +568,9 @@ duplicate_scan(struct sweep *s)
 			break;
 	}
 	seen_free(&invs);
-	if (settled > mark)
+	if (settled > mark && st == RI_ST_OK)
 		(void)r->st->ops->mark_set(r->st, "sweep.duplicate_scan", settled);
+	return st;
 }
 
 /* ---- the run ---- */
@@ -705,7 +708,9 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 			act_finding(&s, RI_F_CLOSURE_AT_RISK, k->name, oi[i].act_key, oi[i].invocation_id,
 			    json_pack("{s:s}", "rule", "reconcile step 5.1"));
 	}
-	duplicate_scan(&s);
+	/* AMD-03: a record that fails verification in the delta fails the
+	 * run closed -- after the closings it landed, which stand */
+	bool tampered = duplicate_scan(&s) == RI_ST_INTEGRITY;
 	/* retention: destroy payloads past their end (the chain still verifies) */
 	int64_t purged = 0;
 	if (!s.credential_refused && r->st->ops->purge(r->st, s.now, &purged) != RI_ST_OK)
@@ -713,7 +718,7 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 	/* a seal at least once per run, so an auditor holding only the public
 	 * key can verify the chain up to here */
 	json_t *sealed = NULL;
-	if (!s.credential_refused && ri_seal(r, &sealed, &e) != RI_OK)
+	if (!s.credential_refused && !tampered && ri_seal(r, &sealed, &e) != RI_OK)
 		alert(&s, "could not seal the journal: %s", e.msg);
 	finish(&s, ans, true);
 	if (purged > 0)
@@ -721,6 +726,11 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 	if (sealed != NULL)
 		json_object_set(*ans, "sealed_seq", json_object_get(sealed, "sealed_seq"));
 	json_decref(sealed);
+	if (tampered) {
+		json_object_set_new(*ans, "refused", json_string("journal-unavailable"));
+		json_object_set_new(*ans, "cause", json_string("integrity"));
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal integrity: %s", r->st->ops->error(r->st)->msg);
+	}
 out:
 	ri_open_intents_free(oi, n);
 	ri_findings_close(s.reg);

@@ -274,7 +274,7 @@ teardown() {
 	run --separate-stderr ri-startcheck --fault-points
 	[ "$status" -eq 0 ]
 	printf '%s\n' "${lines[@]}" | grep -qP '^open\.intent\twrite\t'
-	printf '%s\n' "${lines[@]}" | grep -qP '^substrate\.record\twrite\t'
+	printf '%s\n' "${lines[@]}" | grep -qP '^sweep\.closing\twrite\t'
 	printf '%s\n' "${lines[@]}" | grep -qP '^lease\.after_take\tstep\t'
 	printf '%s\n' "${lines[@]}" | grep -qP '^purge\.between\tstep\t'
 	for l in "${lines[@]}"; do

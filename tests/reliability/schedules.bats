@@ -227,3 +227,30 @@ sweep_points=(sweep.after_enumerate sweep.after_take sweep.after_reread sweep.af
 	run ri-findings
 	grep -q '"key":"intents"' <<<"$output"
 }
+
+@test "act section 1-2, open step 2.2-2.3: a dead opener's section is never freed by its death -- the next Open waits the holder's remaining lease and lands nothing (journal fence none, so only the lease stands)" {
+	ri_cfg '.instance.journal_fence = "none"'
+	# the first opener dies holding the section, before its intent
+	(open_req k1 '{}' | RI_FAULT=open.after_take=die ri-open) >/dev/null 2>&1 || true
+	start=$(date +%s%N)
+	run bash -c "open_req k1 '{}' | ri-open"
+	elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
+	[ "$status" -eq 14 ]
+	# it waited, but never longer than the holder's remaining lease (3 s)
+	[ "$elapsed" -ge 2500 ] && [ "$elapsed" -lt 6000 ]
+	[ "$(records "action_ref = 'ledger.intended'")" -eq 0 ]
+}
+
+@test "act section 14, open step 2: a second Open while the first is between its gate and its write waits and lands nothing -- one intent (journal fence none)" {
+	ri_cfg '.instance.journal_fence = "none"'
+	d=$(pause_dir po open.intent.before)
+	open_req k1 '{}' | RI_FAULT=open.intent.before=pause RI_FAULT_DIR=$d ri-open >"$T/first.out" 2>/dev/null &
+	pid=$!
+	reached "$d" open.intent.before
+	run bash -c "open_req k1 '{}' | ri-open"
+	[ "$status" -eq 14 ]
+	release "$d" open.intent.before
+	wait "$pid"
+	run ri-read --kind ledger --act-key k1 </dev/null
+	[ "$(jq '.invocations | length' <<<"$output")" -eq 1 ]
+}

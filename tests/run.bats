@@ -1,0 +1,281 @@
+#!/usr/bin/env bats
+# run.bats -- ri-run: one command wrapped as an act (INTERFACE "ri-run";
+# spec "commit" binding 1-8): open; run CMD in its own process group with
+# the invocation's environment; exit 0 -> Close with its stdout, a declared
+# pre-commit exit -> Refuse and exit with CMD's code, anything else -> Yield
+# and exit 21; CMD stopped (TERM, then KILL) before the lease ends.
+#
+# Credentials come from $RI_CREDENTIAL (never argv).  Tests that wait for the
+# lease in real time use `ri_instance fast` (lease 3 s: ri-run stops the job
+# at 3000 - read 200 - 2x jwb 300 - allowance 100 - grace 1000 = 1.1 s).
+
+bats_require_minimum_version 1.5.0
+
+load "$BATS_TEST_DIRNAME/lib/common"
+
+BG=
+
+teardown() {
+	if [ -n "${BG:-}" ]; then
+		kill "$BG" 2>/dev/null || true
+		wait "$BG" 2>/dev/null || true
+	fi
+	if [ -n "${T:-}" ] && [ -d "$T" ]; then rm -rf "$T"; fi
+}
+
+# rd KEY -- ri-read's answer for the act
+rd() { jq -nc --arg k "$1" '{kind:"ledger", act_key:$k}' | ri-read 2>/dev/null; }
+
+# latest KEY -- the act's most recent invocation entry
+latest() { rd "$1" | jq -c '.invocations[0]'; }
+
+holder() {
+	sqlite3 "$T/journal.db" "SELECT ifnull(holder, '') FROM leases WHERE kind = 'ledger' AND act_key = '$1'"
+}
+
+field() { jq -r --arg f "$1" 'if has($f) then .[$f] else empty end' <<<"$output" 2>/dev/null; }
+
+ms() { date +%s%3N; }
+
+# xrun KEY [RI-RUN OPTIONS] -- CMD...: ri-run as alice on KEY, under a hard
+# timeout so a hung ri-run fails the test instead of the suite
+xrun() {
+	local key=$1
+	shift
+	run --separate-stderr timeout -s KILL "${XRUN_TIMEOUT:-20}" ri-run --kind ledger --act-key "$key" --actor alice "$@"
+}
+
+# ---- the three partitions ------------------------------------------------------
+
+@test "commit 4, INTERFACE ri-run: 'true' exits 0 -> Close with outcome data {} (closed, landed_by invocation)" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	xrun r1 -- true
+	[ "$status" -eq 0 ]
+	[ "$(field landed_by)" = invocation ]
+	ev=$(field outcome_event_id)
+	e=$(latest r1)
+	[ "$(jq -r .state <<<"$e")" = closed ]
+	jq -e --arg ev "$ev" '.records | length == 2 and .[1].event_id == $ev and
+	    .[1].action_ref == "ledger.disclosed" and .[1].payload.data == {}' <<<"$e"
+	[ "$(holder r1)" = "" ]
+}
+
+@test "commit 7-8: 'false' (exit 1, not declared pre-commit) -> Yield, exit 21; the intent stays open, the section is released" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	n=$(records)
+	xrun r1 -- false
+	[ "$status" -eq 21 ]
+	[ "$(field refused)" = recording-failure ]
+	[ "$(field position)" = outcome ]
+	[ "$(records)" -eq $((n + 1)) ]                # the intent only
+	[ "$(latest r1 | jq -r .state)" = open ]
+	[ "$(holder r1)" = "" ]
+}
+
+@test "commit 2-3: --pre-commit-exit 3 and a command exiting 3 -> Refuse lands ledger.refused with constituent_code 3; ri-run exits 3" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	xrun r1 --pre-commit-exit 3 -- sh -c 'exit 3'
+	[ "$status" -eq 3 ]
+	ev=$(field refusal_event_id)
+	[ -n "$ev" ]
+	e=$(latest r1)
+	[ "$(jq -r .state <<<"$e")" = refused ]
+	jq -e --arg ev "$ev" '.records[-1] | .event_id == $ev and .action_ref == "ledger.refused" and
+	    .payload.constituent_code == 3' <<<"$e"
+	[ "$(holder r1)" = "" ]
+}
+
+@test "commit 7, 9: exit 3 that was NOT declared pre-commit is the unknown partition -> 21, no refusal, intent open" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	xrun r1 --pre-commit-exit 2,4 -- sh -c 'exit 3'
+	[ "$status" -eq 21 ]
+	[ "$(records "action_ref = 'ledger.refused'")" -eq 0 ]
+	[ "$(latest r1 | jq -r .state)" = open ]
+}
+
+@test "commit 6-8: a child killed by SIGKILL (sh -c 'kill -9 \$\$') -> Yield, 21, the intent open, the section released" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	xrun r1 -- sh -c 'kill -9 $$'
+	[ "$status" -eq 21 ]
+	[ "$(field position)" = outcome ]
+	[ "$(latest r1 | jq -r .state)" = open ]
+	[ "$(holder r1)" = "" ]
+	[[ "$stderr" == *signal* ]]
+}
+
+@test "INTERFACE ri-run: a child that exits 0 but prints junk -> 21 (never a Close with made-up data), and the message says why" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	xrun r1 -- echo 'disclosed it, probably'
+	[ "$status" -eq 21 ]
+	[ "$(records "action_ref = 'ledger.disclosed'")" -eq 0 ]
+	[ "$(latest r1 | jq -r .state)" = open ]
+	[[ "$stderr" == *"not one JSON object"* ]]
+}
+
+@test "INTERFACE ri-run: a child printing a JSON object -> its fields are the outcome's data" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	xrun r1 -- echo '{"disclosure_id":"dsc-1","n":2,"tags":["a"]}'
+	[ "$status" -eq 0 ]
+	latest r1 | jq -e '.state == "closed" and
+	    .records[-1].payload.data == {"disclosure_id":"dsc-1","n":2,"tags":["a"]}'
+}
+
+@test "INTERFACE ri-run: a child that exits 0 with stdout over outcome_envelope (4096) or a JSON array -> 21, never a Close" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	xrun r1 -- sh -c 'printf "{\"x\":\""; head -c 10000 /dev/zero | tr "\\0" x; printf "\"}"'
+	[ "$status" -eq 21 ]
+	xrun r2 -- echo '[1,2]'
+	[ "$status" -eq 21 ]
+	[ "$(records "action_ref = 'ledger.disclosed'")" -eq 0 ]
+	[ "$(latest r1 | jq -r .state)" = open ]
+}
+
+# ---- the example adopter -------------------------------------------------------
+
+@test "examples/README (pairing datum 1-2): ledger-disclose under ri-run closes the act; the store holds one row whose pairing_datum is the intent's" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	xrun alice/bob/full --intent-data '{"subject":"alice","recipient":"bob","scope":"full"}' \
+	    --pre-commit-exit 2,3,4 -- ledger-disclose --store "$T/ledger.db" \
+	    --subject alice --recipient bob --scope full
+	[ "$status" -eq 0 ]
+	[ "$(ledger-admin --store "$T/ledger.db" count)" -eq 1 ]
+	e=$(latest alice/bob/full)
+	[ "$(jq -r .state <<<"$e")" = closed ]
+	pd=$(jq -r '.records[0].payload.data.pairing_datum' <<<"$e")
+	[ -n "$pd" ] && [ "$pd" != null ]
+	row=$(ledger-admin --store "$T/ledger.db" list)
+	[ "$(jq -r .pairing_datum <<<"$row")" = "$pd" ]
+	[ "$(jq -r .invocation_id <<<"$row")" = "$(jq -r .invocation_id <<<"$e")" ]
+	# the outcome data is what the job printed (the row's own fields)
+	jq -e --arg d "$(jq -r .disclosure_id <<<"$row")" \
+	    '.records[-1].payload.data == {"disclosure_id":$d,"recipient":"bob","subject":"alice"}' <<<"$e"
+	# the probe finds the act by that datum (probe 2)
+	jq -nc --arg pd "$pd" '{kind:"ledger", act_key:"alice/bob/full", intent:{invocation_id:"x",
+	    kind:"ledger", act_key:"alice/bob/full", data:{pairing_datum:$pd}}}' |
+	    ledger-probe --store "$T/ledger.db" | jq -e '.answer == "committed"'
+}
+
+@test "examples/README (commit 2-3): the example job's pre-commit arm (store unreachable, exit 4) is refused and ri-run exits 4; nothing in the store" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	xrun alice/bob/full --pre-commit-exit 2,3,4 -- ledger-disclose --store "$T/no/such/dir/ledger.db" \
+	    --subject alice --recipient bob --scope full
+	[ "$status" -eq 4 ]
+	latest alice/bob/full | jq -e '.state == "refused" and .records[-1].payload.constituent_code == 4'
+}
+
+# ---- the child's environment ------------------------------------------------------
+
+@test "INTERFACE ri-run: the child's RI_INVOCATION_ID, RI_INTENT_EVENT_ID, RI_PAIRING_DATUM, RI_COMMIT_DEADLINE, RI_FENCING_TOKEN match the journal; RI_CREDENTIAL is not visible" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	xrun r1 -- sh -c 'jq -nc --arg i "$RI_INVOCATION_ID" --arg e "$RI_INTENT_EVENT_ID" \
+	    --arg p "$RI_PAIRING_DATUM" --arg d "$RI_COMMIT_DEADLINE" --arg t "$RI_FENCING_TOKEN" \
+	    --arg c "${RI_CREDENTIAL-unset}" --arg f "${RI_CREDENTIAL_FILE-unset}" \
+	    "{i:\$i,e:\$e,p:\$p,d:\$d,t:\$t,c:\$c,f:\$f}"'
+	[ "$status" -eq 0 ]
+	e=$(latest r1)
+	d=$(jq -c '.records[-1].payload.data' <<<"$e")
+	[ "$(jq -r .i <<<"$d")" = "$(jq -r .invocation_id <<<"$e")" ]
+	[ "$(jq -r .i <<<"$d")" = "$(jq -r .records[0].payload.invocation_id <<<"$e")" ]
+	[ "$(jq -r .e <<<"$d")" = "$(jq -r .records[0].event_id <<<"$e")" ]
+	[ "$(jq -r .e <<<"$d")" = "$(jq -r .records[-1].payload.intent_event_id <<<"$e")" ]
+	[ "$(jq -r .p <<<"$d")" = "$(jq -r .records[0].payload.data.pairing_datum <<<"$e")" ]
+	[ -n "$(jq -r .p <<<"$d")" ]
+	# the deadline is an RFC 3339 instant inside the lease (recorded 10:00:00, lease ends 10:00:30)
+	[[ "$(jq -r .d <<<"$d")" =~ ^2026-11-29T10:00:[0-2][0-9]\.[0-9]{3}Z$ ]]
+	[[ "$(jq -r .t <<<"$d")" =~ ^[1-9][0-9]*$ ]]
+	# credentials never reach the job
+	[ "$(jq -r .c <<<"$d")" = unset ]
+	[ "$(jq -r .f <<<"$d")" = unset ]
+	[[ "$(jq -c . <<<"$e")" != *"$ALICE"* ]]
+}
+
+@test "INTERFACE credentials: a credential given by \$RI_CREDENTIAL_FILE opens the act and the file's name is not passed to the child either" {
+	ri_instance
+	(umask 077; echo "$ALICE" >"$T/alice.cred")
+	export RI_CREDENTIAL_FILE=$T/alice.cred
+	xrun r1 -- sh -c 'jq -nc --arg f "${RI_CREDENTIAL_FILE-unset}" --arg c "${RI_CREDENTIAL-unset}" "{f:\$f,c:\$c}"'
+	[ "$status" -eq 0 ]
+	latest r1 | jq -e '.state == "closed" and .records[-1].payload.data == {"f":"unset","c":"unset"}'
+}
+
+@test "act section (fencing token): two successive ri-runs on one act get increasing RI_FENCING_TOKEN" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	xrun r1 -- sh -c 'printf "{\"t\":%s}" "$RI_FENCING_TOKEN"'
+	[ "$status" -eq 0 ]
+	xrun r1 -- sh -c 'printf "{\"t\":%s}" "$RI_FENCING_TOKEN"'
+	[ "$status" -eq 0 ]
+	t=$(rd r1 | jq -r '[.invocations[].records[-1].payload.data.t] | reverse | join(" ")')
+	read -r t1 t2 <<<"$t"
+	[ "$t1" -ge 1 ]
+	[ "$t2" -gt "$t1" ]
+}
+
+# ---- the lease stop -----------------------------------------------------------------
+
+@test "INTERFACE ri-run: a child that outlives the lease ('sleep 30') is stopped by TERM inside the lease -> 21, intent open, no process left" {
+	ri_instance fast
+	export RI_CREDENTIAL=$ALICE
+	mark=$(( RANDOM % 900 + 100 ))$$
+	t=$(ms)
+	XRUN_TIMEOUT=8 xrun r1 -- sleep "30.$mark"
+	took=$(( $(ms) - t ))
+	[ "$status" -eq 21 ]
+	[ "$took" -lt 3000 ]                   # stopped within the 3 s lease
+	[ "$(latest r1 | jq -r .state)" = open ]
+	[ "$(holder r1)" = "" ]
+	! pgrep -f "sleep 30.$mark"
+}
+
+@test "INTERFACE ri-run: a child that ignores TERM is KILLed after the grace -> 21; afterwards no process of its group remains" {
+	ri_instance fast
+	export RI_CREDENTIAL=$ALICE
+	mark=$(( RANDOM % 900 + 100 ))$$
+	t=$(ms)
+	XRUN_TIMEOUT=8 xrun r1 -- sh -c "trap '' TERM; sleep 31.$mark; sleep 32.$mark" "ri-marker-$mark"
+	took=$(( $(ms) - t ))
+	[ "$status" -eq 21 ]
+	[ "$took" -ge 1900 ]                   # TERM at 1.1 s, KILL after the 1 s grace
+	[ "$took" -lt 3000 ]                   # ...still inside the lease
+	[ "$(latest r1 | jq -r .state)" = open ]
+	sleep 0.2
+	! pgrep -f "ri-marker-$mark"
+	! pgrep -f "3[12].$mark"
+}
+
+# ---- open fails: nothing runs ------------------------------------------------------
+
+@test "INTERFACE ri-run: when Open fails (wrong credential -> 10) the command never runs" {
+	ri_instance
+	export RI_CREDENTIAL=ri1_not-alices
+	n=$(records)
+	xrun r1 -- touch "$T/ran"
+	[ "$status" -eq 10 ]
+	[ "$(field refused)" = invalid-credential ]
+	[ ! -e "$T/ran" ]
+	[ "$(records)" -eq "$n" ]
+}
+
+@test "INTERFACE ri-run: when Open answers act-in-flight (12) the command never runs" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	xrun r1 -- false                       # leaves an in-flight intent, section released
+	[ "$status" -eq 21 ]
+	n=$(records)
+	xrun r1 -- touch "$T/ran"
+	[ "$status" -eq 12 ]
+	[ "$(field refused)" = act-in-flight ]
+	[ ! -e "$T/ran" ]
+	[ "$(records)" -eq "$n" ]
+}
