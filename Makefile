@@ -94,7 +94,10 @@ bench: all $(BENCHES)
 	    RI_BENCH=$(abspath $(BUILD)/bench) bench/run
 
 reliability: all
-	tests/reliability/run
+	RI_BIN=$(abspath $(BINDIR)) RI_EXAMPLES=$(abspath $(EXBINDIR)) tests/reliability/run
+
+negative-controls:
+	tests/negative/run
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
@@ -105,8 +108,9 @@ install: all
 	install -m 0644 $(wildcard man/*.7) $(DESTDIR)$(PREFIX)/share/man/man7
 
 lint:
-	cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability \
-	    --inline-suppr --suppressions-list=.cppcheck-suppress -Ilib lib cmd examples
+	cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability,performance \
+	    --inline-suppr -Ilib --include=/usr/include/jansson.h -D_POSIX_C_SOURCE=200809L \
+	    lib cmd examples tests/tools
 
 clean:
 	rm -rf build $(LIBA) $(BINDIR)/ri-* $(EXBINDIR)

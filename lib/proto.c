@@ -185,7 +185,8 @@ ri_inv_read(struct ri *r, const char *inv_id, struct ri_inv *out)
 		out->all.v = realloc(out->all.v, (base + page.n + 1) * sizeof *out->all.v);
 		if (out->all.v == NULL)
 			abort();
-		memcpy(out->all.v + base, page.v, page.n * sizeof *page.v);
+		if (page.n > 0)
+			memcpy(out->all.v + base, page.v, page.n * sizeof *page.v);
 		out->all.n += page.n;
 		free(page.v);
 		q.from = page.next;

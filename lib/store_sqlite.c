@@ -240,12 +240,13 @@ struct scope {
 static void
 scope_add(crypto_hash_sha256_state *st, const char *v)
 {
-	size_t n = strlen(v);
+	size_t n = v ? strlen(v) : 0;
 	unsigned char len[4] = { (unsigned char)(n >> 24), (unsigned char)(n >> 16),
 		(unsigned char)(n >> 8), (unsigned char)n };
 
 	crypto_hash_sha256_update(st, len, 4);
-	crypto_hash_sha256_update(st, (const unsigned char *)v, n);
+	if (n > 0)
+		crypto_hash_sha256_update(st, (const unsigned char *)v, n);
 }
 
 static void
