@@ -144,13 +144,14 @@ close_write(struct ri *r, struct inv_req *q, json_t **ans, ri_err *err)
 			}
 			/* close step 2.3: never adopt an abandonment or escalation */
 			char ev2[RI_ID_LEN + 1];
+			const char *as = c->type == RI_C_REFUSED ? "refused" :
+			    c->type == RI_C_ABANDONED ? "abandoned" : "escalated";
 			snprintf(ev2, sizeof ev2, "%s", c->rec->event_id);
 			ri_inv_free(&inv);
 			release(r, q);
 			rc = ri_refuse_with(ans, ri_refusal_rf("outcome"), err, RI_RF_OUTCOME,
 			    "recording-failure(outcome): %s already closed this invocation as %s; the correction"
-			    " is an operator's (ri-resolve)", ev2, c->type == RI_C_REFUSED ? "refused" :
-			    c->type == RI_C_ABANDONED ? "abandoned" : "escalated");
+			    " is an operator's (ri-resolve)", ev2, as);
 			goto out;
 		}
 #endif
