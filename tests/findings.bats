@@ -16,6 +16,7 @@
 bats_require_minimum_version 1.5.0
 
 load "$BATS_TEST_DIRNAME/lib/common"
+load "$BATS_TEST_DIRNAME/lib/sweep"
 
 setup() {
 	ri_instance
@@ -34,28 +35,6 @@ teardown() {
 
 # ---- helpers --------------------------------------------------------------
 
-assert_partition() {
-	local j=${1:-$TALLY}
-	jq -e 'has("examined") and
-	    (.closed + .abandoned + .escalated + .reported + .skipped + .closed_already) == .examined' \
-	    <<<"$j" >/dev/null || { echo "partition identity broken: $j"; return 1; }
-}
-
-sweep() {
-	run --separate-stderr ri-sweep "$@"
-	[ "$status" -eq 0 ] || { echo "ri-sweep exited $status: $output $stderr"; return 1; }
-	TALLY=$output
-	RUN=$(jq -r .run_id <<<"$TALLY")
-	assert_partition "$TALLY"
-}
-
-t() { jq -r ".$1" <<<"$TALLY"; }
-
-inv_of() {
-	sqlite3 "$T/journal.db" "SELECT invocation_id FROM records WHERE kind = '${2:-ledger}'
-	    AND act_key = '$1' AND action_ref = '${2:-ledger}.intended' ORDER BY seq DESC LIMIT 1"
-}
-
 orphan() {
 	local kind=${2:-ledger} rc=0
 	{ ( RI_FAULT=run.after_act=die ri-run --kind "$kind" --act-key "$1" --actor alice -- \
@@ -66,11 +45,6 @@ orphan() {
 	[ -n "$INV" ]
 }
 
-set_probe() {
-	local argv
-	argv=$(printf '%s\n' "$RI_EXAMPLES/ledger-probe" "$@" | jq -R . | jq -s -c .)
-	ri_cfg ".kinds.ledger.probe = $argv"
-}
 store_down() { set_probe --store "$T/missing/ledger.db"; }
 store_up() { set_probe --store "$T/ledger.db"; }
 
@@ -83,16 +57,6 @@ F() {
 
 # instant SECONDS -- T0 + SECONDS as ri prints it
 instant() { date -u -d "@$(( (T0 / 1000) + $1 ))" +%Y-%m-%dT%H:%M:%S.000Z; }
-
-wait_for() {
-	local i
-	for i in $(seq 1 200); do
-		[ -e "$1" ] && return 0
-		sleep 0.05
-	done
-	echo "timed out waiting for $1"
-	return 1
-}
 
 # ---- store-unavailable ------------------------------------------------------
 

@@ -13,6 +13,7 @@
 bats_require_minimum_version 1.5.0
 
 load "$BATS_TEST_DIRNAME/lib/common"
+load "$BATS_TEST_DIRNAME/lib/sweep"
 
 setup() {
 	BG=
@@ -36,24 +37,6 @@ instance() {
 }
 
 # ---- helpers --------------------------------------------------------------
-
-assert_partition() {
-	local j=${1:-$TALLY}
-	jq -e 'has("examined") and
-	    (.closed + .abandoned + .escalated + .reported + .skipped + .closed_already) == .examined' \
-	    <<<"$j" >/dev/null || { echo "partition identity broken: $j"; return 1; }
-}
-
-sweep() {
-	run --separate-stderr ri-sweep "$@"
-	[ "$status" -eq 0 ] || { echo "ri-sweep exited $status: $output $stderr"; return 1; }
-	TALLY=$output
-	assert_partition "$TALLY"
-}
-
-t() { jq -r ".$1" <<<"$TALLY"; }
-
-act_records() { records "kind <> 'audit'"; }
 
 # act KEY -- {kind, act_key, invocation_id, intent_event_id} of the newest
 # invocation on (ledger, KEY), from the journal
@@ -118,16 +101,6 @@ record_of() {
 }
 
 entry_of() { ri-read <<<"{\"kind\":\"ledger\",\"act_key\":\"$1\"}" | jq -c '.invocations[0]'; }
-
-wait_for() {
-	local i
-	for i in $(seq 1 200); do
-		[ -e "$1" ] && return 0
-		sleep 0.05
-	done
-	echo "timed out waiting for $1"
-	return 1
-}
 
 # ---- disposition ------------------------------------------------------------
 

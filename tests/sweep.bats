@@ -15,6 +15,7 @@
 bats_require_minimum_version 1.5.0
 
 load "$BATS_TEST_DIRNAME/lib/common"
+load "$BATS_TEST_DIRNAME/lib/sweep"
 
 setup() {
 	ri_instance
@@ -33,38 +34,6 @@ teardown() {
 }
 
 # ---- helpers --------------------------------------------------------------
-
-# assert_partition [TALLY] -- Term partition: closed + abandoned + escalated
-# + reported + skipped + closed_already = examined.
-assert_partition() {
-	local j=${1:-$TALLY}
-	jq -e 'has("examined") and
-	    (.closed + .abandoned + .escalated + .reported + .skipped + .closed_already) == .examined' \
-	    <<<"$j" >/dev/null || { echo "partition identity broken: $j"; return 1; }
-}
-
-# sweep [ARGS] -- one ri-sweep run; TALLY holds its answer; exit 0 and the
-# partition identity are asserted.
-sweep() {
-	run --separate-stderr ri-sweep "$@"
-	[ "$status" -eq 0 ] || { echo "ri-sweep exited $status: $output $stderr"; return 1; }
-	TALLY=$output
-	assert_partition "$TALLY"
-}
-
-# act_records -- journal records other than the substrate's own audit.*
-# (a sweep also seals the journal: an audit.sealed record is not a write
-# for any act)
-act_records() { records "kind <> 'audit'"; }
-
-# t FIELD -- a field of the last tally
-t() { jq -r ".$1" <<<"$TALLY"; }
-
-# inv_of KEY [KIND] -- the newest invocation id opened on (KIND, KEY)
-inv_of() {
-	sqlite3 "$T/journal.db" "SELECT invocation_id FROM records WHERE kind = '${2:-ledger}'
-	    AND act_key = '$1' AND action_ref = '${2:-ledger}.intended' ORDER BY seq DESC LIMIT 1"
-}
 
 # orphan KEY [KIND] -- ri-run killed between the act and Close (run.after_act=die):
 # the intent stands open, the store has the row.  INV holds the invocation id.
@@ -90,13 +59,6 @@ empty_orphan() {
 	[ -n "$INV" ]
 }
 
-# set_probe ARG... -- the ledger kind's probe argv becomes ledger-probe ARG...
-set_probe() {
-	local argv
-	argv=$(printf '%s\n' "$RI_EXAMPLES/ledger-probe" "$@" | jq -R . | jq -s -c .)
-	ri_cfg ".kinds.ledger.probe = $argv"
-}
-
 # findings_where JQ-CONDITION [ri-findings flags] -- how many register lines match
 findings_where() {
 	local cond=$1
@@ -106,17 +68,6 @@ findings_where() {
 
 # read_entry KEY -- ri-read's first invocation entry for (ledger, KEY)
 read_entry() { ri-read <<<"{\"kind\":\"ledger\",\"act_key\":\"$1\"}" | jq -c '.invocations[0]'; }
-
-# wait_for FILE -- up to 10 s for a fault point's ".reached" marker
-wait_for() {
-	local i
-	for i in $(seq 1 200); do
-		[ -e "$1" ] && return 0
-		sleep 0.05
-	done
-	echo "timed out waiting for $1"
-	return 1
-}
 
 # ---- each probe answer ------------------------------------------------------
 

@@ -12,6 +12,7 @@
 bats_require_minimum_version 1.5.0
 
 load "$BATS_TEST_DIRNAME/lib/common"
+load "$BATS_TEST_DIRNAME/lib/sweep"
 
 setup() {
 	ri_instance
@@ -21,31 +22,6 @@ setup() {
 teardown() {
 	if [ -n "${T:-}" ]; then rm -rf "$T"; fi
 }
-
-# assert_partition [TALLY] -- reconcile: closed + abandoned + escalated +
-# reported + skipped + closed_already = examined (Term partition).
-assert_partition() {
-	local j=${1:-$TALLY}
-	jq -e '(.closed + .abandoned + .escalated + .reported + .skipped + .closed_already) == .examined' \
-	    <<<"$j" >/dev/null || { echo "partition identity broken: $j"; return 1; }
-}
-
-# sweep [ARGS] -- one ri-sweep run; TALLY holds its answer; exit 0 and the
-# partition identity are asserted.
-sweep() {
-	run --separate-stderr ri-sweep "$@"
-	[ "$status" -eq 0 ] || { echo "ri-sweep exited $status: $output $stderr"; return 1; }
-	TALLY=$output
-	assert_partition "$TALLY"
-}
-
-# act_records -- journal records other than the substrate's own audit.*
-# (a sweep also seals the journal: an audit.sealed record is not a write
-# for any act)
-act_records() { records "kind <> 'audit'"; }
-
-# t FIELD -- a field of the last tally
-t() { jq -r ".$1" <<<"$TALLY"; }
 
 # read_act KEY -- ri-read's answer for (ledger, KEY)
 read_act() { ri-read <<<"{\"kind\":\"ledger\",\"act_key\":\"$1\"}"; }

@@ -1,0 +1,49 @@
+# sweep.bash -- what the suites that run ri-sweep share: every tally they
+# get is checked for the partition identity (Term partition).
+
+assert_partition() {
+	local j=${1:-$TALLY}
+	jq -e 'has("examined") and
+	    (.closed + .abandoned + .escalated + .reported + .skipped + .closed_already) == .examined' \
+	    <<<"$j" >/dev/null || { echo "partition identity broken: $j"; return 1; }
+}
+
+sweep() {
+	run --separate-stderr ri-sweep "$@"
+	[ "$status" -eq 0 ] || { echo "ri-sweep exited $status: $output $stderr"; return 1; }
+	TALLY=$output
+	RUN=$(jq -r .run_id <<<"$TALLY")
+	assert_partition "$TALLY"
+}
+
+# t FIELD -- a field of the last tally
+t() { jq -r ".$1" <<<"$TALLY"; }
+
+# act_records -- journal records other than the substrate's own audit.*
+# (a sweep also seals the journal: an audit.sealed record is not a write
+# for any act)
+act_records() { records "kind <> 'audit'"; }
+
+# inv_of KEY [KIND] -- the newest invocation id opened on (KIND, KEY)
+inv_of() {
+	sqlite3 "$T/journal.db" "SELECT invocation_id FROM records WHERE kind = '${2:-ledger}'
+	    AND act_key = '$1' AND action_ref = '${2:-ledger}.intended' ORDER BY seq DESC LIMIT 1"
+}
+
+# set_probe ARG... -- the ledger kind's probe argv becomes ledger-probe ARG...
+set_probe() {
+	local argv
+	argv=$(printf '%s\n' "$RI_EXAMPLES/ledger-probe" "$@" | jq -R . | jq -s -c .)
+	ri_cfg ".kinds.ledger.probe = $argv"
+}
+
+# wait_for FILE -- up to 10 s for a fault point's ".reached" marker
+wait_for() {
+	local i
+	for i in $(seq 1 200); do
+		[ -e "$1" ] && return 0
+		sleep 0.05
+	done
+	echo "timed out waiting for $1"
+	return 1
+}
