@@ -72,16 +72,6 @@ reread(struct ri *r, const struct inv_req *q, struct ri_inv *inv, struct ri_stan
 	return RI_ST_OK;
 }
 
-static json_t *
-rf_outcome(int st)
-{
-	json_t *j = ri_refusal_rf("outcome");
-
-	if (st == RI_ST_INTEGRITY)
-		json_object_set_new(j, "cause", json_string("integrity"));
-	return j;
-}
-
 /* ---- Close ---- */
 
 /*
@@ -126,7 +116,7 @@ close_write(struct ri *r, struct inv_req *q, json_t **ans, ri_err *err)
 		if (st != RI_ST_OK) {
 			/* close step 2.4: a failed re-read writes nothing */
 			release(r, q);
-			rc = ri_refuse_with(ans, rf_outcome(st), err, RI_RF_OUTCOME,
+			rc = ri_refuse_with(ans, ri_refusal_rf_st("outcome", st), err, RI_RF_OUTCOME,
 			    "recording-failure(outcome): the re-read failed: %s", why);
 			goto out;
 		}
@@ -215,7 +205,7 @@ close_write(struct ri *r, struct inv_req *q, json_t **ans, ri_err *err)
 		default:
 			/* journal fence 3: fenced out; an integrity failure */
 			release(r, q);
-			rc = ri_refuse_with(ans, rf_outcome(st), err, RI_RF_OUTCOME,
+			rc = ri_refuse_with(ans, ri_refusal_rf_st("outcome", st), err, RI_RF_OUTCOME,
 			    "recording-failure(outcome): %s", why);
 			goto out;
 		}

@@ -317,6 +317,18 @@ ri_refusal_rf(const char *position)
 	return json_pack("{s:s, s:s}", "refused", "recording-failure", "position", position);
 }
 
+json_t *
+ri_refusal_rf_st(const char *position, int st)
+{
+	json_t *j = ri_refusal_rf(position);
+
+	/* INTERFACE 30: a writer lands a verification failure on its
+	 * position's arm, saying why */
+	if (st == RI_ST_INTEGRITY)
+		json_object_set_new(j, "cause", json_string("integrity"));
+	return j;
+}
+
 int
 ri_refuse_with(json_t **ans, json_t *refusal, ri_err *err, int code, const char *fmt, ...)
 {

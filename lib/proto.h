@@ -95,6 +95,8 @@ json_t *ri_record_json(const struct ri_record *rec);
 
 json_t *ri_refusal(const char *code);
 json_t *ri_refusal_rf(const char *position);
+/* The same, with "cause": "integrity" when st is RI_ST_INTEGRITY. */
+json_t *ri_refusal_rf_st(const char *position, int st);
 /* Set err and *ans for a refusal; returns code. */
 int ri_refuse_with(json_t **ans, json_t *refusal, ri_err *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));

@@ -38,16 +38,6 @@ invalid(json_t **ans, ri_err *err, const char *cause, const char *fmt, ...)
 	return RI_INVALID_REQUEST;
 }
 
-static json_t *
-rf_resolution(int st)
-{
-	json_t *j = ri_refusal_rf("resolution");
-
-	if (st == RI_ST_INTEGRITY)
-		json_object_set_new(j, "cause", json_string("integrity"));
-	return j;
-}
-
 /* resolve 1, 27-28: exactly one disposition, well formed. */
 static int
 parse_disposition(struct ri *r, struct resolve_req *q, enum disposition *d, json_t **body,
@@ -142,7 +132,7 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 	ri_fault("resolve.after_take");
 	/* resolve 8: re-read under the section */
 	if ((st = ri_inv_read(r, q.invocation_id, &inv)) != RI_ST_OK) {
-		rc = ri_refuse_with(ans, rf_resolution(st), err, RI_RF_RESOLUTION,
+		rc = ri_refuse_with(ans, ri_refusal_rf_st("resolution", st), err, RI_RF_RESOLUTION,
 		    "recording-failure(resolution): the re-read failed: %s", r->st->ops->error(r->st)->msg);
 		goto out;
 	}
@@ -176,7 +166,7 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 	if (st != RI_ST_OK) {
 		/* Capability requirement 9-10: an unreachable journal is never
 		 * not-known */
-		rc = ri_refuse_with(ans, rf_resolution(st), err, RI_RF_RESOLUTION,
+		rc = ri_refuse_with(ans, ri_refusal_rf_st("resolution", st), err, RI_RF_RESOLUTION,
 		    "recording-failure(resolution): %s", r->st->ops->error(r->st)->msg);
 		goto out;
 	}
@@ -197,7 +187,7 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 	/* resolve 7: the gate */
 	if (r->st->ops->remaining(r->st, q.kind, q.act_key, q.op_run, &left) != RI_ST_OK || left == RI_NONE ||
 	    r->cfg->journal_write_bound > left) {
-		rc = ri_refuse_with(ans, rf_resolution(0), err, RI_RF_RESOLUTION,
+		rc = ri_refuse_with(ans, ri_refusal_rf_st("resolution", 0), err, RI_RF_RESOLUTION,
 		    "recording-failure(resolution): the section's lease is too short to write; nothing appended");
 		goto out;
 	}
@@ -250,7 +240,7 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 				rc = RI_OK;
 				break;
 			}
-			rc = ri_refuse_with(ans, rf_resolution(0), err, RI_RF_RESOLUTION,
+			rc = ri_refuse_with(ans, ri_refusal_rf_st("resolution", 0), err, RI_RF_RESOLUTION,
 			    "recording-failure(resolution): %s, and the read-back found nothing", why);
 			break;
 		}
@@ -264,12 +254,12 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 			break;
 		}
 		/* resolve 26: a lost reply whose read-back is empty */
-		rc = ri_refuse_with(ans, rf_resolution(st), err, RI_RF_RESOLUTION,
+		rc = ri_refuse_with(ans, ri_refusal_rf_st("resolution", st), err, RI_RF_RESOLUTION,
 		    "recording-failure(resolution): the reply was lost and the read-back found nothing;"
 		    " nothing appended -- retry-safe");
 		break;
 	default:
-		rc = ri_refuse_with(ans, rf_resolution(st), err, RI_RF_RESOLUTION,
+		rc = ri_refuse_with(ans, ri_refusal_rf_st("resolution", st), err, RI_RF_RESOLUTION,
 		    "recording-failure(resolution): %s; nothing appended -- retry-safe", why);
 		break;
 	}
