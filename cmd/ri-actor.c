@@ -25,8 +25,14 @@ store_code(struct ri *r, int st, ri_err *err)
 
 	switch (st) {
 	case RI_ST_EXISTS:
-	case RI_ST_INVALID_REQUEST:
+		ri_cli_print_refusal(json_pack("{s:s, s:s}", "refused", "invalid-request", "cause", "actor-exists"));
 		return ri_fail(err, RI_INVALID_REQUEST, "%s", msg);
+	case RI_ST_INVALID_REQUEST:
+		ri_cli_print_refusal(json_pack("{s:s, s:s}", "refused", "invalid-request", "cause", "malformed"));
+		return ri_fail(err, RI_INVALID_REQUEST, "%s", msg);
+	case RI_ST_NOT_KNOWN:
+		ri_cli_print_refusal(json_pack("{s:s}", "refused", "not-known"));
+		return ri_fail(err, RI_NOT_KNOWN, "%s", msg);
 	case RI_ST_STEP2:
 	case RI_ST_STEP3:
 	case RI_ST_READONLY:

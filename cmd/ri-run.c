@@ -70,11 +70,20 @@ main(int argc, char **argv)
 	if (o.kind == NULL || o.act_key == NULL || o.actor == NULL || optind >= argc)
 		ri_usage(usage);
 	o.argv = argv + optind;
-	if ((rc = ri_instance_open(config, RI_WRITER, &r, &err)) != RI_OK)
-		ri_die(rc, "%s", err.msg);
+	if ((rc = ri_instance_open(config, RI_WRITER, &r, &err)) != RI_OK) {
+		/* the journal cannot be opened: ri-run's position is Open's --
+		 * journal-unavailable, and the command never runs */
+		if (rc != RI_JOURNAL_UNAVAILABLE && rc != RI_INTEGRITY)
+			ri_die(rc, "%s", err.msg);
+		ans = json_pack("{s:s}", "refused", "journal-unavailable");
+		if (rc == RI_INTEGRITY)
+			json_object_set_new(ans, "cause", json_string("integrity"));
+		json_decref(o.intent_data);
+		return ri_cli_finish(RI_JOURNAL_UNAVAILABLE, ans, &err);
+	}
 	rc = ri_run(r, &o, &ans, &code, &err);
 	ri_instance_close(r);
 	json_decref(o.intent_data);
 	ri_cli_finish(rc, ans, &err);
-	return code;
+	return code >= 0 ? code : rc;
 }

@@ -31,7 +31,7 @@ main(int argc, char **argv)
 	if ((rc = ri_instance_open(config, RI_WRITER, &r, &err)) != RI_OK) {
 		/* reconcile 1: an unreachable journal is journal-unavailable, and
 		 * the register still records the outage */
-		if (rc == RI_JOURNAL_UNAVAILABLE)
+		if (rc == RI_JOURNAL_UNAVAILABLE || rc == RI_INTEGRITY)
 			rc = ri_sweep_outage(config, &ans, &err);
 		if (ans == NULL)
 			ri_die(rc, "%s", err.msg);

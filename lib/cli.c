@@ -141,6 +141,13 @@ ri_cli_print(json_t *ans)
 	fflush(stdout);
 }
 
+void
+ri_cli_print_refusal(json_t *refusal)
+{
+	ri_cli_print(refusal);
+	json_decref(refusal);
+}
+
 int
 ri_cli_finish(int code, json_t *ans, const ri_err *err)
 {
@@ -153,42 +160,6 @@ ri_cli_finish(int code, json_t *ans, const ri_err *err)
 }
 
 #define MAX_SHORTHANDS 16
-
-/*
- * The journal could not be opened at all (missing, unreadable, not a
- * journal).  Each command still answers on its own position's arm: a
- * reader's or Open's journal-unavailable; Close's, Refuse's and Resolve's
- * recording-failure (by then the act's existence is decided); Yield's ok.
- */
-static int
-unopened(const struct ri_cmd *cmd, json_t *req, int rc, json_t **ans, ri_err *err)
-{
-	const char *pos = cmd->position;
-
-	if (rc != RI_JOURNAL_UNAVAILABLE && rc != RI_INTEGRITY)
-		return rc;      /* a key or config problem: 78, no refusal */
-	if (pos == NULL) {
-		*ans = json_pack("{s:s}", "refused", "journal-unavailable");
-		if (rc == RI_INTEGRITY)
-			json_object_set_new(*ans, "cause", json_string("integrity"));
-		return rc;
-	}
-	if (strcmp(pos, "yield") == 0) {
-		*ans = json_pack("{s:b, s:s}", "ok", 1, "alert",
-		    "the journal is unreachable; the section frees at its lease's end");
-		return RI_OK;
-	}
-	*ans = json_pack("{s:s, s:s}", "refused", "recording-failure", "position", pos);
-	if (strcmp(pos, "refusal") == 0) {
-		json_t *cc = json_object_get(req, "constituent_code");
-		json_object_set(*ans, "constituent_code", cc ? cc : json_null());
-	}
-	if (rc == RI_INTEGRITY)
-		json_object_set_new(*ans, "cause", json_string("integrity"));
-	err->code = strcmp(pos, "outcome") == 0 ? RI_RF_OUTCOME : strcmp(pos, "refusal") == 0 ?
-	    RI_RF_REFUSAL : RI_RF_RESOLUTION;
-	return err->code;
-}
 
 int
 ri_cmd_main(const struct ri_cmd *cmd, int argc, char **argv)
@@ -240,9 +211,14 @@ ri_cmd_main(const struct ri_cmd *cmd, int argc, char **argv)
 			goto out;
 		}
 	}
-	if ((rc = ri_instance_attach(r, cmd->open_flags, &err)) != RI_OK) {
-		rc = unopened(cmd, req, rc, &ans, &err);
-		goto out;
+	if ((rc = ri_instance_attach(r, cmd->open_flags, &r->unopened)) != RI_OK) {
+		/* a key or config problem is 78, with no refusal; a journal that
+		 * cannot be opened is answered by the call itself, on its own
+		 * position, once the request has been checked */
+		if (rc != RI_JOURNAL_UNAVAILABLE && rc != RI_INTEGRITY) {
+			err = r->unopened;
+			goto out;
+		}
 	}
 	rc = cmd->call(r, req, &ans, &err);
 out:

@@ -35,6 +35,8 @@ int ri_cli_flag(json_t *req, const char *field, json_t *value, ri_err *err);
  * err->msg on stderr; return code for exit(). */
 int ri_cli_finish(int code, json_t *ans, const ri_err *err);
 void ri_cli_print(json_t *ans);
+/* Print a refusal object and release it. */
+void ri_cli_print_refusal(json_t *refusal);
 
 /* A protocol command: flags, the request on stdin, one library call, the
  * answer on stdout, the exit code.  Every cmd/ri-*.c that takes a request
@@ -50,10 +52,7 @@ struct ri_cmd {
 	const struct ri_shorthand *shorthands;  /* NULL-terminated, or NULL */
 	unsigned open_flags;                    /* RI_WRITER, RI_READONLY */
 	int (*call)(ri *r, json_t *req, json_t **ans, ri_err *err);
-	/* The position a journal that cannot even be opened lands on: NULL
-	 * (journal-unavailable, 15), "outcome" (21), "refusal" (22),
-	 * "resolution" (23), or "yield" ({"ok": true} with an alert). */
-	const char *position;
+	const char *position;           /* documentation: see ri_no_journal() */
 };
 
 int ri_cmd_main(const struct ri_cmd *cmd, int argc, char **argv);

@@ -91,8 +91,8 @@ close_write(struct ri *r, struct inv_req *q, json_t **ans, ri_err *err)
 		.data = payload, .fence = &fence, .fault_tag = "close.outcome" };
 	struct ri_appended ap;
 	char why[600], ev[RI_ID_LEN + 1];
-	int64_t attempts = 0, mono;
-	ri_ms left;
+	int64_t attempts = 0, mono, mono0 = ri_mono_ms();
+	ri_ms left, left0 = RI_NONE;
 	int st, rc;
 	bool found;
 
@@ -100,8 +100,15 @@ close_write(struct ri *r, struct inv_req *q, json_t **ans, ri_err *err)
 		struct ri_inv inv;
 		struct ri_standing sd;
 
-		/* close step 1 (and before every retry: retry terminus 1-2) */
-		if (!standing_to_write(r, q, &left)) {
+		/* close step 1 (and before every retry: retry terminus 1-2);
+		 * retries also spend the lease in real time, which bounds them
+		 * where the seam clock is frozen (the env clock) */
+		bool standing = standing_to_write(r, q, &left);
+		if (left0 == RI_NONE)
+			left0 = left;
+		if (standing && attempts > 0 && left0 - (ri_mono_ms() - mono0) < r->cfg->journal_write_bound)
+			standing = false;
+		if (!standing) {
 			/* close steps 1.2, 3.5, 3.7, act section 10: no standing, no write */
 			release(r, q);
 			rc = ri_refuse_with(ans, ri_refusal_rf("outcome"), err, RI_RF_OUTCOME,
@@ -241,7 +248,8 @@ ri_close(ri *r, json_t *req, json_t **ans, ri_err *err)
 	int rc;
 
 	*ans = NULL;
-	if ((rc = ri_req_parse(req, fields, err)) != RI_OK)
+	if ((rc = ri_req_parse(req, fields, err)) != RI_OK ||
+	    (rc = ri_no_journal(r, "outcome", NULL, ans, err)) != RI_OK)
 		return rc;
 	if ((rc = bind_kind(r, &q, ans, ri_refusal_rf("outcome"), RI_RF_OUTCOME, err)) != RI_OK)
 		return rc;
@@ -300,7 +308,8 @@ ri_refuse(ri *r, json_t *req, json_t **ans, ri_err *err)
 	int rc, st;
 
 	*ans = NULL;
-	if ((rc = ri_req_parse(req, fields, err)) != RI_OK)
+	if ((rc = ri_req_parse(req, fields, err)) != RI_OK ||
+	    (rc = ri_no_journal(r, "refusal", q.constituent_code, ans, err)) != RI_OK)
 		return rc;
 	if ((rc = bind_kind(r, &q, ans, rf_refusal(&q, 0), RI_RF_REFUSAL, err)) != RI_OK)
 		return rc;
@@ -405,6 +414,8 @@ ri_yield(ri *r, json_t *req, json_t **ans, ri_err *err)
 	*ans = NULL;
 	if ((rc = ri_req_parse(req, fields, err)) != RI_OK)
 		return rc;
+	if (r->st == NULL)
+		return ri_no_journal(r, "yield", NULL, ans, err);
 	st = r->st->ops->release(r->st, q.kind, q.act_key, q.invocation_id);
 	*ans = json_pack("{s:b}", "ok", 1);
 	if (st != RI_ST_OK && st != RI_ST_NOT_HELD)

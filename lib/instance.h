@@ -11,6 +11,7 @@ struct ri {
 	unsigned char *key;             /* the integrity key (sodium_malloc) */
 	size_t keylen;
 	unsigned flags;
+	ri_err unopened;                /* why the journal could not be opened, if so */
 };
 
 /* Open the key and the journal of an instance opened RI_CONFIG_ONLY (after,

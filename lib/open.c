@@ -326,7 +326,8 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 	int rc, st;
 
 	*ans = NULL;
-	if ((rc = ri_req_parse(req, fields, err)) != RI_OK)
+	if ((rc = ri_req_parse(req, fields, err)) != RI_OK ||
+	    (rc = ri_no_journal(r, NULL, NULL, ans, err)) != RI_OK)
 		goto out;
 	if ((o.k = ri_config_kind(r->cfg, o.kind)) == NULL) {
 		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "invalid-request", "cause",

@@ -405,3 +405,30 @@ ri_read_back(struct ri *r, const char *inv_id, const char *action_ref,
 	ri_inv_free(&inv);
 	return RI_ST_OK;
 }
+
+int
+ri_no_journal(struct ri *r, const char *pos, json_t *constituent_code, json_t **ans, ri_err *err)
+{
+	int rc = r->unopened.code;
+
+	if (r->st != NULL)
+		return RI_OK;
+	*err = r->unopened;
+	if (pos == NULL) {
+		*ans = json_pack("{s:s}", "refused", "journal-unavailable");
+		if (rc == RI_INTEGRITY)
+			json_object_set_new(*ans, "cause", json_string("integrity"));
+		return rc == RI_INTEGRITY && (r->flags & RI_READONLY) ? RI_INTEGRITY : RI_JOURNAL_UNAVAILABLE;
+	}
+	if (strcmp(pos, "yield") == 0) {
+		*ans = json_pack("{s:b, s:s}", "ok", 1, "alert",
+		    "the journal is unreachable; the section frees at its lease's end");
+		return RI_OK;
+	}
+	*ans = ri_refusal_rf_st(pos, rc == RI_INTEGRITY ? RI_ST_INTEGRITY : RI_ST_UNAVAILABLE);
+	if (strcmp(pos, "refusal") == 0)
+		json_object_set(*ans, "constituent_code", constituent_code);
+	err->code = strcmp(pos, "outcome") == 0 ? RI_RF_OUTCOME : strcmp(pos, "refusal") == 0 ?
+	    RI_RF_REFUSAL : RI_RF_RESOLUTION;
+	return err->code;
+}

@@ -115,6 +115,17 @@ void ri_wait_write_bound(struct ri *r, const char *kind, const char *act_key,
 int ri_read_back(struct ri *r, const char *inv_id, const char *action_ref,
     char event_id[RI_ID_LEN + 1], bool *found);
 
+/*
+ * The journal could not be opened at all (missing, unreadable, not a
+ * journal): every command still answers on its own position's arm once its
+ * request is checked -- a reader's or Open's journal-unavailable (15);
+ * Close's, Refuse's and Resolve's recording-failure (by then the act's
+ * existence is decided); Yield's ok.  Returns RI_OK when the journal is
+ * open and the call may go on.
+ */
+int ri_no_journal(struct ri *r, const char *position, json_t *constituent_code,
+    json_t **ans, ri_err *err);
+
 /* The seam reading, as a code. */
 int ri_seam_now(struct ri *r, ri_ms *now, ri_err *err);
 /* Is the string non-empty and no longer than the reference length cap? */

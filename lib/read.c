@@ -98,7 +98,8 @@ ri_read_invocation(ri *r, json_t *req, json_t **ans, ri_err *err)
 	int rc, st = RI_ST_OK;
 
 	*ans = NULL;
-	if ((rc = ri_req_parse(req, fields, err)) != RI_OK)
+	if ((rc = ri_req_parse(req, fields, err)) != RI_OK ||
+	    (rc = ri_no_journal(r, NULL, NULL, ans, err)) != RI_OK)
 		return rc;
 	if ((k = ri_config_kind(r->cfg, kind)) == NULL)
 		return ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "invalid-request", "cause",

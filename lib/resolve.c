@@ -109,7 +109,8 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 
 	*ans = NULL;
 	memset(&intent, 0, sizeof intent);
-	if ((rc = ri_req_parse(req, fields, err)) != RI_OK)
+	if ((rc = ri_req_parse(req, fields, err)) != RI_OK ||
+	    (rc = ri_no_journal(r, "resolution", NULL, ans, err)) != RI_OK)
 		return rc;
 	if ((q.k = ri_config_kind(r->cfg, q.kind)) == NULL)
 		return invalid(ans, err, "malformed", "kind \"%s\" is not bound", q.kind);

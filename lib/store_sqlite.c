@@ -142,6 +142,17 @@ db_fail(struct sq *s, int code, const char *what)
 	    sqlite3_errmsg(s->db));
 }
 
+/* Keep the message, change the code (the message is read before it is
+ * written over, unlike st_fail(s, code, ..., "%s", s->err.msg)). */
+static int
+recode(struct sq *s, int code)
+{
+	char msg[sizeof s->err.msg];
+
+	snprintf(msg, sizeof msg, "%s", s->err.msg);
+	return st_fail(s, code, s->err.seq, s->err.event_id, "%s", msg);
+}
+
 static const struct ri_store_error *
 sq_error(struct ri_store *st)
 {
@@ -797,6 +808,14 @@ sq_range_read(struct ri_store *base, const struct ri_query *q, struct ri_records
 	} else if ((rc = head_get(s, &sc, sc.type == SCOPE_INV ? q->invocation_id : q->kind, q->act_key,
 	    &head)) != RI_ST_OK) {
 		goto out;
+	} else if (sc.type != SCOPE_ALL) {
+		/* the journal's own head stands too: an empty answer from a
+		 * journal that is not ours (or truncated) is not an absence */
+		struct scope all;
+		int64_t ghead;
+		scope_make(&all, SCOPE_ALL, NULL, NULL);
+		if ((rc = head_get(s, &all, NULL, NULL, &ghead)) != RI_ST_OK)
+			goto out;
 	}
 	{
 		bool desc = q->descending;
@@ -1316,8 +1335,7 @@ sq_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 			return st_fail(s, RI_ST_LOST, 0, NULL, "fault %s: the reply was lost", point);
 	}
 	if ((rc = begin_immediate(s)) != RI_ST_OK)
-		return rc == RI_ST_UNAVAILABLE || rc == RI_ST_READONLY ? st_fail(s, RI_ST_STEP2, 0, NULL,
-		    "%s", s->err.msg) : rc;
+		return rc == RI_ST_UNAVAILABLE || rc == RI_ST_READONLY ? recode(s, RI_ST_STEP2) : rc;
 	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
 		goto fail;
 	if ((rc = check_credential(s, a->actor_ref, a->credential, now)) != RI_ST_OK)
@@ -1703,7 +1721,7 @@ take_loop(struct sq *s, const char *kind, const char *act_key, const char *holde
 		bool free_now = true;
 
 		if ((rc = begin_immediate(s)) != RI_ST_OK)
-			return st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "%s", s->err.msg);
+			return recode(s, RI_ST_UNAVAILABLE);
 		if ((rc = now_or_fail(s, &now)) != RI_ST_OK) {
 			rollback(s);
 			return rc;
@@ -1752,7 +1770,7 @@ take_loop(struct sq *s, const char *kind, const char *act_key, const char *holde
 				return rc;
 			}
 			if ((rc = commit(s)) != RI_ST_OK)
-				return st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "%s", s->err.msg);
+				return recode(s, RI_ST_UNAVAILABLE);
 			g->expires_at = now + duration;
 			g->token = token + 1;
 			ri_fault("lease.after_take");
@@ -1821,7 +1839,7 @@ release_locked(struct sq *s, const char *kind, const char *act_key, const char *
 	int rc;
 
 	if ((rc = begin_immediate(s)) != RI_ST_OK)
-		return st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "%s", s->err.msg);
+		return recode(s, RI_ST_UNAVAILABLE);
 	if ((st = prep(s, "UPDATE leases SET holder = NULL, expires_at = 0"
 	    " WHERE kind = ? AND act_key = ? AND holder = ?")) == NULL) {
 		rc = db_fail(s, RI_ST_UNAVAILABLE, "lease write");
@@ -1840,7 +1858,7 @@ release_locked(struct sq *s, const char *kind, const char *act_key, const char *
 	}
 	bool held = sqlite3_changes(s->db) > 0;
 	if ((rc = commit(s)) != RI_ST_OK)
-		return st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "%s", s->err.msg);
+		return recode(s, RI_ST_UNAVAILABLE);
 	return held ? RI_ST_OK : st_fail(s, RI_ST_NOT_HELD, 0, NULL, "not held by %s", holder);
 }
 
@@ -2193,6 +2211,20 @@ ri_sqlite_open(const struct ri_config *c, const unsigned char *key, size_t keyle
 	if ((rc = setup_connection(s, err)) != RI_OK || (rc = load_meta(s, err)) != RI_OK) {
 		sq_close(&s->base);
 		return rc;
+	}
+	/* fail closed at once on a journal this key did not write (a
+	 * substituted file), before anything -- even a lease -- is written */
+	if (key != NULL && !(flags & RI_READONLY)) {
+		/* (a reader fails closed on its own reads; ri-audit must open a
+		 * tampered journal to say what is wrong with it) */
+		int64_t seq;
+		unsigned char h[RI_HASH_LEN];
+		int st = sq_head(&s->base, &seq, h);
+		if (st == RI_ST_INTEGRITY) {
+			rc = ri_fail(err, RI_INTEGRITY, "%s", s->err.msg);
+			sq_close(&s->base);
+			return rc;
+		}
 	}
 	*out = &s->base;
 	return RI_OK;

@@ -255,8 +255,8 @@ close_act(struct sweep *s, const struct ri_kind *k, const struct ri_record *inte
 	case RI_PROBE_COMMITTED: {
 		/* reconcile step 3.2, Invariant 5.1-5.3: recovery_intended first,
 		 * then the outcome carrying only what the probe returned */
-		json_t *plan = closing_payload(intent, json_pack("{s:s, s:s}", "plan", "outcome",
-		    "outcome_action_ref", p.outcome_action_ref));
+		/* the plan is the outcome it is about to write */
+		json_t *plan = closing_payload(intent, json_pack("{s:s}", "plan", p.outcome_action_ref));
 		*how = sweep_write(s, k, intent, ri_action_ref(k, "recovery_intended", ref, sizeof ref), plan,
 		    "sweep.recovery_intended", ev);
 		json_decref(plan);
@@ -459,7 +459,7 @@ scan_closings(struct sweep *s, const struct ri_kind *k, const char *inv_id)
 	if (sd.duplicate && inv.intent != NULL)
 		act_finding(s, RI_F_BINDING_DUPLICATE, k->name, inv.intent->act_key, inv_id,
 		    json_pack("{s:s, s:I}", "key", "closings", "unsuperseded", (json_int_t)sd.unsuperseded));
-	if (inv.n_intents > 1)
+	if (inv.n_intents > 1 && inv.intent != NULL)
 		act_finding(s, RI_F_BINDING_DUPLICATE, k->name, inv.intent->act_key, inv_id,
 		    json_pack("{s:s, s:I}", "key", "invocation", "intents", (json_int_t)inv.n_intents));
 	ri_inv_free(&inv);
@@ -752,6 +752,7 @@ ri_sweep_outage(const char *config_path, json_t **ans, ri_err *err)
 	char why[1024];
 	ri_err e;
 	json_t *tmp = NULL;
+	bool integrity = err->code == RI_INTEGRITY;
 
 	snprintf(why, sizeof why, "%s", err->msg);
 	*ans = NULL;
@@ -781,5 +782,7 @@ ri_sweep_outage(const char *config_path, json_t **ans, ri_err *err)
 	json_decref(s.creds);
 	ri_instance_close(r);
 	*ans = ri_refusal("journal-unavailable");
+	if (integrity)
+		json_object_set_new(*ans, "cause", json_string("integrity"));
 	return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal-unavailable: %s", why);
 }

@@ -12,18 +12,13 @@
 
 #include "util.h"
 
-int
-ri_fail(ri_err *err, int code, const char *fmt, ...)
+void
+ri_vfail(ri_err *err, int code, const char *fmt, va_list ap)
 {
-	va_list ap;
-
-	if (err != NULL) {
-		err->code = code;
-		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-		va_end(ap);
-	}
-	return code;
+	if (err == NULL)
+		return;
+	err->code = code;
+	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
 }
 
 static int

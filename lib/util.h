@@ -3,15 +3,30 @@
 #define RI_UTIL_H
 
 #include <stdarg.h>
+#include <stdio.h>
 #include "ri.h"
 
 #define RI_ID_LEN 36            /* "inv_" + 32 hex, NUL-terminated in 37 */
 #define RI_INSTANT_LEN 32
 
 /* Set err (code + printf-style message); returns code, so callers write
- * `return ri_fail(err, RI_CONFIG, "...")`. */
-int ri_fail(ri_err *err, int code, const char *fmt, ...)
+ * `return ri_fail(err, RI_CONFIG, "...")`.  Inline, so an analyzer sees it
+ * returns its code. */
+void ri_vfail(ri_err *err, int code, const char *fmt, va_list ap);
+
+static inline int ri_fail(ri_err *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+static inline int
+ri_fail(ri_err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	ri_vfail(err, code, fmt, ap);
+	va_end(ap);
+	return code;
+}
 
 /* Durations: "250ms", "30s", "10m", "2h", "400d", or a JSON integer of ms. */
 int ri_parse_duration(const char *s, ri_ms *out);

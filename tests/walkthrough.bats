@@ -91,7 +91,7 @@ disclose() {
 	# both under the service identity, acting for alice
 	[ "$(jq -c '[.invocations[0].records[1:][] | .actor_ref] | unique' "$T/read.json")" = '["ledger-reconciler"]' ]
 	[ "$(jq -c '[.invocations[0].records[1:][] | .payload.acting_actor_ref] | unique' "$T/read.json")" = '["alice"]' ]
-	[ "$(jq -r '.invocations[0].records[1].payload.plan' "$T/read.json")" = outcome ]
+	[ "$(jq -r '.invocations[0].records[1].payload.plan' "$T/read.json")" = ledger.disclosed ]
 	[ "$(jq -r '.invocations[0].records[2].payload.recovery' "$T/read.json")" = true ]
 	[ "$(jq -r '.invocations[0].records[2].payload.intent_event_id' "$T/read.json")" = "$intent_ev" ]
 	[ "$(jq -r '.invocations[0].records[2].payload.invocation_id' "$T/read.json")" = "$inv" ]
