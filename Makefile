@@ -137,7 +137,7 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ) $(HDRS)
 fuzz-build: $(FUZZ_BINS)
 
 fuzz:
-	tests/fuzz/run $(FUZZ_SECONDS)
+	FUZZ_BUILD=$(FUZZ_BUILD) MAKE="$(MAKE)" tests/fuzz/run $(FUZZ_SECONDS)
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability,performance \
