@@ -819,7 +819,8 @@ static void
 fail_closed(const struct tl_instance *ti, const char *read_ev, const char *inv, const char *act_key,
     bool append_too, const char *what)
 {
-	ri *r = open_ri(ti->config, 0);
+	/* readers open read-only and fail closed on each read */
+	ri *r = open_ri(ti->config, RI_READONLY);
 	struct ri_record rec;
 	struct ri_records rs;
 	struct ri_query q;
@@ -868,14 +869,23 @@ fail_closed(const struct tl_instance *ti, const char *read_ev, const char *inv, 
 		snprintf(w, sizeof w, "%s: range read of act (ledger, %s)", what, act_key);
 		expect_integrity(r, rc, &rs, w);
 	}
-	if (append_too) {
-		struct ri_appended out;
-		struct ap a = { "ledger.intended", "k9", "inv_new", "alice", ti->cred, "{}", NULL, NULL };
-		rc = append(r, &a, &out);
-		snprintf(w, sizeof w, "%s: record_action", what);
-		CHECK(rc == RI_ST_INTEGRITY, "%s: answered %d (%s)", w, rc, st_err(r)->msg);
-	}
 	ri_instance_close(r);
+	if (append_too) {
+		/* a writer fails closed too: at open, where the journal's head
+		 * no longer verifies, or at its first append */
+		ri_err err = { 0 };
+		rc = ri_instance_open(ti->config, 0, &r, &err);
+		snprintf(w, sizeof w, "%s: a writer", what);
+		if (rc == RI_OK) {
+			struct ri_appended out;
+			struct ap a = { "ledger.intended", "k9", "inv_new", "alice", ti->cred, "{}", NULL, NULL };
+			rc = append(r, &a, &out);
+			CHECK(rc == RI_ST_INTEGRITY, "%s: record_action answered %d (%s)", w, rc, st_err(r)->msg);
+			ri_instance_close(r);
+		} else {
+			CHECK(rc == RI_INTEGRITY, "%s: open answered %d (%s)", w, rc, err.msg);
+		}
+	}
 }
 
 static void
@@ -1081,7 +1091,7 @@ test_tamper(const struct base *b)
 	}
 	fail_closed(&t, tev, "inv_A", "k1", true, "a different key");
 	{
-		ri *r = open_ri(t.config, 0);
+		ri *r = open_ri(t.config, RI_READONLY);
 		struct ri_actor *v;
 		size_t n;
 		CHECK(r->st->ops->actor_list(r->st, &v, &n) == RI_ST_INTEGRITY, "actor_list under another key");
