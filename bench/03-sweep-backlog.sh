@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# 03-sweep-backlog.sh -- Issue 4: a sweep over a backlog of 1,000 orphans
+# with a trivial probe: closures per second; the per-orphan cost must not
+# grow with the number of already-closed records in the journal (10^3 vs
+# 10^6 closed: within 1.2x).
+#
+# The orphans: the 1,000 open intents ri-fill leaves in the cached "small"
+# (500 closed invocations = 10^3 closed records) and "large" (499,500
+# closed = 999,000 closed records) journals of 02-pair-scale.sh.  Each
+# measurement gets its own copy, with the env clock, fault injection off
+# and a trivial probe (sh: read the request, answer committed).
+#
+# Per copy: first the sweep's duplicate-scan mark (the derived, unMACed
+# marks table) is set to the last closed record, as the cron sweep of a
+# live instance would have left it -- ri-fill appends without sweeping,
+# and a sweep that finds no mark scans the whole journal from seq 1 (on
+# 10^6 records that one scan took ~10 minutes on this machine: it is
+# quadratic in the closings it remembers, lib/sweep.c seen_add; that is
+# a one-time cost of a journal never swept, not the per-orphan cost).  Then a first sweep at RI_NOW = newest recorded_at +
+# 10 s, when every orphan is still in flight (examined 0): the run's fixed
+# work (enumeration, the scan of the 1,000 intents past the mark, the
+# seal); its time is shown, not judged.  Then the measured sweep at + 60 s
+# (past every examine edge, inside the compensation window), which must
+# answer closed = 1000; per-orphan cost = its wall time / 1000.  Copies
+# alternate small/large in ABBA order; the ratio is of the median runs.
+# Then, as a diagnostic insensitive to load, the instructions of one
+# measured sweep process (callgrind; the probe's processes not included)
+# on each journal.
+#
+# BENCH_SWEEP_ROUNDS (default 4: S L L S S L L S); BENCH_SWEEP_CALLGRIND=0
+# skips the diagnostic (about a minute per journal).
+. "$(dirname "$0")/lib/common.bash"
+
+ROUNDS=${BENCH_SWEEP_ROUNDS:-4}
+TARGET=1.2
+ORPHANS=1000
+
+bench_header "03-sweep-backlog" \
+    "one ri-sweep run closing a backlog of $ORPHANS orphans (trivial probe answering committed)" \
+    "the same sweep over the same backlog in a journal with 10^3 closed records, interleaved" \
+    "per-orphan cost with 10^6 closed records <= ${TARGET}x the cost with 10^3"
+
+echo "  (each copy's duplicate-scan mark is set to its last closed record, as earlier cron runs leave it)"
+small=$(bench_journal small "$SMALL_CLOSED" "$OPEN_INTENTS") || bench_die "cannot build the small journal"
+large=$(bench_journal large "$LARGE_CLOSED" "$OPEN_INTENTS") || bench_die "cannot build the large journal"
+
+# sweep_once SRC TAG WHICH [WRAPPER...] -- copy, warm-up run, measured run
+# (under WRAPPER, e.g. valgrind); appends "ms warm_ms" to $BT/WHICH.res
+sweep_once() {
+	local d=$BT/sw-$2 m t0 t1 t2 ans closed src=$1 tag=$2 which=$3
+	shift 3
+	bench_copy "$src" "$d" env || return 1
+	m=$(bench_info "$src" max_recorded_at)
+	sqlite3 "$d/journal.db" "INSERT INTO marks(name, seq) SELECT 'sweep.duplicate_scan', max(seq) FROM records
+	    WHERE action_ref = 'ledger.disclosed' ON CONFLICT(name) DO UPDATE SET seq = excluded.seq;" ||
+	    { echo "  cannot set the duplicate-scan mark"; return 1; }
+	t0=${EPOCHREALTIME/[.,]/}
+	ans=$(RI_CONFIG=$d/ri.json RI_NOW=$((m + 10000)) "$RI_BIN/ri-sweep" 2>"$d/warm.err") ||
+	    { echo "  warm-up sweep failed: $ans $(cat "$d/warm.err")"; return 1; }
+	t1=${EPOCHREALTIME/[.,]/}
+	[ "$(jq .examined <<<"$ans")" = 0 ] || { echo "  warm-up sweep examined orphans: $ans"; return 1; }
+	ans=$(RI_CONFIG=$d/ri.json RI_NOW=$((m + 60000)) /usr/bin/time -f '%U %S' -o "$d/cpu" \
+	    "$@" "$RI_BIN/ri-sweep" 2>"$d/run.err")
+	local rc=$?
+	t2=${EPOCHREALTIME/[.,]/}
+	closed=$(jq -r '.closed // 0' <<<"$ans")
+	if [ "$rc" != 0 ] || [ "$closed" != "$ORPHANS" ]; then
+		echo "  measured sweep ($tag): exit $rc, $ans $(head -c 2000 "$d/run.err")"
+		return 1
+	fi
+	echo "$(( (t2 - t1) / 1000 )) $(( (t1 - t0) / 1000 )) $(awk '{ printf "%.0f", ($1 + $2) * 1000 }' "$d/cpu")" \
+	    >>"$BT/$which.res"
+	cp "$d/run.err" "$BT/$tag.err"
+	rm -rf "$d"
+}
+
+: >"$BT/small.res"
+: >"$BT/large.res"
+fails=0
+for ((r = 0; r < ROUNDS; r++)); do
+	if ((r % 2 == 0)); then order="small large"; else order="large small"; fi
+	for which in $order; do
+		src=$small
+		[ "$which" = large ] && src=$large
+		sweep_once "$src" "$which-$r" "$which" || fails=$((fails + 1))
+	done
+done
+
+printf '  %-24s %14s %5s %10s %11s %12s %10s\n' "sweep of $ORPHANS orphans" "closed records" runs "ms/orphan" \
+    "closures/s" "cpu ms/orph" "fixed ms"
+echo "  (median measured run; cpu: user + system of ri-sweep and its probes; fixed: the mean first run)"
+row() { # NAME FILE SRC -> prints, sets MS
+	local n
+	n=$(wc -l <"$2")
+	[ "$n" -gt 0 ] || { printf '  %-24s %14s\n' "$1" "(no run succeeded)"; MS=0 CPU=0; return; }
+	med() { # COLUMN -> the median of FILE's column, per orphan
+		awk -v c="$1" '{ print $c }' "$2" | sort -n | awk -v o="$ORPHANS" '{ v[NR] = $1 }
+		    END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.3f", m / o }'
+	}
+	MS=$(med 1 "$2")
+	CPU=$(med 3 "$2")
+	printf '  %-24s %14d %5d %10.3f %11.1f %12.3f %10.0f\n' "$1" "$(( 2 * $(bench_info "$3" closed) ))" "$n" "$MS" \
+	    "$(awk -v m="$MS" 'BEGIN { print 1000 / m }')" "$CPU" "$(awk '{ s += $2 } END { print s / NR }' "$2")"
+	printf '  %-24s %14s %5s %s\n' "" "" "" "measured runs, wall ms: $(awk '{ printf "%s ", $1 }' "$2")"
+	printf '  %-24s %14s %5s %s\n' "" "" "" "             cpu ms:  $(awk '{ printf "%s ", $3 }' "$2")"
+}
+row "10^3 closed (small)" "$BT/small.res" "$small"
+ms_small=$MS cpu_small=$CPU
+row "10^6 closed (large)" "$BT/large.res" "$large"
+ms_large=$MS cpu_large=$CPU
+echo "  (closed records: intents + outcomes of the closed invocations; fixed: the first run over the same"
+echo "   copy, no orphan aged yet -- enumeration, the duplicate scan past the mark, the seal)"
+R=$(ratio "$ms_large" "$ms_small")
+if [ "${BENCH_SWEEP_CALLGRIND:-1}" != 0 ] && command -v valgrind >/dev/null 2>&1; then
+	for which in small large; do
+		src=$small
+		[ "$which" = large ] && src=$large
+		sweep_once "$src" "cg-$which" "cg-$which" valgrind --tool=callgrind --callgrind-out-file=/dev/null >/dev/null ||
+		    true
+	done
+	irs=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$BT/cg-small.err" 2>/dev/null)
+	irl=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$BT/cg-large.err" 2>/dev/null)
+	if [ -n "$irs" ] && [ -n "$irl" ]; then
+		echo "  instructions per orphan (callgrind, the ri-sweep process; diagnostic): 10^3: $((irs / ORPHANS)),"
+		echo "    10^6: $((irl / ORPHANS)), ratio $(ratio "$irl" "$irs")"
+	fi
+fi
+echo "  cpu ratio (diagnostic): $(ratio "$cpu_large" "$cpu_small")"
+echo "  ratio (per-orphan cost with 10^6 closed / with 10^3 closed, wall): $R   target <= $TARGET"
+[ "$fails" = 0 ] || echo "  $fails sweep runs FAILED"
+ok=1
+[ "$fails" = 0 ] || ok=0
+le "$R" "$TARGET" || ok=0
+[ "$ms_small" != 0 ] || ok=0
+bench_verdict "$ok"
