@@ -428,28 +428,16 @@ judge_invocation(struct audit *a, const struct ri_record *intent_row)
 
 /* ---- records naming an invocation: paired by read_record ---- */
 
-/* read_record(event id) for an intent, answered from the invocation's own
- * rows in the traversal's snapshot: the record | not-known | purged. */
+/* read_record(event id) for an intent, answered from the traversal's own
+ * snapshot, whose pass already verified the row: the record's header |
+ * not-known | purged. */
 static int
-intent_of(struct audit *a, const char *inv_id, const char *iev, struct ri_record *out)
+intent_of(struct audit *a, const char *iev, struct ri_record *out)
 {
-	struct ri_inv inv;
-	int st;
+	int st = a->r->st->ops->peek(a->r->st, iev, out);
 
-	memset(out, 0, sizeof *out);
-	if ((st = ri_inv_read_trusted(a->r, inv_id, &inv)) != RI_ST_OK)
-		return st;
-	st = RI_ST_NOT_KNOWN;
-	for (size_t i = 0; i < inv.all.n; i++) {
-		struct ri_record *rec = &inv.all.v[i];
-		if (strcmp(rec->event_id, iev) != 0)
-			continue;
-		*out = *rec;
-		memset(rec, 0, sizeof *rec);    /* ownership moves to out */
-		st = out->purged ? RI_ST_PURGED : RI_ST_OK;
-		break;
-	}
-	ri_inv_free(&inv);
+	if (st == RI_ST_OK && out->purged)
+		return RI_ST_PURGED;
 	return st;
 }
 
@@ -467,8 +455,8 @@ judge_named(struct audit *a, const struct ri_record *rec)
 	/* Check 1.2: decided by read_record(intent event id) answering
 	 * Retained -- never by arithmetic or by the presence of an answer.
 	 * The intent is earlier in the stream, already judged by the
-	 * traversal, so the fast path reads its invocation's rows trusted. */
-	st = iev ? intent_of(a, rec->invocation_id, iev, &in) : RI_ST_NOT_KNOWN;
+	 * traversal, so its header is read in the same snapshot. */
+	st = iev ? intent_of(a, iev, &in) : RI_ST_NOT_KNOWN;
 	if (st == RI_ST_PURGED) {
 		/* Checks 1.4, 5.3: purged, never absent */
 		note(a, service ? "5.1" : "1.1", "purged intent (answered purged, excluded)");

@@ -186,6 +186,10 @@ struct ri_store_ops {
 	 * report every problem (ri-audit); stops only on an unreadable journal
 	 * or when each() returns non-zero. */
 	int (*traverse)(struct ri_store *, ri_traverse_fn each, void *arg);
+	/* ri-audit only, inside its traversal's snapshot (which verified every
+	 * row): a record's header by event id, no payload -- NOT_KNOWN or OK,
+	 * purged set when its payload was destroyed. */
+	int (*peek)(struct ri_store *, const char *event_id, struct ri_record *);
 	/* Append audit.sealed: an Ed25519 signature (secret key sk, 64 bytes)
 	 * over (instance id, head seq, head hash), in one transaction. */
 	int (*seal)(struct ri_store *, const unsigned char sk[64], struct ri_appended *);

@@ -2018,6 +2018,39 @@ sq_traverse(struct ri_store *base, ri_traverse_fn each, void *arg)
 	return RI_ST_OK;
 }
 
+static int
+sq_peek(struct ri_store *base, const char *event_id, struct ri_record *out)
+{
+	struct sq *s = (struct sq *)base;
+	sqlite3_stmt *st;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	if (sqlite3_get_autocommit(s->db))
+		return st_fail(s, RI_ST_INVALID_QUERY, 0, NULL, "peek outside a traversal");
+	if ((st = prep(s, "SELECT seq, action_ref, kind, act_key, invocation_id, actor_ref, role,"
+	    " recorded_at, payload IS NULL FROM records WHERE event_id = ?")) == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	bind_text(st, 1, event_id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		out->seq = sqlite3_column_int64(st, 0);
+		snprintf(out->event_id, sizeof out->event_id, "%s", event_id);
+		out->action_ref = col_dup(st, 1);
+		out->kind = col_dup(st, 2);
+		out->act_key = col_dup(st, 3);
+		out->invocation_id = col_dup(st, 4);
+		out->actor_ref = col_dup(st, 5);
+		out->role = sqlite3_column_int(st, 6);
+		out->recorded_at = sqlite3_column_int64(st, 7);
+		out->purged = sqlite3_column_int(st, 8) != 0;
+	}
+	done(s, st);
+	if (rc == SQLITE_DONE)
+		return RI_ST_NOT_KNOWN;
+	return rc == SQLITE_ROW ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "read");
+}
+
 /* Sign the head and append audit.sealed after it, in one transaction. */
 static int
 sq_seal(struct ri_store *base, const unsigned char sk[64], struct ri_appended *out)
@@ -2105,6 +2138,7 @@ static const struct ri_store_ops sqlite_ops = {
 	.mark_get = sq_mark_get,
 	.mark_set = sq_mark_set,
 	.traverse = sq_traverse,
+	.peek = sq_peek,
 	.seal = sq_seal,
 	.instance_id = sq_instance_id,
 	.head = sq_head,
@@ -2117,10 +2151,16 @@ static const struct ri_store_ops sqlite_ops = {
 static int
 setup_connection(struct sq *s, ri_err *err)
 {
+	/* A write waits for the lock no longer than its own budget: under a
+	 * declared journal fence that is journal_write_bound less the allowance
+	 * (the per-write terminus), so a long lock wait is a step-2 failure a
+	 * writer may retry under its section, never a write that lands fenced */
 	ri_ms busy = s->cfg->journal_write_bound;
 
-	if (s->cfg->read_bound > busy)
-		busy = s->cfg->read_bound;
+	if (s->cfg->journal_fence)
+		busy -= s->cfg->clock_offset_allowance;
+	if (busy < 10)
+		busy = 10;
 	sqlite3_busy_timeout(s->db, busy > INT32_MAX ? INT32_MAX : (int)busy);
 	sqlite3_extended_result_codes(s->db, 1);
 	/* checkpoints ride the autocheckpoint, not every short process's exit */

@@ -420,30 +420,33 @@ count(struct sweep *s, enum verdict v)
 
 /* ---- step 5: the duplicate scan over the delta ---- */
 
+/* A set of invocation ids (a jansson object used as a hash set). */
 struct seen_inv {
-	char **v;
-	size_t n;
+	json_t *set;
 };
 
 static bool
 seen_add(struct seen_inv *si, const char *id)
 {
-	for (size_t i = 0; i < si->n; i++)
-		if (strcmp(si->v[i], id) == 0)
-			return false;
-	si->v = realloc(si->v, (si->n + 1) * sizeof *si->v);
-	if (si->v == NULL)
-		abort();
-	si->v[si->n++] = ri_strdup(id);
+	if (si->set == NULL)
+		si->set = json_object();
+	if (json_object_get(si->set, id) != NULL)
+		return false;
+	json_object_set_new(si->set, id, json_true());
 	return true;
+}
+
+static bool
+seen_has(const struct seen_inv *si, const char *id)
+{
+	return si->set != NULL && json_object_get(si->set, id) != NULL;
 }
 
 static void
 seen_free(struct seen_inv *si)
 {
-	for (size_t i = 0; i < si->n; i++)
-		free(si->v[i]);
-	free(si->v);
+	json_decref(si->set);
+	si->set = NULL;
 }
 
 /* The closings key for one invocation id (reconcile step 5.2). */
@@ -492,11 +495,8 @@ scan_intents(struct sweep *s, const struct ri_kind *k, const struct ri_record *i
 			if (rec->role == RI_ROLE_CLOSING && rec->seq > intent->seq)
 				seen_add(&closed, rec->invocation_id);
 			if (rec->role == RI_ROLE_INTENT && rec->seq < intent->seq) {
-				bool closed_before = true;
 				/* closed after this intent appeared, or not at all */
-				for (size_t j = 0; j < closed.n; j++)
-					if (strcmp(closed.v[j], rec->invocation_id) == 0)
-						closed_before = false;
+				bool closed_before = !seen_has(&closed, rec->invocation_id);
 				if (closed_before) {
 					/* was it closed before this intent? look for any closing */
 					struct ri_inv o;

@@ -121,7 +121,7 @@ bench_config() {
   "integrity_key_file": "journal.key", "seal_key_file": "seal.key",
   "clock": "$2", "fault_injection": true,
   "instance": { "clock_offset_allowance": "2s", "reconciliation_cadence": "60s", "run_bound": "135s",
-                "closure_latency": "12s", "journal_write_bound": "3s", "read_bound": "2s",
+                "closure_latency": "15s", "journal_write_bound": "5s", "read_bound": "2s",
                 "compensation_window": "10m", "intent_candidates_cap": 16, "read_cap": 20,
                 "reference_length_cap": 256, "payload_cap": 65536, "journal_fence": "declared" },
   "kinds": {

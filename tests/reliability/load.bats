@@ -23,6 +23,11 @@ N=${RI_LOAD_N:-150}
 
 setup() {
 	ri_instance walkthrough
+	# Allowance 13: a declared journal fence needs journal_write_bound with
+	# the allowance of headroom over the substrate's worst case -- here, 8
+	# writers and 2 sweeps queueing for SQLite's write lock on 2 cores.  A
+	# write waits for the lock at most journal_write_bound - allowance (3 s)
+	ri_cfg '.instance.journal_write_bound = "5s" | .instance.closure_latency = "15s"'
 	ledger-admin --store "$T/ledger.db" init >/dev/null
 	export RI_CREDENTIAL=$ALICE
 	mkdir -p "$T/out"
