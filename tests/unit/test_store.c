@@ -469,7 +469,9 @@ test_record_action(void)
 		struct tl_cfg lc = cfg;
 		sqlite3 *db;
 		char p[PATH_MAX + 16];
-		lc.journal_write_bound = "200ms";
+		/* a fenced write waits for the lock at most its budget:
+		 * journal_write_bound - allowance = 2200 - 2000 = 200 ms */
+		lc.journal_write_bound = "2200ms";
 		lc.read_bound = "200ms";
 		tl_instance(&tl, "locked", &lc);
 		r = open_ri(tl.config, 0);
