@@ -9,7 +9,7 @@ static const struct ri_shorthand shorthands[] = {
 
 static const struct ri_cmd cmd = {
 	"ri-open [-c config] [--kind K] [--act-key KEY] [--actor A] [--intent-data JSON] < request.json",
-	shorthands, RI_WRITER, ri_open, NULL };
+	shorthands, RI_WRITER, ri_open };
 
 int
 main(int argc, char **argv)

@@ -51,8 +51,9 @@ struct ri_cmd {
 	const char *usage;
 	const struct ri_shorthand *shorthands;  /* NULL-terminated, or NULL */
 	unsigned open_flags;                    /* RI_WRITER, RI_READONLY */
+	/* a journal that cannot be opened is answered by call itself, on its
+	 * own position (ri_no_journal) */
 	int (*call)(ri *r, json_t *req, json_t **ans, ri_err *err);
-	const char *position;           /* documentation: see ri_no_journal() */
 };
 
 int ri_cmd_main(const struct ri_cmd *cmd, int argc, char **argv);
