@@ -168,10 +168,10 @@ unavailable_case() {
 	local t0=$SECONDS
 	sweep
 	ELAPSED=$((SECONDS - t0))
-	[ "$(t examined)" -eq 1 ] && [ "$(t skipped)" -eq 1 ]
-	[ "$(t closed)" -eq 0 ] && [ "$(t escalated)" -eq 0 ] && [ "$(t abandoned)" -eq 0 ]
-	[ "$(act_records)" -eq "$n" ]
-	[ "$(read_entry k | jq -r .state)" = open ]
+	[ "$(t examined)" -eq 1 ]
+	{ [ "$(t skipped)" -eq 1 ] && [ "$(t closed)" -eq 0 ] && [ "$(t escalated)" -eq 0 ] && [ "$(t abandoned)" -eq 0 ] &&
+	  [ "$(act_records)" -eq "$n" ] && [ "$(read_entry k | jq -r .state)" = open ]; } ||
+	    { echo "ASSERT probe 4-5: the sweep closed an act whose store was unavailable"; false; }
 	[ "$(findings_where '.finding == "store-unavailable" and .scope == "instance" and .kind == "ledger" and (.closed | not)')" -eq 1 ]
 }
 
