@@ -153,8 +153,10 @@ load_span(const struct ri_finding_row *f, void *arg)
 	s->finding = ri_strdup(f->finding);
 	s->kind = f->kind ? ri_strdup(f->kind) : NULL;
 	s->start = f->first_seen_at;
-	/* a standing outage runs to now; a closed one to its last sighting */
-	s->end = f->closed_at == RI_NONE ? a->now : (f->last_seen_at != RI_NONE ? f->last_seen_at : f->first_seen_at);
+	/* a span is evidence only as far as a run saw it: an outage still
+	 * open ends at its last sighting too, never at the audit's now, so one
+	 * stale span cannot exempt every later intent (Check 3.3-3.4) */
+	s->end = f->last_seen_at != RI_NONE ? f->last_seen_at : f->first_seen_at;
 	return 0;
 }
 
@@ -196,10 +198,41 @@ find_at_risk(const struct ri_finding_row *f, void *arg)
 
 /* ---- the invocation, judged whole ---- */
 
+/* Checks 1-3 quantify over intents inside the horizon, Check 7.1-7.2 and
+ * the retention drop exclude the rest: an intent is judged until its
+ * retention actually ends (the record's own retention_until, when placed),
+ * so a violation does not stop failing before its payload can go. */
 static bool
-inside_horizon(struct audit *a, const struct ri_kind *k, const struct ri_record *intent)
+inside_horizon(struct audit *a, const struct ri_record *intent)
 {
-	return !intent->purged && ri_before_horizon(a->c, k, intent->recorded_at, a->now);
+	return ri_intent_retained(a->c, intent, a->now);
+}
+
+/* Is c named, in a valid supersedes, by a closing of type t? */
+static bool
+named_by(const struct ri_inv *inv, const struct ri_closing *c, enum ri_closing_type t)
+{
+	for (size_t j = 0; j < inv->n_closings; j++) {
+		const struct ri_closing *d = &inv->closings[j];
+		if (d->type != t || d->malformed)
+			continue;
+		for (size_t k = 0; k < d->n_names; k++)
+			if (strcmp(d->names[k], c->rec->event_id) == 0)
+				return true;
+	}
+	return false;
+}
+
+/* Is actor a service identity: a bound kind's, or registered --service? */
+static bool
+service_actor(struct audit *a, const char *actor)
+{
+	json_t *e = json_object_get(a->actors, actor);
+
+	for (size_t i = 0; i < a->c->n_kinds; i++)
+		if (a->c->kinds[i].service_actor != NULL && strcmp(a->c->kinds[i].service_actor, actor) == 0)
+			return true;
+	return e != NULL && json_is_true(json_object_get(e, "service"));
 }
 
 static const char *
@@ -218,8 +251,8 @@ streq(const char *x, const char *y)
 
 /* Check 2.5: exactly one of the three outcome shapes. */
 static bool
-outcome_shape(const struct ri_kind *k, const struct ri_inv *inv, const struct ri_closing *c, char *why,
-    size_t n)
+outcome_shape(struct audit *a, const struct ri_kind *k, const struct ri_inv *inv, const struct ri_closing *c,
+    char *why, size_t n)
 {
 	const struct ri_record *o = c->rec, *in = inv->intent;
 	const char *resolved_by = pstr(o, "resolved_by");
@@ -244,7 +277,8 @@ outcome_shape(const struct ri_kind *k, const struct ri_inv *inv, const struct ri
 		}
 		return true;
 	}
-	if (k->service_actor == NULL || !streq(o->actor_ref, k->service_actor)) {
+	if (k != NULL ? k->service_actor == NULL || !streq(o->actor_ref, k->service_actor) :
+	    !service_actor(a, o->actor_ref)) {
 		snprintf(why, n, "a recovered outcome attested by %s, not by the service identity", o->actor_ref);
 		return false;
 	}
@@ -265,11 +299,10 @@ probe_checks(struct audit *a, const struct ri_kind *k, const struct ri_inv *inv,
 
 	for (size_t i = 0; i < inv->n_closings; i++) {
 		const struct ri_closing *c = &inv->closings[i];
-		bool superseded_by_outcome = false;
+		/* Check 6.3: an abandonment an outcome names is the corrected-false
+		 * shape, not judged */
+		bool superseded_by_outcome = named_by(inv, c, RI_C_OUTCOME);
 
-		for (size_t j = 0; j < inv->n_closings; j++)
-			if (inv->closings[j].type == RI_C_OUTCOME && streq(inv->closings[j].supersedes, c->rec->event_id))
-				superseded_by_outcome = true;
 		if (!((c->type == RI_C_OUTCOME && c->recovery) || (c->type == RI_C_ABANDONED && !superseded_by_outcome) ||
 		    c->type == RI_C_ESCALATED))
 			continue;
@@ -346,57 +379,84 @@ judge_invocation(struct audit *a, const struct ri_record *intent_row)
 		ri_inv_free(&inv);
 		return;
 	}
-	/* Check 3.2: a kind the bindings no longer serve is exempt */
-	if (k == NULL) {
-		note(a, "3.1", "exempt: unbound kind (Check 3.2)");
+	bool horizon = inside_horizon(a, in);
+	if (!horizon) {
+		/* the retention drop: an intent whose retention ended is out of
+		 * every check, purged or not (Check 7.1, the closings issue) */
+		a->excluded++;
 		ri_inv_free(&inv);
 		return;
 	}
-	bool horizon = inside_horizon(a, k, in);
-	bool aged = !ri_in_flight(a->c, k, in->recorded_at, a->now);
 	ri_standing(inv.closings, inv.n_closings, &sd);
+	/* the service identity: the kind's; for a kind no longer bound, any
+	 * actor the registry calls a service */
+	const char *svc = k != NULL ? k->service_actor : NULL;
+#define IS_SERVICE(actor) (k != NULL ? streq((actor), svc) : service_actor(a, (actor)))
 
 	for (size_t i = 0; i < inv.n_closings; i++) {
 		const struct ri_closing *c = &inv.closings[i];
 		/* Check 1.1: follows its intent, under the actor it names */
-		if (c->type == RI_C_OUTCOME && horizon) {
+		if (c->type == RI_C_OUTCOME) {
 			const char *named = c->recovery ? pstr(c->rec, "acting_actor_ref") : c->rec->actor_ref;
 			if (c->rec->seq < in->seq || !streq(named, in->actor_ref))
 				fail(a, "1.1", in->invocation_id, in->event_id, c->rec->event_id,
 				    "the outcome names actor %s but its intent was attested by %s",
 				    named ? named : "(none)", in->actor_ref);
 			/* Check 2.5-2.6 */
-			if (!outcome_shape(k, &inv, c, why, sizeof why))
+			if (!outcome_shape(a, k, &inv, c, why, sizeof why))
 				fail(a, "2.5", in->invocation_id, c->rec->event_id, NULL, "matches no outcome shape: %s",
 				    why);
 		}
-		/* Check 6.4 */
-		if (c->type == RI_C_ABANDONED && !c->resolved_by && !k->commit_fence)
+		/* Check 6.4 (a kind no longer bound declares no fence to judge by) */
+		if (k != NULL && c->type == RI_C_ABANDONED && !c->resolved_by && !k->commit_fence)
 			fail(a, "6.4", in->invocation_id, c->rec->event_id, NULL,
 			    "a sweep abandonment in kind %s, which declares no commit fence (commit 14)", k->name);
+		/* the closings issue's ruling: a supersedes naming anything but an
+		 * earlier closing of this invocation is malformed (Check 8.1.8) */
+		if (c->malformed)
+			fail(a, "8.1.8", in->invocation_id, c->rec->event_id, NULL,
+			    "its supersedes names no earlier closing of this invocation");
 	}
 	/* Check 5.1: every service-identity record names an intent attested
 	 * by another actor */
-	for (size_t i = 0; i < inv.all.n && k->service_actor != NULL; i++) {
+	for (size_t i = 0; i < inv.all.n; i++) {
 		const struct ri_record *rec = &inv.all.v[i];
-		if (streq(rec->actor_ref, k->service_actor) && rec != in && streq(in->actor_ref, k->service_actor))
+		if (rec != in && IS_SERVICE(rec->actor_ref) && streq(in->actor_ref, rec->actor_ref))
 			fail(a, "5.1", in->invocation_id, rec->event_id, in->event_id,
 			    "the service identity closed an intent it attested itself");
 	}
-	if (streq(in->actor_ref, k->service_actor))
+	if (IS_SERVICE(in->actor_ref))
 		fail(a, "5.1", in->invocation_id, in->event_id, NULL,
 		    "the service identity %s opened an intent (open step 1.2)", in->actor_ref);
+#undef IS_SERVICE
+	/* Check 2.1, 2.4: the closings key, read through Which closing stands:
+	 * two or more chains */
+	if (sd.duplicate) {
+		const char *h1 = NULL, *h2 = NULL;
+		for (size_t i = 0; i < inv.n_closings; i++)
+			if (inv.closings[i].head) {
+				if (h1 == NULL)
+					h1 = inv.closings[i].rec->event_id;
+				else if (h2 == NULL)
+					h2 = inv.closings[i].rec->event_id;
+			}
+		fail(a, "2.1", in->invocation_id, h1, h2, "%zu chains of closings stand on this invocation",
+		    sd.n_heads);
+	}
+	/* Check 3.2: a kind the bindings no longer serve is exempt from Check
+	 * 3 -- and from nothing else */
+	if (k == NULL) {
+		note(a, "3.1", "exempt: unbound kind (Check 3.2)");
+		ri_inv_free(&inv);
+		return;
+	}
 	/* Term aged: an OPEN intent past its examine edge -- one its own
 	 * invocation closed in time never was */
+	bool aged = !ri_in_flight(a->c, k, in->recorded_at, a->now);
 	ri_ms edge = ri_examine_edge(a->c, k, in->recorded_at);
 	const struct ri_record *first = inv.n_closings ? inv.closings[0].rec : NULL;
 	bool became_aged = first ? first->recorded_at >= edge : aged;
-	/* Check 2.1, 2.4: the closings key, read through Which closing stands */
-	if (horizon && sd.duplicate)
-		fail(a, "2.1", in->invocation_id, inv.closings[0].rec->event_id,
-		    inv.n_closings > 1 ? inv.closings[1].rec->event_id : NULL,
-		    "%zu unsuperseded closings name this invocation", sd.unsuperseded);
-	if (horizon && became_aged) {
+	if (became_aged) {
 		ri_ms due = in->recorded_at + a->c->compensation_window + a->c->clock_offset_allowance;
 		if (k->service_actor != NULL) {
 			/* Check 3.1 */
@@ -421,7 +481,7 @@ judge_invocation(struct audit *a, const struct ri_record *intent_row)
 				    "never surfaced as closure-at-risk (report-only kind)");
 		}
 	}
-	if (a->o->probe && horizon)
+	if (a->o->probe)
 		probe_checks(a, k, &inv, &sd);
 	ri_inv_free(&inv);
 }
@@ -447,10 +507,10 @@ judge_named(struct audit *a, const struct ri_record *rec)
 	const struct ri_kind *k = ri_config_kind(a->c, rec->kind);
 	const char *iev = pstr(rec, "intent_event_id");
 	struct ri_record in;
-	bool service = k != NULL && streq(rec->actor_ref, k->service_actor);
+	bool service = k != NULL ? streq(rec->actor_ref, k->service_actor) : service_actor(a, rec->actor_ref);
 	int st;
 
-	if (rec->role != RI_ROLE_CLOSING && rec->role != RI_ROLE_RECOVERY)
+	if (!ri_role_closing(rec->role) && rec->role != RI_ROLE_RECOVERY)
 		return;
 	/* Check 1.2: decided by read_record(intent event id) answering
 	 * Retained -- never by arithmetic or by the presence of an answer.
@@ -466,7 +526,7 @@ judge_named(struct audit *a, const struct ri_record *rec)
 	bool ok = st == RI_ST_OK && in.role == RI_ROLE_INTENT && streq(in.invocation_id, rec->invocation_id) &&
 	    in.seq < rec->seq && streq(in.kind, rec->kind) && streq(in.act_key, rec->act_key);
 	if (!ok) {
-		bool outcome = k != NULL && ri_is_outcome_ref(k, rec->action_ref);
+		bool outcome = rec->role == RI_ROLE_OUTCOME;
 		if (outcome)
 			fail(a, "1.1", rec->invocation_id, rec->event_id, iev,
 			    "an outcome with no readable intent before it");
@@ -540,21 +600,33 @@ actors(struct audit *a, const struct ri_record *rec)
 static void
 binds(struct audit *a, const struct ri_record *rec)
 {
-	size_t kl = strlen(rec->kind);
+	char why[512];
+	int role;
 
-	if (strncmp(rec->action_ref, rec->kind, kl) != 0 || rec->action_ref[kl] != '.') {
-		fail(a, "8.1.8", rec->invocation_id, rec->event_id, NULL, "kind %s does not prefix action ref %s",
-		    rec->kind, rec->action_ref);
+	/* Check 8.1.8 with the function ri-read fails closed on */
+	if (!ri_record_legal(rec, why, sizeof why)) {
+		fail(a, "8.1.8", rec->invocation_id, rec->event_id, NULL, "%s", why);
 		return;
 	}
-	if (rec->invocation_id == NULL || rec->payload == NULL)
+	if (strncmp(rec->action_ref, "audit.", 6) == 0)
 		return;
-	/* Primitive policy 2, 4, 11: the composition's own fields agree with
-	 * the header the chain binds -- a record copied elsewhere does not */
-	if (!streq(pstr(rec, "invocation_id"), rec->invocation_id) || !streq(pstr(rec, "kind"), rec->kind) ||
-	    !streq(pstr(rec, "act_key"), rec->act_key))
+	/* Primitive policy 4: every record the composition writes names its
+	 * invocation; one of the service identity's that names none is a write
+	 * outside this composition (Check 5.2) */
+	if (rec->invocation_id == NULL) {
+		fail(a, "8.1.8", NULL, rec->event_id, NULL, "a %s record naming no invocation id", rec->action_ref);
+		if (service_actor(a, rec->actor_ref))
+			fail(a, "5.1", NULL, rec->event_id, NULL,
+			    "a service-identity record naming no invocation: a write outside this composition");
+	}
+	/* the role fixed at the append, against today's binding of the kind:
+	 * a disagreement is a binding changed under landed records (journal
+	 * 4, Binding 2) and is reported, never silently re-read */
+	if (ri_config_kind(a->c, rec->kind) != NULL &&
+	    (ri_vocab_role(a->c, rec->action_ref, &role, why, sizeof why) != RI_OK || role != rec->role))
 		fail(a, "8.1.8", rec->invocation_id, rec->event_id, NULL,
-		    "the payload's invocation id, kind or act key disagrees with the record's header");
+		    "appended as %s, which today's binding of kind %s does not read it as",
+		    ri_role_name(rec->role), rec->kind);
 }
 
 static void
@@ -617,10 +689,14 @@ each_record(const struct ri_record *rec, unsigned problems, void *arg)
 		char actkey[1024];
 		snprintf(actkey, sizeof actkey, "%s\x1f%s", rec->kind, rec->act_key);
 		if (rec->role == RI_ROLE_INTENT) {
-			/* Check 2.3: the intents key, over the open-intent state */
+			/* Check 2.3: the intents key (standing.h's reading: open from
+			 * the intent until its first closing), streamed over the
+			 * open-intent state; the retention drop keeps an intent whose
+			 * retention ended out of it, on either side */
 			json_t *open = json_object_get(a->open_by_act, actkey);
-			if (open != NULL && json_array_size(open) > 0 && k != NULL && k->service_actor != NULL &&
-			    !rec->purged)
+			bool retained = ri_intent_retained(a->c, rec, a->now);
+			if (retained && open != NULL && json_array_size(open) > 0 && k != NULL &&
+			    k->service_actor != NULL)
 				fail(a, "2.3", rec->invocation_id, rec->event_id, NULL,
 				    "opened while invocation %s was open on the same act",
 				    json_string_value(json_array_get(open, 0)));
@@ -628,11 +704,12 @@ each_record(const struct ri_record *rec, unsigned problems, void *arg)
 				open = json_array();
 				json_object_set_new(a->open_by_act, actkey, open);
 			}
-			json_array_append_new(open, json_string(rec->invocation_id));
+			if (retained)
+				json_array_append_new(open, json_string(rec->invocation_id));
 			json_object_set_new(a->inv_act, rec->invocation_id, json_string(actkey));
 			judge_invocation(a, rec);
 		} else {
-			if (rec->role == RI_ROLE_CLOSING) {
+			if (ri_role_closing(rec->role)) {
 				json_t *ak = json_object_get(a->inv_act, rec->invocation_id);
 				json_t *open = ak ? json_object_get(a->open_by_act, json_string_value(ak)) : NULL;
 				size_t i;

@@ -69,6 +69,13 @@ reread(struct ri *r, const struct inv_req *q, struct ri_inv *inv, struct ri_stan
 		return RI_ST_NOT_KNOWN;
 	}
 	ri_standing(inv->closings, inv->n_closings, sd);
+	if (sd->malformed != NULL) {
+		/* the closings issue's ruling: fail closed on a void supersedes */
+		snprintf(why, n, "journal integrity: closing %s names no earlier closing of invocation %s",
+		    sd->malformed->rec->event_id, q->invocation_id);
+		ri_inv_free(inv);
+		return RI_ST_INTEGRITY;
+	}
 	return RI_ST_OK;
 }
 
@@ -86,11 +93,12 @@ close_write(struct ri *r, struct inv_req *q, json_t **ans, ri_err *err)
 	    "intent_event_id", q->intent_event_id, "kind", q->kind, "act_key", q->act_key,
 	    "data", q->outcome_data);
 	struct ri_fence fence = { .holder = q->invocation_id };
-	struct ri_append a = { .action_ref = q->outcome_action_ref, .act_key = q->act_key,
+	char mine[RI_ID_LEN + 1];
+	struct ri_append a = { .event_id = mine, .action_ref = q->outcome_action_ref, .act_key = q->act_key,
 		.invocation_id = q->invocation_id, .actor_ref = q->actor_ref, .credential = q->credential,
 		.data = payload, .fence = &fence, .fault_tag = "close.outcome" };
 	struct ri_appended ap;
-	char why[600], ev[RI_ID_LEN + 1];
+	char why[600];
 	int64_t attempts = 0, mono, mono0 = ri_mono_ms();
 	ri_ms left, left0 = RI_NONE;
 	int st, rc;
@@ -131,7 +139,10 @@ close_write(struct ri *r, struct inv_req *q, json_t **ans, ri_err *err)
 		if (sd.standing != NULL) {
 			const struct ri_closing *c = sd.standing;
 			if (c->type == RI_C_OUTCOME) {
-				/* close step 2.2: adopt the outcome another writer landed */
+				/* close step 2.2: adopt the outcome that stands.  landed_by
+				 * (2.2d-e, the closings issue's reading): operator for
+				 * resolved_by, sweep for recovery without it, invocation
+				 * for a record of the invocation's own shape */
 				*ans = json_pack("{s:s, s:s}", "outcome_event_id", c->rec->event_id, "landed_by",
 				    c->resolved_by ? "operator" : c->recovery ? "sweep" : "invocation");
 				ri_inv_free(&inv);
@@ -160,6 +171,7 @@ close_write(struct ri *r, struct inv_req *q, json_t **ans, ri_err *err)
 		}
 		mono = ri_mono_ms();
 		attempts++;
+		ri_mint_id("evt_", mine);       /* each attempt is its own record */
 		st = r->st->ops->record_action(r->st, &a, &ap);
 		snprintf(why, sizeof why, "%s", r->st->ops->error(r->st)->msg);
 		switch (st) {
@@ -179,9 +191,8 @@ close_write(struct ri *r, struct inv_req *q, json_t **ans, ri_err *err)
 		case RI_ST_INVALID_REQUEST:
 			if (st == RI_ST_STEP4 || strcmp(ap.cause, "retention") == 0) {
 				/* Primitive policy 27-28: read back; success with a hard alert */
-				if (ri_read_back(r, q->invocation_id, q->outcome_action_ref, ev, &found) == RI_ST_OK &&
-				    found) {
-					*ans = json_pack("{s:s, s:s}", "outcome_event_id", ev, "landed_by", "invocation");
+				if (ri_read_back(r, q->invocation_id, mine, &found) == RI_ST_OK && found) {
+					*ans = json_pack("{s:s, s:s}", "outcome_event_id", mine, "landed_by", "invocation");
 					ri_alert(*ans, "the outcome landed but %s", st == RI_ST_STEP4 ?
 					    "its retention placement failed (step-4)" : "on no retention policy");
 					release(r, q);
@@ -198,9 +209,8 @@ close_write(struct ri *r, struct inv_req *q, json_t **ans, ri_err *err)
 		case RI_ST_LOST:
 			/* Primitive policy 32-36: wait out the bound, read back, adopt */
 			ri_wait_write_bound(r, q->kind, q->act_key, q->invocation_id, left, mono);
-			if (ri_read_back(r, q->invocation_id, q->outcome_action_ref, ev, &found) == RI_ST_OK &&
-			    found) {
-				*ans = json_pack("{s:s, s:s}", "outcome_event_id", ev, "landed_by", "invocation");
+			if (ri_read_back(r, q->invocation_id, mine, &found) == RI_ST_OK && found) {
+				*ans = json_pack("{s:s, s:s}", "outcome_event_id", mine, "landed_by", "invocation");
 				release(r, q);
 				rc = RI_OK;
 				goto out;
@@ -345,7 +355,7 @@ ri_refuse(ri *r, json_t *req, json_t **ans, ri_err *err)
 	    "intent_event_id", q.intent_event_id, "kind", q.kind, "act_key", q.act_key,
 	    "reason", q.reason, "constituent_code", q.constituent_code);
 	struct ri_fence fence = { .holder = q.invocation_id };
-	struct ri_append a = { .action_ref = ri_action_ref(q.k, "refused", ref, sizeof ref),
+	struct ri_append a = { .event_id = ri_mint_id("evt_", ev), .action_ref = ri_action_ref(q.k, "refused", ref, sizeof ref),
 		.act_key = q.act_key, .invocation_id = q.invocation_id, .actor_ref = q.actor_ref,
 		.credential = q.credential, .data = payload, .fence = &fence, .fault_tag = "refuse.refusal" };
 	if ((rc = ri_seam_now(r, &fence.issue, err)) != RI_OK) {
@@ -366,7 +376,7 @@ ri_refuse(ri *r, json_t *req, json_t **ans, ri_err *err)
 	case RI_ST_INVALID_REQUEST:
 		if (st == RI_ST_STEP4 || strcmp(ap.cause, "retention") == 0) {
 			/* refuse steps 3.3-3.4: read back, never retry */
-			if (ri_read_back(r, q.invocation_id, a.action_ref, ev, &found) == RI_ST_OK && found) {
+			if (ri_read_back(r, q.invocation_id, ev, &found) == RI_ST_OK && found) {
 				release(r, &q);
 				*ans = json_pack("{s:s}", "refusal_event_id", ev);
 				ri_alert(*ans, "the refusal landed but %s", st == RI_ST_STEP4 ?
@@ -378,7 +388,7 @@ ri_refuse(ri *r, json_t *req, json_t **ans, ri_err *err)
 	case RI_ST_LOST:
 		/* refuse step 3.6: one read-back, after the bound */
 		ri_wait_write_bound(r, q.kind, q.act_key, q.invocation_id, left, mono);
-		if (ri_read_back(r, q.invocation_id, a.action_ref, ev, &found) == RI_ST_OK && found) {
+		if (ri_read_back(r, q.invocation_id, ev, &found) == RI_ST_OK && found) {
 			release(r, &q);
 			*ans = json_pack("{s:s}", "refusal_event_id", ev);
 			return RI_OK;

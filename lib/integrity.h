@@ -17,7 +17,7 @@
 
 #include "util.h"
 
-#define RI_FORMAT 1
+#define RI_FORMAT 2             /* 2: the record roles of vocab.h */
 #define RI_HASH_LEN 32
 #define RI_SALT_LEN 16
 #define RI_INSTANCE_LEN 16

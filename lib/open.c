@@ -116,105 +116,67 @@ surface_aged(struct ri *r, struct open_req *o, const char *old_inv, ri_ms now, j
 	fprintf(stderr, "ri: aged intent %s left open for an operator (open step 3.8)\n", old_inv);
 }
 
-/* One invocation of the act, as the step-3 re-read found it. */
-struct seen {
-	char *inv;
-	bool intent, closed, purged;
-	ri_ms recorded_at;
-};
-
-static struct seen *
-seen_get(struct seen **v, size_t *n, const char *inv)
-{
-	for (size_t i = 0; i < *n; i++)
-		if (strcmp((*v)[i].inv, inv) == 0)
-			return &(*v)[i];
-	*v = realloc(*v, (*n + 1) * sizeof **v);
-	if (*v == NULL)
-		abort();
-	memset(&(*v)[*n], 0, sizeof **v);
-	(*v)[*n].inv = ri_strdup(inv);
-	return &(*v)[(*n)++];
-}
-
 /*
  * open step 3: re-read the journal for the act under the section -- every
  * record of the act, each verified, so a tampered or missing record fails
- * closed (3.13) and no local map decides (3.3).  Answers RI_OK to proceed,
- * or a refusal.
+ * closed (3.13) and no local map decides (3.3).  Each invocation's standing
+ * comes from the one module that reads Which closing stands.  Answers RI_OK
+ * to proceed, or a refusal.
  */
 static int
 precheck(struct ri *r, struct open_req *o, ri_ms now, json_t **ans, json_t *aged, ri_err *err)
 {
-	struct ri_query q = { .from = 0, .limit = 1024, .kind = o->kind, .act_key = o->act_key,
-		.descending = true };
-	struct seen *v = NULL;
-	size_t n = 0;
-	char landed[RI_ID_LEN + 1] = "";
+	struct ri_act act;
+	const struct ri_closing *landed = NULL;
 	int rc = RI_OK, st;
 
-	for (;;) {
-		struct ri_records page;
-		if ((st = r->st->ops->range_read(r->st, &q, &page)) != RI_ST_OK)
-			goto unavailable;
-		for (size_t i = 0; i < page.n; i++) {
-			const struct ri_record *rec = &page.v[i];
-			if (rec->invocation_id == NULL)
-				continue;
-			struct seen *e = seen_get(&v, &n, rec->invocation_id);
-			if (rec->role == RI_ROLE_CLOSING) {
-				e->closed = true;
-				/* open step 3.9a: newest first, the first outcome is the latest */
-				if (landed[0] == '\0' && ri_is_outcome_ref(o->k, rec->action_ref))
-					snprintf(landed, sizeof landed, "%s", rec->event_id);
-			} else if (rec->role == RI_ROLE_INTENT) {
-				e->intent = true;
-				e->purged = rec->purged;
-				e->recorded_at = rec->recorded_at;
-			}
-		}
-		bool more = page.more;
-		q.from = page.next;
-		ri_records_clear(&page);
-		if (!more)
-			break;
+	if ((st = ri_act_read(r, o->kind, o->act_key, NULL, 0, &act)) != RI_ST_OK)
+		goto unavailable;
+	if (act.bad != NULL) {
+		/* a record of illegal shape in the act: fail closed, as a reader does */
+		release(r, o);
+		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable", "cause",
+		    "integrity"), err, RI_JOURNAL_UNAVAILABLE, "journal integrity: record %s is malformed: %s",
+		    act.bad->event_id, act.why);
+		ri_act_free(&act);
+		return rc;
 	}
-	for (size_t i = 0; i < n && rc == RI_OK; i++) {
-		struct seen *e = &v[i];
-		/* sequence high water 5: an intent past its retention end drops */
-		if (!e->intent || e->closed || e->purged || strcmp(e->inv, o->inv) == 0 ||
-		    e->recorded_at + o->k->retention_period < now)
+	for (size_t i = 0; i < act.n && rc == RI_OK; i++) {
+		const struct ri_act_inv *e = &act.v[i];
+		/* open step 3.9a: the act's latest outcome, by the stored role --
+		 * the reading ri-read's state uses (journal 4) */
+		if (e->sd.outcome != NULL && (landed == NULL || e->sd.outcome->rec->seq > landed->rec->seq))
+			landed = e->sd.outcome;
+		/* open invocations: an intent no closing names yet; sequence high
+		 * water 5, the retention drop: not one whose retention ended */
+		if (e->inv.intent == NULL || e->inv.n_closings > 0 || strcmp(e->inv_id, o->inv) == 0 ||
+		    !ri_intent_retained(r->cfg, e->inv.intent, now))
 			continue;
 		/* Primitive policy 15, 38: the one comparison, against the range
 		 * read's recorded_at */
-		bool in_flight = ri_in_flight(r->cfg, o->k, e->recorded_at, now);
+		bool in_flight = ri_in_flight(r->cfg, o->k, e->inv.intent->recorded_at, now);
 		if (in_flight || o->k->service_actor != NULL) {
 			/* open steps 3.4-3.7 */
 			release(r, o);
 			rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "act-in-flight",
-			    "invocation_id", e->inv), err, RI_ACT_IN_FLIGHT,
-			    "act-in-flight: invocation %s of this act is %s", e->inv,
+			    "invocation_id", e->inv_id), err, RI_ACT_IN_FLIGHT,
+			    "act-in-flight: invocation %s of this act is %s", e->inv_id,
 			    in_flight ? "live" : "awaiting the sweep");
 		} else {
 			/* open step 3.8: report-only -- proceed, leave it open, surface it */
-			json_array_append_new(aged, json_string(e->inv));
+			json_array_append_new(aged, json_string(e->inv_id));
 		}
 	}
-	if (rc == RI_OK && !o->k->repeatable && landed[0] != '\0') {
+	if (rc == RI_OK && !o->k->repeatable && landed != NULL) {
 		/* open step 3.9 (repeatable 1: only for repeatable = no) */
 		release(r, o);
 		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "act-landed",
-		    "outcome_event_id", landed), err, RI_ACT_LANDED,
-		    "act-landed: the non-repeatable act already has outcome %s", landed);
+		    "outcome_event_id", landed->rec->event_id), err, RI_ACT_LANDED,
+		    "act-landed: the non-repeatable act already has outcome %s", landed->rec->event_id);
 	}
-	for (size_t i = 0; i < n; i++)
-		free(v[i].inv);
-	free(v);
+	ri_act_free(&act);
 	return rc;
 unavailable:
-	for (size_t i = 0; i < n; i++)
-		free(v[i].inv);
-	free(v);
 	/* open step 3.13: release; journal-unavailable with nothing written */
 	release(r, o);
 	{
@@ -231,10 +193,10 @@ static int
 write_intent(struct ri *r, struct open_req *o, json_t *payload, char ev[RI_ID_LEN + 1],
     json_t *alerts_out, json_t **ans, ri_err *err)
 {
-	char ref[160], why[600];
+	char ref[160], why[600], mine[RI_ID_LEN + 1];
 	struct ri_appended ap;
 	struct ri_fence fence = { .holder = o->inv };
-	struct ri_append a = { .action_ref = ri_action_ref(o->k, "intended", ref, sizeof ref),
+	struct ri_append a = { .event_id = ri_mint_id("evt_", mine), .action_ref = ri_action_ref(o->k, "intended", ref, sizeof ref),
 		.act_key = o->act_key, .invocation_id = o->inv, .actor_ref = o->actor_ref,
 		.credential = o->credential, .data = payload, .fence = &fence, .fault_tag = "open.intent" };
 	ri_ms left;
@@ -269,8 +231,9 @@ write_intent(struct ri *r, struct open_req *o, json_t *payload, char ev[RI_ID_LE
 	case RI_ST_STEP4:
 		/* Primitive policy 20-25: read back before any invalid-request;
 		 * never retry after step-4 (26) */
-		rc = ri_read_back(r, o->inv, a.action_ref, ev, &found);
+		rc = ri_read_back(r, o->inv, mine, &found);
 		if (rc == RI_ST_OK && found) {
+			snprintf(ev, RI_ID_LEN + 1, "%s", mine);
 			json_array_append_new(alerts_out, json_pack("{s:s}", "alert", st == RI_ST_STEP4 ?
 			    "the intent landed but its retention placement failed (recording-failure step-4)" :
 			    "the intent landed with invalid-request (retention); read back by invocation id"));
@@ -286,8 +249,9 @@ write_intent(struct ri *r, struct open_req *o, json_t *payload, char ev[RI_ID_LE
 		/* Primitive policy 32-37: unknown; no blind retry; read back only
 		 * after journal_write_bound has elapsed since the issue */
 		ri_wait_write_bound(r, o->kind, o->act_key, o->inv, left, mono);
-		rc = ri_read_back(r, o->inv, a.action_ref, ev, &found);
+		rc = ri_read_back(r, o->inv, mine, &found);
 		if (rc == RI_ST_OK && found) {
+			snprintf(ev, RI_ID_LEN + 1, "%s", mine);
 			json_array_append_new(alerts_out, json_pack("{s:s}", "alert",
 			    "the intent write's reply was lost; the intent was read back and adopted"));
 			return RI_OK;

@@ -111,62 +111,6 @@ ri_action_ref(const struct ri_kind *k, const char *suffix, char *buf, size_t n)
 	return buf;
 }
 
-static const char *
-suffix_of(const char *action_ref)
-{
-	const char *dot = strchr(action_ref, '.');
-
-	return dot ? dot + 1 : "";
-}
-
-/* ---- the invocation read ---- */
-
-void
-ri_inv_add(struct ri *r, struct ri_inv *inv, struct ri_record *rec)
-{
-	const char *sfx = suffix_of(rec->action_ref);
-	const struct ri_kind *k = ri_config_kind(r->cfg, rec->kind);
-
-	switch (rec->role) {
-	case RI_ROLE_INTENT:
-		if (inv->intent == NULL)
-			inv->intent = rec;
-		inv->n_intents++;
-		return;
-	case RI_ROLE_RECOVERY:
-		inv->recovery = realloc(inv->recovery, (inv->n_recovery + 1) * sizeof *inv->recovery);
-		if (inv->recovery == NULL)
-			abort();
-		inv->recovery[inv->n_recovery++] = rec;
-		return;
-	case RI_ROLE_CLOSING:
-		break;
-	default:
-		return;
-	}
-	inv->closings = realloc(inv->closings, (inv->n_closings + 1) * sizeof *inv->closings);
-	if (inv->closings == NULL)
-		abort();
-	struct ri_closing *c = &inv->closings[inv->n_closings++];
-	memset(c, 0, sizeof *c);
-	c->rec = rec;
-	if (strcmp(sfx, "refused") == 0)
-		c->type = RI_C_REFUSED;
-	else if (strcmp(sfx, "abandoned") == 0)
-		c->type = RI_C_ABANDONED;
-	else if (strcmp(sfx, "escalated") == 0)
-		c->type = RI_C_ESCALATED;
-	else
-		c->type = RI_C_OUTCOME;         /* journal 4: by the enumerated refs */
-	(void)k;
-	if (rec->payload != NULL) {
-		json_t *s = json_object_get(rec->payload, "supersedes");
-		c->supersedes = json_is_string(s) ? json_string_value(s) : NULL;
-		c->resolved_by = json_is_string(json_object_get(rec->payload, "resolved_by"));
-		c->recovery = json_is_true(json_object_get(rec->payload, "recovery"));
-	}
-}
-
 static int inv_read(struct ri *r, const char *inv_id, bool trusted, struct ri_inv *out);
 
 int
@@ -208,99 +152,170 @@ inv_read(struct ri *r, const char *inv_id, bool trusted, struct ri_inv *out)
 			break;
 	}
 	for (size_t i = 0; i < out->all.n; i++)
-		ri_inv_add(r, out, &out->all.v[i]);
+		ri_inv_add(out, &out->all.v[i]);
 	return RI_ST_OK;
 }
 
 void
 ri_inv_free(struct ri_inv *inv)
 {
+	ri_inv_free_index(inv);
 	ri_records_clear(&inv->all);
-	free(inv->recovery);
-	free(inv->closings);
 	memset(inv, 0, sizeof *inv);
 }
 
-/* ---- Which closing stands ---- */
-
-static bool
-named_by_another(const struct ri_closing *c, size_t n, size_t i)
+static struct ri_act_inv *
+act_entry(struct ri_act *a, const char *id)
 {
-	for (size_t j = 0; j < n; j++)
-		if (j != i && c[j].supersedes != NULL && strcmp(c[j].supersedes, c[i].rec->event_id) == 0)
-			return true;
-	return false;
+	for (size_t i = a->n; i-- > 0;)
+		if (strcmp(a->v[i].inv_id, id) == 0)
+			return &a->v[i];
+	return NULL;
 }
 
-/*
- * Supersession is by name only (Which closing stands 2): a closing is
- * superseded exactly when another closing names it in supersedes; never by
- * resolved_by (3) nor by position (8).  Reading every name at once is the
- * transitive reading (4): a chain A <- B <- C leaves C alone unsuperseded,
- * and the chain counts as one closing (5).  Among the unsuperseded, the
- * lowest sequence stands (7).  The closings key needs two closings that
- * each supersede nothing and are superseded by nothing (6) -- so a
- * resolution naming one of two duplicates resolves the duplicate
- * (journal fence none 4).
- */
-void
-ri_standing(const struct ri_closing *c, size_t n, struct ri_standing *out)
+int
+ri_act_read(struct ri *r, const char *kind, const char *act_key, const char *inv_id,
+    size_t max_intents, struct ri_act *out)
 {
-	size_t roots_alone = 0;
+	struct ri_query q = { .from = 0, .limit = 512, .kind = kind, .act_key = act_key, .descending = true };
+	size_t cap = 0, cap_v = 0;
+	int st;
 
 	memset(out, 0, sizeof *out);
-	for (size_t i = 0; i < n; i++) {
-		bool superseded = named_by_another(c, n, i);
-		if (superseded)
-			continue;
-		out->unsuperseded++;
-		if (c[i].supersedes == NULL)
-			roots_alone++;
-		if (out->standing == NULL || c[i].rec->seq < out->standing->rec->seq)
-			out->standing = &c[i];
-	}
-	out->duplicate = roots_alone >= 2;
-#ifdef RI_NC_PAIRWISE_SUPERSESSION
-	/* negative control: supersession read pairwise -- each (superseded,
-	 * superseding) pair collapsed on its own, so a chain A <- B <- C
-	 * counts as two closings (the reading Which closing stands 4 forbids) */
-	{
-		size_t pairs = 0, alone = 0;
-		for (size_t i = 0; i < n; i++) {
-			if (c[i].supersedes != NULL)
-				pairs++;
-			else if (!named_by_another(c, n, i))
-				alone++;
+	if (inv_id != NULL)
+		q = (struct ri_query){ .from = 0, .limit = 512, .invocation_id = inv_id, .descending = true };
+	for (;;) {
+		struct ri_records page;
+		if ((st = r->st->ops->range_read(r->st, &q, &page)) != RI_ST_OK) {
+			ri_act_free(out);
+			return st;
 		}
-		out->duplicate = pairs + alone >= 2;
+		for (size_t i = 0; i < page.n; i++) {
+			if (out->all.n == cap) {
+				cap = cap ? cap * 2 : 64;
+				out->all.v = realloc(out->all.v, cap * sizeof *out->all.v);
+				if (out->all.v == NULL)
+					abort();
+			}
+			out->all.v[out->all.n++] = page.v[i];
+			if (page.v[i].role == RI_ROLE_INTENT && page.v[i].invocation_id != NULL)
+				out->intents++;
+		}
+		free(page.v);
+		q.from = page.next;
+		if (!page.more)
+			break;
+		if (max_intents > 0 && out->intents >= max_intents) {
+			out->truncated = true;
+			break;
+		}
 	}
-#endif
-	if (out->standing == NULL) {
-		out->state = RI_STATE_OPEN;
-		return;
+	/* group oldest first, so each invocation's records ascend */
+	for (size_t i = out->all.n; i-- > 0;) {
+		struct ri_record *rec = &out->all.v[i];
+		struct ri_act_inv *e;
+		if (rec->invocation_id == NULL || strcmp(rec->kind, kind) != 0 ||
+		    strcmp(rec->act_key, act_key) != 0)
+			continue;
+		if ((e = act_entry(out, rec->invocation_id)) == NULL) {
+			if (rec->role != RI_ROLE_INTENT)
+				continue;       /* its intent lies beyond what was read */
+			if (out->n == cap_v) {
+				cap_v = cap_v ? cap_v * 2 : 16;
+				out->v = realloc(out->v, cap_v * sizeof *out->v);
+				if (out->v == NULL)
+					abort();
+			}
+			e = &out->v[out->n++];
+			memset(e, 0, sizeof *e);
+			e->inv_id = ri_strdup(rec->invocation_id);
+		}
+		e->inv.all.v = realloc(e->inv.all.v, (e->inv.all.n + 1) * sizeof *e->inv.all.v);
+		if (e->inv.all.v == NULL)
+			abort();
+		e->inv.all.v[e->inv.all.n++] = *rec;
 	}
-	/* the state projection */
-	switch (out->standing->type) {
-	case RI_C_OUTCOME:
-		out->state = RI_STATE_CLOSED;
-		break;
-	case RI_C_REFUSED:
-		out->state = RI_STATE_REFUSED;
-		break;
-	case RI_C_ABANDONED:
-		out->state = out->standing->resolved_by ? RI_STATE_RESOLVED : RI_STATE_ABANDONED;
-		break;
-	case RI_C_ESCALATED:
-		out->state = RI_STATE_ESCALATED;
-		break;
+	for (size_t i = 0; i < out->n; i++) {
+		struct ri_act_inv *e = &out->v[i];
+		for (size_t j = 0; j < e->inv.all.n; j++) {
+			if (out->bad == NULL && !ri_record_legal(&e->inv.all.v[j], out->why, sizeof out->why))
+				out->bad = &e->inv.all.v[j];
+			ri_inv_add(&e->inv, &e->inv.all.v[j]);
+		}
+		ri_standing(e->inv.closings, e->inv.n_closings, &e->sd);
+		if (out->bad == NULL && e->sd.malformed != NULL) {
+			out->bad = e->sd.malformed->rec;
+			snprintf(out->why, sizeof out->why, "its supersedes names no earlier closing of invocation %s",
+			    e->inv_id);
+		}
 	}
+	return RI_ST_OK;
 }
 
-const char *
-ri_state_name(enum ri_state s)
+void
+ri_act_free(struct ri_act *a)
 {
-	static const char *names[] = { "open", "closed", "refused", "abandoned", "escalated", "resolved" };
-	return names[s];
+	for (size_t i = 0; i < a->n; i++) {
+		ri_inv_free_index(&a->v[i].inv);
+		free(a->v[i].inv.all.v);
+		free(a->v[i].inv_id);
+	}
+	free(a->v);
+	ri_records_clear(&a->all);
+	memset(a, 0, sizeof *a);
+}
+
+bool
+ri_intent_retained(const struct ri_config *c, const struct ri_record *intent, ri_ms now)
+{
+	const struct ri_kind *k = ri_config_kind(c, intent->kind);
+	ri_ms end;
+
+	if (intent->purged)
+		return false;
+#ifdef RI_NC_NO_RETENTION_DROP
+	return true;            /* negative control: only a purge drops an intent */
+#endif
+	if (intent->retention_until != RI_NONE)
+		end = intent->retention_until;
+	else if (k != NULL)
+		end = intent->recorded_at + k->retention_period;
+	else
+		return true;            /* unplaced, unbound: nothing ends it */
+	/* Term retention end: dropped once it PRECEDES now */
+	return !(end < now);
+}
+
+static bool
+pstr_is(const struct ri_record *rec, const char *field, const char *want)
+{
+	json_t *v = json_object_get(rec->payload, field);
+
+	return json_is_string(v) && want != NULL && strcmp(json_string_value(v), want) == 0;
+}
+
+bool
+ri_record_legal(const struct ri_record *rec, char *why, size_t n)
+{
+	size_t kl = strlen(rec->kind);
+
+	if (strncmp(rec->action_ref, rec->kind, kl) != 0 || rec->action_ref[kl] != '.') {
+		snprintf(why, n, "kind %s does not prefix action ref %s", rec->kind, rec->action_ref);
+		return false;
+	}
+	if (rec->invocation_id == NULL || rec->payload == NULL)
+		return true;
+	/* Primitive policy 2, 4, 11: a record copied elsewhere does not agree */
+	if (!pstr_is(rec, "invocation_id", rec->invocation_id) || !pstr_is(rec, "kind", rec->kind) ||
+	    !pstr_is(rec, "act_key", rec->act_key)) {
+		snprintf(why, n, "the payload's invocation id, kind or act key disagrees with the record's header");
+		return false;
+	}
+	if (rec->role != RI_ROLE_INTENT && !json_is_string(json_object_get(rec->payload, "intent_event_id"))) {
+		snprintf(why, n, "a %s record without intent_event_id", ri_role_name(rec->role));
+		return false;
+	}
+	return true;
 }
 
 /* ---- answers ---- */
@@ -384,8 +399,7 @@ ri_wait_write_bound(struct ri *r, const char *kind, const char *act_key, const c
 }
 
 int
-ri_read_back(struct ri *r, const char *inv_id, const char *action_ref,
-    char event_id[RI_ID_LEN + 1], bool *found)
+ri_read_back(struct ri *r, const char *inv_id, const char *event_id, bool *found)
 {
 	struct ri_inv inv;
 	int rc;
@@ -393,15 +407,8 @@ ri_read_back(struct ri *r, const char *inv_id, const char *action_ref,
 	*found = false;
 	if ((rc = ri_inv_read(r, inv_id, &inv)) != RI_ST_OK)
 		return rc;
-	for (size_t i = inv.all.n; i-- > 0;) {
-		const struct ri_record *rec = &inv.all.v[i];
-		if ((action_ref != NULL && strcmp(rec->action_ref, action_ref) == 0) ||
-		    (action_ref == NULL && rec->role == RI_ROLE_CLOSING)) {
-			snprintf(event_id, RI_ID_LEN + 1, "%s", rec->event_id);
-			*found = true;
-			break;
-		}
-	}
+	for (size_t i = 0; i < inv.all.n && !*found; i++)
+		*found = strcmp(inv.all.v[i].event_id, event_id) == 0;
 	ri_inv_free(&inv);
 	return RI_ST_OK;
 }

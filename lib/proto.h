@@ -9,6 +9,7 @@
 
 #include "clock.h"
 #include "instance.h"
+#include "standing.h"
 
 /* ---- requests ---- */
 
@@ -31,33 +32,11 @@ const char *ri_req_credential(const char *from_request, char *buf, size_t n);
 
 /* ---- the vocabulary ---- */
 
-enum ri_closing_type {
-	RI_C_OUTCOME, RI_C_REFUSED, RI_C_ABANDONED, RI_C_ESCALATED
-};
-
 bool ri_is_outcome_ref(const struct ri_kind *k, const char *action_ref);
 /* "<kind>.<suffix>" into buf */
 const char *ri_action_ref(const struct ri_kind *k, const char *suffix, char *buf, size_t n);
 
 /* ---- one invocation's records ---- */
-
-struct ri_closing {
-	struct ri_record *rec;
-	enum ri_closing_type type;
-	const char *supersedes;         /* event id it names, or NULL */
-	bool resolved_by;               /* written by an operator (resolve 21) */
-	bool recovery;
-};
-
-struct ri_inv {
-	struct ri_records all;          /* every record of the invocation, ascending */
-	struct ri_record *intent;       /* NULL when none */
-	size_t n_intents;               /* > 1 is a duplicate invocation id (Check 2.2) */
-	struct ri_record **recovery;    /* <kind>.recovery_intended records */
-	size_t n_recovery;
-	struct ri_closing *closings;
-	size_t n_closings;
-};
 
 /* Read and classify every record naming inv_id (verified, through the
  * filtered range read -- Primitive policy 35, 38).  Store code. */
@@ -65,27 +44,49 @@ int ri_inv_read(struct ri *r, const char *inv_id, struct ri_inv *out);
 /* The same, inside ri-audit's traversal, whose snapshot verified every row. */
 int ri_inv_read_trusted(struct ri *r, const char *inv_id, struct ri_inv *out);
 void ri_inv_free(struct ri_inv *inv);
-/* Classify one record into inv (the records must stay alive). */
-void ri_inv_add(struct ri *r, struct ri_inv *inv, struct ri_record *rec);
 
-/* ---- Which closing stands ---- */
-
-enum ri_state {
-	RI_STATE_OPEN, RI_STATE_CLOSED, RI_STATE_REFUSED, RI_STATE_ABANDONED,
-	RI_STATE_ESCALATED, RI_STATE_RESOLVED
+/*
+ * An act's invocations (kind, act_key), each classified and its standing
+ * read (standing.h), oldest first: every record of the act's scope, newest
+ * first through the range read, until max_intents intents were read (0:
+ * all) -- an entry is whole once its intent is reached, so entries whose
+ * intent lies beyond what was read are dropped.  With inv_id, only that
+ * invocation.  Store code; a record of illegal shape, or a void supersedes,
+ * is named in bad (and why) for the caller to fail closed on.
+ */
+struct ri_act_inv {
+	char *inv_id;
+	struct ri_inv inv;              /* records borrowed from ri_act.all */
+	struct ri_standing sd;
 };
-
-struct ri_standing {
-	const struct ri_closing *standing;      /* NULL: no closing stands */
-	size_t unsuperseded;
-	bool duplicate;                         /* the closings key */
-	enum ri_state state;
+struct ri_act {
+	struct ri_records all;
+	struct ri_act_inv *v;           /* ascending by intent seq */
+	size_t n;
+	size_t intents;                 /* intents read (may exceed n's retained ones) */
+	bool truncated;                 /* max_intents stopped the read */
+	const struct ri_record *bad;
+	char why[256];
 };
+int ri_act_read(struct ri *r, const char *kind, const char *act_key, const char *inv_id,
+    size_t max_intents, struct ri_act *out);
+void ri_act_free(struct ri_act *a);
 
-/* Which closing stands 1-8 and the state projection, over one
- * invocation's closings. */
-void ri_standing(const struct ri_closing *c, size_t n, struct ri_standing *out);
-const char *ri_state_name(enum ri_state s);
+/*
+ * The retention drop (sequence high water 5, read invocation 1, Check 7.1;
+ * the closings issue's ruling: in every reader): false once the intent's
+ * payload is purged or its retention has ended -- at the record's own
+ * retention_until when placed, else recorded_at + the kind's period.
+ */
+bool ri_intent_retained(const struct ri_config *c, const struct ri_record *intent, ri_ms now);
+
+/*
+ * The legal shape of a record the composition wrote (Primitive policy 2, 4,
+ * 11; Check 8.1.8), shared by ri-read and ri-audit: its payload names the
+ * invocation, kind and act key its header binds; a record naming an
+ * invocation other than its intent carries intent_event_id.  False with why.
+ */
+bool ri_record_legal(const struct ri_record *rec, char *why, size_t n);
 
 /* ---- answers ---- */
 
@@ -110,10 +111,10 @@ void ri_alert(json_t *ans, const char *fmt, ...) __attribute__((format(printf, 2
  * env seam, as the monotonic clock reports). */
 void ri_wait_write_bound(struct ri *r, const char *kind, const char *act_key,
     const char *holder, ri_ms remaining_at_issue, int64_t mono_at_issue);
-/* Read back by invocation id the record of action_ref (NULL: any closing
- * role); Primitive policy 35.  RI_ST_OK with *found set, or a store code. */
-int ri_read_back(struct ri *r, const char *inv_id, const char *action_ref,
-    char event_id[RI_ID_LEN + 1], bool *found);
+/* Read back by invocation id (Primitive policy 35) the one record the
+ * writer minted event_id for before its issue -- never another writer's
+ * record of the same shape.  RI_ST_OK with *found set, or a store code. */
+int ri_read_back(struct ri *r, const char *inv_id, const char *event_id, bool *found);
 
 /*
  * The journal could not be opened at all (missing, unreadable, not a

@@ -138,12 +138,27 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 		goto out;
 	}
 	have_inv = true;
-	/* resolve 9: an outcome or a refusal already accounts for it */
-	for (size_t i = 0; i < inv.n_closings; i++) {
-		if (inv.closings[i].type == RI_C_OUTCOME || inv.closings[i].type == RI_C_REFUSED) {
+	ri_standing(inv.closings, inv.n_closings, &sd);
+	if (sd.malformed != NULL) {
+		/* the closings issue's ruling: a void supersedes fails closed */
+		rc = ri_refuse_with(ans, ri_refusal_rf_st("resolution", RI_ST_INTEGRITY), err, RI_RF_RESOLUTION,
+		    "recording-failure(resolution): journal integrity: closing %s names no earlier closing of"
+		    " this invocation", sd.malformed->rec->event_id);
+		goto out;
+	}
+	/* resolve 9: an outcome or a refusal already accounts for it -- unless
+	 * two chains stand, which an operator must be able to resolve
+	 * (journal fence none 4, the closings issue's ruling) */
+	for (size_t i = 0; i < inv.n_closings && !sd.duplicate; i++) {
+		const struct ri_closing *c = &inv.closings[i];
+		if (c->type == RI_C_OUTCOME || c->type == RI_C_REFUSED) {
+			/* the closing that stands, which is what accounts for it */
+			if (sd.standing != NULL && (sd.standing->type == RI_C_OUTCOME ||
+			    sd.standing->type == RI_C_REFUSED))
+				c = sd.standing;
 			rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "already-accounted",
-			    "closing_event_id", inv.closings[i].rec->event_id), err, RI_ALREADY_ACCOUNTED,
-			    "already-accounted: %s closes this invocation", inv.closings[i].rec->event_id);
+			    "closing_event_id", c->rec->event_id), err, RI_ALREADY_ACCOUNTED,
+			    "already-accounted: %s closes this invocation", c->rec->event_id);
 			goto out;
 		}
 	}
@@ -171,8 +186,7 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 		    "recording-failure(resolution): %s", r->st->ops->error(r->st)->msg);
 		goto out;
 	}
-	ri_standing(inv.closings, inv.n_closings, &sd);
-	if (sd.standing != NULL && sd.standing->type == RI_C_ABANDONED && d != D_OUTCOME) {
+	if (!sd.duplicate && sd.standing != NULL && sd.standing->type == RI_C_ABANDONED && d != D_OUTCOME) {
 		/* resolve 16-17 */
 		rc = invalid(ans, err, "already-abandoned", "an abandonment stands (%s); only an outcome may"
 		    " supersede it", sd.standing->rec->event_id);
@@ -197,8 +211,17 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 	payload = json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:s}", "invocation_id", q.invocation_id,
 	    "intent_event_id", q.intent_event_id, "kind", q.kind, "act_key", q.act_key, "recovery", 1,
 	    "resolved_by", q.actor_ref, "acting_actor_ref", intent.actor_ref);
-	if (sd.standing != NULL)
+	if (sd.duplicate) {
+		/* the ruling on resolving a duplicate: one closing naming every
+		 * standing chain head, so one chain is left */
+		json_t *heads = json_array();
+		for (size_t i = 0; i < inv.n_closings; i++)
+			if (inv.closings[i].head)
+				json_array_append_new(heads, json_string(inv.closings[i].rec->event_id));
+		json_object_set_new(payload, "supersedes", heads);
+	} else if (sd.standing != NULL) {
 		json_object_set_new(payload, "supersedes", json_string(sd.standing->rec->event_id));
+	}
 	const char *action_ref;
 	if (d == D_OUTCOME) {
 		action_ref = json_string_value(json_object_get(body, "outcome_action_ref"));
@@ -212,7 +235,7 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 		json_object_set_new(payload, "cause", json_string("undecidable"));
 	}
 	struct ri_fence fence = { .holder = q.op_run };
-	struct ri_append a = { .action_ref = action_ref, .act_key = q.act_key, .invocation_id = q.invocation_id,
+	struct ri_append a = { .event_id = ri_mint_id("evt_", ev), .action_ref = action_ref, .act_key = q.act_key, .invocation_id = q.invocation_id,
 		.actor_ref = q.actor_ref, .credential = q.credential, .data = payload, .fence = &fence,
 		.fault_tag = "resolve.closing" };
 	if ((rc = ri_seam_now(r, &fence.issue, err)) != RI_OK)
@@ -234,7 +257,7 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 	case RI_ST_INVALID_REQUEST:
 		if (st == RI_ST_STEP4 || strcmp(ap.cause, "retention") == 0) {
 			/* resolve 24-25: read back, success with a hard alert, no retry */
-			if (ri_read_back(r, q.invocation_id, action_ref, ev, &found) == RI_ST_OK && found) {
+			if (ri_read_back(r, q.invocation_id, ev, &found) == RI_ST_OK && found) {
 				*ans = json_pack("{s:s}", "closing_event_id", ev);
 				ri_alert(*ans, "the resolution landed but %s", st == RI_ST_STEP4 ?
 				    "its retention placement failed (step-4)" : "on no retention policy");
@@ -249,7 +272,9 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 		break;
 	case RI_ST_LOST:
 		ri_wait_write_bound(r, q.kind, q.act_key, q.op_run, left, mono);
-		if (ri_read_back(r, q.invocation_id, action_ref, ev, &found) == RI_ST_OK && found) {
+		/* resolve 24, 26: its own record, by the event id it minted --
+		 * never another writer's closing of the invocation */
+		if (ri_read_back(r, q.invocation_id, ev, &found) == RI_ST_OK && found) {
 			*ans = json_pack("{s:s}", "closing_event_id", ev);
 			rc = RI_OK;
 			break;

@@ -16,6 +16,7 @@
 #define RI_STORE_H
 
 #include "util.h"
+#include "vocab.h"
 
 /* Answers of the substrate and the host. */
 enum ri_st {
@@ -38,16 +39,6 @@ enum ri_st {
 	RI_ST_READONLY              /* the journal is read-only */
 };
 
-/* The role of a record in the protocol, derived from its action ref when it
- * is appended; it drives the derived index of open intents.  Which records
- * are outcomes is decided at read time from the vocabulary (journal 4). */
-enum ri_role {
-	RI_ROLE_OTHER = 0,          /* audit.* and anything else */
-	RI_ROLE_INTENT,             /* <kind>.intended */
-	RI_ROLE_RECOVERY,           /* <kind>.recovery_intended: not a closing */
-	RI_ROLE_CLOSING             /* outcome, refused, abandoned, escalated */
-};
-
 struct ri_record {
 	int64_t seq;
 	char event_id[RI_ID_LEN + 1];
@@ -59,7 +50,7 @@ struct ri_record {
 	char attestation_id[RI_ID_LEN + 1];
 	ri_ms recorded_at;
 	ri_ms retention_until;          /* RI_NONE: unplaced (kept) */
-	int role;
+	int role;                       /* enum ri_role, stored with the record */
 	json_t *payload;                /* NULL once purged */
 	bool purged;
 	unsigned char hash[32];
@@ -81,6 +72,9 @@ struct ri_fence {
 };
 
 struct ri_append {
+	const char *event_id;           /* minted by the writer before the issue, so a
+	                                 * read-back after a lost reply finds exactly
+	                                 * this record (resolve 24, Primitive policy 36) */
 	const char *action_ref;
 	const char *act_key;
 	const char *invocation_id;      /* NULL for substrate records */

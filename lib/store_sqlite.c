@@ -546,6 +546,9 @@ load_row(sqlite3_stmt *st, struct ri_record *r, struct raw *w)
 	    exact_text(st, 2, SIZE_MAX, false) && exact_text(st, 3, SIZE_MAX, false) &&
 	    exact_text(st, 4, SIZE_MAX, false) && exact_text(st, 5, SIZE_MAX, true) &&
 	    exact_text(st, 6, SIZE_MAX, false) && exact_text(st, 13, SIZE_MAX, true);
+	/* the stored role is one the action ref's suffix can carry */
+	w->shapes_ok = w->shapes_ok && r->role >= 0 && r->role <= RI_ROLE_MAX &&
+	    sqlite3_column_type(st, 10) == SQLITE_INTEGER && ri_vocab_role_fits(r->action_ref, r->role);
 	if (w->shapes_ok) {
 		if (w->has_salt)
 			memcpy(w->salt, sqlite3_column_blob(st, 14), RI_SALT_LEN);
@@ -1016,20 +1019,6 @@ lease_sync(struct sq *s, bool durable)
 	    NULL, NULL, NULL);
 }
 
-static int
-role_of(const char *action_ref)
-{
-	const char *dot = strchr(action_ref, '.');
-
-	if (dot == NULL || strncmp(action_ref, "audit.", 6) == 0)
-		return RI_ROLE_OTHER;
-	if (strcmp(dot + 1, "intended") == 0)
-		return RI_ROLE_INTENT;
-	if (strcmp(dot + 1, "recovery_intended") == 0)
-		return RI_ROLE_RECOVERY;
-	return RI_ROLE_CLOSING;
-}
-
 static bool
 valid_ref(const char *v, int64_t cap)
 {
@@ -1158,7 +1147,7 @@ kind_of(const char *action_ref, char *out, size_t n)
  * (journal 6), chains and MACs the record and advances the three heads.
  */
 static int
-append_locked(struct sq *s, const struct ri_append *a, bool unplaced, ri_ms now,
+append_locked(struct sq *s, const struct ri_append *a, int role, bool unplaced, ri_ms now,
     struct ri_appended *out)
 {
 	char kind[128], *payload = NULL;
@@ -1169,7 +1158,7 @@ append_locked(struct sq *s, const struct ri_append *a, bool unplaced, ri_ms now,
 	struct ri_header h;
 	sqlite3_stmt *st;
 	ri_ms recorded_at = now, retention;
-	int rc, role = role_of(a->action_ref);
+	int rc;
 	const char *act_key = a->act_key ? a->act_key : "";
 
 	if (kind_of(a->action_ref, kind, sizeof kind) != 0)
@@ -1201,7 +1190,10 @@ append_locked(struct sq *s, const struct ri_append *a, bool unplaced, ri_ms now,
 		const struct ri_kind *k = ri_config_kind(s->cfg, kind);
 		retention = k == NULL || unplaced ? RI_NONE : recorded_at + k->retention_period;
 	}
-	ri_mint_id("evt_", out->event_id);
+	if (a->event_id != NULL)
+		snprintf(out->event_id, sizeof out->event_id, "%s", a->event_id);
+	else
+		ri_mint_id("evt_", out->event_id);
 	char attestation[RI_ID_LEN + 1];
 	ri_mint_id("att_", attestation);
 	payload = ri_json_canonical(a->data);
@@ -1258,7 +1250,7 @@ append_locked(struct sq *s, const struct ri_append *a, bool unplaced, ri_ms now,
 		bind_text(st, 4, act_key);
 		bind_text(st, 5, h.event_id);
 		sqlite3_bind_int64(st, 6, recorded_at);
-	} else if (role == RI_ROLE_CLOSING && a->invocation_id != NULL) {
+	} else if (ri_role_closing(role) && a->invocation_id != NULL) {
 		st = prep(s, "DELETE FROM open_intents WHERE invocation_id = ?");
 		if (st == NULL)
 			return db_fail(s, RI_ST_STEP2, "append");
@@ -1299,19 +1291,27 @@ sq_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 {
 	struct sq *s = (struct sq *)base;
 	const struct ri_config *c = s->cfg;
-	char point[96], kind[128];
+	char point[96], kind[128], why[512];
 	enum ri_fault_action fa = RI_FA_NONE;
 	ri_ms now;
-	int rc;
+	int rc, role;
 
 	memset(out, 0, sizeof *out);
 	memset(&s->err, 0, sizeof s->err);
 	if (a->action_ref == NULL || kind_of(a->action_ref, kind, sizeof kind) != 0 ||
-	    strcmp(kind, "audit") == 0 || a->data == NULL || !json_is_object(a->data) ||
+	    a->data == NULL || !json_is_object(a->data) ||
 	    (a->invocation_id != NULL && !valid_ref(a->invocation_id, c->reference_length_cap)) ||
-	    (a->act_key != NULL && (int64_t)strlen(a->act_key) > c->reference_length_cap)) {
+	    (a->act_key != NULL && (int64_t)strlen(a->act_key) > c->reference_length_cap) ||
+	    (a->event_id != NULL && (strlen(a->event_id) != RI_ID_LEN || strncmp(a->event_id, "evt_", 4) != 0))) {
 		snprintf(out->cause, sizeof out->cause, "malformed");
 		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "malformed record request");
+	}
+	/* one vocabulary: a writer appends only its kind's refs, and the role
+	 * each gets is fixed here, from the binding in force, and stored under
+	 * the MAC (journal 2-5; the closings issue's ruling) */
+	if (ri_vocab_role(c, a->action_ref, &role, why, sizeof why) != RI_OK) {
+		snprintf(out->cause, sizeof out->cause, "vocabulary");
+		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "%s", why);
 	}
 	/* Actor Identity's input check */
 	if (!valid_ref(a->actor_ref, c->reference_length_cap) || a->credential == NULL ||
@@ -1347,8 +1347,8 @@ sq_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 	    (rc = check_fence(s, kind, a->act_key ? a->act_key : "", a->fence, now)) != RI_ST_OK)
 		goto fail;
 #endif
-	bool unplaced = fa == RI_FA_NORETENTION || ri_config_kind(c, kind) == NULL;
-	if ((rc = append_locked(s, a, unplaced, now, out)) != RI_ST_OK)
+	bool unplaced = fa == RI_FA_NORETENTION;
+	if ((rc = append_locked(s, a, role, unplaced, now, out)) != RI_ST_OK)
 		goto fail;
 	if ((rc = commit(s)) != RI_ST_OK)
 		return rc;
@@ -1388,7 +1388,7 @@ append_substrate(struct sq *s, const char *action_ref, json_t *data, ri_ms now, 
 {
 	struct ri_append a = { .action_ref = action_ref, .act_key = "", .actor_ref = SUBSTRATE_ACTOR,
 		.data = data };
-	return append_locked(s, &a, false, now, out);
+	return append_locked(s, &a, RI_ROLE_OTHER, false, now, out);
 }
 
 /* ---- retention ------------------------------------------------------------- */
@@ -2194,6 +2194,7 @@ load_meta(struct sq *s, ri_err *err)
 {
 	sqlite3_stmt *st = prep(s, "SELECT k, v FROM meta");
 	bool fmt = false, inst = false;
+	int other = 0;
 	int rc;
 
 	if (st == NULL)
@@ -2204,14 +2205,20 @@ load_meta(struct sq *s, ri_err *err)
 		const char *v = (const char *)sqlite3_column_text(st, 1);
 		if (k == NULL || v == NULL)
 			continue;
-		if (strcmp(k, "format") == 0)
+		if (strcmp(k, "format") == 0) {
 			fmt = atoi(v) == RI_FORMAT;
+			other = atoi(v);
+		}
 		else if (strcmp(k, "instance_id") == 0)
 			inst = sodium_hex2bin(s->instance_id, sizeof s->instance_id, v, strlen(v), NULL, NULL, NULL) == 0;
 	}
 	done(s, st);
 	if (rc != SQLITE_DONE)
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s", s->cfg->journal, sqlite3_errmsg(s->db));
+	if (!fmt && other > 0 && other < RI_FORMAT)
+		return ri_fail(err, RI_CONFIG, "journal %s is format %d; this ri (%s) reads format %d only:"
+		    " keep the old release to audit it, and start a new instance with ri-init",
+		    s->cfg->journal, other, ri_version(), RI_FORMAT);
 	if (!fmt || !inst)
 		return ri_fail(err, RI_INTEGRITY, "journal %s: missing or unknown format/instance id", s->cfg->journal);
 	ri_genesis(s->instance_id, s->genesis);

@@ -119,7 +119,8 @@ sweep_write(struct sweep *s, const struct ri_kind *k, const struct ri_record *in
 	struct ri *r = s->r;
 	const char *cred = credential(s, k);
 	struct ri_fence fence = { .holder = s->run_id };
-	struct ri_append a = { .action_ref = action_ref, .act_key = intent->act_key,
+	char mine[RI_ID_LEN + 1];
+	struct ri_append a = { .event_id = mine, .action_ref = action_ref, .act_key = intent->act_key,
 		.invocation_id = intent->invocation_id, .actor_ref = k->service_actor,
 		.credential = cred ? cred : "", .data = payload, .fence = &fence, .fault_tag = tag };
 	struct ri_appended ap;
@@ -138,10 +139,11 @@ sweep_write(struct sweep *s, const struct ri_kind *k, const struct ri_record *in
 		if (ri_now(r->cfg, &fence.issue, &e) != RI_OK)
 			return L_SKIP;
 		mono = ri_mono_ms();
+		ri_mint_id("evt_", mine);       /* each attempt is its own record */
 		st = r->st->ops->record_action(r->st, &a, &ap);
+		snprintf(ev, RI_ID_LEN + 1, "%s", mine);
 		switch (st) {
 		case RI_ST_OK:
-			snprintf(ev, RI_ID_LEN + 1, "%s", ap.event_id);
 			return L_LANDED;
 		case RI_ST_INVALID_CREDENTIAL:
 			return L_CREDENTIAL;
@@ -149,7 +151,7 @@ sweep_write(struct sweep *s, const struct ri_kind *k, const struct ri_record *in
 		case RI_ST_INVALID_REQUEST:
 			if (st == RI_ST_STEP4 || strcmp(ap.cause, "retention") == 0) {
 				/* reconcile step 3.16: read back, never retry */
-				if (ri_read_back(r, intent->invocation_id, action_ref, ev, &found) == RI_ST_OK && found) {
+				if (ri_read_back(r, intent->invocation_id, mine, &found) == RI_ST_OK && found) {
 					alert(s, "%s for %s landed without its retention placement", action_ref,
 					    intent->invocation_id);
 					return L_LANDED;
@@ -159,7 +161,7 @@ sweep_write(struct sweep *s, const struct ri_kind *k, const struct ri_record *in
 			return L_UNRECORDABLE;
 		case RI_ST_LOST:
 			ri_wait_write_bound(r, k->name, intent->act_key, s->run_id, left, mono);
-			if (ri_read_back(r, intent->invocation_id, action_ref, ev, &found) == RI_ST_OK && found)
+			if (ri_read_back(r, intent->invocation_id, mine, &found) == RI_ST_OK && found)
 				return L_LANDED;
 			return L_SKIP;  /* never blind: the next run re-reads */
 		case RI_ST_STEP2:
@@ -436,12 +438,6 @@ seen_add(struct seen_inv *si, const char *id)
 	return true;
 }
 
-static bool
-seen_has(const struct seen_inv *si, const char *id)
-{
-	return si->set != NULL && json_object_get(si->set, id) != NULL;
-}
-
 static void
 seen_free(struct seen_inv *si)
 {
@@ -449,7 +445,8 @@ seen_free(struct seen_inv *si)
 	si->set = NULL;
 }
 
-/* The closings key for one invocation id (reconcile step 5.2). */
+/* The closings key for one invocation id (reconcile step 5.2), read
+ * through Which closing stands (standing.h): two or more chains. */
 static void
 scan_closings(struct sweep *s, const struct ri_kind *k, const char *inv_id)
 {
@@ -459,69 +456,54 @@ scan_closings(struct sweep *s, const struct ri_kind *k, const char *inv_id)
 	if (ri_inv_read(s->r, inv_id, &inv) != RI_ST_OK)
 		return;
 	ri_standing(inv.closings, inv.n_closings, &sd);
-	if (sd.duplicate && inv.intent != NULL)
-		act_finding(s, RI_F_BINDING_DUPLICATE, k->name, inv.intent->act_key, inv_id,
-		    json_pack("{s:s, s:I}", "key", "closings", "unsuperseded", (json_int_t)sd.unsuperseded));
-	if (inv.n_intents > 1 && inv.intent != NULL)
-		act_finding(s, RI_F_BINDING_DUPLICATE, k->name, inv.intent->act_key, inv_id,
-		    json_pack("{s:s, s:I}", "key", "invocation", "intents", (json_int_t)inv.n_intents));
+	if (inv.intent != NULL && ri_intent_retained(s->c, inv.intent, s->now)) {
+#ifndef RI_NC_NO_DUPLICATE_SCAN
+		if (sd.duplicate)
+			act_finding(s, RI_F_BINDING_DUPLICATE, k->name, inv.intent->act_key, inv_id,
+			    json_pack("{s:s, s:I}", "key", "closings", "chains", (json_int_t)sd.n_heads));
+#endif
+		if (sd.malformed != NULL)
+			alert(s, "closing %s of invocation %s names no earlier closing of it (malformed supersedes)",
+			    sd.malformed->rec->event_id, inv_id);
+		if (inv.n_intents > 1)
+			act_finding(s, RI_F_BINDING_DUPLICATE, k->name, inv.intent->act_key, inv_id,
+			    json_pack("{s:s, s:I}", "key", "invocation", "intents", (json_int_t)inv.n_intents));
+	}
 	ri_inv_free(&inv);
 }
 
-/* The intents key for an intent in the delta (reconcile step 5.3): another
- * intent of the act open at once, where a service identity is declared. */
+/* The intents key for an intent in the delta (reconcile step 5.3, Which
+ * closing stands 9): another retained intent of the act open at once with
+ * it, where a service identity is declared. */
 static void
 scan_intents(struct sweep *s, const struct ri_kind *k, const struct ri_record *intent)
 {
-	struct ri_query q = { .from = 0, .limit = 256, .kind = intent->kind, .act_key = intent->act_key,
-		.descending = true };
-	struct ri_records page;
-	struct seen_inv closed = { 0 };
-	bool dup = false;
+	struct ri_act act;
+	const struct ri_act_inv *self = NULL;
 	const char *other = NULL;
-	char other_id[RI_ID_LEN + 8] = "";
 
 	if (k->service_actor == NULL)
 		return;         /* journal fence none 6, Which closing stands 10 */
-	/* newest first: an older intent whose closing came after this intent,
-	 * or never, was open at once with it */
-	for (;;) {
-		if (s->r->st->ops->range_read(s->r->st, &q, &page) != RI_ST_OK)
-			break;
-		for (size_t i = 0; i < page.n && !dup; i++) {
-			struct ri_record *rec = &page.v[i];
-			if (rec->invocation_id == NULL)
-				continue;
-			if (rec->role == RI_ROLE_CLOSING && rec->seq > intent->seq)
-				seen_add(&closed, rec->invocation_id);
-			if (rec->role == RI_ROLE_INTENT && rec->seq < intent->seq) {
-				/* closed after this intent appeared, or not at all */
-				bool closed_before = !seen_has(&closed, rec->invocation_id);
-				if (closed_before) {
-					/* was it closed before this intent? look for any closing */
-					struct ri_inv o;
-					if (ri_inv_read(s->r, rec->invocation_id, &o) == RI_ST_OK) {
-						closed_before = o.n_closings > 0;
-						ri_inv_free(&o);
-					}
-				}
-				if (!closed_before && !rec->purged) {
-					dup = true;
-					snprintf(other_id, sizeof other_id, "%s", rec->invocation_id);
-					other = other_id;
-				}
-			}
-		}
-		bool more = page.more;
-		q.from = page.next;
-		ri_records_clear(&page);
-		if (dup || !more)
-			break;
+	if (ri_act_read(s->r, intent->kind, intent->act_key, NULL, 0, &act) != RI_ST_OK)
+		return;
+	for (size_t i = 0; i < act.n; i++)
+		if (strcmp(act.v[i].inv_id, intent->invocation_id) == 0)
+			self = &act.v[i];
+	for (size_t i = 0; self != NULL && i < act.n && other == NULL; i++) {
+		const struct ri_act_inv *e = &act.v[i];
+		if (e == self || e->inv.intent == NULL || !ri_intent_retained(s->c, e->inv.intent, s->now))
+			continue;
+		struct ri_open_span v[2] = {
+			{ self->inv.intent->seq, self->inv.n_closings ? self->inv.closings[0].rec->seq : INT64_MAX },
+			{ e->inv.intent->seq, e->inv.n_closings ? e->inv.closings[0].rec->seq : INT64_MAX } };
+		size_t a, b;
+		if (ri_intents_key(v, 2, &a, &b))
+			other = e->inv_id;
 	}
-	seen_free(&closed);
-	if (dup)
+	if (other != NULL)
 		act_finding(s, RI_F_BINDING_DUPLICATE, k->name, intent->act_key, intent->invocation_id,
 		    json_pack("{s:s, s:s}", "key", "intents", "open_with", other));
+	ri_act_free(&act);
 }
 
 static int
@@ -556,9 +538,9 @@ duplicate_scan(struct sweep *s)
 			/* reconcile step 5.6: not over the horizon */
 			if (!ri_before_horizon(s->c, k, rec->recorded_at, s->now))
 				continue;
-			if (rec->role == RI_ROLE_CLOSING && seen_add(&invs, rec->invocation_id))
+			if (ri_role_closing(rec->role) && seen_add(&invs, rec->invocation_id))
 				scan_closings(s, k, rec->invocation_id);
-			else if (rec->role == RI_ROLE_INTENT && !rec->purged)
+			else if (rec->role == RI_ROLE_INTENT && ri_intent_retained(s->c, rec, s->now))
 				scan_intents(s, k, rec);
 		}
 		bool more = page.more;

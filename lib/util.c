@@ -196,7 +196,7 @@ ri_format_seconds(ri_ms d, char *buf, size_t n)
 		*e-- = '\0';
 }
 
-void
+const char *
 ri_mint_id(const char *prefix, char out[RI_ID_LEN + 1])
 {
 	unsigned char raw[16];
@@ -207,6 +207,7 @@ ri_mint_id(const char *prefix, char out[RI_ID_LEN + 1])
 	memcpy(out, prefix, pl);
 	randombytes_buf(raw, sizeof raw);
 	sodium_bin2hex(out + pl, RI_ID_LEN + 1 - pl, raw, sizeof raw);
+	return out;
 }
 
 char *

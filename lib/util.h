@@ -38,7 +38,7 @@ void ri_format_instant(ri_ms t, char buf[RI_INSTANT_LEN]);
 void ri_format_seconds(ri_ms d, char *buf, size_t n);
 
 /* prefix + 32 lowercase hex of fresh randomness (libsodium). */
-void ri_mint_id(const char *prefix, char out[RI_ID_LEN + 1]);
+const char *ri_mint_id(const char *prefix, char out[RI_ID_LEN + 1]);
 
 /* Whole file, at most max bytes (else -1 with errno = EFBIG); NUL-terminated. */
 char *ri_slurp(const char *path, size_t max, size_t *len);

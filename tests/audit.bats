@@ -873,3 +873,56 @@ every_path() {
 	all_clear
 	[ "$(jq -c '[.records, .head]' "$T/audit.json")" = "$(jq -c '[.records, .head]' "$T/own.json")" ]
 }
+
+# ---- the closings issue, point 9: what every check reads -------------------
+
+@test "Check 2.1, 7.1, the closings issue 9: the horizon is the record's own retention -- a duplicate keeps failing 2.1 until its retention actually ends, not an allowance before" {
+	ri_cfg '.kinds.ledger.retention_period = "700s"'
+	opened dup
+	a=$(forge ledger.escalated ledger-reconciler "$(pl "$INV" "$IEV" dup '{"acting_actor_ref":"alice","cause":"not-observed"}')" $(as_reconciler))
+	b=$(forge ledger.escalated ledger-reconciler "$(pl "$INV" "$IEV" dup '{"acting_actor_ref":"alice","cause":"not-observed"}')" $(as_reconciler))
+	ri_at 699                         # past the horizon edge (+698 s), before the retention's end
+	audit
+	names 2.1 "$a" "$b"
+	ri_at 701                         # the retention ended: out of every check, purged or not
+	audit
+	passes 2.1
+}
+
+@test "Check 3.2, the closings issue 9: a kind no longer bound is exempt from Check 3 only -- its duplicate still fails 2.1 and its outcome's shape 2.5" {
+	opened gone
+	a=$(forge ledger.escalated ledger-reconciler "$(pl "$INV" "$IEV" gone '{"acting_actor_ref":"alice","cause":"not-observed"}')" $(as_reconciler))
+	b=$(forge ledger.disclosed alice "$(pl "$INV" "$IEV" gone '{"recovery":true,"acting_actor_ref":"alice","data":{}}')")
+	# retire kind ledger: another kind takes its place in the bindings
+	ri_cfg '.kinds.other = .kinds.ledger | del(.kinds.ledger) | .kinds.other.service_identity = null'
+	ri_at 700
+	audit
+	names 2.1 "$a" "$b"
+	names 2.5 "$b"
+	passes 3.1
+	jq -e '.checks[] | select(.check == "3.1") | .notes | to_entries | any(.key | contains("Check 3.2"))' \
+	    "$T/audit.json" >/dev/null
+}
+
+@test "Check 5.2, the closings issue 9: a service-identity record naming no invocation at all is judged -- a write outside this composition (5.1) and a malformed record (8.1.8)" {
+	esc=$(forge ledger.escalated ledger-reconciler '{"kind":"ledger","act_key":"ghost","cause":"not-observed"}' \
+	    --act-key ghost $(as_reconciler))
+	audit
+	names 5.1 "$esc"
+	message 5.1 "naming no invocation"
+	names 8.1.8 "$esc"
+}
+
+@test "Check 3.3-3.4, the closings issue 9: an outage span still open ends at its last sighting, not at the audit's now -- one stale span does not exempt every later intent" {
+	journal_away
+	run --separate-stderr ri-sweep      # an outage seen once, at +0 s, never seen to end
+	[ "$status" -eq 15 ]
+	journal_back
+	[ "$(ri-findings --open | jq -s '[.[] | select(.finding == "journal-unavailable")] | length')" -eq 1 ]
+	ri_at 3600
+	opened later                        # window +3600 .. +4200 s, an hour after the sighting
+	ri_at 4300
+	audit
+	names 3.1 "$IEV" "$INV"
+	message 3.1 "unclosed past the compensation window"
+}

@@ -31,7 +31,7 @@ teardown() {
 	grep -Eqx '[0-9a-f]{128}' "$T/seal.key"
 	grep -Eqx '[0-9a-f]{64}' "$T/seal.key.pub"
 	# the journal is a journal: its schema and format
-	[ "$(sqlite3 "$T/journal.db" "SELECT v FROM meta WHERE k = 'format'")" = 1 ]
+	[ "$(sqlite3 "$T/journal.db" "SELECT v FROM meta WHERE k = 'format'")" = 2 ]
 	[ "$(sqlite3 "$T/journal.db" "SELECT count(*) FROM records")" -eq 0 ]
 }
 

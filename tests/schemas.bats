@@ -604,8 +604,10 @@ JSON
 	# refusals
 	run --separate-stderr ri-read <<<'{"kind":"ledger","act_key":"never"}'
 	answers ri-read.answer 17 '. == {"refused": "not-known"}'
+	# Read Invocation refuses only not-known and journal-unavailable: a kind
+	# never bound has no readable intent
 	run --separate-stderr ri-read <<<'{"kind":"nope","act_key":"k"}'
-	answers ri-read.answer 11 '. == {"refused": "invalid-request", "cause": "unbound-kind"}'
+	answers ri-read.answer 17 '. == {"refused": "not-known"}'
 	journal_away
 	run --separate-stderr ri-read <<<'{"kind":"ledger","act_key":"rec"}'
 	answers ri-read.answer 15 '. == {"refused": "journal-unavailable"}'

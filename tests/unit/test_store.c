@@ -307,7 +307,6 @@ test_record_action(void)
 		{ "ledger.intended", "alice", NULL, "[1,2]", "non-object data" },
 		{ "ledger.intended", "alice", NULL, "\"text\"", "non-object data (string)" },
 		{ "ledger.intended", "alice", NULL, NULL, "no data" },
-		{ "audit.x", "alice", NULL, "{}", "the substrate's reserved audit. prefix" },
 	};
 	for (size_t i = 0; i < sizeof mal / sizeof mal[0]; i++) {
 		struct ap m = { mal[i].action, "k1", NULL, mal[i].actor,
@@ -318,7 +317,26 @@ test_record_action(void)
 		    "%s: %d cause \"%s\"", mal[i].why, rc, out.cause);
 	}
 	CHECK(head(r) == h, "a malformed request wrote a record");
-	PASS("record_action invalid-request(malformed): empty actor/credential, bad action ref, non-object data, audit.*; nothing written");
+	PASS("record_action invalid-request(malformed): empty actor/credential, bad action ref, non-object data; nothing written");
+
+	/* invalid-request "vocabulary" (journal 2-5, the closings issue's
+	 * ruling: a writer appends only its kind's vocabulary): nothing written */
+	h = head(r);
+	static const struct { const char *action, *why; } voc[] = {
+		{ "ledger.note", "a ref outside the kind's vocabulary" },
+		{ "ledger.disclosed_twice", "an outcome the kind does not bind" },
+		{ "other.intended", "a kind the instance does not bind" },
+		{ "audit.x", "the substrate's reserved audit. prefix" },
+	};
+	for (size_t i = 0; i < sizeof voc / sizeof voc[0]; i++) {
+		struct ap m = { voc[i].action, "k1", "inv_voc", "alice", ti.cred, "{}", NULL, NULL };
+		memset(&out, 0, sizeof out);
+		rc = append(r, &m, &out);
+		CHECK(rc == RI_ST_INVALID_REQUEST && strcmp(out.cause, "vocabulary") == 0,
+		    "%s: %d cause \"%s\"", voc[i].why, rc, out.cause);
+	}
+	CHECK(head(r) == h, "a ref outside the vocabulary wrote a record");
+	PASS("record_action invalid-request(vocabulary): outside the kind's refs, an unbound kind, audit.*; nothing written (journal 2-5)");
 
 	/* invalid-request "payload-cap" (2048 bytes here): nothing written */
 	{
@@ -335,19 +353,6 @@ test_record_action(void)
 		CHECK(rc == RI_ST_OK, "a payload under the cap: %d %s", rc, st_err(r)->msg);
 	}
 	PASS("record_action invalid-request(payload-cap): a payload over payload_cap, nothing written");
-
-	/* invalid-request "retention": the record IS appended, on no policy */
-	h = head(r);
-	struct ap oth = { "other.intended", "k1", "inv_other", "alice", ti.cred, "{\"o\":1}", NULL, NULL };
-	rc = append(r, &oth, &out);
-	CHECK(rc == RI_ST_INVALID_REQUEST && strcmp(out.cause, "retention") == 0,
-	    "unknown kind: %d cause \"%s\"", rc, out.cause);
-	CHECK(head(r) == h + 1 && out.seq == h + 1, "the retention-source record was not appended");
-	rc = r->st->ops->read_record(r->st, out.event_id, &rec);
-	CHECK(rc == RI_ST_OK && rec.retention_until == RI_NONE && strcmp(rec.action_ref, "other.intended") == 0,
-	    "retention-source record: %d retention %lld", rc, (long long)rec.retention_until);
-	ri_record_clear(&rec);
-	PASS("record_action invalid-request(retention): a kind with no policy is appended, retention unplaced");
 
 	/* journal fence 1, Allowance 7-10 ("journal_fence": "declared") */
 	struct ri_grant g;

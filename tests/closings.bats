@@ -1,0 +1,388 @@
+#!/usr/bin/env bats
+# closings.bats -- one reading of "which closing stands" on every surface
+# (the closings issue and its rulings; lib/standing.c).  Each scenario is
+# built with the real binaries and the fault points (pause, lose), and
+# asserts what ri-read, the sweep's duplicate scan (reconcile step 5.2-5.4)
+# and ri-audit's Check 2.1 say -- and that an operator can close a
+# duplicate with one resolution naming every standing chain head.
+#
+# Walkthrough numbers: lease 30 s, examine edge +32 s, sweep lease 15 s.
+# Every process reads its own RI_NOW, so a paused process keeps its instant
+# while the test moves the others'.  bob is the operator.
+
+bats_require_minimum_version 1.5.0
+
+load "$BATS_TEST_DIRNAME/lib/common"
+load "$BATS_TEST_DIRNAME/lib/sweep"
+
+setup() {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	ledger-admin --store "$T/ledger.db" init >/dev/null
+	BOB=$(ri-actor add bob | jq -r .credential)
+	PIDS=()
+}
+
+teardown() {
+	for f in "$T"/p*/*.reached; do
+		[ -e "$f" ] && timeout 1 sh -c 'echo >"$1"' _ "${f%.reached}" 2>/dev/null
+	done
+	for p in "${PIDS[@]}"; do
+		kill "$p" 2>/dev/null || true
+	done
+	if [ -n "${T:-}" ]; then rm -rf "$T"; fi
+}
+
+# ---- helpers --------------------------------------------------------------
+
+pause_dir() { mkdir -p "$T/$1" && mkfifo "$T/$1/$2" && echo "$T/$1"; }
+reached() { wait_for "$1/$2.reached"; }
+release_at() { echo >"$1/$2"; }
+
+ABANDON='{"abandoned":{"cause":"operator: the store has been quiet"}}'
+OUTCOME='{"outcome":{"outcome_action_ref":"ledger.disclosed","outcome_data":{"disclosure_id":"dsc-operator"}}}'
+
+# act_of KEY -- {kind, act_key, invocation_id, intent_event_id} of KEY's newest invocation
+act_of() {
+	sqlite3 -json "$T/journal.db" "SELECT kind, act_key, invocation_id, event_id AS intent_event_id
+	    FROM records WHERE kind = 'ledger' AND act_key = '$1' AND action_ref = 'ledger.intended'
+	    ORDER BY seq DESC LIMIT 1" | jq -c '.[0]'
+}
+
+# rreq KEY DISPOSITION -- bob's ri-resolve request for KEY's newest invocation
+rreq() {
+	jq -c --argjson d "$2" --arg c "$BOB" \
+	    '{kind, act_key, invocation_id, intent_event_id, actor_ref:"bob", credential:$c, disposition:$d}' \
+	    <<<"$(act_of "$1")"
+}
+
+entry() { ri-read --kind ledger --act-key "$1" </dev/null | jq -c '.invocations[0]'; }
+dup_of() { entry "$1" | jq -r .binding_duplicate; }
+state_of() { entry "$1" | jq -r .state; }
+closings_of() {
+	records "act_key = '$1' AND action_ref IN ('ledger.disclosed','ledger.refused','ledger.abandoned','ledger.escalated')"
+}
+
+# scan_finds KEY -- the sweep's next run surfaces a closings-key duplicate for KEY
+scan_finds() {
+	ri_at "$1"
+	sweep
+	ri-findings | jq -e -s --arg k "$2" \
+	    '[.[] | select(.finding == "binding-duplicate" and .act_key == $k and .detail.key == "closings")] | length == 1' \
+	    >/dev/null
+}
+
+audit_check() { # CHECK -- its status in a fresh ri-audit
+	ri-audit | jq -r --arg c "$1" '.checks[] | select(.check == $c) | .status'
+}
+
+# yielded KEY -- an intent left open by a Yield; OPEN holds ri-open's answer
+yielded() {
+	OPEN=$(open_req "$1" "{\"pairing_datum\":\"pd-$1\"}" | ri-open) || return 1
+	jq -c '{kind, act_key, invocation_id}' <<<"$OPEN" | ri-yield >/dev/null
+}
+
+# late_close KEY -- a Close of KEY's open invocation paused after its re-read
+# (close step 2), at the opener's instant; sets PC (the pause dir) and CPID
+late_close() {
+	OPEN=$(open_req "$1" "{\"pairing_datum\":\"pd-$1\"}" | ri-open) || return 1
+	PC=$(pause_dir pc close.after_reread)
+	close_req "$OPEN" '{"disclosure_id":"late"}' >"$T/close.json"
+	RI_FAULT=close.after_reread=pause RI_FAULT_DIR=$PC ri-close <"$T/close.json" >"$T/close.out" 2>&1 &
+	CPID=$!
+	PIDS+=("$CPID")
+	reached "$PC" close.after_reread
+}
+
+# ---- scenario 1: a late Close after an operator closed the escalation ------------
+
+@test "journal fence none 1b, the ruling (chains): a Close paused after its re-read wakes after the sweep's escalation and an operator's outcome over it -- its late outcome is a second chain: ri-read closed + binding_duplicate, the scan's finding, Check 2.1 fails" {
+	ri_cfg '.instance.journal_fence = "none"'
+	late_close k
+	ri_at 33
+	sweep
+	[ "$(t escalated)" -eq 1 ]
+	ri_at 40
+	run --separate-stderr ri-resolve <<<"$(rreq k "$OUTCOME")"
+	[ "$status" -eq 0 ]
+	op=$(jq -r .closing_event_id <<<"$output")
+	release_at "$PC" close.after_reread
+	wait "$CPID" || true
+	[ "$(closings_of k)" -eq 3 ]
+	# read invocation 7, 10: two chains; the lower head (the operator's) stands
+	[ "$(state_of k)" = closed ]
+	[ "$(dup_of k)" = true ]
+	# reconcile step 5.2-5.4
+	scan_finds 60 k
+	# Check 2.1, 2.4
+	[ "$(audit_check 2.1)" = fail ]
+	[ "$(entry k | jq -r '.records[] | select(.event_id == "'"$op"'") | .payload.supersedes')" != null ]
+}
+
+@test "journal fence none 1b: the same with an operator's abandonment over the escalation -- state resolved, and still a binding duplicate on every surface" {
+	ri_cfg '.instance.journal_fence = "none"'
+	late_close k
+	ri_at 33
+	sweep
+	ri_at 40
+	run --separate-stderr ri-resolve <<<"$(rreq k "$ABANDON")"
+	[ "$status" -eq 0 ]
+	release_at "$PC" close.after_reread
+	wait "$CPID" || true
+	[ "$(state_of k)" = resolved ]
+	[ "$(dup_of k)" = true ]
+	scan_finds 60 k
+	[ "$(audit_check 2.1)" = fail ]
+}
+
+@test "journal fence 3, Invariant 2.1: with the fence declared the same late Close is fenced out (21) -- one chain, no duplicate" {
+	late_close k
+	ri_at 33
+	sweep
+	ri_at 40
+	run --separate-stderr ri-resolve <<<"$(rreq k "$OUTCOME")"
+	[ "$status" -eq 0 ]
+	release_at "$PC" close.after_reread
+	rc=0
+	wait "$CPID" || rc=$?
+	[ "$rc" -eq 21 ]
+	[ "$(closings_of k)" -eq 2 ]
+	[ "$(state_of k)" = closed ]
+	[ "$(dup_of k)" = false ]
+	[ "$(audit_check 2.1)" = pass ]
+}
+
+@test "journal fence none 4, the ruling (resolving a duplicate): ri-resolve writes ONE closing whose supersedes is an array of every standing chain head; after it one chain stands" {
+	ri_cfg '.instance.journal_fence = "none"'
+	late_close k
+	ri_at 33
+	sweep
+	ri_at 40
+	ri-resolve <<<"$(rreq k "$OUTCOME")" >/dev/null
+	release_at "$PC" close.after_reread
+	wait "$CPID" || true
+	[ "$(dup_of k)" = true ]
+	heads=$(entry k | jq -c '[.records[] | select(.action_ref == "ledger.disclosed") | .event_id]')
+	# resolve 9's already-accounted does not apply to a duplicate: an
+	# outcome is admitted although one chain is an outcome
+	ri_at 100
+	run --separate-stderr ri-resolve <<<"$(rreq k "$OUTCOME")"
+	[ "$status" -eq 0 ]
+	fix=$(jq -r .closing_event_id <<<"$output")
+	sup=$(entry k | jq -c --arg e "$fix" '.records[] | select(.event_id == $e) | .payload.supersedes')
+	[ "$(jq -c 'sort' <<<"$sup")" = "$(jq -c 'sort' <<<"$heads")" ]
+	[ "$(dup_of k)" = false ]
+	[ "$(state_of k)" = closed ]
+	[ "$(audit_check 2.1)" = pass ]
+	# and now an outcome stands alone: a further resolve is already-accounted
+	run --separate-stderr ri-resolve <<<"$(rreq k "$ABANDON")"
+	[ "$status" -eq 16 ]
+	[ "$(jq -r .closing_event_id <<<"$output")" = "$fix" ]
+}
+
+# ---- scenario 2: two operators' resolutions race ----------------------------------
+
+@test "the ruling (chains), scenario 2: two Resolves race and both name the sweep's escalation -- an outcome and an abandonment both stand: a binding duplicate on ri-read, the scan and Check 2.1" {
+	ri_cfg '.instance.journal_fence = "none"'
+	yielded k
+	ri_at 33
+	sweep
+	[ "$(t escalated)" -eq 1 ]
+	# operator A, paused past its gate, as its write is issued, at +40
+	# (its sweep lease ends at +55)
+	ri_at 40
+	pr=$(pause_dir pr resolve.closing.before)
+	RI_FAULT=resolve.closing.before=pause RI_FAULT_DIR=$pr ri-resolve <<<"$(rreq k "$ABANDON")" \
+	    >"$T/a.out" 2>&1 &
+	pa=$!
+	PIDS+=("$pa")
+	reached "$pr" resolve.closing.before
+	# operator B at +60, past A's lease: takes the section, writes an outcome
+	ri_at 60
+	run --separate-stderr ri-resolve <<<"$(rreq k "$OUTCOME")"
+	[ "$status" -eq 0 ]
+	release_at "$pr" resolve.closing.before
+	wait "$pa" || true
+	[ "$(closings_of k)" -eq 3 ]
+	[ "$(dup_of k)" = true ]
+	scan_finds 70 k
+	[ "$(audit_check 2.1)" = fail ]
+	# one resolution naming both heads closes it
+	ri_at 80
+	run --separate-stderr ri-resolve <<<"$(rreq k "$OUTCOME")"
+	[ "$status" -eq 0 ]
+	[ "$(dup_of k)" = false ]
+}
+
+@test "journal fence 3: with the fence declared the paused Resolve's late write is fenced out (23, nothing appended) -- one chain" {
+	yielded k
+	ri_at 33
+	sweep
+	ri_at 40
+	pr=$(pause_dir pr resolve.closing.before)
+	RI_FAULT=resolve.closing.before=pause RI_FAULT_DIR=$pr ri-resolve <<<"$(rreq k "$ABANDON")" \
+	    >"$T/a.out" 2>&1 &
+	pa=$!
+	PIDS+=("$pa")
+	reached "$pr" resolve.closing.before
+	ri_at 60
+	ri-resolve <<<"$(rreq k "$OUTCOME")" >/dev/null
+	release_at "$pr" resolve.closing.before
+	rc=0
+	wait "$pa" || rc=$?
+	[ "$rc" -eq 23 ]
+	[ "$(closings_of k)" -eq 2 ]
+	[ "$(dup_of k)" = false ]
+}
+
+# ---- scenario 3: two sweeps' escalations, an operator's resolution ---------------
+
+@test "the ruling (resolving a duplicate), scenario 3: two sweeps race and leave two escalations; ri-resolve names BOTH in supersedes -- never the lower one only -- and the duplicate is gone on every surface" {
+	ri_cfg '.instance.journal_fence = "none"'
+	yielded k
+	ri_at 33
+	ps=$(pause_dir ps sweep.closing.before)
+	RI_FAULT=sweep.closing.before=pause RI_FAULT_DIR=$ps ri-sweep --node a >"$T/sa.out" 2>&1 &
+	sa=$!
+	PIDS+=("$sa")
+	reached "$ps" sweep.closing.before
+	ri_at 50                          # past A's sweep lease (+48)
+	sweep --node b
+	[ "$(t escalated)" -eq 1 ]
+	release_at "$ps" sweep.closing.before
+	wait "$sa" || true
+	[ "$(records "action_ref = 'ledger.escalated'")" -eq 2 ]
+	[ "$(dup_of k)" = true ]
+	[ "$(state_of k)" = escalated ]
+	ri_at 60
+	run --separate-stderr ri-resolve <<<"$(rreq k "$OUTCOME")"
+	[ "$status" -eq 0 ]
+	ev=$(jq -r .closing_event_id <<<"$output")
+	[ "$(entry k | jq -r --arg e "$ev" '.records[] | select(.event_id == $e) | .payload.supersedes | length')" -eq 2 ]
+	[ "$(dup_of k)" = false ]
+	[ "$(state_of k)" = closed ]
+	ri_at 120
+	sweep
+	[ "$(audit_check 2.1)" = pass ]
+}
+
+# ---- scenario 4: a supersedes naming anything but a closing -----------------------
+
+@test "Which closing stands 2, the ruling: a closing whose supersedes names no earlier closing of its invocation is malformed -- ri-read 30, Check 8.1.8 fails, Close and Resolve fail closed; it never hides a duplicate" {
+	yielded k
+	ri_at 33
+	sweep
+	a=$(act_of k)
+	inv=$(jq -r .invocation_id <<<"$a")
+	iev=$(jq -r .intent_event_id <<<"$a")
+	# an operator's abandonment naming the intent, not a closing
+	"$RI_TOOLS/ri-forge" -c "$RI_CONFIG" --action-ref ledger.abandoned --actor bob --credential-file <(printf %s "$BOB") \
+	    --data "$(jq -nc --arg i "$inv" --arg e "$iev" \
+	    '{invocation_id:$i, intent_event_id:$e, kind:"ledger", act_key:"k", recovery:true, resolved_by:"bob",
+	      acting_actor_ref:"alice", cause:"x", supersedes:$e}')" >/dev/null
+	run --separate-stderr ri-read --kind ledger --act-key k </dev/null
+	[ "$status" -eq 30 ]
+	[ "$(jq -r .cause <<<"$output")" = integrity ]
+	run --separate-stderr ri-audit
+	[ "$status" -eq 1 ]
+	[ "$(jq -r '.checks[] | select(.check == "8.1.8") | .status' <<<"$output")" = fail ]
+	[ "$(jq -r '.checks[] | select(.check == "2.1") | .status' <<<"$output")" = fail ]
+	ri_at 60
+	run --separate-stderr ri-resolve <<<"$(rreq k "$OUTCOME")"
+	[ "$status" -eq 23 ]
+	[ "$(jq -r .cause <<<"$output")" = integrity ]
+}
+
+# ---- scenario 5: Resolve's read-back finds only its own record -------------------
+
+@test "resolve 24-26, the closings issue 2: a Resolve whose reply is lost with nothing appended reads back its OWN record -- never the sweep's escalation -- and answers recording-failure(resolution), 23" {
+	yielded k
+	ri_at 33
+	sweep
+	esc=$(records "action_ref = 'ledger.escalated'")
+	[ "$esc" -eq 1 ]
+	n=$(records)
+	ri_at 40
+	# an escalation over the sweep's escalation: the same action ref, so a
+	# read-back by shape would take the sweep's record for its own
+	run --separate-stderr env RI_FAULT=resolve.closing.before=lose ri-resolve \
+	    <<<"$(rreq k '{"escalated":{"candidates":["dsc-a"]}}')"
+	[ "$status" -eq 23 ]
+	[ "$(jq -r .refused <<<"$output")" = recording-failure ]
+	[ "$(jq -r .position <<<"$output")" = resolution ]
+	[ "$(records)" -eq "$n" ]
+	# the reply lost after the record landed: read back by its own event id
+	run --separate-stderr env RI_FAULT=resolve.closing.after=lose ri-resolve <<<"$(rreq k "$ABANDON")"
+	[ "$status" -eq 0 ]
+	ev=$(jq -r .closing_event_id <<<"$output")
+	[ "$(sqlite3 "$T/journal.db" "SELECT action_ref FROM records WHERE event_id = '$ev'")" = ledger.abandoned ]
+}
+
+# ---- scenario 6: one vocabulary, read one way ------------------------------------
+
+@test "journal 2-5, the ruling (one vocabulary): a record outside the kind's vocabulary (ledger.note) is refused at append (11) -- nothing appended, the open intent stays open for the sweep and ri-read" {
+	yielded k
+	a=$(act_of k)
+	n=$(records)
+	run "$RI_TOOLS/ri-forge" -c "$RI_CONFIG" --action-ref ledger.note --actor alice \
+	    --data "$(jq -c '{invocation_id, intent_event_id, kind, act_key}' <<<"$a")"
+	[ "$status" -eq 11 ]
+	[ "$(records)" -eq "$n" ]
+	[ "$(state_of k)" = open ]
+	[ "$(sqlite3 "$T/journal.db" "SELECT count(*) FROM open_intents")" -eq 1 ]
+	ri_at 33
+	sweep
+	[ "$(t examined)" -eq 1 ]
+}
+
+@test "journal 4, the ruling (stored roles): the kind's outcomes changed after an outcome landed -- ri-read still says closed and ri-open of the non-repeatable act still answers act-landed (13); ri-audit reports the role the binding no longer reads" {
+	ri_cfg '.kinds.ledger.repeatable = false'
+	OPEN=$(open_req k '{"pairing_datum":"pd"}' | ri-open)
+	close_req "$OPEN" | ri-close >/dev/null
+	ri_cfg '.kinds.ledger.outcomes = ["sent"]'
+	[ "$(state_of k)" = closed ]
+	run --separate-stderr ri-open <<<"$(open_req k '{"pairing_datum":"pd2"}')"
+	[ "$status" -eq 13 ]
+	[ "$(jq -r .refused <<<"$output")" = act-landed ]
+	run --separate-stderr ri-audit
+	[ "$status" -eq 1 ]
+	jq -e '.checks[] | select(.check == "8.1.8") | .failures[] | select(.message | test("binding"))' <<<"$output" >/dev/null
+}
+
+# ---- scenario 7: the retention drop in every reader --------------------------------
+
+@test "sequence high water 5, read invocation 1, Check 7.1, the ruling (retention drop): an intent past its retention end is out of ri-read's intents key, the sweep's scan and Check 2.3 -- before and after purge -- as it is out of Open's" {
+	ri_cfg '.kinds.ledger.retention_period = "700s"'
+	yielded k
+	old=$(jq -r .invocation_id <<<"$OPEN")
+	ri_at 705                         # its retention ended at +700 s
+	OPEN=$(open_req k '{"pairing_datum":"pd-new"}' | ri-open)
+	new=$(jq -r .invocation_id <<<"$OPEN")
+	r=$(ri-read --kind ledger --act-key k </dev/null)
+	[ "$(jq -r '[.invocations[].invocation_id] | join(" ")' <<<"$r")" = "$new" ]
+	[ "$(jq -r .binding_duplicate <<<"$r")" = false ]
+	[ "$(audit_check 2.3)" = pass ]
+	ri_at 710
+	sweep                             # also purges the old intent's payload
+	[ "$(ri-findings | jq -s '[.[] | select(.finding == "binding-duplicate")] | length')" -eq 0 ]
+	[ "$(sqlite3 "$T/journal.db" "SELECT payload IS NULL FROM records WHERE invocation_id = '$old'")" -eq 1 ]
+	[ "$(ri-read --kind ledger --act-key k </dev/null | jq -r .binding_duplicate)" = false ]
+	[ "$(audit_check 2.3)" = pass ]
+}
+
+# ---- scenario 8: ri-read verifies the shape of what it returns ---------------------
+
+@test "read invocation 4, Check 8.1.8, the closings issue 8: a closing whose payload names another invocation than its header -- ri-read answers 30 (never the record), ri-audit fails 8.1.8 with the same reading" {
+	yielded k
+	a=$(act_of k)
+	inv=$(jq -r .invocation_id <<<"$a")
+	iev=$(jq -r .intent_event_id <<<"$a")
+	"$RI_TOOLS/ri-forge" -c "$RI_CONFIG" --action-ref ledger.disclosed --actor alice --invocation-id "$inv" \
+	    --act-key k --data "$(jq -nc --arg e "$iev" \
+	    '{invocation_id:"inv_someone_else", intent_event_id:$e, kind:"ledger", act_key:"k", data:{}}')" >/dev/null
+	run --separate-stderr ri-read --kind ledger --act-key k </dev/null
+	[ "$status" -eq 30 ]
+	[ "$(jq -r .cause <<<"$output")" = integrity ]
+	run --separate-stderr ri-audit
+	jq -e '.checks[] | select(.check == "8.1.8") | .status == "fail"' <<<"$output" >/dev/null
+}
