@@ -117,6 +117,30 @@ surface_aged(struct ri *r, struct open_req *o, const char *old_inv, ri_ms now, j
 }
 
 /*
+ * Replay mismatch (the durable receipt store's rule, INTERFACE amendment):
+ * does the standing intent's data differ from this caller's, the pairing
+ * datum aside?  Then the caller learns it is not replaying the same act.
+ */
+static bool
+replay_mismatch(const struct ri_record *intent, json_t *caller)
+{
+	json_t *had = intent->payload ? json_object_get(intent->payload, "data") : NULL;
+	json_t *a, *b;
+	bool differ;
+
+	if (!json_is_object(had))
+		return false;           /* purged: nothing to compare */
+	a = json_deep_copy(had);
+	b = json_deep_copy(caller);
+	json_object_del(a, "pairing_datum");
+	json_object_del(b, "pairing_datum");
+	differ = !json_equal(a, b);
+	json_decref(a);
+	json_decref(b);
+	return differ;
+}
+
+/*
  * open step 3: re-read the journal for the act under the section -- every
  * record of the act, each verified, so a tampered or missing record fails
  * closed (3.13) and no local map decides (3.3).  Each invocation's standing
@@ -128,6 +152,7 @@ precheck(struct ri *r, struct open_req *o, ri_ms now, json_t **ans, json_t *aged
 {
 	struct ri_act act;
 	const struct ri_closing *landed = NULL;
+	const struct ri_act_inv *landed_by = NULL;
 	int rc = RI_OK, st;
 
 	if ((st = ri_act_read(r, o->kind, o->act_key, NULL, 0, &act)) != RI_ST_OK)
@@ -145,8 +170,10 @@ precheck(struct ri *r, struct open_req *o, ri_ms now, json_t **ans, json_t *aged
 		const struct ri_act_inv *e = &act.v[i];
 		/* open step 3.9a: the act's latest outcome, by the stored role --
 		 * the reading ri-read's state uses (journal 4) */
-		if (e->sd.outcome != NULL && (landed == NULL || e->sd.outcome->rec->seq > landed->rec->seq))
+		if (e->sd.outcome != NULL && (landed == NULL || e->sd.outcome->rec->seq > landed->rec->seq)) {
 			landed = e->sd.outcome;
+			landed_by = e;
+		}
 		/* open invocations: an intent no closing names yet; sequence high
 		 * water 5, the retention drop: not one whose retention ended */
 		if (e->inv.intent == NULL || e->inv.n_closings > 0 || strcmp(e->inv_id, o->inv) == 0 ||
@@ -158,8 +185,9 @@ precheck(struct ri *r, struct open_req *o, ri_ms now, json_t **ans, json_t *aged
 		if (in_flight || o->k->service_actor != NULL) {
 			/* open steps 3.4-3.7 */
 			release(r, o);
-			rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "act-in-flight",
-			    "invocation_id", e->inv_id), err, RI_ACT_IN_FLIGHT,
+			rc = ri_refuse_with(ans, json_pack("{s:s, s:s, s:b}", "refused", "act-in-flight",
+			    "invocation_id", e->inv_id, "replay_mismatch", replay_mismatch(e->inv.intent,
+			    o->intent_data)), err, RI_ACT_IN_FLIGHT,
 			    "act-in-flight: invocation %s of this act is %s", e->inv_id,
 			    in_flight ? "live" : "awaiting the sweep");
 		} else {
@@ -170,8 +198,10 @@ precheck(struct ri *r, struct open_req *o, ri_ms now, json_t **ans, json_t *aged
 	if (rc == RI_OK && !o->k->repeatable && landed != NULL) {
 		/* open step 3.9 (repeatable 1: only for repeatable = no) */
 		release(r, o);
-		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "act-landed",
-		    "outcome_event_id", landed->rec->event_id), err, RI_ACT_LANDED,
+		bool mismatch = landed_by->inv.intent != NULL && replay_mismatch(landed_by->inv.intent,
+		    o->intent_data);
+		rc = ri_refuse_with(ans, json_pack("{s:s, s:s, s:b}", "refused", "act-landed",
+		    "outcome_event_id", landed->rec->event_id, "replay_mismatch", mismatch), err, RI_ACT_LANDED,
 		    "act-landed: the non-repeatable act already has outcome %s", landed->rec->event_id);
 	}
 	ri_act_free(&act);
@@ -353,6 +383,20 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 		goto out;
 	}
 	json_decref(payload);
+#ifndef RI_NC_NO_OPEN_SECTION_CHECK
+	/* open step 5.3: Open MUST hold the section at return.  Without a
+	 * journal fence an intent issued before the lease ran out can land
+	 * after another invocation took the section; this caller must then
+	 * never commit, and the orphaned intent is the sweep's, like any other */
+	ri_ms left;
+	if (r->st->ops->remaining(r->st, o.kind, o.act_key, o.inv, &left) != RI_ST_OK || left == RI_NONE) {
+		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "section-unavailable",
+		    "intent_event_id", ev), err, RI_SECTION_UNAVAILABLE,
+		    "section-unavailable: the intent %s landed after this invocation's section was gone"
+		    " (open step 5.3); do not commit -- the sweep closes the intent", ev);
+		goto out;
+	}
+#endif
 	/* open step 5: return holding the section */
 	*ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:I}", "kind", o.kind, "act_key", o.act_key,
 	    "actor_ref", o.actor_ref, "invocation_id", o.inv, "intent_event_id", ev,

@@ -95,9 +95,11 @@ ri_probe_parse(const struct ri_config *c, const struct ri_kind *k, const char *t
 		snprintf(p->why, sizeof p->why, "the probe answered unavailable");
 	} else if (strcmp(ans, "undecidable") == 0 && only_keys(j, undecidable_keys)) {
 		json_t *cands = json_object_get(j, "candidates"), *v;
-		if (!json_is_array(cands)) {
+		/* probe 3: undecidable only where records match -- at least one
+		 * candidate; an empty list is no answer, so unavailable (probe 4) */
+		if (!json_is_array(cands) || json_array_size(cands) == 0) {
 			json_decref(j);
-			return unavailable(p, "undecidable needs a candidates array");
+			return unavailable(p, "undecidable needs a non-empty candidates array (probe 3)");
 		}
 		json_array_foreach(cands, i, v) {
 			if (!json_is_string(v) || json_string_length(v) == 0 ||

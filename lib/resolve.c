@@ -268,7 +268,21 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 			    "recording-failure(resolution): %s, and the read-back found nothing", why);
 			break;
 		}
-		rc = invalid(ans, err, "malformed", "%s", why);
+		/* resolve 23, Primitive policy 27, 40: the substrate's own
+		 * invalid-request at the closing write (the payload cap, say) is
+		 * read back like the outcome position's; found nothing, it lands
+		 * recording-failure(resolution) with a hard alert -- never an
+		 * invalid-request the operator could not tell from resolve 27's */
+		if (ri_read_back(r, q.invocation_id, ev, &found) == RI_ST_OK && found) {
+			*ans = json_pack("{s:s}", "closing_event_id", ev);
+			ri_alert(*ans, "the resolution landed although the substrate refused it: %s", why);
+			rc = RI_OK;
+			break;
+		}
+		rc = ri_refuse_with(ans, ri_refusal_rf_st("resolution", 0), err, RI_RF_RESOLUTION,
+		    "recording-failure(resolution): the substrate refused the closing record (%s); nothing"
+		    " appended", why);
+		ri_alert(*ans, "the resolution could not be recorded: %s", why);
 		break;
 	case RI_ST_LOST:
 		ri_wait_write_bound(r, q.kind, q.act_key, q.op_run, left, mono);

@@ -220,6 +220,9 @@ ri_run(ri *r, const struct ri_run_opts *o, json_t **ans, int *exit_code, ri_err 
 		json_object_set_new(req, "credential", json_string(cred));
 	/* ri-run never runs the command when Open did not succeed */
 	if ((rc = ri_open(r, req, &opened, err)) != RI_OK) {
+		if (json_is_true(json_object_get(opened, "replay_mismatch")))
+			fprintf(stderr, "ri-run: replay mismatch: the act's recorded intent data differ from"
+			    " this run's (%s)\n", json_string_value(json_object_get(opened, "refused")));
 		*ans = opened;
 		opened = NULL;
 		goto out;

@@ -255,6 +255,19 @@ close_act(struct sweep *s, const struct ri_kind *k, const struct ri_record *inte
 #endif
 	switch (p.answer) {
 	case RI_PROBE_COMMITTED: {
+#ifndef RI_NC_NO_ENVELOPE_CHECK
+		/* reconcile step 3.20, Term outcome envelope: an outcome that
+		 * outgrew the kind's envelope cannot shrink; the escalation fits */
+		char *od = ri_json_canonical(p.outcome_data);
+		bool outgrew = (int64_t)strlen(od) > k->outcome_envelope;
+		free(od);
+		if (outgrew) {
+			alert(s, "the probe's outcome for %s outgrew outcome_envelope %lld; escalated as"
+			    " outcome-unrecordable", intent->invocation_id, (long long)k->outcome_envelope);
+			v = escalate(s, k, intent, "outcome-unrecordable", NULL, how);
+			break;
+		}
+#endif
 		/* reconcile step 3.2, Invariant 5.1-5.3: recovery_intended first,
 		 * then the outcome carrying only what the probe returned */
 		/* the plan is the outcome it is about to write */
@@ -314,16 +327,20 @@ static enum verdict
 report_only(struct sweep *s, const struct ri_kind *k, const struct ri_record *intent)
 {
 	struct ri_probe p;
+	bool at_risk = ri_at_risk(s->c, intent->recorded_at, s->now);
 
 	/* reconcile 2, service identity 1: probe under the section, write
-	 * nothing, report the result for an operator */
+	 * nothing, report the result for an operator -- every run's, and with
+	 * it whether step 5.1 finds the act at risk, so neither report
+	 * overwrites the other (reconcile 2e) */
 	ri_probe_run(s->c, k, intent->act_key, intent->payload, &p);
 	if (p.answer == RI_PROBE_UNAVAILABLE)
 		instance_finding(s, RI_F_STORE_UNAVAILABLE, k->name, json_pack("{s:s, s:s}", "invocation_id",
 		    intent->invocation_id, "why", p.why));
 	act_finding(s, RI_F_CLOSURE_AT_RISK, k->name, intent->act_key, intent->invocation_id,
-	    json_pack("{s:s, s:s, s:O?, s:O?}", "rule", "reconcile 2e", "probe", ri_probe_name(p.answer),
-	    "outcome_data", p.outcome_data, "candidates", p.candidates));
+	    json_pack("{s:s, s:s, s:s?, s:O?, s:O?, s:b}", "rule", at_risk ? "reconcile 2e; reconcile step 5.1" :
+	    "reconcile 2e", "probe", ri_probe_name(p.answer), "outcome_action_ref", p.outcome_action_ref,
+	    "outcome_data", p.outcome_data, "candidates", p.candidates, "at_risk", at_risk));
 	ri_probe_clear(&p);
 	return V_REPORTED;
 }
@@ -596,24 +613,25 @@ finish(struct sweep *s, json_t **ans, bool looked)
 }
 
 /* run bound 1: the next run never starts beside a run in flight on this
- * node.  It waits for the run in flight at most run_bound. */
+ * node.  A run that finds one in flight does not start, and that is not a
+ * failure: the run in flight is doing the work (Reconcile refuses only
+ * journal-unavailable).  *busy says so. */
 static int
-run_lock(struct ri *r, const struct ri_sweep_opts *o, int *fd, ri_err *err)
+run_lock(struct ri *r, const struct ri_sweep_opts *o, int *fd, bool *busy, ri_err *err)
 {
 	char path[4200];
-	int64_t until = ri_mono_ms() + r->cfg->run_bound;
 
+	*busy = false;
 	snprintf(path, sizeof path, "%s.sweep-%s.lock", r->cfg->journal, o && o->node ? o->node : "local");
 	if ((*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "run lock %s: %s", path, strerror(errno));
-	while (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
-		if (errno != EWOULDBLOCK || ri_mono_ms() >= until) {
-			close(*fd);
-			*fd = -1;
-			return ri_fail(err, RI_SECTION_UNAVAILABLE,
-			    "another sweep run is in flight on this node (run bound 1)");
-		}
-		ri_sleep_ms(20);
+	if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+		close(*fd);
+		*fd = -1;
+		if (e != EWOULDBLOCK)
+			return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "run lock %s: %s", path, strerror(e));
+		*busy = true;
 	}
 	return RI_OK;
 }
@@ -628,13 +646,24 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 	int rc = RI_OK, st;
 
 	int lock = -1;
+	bool busy;
 
 	*ans = NULL;
-	if ((rc = run_lock(r, o, &lock, err)) != RI_OK) {
-		*ans = ri_refusal("section-unavailable");
+	if ((rc = run_lock(r, o, &lock, &busy, err)) != RI_OK) {
+		*ans = ri_refusal("journal-unavailable");
 		json_decref(s.alerts);
 		json_decref(s.creds);
 		return rc;
+	}
+	if (busy) {
+		ri_mint_id("run_", s.run_id);
+		*ans = tally_json(&s);
+		json_object_set_new(*ans, "not_started", json_string(
+		    "another run is in flight on this node (run bound 1); it does this run's work"));
+		fprintf(stderr, "ri-sweep: another run is in flight on this node; this one did not start (run bound 1)\n");
+		json_decref(s.alerts);
+		json_decref(s.creds);
+		return RI_OK;
 	}
 	/* Primitive policy 18: now, once per run, at the sweep's own seam */
 	if ((rc = ri_now(s.c, &s.now, err)) != RI_OK)
@@ -685,8 +714,10 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 		s.t.examined++;
 		enum verdict v = sweep_one(&s, k, &oi[i]);
 		count(&s, v);
-		/* reconcile step 5.1: closure-at-risk for what is still unclosed */
-		if ((v == V_SKIPPED || v == V_REPORTED) && ri_at_risk(s.c, oi[i].recorded_at, s.now))
+		/* reconcile step 5.1: closure-at-risk for what is still unclosed
+		 * (a reported act's finding already says so, beside its probe's
+		 * answer -- reconcile 2e) */
+		if (v == V_SKIPPED && ri_at_risk(s.c, oi[i].recorded_at, s.now))
 			act_finding(&s, RI_F_CLOSURE_AT_RISK, k->name, oi[i].act_key, oi[i].invocation_id,
 			    json_pack("{s:s}", "rule", "reconcile step 5.1"));
 	}

@@ -180,7 +180,8 @@ small_journal() {
 	local k
 	for k in a b c; do disclose "$k" >/dev/null || return 1; done
 	ri-seal >/dev/null
-	[ "$(records)" -eq 9 ] && [ "$(sqlite3 "$T/journal.db" 'SELECT action_ref FROM records WHERE seq = 9')" = audit.sealed ]
+	[ "$(records)" -eq 9 ]
+	[ "$(sqlite3 "$T/journal.db" 'SELECT action_ref FROM records WHERE seq = 9')" = audit.sealed ]
 }
 
 # every_path -- a journal from real runs of every path, every closing
@@ -236,14 +237,18 @@ every_path() {
 	audit
 	all_clear
 	[ "$(jq .records "$T/audit.json")" -eq "$(records)" ]
-	[ "$(st 6.1)" = not-applicable ] && [ "$(st 8.1.3)" = pass ] && [ "$(st 8.1.9)" = pass ]
+	[ "$(st 6.1)" = not-applicable ]
+	[ "$(st 8.1.3)" = pass ]
+	[ "$(st 8.1.9)" = pass ]
 	jq -e '.sealed_seq > 0' "$T/audit.json" >/dev/null
 
 	# --probe: the recovered and the operator's outcome are corroborated,
 	# the superseded abandonment is not probed, the escalation names nothing
 	audit --probe
 	all_clear
-	[ "$(st 6.1)" = pass ] && [ "$(st 6.3)" = pass ] && [ "$(st 6.5)" = pass ]
+	[ "$(st 6.1)" = pass ]
+	[ "$(st 6.3)" = pass ]
+	[ "$(st 6.5)" = pass ]
 
 	# long after, every intent aged, still clear
 	ri_at 3600
@@ -505,7 +510,8 @@ every_path() {
 	ab=$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE invocation_id = '$INV' AND action_ref = 'ledger.abandoned'")
 	audit --probe
 	all_clear
-	[ "$(st 6.3)" = pass ] && [ "$(st 6.4)" = pass ]
+	[ "$(st 6.3)" = pass ]
+	[ "$(st 6.4)" = pass ]
 	ledger-admin --store "$L" plant --pairing-datum pd-fenced --subject s --recipient r >/dev/null
 	audit --probe
 	names 6.3 "$ab" "$INV"

@@ -242,7 +242,9 @@ instant() { date -u -d "@$(( (T0 / 1000) + $1 ))" +%Y-%m-%dT%H:%M:%S.000Z; }
 	rc=0
 	wait "$BG" || rc=$?
 	BG=
-	[ "$rc" -eq 0 ]
+	# open step 5.3: its intent landed, but it no longer holds the section
+	[ "$rc" -eq 14 ]
+	[ "$(jq -r .intent_event_id "$T/a.out")" != null ]
 	[ "$(records "action_ref = 'ledger.intended' AND act_key = 'k'")" -eq 2 ]
 	r=$(ri-read <<<'{"kind":"ledger","act_key":"k"}')
 	[ "$(jq -r .binding_duplicate <<<"$r")" = true ]

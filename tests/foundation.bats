@@ -23,7 +23,8 @@ teardown() {
 	echo "$output" | jq -e '.instance_id | test("^[0-9a-f]{32}$")'
 	[ "$(echo "$output" | jq -r .journal)" = "$T/journal.db" ]
 	[ "$(echo "$output" | jq -r .seal_public_key_file)" = "$T/seal.key.pub" ]
-	[ -f "$T/journal.db" ] && [ -f "$T/findings.db" ]
+	[ -f "$T/journal.db" ]
+	[ -f "$T/findings.db" ]
 	[ "$(mode_of "$T/journal.key")" = 600 ]
 	[ "$(stat -c %s "$T/journal.key")" -eq 32 ]
 	[ "$(mode_of "$T/seal.key")" = 600 ]

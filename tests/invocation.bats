@@ -283,7 +283,8 @@ need_sweep() {
 	run --separate-stderr ri-open <<<"$(open_req k1)"
 	[ "$status" -eq 0 ]
 	new=$(field invocation_id)
-	[ -n "$new" ] && [ "$new" != "$old" ]
+	[ -n "$new" ]
+	[ "$new" != "$old" ]
 	[ "$(records)" -eq $((n + 1)) ]
 	# 3.8e: the new intent pairs on the new invocation id
 	[ "$(records "action_ref = 'ledger.intended' AND invocation_id = '$new'")" -eq 1 ]

@@ -186,7 +186,8 @@ entry_of() { ri-read <<<"{\"kind\":\"ledger\",\"act_key\":\"$1\"}" | jq -c '.inv
 	elapsed=$((SECONDS - start))
 	[ "$status" -eq 14 ]
 	[ "$(jq -r .refused <<<"$output")" = section-unavailable ]
-	[ "$elapsed" -ge 2 ] && [ "$elapsed" -le 8 ]
+	[ "$elapsed" -ge 2 ]
+	[ "$elapsed" -le 8 ]
 	[ "$(act_records)" -eq "$n" ]
 	# the invocation still holds it and can close
 	run ri-close <<<"$(close_req "$open" '{"disclosure_id":"dsc-k"}')"

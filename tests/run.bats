@@ -151,7 +151,8 @@ xrun() {
 	e=$(latest alice/bob/full)
 	[ "$(jq -r .state <<<"$e")" = closed ]
 	pd=$(jq -r '.records[0].payload.data.pairing_datum' <<<"$e")
-	[ -n "$pd" ] && [ "$pd" != null ]
+	[ -n "$pd" ]
+	[ "$pd" != null ]
 	row=$(ledger-admin --store "$T/ledger.db" list)
 	[ "$(jq -r .pairing_datum <<<"$row")" = "$pd" ]
 	[ "$(jq -r .invocation_id <<<"$row")" = "$(jq -r .invocation_id <<<"$e")" ]

@@ -75,7 +75,8 @@ read_entry() { ri-read <<<"{\"kind\":\"ledger\",\"act_key\":\"$1\"}" | jq -c '.i
 	orphan k
 	ri_at 33
 	sweep
-	[ "$(t examined)" -eq 1 ] && [ "$(t closed)" -eq 1 ]
+	[ "$(t examined)" -eq 1 ]
+	[ "$(t closed)" -eq 1 ]
 	[ "$(sqlite3 "$T/journal.db" "SELECT group_concat(action_ref || '/' || actor_ref, ' ') FROM
 	    (SELECT action_ref, actor_ref FROM records WHERE invocation_id = '$INV' ORDER BY seq)")" = \
 	    "ledger.intended/alice ledger.recovery_intended/ledger-reconciler ledger.disclosed/ledger-reconciler" ]
@@ -92,7 +93,9 @@ read_entry() { ri-read <<<"{\"kind\":\"ledger\",\"act_key\":\"$1\"}" | jq -c '.i
 	empty_orphan k
 	ri_at 40
 	sweep
-	[ "$(t examined)" -eq 1 ] && [ "$(t escalated)" -eq 1 ] && [ "$(t abandoned)" -eq 0 ]
+	[ "$(t examined)" -eq 1 ]
+	[ "$(t escalated)" -eq 1 ]
+	[ "$(t abandoned)" -eq 0 ]
 	e=$(read_entry k)
 	[ "$(jq -r .state <<<"$e")" = escalated ]
 	[ "$(jq -r '.records[-1].action_ref' <<<"$e")" = ledger.escalated ]
@@ -108,12 +111,15 @@ read_entry() { ri-read <<<"{\"kind\":\"ledger\",\"act_key\":\"$1\"}" | jq -c '.i
 	for at in 32 33.999; do
 		ri_at $at
 		sweep
-		[ "$(t examined)" -eq 1 ] && [ "$(t skipped)" -eq 1 ] && [ "$(t abandoned)" -eq 0 ]
+		[ "$(t examined)" -eq 1 ]
+		[ "$(t skipped)" -eq 1 ]
+		[ "$(t abandoned)" -eq 0 ]
 		[ "$(act_records)" -eq "$n" ]
 	done
 	ri_at 34
 	sweep
-	[ "$(t examined)" -eq 1 ] && [ "$(t abandoned)" -eq 1 ]
+	[ "$(t examined)" -eq 1 ]
+	[ "$(t abandoned)" -eq 1 ]
 	e=$(read_entry k)
 	[ "$(jq -r .state <<<"$e")" = abandoned ]
 	[ "$(jq -r '.records[-1].action_ref' <<<"$e")" = ledger.abandoned ]
@@ -131,7 +137,9 @@ read_entry() { ri-read <<<"{\"kind\":\"ledger\",\"act_key\":\"$1\"}" | jq -c '.i
 	[ "$(jq length <<<"$want")" -eq 2 ]
 	ri_at 33
 	sweep
-	[ "$(t examined)" -eq 1 ] && [ "$(t escalated)" -eq 1 ] && [ "$(t closed)" -eq 0 ]
+	[ "$(t examined)" -eq 1 ]
+	[ "$(t escalated)" -eq 1 ]
+	[ "$(t closed)" -eq 0 ]
 	e=$(read_entry k)
 	[ "$(jq -r .state <<<"$e")" = escalated ]
 	[ "$(jq -r '.records[-1].payload.cause' <<<"$e")" = undecidable ]
@@ -209,7 +217,8 @@ unavailable_case() {
 	[ "$(records "invocation_id = '$INV'")" -eq 1 ]
 	ri_at 32
 	sweep
-	[ "$(t examined)" -eq 1 ] && [ "$(t closed)" -eq 1 ]
+	[ "$(t examined)" -eq 1 ]
+	[ "$(t closed)" -eq 1 ]
 }
 
 @test "horizon edge (retention 700 s): at recorded_at + 700 s - 2 s - 1 ms the intent is still examined; at recorded_at + 698 s it is not (reconcile step 1.2; Term horizon edge; journal 8)" {
@@ -221,7 +230,8 @@ unavailable_case() {
 	n=$(act_records)
 	ri_at 697.999
 	sweep
-	[ "$(t examined)" -eq 1 ] && [ "$(t skipped)" -eq 1 ]
+	[ "$(t examined)" -eq 1 ]
+	[ "$(t skipped)" -eq 1 ]
 	ri_at 698
 	sweep
 	[ "$(t examined)" -eq 0 ]
@@ -252,8 +262,10 @@ unavailable_case() {
 	n=$(act_records)
 	ri_at 33
 	sweep
-	[ "$(t examined)" -eq 1 ] && [ "$(t reported)" -eq 1 ]
-	[ "$(t closed)" -eq 0 ] && [ "$(t skipped)" -eq 0 ]
+	[ "$(t examined)" -eq 1 ]
+	[ "$(t reported)" -eq 1 ]
+	[ "$(t closed)" -eq 0 ]
+	[ "$(t skipped)" -eq 0 ]
 	[ "$(act_records)" -eq "$n" ]
 	[ "$(read_entry k | jq -r .state)" = open ]
 	# 2a, 2c: the section was taken (a new grant) and released
@@ -282,7 +294,8 @@ unavailable_case() {
 	ri_at 33
 	sweep
 	[ "$(t examined)" -eq 2 ]
-	[ "$(t closed)" -eq 1 ] && [ "$(t reported)" -eq 1 ]
+	[ "$(t closed)" -eq 1 ]
+	[ "$(t reported)" -eq 1 ]
 	[ "$(records "invocation_id = '$inv_a' AND action_ref = 'ledger.disclosed'")" -eq 1 ]
 	[ "$(records "invocation_id = '$inv_b'")" -eq 1 ]
 	[ "$(ri-read <<<'{"kind":"ledger2","act_key":"b"}' | jq -r '.invocations[0].state')" = open ]
@@ -301,7 +314,9 @@ unavailable_case() {
 	n=$(act_records)
 	ri_at 33
 	sweep
-	[ "$(t examined)" -eq 1 ] && [ "$(t skipped)" -eq 1 ] && [ "$(t unreached)" -eq 1 ]
+	[ "$(t examined)" -eq 1 ]
+	[ "$(t skipped)" -eq 1 ]
+	[ "$(t unreached)" -eq 1 ]
 	[ "$(t closed)" -eq 0 ]
 	[ "$(jq -r '.alert // ""' <<<"$TALLY")" != "" ]
 	[[ "$(t alert)" == *ledger-reconciler* ]]
@@ -319,13 +334,15 @@ unavailable_case() {
 	ri_at 33
 	sweep
 	[ "$(t surfaced)" -eq 1 ]
-	[ "$(t examined)" -eq 0 ] && [ "$(t closed)" -eq 0 ]
+	[ "$(t examined)" -eq 0 ]
+	[ "$(t closed)" -eq 0 ]
 	[ "$(records "invocation_id = '$INV'")" -eq 1 ]
 	[ "$(findings_where ".finding == \"unbound-kind\" and .scope == \"act\" and .kind == \"ledger2\" and .act_key == \"k\" and .invocation_id == \"$INV\"")" -eq 1 ]
 	# once per run, never closed, one record
 	ri_at 500
 	sweep
-	[ "$(t surfaced)" -eq 1 ] && [ "$(t examined)" -eq 0 ]
+	[ "$(t surfaced)" -eq 1 ]
+	[ "$(t examined)" -eq 0 ]
 	[ "$(records "invocation_id = '$INV'")" -eq 1 ]
 	[ "$(findings_where '.finding == "unbound-kind"')" -eq 1 ]
 }
@@ -349,7 +366,8 @@ unavailable_case() {
 	[ "$(records "invocation_id = '$INV'")" -eq 1 ]
 	f=$(ri-findings | jq -c 'select(.finding == "journal-unavailable")')
 	[ "$(jq -s length <<<"$f")" -eq 1 ]
-	[ "$(jq -r .scope <<<"$f")" = instance ] && [ "$(jq -r .kind <<<"$f")" = null ]
+	[ "$(jq -r .scope <<<"$f")" = instance ]
+	[ "$(jq -r .kind <<<"$f")" = null ]
 	[ "$(jq -r .closed <<<"$f")" = false ]
 	outage_run=$(jq -r .first_seen <<<"$f")
 
@@ -395,7 +413,8 @@ unavailable_case() {
 	ra=0; rb=0
 	wait $pa || ra=$?
 	wait $pb || rb=$?
-	[ "$ra" -eq 0 ] && [ "$rb" -eq 0 ]
+	[ "$ra" -eq 0 ]
+	[ "$rb" -eq 0 ]
 	a=$(cat "$T/a.json"); b=$(cat "$T/b.json")
 	echo "node a: $a"; echo "node b: $b"
 	assert_partition "$a"
@@ -450,7 +469,8 @@ race() {
 	RI_PAIRING_DATUM=pd-race ledger-disclose --store "$T/ledger.db" --subject race --recipient r --scope s >/dev/null
 	ri_at 33
 	sweep
-	[ "$(t examined)" -eq 1 ] && [ "$(t closed)" -eq 1 ]
+	[ "$(t examined)" -eq 1 ]
+	[ "$(t closed)" -eq 1 ]
 	echo >"$RI_FAULT_DIR/close.after_reread"
 	CLOSE_RC=0
 	wait "$BG" || CLOSE_RC=$?
@@ -545,7 +565,9 @@ race() {
 	[ "$rc" -eq 0 ]
 	TALLY=$(cat "$T/sweep.out")
 	assert_partition
-	[ "$(t examined)" -eq 1 ] && [ "$(t closed_already)" -eq 1 ] && [ "$(t escalated)" -eq 0 ]
+	[ "$(t examined)" -eq 1 ]
+	[ "$(t closed_already)" -eq 1 ]
+	[ "$(t escalated)" -eq 0 ]
 	[ "$(act_records)" -eq "$n" ]
 	[ "$(read_entry k | jq -r '.state + " " + (.binding_duplicate | tostring)')" = "resolved false" ]
 }
@@ -572,7 +594,8 @@ race() {
 	start=$SECONDS
 	sweep
 	[ $((SECONDS - start)) -le 6 ]
-	[ "$(t examined)" -eq 1 ] && [ "$(t skipped)" -eq 1 ]
+	[ "$(t examined)" -eq 1 ]
+	[ "$(t skipped)" -eq 1 ]
 	[ "$(act_records)" -eq "$n" ]
 	echo >"$RI_FAULT_DIR/resolve.after_take"
 	rc=0
@@ -607,7 +630,9 @@ race() {
 	[ "$rc" -eq 0 ]
 	TALLY=$(cat "$T/sweep.out")
 	assert_partition
-	[ "$(t examined)" -eq 1 ] && [ "$(t skipped)" -eq 1 ] && [ "$(t escalated)" -eq 0 ]
+	[ "$(t examined)" -eq 1 ]
+	[ "$(t skipped)" -eq 1 ]
+	[ "$(t escalated)" -eq 0 ]
 	[ "$(records "invocation_id = '$INV' AND action_ref IN ('ledger.escalated', 'ledger.abandoned', 'ledger.disclosed')")" -eq 1 ]
 	[ "$(read_entry k | jq -r '.state + " " + (.binding_duplicate | tostring)')" = "resolved false" ]
 }
@@ -635,7 +660,8 @@ race() {
 	n=$(act_records)
 	ri_at 33
 	sweep
-	[ "$(t examined)" -eq 1 ] && [ "$(t skipped)" -eq 1 ]
+	[ "$(t examined)" -eq 1 ]
+	[ "$(t skipped)" -eq 1 ]
 	[ "$(act_records)" -eq "$n" ]
 	echo "tally: $TALLY"
 	ri-findings

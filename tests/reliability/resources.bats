@@ -360,7 +360,8 @@ sys_open() {
 	echo "# locked: ri-open exit $status after $elapsed ms: $stderr" >&3
 	# it waited out the busy timeout (journal_write_bound, 300 ms), not more
 	# than a lease
-	[ "$elapsed" -ge 300 ] && [ "$elapsed" -lt 3000 ]
+	[ "$elapsed" -ge 300 ]
+	[ "$elapsed" -lt 3000 ]
 	# WAL: a reader is never blocked by a writer (it reads the last
 	# committed snapshot), so reading goes on under the lock
 	run --separate-stderr ri-read --kind ledger --act-key k1 </dev/null

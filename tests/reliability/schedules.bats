@@ -217,7 +217,10 @@ sweep_points=(sweep.after_enumerate sweep.after_take sweep.after_reread sweep.af
 	ri_at 4
 	open_req k1 '{}' | ri-open >/dev/null
 	release "$d" open.intent.before
-	wait "$pid"
+	# open step 5.3: the late intent lands, but its Open no longer holds
+	# the section -- 14, so its caller never commits
+	wait "$pid" && false || rc=$?
+	[ "$rc" -eq 14 ]
 	run ri-read --kind ledger --act-key k1 </dev/null
 	[ "$(jq '.invocations | length' <<<"$output")" -eq 2 ]
 	# read invocation 8: the act-level binding duplicate
@@ -237,7 +240,8 @@ sweep_points=(sweep.after_enumerate sweep.after_take sweep.after_reread sweep.af
 	elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
 	[ "$status" -eq 14 ]
 	# it waited, but never longer than the holder's remaining lease (3 s)
-	[ "$elapsed" -ge 2500 ] && [ "$elapsed" -lt 6000 ]
+	[ "$elapsed" -ge 2500 ]
+	[ "$elapsed" -lt 6000 ]
 	[ "$(records "action_ref = 'ledger.intended'")" -eq 0 ]
 }
 
