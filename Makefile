@@ -4,8 +4,10 @@
 #   make test         every suite (C unit tests, then bats over the real binaries)
 #   make check        the whole suite again under ASan + UBSan (build/san)
 #   make bench        benchmarks, reported as ratios against baselines
-#   make install      PREFIX=/usr/local DESTDIR=
+#   make install      PREFIX=/usr/local DESTDIR=   (make uninstall undoes it)
 #
+# CFLAGS, CPPFLAGS and LDFLAGS are honoured (a packager's hardening flags are
+# added to ours); warnings are errors only with WERROR=1, as CI builds.
 # Variables a sub-build overrides: BUILD (objects), LIBA, BINDIR, EXBINDIR,
 # SAN (sanitizer flags), EXTRA_CFLAGS (e.g. a negative-control -D).
 
@@ -13,15 +15,16 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 CC       ?= cc
 OPT      ?= -O2 -g
+WERROR   ?=
 SAN      ?=
 BUILD    ?= build/default
 LIBA     ?= lib/libri.a
 BINDIR   ?= bin
 EXBINDIR ?= examples/bin
 
-CPPFLAGS_RI = -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Ilib
-CFLAGS_RI   = -std=c11 -Wall -Wextra -Werror $(OPT) $(SAN) $(EXTRA_CFLAGS)
-LDLIBS_RI   = -lsqlite3 -lsodium -ljansson
+CPPFLAGS_RI = -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Ilib $(CPPFLAGS)
+CFLAGS_RI   = -std=c11 -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) $(OPT) $(SAN) $(EXTRA_CFLAGS) $(CFLAGS)
+LDLIBS_RI   = $(LDFLAGS) -lsqlite3 -lsodium -ljansson
 
 LIB_SRC  := $(sort $(wildcard lib/*.c))
 LIB_OBJ  := $(LIB_SRC:lib/%.c=$(BUILD)/lib/%.o)
@@ -37,7 +40,7 @@ BENCH_SRC:= $(sort $(wildcard bench/*.c))
 BENCHES  := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 HDRS     := $(wildcard lib/*.h lib/*.def)
 
-.PHONY: all test unit bats check bench install clean reliability negative-controls fuzz lint valgrind
+.PHONY: all test unit bats check bench install uninstall clean lint-docs reliability negative-controls fuzz lint valgrind
 
 all: $(LIBA) $(CMDS) $(EXAMPLES)
 
@@ -102,13 +105,38 @@ negative-controls:
 valgrind: all $(TOOLS)
 	tests/valgrind/run
 
+# The commands, their pages, the schemas, the example adopter (sources,
+# binaries, demo, systemd/cron/logrotate snippets) and a config template.
+# Test-only tools (tests/tools) are never installed.
+SHAREDIR  = $(DESTDIR)$(PREFIX)/share/ri
+DOCDIR    = $(DESTDIR)$(PREFIX)/share/doc/ri
+EXDIR     = $(DOCDIR)/examples
+MANPAGES  = $(wildcard man/*.1 man/*.5 man/*.7)
+SCHEMAS   = $(wildcard schemas/*.json schemas/README.md)
+EXFILES   = $(wildcard examples/*.c examples/*.h examples/*.md examples/demo.sh)
+EXEXTRA   = $(wildcard examples/systemd/* examples/cron.d/* examples/logrotate/*)
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
-	    $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7
+	    $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7 \
+	    $(SHAREDIR)/schemas $(EXDIR)/bin $(EXDIR)/systemd $(EXDIR)/cron.d $(EXDIR)/logrotate
 	install -m 0755 $(CMDS) $(DESTDIR)$(PREFIX)/bin
 	install -m 0644 $(wildcard man/*.1) $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0644 $(wildcard man/*.5) $(DESTDIR)$(PREFIX)/share/man/man5
 	install -m 0644 $(wildcard man/*.7) $(DESTDIR)$(PREFIX)/share/man/man7
+	install -m 0644 $(SCHEMAS) $(SHAREDIR)/schemas
+	install -m 0644 examples/ri.json.example $(SHAREDIR)/ri.json.example
+	install -m 0644 $(EXFILES) $(EXDIR)
+	install -m 0755 $(EXAMPLES) $(EXDIR)/bin
+	for f in $(EXEXTRA); do install -m 0644 $$f $(EXDIR)/$${f#examples/}; done
+	install -m 0644 README.md RELIABILITY.md LICENSE NEWS $(DOCDIR)
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(notdir $(CMDS)))
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/man/man1/,$(notdir $(wildcard man/*.1)))
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/man/man5/,$(notdir $(wildcard man/*.5)))
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/man/man7/,$(notdir $(wildcard man/*.7)))
+	rm -rf $(SHAREDIR) $(DOCDIR)
 
 # Fuzzing (libFuzzer; needs clang and its compiler-rt).  The library is
 # compiled again, instrumented, into $(FUZZ_BUILD) -- never the gcc lib/libri.a.
@@ -138,6 +166,12 @@ fuzz-build: $(FUZZ_BINS)
 
 fuzz:
 	FUZZ_BUILD=$(FUZZ_BUILD) MAKE="$(MAKE)" tests/fuzz/run $(FUZZ_SECONDS)
+
+# The pages and the shipped scripts: mandoc's lint (warnings and up) and
+# shellcheck, both clean (CI runs this).
+lint-docs:
+	mandoc -Tlint -Wwarning $(MANPAGES)
+	shellcheck examples/demo.sh .ci/run
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability,performance \

@@ -2,12 +2,28 @@
 # demo.sh -- a short tour on a temporary SQLite instance: set up, wrap an
 # irreversible job, crash one between its act and its record, let the sweep
 # recover the record from the job's own store.  Real clock, real files.
+#
+#   examples/demo.sh          the tour; the instance is removed at the end
+#   examples/demo.sh --keep   leave the instance (its path is printed last)
 set -euo pipefail
+keep=no
+case "${1:-}" in
+--keep) keep=yes ;;
+"") ;;
+*) echo "usage: demo.sh [--keep]" >&2; exit 64 ;;
+esac
 top=$(cd "$(dirname "$0")/.." && pwd)
 export PATH="$top/bin:$top/examples/bin:$PATH"
 d=$(mktemp -d "${TMPDIR:-/tmp}/ri-demo.XXXXXX")
-trap 'rm -rf "$d"' EXIT
-say() { printf '\n\033[1m# %s\033[0m\n' "$*"; }
+if [ "$keep" = no ]; then
+	trap 'rm -rf "$d"' EXIT
+fi
+# bold headings on a terminal, plain text anywhere else
+if [ -t 1 ]; then
+	say() { printf '\n\033[1m# %s\033[0m\n' "$*"; }
+else
+	say() { printf '\n# %s\n' "$*"; }
+fi
 
 say "an instance: journal, findings register, keys (ri-init)"
 cat >"$d/ri.json" <<JSON
@@ -51,6 +67,7 @@ ri-read --kind ledger --act-key disclosure-1 </dev/null |
     jq '.invocations[] | {invocation_id, state, records: [.records[] | {action_ref, actor_ref}]}'
 
 say "the crash: the job commits, then the wrapper dies before Close"
+# shellcheck disable=SC2016  # $0 and $PPID are the inner shell's
 ri-run --kind ledger --act-key disclosure-2 --actor alice -- sh -c \
     'ledger-disclose --store "$0" --subject patient-8 --recipient insurer-3 && kill -9 $PPID' \
     "$d/ledger.db" || echo "ri-run died (exit $?): the act exists, its record does not"
@@ -63,3 +80,10 @@ ri-read --kind ledger --act-key disclosure-2 </dev/null |
     jq '.invocations[] | {state, records: [.records[] | {action_ref, actor_ref, recovery: .payload.recovery, acting_actor_ref: .payload.acting_actor_ref, data: .payload.data}]}'
 say "one act, one intent, one outcome, one writer -- and the store agrees"
 ledger-admin --store "$d/ledger.db" list
+
+say "the auditor's view, from the records alone (ri-audit --text)"
+ri-audit --text
+
+if [ "$keep" = yes ]; then
+	say "the instance is kept: export RI_CONFIG=$d/ri.json"
+fi
