@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -132,6 +133,24 @@ probe_child(const struct ri_kind *k, int in_fd, int out_fd)
 	_exit(127);
 }
 
+/* A descriptor that turns readable when the child exits (Linux >= 5.3),
+ * so the wait below ends on the exit itself, never on a nap; -1 where the
+ * kernel has none, and the wait falls back to short polls. */
+static int
+exit_fd(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd >= 0) {
+		(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+		return fd;
+	}
+#else
+	(void)pid;
+#endif
+	return -1;
+}
+
 /*
  * Sweep never 1: the probe is the only adopter code the sweep runs.  The
  * probe's whole process group is killed at the timeout.
@@ -173,43 +192,63 @@ ri_probe_run(const struct ri_config *c, const struct ri_kind *k, const char *act
 	(void)fcntl(from[0], F_SETFL, O_NONBLOCK);
 	signal(SIGPIPE, SIG_IGN);
 	out = ri_xmalloc(cap + 1);
+	int xfd = exit_fd(pid);
+	/* every wait ends on an event -- output, input taken, the exit -- or
+	 * on the deadline; the 20 ms poll is only the fallback with no pidfd */
 	while (!eof || !done) {
-		struct pollfd fds[2] = { { from[0], POLLIN, 0 }, { to[1], POLLOUT, 0 } };
-		int nfds = to[1] >= 0 ? 2 : 1;
+		struct pollfd fds[3];
+		nfds_t nfds = 0;
+		int ix_out = -1, ix_in = -1, ix_exit = -1;
 		int64_t left = deadline - ri_mono_ms();
 
 		if (left <= 0) {
 			timed_out = true;
 			break;
 		}
-		if (poll(fds, eof ? 0 : (nfds_t)nfds, left > 20 ? 20 : (int)left) > 0 || eof) {
-			if (!eof && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-				ssize_t n = read(from[0], out + out_len, cap - out_len);
-				if (n == 0) {
-					eof = true;
-				} else if (n > 0) {
-					out_len += (size_t)n;
-					if (out_len == cap) {
-						over = true;
-						break;
-					}
-				}
-			}
-			if (to[1] >= 0 && nfds == 2 && (fds[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
-				ssize_t n = write(to[1], in + in_off, in_len - in_off);
-				if (n > 0)
-					in_off += (size_t)n;
-				if (n < 0 || in_off == in_len) {
-					close(to[1]);
-					to[1] = -1;
+		if (!eof) {
+			ix_out = (int)nfds;
+			fds[nfds++] = (struct pollfd){ from[0], POLLIN, 0 };
+		}
+		if (to[1] >= 0) {
+			ix_in = (int)nfds;
+			fds[nfds++] = (struct pollfd){ to[1], POLLOUT, 0 };
+		}
+		if (!done && xfd >= 0) {
+			ix_exit = (int)nfds;
+			fds[nfds++] = (struct pollfd){ xfd, POLLIN, 0 };
+		}
+		int wait_ms = left > INT32_MAX ? INT32_MAX : (int)left;
+		if (xfd < 0 && !done && wait_ms > 20)
+			wait_ms = 20;
+		if (poll(fds, nfds, wait_ms) < 0 && errno != EINTR)
+			break;
+		if (ix_out >= 0 && (fds[ix_out].revents & (POLLIN | POLLHUP | POLLERR))) {
+			ssize_t n = read(from[0], out + out_len, cap - out_len);
+			if (n == 0) {
+				eof = true;
+			} else if (n > 0) {
+				out_len += (size_t)n;
+				if (out_len == cap) {
+					over = true;
+					break;
 				}
 			}
 		}
-		if (!done && waitpid(pid, &status, WNOHANG) == pid)
+		if (ix_in >= 0 && (fds[ix_in].revents & (POLLOUT | POLLERR | POLLHUP))) {
+			ssize_t n = write(to[1], in + in_off, in_len - in_off);
+			if (n > 0)
+				in_off += (size_t)n;
+			if (n < 0 || in_off == in_len) {
+				close(to[1]);
+				to[1] = -1;
+			}
+		}
+		if (!done && (xfd < 0 || (ix_exit >= 0 && fds[ix_exit].revents != 0)) &&
+		    waitpid(pid, &status, WNOHANG) == pid)
 			done = true;
-		if (done && eof)
-			break;
 	}
+	if (xfd >= 0)
+		close(xfd);
 	if (to[1] >= 0)
 		close(to[1]);
 	close(from[0]);
