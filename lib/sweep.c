@@ -489,38 +489,102 @@ scan_closings(struct sweep *s, const struct ri_kind *k, const char *inv_id)
 	ri_inv_free(&inv);
 }
 
-/* The intents key for an intent in the delta (reconcile step 5.3, Which
+/* Was the retained intent of invocation inv open at once with the span
+ * [opened, closed)?  Reads the invocation (O(log n + its records)). */
+static bool
+other_open_at_once(struct sweep *s, const char *inv, int64_t opened, int64_t closed)
+{
+	struct ri_inv o;
+	bool yes = false;
+
+	if (ri_inv_read(s->r, inv, &o) != RI_ST_OK)
+		return false;
+	if (o.intent != NULL && ri_intent_retained(s->c, o.intent, s->now)) {
+		struct ri_open_span v[2] = { { opened, closed },
+			{ o.intent->seq, o.n_closings ? o.closings[0].rec->seq : INT64_MAX } };
+		size_t a, b;
+		yes = ri_intents_key(v, 2, &a, &b);
+	}
+	ri_inv_free(&o);
+	return yes;
+}
+
+/*
+ * The intents key for an intent I in the delta (reconcile step 5.3, Which
  * closing stands 9): another retained intent of the act open at once with
- * it, where a service identity is declared. */
+ * it, where a service identity is declared.  Bounded by what came after I,
+ * never the act's whole history (a hot key used for years): an intent J
+ * open at once with I either opened after I -- its intent is among the
+ * act's records after I -- or opened before I and was closed after it, or
+ * is still open: then a closing of J is among the records after I, or J is
+ * in the open-intents index.
+ */
 static void
 scan_intents(struct sweep *s, const struct ri_kind *k, const struct ri_record *intent)
 {
-	struct ri_act act;
-	const struct ri_act_inv *self = NULL;
-	const char *other = NULL;
+	struct ri_query q = { .from = intent->seq + 1, .limit = 512, .kind = intent->kind,
+		.act_key = intent->act_key };
+	struct ri_open_intent *oi = NULL;
+	size_t n_oi = 0;
+	json_t *named = json_object();          /* invocations met after I: inv -> its intent seq or 0 */
+	int64_t closed = INT64_MAX;             /* I's first closing */
+	char other[RI_ID_LEN + 8] = "";
 
-	if (k->service_actor == NULL)
+	if (k->service_actor == NULL) {
+		json_decref(named);
 		return;         /* journal fence none 6, Which closing stands 10 */
-	if (ri_act_read(s->r, intent->kind, intent->act_key, NULL, 0, &act) != RI_ST_OK)
-		return;
-	for (size_t i = 0; i < act.n; i++)
-		if (strcmp(act.v[i].inv_id, intent->invocation_id) == 0)
-			self = &act.v[i];
-	for (size_t i = 0; self != NULL && i < act.n && other == NULL; i++) {
-		const struct ri_act_inv *e = &act.v[i];
-		if (e == self || e->inv.intent == NULL || !ri_intent_retained(s->c, e->inv.intent, s->now))
-			continue;
-		struct ri_open_span v[2] = {
-			{ self->inv.intent->seq, self->inv.n_closings ? self->inv.closings[0].rec->seq : INT64_MAX },
-			{ e->inv.intent->seq, e->inv.n_closings ? e->inv.closings[0].rec->seq : INT64_MAX } };
-		size_t a, b;
-		if (ri_intents_key(v, 2, &a, &b))
-			other = e->inv_id;
 	}
-	if (other != NULL)
+	for (;;) {
+		struct ri_records page;
+		if (s->r->st->ops->range_read(s->r->st, &q, &page) != RI_ST_OK)
+			break;
+		for (size_t i = 0; i < page.n && other[0] == '\0'; i++) {
+			struct ri_record *rec = &page.v[i];
+			if (rec->invocation_id == NULL)
+				continue;
+			if (strcmp(rec->invocation_id, intent->invocation_id) == 0) {
+				if (ri_role_closing(rec->role) && closed == INT64_MAX)
+					closed = rec->seq;
+				continue;
+			}
+			if (rec->role == RI_ROLE_INTENT) {
+				/* J opened after I: at once if before I's first closing */
+				if (rec->seq < closed && ri_intent_retained(s->c, rec, s->now))
+					snprintf(other, sizeof other, "%s", rec->invocation_id);
+				json_object_set_new(named, rec->invocation_id, json_integer(rec->seq));
+			} else if (ri_role_closing(rec->role) && json_object_get(named, rec->invocation_id) == NULL) {
+				/* a closing of a J whose intent came before I */
+				json_object_set_new(named, rec->invocation_id, json_integer(0));
+			}
+		}
+		bool more = page.more;
+		q.from = page.next;
+		ri_records_clear(&page);
+		if (other[0] != '\0' || !more)
+			break;
+	}
+	/* J opened before I and closed after it opened */
+	const char *inv;
+	json_t *v;
+	json_object_foreach(named, inv, v) {
+		if (other[0] != '\0')
+			break;
+		if (json_integer_value(v) == 0 && other_open_at_once(s, inv, intent->seq, closed))
+			snprintf(other, sizeof other, "%s", inv);
+	}
+	/* J opened before I and still open */
+	if (other[0] == '\0' &&
+	    s->r->st->ops->open_intents(s->r->st, intent->kind, intent->act_key, RI_NONE, &oi, &n_oi) == RI_ST_OK) {
+		for (size_t i = 0; i < n_oi && other[0] == '\0'; i++)
+			if (oi[i].seq < intent->seq && strcmp(oi[i].invocation_id, intent->invocation_id) != 0 &&
+			    other_open_at_once(s, oi[i].invocation_id, intent->seq, closed))
+				snprintf(other, sizeof other, "%s", oi[i].invocation_id);
+		ri_open_intents_free(oi, n_oi);
+	}
+	json_decref(named);
+	if (other[0] != '\0')
 		act_finding(s, RI_F_BINDING_DUPLICATE, k->name, intent->act_key, intent->invocation_id,
 		    json_pack("{s:s, s:s}", "key", "intents", "open_with", other));
-	ri_act_free(&act);
 }
 
 static int

@@ -386,3 +386,28 @@ late_close() {
 	run --separate-stderr ri-audit
 	jq -e '.checks[] | select(.check == "8.1.8") | .status == "fail"' <<<"$output" >/dev/null
 }
+
+# ---- the intents key, bounded by what came after ----------------------------------
+
+@test "reconcile step 5.3, Which closing stands 9: two intents open at once are found by the scan whichever closed first -- an older intent closed after the newer one opened is read from the records after it, not the act's whole history" {
+	ri_cfg '.instance.journal_fence = "none"'
+	for i in 1 2 3; do          # some history on the key
+		o=$(open_req k "{\"pairing_datum\":\"h$i\"}" | ri-open)
+		close_req "$o" | ri-close >/dev/null
+	done
+	d=$(pause_dir pa open.intent.before)
+	open_req k '{"pairing_datum":"pd-a"}' >"$T/a.json"
+	RI_FAULT=open.intent.before=pause RI_FAULT_DIR=$d ri-open <"$T/a.json" >"$T/a.out" 2>/dev/null &
+	a=$!
+	PIDS+=("$a")
+	reached "$d" open.intent.before
+	ri_at 31
+	B=$(open_req k '{"pairing_datum":"pd-b"}' | ri-open)      # B's intent first
+	release_at "$d" open.intent.before
+	wait "$a" || true                                          # A's lands after it (14)
+	close_req "$B" | ri-close >/dev/null                       # B closes after A opened
+	ri_at 40
+	sweep
+	ri-findings | jq -e -s --arg b "$(jq -r .invocation_id <<<"$B")" \
+	    '[.[] | select(.finding == "binding-duplicate" and .detail.key == "intents" and .detail.open_with == $b)] | length >= 1' >/dev/null
+}
