@@ -9,7 +9,7 @@ static const struct ri_shorthand shorthands[] = {
 
 static const struct ri_cmd cmd = {
 	"ri-yield [-c config] [--kind K --act-key KEY --invocation-id ID] < request.json",
-	shorthands, RI_WRITER, ri_yield };
+	shorthands, RI_WRITER, ri_yield, NULL };
 
 int
 main(int argc, char **argv)

@@ -483,6 +483,10 @@ check_answer(const char *what, const char *arm, int rc, json_t *ans, const ri_er
 		FZ_ASSERT(strcmp(what, "ri_yield") == 0 && json_is_object(ans) &&
 		    json_is_true(json_object_get(ans, "ok")), "%s (%s) succeeded", what, arm);
 		break;
+	case RI_INVALID_CREDENTIAL:
+		/* ri-yield only: no actor or no credential (close 1) */
+		FZ_ASSERT(strcmp(what, "ri_yield") == 0, "%s (%s) answered invalid-credential", what, arm);
+		/* fall through */
 	case RI_MALFORMED: case RI_INVALID_REQUEST: case RI_CONFIG: case RI_JOURNAL_UNAVAILABLE:
 	case RI_SECTION_UNAVAILABLE: case RI_RF_INTENT: case RI_RF_OUTCOME: case RI_RF_REFUSAL:
 	case RI_RF_RESOLUTION:
