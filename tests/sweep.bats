@@ -312,22 +312,37 @@ unavailable_case() {
 
 # ---- an unbound kind ----------------------------------------------------------
 
-@test "an open intent of a kind removed from the config is surfaced (tally surfaced, unbound-kind act finding), never closed, outside the partition (Binding 4-6; reconcile step 1.6; Term surfaced)" {
+@test "Binding 2-6: an open intent of a kind removed from the config refuses the run (78, nothing written: no closing, purge or seal; the bound kind's act unreached), yet is surfaced (tally surfaced, unbound-kind act finding), never closed, outside the partition; the refusal is on the register once (reconcile step 1.6; Term surfaced)" {
 	ri_cfg '.kinds.ledger2 = .kinds.ledger'
 	orphan k ledger2                     # committed in the store: a sweep could close it
+	K=$INV
+	orphan b                             # a bound kind's orphan: the run must not close it either
 	ri_cfg 'del(.kinds.ledger2)'
 	ri_at 33
-	sweep
-	[ "$(t surfaced)" -eq 1 ]
+	n=$(records)
+	run --separate-stderr ri-sweep
+	[ "$status" -eq 78 ]
+	TALLY=$output
+	assert_partition
+	[ "$(t surfaced)" -eq 1 ] && [ "$(t unreached)" -eq 1 ]
 	[ "$(t examined)" -eq 0 ] && [ "$(t closed)" -eq 0 ]
-	[ "$(records "invocation_id = '$INV'")" -eq 1 ]
-	[ "$(findings_where ".finding == \"unbound-kind\" and .scope == \"act\" and .kind == \"ledger2\" and .act_key == \"k\" and .invocation_id == \"$INV\"")" -eq 1 ]
-	# once per run, never closed, one record
+	[ "$(records)" -eq "$n" ]
+	[ "$(findings_where ".finding == \"unbound-kind\" and .scope == \"act\" and .kind == \"ledger2\" and .act_key == \"k\" and .invocation_id == \"$K\"")" -eq 1 ]
+	[ "$(findings_where '.finding == "start-refused" and .scope == "instance" and .kind == "ledger2" and (.detail.causes | has("binding"))')" -eq 1 ]
+	# once per run, never closed, one record each
 	ri_at 500
-	sweep
+	run --separate-stderr ri-sweep
+	[ "$status" -eq 78 ]
+	TALLY=$output
 	[ "$(t surfaced)" -eq 1 ] && [ "$(t examined)" -eq 0 ]
-	[ "$(records "invocation_id = '$INV'")" -eq 1 ]
+	[ "$(records)" -eq "$n" ]
 	[ "$(findings_where '.finding == "unbound-kind"')" -eq 1 ]
+	[ "$(findings_where '.finding == "start-refused"')" -eq 1 ]
+	# bound again: the run goes on and closes both; the refusal closes
+	ri_cfg '.kinds.ledger2 = .kinds.ledger'
+	sweep
+	[ "$(t closed)" -eq 2 ]
+	[ "$(findings_where '.finding == "start-refused" and .closed')" -eq 1 ]
 }
 
 # ---- the journal unavailable --------------------------------------------------
