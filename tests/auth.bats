@@ -424,6 +424,10 @@ ms() { date +%s%3N; }
 	run --separate-stderr ri-close <<<"$(close_req "$A")"
 	[ "$status" -eq 21 ]
 	[ "$(field cause)" = config ]
+	# nor does ri-seal sign with it
+	run --separate-stderr ri-seal
+	[ "$status" -eq 78 ]
+	grep -q "seal.key: mode 666" <<<"$stderr"
 	[ "$(records)" -eq "$n" ]
 	[ "$(holder k)" = "$INV" ]
 	r=$(refusals)
