@@ -9,7 +9,7 @@ static const struct ri_shorthand shorthands[] = {
 
 static const struct ri_cmd cmd = {
 	"ri-open [-c config] [--kind K] [--act-key KEY] [--actor A] [--intent-data JSON] < request.json",
-	shorthands, RI_WRITER, ri_open };
+	shorthands, RI_WRITER, ri_open, NULL };
 
 int
 main(int argc, char **argv)

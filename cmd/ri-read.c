@@ -10,7 +10,7 @@ static const struct ri_shorthand shorthands[] = {
 
 static const struct ri_cmd cmd = {
 	"ri-read [-c config] [--kind K --act-key KEY [--invocation-id ID]] < request.json",
-	shorthands, RI_READONLY, ri_read_invocation };
+	shorthands, RI_READONLY, ri_read_invocation, NULL };
 
 int
 main(int argc, char **argv)

@@ -12,7 +12,7 @@ static const struct ri_shorthand shorthands[] = {
 static const struct ri_cmd cmd = {
 	"ri-refuse [-c config] [--kind K --act-key KEY --invocation-id ID --intent-event-id EV"
 	" --actor A --reason TEXT --constituent-code CODE] < request.json",
-	shorthands, RI_WRITER, ri_refuse };
+	shorthands, RI_WRITER, ri_refuse, ri_refuse_positioned };
 
 int
 main(int argc, char **argv)

@@ -11,7 +11,7 @@ static const struct ri_shorthand shorthands[] = {
 static const struct ri_cmd cmd = {
 	"ri-resolve [-c config] [--kind K --act-key KEY --invocation-id ID --intent-event-id EV"
 	" --actor A --disposition JSON] < request.json",
-	shorthands, RI_WRITER, ri_resolve };
+	shorthands, RI_WRITER, ri_resolve, NULL };
 
 int
 main(int argc, char **argv)

@@ -4,12 +4,12 @@
 
 static const struct ri_shorthand shorthands[] = {
 	{ "kind", "kind", false }, { "act-key", "act_key", false },
-	{ "invocation-id", "invocation_id", false },
+	{ "invocation-id", "invocation_id", false }, { "actor", "actor_ref", false },
 	{ NULL, NULL, false } };
 
 static const struct ri_cmd cmd = {
-	"ri-yield [-c config] [--kind K --act-key KEY --invocation-id ID] < request.json",
-	shorthands, RI_WRITER, ri_yield };
+	"ri-yield [-c config] [--kind K --act-key KEY --invocation-id ID --actor A] < request.json",
+	shorthands, RI_WRITER, ri_yield, NULL };
 
 int
 main(int argc, char **argv)

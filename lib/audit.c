@@ -350,6 +350,21 @@ probe_checks(struct audit *a, const struct ri_kind *k, const struct ri_inv *inv,
 		ri_probe_clear(&p);
 }
 
+/* Term caller kind: a service actor is any kind's service identity, or
+ * an actor the registry's own records registered as a service. */
+static bool
+resolver_is_service(struct audit *a, const char *who)
+{
+	json_t *e;
+
+	if (who == NULL)
+		return false;
+	for (size_t i = 0; i < a->c->n_kinds; i++)
+		if (streq(a->c->kinds[i].service_actor, who))
+			return true;
+	return (e = json_object_get(a->actors, who)) != NULL && json_is_true(json_object_get(e, "service"));
+}
+
 static void
 judge_invocation(struct audit *a, const struct ri_record *intent_row)
 {
@@ -512,6 +527,13 @@ judge_named(struct audit *a, const struct ri_record *rec)
 
 	if (!ri_role_closing(rec->role) && rec->role != RI_ROLE_RECOVERY)
 		return;
+	/* Invariant 5.4, Term caller kind: Resolve is for human operators --
+	 * a closing resolved by a service actor (as the registry stood when it
+	 * landed) is a write outside this composition */
+	if (ri_role_closing(rec->role) && resolver_is_service(a, pstr(rec, "resolved_by")))
+		fail(a, "5.1", rec->invocation_id, rec->event_id, iev,
+		    "a closing resolved by %s, a service identity: Resolve is for human operators"
+		    " (Invariant 5.4)", pstr(rec, "resolved_by"));
 	/* Check 1.2: decided by read_record(intent event id) answering
 	 * Retained -- never by arithmetic or by the presence of an answer.
 	 * The intent is earlier in the stream, already judged by the

@@ -161,6 +161,17 @@ ri_cli_finish(int code, json_t *ans, const ri_err *err)
 
 #define MAX_SHORTHANDS 16
 
+/* A usage error: 64 with the usage line, or, for a positioned command,
+ * its position's answer (Action wiring 1) -- only --help and --version
+ * answer otherwise. */
+static int
+usage_error(const struct ri_cmd *cmd, ri_err *err)
+{
+	if (cmd->positioned == NULL)
+		ri_usage(cmd->usage);
+	return ri_fail(err, RI_USAGE, "usage: %s", cmd->usage);
+}
+
 int
 ri_cmd_main(const struct ri_cmd *cmd, int argc, char **argv)
 {
@@ -170,7 +181,7 @@ ri_cmd_main(const struct ri_cmd *cmd, int argc, char **argv)
 	bool flags_given = false;
 	json_t *req = NULL, *ans = NULL;
 	ri_err err = { 0 };
-	ri *r;
+	ri *r = NULL;
 	int ch, rc;
 
 	ri_cli_init(argc, argv);
@@ -183,12 +194,21 @@ ri_cmd_main(const struct ri_cmd *cmd, int argc, char **argv)
 			flags_given = true;
 			continue;
 		}
+		if (ch == '?' || ch == ':') {
+			rc = usage_error(cmd, &err);
+			goto out;
+		}
 		ri_cli_common(ch, optarg, &config, cmd->usage);
 	}
-	if (optind != argc)
-		ri_usage(cmd->usage);
-	if ((rc = ri_instance_open(config, cmd->open_flags | RI_CONFIG_ONLY, &r, &err)) != RI_OK)
-		ri_die(rc, "%s", err.msg);
+	if (optind != argc) {
+		rc = usage_error(cmd, &err);
+		goto out;
+	}
+	if ((rc = ri_instance_open(config, cmd->open_flags | RI_CONFIG_ONLY, &r, &err)) != RI_OK) {
+		if (cmd->positioned == NULL)
+			ri_die(rc, "%s", err.msg);
+		goto out;
+	}
 	if ((rc = ri_cli_request(flags_given, ri_request_max(r), &req, &err)) != RI_OK)
 		goto out;
 	for (size_t i = 0; i < n_sh; i++) {
@@ -222,6 +242,10 @@ ri_cmd_main(const struct ri_cmd *cmd, int argc, char **argv)
 	}
 	rc = cmd->call(r, req, &ans, &err);
 out:
+	/* Action wiring 1, Invariant 8: after the commit, every answer carries
+	 * its position -- whatever failed, and wherever */
+	if (cmd->positioned != NULL)
+		rc = cmd->positioned(rc, req, &ans, &err);
 	json_decref(req);
 	ri_instance_close(r);
 	return ri_cli_finish(rc, ans, &err);

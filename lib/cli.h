@@ -54,6 +54,13 @@ struct ri_cmd {
 	/* a journal that cannot be opened is answered by call itself, on its
 	 * own position (ri_no_journal) */
 	int (*call)(ri *r, json_t *req, json_t **ans, ri_err *err);
+	/* A call whose every answer carries its position (Action wiring 1,
+	 * Invariant 8: ri-close, ri-refuse run after the commit): any failure
+	 * before or around the call -- a usage error, an unreadable or changed
+	 * config, a malformed request -- is answered on that position.  Given
+	 * the code so far (and the request, NULL when none was read), it sets
+	 * *ans and returns the code to exit with.  NULL for the others. */
+	int (*positioned)(int code, json_t *req, json_t **ans, ri_err *err);
 };
 
 int ri_cmd_main(const struct ri_cmd *cmd, int argc, char **argv);

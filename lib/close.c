@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fault.h"
+#include "gate.h"
 #include "proto.h"
 
 struct inv_req {
@@ -77,6 +78,88 @@ reread(struct ri *r, const struct inv_req *q, struct ri_inv *inv, struct ri_stan
 		return RI_ST_INTEGRITY;
 	}
 	return RI_ST_OK;
+}
+
+/*
+ * close 1, Check 2: only the intent's actor closes or refuses it.  Before
+ * anything touches the section: the intent the request names (by its
+ * intent_event_id, which must be the intent of that invocation and act),
+ * the caller's credential authenticated without appending, the caller the
+ * intent's actor_ref.  Anything else is refused on the position's arm with
+ * nothing written and the section untouched -- a made-up event id or
+ * another actor's credential must not release the live holder's section.
+ */
+static int
+authorise(struct ri *r, const struct inv_req *q, json_t **ans, json_t *refusal, int code,
+    ri_err *err)
+{
+	const char *cause;
+	char why[700];
+
+	if (ri_caller_is_actor(r, q->kind, q->act_key, q->invocation_id, q->intent_event_id,
+	    q->actor_ref, q->credential, &cause, why, sizeof why) == RI_ST_OK) {
+		json_decref(refusal);
+		return RI_OK;
+	}
+	json_object_set_new(refusal, "cause", json_string(cause));
+	return ri_refuse_with(ans, refusal, err, code, "recording-failure(%s): %s; nothing written,"
+	    " the section untouched", code == RI_RF_OUTCOME ? "outcome" : "refusal", why);
+}
+
+/* The cause a failure outside the protocol's own arms carries. */
+static const char *
+cause_of(int code)
+{
+	switch (code) {
+	case RI_USAGE: return "usage";
+	case RI_MALFORMED: return "malformed";
+	case RI_CONFIG: return "config";
+	case RI_INVALID_CREDENTIAL: return RI_CAUSE_CREDENTIAL;
+	case RI_NOT_KNOWN: return RI_CAUSE_NOT_KNOWN;
+	case RI_JOURNAL_UNAVAILABLE: return RI_CAUSE_UNAVAILABLE;
+	case RI_INTEGRITY: return RI_CAUSE_INTEGRITY;
+	default: return ri_code_name(code);
+	}
+}
+
+/* Action wiring 1, Invariant 8: the caller has committed, so every answer
+ * carries the position, whatever failed -- the request, the config, the
+ * caller -- and a caller on position outcome never re-runs (8.4). */
+static int
+position(int code, const char *pos, int pos_code, json_t *refusal, json_t **ans, ri_err *err)
+{
+	char msg[sizeof err->msg];
+
+	snprintf(msg, sizeof msg, "%s", err->msg[0] ? err->msg : ri_code_name(code));
+	json_object_set_new(refusal, "cause", json_string(cause_of(code)));
+	json_decref(*ans);
+	*ans = refusal;
+	return ri_fail(err, pos_code, "recording-failure(%s), cause %s: %s -- %s", pos, cause_of(code), msg,
+	    pos_code == RI_RF_OUTCOME ? "the act may exist; its record is the sweep's; never re-run" :
+	    "the sweep records the attempt; never re-run");
+}
+
+int
+ri_close_positioned(int code, json_t *req, json_t **ans, ri_err *err)
+{
+	(void)req;
+	if (code == RI_OK || code == RI_RF_OUTCOME)
+		return code;
+	return position(code, "outcome", RI_RF_OUTCOME, ri_refusal_rf("outcome"), ans, err);
+}
+
+int
+ri_refuse_positioned(int code, json_t *req, json_t **ans, ri_err *err)
+{
+	json_t *refusal, *cc = json_object_get(req, "constituent_code");
+
+	if (code == RI_OK || code == RI_ALREADY_ACCOUNTED || code == RI_RF_REFUSAL)
+		return code;
+	refusal = ri_refusal_rf("refusal");
+	/* the second slot tells the caller why, when the request carried it */
+	if (json_is_string(cc) || json_is_integer(cc))
+		json_object_set(refusal, "constituent_code", cc);
+	return position(code, "refusal", RI_RF_REFUSAL, refusal, ans, err);
 }
 
 /* ---- Close ---- */
@@ -240,8 +323,8 @@ out:
 	return rc;
 }
 
-int
-ri_close(ri *r, json_t *req, json_t **ans, ri_err *err)
+static int
+close_call(ri *r, json_t *req, json_t **ans, ri_err *err)
 {
 	struct inv_req q = { 0 };
 	const struct ri_field fields[] = {
@@ -263,9 +346,14 @@ ri_close(ri *r, json_t *req, json_t **ans, ri_err *err)
 		return rc;
 	if ((rc = bind_kind(r, &q, ans, ri_refusal_rf("outcome"), RI_RF_OUTCOME, err)) != RI_OK)
 		return rc;
-	q.credential = ri_req_credential(q.credential, q.cred_buf, sizeof q.cred_buf);
+	if ((rc = ri_caller_credential(r->cfg, q.credential, q.cred_buf, sizeof q.cred_buf, &q.credential,
+	    err)) != RI_OK)
+		return rc;
 	if (q.credential == NULL)
-		q.credential = "";      /* the substrate refuses it at the write */
+		q.credential = "";      /* refused as invalid-credential below */
+	/* close 1, Check 2: the intent's actor, before the section is touched */
+	if ((rc = authorise(r, &q, ans, ri_refusal_rf("outcome"), RI_RF_OUTCOME, err)) != RI_OK)
+		return rc;
 	if (!ri_is_outcome_ref(q.k, q.outcome_action_ref)) {
 		/* not in the kind's vocabulary: a non-retention invalid-request,
 		 * which lands recording-failure(outcome) (close step 3.3) */
@@ -278,6 +366,12 @@ ri_close(ri *r, json_t *req, json_t **ans, ri_err *err)
 		return rc;
 	}
 	return close_write(r, &q, ans, err);
+}
+
+int
+ri_close(ri *r, json_t *req, json_t **ans, ri_err *err)
+{
+	return ri_close_positioned(close_call(r, req, ans, err), req, ans, err);
 }
 
 /* ---- Refuse ---- */
@@ -293,8 +387,8 @@ rf_refusal(const struct inv_req *q, int st)
 	return j;
 }
 
-int
-ri_refuse(ri *r, json_t *req, json_t **ans, ri_err *err)
+static int
+refuse_call(ri *r, json_t *req, json_t **ans, ri_err *err)
 {
 	struct inv_req q = { 0 };
 	const struct ri_field fields[] = {
@@ -323,7 +417,9 @@ ri_refuse(ri *r, json_t *req, json_t **ans, ri_err *err)
 		return rc;
 	if ((rc = bind_kind(r, &q, ans, rf_refusal(&q, 0), RI_RF_REFUSAL, err)) != RI_OK)
 		return rc;
-	q.credential = ri_req_credential(q.credential, q.cred_buf, sizeof q.cred_buf);
+	if ((rc = ri_caller_credential(r->cfg, q.credential, q.cred_buf, sizeof q.cred_buf, &q.credential,
+	    err)) != RI_OK)
+		return rc;
 	if (q.credential == NULL)
 		q.credential = "";
 	/* refuse step 1: standing before any read (1.1, 1.3, 1.4) */
@@ -331,6 +427,10 @@ ri_refuse(ri *r, json_t *req, json_t **ans, ri_err *err)
 		return ri_refuse_with(ans, rf_refusal(&q, 0), err, RI_RF_REFUSAL,
 		    "recording-failure(refusal): the lease is gone or shorter than journal_write_bound;"
 		    " nothing written; the sweep records the attempt -- never re-run");
+	/* close 1, Check 2: the intent's actor, before the section is touched
+	 * (remaining is a query, not a touch) */
+	if ((rc = authorise(r, &q, ans, rf_refusal(&q, 0), RI_RF_REFUSAL, err)) != RI_OK)
+		return rc;
 	/* refuse step 2: re-read under the section */
 	st = reread(r, &q, &inv, &sd, why, sizeof why);
 	if (st != RI_ST_OK) {
@@ -403,9 +503,21 @@ ri_refuse(ri *r, json_t *req, json_t **ans, ri_err *err)
 	    " -- never re-run", why);
 }
 
+int
+ri_refuse(ri *r, json_t *req, json_t **ans, ri_err *err)
+{
+	return ri_refuse_positioned(refuse_call(r, req, ans, err), req, ans, err);
+}
+
 /* ---- Yield ---- */
 
-/* yield 1-4: release without writing; the intent stays open for the sweep. */
+/*
+ * yield 1-4: release without writing; the intent stays open for the sweep.
+ * Only the intent's actor may yield (close 1, Check 2): the caller names
+ * itself and authenticates like every writer, or nothing is released
+ * (invalid-credential, 10) -- a bare (kind, act key, invocation id) must
+ * not free a running invocation's section.
+ */
 int
 ri_yield(ri *r, json_t *req, json_t **ans, ri_err *err)
 {
@@ -414,22 +526,52 @@ ri_yield(ri *r, json_t *req, json_t **ans, ri_err *err)
 		{ "kind", RI_F_STR, true, &q.kind },
 		{ "act_key", RI_F_STR, true, &q.act_key },
 		{ "invocation_id", RI_F_STR, true, &q.invocation_id },
-		{ "intent_event_id", RI_F_IGNORE, false, NULL },
-		{ "actor_ref", RI_F_IGNORE, false, NULL },
-		{ "credential", RI_F_IGNORE, false, NULL },
+		{ "intent_event_id", RI_F_STR, false, &q.intent_event_id },
+		{ "actor_ref", RI_F_STR, false, &q.actor_ref },
+		{ "credential", RI_F_STR, false, &q.credential },
 		OPEN_ANSWER_EXTRAS,
 		{ NULL, 0, false, NULL } };
+	const char *cause;
+	char why[700];
 	int rc, st;
 
 	*ans = NULL;
 	if ((rc = ri_req_parse(req, fields, err)) != RI_OK)
 		return rc;
+	if ((rc = ri_caller_credential(r->cfg, q.credential, q.cred_buf, sizeof q.cred_buf, &q.credential,
+	    err)) != RI_OK)
+		return rc;
+	if (q.actor_ref == NULL || q.credential == NULL)
+		return ri_refuse_with(ans, ri_refusal("invalid-credential"), err, RI_INVALID_CREDENTIAL,
+		    "invalid-credential: ri-yield needs the intent's actor_ref and its credential (request,"
+		    " $RI_CREDENTIAL or $RI_CREDENTIAL_FILE); nothing released");
 	if (r->st == NULL)
 		return ri_no_journal(r, "yield", NULL, ans, err);
+	st = ri_caller_is_actor(r, q.kind, q.act_key, q.invocation_id, q.intent_event_id, q.actor_ref,
+	    q.credential, &cause, why, sizeof why);
+	if (st == RI_ST_UNAVAILABLE || st == RI_ST_INTEGRITY) {
+		/* who the caller is cannot be decided: nothing is released, and
+		 * the section frees at its lease's end, as with no journal */
+		*ans = json_pack("{s:b}", "ok", 1);
+		ri_alert(*ans, "nothing released: %s; the section frees at its lease's end", why);
+		return RI_OK;
+	}
+	if (st != RI_ST_OK)
+		return ri_refuse_with(ans, ri_refusal("invalid-credential"), err, RI_INVALID_CREDENTIAL,
+		    "invalid-credential (%s): %s; nothing released", cause, why);
 	st = r->st->ops->release(r->st, q.kind, q.act_key, q.invocation_id);
 	*ans = json_pack("{s:b}", "ok", 1);
 	if (st != RI_ST_OK && st != RI_ST_NOT_HELD)
 		ri_alert(*ans, "the release did not land (%s); the section frees at its lease's end",
 		    r->st->ops->error(r->st)->msg);
 	return RI_OK;
+}
+
+/* ri-run's own Yield (commit 8c): the process that Open answered releases
+ * the grant it holds -- it proved who it is at the intent's write. */
+void
+ri_yield_held(ri *r, const char *kind, const char *act_key, const char *invocation_id)
+{
+	if (r->st != NULL)
+		(void)r->st->ops->release(r->st, kind, act_key, invocation_id);
 }

@@ -703,6 +703,23 @@ ri_sweep_lease(const struct ri_config *c)
 	return c->closure_latency + c->journal_write_bound;
 }
 
+/*
+ * Term critical section duration: the longest lease this config can grant
+ * -- a kind's completion bound (an invocation) or the sweep lease (a run,
+ * an operator) -- plus the allowance.  No honest lease row ever expires
+ * further ahead than this, so no take waits longer (act section 11).
+ */
+ri_ms
+ri_longest_lease(const struct ri_config *c)
+{
+	ri_ms m = ri_sweep_lease(c);
+
+	for (size_t i = 0; i < c->n_kinds; i++)
+		if (c->kinds[i].completion_bound > m)
+			m = c->kinds[i].completion_bound;
+	return m + c->clock_offset_allowance;
+}
+
 /* Term settle bound. */
 ri_ms
 ri_settle_bound(const struct ri_config *c)

@@ -44,7 +44,7 @@ ri_finding_name(enum ri_finding f)
 {
 	static const char *names[] = { "journal-unavailable", "store-unavailable",
 		"closure-at-risk", "binding-duplicate", "unbound-kind", "escalated",
-		"service-credential-refused" };
+		"service-credential-refused", "start-refused" };
 	return names[f];
 }
 
@@ -196,6 +196,87 @@ ri_findings_instance(struct ri_findings *f, enum ri_finding what, const char *ki
 		sqlite3_bind_text(st, 5, d, -1, SQLITE_TRANSIENT);
 	rc = exec_step(f, st, err);
 	free(d);
+	return rc;
+}
+
+int
+ri_findings_refusal(struct ri_findings *f, const char *kind, const char *cause, const char *by,
+    ri_ms now, json_t *entry, ri_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	json_t *detail = NULL, *causes;
+	int64_t id = 0;
+	char *d;
+	int rc;
+
+	if (sqlite3_exec(f->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return reg_fail(f, err);
+	if (sqlite3_prepare_v2(f->db, "SELECT id, detail FROM findings WHERE scope = 'instance'"
+	    " AND finding = ?1 AND ifnull(kind, '') = ifnull(?2, '') AND closed_at IS NULL", -1, &st,
+	    NULL) != SQLITE_OK)
+		goto fail;
+	sqlite3_bind_text(st, 1, ri_finding_name(RI_F_START_REFUSED), -1, SQLITE_STATIC);
+	if (kind != NULL)
+		sqlite3_bind_text(st, 2, kind, -1, SQLITE_TRANSIENT);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		id = sqlite3_column_int64(st, 0);
+		if (sqlite3_column_text(st, 1) != NULL)
+			detail = json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
+	} else if (rc != SQLITE_DONE) {
+		goto fail;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (!json_is_object(detail)) {
+		json_decref(detail);
+		detail = json_object();
+	}
+	if (!json_is_object(causes = json_object_get(detail, "causes"))) {
+		causes = json_object();
+		json_object_set_new(detail, "causes", causes);
+	}
+	if (json_object_get(causes, cause) != NULL) {
+		/* once per cause: already on the register */
+		json_decref(detail);
+		sqlite3_exec(f->db, "COMMIT", NULL, NULL, NULL);
+		return RI_OK;
+	}
+	json_object_set(causes, cause, entry);
+	d = ri_json_canonical(detail);
+	json_decref(detail);
+	/* ?1 finding, ?2 kind, ?3 by, ?4 now, ?5 detail, ?6 id */
+	rc = sqlite3_prepare_v2(f->db, id == 0 ?
+	    "INSERT INTO findings(finding, scope, kind, first_seen, first_seen_at, last_seen,"
+	    " last_seen_at, run_id, detail) VALUES (?1, 'instance', ?2, ?3, ?4, ?3, ?4, ?3, ?5)" :
+	    "UPDATE findings SET last_seen = ?3, last_seen_at = ?4, run_id = ?3, detail = ?5"
+	    " WHERE id = ?6", -1, &st, NULL);
+	if (rc != SQLITE_OK) {
+		free(d);
+		goto fail;
+	}
+	if (id == 0) {
+		sqlite3_bind_text(st, 1, ri_finding_name(RI_F_START_REFUSED), -1, SQLITE_STATIC);
+		if (kind != NULL)
+			sqlite3_bind_text(st, 2, kind, -1, SQLITE_TRANSIENT);
+	} else {
+		sqlite3_bind_int64(st, 6, id);
+	}
+	sqlite3_bind_text(st, 3, by, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 4, now);
+	sqlite3_bind_text(st, 5, d, -1, SQLITE_TRANSIENT);
+	rc = sqlite3_step(st);
+	free(d);
+	sqlite3_finalize(st);
+	st = NULL;
+	if (rc != SQLITE_DONE)
+		goto fail;
+	if (sqlite3_exec(f->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		goto fail;
+	return RI_OK;
+fail:
+	rc = reg_fail(f, err);
+	sqlite3_finalize(st);
+	sqlite3_exec(f->db, "ROLLBACK", NULL, NULL, NULL);
 	return rc;
 }
 

@@ -22,7 +22,9 @@ enum ri_finding {
 	/* Outside the five conditions: an operator's queue and alarms, which no
 	 * surface reads (findings 6). */
 	RI_F_ESCALATED,                 /* act: the sweep escalated it (reconcile step 3.8b) */
-	RI_F_SERVICE_CREDENTIAL         /* instance, kind: reconcile step 3.18 */
+	RI_F_SERVICE_CREDENTIAL,        /* instance, kind: reconcile step 3.18 */
+	RI_F_START_REFUSED              /* instance, kind or none: a writer refused to start
+	                                 * (Instance start 3, Binding 2-3) */
 };
 
 struct ri_finding_row {
@@ -51,6 +53,13 @@ int ri_findings_run_begin(struct ri_findings *f, const char *run_id, ri_ms now, 
  * seen (findings 9), or open a new one (findings 7, 11).  kind may be NULL. */
 int ri_findings_instance(struct ri_findings *f, enum ri_finding what, const char *kind,
     const char *run_id, ri_ms now, json_t *detail, ri_err *err);
+/* A writer refused to start (Instance start 3, Binding 3): recorded once
+ * per cause -- one standing start-refused record per kind (NULL: the
+ * instance), its detail's "causes" gaining each cause the first time it
+ * is seen; a cause already recorded writes nothing.  A sweep run that
+ * starts closes the record (findings 10). */
+int ri_findings_refusal(struct ri_findings *f, const char *kind, const char *cause,
+    const char *by, ri_ms now, json_t *entry, ri_err *err);
 /* Close every standing instance finding this run did not see, with last
  * seen left at the previous run (findings 10a).  `seen` lists
  * "finding\tkind" strings this run saw. */

@@ -4,6 +4,7 @@
 #include <sodium.h>
 
 #include "fault.h"
+#include "gate.h"
 #include "instance.h"
 #include "integrity.h"
 #include "store_sqlite.h"
@@ -24,8 +25,9 @@ ri_instance_open(const char *config_path, unsigned flags, ri **out, ri_err *err)
 	if ((rc = ri_fault_arm(r->cfg, err)) != RI_OK)
 		goto fail;
 	/* Instance start 3: a writer refuses to run on an instance whose
-	 * conditions fail; readers and set-up tools still run. */
-	if ((flags & RI_WRITER) && (rc = ri_conditions_hold(r->cfg, err)) != RI_OK)
+	 * conditions fail (and records why, once); readers and set-up tools
+	 * still run. */
+	if ((flags & RI_WRITER) && (rc = ri_gate_conditions(r->cfg, err)) != RI_OK)
 		goto fail;
 	if (flags & RI_CONFIG_ONLY) {
 		*out = r;
@@ -47,9 +49,20 @@ ri_instance_attach(struct ri *r, unsigned flags, ri_err *err)
 
 	r->flags = flags;
 	if (!(flags & RI_NO_KEY) &&
-	    (rc = ri_key_load(r->cfg->integrity_key_file, &r->key, &r->keylen, err)) != RI_OK)
+	    (rc = ri_key_load(r->cfg->integrity_key_file, &r->key, &r->keylen, err)) != RI_OK) {
+		if (flags & RI_WRITER)
+			ri_gate_key_refused(r->cfg, err);
 		return rc;
-	return ri_sqlite_open(r->cfg, r->key, r->keylen, flags, &r->st, err);
+	}
+	if ((rc = ri_sqlite_open(r->cfg, r->key, r->keylen, flags, &r->st, err)) != RI_OK)
+		return rc;
+	/* the rest of the start gate a writer shares with ri-startcheck */
+	if ((flags & RI_WRITER) && (rc = ri_gate_journal(r, flags, err)) != RI_OK) {
+		r->st->ops->close(r->st);
+		r->st = NULL;
+		return rc;
+	}
+	return RI_OK;
 }
 
 void

@@ -115,24 +115,15 @@ ri_mac_ok(const unsigned char *key, size_t keylen, const void *msg, size_t n,
 int
 ri_key_load(const char *path, unsigned char **key, size_t *len, ri_err *err)
 {
-	struct stat sb;
+	char why[1024];
 	int fd;
 	ssize_t n;
 	unsigned char *buf;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return ri_fail(err, RI_CONFIG, "integrity key %s: %s", path, strerror(errno));
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-		close(fd);
-		return ri_fail(err, RI_CONFIG, "integrity key %s: not a regular file", path);
-	}
-	if ((sb.st_mode & 077) != 0) {
-		close(fd);
-		return ri_fail(err, RI_CONFIG,
-		    "integrity key %s: mode %03o is group- or world-accessible; chmod 600 it",
-		    path, (unsigned)(sb.st_mode & 0777));
-	}
+	/* the start gate (Instance start 3): a private regular file the
+	 * caller owns, opened so that a FIFO never blocks */
+	if ((fd = ri_secret_open(path, why, sizeof why)) < 0)
+		return ri_fail(err, RI_CONFIG, "integrity key %s", why);
 	buf = sodium_malloc(RI_KEY_MAX + 1);
 	if (buf == NULL)
 		abort();
@@ -172,11 +163,17 @@ int
 ri_seal_key_load(const char *path, unsigned char *key, size_t len, ri_err *err)
 {
 	size_t n, got;
-	char *text = ri_slurp(path, 4096, &n);
+	char why[1024], *text;
 	int rc = RI_OK;
 
+	/* the secret key signs: the start gate's private file (Instance
+	 * start 3); a public key is anyone's to read */
+	if (len == 64)
+		text = ri_secret_read(path, 4096, &n, why, sizeof why);
+	else if ((text = ri_slurp(path, 4096, &n)) == NULL)
+		snprintf(why, sizeof why, "%s: %s", path, strerror(errno));
 	if (text == NULL)
-		return ri_fail(err, RI_CONFIG, "seal key %s: %s", path, strerror(errno));
+		return ri_fail(err, RI_CONFIG, "seal key %s", why);
 	if (sodium_hex2bin(key, len, text, n, " \r\n", &got, NULL) != 0 || got != len)
 		rc = ri_fail(err, RI_CONFIG, "seal key %s: expected %zu bytes in hex", path, len);
 	sodium_memzero(text, n);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fault.h"
+#include "gate.h"
 #include "findings.h"
 #include "proto.h"
 
@@ -329,7 +330,9 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 		    r->cfg->path);
 		goto out;
 	}
-	o.credential = ri_req_credential(o.credential, o.cred_buf, sizeof o.cred_buf);
+	if ((rc = ri_caller_credential(r->cfg, o.credential, o.cred_buf, sizeof o.cred_buf,
+	    &o.credential, err)) != RI_OK)
+		goto out;
 	/* open step 1.1, Primitive policy 1, 7, 8: non-empty, under the cap,
 	 * never inspected beyond that; step 1.5: nothing written */
 	if (!ri_ref_ok(r, o.act_key) || !ri_ref_ok(r, o.actor_ref) || o.credential == NULL ||
@@ -365,6 +368,14 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 	}
 	/* open step 2: take((kind, act key), invocation id, completion bound) */
 	st = r->st->ops->take(r->st, o.kind, o.act_key, o.inv, o.k->completion_bound, &g);
+	if (st == RI_ST_INTEGRITY) {
+		json_decref(payload);
+		/* act section 11: a lease row past the longest lease this config
+		 * grants is surfaced, never waited on (INTERFACE 30: open -> 15) */
+		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable", "cause",
+		    "integrity"), err, RI_JOURNAL_UNAVAILABLE, "%s", r->st->ops->error(r->st)->msg);
+		goto out;
+	}
 	if (st != RI_ST_OK) {
 		json_decref(payload);
 		/* act section 5: the host's unavailable arm is section-unavailable */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fault.h"
+#include "gate.h"
 #include "proto.h"
 
 struct resolve_req {
@@ -81,6 +82,37 @@ parse_disposition(struct ri *r, struct resolve_req *q, enum disposition *d, json
 	return RI_OK;
 }
 
+/*
+ * Resolve is the human-attested close (Invariant 5.4, Term caller kind): a
+ * service identity -- any kind's service actor, by name, or an actor the
+ * registry holds as a service, once its credential authenticates (Actor
+ * Identity's check alone: nothing appended, no attestation minted) -- is
+ * refused invalid-request(caller-kind) before the take, nothing written.
+ * Whether a credential is valid is still decided at the write and nowhere
+ * earlier (resolve 2-3): a caller that does not authenticate here goes on,
+ * and the write refuses it.
+ */
+static int
+caller_kind(struct ri *r, struct resolve_req *q, json_t **ans, ri_err *err)
+{
+	struct ri_actor who;
+	bool service;
+
+#ifndef RI_NC_NO_CALLER_KIND
+	service = ri_is_service_actor(r->cfg, q->actor_ref, NULL) ||
+	    (r->st->ops->authenticate(r->st, q->actor_ref, q->credential, &who) == RI_ST_OK &&
+	    ri_is_service_actor(r->cfg, q->actor_ref, &who));
+#else
+	(void)r;
+	(void)who;
+	service = false;
+#endif
+	if (service)
+		return invalid(ans, err, "caller-kind", "%s is a service identity: Resolve is for human"
+		    " operators (Invariant 5.4, Term caller kind); nothing written", q->actor_ref);
+	return RI_OK;
+}
+
 int
 ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 {
@@ -118,15 +150,25 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 		return rc;
 	/* resolve 2: the credential is validated at the closing write and
 	 * nowhere earlier */
-	q.credential = ri_req_credential(q.credential, q.cred_buf, sizeof q.cred_buf);
+	if ((rc = ri_caller_credential(r->cfg, q.credential, q.cred_buf, sizeof q.cred_buf,
+	    &q.credential, err)) != RI_OK)
+		return rc;
 	if (q.credential == NULL)
 		q.credential = "";
+	if ((rc = caller_kind(r, &q, ans, err)) != RI_OK)
+		return rc;
 	/* resolve 19: now and the operator run id, at the operator's seam */
 	if ((rc = ri_seam_now(r, &now, err)) != RI_OK)
 		return rc;
 	ri_mint_id("opr_", q.op_run);
 	/* resolve 4-6: the sweep lease, held by the operator run id */
-	if (r->st->ops->take(r->st, q.kind, q.act_key, q.op_run, ri_sweep_lease(r->cfg), &g) != RI_ST_OK) {
+	if ((st = r->st->ops->take(r->st, q.kind, q.act_key, q.op_run, ri_sweep_lease(r->cfg), &g)) ==
+	    RI_ST_INTEGRITY)
+		/* act section 11: a lease row past the longest lease is surfaced,
+		 * never waited on (INTERFACE 30: resolve -> 23) */
+		return ri_refuse_with(ans, ri_refusal_rf_st("resolution", st), err, RI_RF_RESOLUTION,
+		    "recording-failure(resolution): %s; nothing appended", r->st->ops->error(r->st)->msg);
+	if (st != RI_ST_OK) {
 		*ans = ri_refusal("section-unavailable");
 		return ri_fail(err, RI_SECTION_UNAVAILABLE, "section-unavailable: %s", r->st->ops->error(r->st)->msg);
 	}

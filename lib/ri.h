@@ -54,6 +54,7 @@ typedef struct ri ri;           /* one instance: config, journal, register, keys
 #define RI_READONLY    0x02u    /* open the journal read-only (readers, ri-audit) */
 #define RI_CONFIG_ONLY 0x04u    /* parse the config; touch no file it names */
 #define RI_NO_KEY      0x08u    /* no integrity key: chain-only verification */
+#define RI_SWEEPER     0x10u    /* ri-sweep: the run answers Binding 2 itself (Binding 4-6) */
 
 int  ri_instance_open(const char *config_path, unsigned flags, ri **out, ri_err *err);
 void ri_instance_close(ri *r);
@@ -64,6 +65,12 @@ int ri_open(ri *r, json_t *req, json_t **ans, ri_err *err);
 int ri_close(ri *r, json_t *req, json_t **ans, ri_err *err);
 int ri_refuse(ri *r, json_t *req, json_t **ans, ri_err *err);
 int ri_yield(ri *r, json_t *req, json_t **ans, ri_err *err);
+/* Action wiring 1: a failure of ri-close (ri-refuse) before or around the
+ * call, answered on position outcome (refusal): 21 (22) with a cause. */
+int ri_close_positioned(int code, json_t *req, json_t **ans, ri_err *err);
+int ri_refuse_positioned(int code, json_t *req, json_t **ans, ri_err *err);
+/* ri-run's own Yield of the grant its Open holds (commit 8c). */
+void ri_yield_held(ri *r, const char *kind, const char *act_key, const char *invocation_id);
 int ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err);
 int ri_reconcile(ri *r, json_t **ans, ri_err *err);
 int ri_read_invocation(ri *r, json_t *req, json_t **ans, ri_err *err);

@@ -17,10 +17,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "fault.h"
+#include "gate.h"
 #include "proto.h"
 #include "run.h"
 
@@ -32,17 +35,51 @@ on_signal(int sig)
 	interrupted = sig;
 }
 
+/*
+ * The job inherits no descriptor beyond stdin, stdout and stderr: every
+ * other one -- the journal's, a spare end of a pipe, whatever ri-run
+ * itself inherited -- is closed before the exec.
+ */
+static void
+close_from(int low)
+{
+#ifdef SYS_close_range
+	if (syscall(SYS_close_range, (unsigned)low, ~0U, 0) == 0)
+		return;
+#endif
+	long max = sysconf(_SC_OPEN_MAX);
+
+	if (max < 0 || max > 65536)
+		max = 65536;
+	for (int fd = low; fd < max; fd++)
+		(void)close(fd);
+}
+
 static void
 child(const struct ri_run_opts *o, const char *inv, const char *ev, const char *datum,
-    const char *deadline, const char *token, int out_fd)
+    const char *deadline, const char *token, int out_fd, int go_fd, pid_t parent)
 {
+	char go;
+
 	(void)setpgid(0, 0);
+	/* the job dies with ri-run (ri-run(1)): its leader by the kernel's
+	 * parent-death signal, its whole group by the watchdog */
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(127);     /* ri-run died before the signal was armed */
+	/* wait until the watchdog stands: nothing of the job runs unwatched */
+	while (read(go_fd, &go, 1) < 0 && errno == EINTR)
+		;
+	if (getppid() != parent)
+		_exit(127);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
 	signal(SIGPIPE, SIG_DFL);
 	if (dup2(out_fd, STDOUT_FILENO) < 0)
 		_exit(127);
+	(void)fcntl(STDOUT_FILENO, F_SETFD, 0);
+	close_from(STDERR_FILENO + 1);
 	/* the journal credential is the caller's, not the job's */
 	unsetenv("RI_CREDENTIAL");
 	unsetenv("RI_CREDENTIAL_FILE");
@@ -59,6 +96,60 @@ child(const struct ri_run_opts *o, const char *inv, const char *ev, const char *
 	_exit(127);
 }
 
+/*
+ * The watchdog: a small process of its own group that outlives ri-run by
+ * an instant.  It holds the read end of a lifeline whose only write end is
+ * ri-run's; ri-run writes one byte once the job has ended and its group
+ * is stopped.  End of file without that byte means ri-run died -- by any
+ * signal, SIGKILL included -- and the watchdog kills the job's whole
+ * process group at once, long before the lease ends, so no process of the
+ * job outlives the invocation's standing.  It runs nothing and touches no
+ * journal: it inherited the connection's descriptor and closes it.
+ */
+static _Noreturn void
+watchdog(pid_t job, int lifeline)
+{
+	char b;
+	ssize_t n;
+
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	/* out of ri-run's group: a terminal's signal to ri-run's group does
+	 * not take the watchdog with it */
+	(void)setpgid(0, 0);
+	if (lifeline != STDIN_FILENO && dup2(lifeline, STDIN_FILENO) < 0)
+		_exit(1);
+	(void)fcntl(STDIN_FILENO, F_SETFD, 0);
+	close_from(STDIN_FILENO + 1);
+	while ((n = read(STDIN_FILENO, &b, 1)) < 0 && errno == EINTR)
+		;
+	if (n != 1)
+		(void)kill(-job, SIGKILL);
+	_exit(0);
+}
+
+static int
+cloexec_pipe(int fds[2])
+{
+	if (pipe(fds) != 0)
+		return -1;
+	(void)fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+	(void)fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+	return 0;
+}
+
+static void
+close_pair(int fds[2])
+{
+	if (fds[0] >= 0)
+		close(fds[0]);
+	if (fds[1] >= 0)
+		close(fds[1]);
+	fds[0] = fds[1] = -1;
+}
+
 struct outcome {
 	int status;             /* waitpid status */
 	bool stopped;           /* ri-run stopped it (lease end or interrupt) */
@@ -69,29 +160,61 @@ struct outcome {
 
 /* Run CMD until it ends or the stop instant arrives; capture stdout up to
  * cap bytes and drain the rest. */
+/* Run CMD until it ends or the stop instant arrives; capture stdout up to
+ * cap bytes and drain the rest. */
 static int
 run_child(const struct ri_run_opts *o, const char *inv, const char *ev, const char *datum,
     const char *deadline, const char *token, int64_t budget, struct outcome *res)
 {
-	int fds[2];
-	pid_t pid;
+	int fds[2] = { -1, -1 }, go[2] = { -1, -1 }, life[2] = { -1, -1 };
+	pid_t pid, dog, self = getpid();
 	size_t cap = res->len;
 	int64_t stop_at = ri_mono_ms() + budget, term_at = 0;
 	bool done = false, eof = false, killed = false;
 
 	res->len = 0;
 	res->out = ri_xmalloc(cap + 1);
-	if (pipe(fds) != 0)
+	if (cloexec_pipe(fds) != 0 || cloexec_pipe(go) != 0 || cloexec_pipe(life) != 0) {
+		close_pair(fds);
+		close_pair(go);
+		close_pair(life);
 		return -1;
+	}
 	fflush(NULL);
-	if ((pid = fork()) < 0)
+	if ((pid = fork()) < 0) {
+		close_pair(fds);
+		close_pair(go);
+		close_pair(life);
 		return -1;
+	}
 	if (pid == 0) {
 		close(fds[0]);
-		child(o, inv, ev, datum, deadline, token, fds[1]);
+		close(go[1]);
+		close_pair(life);
+		child(o, inv, ev, datum, deadline, token, fds[1], go[0], self);
 	}
 	(void)setpgid(pid, pid);
 	close(fds[1]);
+	close(go[0]);
+	if ((dog = fork()) < 0) {
+		/* no watchdog, no job: it never left its wait */
+		(void)kill(-pid, SIGKILL);
+		(void)kill(pid, SIGKILL);
+		(void)waitpid(pid, NULL, 0);
+		close(fds[0]);
+		close(go[1]);
+		close_pair(life);
+		return -1;
+	}
+	if (dog == 0) {
+		close(life[1]);
+		watchdog(pid, life[0]);
+	}
+	close(life[0]);
+	/* the watchdog stands: let the job run */
+	if (write(go[1], "g", 1) != 1)
+		(void)kill(-pid, SIGKILL);
+	close(go[1]);
 	(void)fcntl(fds[0], F_SETFL, O_NONBLOCK);
 	while (!done || (!eof && !res->stopped)) {
 		struct pollfd p = { fds[0], POLLIN, 0 };
@@ -133,6 +256,13 @@ run_child(const struct ri_run_opts *o, const char *inv, const char *ev, const ch
 	res->out[res->len] = '\0';
 	/* nothing of the job outlives it: its group is stopped either way */
 	(void)kill(-pid, SIGKILL);
+	/* then the watchdog is told ri-run saw it end, and goes (a watchdog
+	 * already gone answers EPIPE: SIGPIPE is ignored while ri-run runs) */
+	if (write(life[1], "d", 1) != 1)
+		(void)kill(dog, SIGKILL);
+	close(life[1]);
+	while (waitpid(dog, NULL, 0) < 0 && errno == EINTR)
+		;
 	return 0;
 }
 
@@ -165,15 +295,11 @@ mint_datum(struct ri *r, const struct ri_kind *k, ri_err *err)
 static int
 yield_unknown(struct ri *r, json_t *opened, json_t **ans, ri_err *err, const char *why)
 {
-	json_t *req = json_pack("{s:O, s:O, s:O}", "kind", json_object_get(opened, "kind"),
-	    "act_key", json_object_get(opened, "act_key"), "invocation_id",
-	    json_object_get(opened, "invocation_id")), *yans = NULL;
-	ri_err yerr;
-
-	/* commit 8: the unknown partition -- Yield, never Close or Refuse */
-	(void)ri_yield(r, req, &yans, &yerr);
-	json_decref(req);
-	json_decref(yans);
+	/* commit 8: the unknown partition -- Yield, never Close or Refuse;
+	 * this process holds the grant its own Open was given */
+	ri_yield_held(r, json_string_value(json_object_get(opened, "kind")),
+	    json_string_value(json_object_get(opened, "act_key")),
+	    json_string_value(json_object_get(opened, "invocation_id")));
 	*ans = ri_refusal_rf("outcome");
 	return ri_fail(err, RI_RF_OUTCOME, "%s; yielded: the act may exist and its record is the "
 	    "sweep's -- never re-run (recording-failure(outcome))", why);
@@ -213,7 +339,11 @@ ri_run(ri *r, const struct ri_run_opts *o, json_t **ans, int *exit_code, ri_err 
 		/* pairing datum 1: the intent data carries it */
 		json_object_set_new(intent_data, "pairing_datum", json_string(datum));
 	}
-	cred = ri_req_credential(NULL, cred_buf, sizeof cred_buf);
+	if ((rc = ri_caller_credential(r->cfg, NULL, cred_buf, sizeof cred_buf, &cred, err)) != RI_OK) {
+		json_decref(intent_data);
+		free(datum);
+		return rc;
+	}
 	req = json_pack("{s:s, s:s, s:s, s:o}", "kind", o->kind, "act_key", o->act_key,
 	    "actor_ref", o->actor, "intent_data", intent_data);
 	if (cred != NULL)
@@ -246,6 +376,7 @@ ri_run(ri *r, const struct ri_run_opts *o, json_t **ans, int *exit_code, ri_err 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
+	signal(SIGPIPE, SIG_IGN);
 	if (run_child(o, json_string_value(json_object_get(opened, "invocation_id")),
 	    json_string_value(json_object_get(opened, "intent_event_id")), datum, deadline, token,
 	    stop - now, &res) != 0) {

@@ -166,6 +166,16 @@ struct ri_store_ops {
 	    char credential_out[128]);
 	int (*actor_revoke)(struct ri_store *, const char *actor_ref);
 	int (*actor_list)(struct ri_store *, struct ri_actor **out, size_t *n);
+	/* Actor Identity's credential check, and nothing else: no record, no
+	 * attestation minted (close 1, Check 2, Invariant 5.1: who the caller
+	 * is, decided before anything touches a section).  OK with the actor
+	 * (actor_ref NULL: not copied) | INVALID_CREDENTIAL (unknown, wrong,
+	 * revoked) | INTEGRITY (the registry row fails its MAC) | UNAVAILABLE. */
+	int (*authenticate)(struct ri_store *, const char *actor_ref, const char *credential,
+	    struct ri_actor *out);
+	/* The distinct kinds of the open intents recorded after `since`
+	 * (Binding 2, 6): ascending, each strdup'ed. */
+	int (*open_kinds)(struct ri_store *, ri_ms since, char ***kinds, size_t *n);
 	/* Lease: the critical-section host (act section 1-14) */
 	int (*take)(struct ri_store *, const char *kind, const char *act_key,
 	    const char *holder, ri_ms duration, struct ri_grant *);
@@ -203,5 +213,6 @@ void ri_record_clear(struct ri_record *r);
 void ri_records_clear(struct ri_records *rs);
 void ri_open_intents_free(struct ri_open_intent *v, size_t n);
 void ri_actors_free(struct ri_actor *v, size_t n);
+void ri_strings_free(char **v, size_t n);
 
 #endif

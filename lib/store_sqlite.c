@@ -685,6 +685,14 @@ ri_actors_free(struct ri_actor *v, size_t n)
 	free(v);
 }
 
+void
+ri_strings_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
 static int
 now_or_fail(struct sq *s, ri_ms *now)
 {
@@ -1054,7 +1062,7 @@ actor_mac(struct sq *s, const char *actor, int service, const unsigned char ch[3
  * is keyed (BLAKE2b) and compared in constant time; a revoked actor fails
  * from the instant of revocation on. */
 static int
-check_credential(struct sq *s, const char *actor, const char *cred, ri_ms now)
+check_credential(struct sq *s, const char *actor, const char *cred, ri_ms now, struct ri_actor *who)
 {
 	sqlite3_stmt *st;
 	unsigned char have[32], want[32], mac[RI_HASH_LEN];
@@ -1092,6 +1100,11 @@ check_credential(struct sq *s, const char *actor, const char *cred, ri_ms now)
 		return st_fail(s, RI_ST_INVALID_CREDENTIAL, 0, NULL, "wrong credential for actor %s", actor);
 	if (revoked != RI_NONE && revoked <= now)
 		return st_fail(s, RI_ST_INVALID_CREDENTIAL, 0, NULL, "actor %s is revoked", actor);
+	if (who != NULL) {
+		who->service = service != 0;
+		who->created_at = created;
+		who->revoked_at = revoked;
+	}
 	return RI_ST_OK;
 }
 
@@ -1338,7 +1351,7 @@ sq_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 		return rc == RI_ST_UNAVAILABLE || rc == RI_ST_READONLY ? recode(s, RI_ST_STEP2) : rc;
 	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
 		goto fail;
-	if ((rc = check_credential(s, a->actor_ref, a->credential, now)) != RI_ST_OK)
+	if ((rc = check_credential(s, a->actor_ref, a->credential, now, NULL)) != RI_ST_OK)
 		goto fail;
 #ifdef RI_NC_NO_JOURNAL_FENCE
 	(void)check_fence;              /* negative control: the fence is never checked */
@@ -1679,6 +1692,95 @@ sq_actor_list(struct ri_store *base, struct ri_actor **out, size_t *n)
 	return RI_ST_OK;
 }
 
+/*
+ * authenticate(actor, credential): the check record_action makes, made
+ * alone -- nothing appended, no attestation minted -- so a writer can know
+ * who its caller is before it touches a section (close 1, Check 2; resolve's
+ * caller kind, Invariant 5.4; the sweep's service identity, Sweep never 2).
+ * record_action still checks again at the write.
+ */
+static int
+sq_authenticate(struct ri_store *base, const char *actor, const char *cred, struct ri_actor *out)
+{
+	struct sq *s = (struct sq *)base;
+	struct ri_actor who = { 0 };
+	ri_ms now;
+	int rc;
+
+	memset(&s->err, 0, sizeof s->err);
+	if (out != NULL)
+		memset(out, 0, sizeof *out);
+	if (!valid_ref(actor, s->cfg->reference_length_cap) || cred == NULL || *cred == '\0')
+		return st_fail(s, RI_ST_INVALID_CREDENTIAL, 0, NULL, "no actor ref or no credential");
+	if (s->key == NULL)
+		return st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "no integrity key: credentials cannot be checked");
+	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
+		return rc;
+	rc = check_credential(s, actor, cred, now, &who);
+	if (rc == RI_ST_STEP2)
+		rc = recode(s, RI_ST_UNAVAILABLE);
+	if (rc == RI_ST_OK && out != NULL)
+		*out = who;
+	return rc;
+}
+
+/* The distinct kinds with an open intent recorded after `since`: one index
+ * seek per kind (kind > previous), so the start gate costs O(kinds log n),
+ * never a scan of the backlog. */
+static int
+sq_open_kinds(struct ri_store *base, ri_ms since, char ***kinds, size_t *n)
+{
+	struct sq *s = (struct sq *)base;
+	char *prev = ri_strdup("");
+	sqlite3_stmt *st;
+	int rc = SQLITE_DONE;
+
+	*kinds = NULL;
+	*n = 0;
+	for (;;) {
+		char *k;
+		bool recent;
+
+		if ((st = prep(s, "SELECT kind FROM open_intents WHERE kind > ? ORDER BY kind LIMIT 1")) == NULL)
+			goto fail;
+		bind_text(st, 1, prev);
+		rc = sqlite3_step(st);
+		k = rc == SQLITE_ROW ? col_dup(st, 0) : NULL;
+		done(s, st);
+		if (rc == SQLITE_DONE)
+			break;
+		if (rc != SQLITE_ROW || k == NULL) {
+			free(k);
+			goto fail;
+		}
+		free(prev);
+		prev = k;
+		if ((st = prep(s, "SELECT 1 FROM open_intents WHERE kind = ? AND recorded_at > ? LIMIT 1")) == NULL)
+			goto fail;
+		bind_text(st, 1, k);
+		sqlite3_bind_int64(st, 2, since);
+		rc = sqlite3_step(st);
+		recent = rc == SQLITE_ROW;
+		done(s, st);
+		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+			goto fail;
+		if (!recent)
+			continue;
+		*kinds = realloc(*kinds, (*n + 1) * sizeof **kinds);
+		if (*kinds == NULL)
+			abort();
+		(*kinds)[(*n)++] = ri_strdup(k);
+	}
+	free(prev);
+	return RI_ST_OK;
+fail:
+	free(prev);
+	ri_strings_free(*kinds, *n);
+	*kinds = NULL;
+	*n = 0;
+	return db_fail(s, RI_ST_UNAVAILABLE, "read");
+}
+
 /* ---- the critical-section host (Lease) ---------------------------------------- */
 
 /*
@@ -1777,6 +1879,30 @@ take_loop(struct sq *s, const char *kind, const char *act_key, const char *holde
 			return RI_ST_OK;
 		}
 		rollback(s);
+#ifndef RI_NC_NO_LEASE_CAP
+		/*
+		 * act section 11, resolve 5, reconcile step 2.2: a take waits at
+		 * most the holder's remaining lease -- and no honest holder's
+		 * remaining exceeds the longest lease this config grants.  The
+		 * leases table carries no MAC, so a row past that cap is an
+		 * integrity failure, surfaced at once, never a wait (a forged
+		 * row would otherwise hold the act, and a hung sweep its run
+		 * lock, for as long as it says).
+		 *
+		 * A holder the journal never named is NOT judged here, because
+		 * it cannot be judged soundly: Open takes the section before it
+		 * writes its intent (open step 2 before 4), so an inv_ holder
+		 * legitimately has no intent for a moment -- and forever, if that
+		 * Open died in between; a sweep run's and an operator's holders
+		 * are never journaled at all.  The cap is what bounds a forged
+		 * holder: the wait ends within one longest lease.
+		 */
+		if (expires - now > ri_longest_lease(s->cfg))
+			return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
+			    "journal integrity: the lease row of (%s, %s) expires %lld ms ahead, beyond the"
+			    " longest lease this config grants (%lld ms): the leases table was altered",
+			    kind, act_key, (long long)(expires - now), (long long)ri_longest_lease(s->cfg));
+#endif
 		int64_t mono = ri_mono_ms();
 		if (deadline < 0)
 			deadline = mono + (expires - now);
@@ -2132,6 +2258,8 @@ static const struct ri_store_ops sqlite_ops = {
 	.actor_add = sq_actor_add,
 	.actor_revoke = sq_actor_revoke,
 	.actor_list = sq_actor_list,
+	.authenticate = sq_authenticate,
+	.open_kinds = sq_open_kinds,
 	.take = sq_take,
 	.remaining = sq_remaining,
 	.release = sq_release,

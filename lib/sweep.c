@@ -12,10 +12,12 @@
 #include <string.h>
 #include <sys/file.h>
 #include <unistd.h>
+#include <sodium.h>
 
 #include "audit.h"
 #include "fault.h"
 #include "findings.h"
+#include "gate.h"
 #include "probe.h"
 #include "proto.h"
 #include "sweep.h"
@@ -39,8 +41,12 @@ struct sweep {
 	struct tally t;
 	char **seen;                    /* instance findings this run saw: "finding\tkind" */
 	size_t n_seen;
-	bool credential_refused;        /* reconcile step 3.19: write nothing more */
-	json_t *creds;                  /* kind -> credential */
+	json_t *creds;                  /* kind -> its service identity's credential */
+	json_t *refused;                /* kind -> why its service identity was refused
+	                                 * (reconcile steps 3.18-3.19: nothing more is
+	                                 * written under it this run) */
+	bool lease_tampered;            /* a take met a lease row past the cap */
+	bool binding_refused;           /* Binding 2: the run writes nothing */
 };
 
 static void
@@ -92,21 +98,83 @@ act_finding(struct sweep *s, enum ri_finding what, const char *kind, const char 
 
 /* ---- the service identity ---- */
 
+/*
+ * reconcile steps 3.18-3.19, Term unreached: a refused service identity
+ * stops the writes under it -- that kind's, and only that kind's (another
+ * kind with its own valid identity is still closed) -- and is surfaced on
+ * the compliance surface at once.
+ */
+static void
+refuse_identity(struct sweep *s, const struct ri_kind *k, const char *why)
+{
+	if (json_object_get(s->refused, k->name) != NULL)
+		return;
+	json_object_set_new(s->refused, k->name, json_string(why));
+	instance_finding(s, RI_F_SERVICE_CREDENTIAL, k->name, json_pack("{s:s, s:s, s:s}", "actor_ref",
+	    k->service_actor, "why", why, "rule", "reconcile step 3.18"));
+	alert(s, "the service identity %s of kind %s is refused (%s); the run writes nothing more for"
+	    " kind %s", k->service_actor, k->name, why, k->name);
+}
+
+enum identity { ID_OK, ID_REFUSED, ID_UNAVAILABLE };
+
+/*
+ * Sweep never 2: the sweep writes only under a registered, active SERVICE
+ * actor -- never under a human's credential, whatever the config names as
+ * the kind's service_identity.  Decided once per kind per run, before the
+ * kind's first take: the credential file is the start gate's private file
+ * (never a FIFO that would block), the credential authenticates without
+ * appending, the actor is registered as a service and not revoked.
+ */
+static enum identity
+identity(struct sweep *s, const struct ri_kind *k)
+{
+	struct ri *r = s->r;
+	struct ri_actor who;
+	char why[1200], *text;
+	size_t len;
+	int st;
+
+	if (json_object_get(s->refused, k->name) != NULL)
+		return ID_REFUSED;
+	if (json_object_get(s->creds, k->name) != NULL)
+		return ID_OK;
+	if ((text = ri_secret_read(k->service_credential_file, 4096, &len, why, sizeof why)) == NULL) {
+		char msg[1300];
+		snprintf(msg, sizeof msg, "the credential file cannot be used: %s", why);
+		refuse_identity(s, k, msg);
+		return ID_REFUSED;
+	}
+	st = r->st->ops->authenticate(r->st, k->service_actor, text, &who);
+	if (st == RI_ST_UNAVAILABLE) {
+		sodium_memzero(text, len);
+		free(text);
+		alert(s, "the service identity of kind %s cannot be checked: %s", k->name,
+		    r->st->ops->error(r->st)->msg);
+		return ID_UNAVAILABLE;
+	}
+	if (st != RI_ST_OK)
+		snprintf(why, sizeof why, "%s: %s", st == RI_ST_INTEGRITY ? "integrity" : "invalid-credential",
+		    r->st->ops->error(r->st)->msg);
+#ifndef RI_NC_SWEEP_UNDER_HUMAN
+	else if (!who.service)
+		snprintf(why, sizeof why, "%s is registered as a human, not a service: the sweep never"
+		    " writes under a human's credential (Sweep never 2)", k->service_actor);
+#endif
+	else
+		json_object_set_new(s->creds, k->name, json_string(text));
+	sodium_memzero(text, len);
+	free(text);
+	if (json_object_get(s->creds, k->name) == NULL) {
+		refuse_identity(s, k, why);
+		return ID_REFUSED;
+	}
+	return ID_OK;
+}
+
 static const char *
 credential(struct sweep *s, const struct ri_kind *k)
 {
-	json_t *have = json_object_get(s->creds, k->name);
-	char *text;
-	size_t len;
-
-	if (have != NULL)
-		return json_string_value(have);
-	if ((text = ri_slurp(k->service_credential_file, 4096, &len)) == NULL)
-		return NULL;
-	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
-		text[--len] = '\0';
-	json_object_set_new(s->creds, k->name, json_string(text));
-	free(text);
 	return json_string_value(json_object_get(s->creds, k->name));
 }
 
@@ -360,8 +428,15 @@ sweep_one(struct sweep *s, const struct ri_kind *k, const struct ri_open_intent 
 
 	/* reconcile steps 2.1-2.3, act section 11: the sweep lease; the take
 	 * never waits past the holder's remaining lease */
-	if ((st = r->st->ops->take(r->st, k->name, oi->act_key, s->run_id, ri_sweep_lease(s->c), &g)) != RI_ST_OK)
+	if ((st = r->st->ops->take(r->st, k->name, oi->act_key, s->run_id, ri_sweep_lease(s->c), &g)) != RI_ST_OK) {
+		if (st == RI_ST_INTEGRITY) {
+			/* act section 11: a lease row past the longest lease is
+			 * surfaced and fails the run closed, never waited on */
+			s->lease_tampered = true;
+			alert(s, "%s", r->st->ops->error(r->st)->msg);
+		}
 		return V_SKIPPED;
+	}
 	ri_fault("sweep.after_take");
 	/* reconcile step 2.4: re-read under the section -- open invocations
 	 * and sweep closed ids come from this read, never from step 1 */
@@ -396,25 +471,13 @@ sweep_one(struct sweep *s, const struct ri_kind *k, const struct ri_open_intent 
 	}
 	if (k->service_actor == NULL) {
 		v = report_only(s, k, inv.intent);
-	} else if (credential(s, k) == NULL) {
-		/* reconcile step 3.18 in spirit: a credential the run cannot even
-		 * read is surfaced at once, and nothing is written under it */
-		s->credential_refused = true;
-		instance_finding(s, RI_F_SERVICE_CREDENTIAL, k->name, json_pack("{s:s, s:s}", "actor_ref",
-		    k->service_actor, "why", "the credential file cannot be read"));
-		alert(s, "cannot read %s, the credential of service identity %s; the run writes nothing more",
-		    k->service_credential_file, k->service_actor);
-		v = V_SKIPPED;
 	} else {
 		v = close_act(s, k, inv.intent, &how);
 		if (how == L_CREDENTIAL) {
-			/* reconcile steps 3.18-3.19: surfaced at once; nothing more
+			/* reconcile steps 3.18-3.19: refused at the write (revoked
+			 * since the run checked it): surfaced at once; nothing more
 			 * is written under it until reconfigured */
-			s->credential_refused = true;
-			instance_finding(s, RI_F_SERVICE_CREDENTIAL, k->name, json_pack("{s:s}", "actor_ref",
-			    k->service_actor));
-			alert(s, "the service identity %s was refused (invalid-credential); the run writes nothing more",
-			    k->service_actor);
+			refuse_identity(s, k, "invalid-credential at the write");
 			v = V_SKIPPED;
 		}
 	}
@@ -638,6 +701,31 @@ duplicate_scan(struct sweep *s)
 
 /* ---- the run ---- */
 
+/*
+ * Binding 2-3, shared with every writer's start gate: a config that
+ * unbinds a kind with open intents (inside the longest retention, Binding
+ * 6) is refused, and the refusal lands on the compliance surface with its
+ * reason.  The run still does its read-only duty -- each such intent is
+ * surfaced (Binding 4, reconcile step 1.6), never closed (Binding 5) --
+ * but writes nothing at all.
+ */
+static void
+binding_gate(struct sweep *s)
+{
+	char **unbound, msg[512];
+	size_t n;
+
+	if (ri_gate_unbound(s->r, s->now, &unbound, &n) != RI_ST_OK || n == 0)
+		return;
+	s->binding_refused = true;
+	for (size_t i = 0; i < n; i++) {
+		snprintf(msg, sizeof msg, "kind %s is not bound but has open intents (Binding 2)", unbound[i]);
+		ri_gate_record(s->c, unbound[i], "binding", "Binding 2-3", msg);
+		alert(s, "%s: the run writes nothing (bind it again until they are closed)", msg);
+	}
+	ri_strings_free(unbound, n);
+}
+
 static json_t *
 tally_json(const struct sweep *s)
 {
@@ -703,7 +791,8 @@ run_lock(struct ri *r, const struct ri_sweep_opts *o, int *fd, bool *busy, ri_er
 int
 ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 {
-	struct sweep s = { .r = r, .c = r->cfg, .alerts = json_array(), .creds = json_object() };
+	struct sweep s = { .r = r, .c = r->cfg, .alerts = json_array(), .creds = json_object(),
+		.refused = json_object() };
 	struct ri_open_intent *oi = NULL;
 	size_t n = 0;
 	ri_err e;
@@ -717,6 +806,7 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 		*ans = ri_refusal("journal-unavailable");
 		json_decref(s.alerts);
 		json_decref(s.creds);
+		json_decref(s.refused);
 		return rc;
 	}
 	if (busy) {
@@ -737,6 +827,7 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 		alert(&s, "the findings register is unavailable: %s", e.msg);
 	else if (ri_findings_run_begin(s.reg, s.run_id, s.now, &e) != RI_OK)
 		alert(&s, "%s", e.msg);
+	binding_gate(&s);
 
 	/* reconcile step 1: every open intent from the journal, every kind */
 	if ((st = r->st->ops->open_intents(r->st, NULL, NULL, RI_NONE, &oi, &n)) != RI_ST_OK) {
@@ -771,7 +862,12 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 		if (ri_in_flight(s.c, k, oi[i].recorded_at, s.now) ||
 		    !ri_before_horizon(s.c, k, oi[i].recorded_at, s.now))
 			continue;
-		if (s.credential_refused && k->service_actor != NULL) {
+		/* Binding 2: under a config that unbinds a kind with open
+		 * intents the run writes nothing; Sweep never 2, reconcile steps
+		 * 3.18-3.19: nothing under a refused service identity -- that
+		 * kind's acts are unreached, outside the partition (Term
+		 * unreached); every other kind goes on */
+		if (s.binding_refused || (k->service_actor != NULL && identity(&s, k) == ID_REFUSED)) {
 			s.t.unreached++;
 			continue;
 		}
@@ -785,17 +881,29 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 			act_finding(&s, RI_F_CLOSURE_AT_RISK, k->name, oi[i].act_key, oi[i].invocation_id,
 			    json_pack("{s:s}", "rule", "reconcile step 5.1"));
 	}
+	if (s.binding_refused) {
+		/* Binding 2-3: nothing written -- no closing, no purge, no seal;
+		 * the refusal is on the register with its reason */
+		finish(&s, ans, false);
+		rc = ri_fail(err, RI_CONFIG, "the instance must not start: a kind this config does not"
+		    " bind has open intents (Binding 2); the run wrote nothing -- bind it again");
+		goto out;
+	}
 	/* AMD-03: a record that fails verification in the delta fails the
-	 * run closed -- after the closings it landed, which stand */
-	bool tampered = duplicate_scan(&s) == RI_ST_INTEGRITY;
-	/* retention: destroy payloads past their end (the chain still verifies) */
+	 * run closed -- after the closings it landed, which stand; so does a
+	 * lease row past the longest lease (act section 11) */
+	bool tampered = duplicate_scan(&s) == RI_ST_INTEGRITY || s.lease_tampered;
+	/* retention: destroy payloads past their end (the chain still
+	 * verifies).  The purge and the seal are the substrate's own records,
+	 * never written under a service identity, so a refused identity stops
+	 * neither (reconcile step 3.19 stops only the writes under it) */
 	int64_t purged = 0;
-	if (!s.credential_refused && r->st->ops->purge(r->st, s.now, &purged) != RI_ST_OK)
+	if (r->st->ops->purge(r->st, s.now, &purged) != RI_ST_OK)
 		alert(&s, "retention purge: %s", r->st->ops->error(r->st)->msg);
 	/* a seal at least once per run, so an auditor holding only the public
 	 * key can verify the chain up to here */
 	json_t *sealed = NULL;
-	if (!s.credential_refused && !tampered && ri_seal(r, &sealed, &e) != RI_OK)
+	if (!tampered && ri_seal(r, &sealed, &e) != RI_OK)
 		alert(&s, "could not seal the journal: %s", e.msg);
 	finish(&s, ans, true);
 	if (purged > 0)
@@ -806,7 +914,9 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 	if (tampered) {
 		json_object_set_new(*ans, "refused", json_string("journal-unavailable"));
 		json_object_set_new(*ans, "cause", json_string("integrity"));
-		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal integrity: %s", r->st->ops->error(r->st)->msg);
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal integrity: %s", s.lease_tampered ?
+		    "a lease row expires beyond the longest lease this config grants" :
+		    r->st->ops->error(r->st)->msg);
 	}
 out:
 	ri_open_intents_free(oi, n);
@@ -816,6 +926,7 @@ out:
 	free(s.seen);
 	json_decref(s.alerts);
 	json_decref(s.creds);
+	json_decref(s.refused);
 	if (lock >= 0)
 		close(lock);
 	return rc;

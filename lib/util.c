@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <sodium.h>
@@ -250,7 +251,9 @@ ri_slurp_fd(int fd, size_t max, size_t *len, bool *too_big)
 char *
 ri_slurp(const char *path, size_t max, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO named where a file belongs never blocks the
+	 * caller (it reads as empty or fails); a regular file is unaffected */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	bool big;
 	char *s;
 
@@ -263,6 +266,67 @@ ri_slurp(const char *path, size_t max, size_t *len)
 		errno = EFBIG;
 		return NULL;
 	}
+	return s;
+}
+
+int
+ri_secret_open(const char *path, char *why, size_t n)
+{
+	struct stat sb;
+	int fd;
+
+	/* O_NONBLOCK: a FIFO never blocks the open (it is refused below);
+	 * O_NOFOLLOW: a symlink is not followed to a file someone else chose */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY)) < 0) {
+		snprintf(why, n, "%s: %s", path, errno == ELOOP ? "a symbolic link, not a file" :
+		    strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		snprintf(why, n, "%s: not a regular file", path);
+		close(fd);
+		return -1;
+	}
+	if ((sb.st_mode & 077) != 0) {
+		snprintf(why, n, "%s: mode %03o is group- or world-accessible; chmod 600 it", path,
+		    (unsigned)(sb.st_mode & 0777));
+		close(fd);
+		return -1;
+	}
+	if (sb.st_uid != geteuid()) {
+		snprintf(why, n, "%s: owned by uid %u, not by the caller (uid %u)", path,
+		    (unsigned)sb.st_uid, (unsigned)geteuid());
+		close(fd);
+		return -1;
+	}
+	(void)fcntl(fd, F_SETFL, 0);
+	return fd;
+}
+
+char *
+ri_secret_read(const char *path, size_t max, size_t *len, char *why, size_t n)
+{
+	int fd = ri_secret_open(path, why, n);
+	size_t got;
+	bool big;
+	char *s;
+
+	if (fd < 0)
+		return NULL;
+	s = ri_slurp_fd(fd, max, &got, &big);
+	close(fd);
+	if (s == NULL || big) {
+		if (s != NULL) {
+			sodium_memzero(s, got);
+			free(s);
+		}
+		snprintf(why, n, "%s: %s", path, big ? "larger than expected" : strerror(errno));
+		return NULL;
+	}
+	while (got > 0 && (s[got - 1] == '\n' || s[got - 1] == '\r'))
+		s[--got] = '\0';
+	if (len != NULL)
+		*len = got;
 	return s;
 }
 

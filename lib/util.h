@@ -44,6 +44,14 @@ const char *ri_mint_id(const char *prefix, char out[RI_ID_LEN + 1]);
 char *ri_slurp(const char *path, size_t max, size_t *len);
 /* Whole stream, at most max bytes; *too_big set when it held more. */
 char *ri_slurp_fd(int fd, size_t max, size_t *len, bool *too_big);
+/* A key or credential file (the start gate, Instance start 3): opened
+ * O_NONBLOCK|O_NOFOLLOW (a FIFO never blocks, a symlink is refused), then
+ * fstat-checked: a regular file, mode 0600 or stricter, owned by the
+ * caller.  The fd, or -1 with why ("PATH: reason"). */
+int ri_secret_open(const char *path, char *why, size_t n);
+/* The whole of such a file (at most max bytes), trailing newlines
+ * stripped; NULL with why. */
+char *ri_secret_read(const char *path, size_t max, size_t *len, char *why, size_t n);
 
 /* Canonical JSON (compact, sorted keys): what is hashed and stored. */
 char *ri_json_canonical(const json_t *j);

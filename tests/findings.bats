@@ -9,6 +9,7 @@
 #   closure-at-risk     act                 reconcile step 5.1, 2e
 #   binding-duplicate   act                 reconcile steps 5.2-5.4
 #   unbound-kind        act                 Binding 4
+#   start-refused       instance, kind|none Binding 2-3, Instance start 3
 #
 # Walkthrough numbers (tests/lib/common.bash); time moves only through
 # RI_NOW.  Every tally is checked against the partition identity.
@@ -43,6 +44,18 @@ orphan() {
 	[ "$rc" -eq 137 ] || { echo "orphan $1: ri-run exited $rc"; return 1; }
 	INV=$(inv_of "$1" "$kind")
 	[ -n "$INV" ]
+}
+
+# refused_sweep -- a run under a config that unbinds a kind with an open
+# intent: 78, the tally on stdout, nothing written (Binding 2)
+refused_sweep() {
+	local n
+	n=$(records)
+	run --separate-stderr ri-sweep
+	[ "$status" -eq 78 ] || { echo "ri-sweep exited $status, not 78: $output $stderr"; return 1; }
+	TALLY=$output
+	assert_partition "$TALLY"
+	[ "$(records)" -eq "$n" ] || { echo "the refused run wrote $(( $(records) - n )) records"; return 1; }
 }
 
 store_down() { set_probe --store "$T/missing/ledger.db"; }
@@ -304,13 +317,13 @@ instant() { date -u -d "@$(( (T0 / 1000) + $1 ))" +%Y-%m-%dT%H:%M:%S.000Z; }
 
 # ---- unbound-kind -----------------------------------------------------------
 
-@test "unbound-kind (act): an open intent of a kind no longer bound is surfaced once per run as one record with kind and act key, never closed (Binding 4-5; findings 12)" {
+@test "unbound-kind (act): an open intent of a kind no longer bound is surfaced once per run as one record with kind and act key, never closed, by runs that write nothing else (Binding 2-5; findings 12)" {
 	ri_cfg '.kinds.ledger2 = .kinds.ledger'
 	orphan k ledger2
 	ri_cfg 'del(.kinds.ledger2)'
 	for at in 33 100 200; do
 		ri_at $at
-		sweep
+		refused_sweep
 		[ "$(t surfaced)" -eq 1 ]
 	done
 	f=$(F '.finding == "unbound-kind"')
@@ -318,15 +331,16 @@ instant() { date -u -d "@$(( (T0 / 1000) + $1 ))" +%Y-%m-%dT%H:%M:%S.000Z; }
 	[ "$(jq -r '.[0].scope, .[0].kind, .[0].act_key, .[0].invocation_id' <<<"$f" | tr '\n' ' ')" = \
 	    "act ledger2 k $INV " ]
 	[ "$(records "invocation_id = '$INV'")" -eq 1 ]
-	[ "$(F 'true' --kind ledger2 | jq -c '[.[].finding]')" = '["unbound-kind"]' ]
+	# Binding 3: the refusal itself is on the register, once
+	[ "$(F 'true' --kind ledger2 | jq -c '[.[].finding]')" = '["start-refused","unbound-kind"]' ]
 }
 
-@test "unbound-kind is bounded by the instance's longest retention: past it the intent is no longer surfaced (Binding 6)" {
+@test "unbound-kind is bounded by the instance's longest retention: past it the intent is no longer surfaced, nor does it refuse the run (Binding 2, 6)" {
 	ri_cfg '.kinds.ledger.retention_period = "700s" | .kinds.ledger2 = .kinds.ledger'
 	orphan k ledger2
 	ri_cfg 'del(.kinds.ledger2)'
 	ri_at 699.999
-	sweep
+	refused_sweep
 	[ "$(t surfaced)" -eq 1 ]
 	ri_at 700
 	sweep
@@ -338,11 +352,22 @@ instant() { date -u -d "@$(( (T0 / 1000) + $1 ))" +%Y-%m-%dT%H:%M:%S.000Z; }
 @test "ri-findings: one JSON object per line; --open lists standing instance findings and every act finding but not a closed instance finding; --kind filters (INTERFACE: ri-findings; findings 4, 13)" {
 	ri_cfg '.kinds.ledger2 = .kinds.ledger'
 	orphan u ledger2
-	ri_cfg 'del(.kinds.ledger2)'
+	U=$INV
 	orphan a
-	store_down
+	ri_cfg 'del(.kinds.ledger2)'
 	ri_at 300
-	sweep                              # store-unavailable(ledger), closure-at-risk(a), unbound-kind(u)
+	refused_sweep                      # Binding 2-4: unbound-kind(u), start-refused(ledger2)
+	# an operator closes u under the kind bound again, then it is unbound (Binding 2)
+	ri_cfg '.kinds.ledger2 = .kinds.ledger'
+	BOB=$(ri-actor add bob | jq -r .credential)
+	jq -nc --arg i "$U" --arg e "$(sqlite3 "$T/journal.db" "SELECT event_id FROM records
+	    WHERE invocation_id = '$U' AND action_ref = 'ledger2.intended'")" --arg c "$BOB" \
+	    '{kind:"ledger2", act_key:"u", invocation_id:$i, intent_event_id:$e, actor_ref:"bob",
+	      credential:$c, disposition:{abandoned:{cause:"operator: nothing in the store"}}}' |
+	    ri-resolve >/dev/null
+	ri_cfg 'del(.kinds.ledger2)'
+	store_down
+	sweep                              # store-unavailable(ledger), closure-at-risk(a)
 	store_up
 	ri_at 360
 	sweep                              # a closes; store-unavailable closes
@@ -366,7 +391,8 @@ instant() { date -u -d "@$(( (T0 / 1000) + $1 ))" +%Y-%m-%dT%H:%M:%S.000Z; }
 	[ "$(jq -s '[.[] | select(.finding == "closure-at-risk")] | length' "$T/open.jsonl")" -ge 1 ]
 
 	[ "$(ri-findings --kind ledger | jq -s -c '[.[].kind] | unique')" = '["ledger"]' ]
-	[ "$(ri-findings --kind ledger2 | jq -s -c '[.[].finding]')" = '["unbound-kind"]' ]
+	[ "$(ri-findings --kind ledger2 | jq -s -c '[.[].finding]')" = '["start-refused","unbound-kind"]' ]
+	[ "$(ri-findings --open --kind ledger2 | jq -s -c '[.[].finding]')" = '["unbound-kind"]' ]
 	[ "$(ri-findings --open --kind ledger | jq -s -c '[.[] | select(.scope == "instance") | .closed]')" = '[false]' ]
 	[ -z "$(ri-findings --kind nosuchkind)" ]
 }

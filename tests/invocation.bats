@@ -34,8 +34,11 @@ refuse_req() {
 	     {credential:$c, reason:"the store refused the write", constituent_code:$code}' <<<"$1"
 }
 
-# yield_req OPEN_ANSWER -- an ri-yield request
-yield_req() { jq -c '{kind, act_key, invocation_id}' <<<"$1"; }
+# yield_req OPEN_ANSWER [CRED] -- an ri-yield request: the intent's actor
+# and its credential (close 1: only the intent's actor yields)
+yield_req() {
+	jq -c --arg c "${2:-$ALICE}" '{kind, act_key, invocation_id, actor_ref} + {credential:$c}' <<<"$1"
+}
 
 # rd KEY [INVOCATION_ID] -- ri-read's answer for the act (stdout only)
 rd() {
@@ -602,7 +605,7 @@ need_sweep() {
 	[ "$(state_of k1 "$(jq -r .invocation_id <<<"$A")")" = open ]
 }
 
-@test "close step 3.8, Primitive policy 31: a wrong credential at Close -> 21, nothing written, section released, the intent stays open" {
+@test "close 1, Primitive policy 31: a wrong credential at Close -> 21 cause invalid-credential, nothing written, the section untouched; the owner's own close lands" {
 	ri_instance
 	opened k1
 	n=$(records)
@@ -610,6 +613,24 @@ need_sweep() {
 	[ "$status" -eq 21 ]
 	[ "$(field refused)" = recording-failure ]
 	[ "$(field position)" = outcome ]
+	[ "$(field cause)" = invalid-credential ]
+	[ "$(records)" -eq "$n" ]
+	[ "$(holder k1)" = "$(jq -r .invocation_id <<<"$A")" ]
+	[ "$(state_of k1 "$(jq -r .invocation_id <<<"$A")")" = open ]
+	run --separate-stderr ri-close <<<"$(close_req "$A")"
+	[ "$status" -eq 0 ]
+}
+
+@test "close step 3.8, Primitive policy 31: the owner revoked between Close's checks and its write -> 21, nothing written, section released, the intent stays open" {
+	ri_instance
+	opened k1
+	paused_close "$A"
+	ri-actor revoke alice >/dev/null
+	n=$(records)
+	resume_close
+	[ "$CLOSE_RC" -eq 21 ]
+	[ "$(jq -r .position <<<"$CLOSE_OUT")" = outcome ]
+	[ "$(records "action_ref = 'ledger.disclosed'")" -eq 0 ]
 	[ "$(records)" -eq "$n" ]
 	[ "$(holder k1)" = "" ]
 	[ "$(state_of k1 "$(jq -r .invocation_id <<<"$A")")" = open ]
@@ -763,7 +784,7 @@ tamper_intent() {
 	sqlite3 "$T/journal.db" "UPDATE records SET payload = replace(payload, '\"data\":{}', '\"data\":{ }') WHERE event_id = '$ev'"
 }
 
-@test "close step 2.4, INTERFACE 30: a Close whose re-read meets a tampered intent writes nothing: 21 with cause integrity, released" {
+@test "close step 2.4, INTERFACE 30: a Close whose read of its intent meets a tampered intent writes nothing: 21 with cause integrity, the section untouched (who calls cannot be decided)" {
 	ri_instance
 	opened k1
 	tamper_intent "$A"
@@ -773,7 +794,7 @@ tamper_intent() {
 	[ "$(field position)" = outcome ]
 	[ "$(field cause)" = integrity ]
 	[ "$(records)" -eq "$n" ]
-	[ "$(holder k1)" = "" ]
+	[ "$(holder k1)" = "$(jq -r .invocation_id <<<"$A")" ]
 }
 
 @test "INTERFACE 30: a Refuse whose re-read meets a tampered intent writes nothing: 22 with constituent_code and cause integrity" {
@@ -840,7 +861,7 @@ tamper_intent() {
 	[ "$(state_of k1 "$(jq -r .invocation_id <<<"$A")")" = open ]
 }
 
-@test "refuse step 3.7: a wrong credential at Refuse -> 22 carrying constituent_code, nothing written, intent left open" {
+@test "close 1, refuse step 3.7: a wrong credential at Refuse -> 22 carrying constituent_code and cause invalid-credential, nothing written, intent left open, the section untouched; the owner's refusal lands" {
 	ri_instance
 	opened k1
 	n=$(records)
@@ -849,6 +870,32 @@ tamper_intent() {
 	[ "$(field refused)" = recording-failure ]
 	[ "$(field position)" = refusal ]
 	[ "$(field constituent_code)" = E_STORE ]
+	[ "$(field cause)" = invalid-credential ]
+	[ "$(records)" -eq "$n" ]
+	[ "$(state_of k1 "$(jq -r .invocation_id <<<"$A")")" = open ]
+	[ "$(holder k1)" = "$(jq -r .invocation_id <<<"$A")" ]
+	run --separate-stderr ri-refuse <<<"$(refuse_req "$A" "$ALICE" '"E_STORE"')"
+	[ "$status" -eq 0 ]
+}
+
+@test "refuse step 3.7, 3.10: the owner revoked between Refuse's checks and its write -> 22 carrying constituent_code, nothing written, intent left open, section released" {
+	ri_instance
+	opened k1
+	mkdir -p "$T/f"
+	mkfifo "$T/f/refuse.after_reread"
+	refuse_req "$A" "$ALICE" '"E_STORE"' >"$T/refuse.req"
+	RI_FAULT=refuse.after_reread=pause RI_FAULT_DIR="$T/f" \
+	    ri-refuse <"$T/refuse.req" >"$T/refuse.out" 2>"$T/refuse.err" 3>&- &
+	BG=$!
+	wait_for "$T/f/refuse.after_reread.reached"
+	ri-actor revoke alice >/dev/null
+	n=$(records)
+	echo >"$T/f/refuse.after_reread"
+	rc=0
+	wait "$BG" || rc=$?
+	BG=
+	[ "$rc" -eq 22 ]
+	[ "$(jq -r .constituent_code "$T/refuse.out")" = E_STORE ]
 	[ "$(records)" -eq "$n" ]
 	[ "$(state_of k1 "$(jq -r .invocation_id <<<"$A")")" = open ]
 	[ "$(holder k1)" = "" ]                # refuse step 3.10
@@ -929,12 +976,13 @@ tamper_intent() {
 	[ "$(state_of k1 "$inv")" = open ]     # yield 4: the intent is not closed
 }
 
-@test "yield 1: a Yield naming another invocation releases nothing and writes nothing (the holder's section stays held)" {
+@test "yield 1, close 1: a Yield naming another invocation (no intent, so no actor) is invalid-credential (10), releases nothing and writes nothing (the holder's section stays held)" {
 	ri_instance
 	opened k1
 	n=$(records)
 	run --separate-stderr ri-yield <<<"$(yield_req "$A" | jq -c '.invocation_id = "inv_00000000000000000000000000000000"')"
-	[ "$status" -eq 0 ]
+	[ "$status" -eq 10 ]
+	[ "$(field refused)" = invalid-credential ]
 	[ "$(records)" -eq "$n" ]
 	[ "$(holder k1)" = "$(jq -r .invocation_id <<<"$A")" ]
 	run --separate-stderr ri-close <<<"$(close_req "$A")"
@@ -1036,18 +1084,22 @@ race_worker() {
 	[ "$(sqlite3 "$T/journal.db" 'SELECT count(*) FROM leases')" -eq 0 ]
 }
 
-@test "INTERFACE 65: ri-close, ri-refuse and ri-yield refuse unknown and mistyped fields (65), nothing written, the section kept" {
+@test "INTERFACE 65, Action wiring 1: unknown and mistyped fields: ri-close 21 and ri-refuse 22 with cause malformed (their position), ri-yield 65; nothing written, the section kept" {
 	ri_instance
 	opened k1
 	n=$(records)
 	run --separate-stderr ri-close <<<"$(close_req "$A" | jq -c '.extra = 1')"
-	[ "$status" -eq 65 ]
+	[ "$status" -eq 21 ]
+	[ "$(field position)/$(field cause)" = outcome/malformed ]
 	run --separate-stderr ri-close <<<"$(close_req "$A" | jq -c '.outcome_data = [1]')"
-	[ "$status" -eq 65 ]
+	[ "$status" -eq 21 ]
+	[ "$(field position)/$(field cause)" = outcome/malformed ]
 	run --separate-stderr ri-refuse <<<"$(refuse_req "$A" | jq -c 'del(.reason)')"
-	[ "$status" -eq 65 ]
+	[ "$status" -eq 22 ]
+	[ "$(field position)/$(field cause)/$(field constituent_code)" = refusal/malformed/3 ]
 	run --separate-stderr ri-refuse <<<"$(refuse_req "$A" | jq -c '.constituent_code = [3]')"
-	[ "$status" -eq 65 ]
+	[ "$status" -eq 22 ]
+	[ "$(field position)/$(field cause)" = refusal/malformed ]
 	run --separate-stderr ri-yield <<<"$(yield_req "$A" | jq -c '.extra = 1')"
 	[ "$status" -eq 65 ]
 	[ "$(records)" -eq "$n" ]

@@ -65,7 +65,8 @@ resolve() {
 yielded() {
 	local open
 	open=$(open_req "$1" "{\"pairing_datum\":\"pd-$1\"}" | ri-open) || return 1
-	jq -c '{kind, act_key, invocation_id}' <<<"$open" | ri-yield >/dev/null || return 1
+	jq -c --arg c "$ALICE" '{kind, act_key, invocation_id, actor_ref} + {credential:$c}' <<<"$open" |
+	    ri-yield >/dev/null || return 1
 	ACT=$(act "$1")
 }
 

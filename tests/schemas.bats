@@ -355,7 +355,9 @@ JSON
 	    "$(jq -c '. + {outcome_action_ref: "ledger.disclosed", outcome_data: {}}' <<<"$open")" \
 	    "$(jq -c '. + {outcome_action_ref: "ledger.disclosed", outcome_data: {}, alert: "x"}' <<<"$open")"
 	valid ri-refuse.request "$(refuse_req "$open")" "$(jq -c '. + {reason: "r", constituent_code: "E4"}' <<<"$open")"
-	valid ri-yield.request "$open" "$(jq -c '{kind, act_key, invocation_id}' <<<"$open")"
+	valid ri-yield.request "$open" "$(jq -c '{kind, act_key, invocation_id, actor_ref}' <<<"$open")"
+	# close 1: only the intent's actor yields, so the request names it
+	invalid ri-yield.request "$(jq -c '{kind, act_key, invocation_id}' <<<"$open")"
 	valid ri-read.request '{"kind":"ledger","act_key":"q1"}' \
 	    "$(jq -c '{kind, act_key, invocation_id}' <<<"$open")"
 	valid ri-resolve.request "$(resolve_req "$open" '{"abandoned":{"cause":"c"}}')" \
@@ -379,8 +381,15 @@ JSON
 		bad=$(jq -c '. + {"colour": "blue"}' <<<"$r")
 		invalid "${cmd}.request" "$bad"
 		run --separate-stderr "$cmd" <<<"$bad"
-		[ "$status" -eq 65 ] || { echo "$cmd: exit $status"; false; }
-		[ -z "$output" ]
+		case $cmd in
+		# Action wiring 1: after the commit, on the position's arm
+		ri-close) answers ri-close.answer 21 '.position == "outcome" and .cause == "malformed"' ;;
+		ri-refuse) answers ri-refuse.answer 22 '.position == "refusal" and .cause == "malformed" and .constituent_code == 3' ;;
+		*)
+			[ "$status" -eq 65 ] || { echo "$cmd: exit $status"; false; }
+			[ -z "$output" ]
+			;;
+		esac
 	done
 }
 
@@ -661,15 +670,21 @@ JSON
 	answers ri-sweep.answer 0 "$partition and .purged >= 1"
 }
 
-@test "ri-sweep: surfaced (unbound kind), the service credential unreadable (alert), and the duplicate scan failing verification (tally + refused, 15)" {
+@test "ri-sweep: surfaced (unbound kind: refused, 78), the service credential unreadable (unreached, alert), and the duplicate scan failing verification (tally + refused, 15)" {
 	ri_cfg '.kinds.gone = .kinds.ledger'
 	ri-open <<<"$(open_req g1 | jq -c '.kind = "gone"')" >/dev/null
-	ri_cfg 'del(.kinds.gone)'
 	orphan s4
+	ri_cfg 'del(.kinds.gone)'
 	ri_at 300
+	# Binding 2-4: the run surfaces the unbound kind's intent and writes nothing
+	run --separate-stderr ri-sweep
+	answers ri-sweep.answer 78 "$partition and .surfaced == 1 and .unreached == 1 and .examined == 0 and (.alert | length) > 0 and (has(\"sealed_seq\") | not)"
+	ri_cfg '.kinds.gone = .kinds.ledger'
+	# reconcile steps 3.18-3.19: the identity refused, its kinds' acts
+	# unreached; the substrate still seals
 	mv "$T/reconciler.cred" "$T/reconciler.away"
 	run --separate-stderr ri-sweep
-	answers ri-sweep.answer 0 "$partition and .surfaced == 1 and .skipped == 1 and (.alert | length) > 0 and (has(\"sealed_seq\") | not)"
+	answers ri-sweep.answer 0 "$partition and .unreached == 2 and .examined == 0 and (.alert | length) > 0 and has(\"sealed_seq\")"
 	mv "$T/reconciler.away" "$T/reconciler.cred"
 	o=$(ri-open <<<"$(open_req s5)")
 	ri-close <<<"$(close_req "$o")" >/dev/null
@@ -687,7 +702,7 @@ JSON
 
 # ---- ri-findings ------------------------------------------------------------
 
-@test "ri-findings: every finding the register records, as lines -- the five conditions, escalated and service-credential-refused" {
+@test "ri-findings: every finding the register records, as lines -- the five conditions, escalated, service-credential-refused and start-refused" {
 	ri_cfg '.instance.journal_fence = "none" |
 	    .kinds.down = .kinds.ledger | .kinds.down.probe = ["ledger-probe", "--store", "'"$T"'/missing/ledger.db"] |
 	    .kinds.ro = .kinds.ledger | .kinds.ro.service_identity = null |
@@ -717,8 +732,12 @@ JSON
 	ri-run --kind ledger --act-key e1 --actor alice -- sh -c 'exit 5' >/dev/null 2>&1 || true
 	ri_cfg 'del(.kinds.gone)'
 	ri_at 300
+	# Binding 2-4: unbound-kind and start-refused, nothing written
 	run --separate-stderr ri-sweep
-	answers ri-sweep.answer 0 "$partition and .escalated == 1 and .reported == 1 and .surfaced == 1 and .skipped == 1"
+	answers ri-sweep.answer 78 "$partition and .surfaced == 1 and .examined == 0"
+	ri_cfg '.kinds.gone = .kinds.ledger'
+	run --separate-stderr ri-sweep
+	answers ri-sweep.answer 0 "$partition and .escalated == 2 and .reported == 1 and .skipped == 1"
 	# journal-unavailable: a run with the journal gone, then one that reads it
 	journal_away
 	ri_at 360
@@ -735,7 +754,7 @@ JSON
 	run --separate-stderr ri-findings
 	each_line ri-findings.line
 	names=$(jq -sc '[.[].finding] | unique' <<<"$output")
-	[ "$names" = '["binding-duplicate","closure-at-risk","escalated","journal-unavailable","service-credential-refused","store-unavailable","unbound-kind"]' ] ||
+	[ "$names" = '["binding-duplicate","closure-at-risk","escalated","journal-unavailable","service-credential-refused","start-refused","store-unavailable","unbound-kind"]' ] ||
 	    { echo "findings: $names"; false; }
 	jq -se 'any(.[]; .finding == "journal-unavailable" and .closed and .kind == null)' <<<"$output" >/dev/null
 	run --separate-stderr ri-findings --open --kind ledger

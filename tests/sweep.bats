@@ -304,7 +304,7 @@ unavailable_case() {
 
 # ---- the service identity's credential refused --------------------------------
 
-@test "the service credential revoked, two orphans: the first write is refused and surfaced at once (instance finding, alert), nothing written for any act, the rest unreached (reconcile steps 3.18-3.19; Term unreached)" {
+@test "the service credential revoked, two orphans: refused before any take and surfaced at once (instance finding, alert), nothing written for any act, both unreached, none examined (reconcile steps 3.18-3.19; Sweep never 2; Term unreached)" {
 	orphan a
 	inv_a=$INV
 	orphan b
@@ -314,9 +314,8 @@ unavailable_case() {
 	n=$(act_records)
 	ri_at 33
 	sweep
-	[ "$(t examined)" -eq 1 ]
-	[ "$(t skipped)" -eq 1 ]
-	[ "$(t unreached)" -eq 1 ]
+	[ "$(t examined)" -eq 0 ]
+	[ "$(t unreached)" -eq 2 ]
 	[ "$(t closed)" -eq 0 ]
 	[ "$(jq -r '.alert // ""' <<<"$TALLY")" != "" ]
 	[[ "$(t alert)" == *ledger-reconciler* ]]
@@ -325,26 +324,71 @@ unavailable_case() {
 	[ "$(findings_where '.finding == "service-credential-refused" and .scope == "instance" and .kind == "ledger" and (.closed | not)')" -eq 1 ]
 }
 
+@test "the service credential revoked mid-run: the first write is refused (that act skipped, examined), surfaced at once, nothing written, the next act of the kind unreached (reconcile steps 3.18-3.19; Term unreached)" {
+	orphan a
+	inv_a=$INV
+	orphan b
+	inv_b=$INV
+	n=$(act_records)
+	export RI_FAULT_DIR=$T/faults
+	mkdir -p "$RI_FAULT_DIR"
+	mkfifo "$RI_FAULT_DIR/sweep.after_probe"
+	ri_at 33
+	RI_FAULT=sweep.after_probe=pause ri-sweep >"$T/sweep.out" 2>"$T/sweep.err" </dev/null 3>&- &
+	BG=$!
+	wait_for "$RI_FAULT_DIR/sweep.after_probe.reached"
+	ri-actor revoke ledger-reconciler >/dev/null
+	echo >"$RI_FAULT_DIR/sweep.after_probe"
+	rc=0
+	wait "$BG" || rc=$?
+	BG=
+	[ "$rc" -eq 0 ]
+	TALLY=$(cat "$T/sweep.out")
+	assert_partition
+	[ "$(t examined)" -eq 1 ]
+	[ "$(t skipped)" -eq 1 ]
+	[ "$(t unreached)" -eq 1 ]
+	[ "$(t closed)" -eq 0 ]
+	[ "$(act_records)" -eq "$n" ]
+	[ "$(findings_where '.finding == "service-credential-refused" and .scope == "instance" and .kind == "ledger" and (.closed | not)')" -eq 1 ]
+}
+
 # ---- an unbound kind ----------------------------------------------------------
 
-@test "an open intent of a kind removed from the config is surfaced (tally surfaced, unbound-kind act finding), never closed, outside the partition (Binding 4-6; reconcile step 1.6; Term surfaced)" {
+@test "Binding 2-6: an open intent of a kind removed from the config refuses the run (78, nothing written: no closing, purge or seal; the bound kind's act unreached), yet is surfaced (tally surfaced, unbound-kind act finding), never closed, outside the partition; the refusal is on the register once (reconcile step 1.6; Term surfaced)" {
 	ri_cfg '.kinds.ledger2 = .kinds.ledger'
 	orphan k ledger2                     # committed in the store: a sweep could close it
+	K=$INV
+	orphan b                             # a bound kind's orphan: the run must not close it either
 	ri_cfg 'del(.kinds.ledger2)'
 	ri_at 33
-	sweep
+	n=$(records)
+	run --separate-stderr ri-sweep
+	[ "$status" -eq 78 ]
+	TALLY=$output
+	assert_partition
 	[ "$(t surfaced)" -eq 1 ]
+	[ "$(t unreached)" -eq 1 ]
 	[ "$(t examined)" -eq 0 ]
 	[ "$(t closed)" -eq 0 ]
-	[ "$(records "invocation_id = '$INV'")" -eq 1 ]
-	[ "$(findings_where ".finding == \"unbound-kind\" and .scope == \"act\" and .kind == \"ledger2\" and .act_key == \"k\" and .invocation_id == \"$INV\"")" -eq 1 ]
-	# once per run, never closed, one record
+	[ "$(records)" -eq "$n" ]
+	[ "$(findings_where ".finding == \"unbound-kind\" and .scope == \"act\" and .kind == \"ledger2\" and .act_key == \"k\" and .invocation_id == \"$K\"")" -eq 1 ]
+	[ "$(findings_where '.finding == "start-refused" and .scope == "instance" and .kind == "ledger2" and (.detail.causes | has("binding"))')" -eq 1 ]
+	# once per run, never closed, one record each
 	ri_at 500
-	sweep
+	run --separate-stderr ri-sweep
+	[ "$status" -eq 78 ]
+	TALLY=$output
 	[ "$(t surfaced)" -eq 1 ]
 	[ "$(t examined)" -eq 0 ]
-	[ "$(records "invocation_id = '$INV'")" -eq 1 ]
+	[ "$(records)" -eq "$n" ]
 	[ "$(findings_where '.finding == "unbound-kind"')" -eq 1 ]
+	[ "$(findings_where '.finding == "start-refused"')" -eq 1 ]
+	# bound again: the run goes on and closes both; the refusal closes
+	ri_cfg '.kinds.ledger2 = .kinds.ledger'
+	sweep
+	[ "$(t closed)" -eq 2 ]
+	[ "$(findings_where '.finding == "start-refused" and .closed')" -eq 1 ]
 }
 
 # ---- the journal unavailable --------------------------------------------------

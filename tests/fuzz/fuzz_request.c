@@ -211,6 +211,24 @@ stub_head(struct ri_store *s, int64_t *seq, unsigned char hash[32])
 	return RI_ST_UNAVAILABLE;
 }
 
+static int
+stub_authenticate(struct ri_store *s, const char *actor, const char *cred, struct ri_actor *out)
+{
+	(void)s; (void)actor; (void)cred;
+	if (out != NULL)
+		memset(out, 0, sizeof *out);
+	return RI_ST_UNAVAILABLE;
+}
+
+static int
+stub_open_kinds(struct ri_store *s, ri_ms since, char ***kinds, size_t *n)
+{
+	(void)s; (void)since;
+	*kinds = NULL;
+	*n = 0;
+	return RI_ST_UNAVAILABLE;
+}
+
 static const struct ri_store_error *
 stub_error(struct ri_store *s)
 {
@@ -228,7 +246,7 @@ static const struct ri_store_ops stub_ops = {
 	.record_action = stub_record_action, .read_record = stub_read_record,
 	.range_read = stub_range_read, .open_intents = stub_open_intents, .purge = stub_purge,
 	.actor_add = stub_actor_add, .actor_revoke = stub_actor_revoke, .actor_list = stub_actor_list,
-	.take = stub_take, .remaining = stub_remaining, .release = stub_release,
+	.authenticate = stub_authenticate, .open_kinds = stub_open_kinds, .take = stub_take, .remaining = stub_remaining, .release = stub_release,
 	.mark_get = stub_mark_get, .mark_set = stub_mark_set, .traverse = stub_traverse,
 	.seal = stub_seal, .instance_id = stub_instance_id, .head = stub_head, .error = stub_error,
 	.close = stub_close,
@@ -483,6 +501,10 @@ check_answer(const char *what, const char *arm, int rc, json_t *ans, const ri_er
 		FZ_ASSERT(strcmp(what, "ri_yield") == 0 && json_is_object(ans) &&
 		    json_is_true(json_object_get(ans, "ok")), "%s (%s) succeeded", what, arm);
 		break;
+	case RI_INVALID_CREDENTIAL:
+		/* ri-yield only: no actor or no credential (close 1) */
+		FZ_ASSERT(strcmp(what, "ri_yield") == 0, "%s (%s) answered invalid-credential", what, arm);
+		/* fall through */
 	case RI_MALFORMED: case RI_INVALID_REQUEST: case RI_CONFIG: case RI_JOURNAL_UNAVAILABLE:
 	case RI_SECTION_UNAVAILABLE: case RI_RF_INTENT: case RI_RF_OUTCOME: case RI_RF_REFUSAL:
 	case RI_RF_RESOLUTION:

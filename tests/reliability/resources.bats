@@ -613,11 +613,11 @@ sweep_without_findings() { # HOW
 
 # ---- integrity key missing or unusable ----------------------------------------------
 
-# key_commands -- every command that needs the integrity key exits 78 and
-# names it on stderr; ri-findings (no key) and ri-audit --public-key still
+# key_commands -- every command that needs the integrity key exits 78 (Close
+# and Refuse: their position's 21 and 22, cause config) and names it on stderr; ri-findings (no key) and ri-audit --public-key still
 # work; ri-startcheck fails (1) naming it
 key_commands() {
-	local key=$T/journal.key c
+	local key=$T/journal.key c want
 	open_req k1 '{}' >"$T/req-open.json"
 	for c in \
 	    "ri-open <'$T/req-open.json'" \
@@ -633,7 +633,16 @@ key_commands() {
 	    "ri-actor list" \
 	    "ri-actor add bob"; do
 		run --separate-stderr bash -c "$c"
-		[ "$status" -eq 78 ] || { echo "$c: exit $status, not 78: $stderr"; return 1; }
+		# Action wiring 1: after the commit, Close and Refuse answer on
+		# their position (21, 22) with cause config; the others 78
+		case $c in
+		ri-close*) want=21 ;;
+		ri-refuse*) want=22 ;;
+		*) want=78 ;;
+		esac
+		[ "$status" -eq "$want" ] || { echo "$c: exit $status, not $want: $stderr"; return 1; }
+		[ "$want" -eq 78 ] || [ "$(jq -r .cause <<<"$output")" = config ] ||
+		    { echo "$c: $output"; return 1; }
 		grep -qF "$key" <<<"$stderr" || { echo "$c: the key is not named: $stderr"; return 1; }
 	done
 	run --separate-stderr ri-startcheck

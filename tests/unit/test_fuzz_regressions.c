@@ -237,14 +237,17 @@ actions_stop_sanely(struct ri *with_store, json_t *req, const char *what)
 				CHECK(acts[i].fn == ri_yield && json_is_true(json_object_get(ans, "ok")),
 				    "%s %s (%s): succeeded", what, acts[i].name, arm ? "journal" : "no journal");
 			} else {
+				/* ri-yield: invalid-credential when the request names no
+				 * actor or brings no credential (close 1) */
 				CHECK(rc == RI_MALFORMED || rc == RI_INVALID_REQUEST || rc == RI_CONFIG ||
+				    (rc == RI_INVALID_CREDENTIAL && acts[i].fn == ri_yield) ||
 				    rc == RI_JOURNAL_UNAVAILABLE || rc == RI_SECTION_UNAVAILABLE ||
 				    rc == RI_RF_OUTCOME || rc == RI_RF_REFUSAL || rc == RI_RF_RESOLUTION,
 				    "%s %s (%s): answered %d (%s)", what, acts[i].name,
 				    arm ? "journal" : "no journal", rc, err.msg);
 				CHECK(err.code == rc && err.msg[0] != '\0', "%s %s: no message", what, acts[i].name);
 			}
-			if (rc == RI_INVALID_REQUEST)
+			if (rc == RI_INVALID_REQUEST || rc == RI_INVALID_CREDENTIAL)
 				CHECK(json_is_string(json_object_get(ans, "refused")), "%s %s: no refusal", what,
 				    acts[i].name);
 			json_decref(ans);
