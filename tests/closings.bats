@@ -79,7 +79,7 @@ audit_check() { # CHECK -- its status in a fresh ri-audit
 # yielded KEY -- an intent left open by a Yield; OPEN holds ri-open's answer
 yielded() {
 	OPEN=$(open_req "$1" "{\"pairing_datum\":\"pd-$1\"}" | ri-open) || return 1
-	jq -c '{kind, act_key, invocation_id}' <<<"$OPEN" | ri-yield >/dev/null
+	jq -c '{kind, act_key, invocation_id, actor_ref}' <<<"$OPEN" | ri-yield >/dev/null
 }
 
 # late_close KEY -- a Close of KEY's open invocation paused after its re-read

@@ -41,7 +41,7 @@ probe_script() {
 # yielded KEY [INTENT_DATA] -- an intent left open by a Yield; OPEN holds ri-open's answer
 yielded() {
 	OPEN=$(open_req "$1" "${2:-{\"pairing_datum\":\"pd-$1\"\}}" | ri-open) || return 1
-	jq -c '{kind, act_key, invocation_id}' <<<"$OPEN" | ri-yield >/dev/null
+	jq -c '{kind, act_key, invocation_id, actor_ref}' <<<"$OPEN" | ri-yield >/dev/null
 }
 
 finding_detail() { # FINDING INVOCATION

@@ -6,6 +6,8 @@
 bats_require_minimum_version 1.5.0
 
 top=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
+RI_BIN=${RI_BIN:-$top/bin}
+export PATH="$RI_BIN:$PATH"
 
 setup() {
 	T=$(mktemp -d "${BATS_TMPDIR:-/tmp}/ri-pkg.XXXXXX")
