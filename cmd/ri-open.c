@@ -3,13 +3,14 @@
 #include "cli.h"
 
 static const struct ri_shorthand shorthands[] = {
-	{ "kind", "kind", false }, { "act-key", "act_key", false },
-	{ "actor", "actor_ref", false }, { "intent-data", "intent_data", true },
-	{ NULL, NULL, false } };
+	{ "kind", "kind", false, false }, { "act-key", "act_key", false, false },
+	{ "actor", "actor_ref", false, false }, { "intent-data", "intent_data", true, false },
+	{ NULL, NULL, false, false } };
 
 static const struct ri_cmd cmd = {
-	"ri-open [-c config] [--kind K] [--act-key KEY] [--actor A] [--intent-data JSON] < request.json",
-	shorthands, RI_WRITER, ri_open, NULL };
+	"ri-open [-c config] [-n | --wait SECS] [--kind K] [--act-key KEY] [--actor A]\n"
+	"               [--intent-data JSON] [-]     (no flags, or -: the request on stdin)",
+	shorthands, RI_WRITER, ri_open, NULL, RI_CMD_WAIT, NULL };
 
 int
 main(int argc, char **argv)

@@ -4,13 +4,13 @@
 #include "cli.h"
 
 static const struct ri_shorthand shorthands[] = {
-	{ "kind", "kind", false }, { "act-key", "act_key", false },
-	{ "invocation-id", "invocation_id", false },
-	{ NULL, NULL, false } };
+	{ "kind", "kind", false, false }, { "act-key", "act_key", false, false },
+	{ "invocation-id", "invocation_id", false, false }, { "event-id", "event_id", false, false },
+	{ NULL, NULL, false, false } };
 
 static const struct ri_cmd cmd = {
-	"ri-read [-c config] [--kind K --act-key KEY [--invocation-id ID]] < request.json",
-	shorthands, RI_READONLY, ri_read_invocation, NULL };
+	"ri-read [-c config] [--kind K --act-key KEY] [--invocation-id ID | --event-id EV] [-]",
+	shorthands, RI_READONLY, ri_read_invocation, NULL, 0, NULL };
 
 int
 main(int argc, char **argv)

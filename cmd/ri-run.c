@@ -7,8 +7,9 @@
 #include "run.h"
 
 static const char usage[] =
-	"ri-run [-c config] --kind K --act-key KEY --actor A [--intent-data JSON]\n"
-	"              [--outcome REF] [--pre-commit-exit N,N...] [--grace-ms MS] -- CMD [ARGS...]";
+	"ri-run [-c config] [-n | --wait SECS] --kind K --act-key KEY --actor A\n"
+	"              [--intent-data JSON] [--outcome REF] [--outcome-stdout]\n"
+	"              [--pre-commit-exit N,N...] [--grace-ms MS] -- CMD [ARGS...]";
 
 static void
 parse_codes(const char *s, struct ri_run_opts *o)
@@ -35,9 +36,14 @@ main(int argc, char **argv)
 		{ "outcome", required_argument, NULL, 'o' },
 		{ "pre-commit-exit", required_argument, NULL, 'p' },
 		{ "grace-ms", required_argument, NULL, 'g' },
+		{ "outcome-stdout", no_argument, NULL, 'S' },
+		{ "wait", required_argument, NULL, 'w' },
+		{ "no-wait", no_argument, NULL, 'n' },
 		{ NULL, 0, NULL, 0 } };
 	struct ri_run_opts o = { .grace_ms = 1000 };
 	const char *config = NULL;
+	char path[4096];
+	ri_ms wait = RI_NONE;
 	json_error_t je;
 	json_t *ans = NULL;
 	ri_err err = { 0 };
@@ -45,7 +51,7 @@ main(int argc, char **argv)
 	int ch, rc, code;
 
 	ri_cli_init(argc, argv);
-	while ((ch = getopt_long(argc, argv, "+" RI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+" RI_COMMON_SHORTOPTS "n", longopts, NULL)) != -1) {
 		if (ri_cli_common(ch, optarg, &config, usage))
 			continue;
 		switch (ch) {
@@ -54,6 +60,12 @@ main(int argc, char **argv)
 		case 'A': o.actor = optarg; break;
 		case 'o': o.outcome = optarg; break;
 		case 'p': parse_codes(optarg, &o); break;
+		case 'S': o.outcome_stdout = true; break;
+		case 'n': wait = 0; break;
+		case 'w':
+			if ((wait = ri_cli_wait(optarg)) < 0)
+				ri_die(RI_USAGE, "--wait: expected seconds, a non-negative number");
+			break;
 		case 'g': {
 			char *end;
 			o.grace_ms = strtol(optarg, &end, 10);
@@ -70,6 +82,10 @@ main(int argc, char **argv)
 	if (o.kind == NULL || o.act_key == NULL || o.actor == NULL || optind >= argc)
 		ri_usage(usage);
 	o.argv = argv + optind;
+	/* a command that cannot run never opens an act: 127, nothing written */
+	if ((rc = ri_run_resolve(o.argv[0], path, sizeof path, &err)) != RI_OK)
+		ri_die(rc, "%s", err.msg);
+	o.path = path;
 	if ((rc = ri_instance_open(config, RI_WRITER, &r, &err)) != RI_OK) {
 		/* the journal cannot be opened: ri-run's position is Open's --
 		 * journal-unavailable, and the command never runs */
@@ -81,6 +97,7 @@ main(int argc, char **argv)
 		json_decref(o.intent_data);
 		return ri_cli_finish(RI_JOURNAL_UNAVAILABLE, ans, &err);
 	}
+	ri_cli_set_wait(r, wait);
 	rc = ri_run(r, &o, &ans, &code, &err);
 	ri_instance_close(r);
 	json_decref(o.intent_data);

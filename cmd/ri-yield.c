@@ -3,13 +3,13 @@
 #include "cli.h"
 
 static const struct ri_shorthand shorthands[] = {
-	{ "kind", "kind", false }, { "act-key", "act_key", false },
-	{ "invocation-id", "invocation_id", false }, { "actor", "actor_ref", false },
-	{ NULL, NULL, false } };
+	{ "kind", "kind", false, false }, { "act-key", "act_key", false, false },
+	{ "invocation-id", "invocation_id", false, false }, { "actor", "actor_ref", false, false },
+	{ NULL, NULL, false, false } };
 
 static const struct ri_cmd cmd = {
-	"ri-yield [-c config] [--kind K --act-key KEY --invocation-id ID --actor A] < request.json",
-	shorthands, RI_WRITER, ri_yield, NULL };
+	"ri-yield [-c config] [--kind K --act-key KEY --invocation-id ID --actor A] [-]",
+	shorthands, RI_WRITER, ri_yield, NULL, 0, NULL };
 
 int
 main(int argc, char **argv)

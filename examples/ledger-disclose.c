@@ -6,7 +6,8 @@
  * Records that subject S was disclosed to recipient R (under scope SC) by
  * inserting one row in the adopter's own SQLite store, and prints
  * {"disclosure_id":"dsc-…","recipient":"R","subject":"S"} -- the outcome data
- * ri-run closes the act with.  It is meant to run under
+ * ri-run closes the act with -- on file descriptor 3 when it runs under
+ * ri-run (RI_INVOCATION_ID set and fd 3 open), else on stdout.  It is meant to run under
  *
  *   ri-run --kind ledger --act-key KEY --actor A --pre-commit-exit 2,3,4 -- \
  *       ledger-disclose --store FILE --subject S --recipient R
@@ -57,6 +58,7 @@
  * close); --print TEXT writes TEXT verbatim (no newline added) in place of
  * the JSON reply (a job that commits and prints junk, or nothing). */
 #include <err.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <signal.h>
@@ -378,8 +380,14 @@ int main(int argc, char **argv)
 	if (rq.sleep_after_ms > 0)
 		ledger_sleep_ms(rq.sleep_after_ms);
 	n = strlen(reply);
-	if (fwrite(reply, 1, n, stdout) != n ||
-	    (rq.print == NULL && putchar('\n') == EOF) || fflush(stdout) != 0) {
+	/* under ri-run the outcome goes to fd 3 (ri-run(1)); run by hand, or
+	 * under ri-run --outcome-stdout, to stdout */
+	FILE *out = stdout;
+	if (getenv("RI_INVOCATION_ID") != NULL && fcntl(3, F_GETFD) != -1 &&
+	    (out = fdopen(3, "w")) == NULL)
+		out = stdout;
+	if (fwrite(reply, 1, n, out) != n ||
+	    (rq.print == NULL && fputc('\n', out) == EOF) || fflush(out) != 0) {
 		warn("the disclosure %s committed but the reply was lost", id);
 		free(reply);
 		return EX_UNKNOWN;

@@ -1,7 +1,13 @@
 /* cli.c -- the same options parser and output helpers everywhere. */
+#include <ctype.h>
+#include <errno.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -9,6 +15,20 @@
 #include "util.h"
 
 const char *ri_progname = "ri";
+bool ri_utf8 = true;
+
+/* The locale's character set, as setlocale(3) finds it: only LC_CTYPE is
+ * taken from the environment (numbers and messages stay "C"). */
+static bool
+locale_utf8(void)
+{
+	const char *cs;
+
+	if (setlocale(LC_CTYPE, "") == NULL)
+		return false;
+	cs = nl_langinfo(CODESET);
+	return cs != NULL && (strcasecmp(cs, "UTF-8") == 0 || strcasecmp(cs, "utf8") == 0);
+}
 
 void
 ri_cli_init(int argc, char **argv)
@@ -19,6 +39,52 @@ ri_cli_init(int argc, char **argv)
 		p = strrchr(argv[0], '/');
 		ri_progname = p ? p + 1 : argv[0];
 	}
+	ri_utf8 = locale_utf8();
+}
+
+const char *
+ri_local(const char *s, char *buf, size_t n)
+{
+	static const struct { const char *u, *a; } map[] = {
+		{ "\xc3\x97", "x" }, { "\xe2\x89\xa5", ">=" }, { "\xe2\x89\xa4", "<=" },
+		{ "\xe2\x80\x94", "--" }, { "\xe2\x80\x93", "-" }, { "\xe2\x80\xa6", "..." },
+		{ "\xe2\x86\x92", "->" }, { "\xe2\x80\x99", "'" }, { "\xe2\x80\x9c", "\"" },
+		{ "\xe2\x80\x9d", "\"" },
+	};
+	size_t o = 0;
+
+	if (ri_utf8 || n == 0)
+		return s;
+	while (*s != '\0' && o + 1 < n) {
+		size_t i, len = 0;
+		for (i = 0; i < sizeof map / sizeof map[0]; i++)
+			if (strncmp(s, map[i].u, (len = strlen(map[i].u))) == 0)
+				break;
+		if (i < sizeof map / sizeof map[0]) {
+			for (const char *a = map[i].a; *a && o + 1 < n; a++)
+				buf[o++] = *a;
+			s += len;
+		} else if ((unsigned char)*s >= 0x80) {
+			/* any other non-ASCII sequence: one '?' */
+			buf[o++] = '?';
+			s++;
+			while ((*s & 0xc0) == 0x80)
+				s++;
+		} else {
+			buf[o++] = *s++;
+		}
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+static void
+vwarn_line(const char *fmt, va_list ap)
+{
+	char msg[4096], loc[4096];
+
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	fprintf(stderr, "%s: %s\n", ri_progname, ri_local(msg, loc, sizeof loc));
 }
 
 void
@@ -26,11 +92,9 @@ ri_warnx(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: ", ri_progname);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vwarn_line(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 void
@@ -39,11 +103,9 @@ ri_die(int code, const char *fmt, ...)
 	va_list ap;
 
 	fflush(stdout);
-	fprintf(stderr, "%s: ", ri_progname);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vwarn_line(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	exit(code);
 }
 
@@ -76,7 +138,7 @@ ri_cli_common(int ch, const char *arg, const char **config, const char *usage)
 }
 
 int
-ri_cli_request(bool flags_given, size_t max, json_t **req, ri_err *err)
+ri_cli_request(bool flags_given, bool dash, size_t max, json_t **req, ri_err *err)
 {
 	char *text;
 	size_t len;
@@ -84,12 +146,18 @@ ri_cli_request(bool flags_given, size_t max, json_t **req, ri_err *err)
 	json_error_t je;
 
 	*req = NULL;
-	if (flags_given && isatty(STDIN_FILENO)) {
+	/* INTERFACE, second wave: flags read no stdin unless "-" asks, so a
+	 * `while read k; do ri-read --kind K --act-key "$k"; done <keys` loop
+	 * keeps its stdin */
+	if (flags_given && !dash) {
 		*req = json_object();
 		return RI_OK;
 	}
+	if (!dash && isatty(STDIN_FILENO))
+		return ri_fail(err, RI_USAGE, "stdin is a terminal: pipe the request in (or give \"-\" to"
+		    " type it), or give its fields as flags (see --help)");
 	if ((text = ri_slurp_fd(STDIN_FILENO, max, &len, &big)) == NULL)
-		return ri_fail(err, RI_MALFORMED, "cannot read the request on stdin");
+		return ri_fail(err, RI_MALFORMED, "cannot read the request on stdin: %s", strerror(errno));
 	if (big) {
 		free(text);
 		return ri_fail(err, RI_MALFORMED, "the request on stdin exceeds %zu bytes", max);
@@ -100,17 +168,19 @@ ri_cli_request(bool flags_given, size_t max, json_t **req, ri_err *err)
 			*req = json_object();
 			return RI_OK;
 		}
-		return ri_fail(err, RI_MALFORMED, "expected one JSON object on stdin, got nothing");
+		return ri_fail(err, RI_MALFORMED, "expected one JSON object on stdin, got nothing: pass the"
+		    " request on stdin, or give its fields as flags");
 	}
 	*req = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	free(text);
 	if (*req == NULL)
-		return ri_fail(err, RI_MALFORMED, "stdin is not JSON: line %d column %d: %s",
-		    je.line, je.column, je.text);
+		return ri_fail(err, RI_MALFORMED, "stdin is not JSON (line %d column %d: %s): pass one JSON"
+		    " request object on stdin, or give its fields as flags (flags read no stdin without"
+		    " \"-\")", je.line, je.column, je.text);
 	if (!json_is_object(*req)) {
 		json_decref(*req);
 		*req = NULL;
-		return ri_fail(err, RI_MALFORMED, "expected one JSON object on stdin");
+		return ri_fail(err, RI_MALFORMED, "expected one JSON object on stdin, not another JSON value");
 	}
 	return RI_OK;
 }
@@ -160,27 +230,74 @@ ri_cli_finish(int code, json_t *ans, const ri_err *err)
 }
 
 #define MAX_SHORTHANDS 16
+#define OPT_WAIT 900
+#define OPT_NOWAIT 901
+
+ri_ms
+ri_cli_wait(const char *arg)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (end == arg || *end != '\0' || errno != 0 || !isfinite(v) || v < 0 || v > 86400.0 * 365)
+		return -1;
+	return (ri_ms)(v * 1000.0 + 0.5);
+}
+
+void
+ri_cli_set_wait(ri *r, ri_ms wait_ms)
+{
+	if (r == NULL || r->st == NULL)
+		return;
+	r->st->take_bounded = wait_ms != RI_NONE;
+	r->st->take_wait = wait_ms == RI_NONE ? 0 : wait_ms;
+}
 
 /* A usage error: 64 with the usage line, or, for a positioned command,
  * its position's answer (Action wiring 1) -- only --help and --version
  * answer otherwise. */
 static int
-usage_error(const struct ri_cmd *cmd, ri_err *err)
+usage_error(const struct ri_cmd *cmd, ri_err *err, const char *why)
 {
-	if (cmd->positioned == NULL)
+	if (cmd->positioned == NULL) {
+		if (why != NULL)
+			ri_warnx("%s", why);
 		ri_usage(cmd->usage);
+	}
+	if (why != NULL)
+		return ri_fail(err, RI_USAGE, "%s; usage: %s", why, cmd->usage);
 	return ri_fail(err, RI_USAGE, "usage: %s", cmd->usage);
+}
+
+/* A shorthand's value as JSON. */
+static json_t *
+shorthand_value(const struct ri_shorthand *sh, const char *arg, ri_err *err)
+{
+	json_error_t je;
+	json_t *v;
+
+	if (!sh->json)
+		return json_string(arg);
+	if ((v = json_loads(arg, JSON_DECODE_ANY, &je)) == NULL)
+		ri_fail(err, RI_USAGE, "--%s: not JSON: %s", sh->flag, je.text);
+	return v;
 }
 
 int
 ri_cmd_main(const struct ri_cmd *cmd, int argc, char **argv)
 {
-	struct option longopts[MAX_SHORTHANDS + 4] = { RI_COMMON_LONGOPTS };
-	const char *config = NULL, *vals[MAX_SHORTHANDS] = { 0 };
+	struct option longopts[MAX_SHORTHANDS + 6] = { RI_COMMON_LONGOPTS };
+	const char *config = NULL;
+	json_t *vals[MAX_SHORTHANDS] = { 0 };
 	size_t n_sh = 0, base = 3;
-	bool flags_given = false;
+	bool flags_given = false, dash = false;
+	char **rest = NULL;
+	int n_rest = 0;
 	json_t *req = NULL, *ans = NULL;
 	ri_err err = { 0 };
+	ri_ms wait = RI_NONE;
 	ri *r = NULL;
 	int ch, rc;
 
@@ -188,20 +305,60 @@ ri_cmd_main(const struct ri_cmd *cmd, int argc, char **argv)
 	for (; cmd->shorthands != NULL && cmd->shorthands[n_sh].flag != NULL && n_sh < MAX_SHORTHANDS; n_sh++)
 		longopts[base + n_sh] = (struct option){ cmd->shorthands[n_sh].flag, required_argument,
 			NULL, 1000 + (int)n_sh };
-	while ((ch = getopt_long(argc, argv, RI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
+	if (cmd->features & RI_CMD_WAIT) {
+		longopts[base + n_sh] = (struct option){ "wait", required_argument, NULL, OPT_WAIT };
+		longopts[base + n_sh + 1] = (struct option){ "no-wait", no_argument, NULL, OPT_NOWAIT };
+	}
+	while ((ch = getopt_long(argc, argv, (cmd->features & RI_CMD_WAIT) ? RI_COMMON_SHORTOPTS "n" :
+	    RI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
 		if (ch >= 1000 && ch < 1000 + (int)n_sh) {
-			vals[ch - 1000] = optarg;
+			const struct ri_shorthand *sh = &cmd->shorthands[ch - 1000];
+			json_t *v = shorthand_value(sh, optarg, &err);
 			flags_given = true;
+			if (v == NULL) {
+				rc = RI_USAGE;
+				goto out;
+			}
+			if (sh->many) {
+				if (vals[ch - 1000] == NULL)
+					vals[ch - 1000] = json_array();
+				json_array_append_new(vals[ch - 1000], v);
+			} else {
+				json_decref(vals[ch - 1000]);
+				vals[ch - 1000] = v;
+			}
+			continue;
+		}
+		if (ch == OPT_WAIT || ch == 'n') {
+			if (ch == 'n')
+				wait = 0;
+			else if ((wait = ri_cli_wait(optarg)) < 0) {
+				rc = usage_error(cmd, &err, "--wait: expected seconds, a non-negative number");
+				goto out;
+			}
+			continue;
+		}
+		if (ch == OPT_NOWAIT) {
+			wait = 0;
 			continue;
 		}
 		if (ch == '?' || ch == ':') {
-			rc = usage_error(cmd, &err);
+			rc = usage_error(cmd, &err, NULL);
 			goto out;
 		}
 		ri_cli_common(ch, optarg, &config, cmd->usage);
 	}
-	if (optind != argc) {
-		rc = usage_error(cmd, &err);
+	/* "-": read the request on stdin even with flags; anything else is
+	 * the command's own (ri-resolve's candidates) or a usage error */
+	rest = ri_xcalloc((size_t)argc + 1, sizeof *rest);
+	for (int i = optind; i < argc; i++) {
+		if (strcmp(argv[i], "-") == 0 && !dash)
+			dash = true;
+		else
+			rest[n_rest++] = argv[i];
+	}
+	if (n_rest > 0 && cmd->fill == NULL) {
+		rc = usage_error(cmd, &err, NULL);
 		goto out;
 	}
 	if ((rc = ri_instance_open(config, cmd->open_flags | RI_CONFIG_ONLY, &r, &err)) != RI_OK) {
@@ -209,23 +366,14 @@ ri_cmd_main(const struct ri_cmd *cmd, int argc, char **argv)
 			ri_die(rc, "%s", err.msg);
 		goto out;
 	}
-	if ((rc = ri_cli_request(flags_given, ri_request_max(r), &req, &err)) != RI_OK)
+	if ((rc = ri_cli_request(flags_given, dash, ri_request_max(r), &req, &err)) != RI_OK)
 		goto out;
 	for (size_t i = 0; i < n_sh; i++) {
-		json_t *v;
-		json_error_t je;
-
 		if (vals[i] == NULL)
 			continue;
-		if (cmd->shorthands[i].json) {
-			if ((v = json_loads(vals[i], JSON_DECODE_ANY, &je)) == NULL) {
-				rc = ri_fail(&err, RI_USAGE, "--%s: not JSON: %s", cmd->shorthands[i].flag, je.text);
-				goto out;
-			}
-		} else {
-			v = json_string(vals[i]);
-		}
-		if ((rc = ri_cli_flag(req, cmd->shorthands[i].field, v, &err)) != RI_OK) {
+		rc = ri_cli_flag(req, cmd->shorthands[i].field, vals[i], &err);
+		vals[i] = NULL;
+		if (rc != RI_OK) {
 			ri_fail(&err, RI_USAGE, "--%s disagrees with the request's \"%s\"",
 			    cmd->shorthands[i].flag, cmd->shorthands[i].field);
 			goto out;
@@ -240,12 +388,18 @@ ri_cmd_main(const struct ri_cmd *cmd, int argc, char **argv)
 			goto out;
 		}
 	}
+	ri_cli_set_wait(r, wait);
+	if (cmd->fill != NULL && (rc = cmd->fill(r, req, n_rest, rest, &ans, &err)) != RI_OK)
+		goto out;
 	rc = cmd->call(r, req, &ans, &err);
 out:
 	/* Action wiring 1, Invariant 8: after the commit, every answer carries
 	 * its position -- whatever failed, and wherever */
 	if (cmd->positioned != NULL)
 		rc = cmd->positioned(rc, req, &ans, &err);
+	for (size_t i = 0; i < n_sh; i++)
+		json_decref(vals[i]);
+	free(rest);
 	json_decref(req);
 	ri_instance_close(r);
 	return ri_cli_finish(rc, ans, &err);

@@ -7,8 +7,15 @@
 #include "ri.h"
 
 extern const char *ri_progname;
+/* Does the locale (LC_ALL, LC_CTYPE, LANG) speak UTF-8?  Set by
+ * ri_cli_init; when it does not, text for people (stderr, --text) falls
+ * back to ASCII: x for U+00D7, >= for U+2265, <= for U+2264, -- for a dash.
+ * JSON stays UTF-8, as JSON is. */
+extern bool ri_utf8;
 
 void ri_cli_init(int argc, char **argv);
+/* s for a person in this locale: s itself, or its ASCII fallback in buf. */
+const char *ri_local(const char *s, char *buf, size_t n);
 /* "ri-open: message" on stderr, then exit(code). */
 _Noreturn void ri_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ri_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -23,10 +30,12 @@ void ri_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 bool ri_cli_common(int ch, const char *arg, const char **config, const char *usage);
 _Noreturn void ri_usage(const char *usage);
 
-/* The request: exactly one JSON object on stdin.  When shorthand flags were
- * given and stdin is a terminal or empty, the request is {}.  RI_MALFORMED
- * on anything that is not one JSON object of at most max bytes. */
-int ri_cli_request(bool flags_given, size_t max, json_t **req, ri_err *err);
+/* The request: exactly one JSON object on stdin, read only when asked --
+ * with no shorthand flags, or with "-" among the arguments (INTERFACE,
+ * second wave); otherwise {}.  A terminal on stdin when nothing else gives
+ * the request is a usage error naming the fix; RI_MALFORMED on anything
+ * that is not one JSON object of at most max bytes. */
+int ri_cli_request(bool flags_given, bool dash, size_t max, json_t **req, ri_err *err);
 /* A shorthand flag fills a request field; a differing stdin value is a
  * usage error (RI_USAGE). */
 int ri_cli_flag(json_t *req, const char *field, json_t *value, ri_err *err);
@@ -45,7 +54,11 @@ struct ri_shorthand {
 	const char *flag;               /* "act-key" for --act-key */
 	const char *field;              /* "act_key" */
 	bool json;                      /* the value is JSON (--intent-data '{...}') */
+	bool many;                      /* repeatable: the values gather in an array */
 };
+
+/* ri_cmd.features */
+#define RI_CMD_WAIT 0x01u               /* --wait SECS and -n bound the take (open step 2.2) */
 
 struct ri_cmd {
 	const char *usage;
@@ -61,7 +74,21 @@ struct ri_cmd {
 	 * the code so far (and the request, NULL when none was read), it sets
 	 * *ans and returns the code to exit with.  NULL for the others. */
 	int (*positioned)(int code, json_t *req, json_t **ans, ri_err *err);
+	unsigned features;                      /* RI_CMD_WAIT */
+	/* After the shorthands are merged and the journal attached, before
+	 * call: complete the request (ri-resolve fills its ids), given the
+	 * arguments other than "-".  NULL: any such argument is a usage error.
+	 * A code other than RI_OK ends the command with *ans, if set. */
+	int (*fill)(ri *r, json_t *req, int argc, char **argv, json_t **ans, ri_err *err);
 };
+
+/* --wait SECS: a non-negative number of seconds (fractions allowed) as ms;
+ * -1 when not a number. */
+ri_ms ri_cli_wait(const char *arg);
+/* Bound the take of r's store to wait_ms (open step 2.2: a wait shorter
+ * than the holder's remaining lease is lawful); RI_NONE leaves it at the
+ * holder's remaining lease. */
+void ri_cli_set_wait(ri *r, ri_ms wait_ms);
 
 int ri_cmd_main(const struct ri_cmd *cmd, int argc, char **argv);
 

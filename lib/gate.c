@@ -8,6 +8,7 @@
 
 #include "clock.h"
 #include "findings.h"
+#include "cli.h"
 #include "gate.h"
 #include "proto.h"
 
@@ -38,13 +39,13 @@ ri_gate_record(const struct ri_config *c, const char *kind, const char *cause, c
 	 * reason; a register that cannot be written never hides the refusal
 	 * itself, which the caller gets either way */
 	if (ri_findings_open(c->findings, false, &f, &e) != RI_OK) {
-		fprintf(stderr, "ri: could not record the refusal (%s): %s\n", cause, e.msg);
+		ri_warnx("could not record the refusal (%s): %s", cause, e.msg);
 		return;
 	}
 	json_t *entry = json_pack("{s:s, s:s, s:o}", "rule", rule, "message", msg, "at",
 	    ri_json_instant(now));
 	if (ri_findings_refusal(f, kind, cause, "start-gate", now, entry, &e) != RI_OK)
-		fprintf(stderr, "ri: could not record the refusal (%s): %s\n", cause, e.msg);
+		ri_warnx("could not record the refusal (%s): %s", cause, e.msg);
 	json_decref(entry);
 	ri_findings_close(f);
 }
@@ -159,7 +160,7 @@ ri_caller_credential(const struct ri_config *c, const char *from_request, char *
 		return RI_OK;
 	/* a credential file is a key file: the start gate's private file */
 	if ((text = ri_secret_read(file, n - 1, &len, why, sizeof why)) == NULL) {
-		ri_fail(err, RI_CONFIG, "$RI_CREDENTIAL_FILE %s", why);
+		ri_fail(err, RI_CONFIG, "credential file (RI_CREDENTIAL_FILE) %s", why);
 		ri_gate_record(c, NULL, "credential-file", "Instance start 3", err->msg);
 		return RI_CONFIG;
 	}

@@ -103,6 +103,7 @@ ri_code_name(int code)
 	switch (code) {
 	case RI_OK: return "ok";
 	case RI_CHECK_FAILED: return "check-failed";
+	case RI_DEGRADED: return "degraded";
 	case RI_INVALID_CREDENTIAL: return "invalid-credential";
 	case RI_INVALID_REQUEST: return "invalid-request";
 	case RI_ACT_IN_FLIGHT: return "act-in-flight";

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "fault.h"
 #include "gate.h"
 #include "findings.h"
@@ -114,7 +115,7 @@ surface_aged(struct ri *r, struct open_req *o, const char *old_inv, ri_ms now, j
 	} else {
 		ri_alert(ans, "could not surface aged intent %s: %s", old_inv, e.msg);
 	}
-	fprintf(stderr, "ri: aged intent %s left open for an operator (open step 3.8)\n", old_inv);
+	ri_warnx("aged intent %s left open for an operator (open step 3.8)", old_inv);
 }
 
 /*
@@ -312,7 +313,7 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 		{ "act_key", RI_F_STR, true, &o.act_key },
 		{ "actor_ref", RI_F_STR, true, &o.actor_ref },
 		{ "credential", RI_F_STR, false, &o.credential },
-		{ "intent_data", RI_F_OBJ, true, &o.intent_data },
+		{ "intent_data", RI_F_OBJ, false, &o.intent_data },
 		{ NULL, 0, false, NULL } };
 	struct ri_grant g;
 	json_t *payload, *aged = json_array(), *alerts = json_array();
@@ -324,6 +325,11 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 	if ((rc = ri_req_parse(req, fields, err)) != RI_OK ||
 	    (rc = ri_no_journal(r, NULL, NULL, ans, err)) != RI_OK)
 		goto out;
+	/* no intent data is {} -- as ri-run has always read it */
+	if (o.intent_data == NULL) {
+		json_object_set_new(req, "intent_data", json_object());
+		o.intent_data = json_object_get(req, "intent_data");
+	}
 	if ((o.k = ri_config_kind(r->cfg, o.kind)) == NULL) {
 		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "invalid-request", "cause",
 		    "unbound-kind"), err, RI_INVALID_REQUEST, "kind \"%s\" is not bound in %s", o.kind,
@@ -335,11 +341,16 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 		goto out;
 	/* open step 1.1, Primitive policy 1, 7, 8: non-empty, under the cap,
 	 * never inspected beyond that; step 1.5: nothing written */
-	if (!ri_ref_ok(r, o.act_key) || !ri_ref_ok(r, o.actor_ref) || o.credential == NULL ||
-	    *o.credential == '\0') {
+	if (o.credential == NULL || *o.credential == '\0') {
+		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "invalid-request", "cause",
+		    "malformed"), err, RI_INVALID_REQUEST, "no credential: set RI_CREDENTIAL_FILE (or"
+		    " RI_CREDENTIAL), or give \"credential\" in the request");
+		goto out;
+	}
+	if (!ri_ref_ok(r, o.act_key) || !ri_ref_ok(r, o.actor_ref)) {
 		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "invalid-request", "cause",
 		    "malformed"), err, RI_INVALID_REQUEST,
-		    "act_key, actor_ref and credential must be non-empty and at most %lld bytes",
+		    "act_key and actor_ref must be non-empty and at most %lld bytes",
 		    (long long)r->cfg->reference_length_cap);
 		goto out;
 	}

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "proto.h"
 
 /* ---- requests ---- */
@@ -368,7 +369,8 @@ ri_alert(json_t *ans, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "ri: ALERT: %s\n", msg);
+	/* the command's own name, so a log or a cron mail says who */
+	ri_warnx("ALERT: %s", msg);
 	json_t *have = json_object_get(ans, "alert");
 	if (json_is_string(have)) {
 		char both[2100];

@@ -68,33 +68,122 @@ illegal(json_t **ans, ri_err *err, const struct ri_record *rec, const char *why)
 	    "journal integrity: record seq %lld (%s) is malformed: %s", (long long)rec->seq, rec->event_id, why);
 }
 
+/*
+ * ri-read by invocation id alone, or by event id (INTERFACE, second wave):
+ * the kind and act key come from the journal's own verified records -- the
+ * invocation's, or the one record's -- so an auditor holding only the ids
+ * ri-audit names needs nothing else.  A record naming no invocation (the
+ * substrate's: seals, the actor registry) is answered alone.
+ */
+static int
+locate(ri *r, const char **kind, const char **act_key, const char **inv_id, const char *event_id,
+    json_t **record, char *kbuf, char *abuf, char *ibuf, json_t **ans, ri_err *err)
+{
+	struct ri_record rec;
+	struct ri_inv inv;
+	int st;
+
+	*record = NULL;
+	if (event_id != NULL) {
+		memset(&rec, 0, sizeof rec);
+		st = r->st->ops->read_record(r->st, event_id, &rec);
+		if (st == RI_ST_NOT_KNOWN)
+			return ri_refuse_with(ans, ri_refusal("not-known"), err, RI_NOT_KNOWN,
+			    "not-known: no record %s in the journal", event_id);
+		if (st != RI_ST_OK && st != RI_ST_PURGED)
+			goto unavailable;
+		if ((*kind != NULL && strcmp(*kind, rec.kind) != 0) ||
+		    (*act_key != NULL && strcmp(*act_key, rec.act_key) != 0) ||
+		    (*inv_id != NULL && (rec.invocation_id == NULL || strcmp(*inv_id, rec.invocation_id) != 0))) {
+			ri_record_clear(&rec);
+			return ri_refuse_with(ans, ri_refusal("not-known"), err, RI_NOT_KNOWN,
+			    "not-known: record %s is not of the act or invocation named", event_id);
+		}
+		*record = ri_record_json(&rec);
+		snprintf(kbuf, 256, "%s", rec.kind);
+		snprintf(abuf, 4096, "%s", rec.act_key);
+		*kind = kbuf;
+		*act_key = abuf;
+		if (rec.invocation_id != NULL) {
+			snprintf(ibuf, RI_ID_LEN + 1, "%s", rec.invocation_id);
+			*inv_id = ibuf;
+		}
+		ri_record_clear(&rec);
+		return RI_OK;
+	}
+	if (*kind != NULL && *act_key != NULL)
+		return RI_OK;
+	if (*inv_id == NULL || *kind != NULL || *act_key != NULL)
+		return ri_refuse_with(ans, NULL, err, RI_MALFORMED, "the request needs kind and act_key,"
+		    " or invocation_id alone, or event_id (--kind K --act-key KEY | --invocation-id ID |"
+		    " --event-id EV)");
+	if ((st = ri_inv_read(r, *inv_id, &inv)) != RI_ST_OK)
+		goto unavailable;
+	const struct ri_record *any = inv.intent ? inv.intent : inv.all.n ? &inv.all.v[0] : NULL;
+	if (any != NULL) {
+		snprintf(kbuf, 256, "%s", any->kind);
+		snprintf(abuf, 4096, "%s", any->act_key);
+	}
+	ri_inv_free(&inv);
+	if (any == NULL)
+		return ri_refuse_with(ans, ri_refusal("not-known"), err, RI_NOT_KNOWN,
+		    "not-known: no record names invocation %s", *inv_id);
+	*kind = kbuf;
+	*act_key = abuf;
+	return RI_OK;
+unavailable:
+	if (st == RI_ST_INTEGRITY)
+		return ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable",
+		    "cause", "integrity"), err, RI_INTEGRITY, "%s", r->st->ops->error(r->st)->msg);
+	return ri_refuse_with(ans, ri_refusal("journal-unavailable"), err, RI_JOURNAL_UNAVAILABLE,
+	    "journal-unavailable: %s", r->st->ops->error(r->st)->msg);
+}
+
 int
 ri_read_invocation(ri *r, json_t *req, json_t **ans, ri_err *err)
 {
-	const char *kind, *act_key, *inv_id = NULL;
+	const char *kind = NULL, *act_key = NULL, *inv_id = NULL, *event_id = NULL;
 	const struct ri_field fields[] = {
-		{ "kind", RI_F_STR, true, &kind },
-		{ "act_key", RI_F_STR, true, &act_key },
+		{ "kind", RI_F_STR, false, &kind },
+		{ "act_key", RI_F_STR, false, &act_key },
 		{ "invocation_id", RI_F_STR, false, &inv_id },
+		{ "event_id", RI_F_STR, false, &event_id },
 		{ NULL, 0, false, NULL } };
 	const struct ri_kind *k;
 	struct ri_act act;
+	char kbuf[256], abuf[4096], ibuf[RI_ID_LEN + 1];
+	json_t *record = NULL;
 	ri_ms now;
 	int rc, st;
 
 	*ans = NULL;
-	if ((rc = ri_req_parse(req, fields, err)) != RI_OK ||
-	    (rc = ri_no_journal(r, NULL, NULL, ans, err)) != RI_OK)
+	if ((rc = ri_req_parse(req, fields, err)) != RI_OK)
 		return rc;
+	if ((kind == NULL) != (act_key == NULL) && event_id == NULL)
+		return ri_fail(err, RI_MALFORMED, "kind and act_key go together; or give invocation_id"
+		    " alone, or event_id");
+	if ((rc = ri_no_journal(r, NULL, NULL, ans, err)) != RI_OK)
+		return rc;
+	if ((rc = locate(r, &kind, &act_key, &inv_id, event_id, &record, kbuf, abuf, ibuf, ans, err)) != RI_OK)
+		return rc;
+	if (record != NULL && inv_id == NULL) {
+		/* a substrate record: no invocation to report */
+		*ans = json_pack("{s:o, s:[], s:b, s:b}", "record", record, "invocations",
+		    "binding_duplicate", 0, "more", 0);
+		return RI_OK;
+	}
 	/* Read Invocation refuses only not-known and journal-unavailable: a
 	 * kind no longer bound is read from the roles stored with its records
 	 * (k NULL: no service identity to key the intents key on) */
 	k = ri_config_kind(r->cfg, kind);
 	/* read invocation 1: the reader's own seam */
-	if ((rc = ri_seam_now(r, &now, err)) != RI_OK)
+	if ((rc = ri_seam_now(r, &now, err)) != RI_OK) {
+		json_decref(record);
 		return rc;
+	}
 	/* read invocation 2: read_cap entries, and one more tells "more" */
 	if ((st = ri_act_read(r, kind, act_key, inv_id, (size_t)r->cfg->read_cap + 1, &act)) != RI_ST_OK) {
+		json_decref(record);
 		/* read invocation 11: the range read's unavailable arm is
 		 * journal-unavailable, never not-known (Action wiring 3) */
 		if (st == RI_ST_INTEGRITY)
@@ -107,6 +196,7 @@ ri_read_invocation(ri *r, json_t *req, json_t **ans, ri_err *err)
 	 * supersedes naming anything but an earlier closing of its invocation
 	 * is malformed (the closings issue's ruling) -- fail closed */
 	if (act.bad != NULL) {
+		json_decref(record);
 		rc = illegal(ans, err, act.bad, act.why);
 		ri_act_free(&act);
 		return rc;
@@ -140,10 +230,13 @@ ri_read_invocation(ri *r, json_t *req, json_t **ans, ri_err *err)
 	ri_act_free(&act);
 	if (shown == 0) {
 		json_decref(invs);
+		json_decref(record);
 		return ri_refuse_with(ans, ri_refusal("not-known"), err, RI_NOT_KNOWN,
 		    "not-known: no readable intent for (%s, %s)%s%s", kind, act_key,
 		    inv_id ? " with invocation " : "", inv_id ? inv_id : "");
 	}
 	*ans = json_pack("{s:o, s:b, s:b}", "invocations", invs, "binding_duplicate", act_dup, "more", more);
+	if (record != NULL)
+		json_object_set_new(*ans, "record", record);
 	return RI_OK;
 }

@@ -76,10 +76,22 @@ child(const struct ri_run_opts *o, const char *inv, const char *ev, const char *
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
 	signal(SIGPIPE, SIG_DFL);
-	if (dup2(out_fd, STDOUT_FILENO) < 0)
-		_exit(127);
-	(void)fcntl(STDOUT_FILENO, F_SETFD, 0);
-	close_from(STDERR_FILENO + 1);
+	if (o->outcome_stdout) {
+		/* --outcome-stdout: stdout is the outcome, as before fd 3 */
+		if (dup2(out_fd, STDOUT_FILENO) < 0)
+			_exit(127);
+		(void)fcntl(STDOUT_FILENO, F_SETFD, 0);
+		close_from(STDERR_FILENO + 1);
+		unsetenv("RI_OUTCOME_FD");
+	} else {
+		/* stdout and stderr pass through; the outcome pipe becomes fd 3
+		 * -- moved there first, so closing the rest above it keeps it */
+		if (out_fd != RI_OUTCOME_FD && dup2(out_fd, RI_OUTCOME_FD) < 0)
+			_exit(127);
+		(void)fcntl(RI_OUTCOME_FD, F_SETFD, 0);
+		close_from(RI_OUTCOME_FD + 1);
+		setenv("RI_OUTCOME_FD", "3", 1);
+	}
 	/* the journal credential is the caller's, not the job's */
 	unsetenv("RI_CREDENTIAL");
 	unsetenv("RI_CREDENTIAL_FILE");
@@ -91,7 +103,10 @@ child(const struct ri_run_opts *o, const char *inv, const char *ev, const char *
 		setenv("RI_PAIRING_DATUM", datum, 1);
 	else
 		unsetenv("RI_PAIRING_DATUM");
-	execvp(o->argv[0], o->argv);
+	if (o->path != NULL)
+		execv(o->path, o->argv);
+	else
+		execvp(o->argv[0], o->argv);
 	fprintf(stderr, "ri-run: %s: %s\n", o->argv[0], strerror(errno));
 	_exit(127);
 }
@@ -266,6 +281,15 @@ run_child(const struct ri_run_opts *o, const char *inv, const char *ev, const ch
 	return 0;
 }
 
+int
+ri_run_resolve(const char *cmd, char *path, size_t n, ri_err *err)
+{
+	if (ri_which(cmd, path, n))
+		return RI_OK;
+	return ri_fail(err, 127, "%s: %s -- nothing was opened or written", cmd,
+	    errno == EACCES ? "not executable" : "command not found");
+}
+
 static const char *
 only_outcome(const struct ri_kind *k, char *buf, size_t n)
 {
@@ -425,9 +449,12 @@ ri_run(ri *r, const struct ri_run_opts *o, json_t **ans, int *exit_code, ri_err 
 		rc = yield_unknown(r, opened, ans, err, why);
 		goto out;
 	}
-	/* exit 0: committed; its stdout is the outcome data */
+	/* exit 0: committed; what it wrote on fd 3 (or stdout, with
+	 * --outcome-stdout) is the outcome data -- nothing is {} */
 	if (res.too_big) {
-		rc = yield_unknown(r, opened, ans, err, "the command's output exceeds outcome_envelope");
+		rc = yield_unknown(r, opened, ans, err, o->outcome_stdout ?
+		    "the command's output exceeds outcome_envelope" :
+		    "the command's outcome (fd 3) exceeds outcome_envelope");
 		goto out;
 	}
 	if (strspn(res.out, " \t\r\n") == res.len) {
@@ -436,8 +463,9 @@ ri_run(ri *r, const struct ri_run_opts *o, json_t **ans, int *exit_code, ri_err 
 		json_error_t je;
 		data = json_loadb(res.out, res.len, JSON_REJECT_DUPLICATES, &je);
 		if (data == NULL || !json_is_object(data)) {
-			rc = yield_unknown(r, opened, ans, err,
-			    "the command exited 0 but its output is not one JSON object");
+			rc = yield_unknown(r, opened, ans, err, o->outcome_stdout ?
+			    "the command exited 0 but its output is not one JSON object" :
+			    "the command exited 0 but what it wrote on fd 3 is not one JSON object");
 			goto out;
 		}
 	}

@@ -11,7 +11,18 @@ struct ri_run_opts {
 	size_t n_pre_commit;
 	int64_t grace_ms;               /* TERM -> KILL */
 	char **argv;                    /* CMD ARGS..., NULL-terminated */
+	const char *path;               /* argv[0] resolved (ri_run_resolve); NULL: execvp */
+	bool outcome_stdout;            /* --outcome-stdout: the outcome is CMD's stdout */
 };
+
+/* The outcome descriptor of the job: CMD writes its outcome object there
+ * (nothing written: {}); its stdout and stderr pass through. */
+#define RI_OUTCOME_FD 3
+
+/* Resolve CMD before Open, as execvp(3) will (INTERFACE, second wave: a
+ * command that cannot run is 127 with nothing written): its path into
+ * path, or RI_OK is not returned and err says why (code 127). */
+int ri_run_resolve(const char *cmd, char *path, size_t n, ri_err *err);
 
 /* The answer is Close's, Refuse's or a refusal; *exit_code is what ri-run
  * exits with (CMD's own code after a landed refusal). */

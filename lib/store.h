@@ -207,6 +207,12 @@ struct ri_store_ops {
 
 struct ri_store {
 	const struct ri_store_ops *ops;
+	/* open step 2.2: the caller may bound a take below the holder's
+	 * remaining lease (ri-open, ri-run --wait SECS, -n): take answers
+	 * SECTION_UNAVAILABLE once take_wait ms have passed.  Zero-initialised:
+	 * unbounded (the holder's remaining lease, as always). */
+	bool take_bounded;
+	ri_ms take_wait;
 };
 
 void ri_record_clear(struct ri_record *r);

@@ -15,10 +15,12 @@
 #include <sodium.h>
 
 #include "audit.h"
+#include "cli.h"
 #include "fault.h"
 #include "findings.h"
 #include "gate.h"
 #include "probe.h"
+#include "progress.h"
 #include "proto.h"
 #include "sweep.h"
 
@@ -47,6 +49,8 @@ struct sweep {
 	                                 * written under it this run) */
 	bool lease_tampered;            /* a take met a lease row past the cap */
 	bool binding_refused;           /* Binding 2: the run writes nothing */
+	json_t *degraded;               /* why the run is degraded: alerts, and below */
+	json_t *unreachable;            /* kind -> {"acts": n, "why": the probe's last word} */
 };
 
 static void
@@ -62,7 +66,23 @@ alert(struct sweep *s, const char *fmt, ...)
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	json_array_append_new(s->alerts, json_string(msg));
-	fprintf(stderr, "ri-sweep: %s\n", msg);
+	if (s->degraded != NULL)
+		json_array_append_new(s->degraded, json_string(msg));
+	ri_warnx("%s", msg);
+}
+
+/* reconcile step 3.13-3.14: the probe could not reach the store; the act
+ * is left for the next run, and the run is degraded -- said once per kind */
+static void
+store_unreachable(struct sweep *s, const struct ri_kind *k, const char *why)
+{
+	json_t *e = json_object_get(s->unreachable, k->name);
+
+	if (e == NULL) {
+		e = json_pack("{s:I, s:s}", "acts", (json_int_t)0, "why", why ? why : "unavailable");
+		json_object_set_new(s->unreachable, k->name, e);
+	}
+	json_object_set_new(e, "acts", json_integer(json_integer_value(json_object_get(e, "acts")) + 1));
 }
 
 /* ---- the compliance surface ---- */
@@ -383,6 +403,7 @@ close_act(struct sweep *s, const struct ri_kind *k, const struct ri_record *inte
 		break;
 	case RI_PROBE_UNAVAILABLE:
 		/* reconcile step 3.13-3.14, Invariant 5.10: nothing written */
+		store_unreachable(s, k, p.why);
 		instance_finding(s, RI_F_STORE_UNAVAILABLE, k->name, json_pack("{s:s, s:s}", "invocation_id",
 		    intent->invocation_id, "why", p.why));
 		break;
@@ -402,6 +423,8 @@ report_only(struct sweep *s, const struct ri_kind *k, const struct ri_record *in
 	 * it whether step 5.1 finds the act at risk, so neither report
 	 * overwrites the other (reconcile 2e) */
 	ri_probe_run(s->c, k, intent->act_key, intent->payload, &p);
+	if (p.answer == RI_PROBE_UNAVAILABLE)
+		store_unreachable(s, k, p.why);
 	if (p.answer == RI_PROBE_UNAVAILABLE)
 		instance_finding(s, RI_F_STORE_UNAVAILABLE, k->name, json_pack("{s:s, s:s}", "invocation_id",
 		    intent->invocation_id, "why", p.why));
@@ -764,6 +787,42 @@ finish(struct sweep *s, json_t **ans, bool looked)
 	}
 }
 
+/*
+ * A run that ended but could not do all it should is degraded (ri-sweep(1),
+ * EXIT STATUS 2): every alert, every kind whose store its probe could not
+ * reach, and a run past run_bound (run bound 1-2: the instance's start
+ * conditions assume a run ends within it).  Said on stderr, and in the
+ * answer's "degraded".
+ */
+static void
+degraded(struct sweep *s, json_t *ans, int64_t started)
+{
+	const char *kind;
+	json_t *e;
+	char msg[1400], a[32], b[32];
+	int64_t took = ri_mono_ms() - started;
+
+	json_object_foreach(s->unreachable, kind, e) {
+		snprintf(msg, sizeof msg, "kind %s: the probe could not reach the store for %lld act%s, left for"
+		    " the next run (reconcile step 3.13): %s", kind,
+		    (long long)json_integer_value(json_object_get(e, "acts")),
+		    json_integer_value(json_object_get(e, "acts")) == 1 ? "" : "s",
+		    json_string_value(json_object_get(e, "why")));
+		json_array_append_new(s->degraded, json_string(msg));
+		ri_warnx("degraded: %s", msg);
+	}
+	if (took > s->c->run_bound) {
+		ri_format_seconds(took, a, sizeof a);
+		ri_format_seconds(s->c->run_bound, b, sizeof b);
+		snprintf(msg, sizeof msg, "the run took %s s, past run_bound %s s: the start conditions no"
+		    " longer hold for this backlog (run bound 1; ri-startcheck)", a, b);
+		json_array_append_new(s->degraded, json_string(msg));
+		ri_warnx("degraded: %s", msg);
+	}
+	if (json_array_size(s->degraded) > 0)
+		json_object_set(ans, "degraded", s->degraded);
+}
+
 /* run bound 1: the next run never starts beside a run in flight on this
  * node.  A run that finds one in flight does not start, and that is not a
  * failure: the run in flight is doing the work (Reconcile refuses only
@@ -792,7 +851,9 @@ int
 ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 {
 	struct sweep s = { .r = r, .c = r->cfg, .alerts = json_array(), .creds = json_object(),
-		.refused = json_object() };
+		.refused = json_object(), .degraded = json_array(), .unreachable = json_object() };
+	struct ri_progress prog;
+	int64_t started = ri_mono_ms();
 	struct ri_open_intent *oi = NULL;
 	size_t n = 0;
 	ri_err e;
@@ -807,6 +868,8 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 		json_decref(s.alerts);
 		json_decref(s.creds);
 		json_decref(s.refused);
+		json_decref(s.degraded);
+		json_decref(s.unreachable);
 		return rc;
 	}
 	if (busy) {
@@ -814,9 +877,13 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 		*ans = tally_json(&s);
 		json_object_set_new(*ans, "not_started", json_string(
 		    "another run is in flight on this node (run bound 1); it does this run's work"));
-		fprintf(stderr, "ri-sweep: another run is in flight on this node; this one did not start (run bound 1)\n");
+		if (o == NULL || !o->quiet)
+			ri_warnx("another run is in flight on this node; this one did not start (run bound 1)");
 		json_decref(s.alerts);
 		json_decref(s.creds);
+		json_decref(s.refused);
+		json_decref(s.degraded);
+		json_decref(s.unreachable);
 		return RI_OK;
 	}
 	/* Primitive policy 18: now, once per run, at the sweep's own seam */
@@ -845,8 +912,10 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 		goto out;
 	}
 	ri_fault("sweep.after_enumerate");
+	ri_progress_begin(&prog, o != NULL && o->progress, "acts", (int64_t)n);
 	for (size_t i = 0; i < n; i++) {
 		const struct ri_kind *k = ri_config_kind(s.c, oi[i].kind);
+		ri_progress_tick(&prog, (int64_t)i);
 		if (k == NULL) {
 			/* Binding 4-6: surfaced once per run, never closed, within
 			 * the longest retention */
@@ -881,6 +950,7 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 			act_finding(&s, RI_F_CLOSURE_AT_RISK, k->name, oi[i].act_key, oi[i].invocation_id,
 			    json_pack("{s:s}", "rule", "reconcile step 5.1"));
 	}
+	ri_progress_end(&prog, (int64_t)n);
 	if (s.binding_refused) {
 		/* Binding 2-3: nothing written -- no closing, no purge, no seal;
 		 * the refusal is on the register with its reason */
@@ -911,6 +981,11 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 	if (sealed != NULL)
 		json_object_set(*ans, "sealed_seq", json_object_get(sealed, "sealed_seq"));
 	json_decref(sealed);
+	degraded(&s, *ans, started);
+	if (rc == RI_OK && json_array_size(s.degraded) > 0)
+		rc = ri_fail(err, RI_DEGRADED, "the run is degraded (%zu reason%s above): it closed what it"
+		    " could; the rest waits for the next run or an operator", json_array_size(s.degraded),
+		    json_array_size(s.degraded) == 1 ? "" : "s");
 	if (tampered) {
 		json_object_set_new(*ans, "refused", json_string("journal-unavailable"));
 		json_object_set_new(*ans, "cause", json_string("integrity"));
@@ -927,6 +1002,8 @@ out:
 	json_decref(s.alerts);
 	json_decref(s.creds);
 	json_decref(s.refused);
+	json_decref(s.degraded);
+	json_decref(s.unreachable);
 	if (lock >= 0)
 		close(lock);
 	return rc;

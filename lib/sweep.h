@@ -6,12 +6,17 @@
 
 struct ri_sweep_opts {
 	const char *node;       /* names this node's run lock (run bound 1) */
+	bool quiet;             /* --quiet: no word on stderr for a run that did not start */
+	bool progress;          /* acts done of total, on stderr (a terminal) */
 };
 
 /* The tally: examined, closed, abandoned, escalated, reported, skipped,
  * closed_already, surfaced, unreached, run_id -- with the partition
  * closed + abandoned + escalated + reported + skipped + closed_already
- * = examined. */
+ * = examined.  A run that ended but could not do all it should -- a store
+ * its probe could not reach, a service identity refused or unchecked, a
+ * run past run_bound, any alert -- answers "degraded": [why...], says why
+ * on stderr, and returns RI_DEGRADED (2). */
 int ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err);
 
 /* The journal could not even be opened: record the outage in the

@@ -414,3 +414,53 @@ ri_envelope_size(const char *action_ref, const char *actor_ref, const json_t *da
 	json_decref(env);
 	return n;
 }
+
+static int
+exec_ok(const char *path)
+{
+	struct stat sb;
+
+	if (stat(path, &sb) != 0)
+		return ENOENT;
+	if (!S_ISREG(sb.st_mode) || access(path, X_OK) != 0)
+		return EACCES;
+	return 0;
+}
+
+bool
+ri_which(const char *prog, char *out, size_t n)
+{
+	const char *path = getenv("PATH");
+	int e, seen = ENOENT;
+
+	if (prog == NULL || *prog == '\0') {
+		errno = ENOENT;
+		return false;
+	}
+	if (strchr(prog, '/') != NULL) {
+		if ((e = exec_ok(prog)) != 0) {
+			errno = e;
+			return false;
+		}
+		snprintf(out, n, "%s", prog);
+		return true;
+	}
+	if (path == NULL)
+		path = "/usr/bin:/bin";
+	for (;;) {
+		size_t len = strcspn(path, ":");
+		/* an empty element is the current directory, as for execvp */
+		int w = len ? snprintf(out, n, "%.*s/%s", (int)len, path, prog) : snprintf(out, n, "./%s", prog);
+		if (w > 0 && (size_t)w < n) {
+			if ((e = exec_ok(out)) == 0)
+				return true;
+			if (e == EACCES)
+				seen = EACCES;
+		}
+		if (path[len] == '\0')
+			break;
+		path += len + 1;
+	}
+	errno = seen;
+	return false;
+}

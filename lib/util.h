@@ -61,6 +61,11 @@ json_t *ri_json_instant(ri_ms t);
  * {action_ref, actor_ref, attestation_id, data}. */
 size_t ri_envelope_size(const char *action_ref, const char *actor_ref, const json_t *data);
 
+/* Find prog as execvp(3) would ($PATH, or "/usr/bin:/bin"; a name with a
+ * slash as given): the path of an executable regular file into out, or
+ * false with errno (ENOENT: not found; EACCES: found, not executable). */
+bool ri_which(const char *prog, char *out, size_t n);
+
 /* Monotonic milliseconds, for bounding waits (never for protocol time). */
 int64_t ri_mono_ms(void);
 void ri_sleep_ms(int64_t ms);

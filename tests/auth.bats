@@ -386,7 +386,7 @@ ms() { date +%s%3N; }
 	check 21 outcome usage
 	run --separate-stderr ri-close stray <<<"$(close_req "$A")"
 	check 21 outcome usage
-	run --separate-stderr ri-close --kind other <<<"$(close_req "$A")"
+	run --separate-stderr ri-close --kind other - <<<"$(close_req "$A")"
 	check 21 outcome usage
 	run --separate-stderr ri-refuse <<<"$(refuse_req "$A" | jq -c 'del(.reason)')"
 	check 22 refusal malformed

@@ -1106,15 +1106,15 @@ race_worker() {
 	[ "$(holder k1)" = "$(jq -r .invocation_id <<<"$A")" ]
 }
 
-@test "INTERFACE 64: a flag disagreeing with stdin (ri-open --act-key x, stdin act_key y) is a usage error, nothing written" {
+@test "INTERFACE 64: a flag disagreeing with stdin (ri-open --act-key x -, stdin act_key y) is a usage error, nothing written" {
 	ri_instance
 	n=$(records)
-	run --separate-stderr ri-open --act-key x <<<"$(open_req y)"
+	run --separate-stderr ri-open --act-key x - <<<"$(open_req y)"
 	[ "$status" -eq 64 ]
 	[ "$(records)" -eq "$n" ]
 	[ "$(sqlite3 "$T/journal.db" 'SELECT count(*) FROM leases')" -eq 0 ]
 	# agreeing flags are fine
-	run --separate-stderr ri-open --act-key y --kind ledger <<<"$(open_req y)"
+	run --separate-stderr ri-open --act-key y --kind ledger - <<<"$(open_req y)"
 	[ "$status" -eq 0 ]
 }
 

@@ -108,10 +108,15 @@ xrun() {
 	[[ "$stderr" == *signal* ]]
 }
 
-@test "INTERFACE ri-run: a child that exits 0 but prints junk -> 21 (never a Close with made-up data), and the message says why" {
+@test "INTERFACE ri-run: a child that exits 0 but writes junk on fd 3 (or on stdout with --outcome-stdout) -> 21 (never a Close with made-up data), and the message says why" {
 	ri_instance
 	export RI_CREDENTIAL=$ALICE
-	xrun r1 -- echo 'disclosed it, probably'
+	xrun r1 -- sh -c "echo 'disclosed it, probably' >&3"
+	[ "$status" -eq 21 ]
+	[[ "$stderr" == *"fd 3 is not one JSON object"* ]]
+	xrun r1 --outcome-stdout -- echo 'disclosed it, probably'
+	[ "$status" -eq 12 ]
+	xrun r1b --outcome-stdout -- echo 'disclosed it, probably'
 	[ "$status" -eq 21 ]
 	[ "$(records "action_ref = 'ledger.disclosed'")" -eq 0 ]
 	[ "$(latest r1 | jq -r .state)" = open ]
@@ -121,18 +126,59 @@ xrun() {
 @test "INTERFACE ri-run: a child printing a JSON object -> its fields are the outcome's data" {
 	ri_instance
 	export RI_CREDENTIAL=$ALICE
-	xrun r1 -- echo '{"disclosure_id":"dsc-1","n":2,"tags":["a"]}'
+	xrun r1 -- sh -c "echo '{\"disclosure_id\":\"dsc-1\",\"n\":2,\"tags\":[\"a\"]}' >&3"
 	[ "$status" -eq 0 ]
 	latest r1 | jq -e '.state == "closed" and
 	    .records[-1].payload.data == {"disclosure_id":"dsc-1","n":2,"tags":["a"]}'
+	# --outcome-stdout keeps the first wave's capture of stdout
+	xrun r2 --outcome-stdout -- echo '{"disclosure_id":"dsc-2"}'
+	[ "$status" -eq 0 ]
+	latest r2 | jq -e '.records[-1].payload.data == {"disclosure_id":"dsc-2"}'
+}
+
+@test "friction 1 (wrapper): the job's stdout and stderr pass through like flock or timeout; nothing on fd 3 is {} -- cp -v no longer sends the act to an operator" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	echo data >"$T/a"
+	xrun c1 -- cp -v "$T/a" "$T/b"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "'$T/a' -> '$T/b'" ]
+	jq -e '.landed_by == "invocation"' <<<"${lines[1]}"
+	latest c1 | jq -e '.state == "closed" and .records[-1].payload.data == {}'
+	xrun c2 -- sh -c 'echo to-stderr >&2; echo to-stdout; printf "{\"id\":\"%s\"}" x >&3'
+	[ "$status" -eq 0 ]
+	[ "$stderr" = to-stderr ]
+	[ "${lines[0]}" = to-stdout ]
+	latest c2 | jq -e '.records[-1].payload.data == {"id":"x"}'
+	# the job is told where its outcome goes
+	xrun c3 -- sh -c 'printf "{\"fd\":\"%s\"}" "$RI_OUTCOME_FD" >&3'
+	latest c3 | jq -e '.records[-1].payload.data == {"fd":"3"}'
+}
+
+@test "friction 1 (wrapper): a command that cannot run is 127 before Open -- a typo writes nothing and locks nothing" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	before=$(records)
+	run -127 --separate-stderr ri-run --kind ledger --act-key t1 --actor alice -- no-such-command-xyz --flag
+	[ -z "$output" ]
+	[[ "$stderr" == *"no-such-command-xyz: command not found"* ]]
+	printf '#!/bin/sh\nexit 0\n' >"$T/noexec"
+	chmod 0644 "$T/noexec"
+	run -127 --separate-stderr ri-run --kind ledger --act-key t1 --actor alice -- "$T/noexec"
+	[[ "$stderr" == *"not executable"* ]]
+	[ "$(records)" -eq "$before" ]
+	[ -z "$(holder t1)" ]
+	# the act is free: the corrected command runs at once
+	xrun t1 -- true
+	[ "$status" -eq 0 ]
 }
 
 @test "INTERFACE ri-run: a child that exits 0 with stdout over outcome_envelope (4096) or a JSON array -> 21, never a Close" {
 	ri_instance
 	export RI_CREDENTIAL=$ALICE
-	xrun r1 -- sh -c 'printf "{\"x\":\""; head -c 10000 /dev/zero | tr "\\0" x; printf "\"}"'
+	xrun r1 -- sh -c '{ printf "{\"x\":\""; head -c 10000 /dev/zero | tr "\\0" x; printf "\"}"; } >&3'
 	[ "$status" -eq 21 ]
-	xrun r2 -- echo '[1,2]'
+	xrun r2 -- sh -c "echo '[1,2]' >&3"
 	[ "$status" -eq 21 ]
 	[ "$(records "action_ref = 'ledger.disclosed'")" -eq 0 ]
 	[ "$(latest r1 | jq -r .state)" = open ]
@@ -182,7 +228,7 @@ xrun() {
 	xrun r1 -- sh -c 'jq -nc --arg i "$RI_INVOCATION_ID" --arg e "$RI_INTENT_EVENT_ID" \
 	    --arg p "$RI_PAIRING_DATUM" --arg d "$RI_COMMIT_DEADLINE" --arg t "$RI_FENCING_TOKEN" \
 	    --arg c "${RI_CREDENTIAL-unset}" --arg f "${RI_CREDENTIAL_FILE-unset}" \
-	    "{i:\$i,e:\$e,p:\$p,d:\$d,t:\$t,c:\$c,f:\$f}"'
+	    "{i:\$i,e:\$e,p:\$p,d:\$d,t:\$t,c:\$c,f:\$f}" >&3'
 	[ "$status" -eq 0 ]
 	e=$(latest r1)
 	d=$(jq -c '.records[-1].payload.data' <<<"$e")
@@ -205,7 +251,7 @@ xrun() {
 	ri_instance
 	(umask 077; echo "$ALICE" >"$T/alice.cred")
 	export RI_CREDENTIAL_FILE=$T/alice.cred
-	xrun r1 -- sh -c 'jq -nc --arg f "${RI_CREDENTIAL_FILE-unset}" --arg c "${RI_CREDENTIAL-unset}" "{f:\$f,c:\$c}"'
+	xrun r1 -- sh -c 'jq -nc --arg f "${RI_CREDENTIAL_FILE-unset}" --arg c "${RI_CREDENTIAL-unset}" "{f:\$f,c:\$c}" >&3'
 	[ "$status" -eq 0 ]
 	latest r1 | jq -e '.state == "closed" and .records[-1].payload.data == {"f":"unset","c":"unset"}'
 }
@@ -213,9 +259,9 @@ xrun() {
 @test "act section (fencing token): two successive ri-runs on one act get increasing RI_FENCING_TOKEN" {
 	ri_instance
 	export RI_CREDENTIAL=$ALICE
-	xrun r1 -- sh -c 'printf "{\"t\":%s}" "$RI_FENCING_TOKEN"'
+	xrun r1 -- sh -c 'printf "{\"t\":%s}" "$RI_FENCING_TOKEN" >&3'
 	[ "$status" -eq 0 ]
-	xrun r1 -- sh -c 'printf "{\"t\":%s}" "$RI_FENCING_TOKEN"'
+	xrun r1 -- sh -c 'printf "{\"t\":%s}" "$RI_FENCING_TOKEN" >&3'
 	[ "$status" -eq 0 ]
 	t=$(rd r1 | jq -r '[.invocations[].records[-1].payload.data.t] | reverse | join(" ")')
 	read -r t1 t2 <<<"$t"
@@ -279,4 +325,80 @@ xrun() {
 	[ "$(field refused)" = act-in-flight ]
 	[ ! -e "$T/ran" ]
 	[ "$(records)" -eq "$n" ]
+}
+
+# ---- bounded takes (open step 2.2) ---------------------------------------------
+
+@test "friction 2 (flock -n / -w): ri-open and ri-run -n answer section-unavailable (14) at once while another holds the act; --wait SECS waits that long and no longer; nothing written" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	ri-open --kind ledger --act-key w1 --actor alice >/dev/null
+	before=$(records)
+	# without a bound the take would wait out the holder's 30 s lease
+	t0=$(date +%s%N)
+	run --separate-stderr ri-open -n --kind ledger --act-key w1 --actor alice
+	t1=$(date +%s%N)
+	[ "$status" -eq 14 ]
+	[ "$output" = '{"refused":"section-unavailable"}' ]
+	[[ "$stderr" == *"the wait asked for"* ]]
+	[ $(( (t1 - t0) / 1000000 )) -lt 2000 ]
+	t0=$(date +%s%N)
+	xrun w1 --wait 0.6 -- touch "$T/ran"
+	t1=$(date +%s%N)
+	[ "$status" -eq 14 ]
+	ms=$(( (t1 - t0) / 1000000 ))
+	[ "$ms" -ge 550 ] && [ "$ms" -lt 5000 ]
+	[ ! -e "$T/ran" ]
+	xrun w1 -n -- touch "$T/ran"
+	[ "$status" -eq 14 ]
+	[ ! -e "$T/ran" ]
+	[ "$(records)" -eq "$before" ]
+	# a free act is taken at once, bound or not
+	xrun w2 -n -- true
+	[ "$status" -eq 0 ]
+	run ri-open --wait x --kind ledger --act-key w3 --actor alice
+	[ "$status" -eq 64 ]
+}
+
+@test "friction 4: ri-open without --intent-data opens with {} (as ri-run always did); errors name the fix -- no credential, a missing credential file, no config" {
+	ri_instance
+	run --separate-stderr ri-open --kind ledger --act-key d1 --actor alice
+	[ "$status" -eq 11 ]
+	[[ "$stderr" == *"no credential: set RI_CREDENTIAL_FILE"* ]]
+	RI_CREDENTIAL_FILE=$T/nonexistent run --separate-stderr ri-open --kind ledger --act-key d1 --actor alice
+	[ "$status" -eq 78 ]
+	[[ "$stderr" == *"credential file (RI_CREDENTIAL_FILE) $T/nonexistent: No such file"* ]]
+	cd "$T"
+	RI_CONFIG= run --separate-stderr ri-read --kind ledger --act-key d1 -c nowhere.json
+	[ "$status" -eq 78 ]
+	[[ "$stderr" == *"no config: nowhere.json: No such file or directory -- give -c FILE or set RI_CONFIG"* ]]
+	RI_CREDENTIAL=$ALICE run --separate-stderr ri-open --kind ledger --act-key d1 --actor alice
+	[ "$status" -eq 0 ]
+	latest d1 | jq -e '.records[0].payload.data == {}'
+}
+
+@test "friction 3 (stdin only when asked): a loop over keys keeps its stdin -- ri-read with flags reads none; '-' merges stdin with flags; a terminal or non-JSON on stdin says what to pass" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	for k in a b c; do ri-open --kind ledger --act-key "$k" --actor alice >/dev/null; done
+	printf '%s\n' a b c >"$T/keys"
+	n=0
+	while read -r k; do
+		ri-read --kind ledger --act-key "$k" >/dev/null
+		n=$((n + 1))
+	done <"$T/keys"
+	[ "$n" -eq 3 ]
+	# '-': flags and the request on stdin merge
+	run --separate-stderr ri-read --kind ledger - <<<'{"act_key":"b"}'
+	[ "$status" -eq 0 ]
+	jq -e '.invocations | length == 1' <<<"$output"
+	# without flags stdin is the request; not JSON says what to pass
+	run --separate-stderr ri-read <<<'not json'
+	[ "$status" -eq 65 ]
+	[[ "$stderr" == *"pass one JSON request object on stdin, or give its fields as flags"* ]]
+	# a terminal on stdin with nothing else: a usage error, never a hang
+	command -v script >/dev/null || skip "script(1) is not installed"
+	run script -qec "ri-read" /dev/null
+	[ "$status" -eq 64 ]
+	[[ "$output" == *"stdin is a terminal"* ]]
 }

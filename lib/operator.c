@@ -1,0 +1,148 @@
+/* operator.c -- what still needs an operator (operator.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "operator.h"
+
+const char *
+ri_needs_operator(const struct ri_config *c, const struct ri_kind *k, const struct ri_inv *inv,
+    const struct ri_standing *sd, ri_ms now)
+{
+	if (inv->intent == NULL)
+		return NULL;
+	if (sd->duplicate)
+		return "binding-duplicate";
+	if (sd->standing != NULL)
+		return sd->standing->type == RI_C_ESCALATED ? "escalated" : NULL;
+	if (inv->n_closings > 0)
+		return NULL;
+	/* no closing: open -- an operator's only once past the examine edge */
+	if (k != NULL && ri_in_flight(c, k, inv->intent->recorded_at, now))
+		return NULL;
+	return "open";
+}
+
+bool
+ri_inv_settled(const struct ri_inv *inv, const struct ri_standing *sd, ri_ms *closed_at)
+{
+	(void)inv;
+	if (sd->duplicate || sd->standing == NULL || sd->standing->type == RI_C_ESCALATED)
+		return false;
+	*closed_at = sd->standing->rec->recorded_at;
+	return true;
+}
+
+int
+ri_act_pending(struct ri *r, const char *kind, const char *act_key, ri_ms now, json_t **out)
+{
+	const struct ri_kind *k = ri_config_kind(r->cfg, kind);
+	struct ri_act act;
+	int st;
+
+	*out = NULL;
+	if ((st = ri_act_read(r, kind, act_key, NULL, 0, &act)) != RI_ST_OK)
+		return st;
+	*out = json_array();
+	for (size_t i = 0; i < act.n; i++) {
+		const struct ri_act_inv *e = &act.v[i];
+		const char *why;
+		if (e->inv.intent == NULL || !ri_intent_retained(r->cfg, e->inv.intent, now) ||
+		    (why = ri_needs_operator(r->cfg, k, &e->inv, &e->sd, now)) == NULL)
+			continue;
+		json_array_append_new(*out, json_pack("{s:s, s:s, s:s, s:s, s:o}", "invocation_id",
+		    e->inv_id, "intent_event_id", e->inv.intent->event_id, "state",
+		    ri_state_name(e->sd.state), "why", why, "recorded_at",
+		    ri_json_instant(e->inv.intent->recorded_at)));
+	}
+	ri_act_free(&act);
+	return RI_ST_OK;
+}
+
+/* The disposition the shorthand flags name, moved out of the request's
+ * helper fields ("_abandon", "_outcome", "_outcome_data", "_escalate"). */
+static int
+disposition(json_t *req, int argc, char **argv, ri_err *err)
+{
+	json_t *ab = json_object_get(req, "_abandon"), *oc = json_object_get(req, "_outcome");
+	json_t *od = json_object_get(req, "_outcome_data"), *es = json_object_get(req, "_escalate");
+	json_t *d = NULL;
+	int given = (ab != NULL) + (oc != NULL) + (es != NULL);
+
+	if (given == 0 && od == NULL && argc == 0)
+		return RI_OK;
+	if (given != 1 || (od != NULL && oc == NULL) || (argc > 0 && es == NULL))
+		return ri_fail(err, RI_USAGE, "give exactly one of --abandon CAUSE, --outcome REF"
+		    " [--outcome-data JSON], --escalate CAND...");
+	if (json_object_get(req, "disposition") != NULL)
+		return ri_fail(err, RI_USAGE, "--abandon, --outcome and --escalate replace --disposition;"
+		    " give one or the other");
+	if (ab != NULL) {
+		d = json_pack("{s:{s:O}}", "abandoned", "cause", ab);
+	} else if (oc != NULL) {
+		json_t *data = od != NULL ? json_incref(od) : json_object();
+		d = json_pack("{s:{s:O, s:o}}", "outcome", "outcome_action_ref", oc, "outcome_data", data);
+	} else {
+		json_t *c = json_deep_copy(es);
+		for (int i = 0; i < argc; i++)
+			json_array_append_new(c, json_string(argv[i]));
+		d = json_pack("{s:{s:o}}", "escalated", "candidates", c);
+	}
+	json_object_set_new(req, "disposition", d);
+	return RI_OK;
+}
+
+int
+ri_resolve_fill(struct ri *r, json_t *req, int argc, char **argv, json_t **ans, ri_err *err)
+{
+	const char *kind, *act_key;
+	json_t *list, *inv = json_object_get(req, "invocation_id");
+	ri_ms now;
+	int rc, st;
+
+	if ((rc = disposition(req, argc, argv, err)) != RI_OK)
+		return rc;
+	json_object_del(req, "_abandon");
+	json_object_del(req, "_outcome");
+	json_object_del(req, "_outcome_data");
+	json_object_del(req, "_escalate");
+	if (inv != NULL && json_object_get(req, "intent_event_id") != NULL)
+		return RI_OK;
+	kind = json_string_value(json_object_get(req, "kind"));
+	act_key = json_string_value(json_object_get(req, "act_key"));
+	/* without both ids, the act names what needs resolving; anything
+	 * short of that is the call's own malformed request */
+	if (kind == NULL || act_key == NULL || r->st == NULL)
+		return RI_OK;
+	if ((rc = ri_seam_now(r, &now, err)) != RI_OK)
+		return rc;
+	if ((st = ri_act_pending(r, kind, act_key, now, &list)) != RI_ST_OK)
+		return ri_store_code(r, st, err);
+	if (inv != NULL) {
+		/* the invocation given: its intent's event id */
+		size_t i;
+		json_t *v, *keep = NULL;
+		json_array_foreach(list, i, v)
+			if (json_equal(json_object_get(v, "invocation_id"), inv))
+				keep = v;
+		if (keep != NULL) {
+			json_object_set(req, "intent_event_id", json_object_get(keep, "intent_event_id"));
+			json_decref(list);
+			return RI_OK;
+		}
+	} else if (json_array_size(list) == 1) {
+		json_t *v = json_array_get(list, 0);
+		json_object_set(req, "invocation_id", json_object_get(v, "invocation_id"));
+		json_object_set(req, "intent_event_id", json_object_get(v, "intent_event_id"));
+		json_decref(list);
+		return RI_OK;
+	}
+	size_t n = json_array_size(list);
+	*ans = json_pack("{s:o}", "needs_operator", list);
+	if (n == 0)
+		return ri_fail(err, RI_USAGE, "no invocation of (%s, %s)%s needs an operator: nothing to"
+		    " resolve (give --invocation-id ID and --intent-event-id EV to name one)", kind, act_key,
+		    inv != NULL ? " by that id" : "");
+	return ri_fail(err, RI_USAGE, "%zu invocations of (%s, %s) need an operator (listed on stdout):"
+	    " give --invocation-id ID", n, kind, act_key);
+}
