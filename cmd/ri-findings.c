@@ -1,39 +1,10 @@
-/* ri-findings -- list the findings register as JSON lines (ri-findings(1)). */
+/* ri-findings -- list the findings register as JSON lines; an act
+ * finding stands while its act needs someone (ri-findings(1)). */
 #include "cli.h"
-#include "findings.h"
 #include "instance.h"
+#include "operator.h"
 
 static const char usage[] = "ri-findings [-c config] [--open] [--kind KIND]";
-
-static json_t *
-instant_or_null(ri_ms t)
-{
-	return t == RI_NONE ? json_null() : ri_json_instant(t);
-}
-
-static json_t *
-str_or_null(const char *s)
-{
-	return s ? json_string(s) : json_null();
-}
-
-static int
-print_row(const struct ri_finding_row *f, void *arg)
-{
-	json_t *detail = f->detail ? json_loads(f->detail, 0, NULL) : NULL;
-	json_t *j = json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:b, s:o, s:s, s:o}",
-	    "finding", f->finding, "scope", f->scope, "kind", str_or_null(f->kind),
-	    "act_key", str_or_null(f->act_key), "invocation_id", str_or_null(f->invocation_id),
-	    "first_seen", f->first_seen, "first_seen_at", instant_or_null(f->first_seen_at),
-	    "last_seen", str_or_null(f->last_seen), "last_seen_at", instant_or_null(f->last_seen_at),
-	    "closed", f->closed_at != RI_NONE, "closed_at", instant_or_null(f->closed_at),
-	    "run_id", f->run_id, "detail", detail ? detail : json_object());
-
-	(void)arg;
-	ri_cli_print(j);
-	json_decref(j);
-	return 0;
-}
 
 int
 main(int argc, char **argv)
@@ -43,9 +14,8 @@ main(int argc, char **argv)
 		{ "kind", required_argument, NULL, 'k' },
 		{ NULL, 0, NULL, 0 } };
 	const char *config = NULL, *kind = NULL;
-	bool open_only = false;
-	struct ri_findings *f;
-	ri_err err = { 0 };
+	bool open_only = false, warn;
+	ri_err err = { 0 }, jerr = { 0 };
 	ri *r;
 	int ch, rc;
 
@@ -62,10 +32,11 @@ main(int argc, char **argv)
 		ri_usage(usage);
 	if ((rc = ri_instance_open(config, RI_CONFIG_ONLY, &r, &err)) != RI_OK)
 		ri_die(rc, "%s", err.msg);
-	if ((rc = ri_findings_open(r->cfg->findings, true, &f, &err)) == RI_OK) {
-		rc = ri_findings_each(f, open_only, kind, print_row, NULL, &err);
-		ri_findings_close(f);
-	}
+	/* the register is its own file, readable through a journal outage */
+	(void)ri_instance_attach(r, RI_READONLY, &jerr);
+	rc = ri_findings_list(r, open_only, kind, &warn, &err);
+	if (warn)
+		ri_warnx("act findings as the register holds them -- the journal cannot be read: %s", jerr.msg);
 	ri_instance_close(r);
 	return ri_cli_finish(rc, NULL, &err);
 }

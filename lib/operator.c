@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
+#include "findings.h"
 #include "operator.h"
 
 const char *
@@ -145,4 +147,69 @@ ri_resolve_fill(struct ri *r, json_t *req, int argc, char **argv, json_t **ans, 
 		    inv != NULL ? " by that id" : "");
 	return ri_fail(err, RI_USAGE, "%zu invocations of (%s, %s) need an operator (listed on stdout):"
 	    " give --invocation-id ID", n, kind, act_key);
+}
+
+struct list_ctx {
+	struct ri *r;
+	bool open_only;
+};
+
+static json_t *
+instant_or_null(ri_ms t)
+{
+	return t == RI_NONE ? json_null() : ri_json_instant(t);
+}
+
+static json_t *
+str_or_null(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+static int
+list_row(const struct ri_finding_row *f, void *arg)
+{
+	struct list_ctx *x = arg;
+	ri_ms closed_at = f->closed_at;
+
+	/* an act finding stands while its act needs someone */
+	if (strcmp(f->scope, "act") == 0 && f->invocation_id != NULL && x->r->st != NULL) {
+		struct ri_inv inv;
+		struct ri_standing sd;
+		if (ri_inv_read(x->r, f->invocation_id, &inv) == RI_ST_OK) {
+			ri_standing(inv.closings, inv.n_closings, &sd);
+			if (!ri_inv_settled(&inv, &sd, &closed_at))
+				closed_at = RI_NONE;
+			ri_inv_free(&inv);
+		}
+	}
+	if (x->open_only && closed_at != RI_NONE)
+		return 0;
+	json_t *detail = f->detail ? json_loads(f->detail, 0, NULL) : NULL;
+	json_t *j = json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:b, s:o, s:s, s:o}",
+	    "finding", f->finding, "scope", f->scope, "kind", str_or_null(f->kind),
+	    "act_key", str_or_null(f->act_key), "invocation_id", str_or_null(f->invocation_id),
+	    "first_seen", f->first_seen, "first_seen_at", instant_or_null(f->first_seen_at),
+	    "last_seen", str_or_null(f->last_seen), "last_seen_at", instant_or_null(f->last_seen_at),
+	    "closed", closed_at != RI_NONE, "closed_at", instant_or_null(closed_at),
+	    "run_id", f->run_id, "detail", detail ? detail : json_object());
+	ri_cli_print(j);
+	json_decref(j);
+	return 0;
+}
+
+int
+ri_findings_list(struct ri *r, bool open_only, const char *kind, bool *warn, ri_err *err)
+{
+	struct list_ctx x = { r, open_only };
+	struct ri_findings *f;
+	int rc;
+
+	*warn = r->st == NULL;
+	if ((rc = ri_findings_open(r->cfg->findings, true, &f, err)) != RI_OK)
+		return rc;
+	/* the register keeps act findings; which still stand is the journal's */
+	rc = ri_findings_each(f, false, kind, list_row, &x, err);
+	ri_findings_close(f);
+	return rc;
 }

@@ -34,6 +34,18 @@ bool ri_inv_settled(const struct ri_inv *inv, const struct ri_standing *sd, ri_m
  */
 int ri_act_pending(struct ri *r, const char *kind, const char *act_key, ri_ms now, json_t **out);
 
+/*
+ * ri-findings: the register, one JSON object per line, each act finding's
+ * "closed" and "closed_at" read from the journal -- an act finding closes
+ * when a closing stands on its invocation that needs no one (an outcome, a
+ * refusal, an abandonment), at that closing's recorded_at; the register
+ * itself keeps every finding (findings 1-2).  open_only: standing instance
+ * findings and act findings whose act still needs someone.  Without a
+ * journal to read (r->st NULL), act findings are as the register holds
+ * them, and *warn says so.
+ */
+int ri_findings_list(struct ri *r, bool open_only, const char *kind, bool *warn, ri_err *err);
+
 /* ri-resolve's shorthand (struct ri_cmd.fill): --abandon CAUSE |
  * --outcome REF [--outcome-data JSON] | --escalate CAND... become the
  * disposition; missing ids are filled when exactly one invocation of the

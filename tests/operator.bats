@@ -1,0 +1,145 @@
+#!/usr/bin/env bats
+# operator.bats -- the operator's path (issue 14, friction 5): from a
+# finding to a resolution in one command each -- ri-findings --open shows
+# what still needs someone, ri-resolve finds the invocation from the act,
+# ri-read looks a record up by the ids ri-audit names.  Real binaries, real
+# journals; time moves only through RI_NOW.
+
+bats_require_minimum_version 1.5.0
+
+load "$BATS_TEST_DIRNAME/lib/common"
+load "$BATS_TEST_DIRNAME/lib/sweep"
+
+teardown() {
+	if [ -n "${T:-}" ]; then rm -rf "$T"; fi
+}
+
+instance() {
+	ri_instance "${1:-walkthrough}"
+	export RI_CREDENTIAL=$ALICE
+	ledger-admin --store "$T/ledger.db" init >/dev/null
+	BOB=$(ri-actor add bob | jq -r .credential)
+}
+
+# empty_orphan KEY -- ri-run killed before the act: intent open, store empty
+empty_orphan() {
+	local rc=0
+	{ ( RI_FAULT=run.after_open=die ri-run --kind ledger --act-key "$1" --actor alice -- \
+	    ledger-disclose --store "$T/ledger.db" --subject "$1" --recipient r --scope s ) \
+	    >/dev/null 2>&1 </dev/null; } 2>/dev/null || rc=$?
+	[ "$rc" -eq 137 ] || { echo "empty_orphan $1: ri-run exited $rc"; return 1; }
+}
+
+open_findings() { ri-findings --open | jq -r 'select(.scope == "act") | "\(.finding) \(.act_key)"' | sort; }
+
+@test "friction 5: ri-resolve --kind K --act-key KEY --abandon CAUSE fills the ids of the one invocation that needs an operator; ri-findings --open no longer lists the act" {
+	instance
+	empty_orphan k1
+	ri_at 33
+	sweep
+	[ "$(t escalated)" -eq 1 ]
+	[ "$(open_findings)" = "escalated k1" ]
+	RI_CREDENTIAL=$BOB run --separate-stderr ri-resolve --kind ledger --act-key k1 --actor bob \
+	    --abandon "operator: the store holds no such disclosure"
+	[ "$status" -eq 0 ]
+	jq -e '.closing_event_id | startswith("evt_")' <<<"$output"
+	ri-read --kind ledger --act-key k1 | jq -e '.invocations[0].state == "resolved" and .invocations[0].records[-1].action_ref == "ledger.abandoned" and
+	    .invocations[0].records[-1].payload.resolved_by == "bob"'
+	[ -z "$(open_findings)" ]
+	# the register keeps the finding (findings 1), closed at the closing's instant
+	ri-findings | jq -e 'select(.finding == "escalated") | .closed == true and
+	    .closed_at == "2026-11-29T10:00:33.000Z"'
+}
+
+@test "friction 5: ri-resolve --outcome REF --outcome-data JSON and --escalate CAND... are the other dispositions; --outcome-data defaults to {}" {
+	instance
+	empty_orphan o1
+	empty_orphan e1
+	ri_at 33
+	sweep
+	RI_CREDENTIAL=$BOB run --separate-stderr ri-resolve --kind ledger --act-key o1 --actor bob \
+	    --outcome ledger.disclosed --outcome-data '{"disclosure_id":"dsc-9"}'
+	[ "$status" -eq 0 ]
+	ri-read --kind ledger --act-key o1 | jq -e '.invocations[0].records[-1] |
+	    .action_ref == "ledger.disclosed" and .payload.data == {"disclosure_id":"dsc-9"}'
+	RI_CREDENTIAL=$BOB run --separate-stderr ri-resolve --kind ledger --act-key e1 --actor bob \
+	    --escalate dsc-a dsc-b --escalate dsc-c
+	[ "$status" -eq 0 ]
+	ri-read --kind ledger --act-key e1 | jq -e '.invocations[0].records[-1].payload.store_candidates | sort ==
+	    ["dsc-a","dsc-b","dsc-c"]'
+	# two dispositions at once is a usage error naming the choice
+	RI_CREDENTIAL=$BOB run --separate-stderr ri-resolve --kind ledger --act-key e1 --actor bob \
+	    --abandon x --outcome ledger.disclosed
+	[ "$status" -eq 64 ]
+	[[ "$stderr" == *"give exactly one of --abandon CAUSE, --outcome REF"* ]]
+}
+
+@test "friction 5: when several invocations of the act need an operator, ri-resolve lists them on stdout and exits 64; --invocation-id picks one; none at all says so" {
+	instance
+	ri_cfg '.kinds.ledger.service_identity = null'
+	# report-only: aged intents stay open for an operator (open step 3.8)
+	ri-open --kind ledger --act-key k --actor alice >/dev/null
+	ri_at 40
+	ri-open --kind ledger --act-key k --actor alice >/dev/null 2>&1
+	ri_at 80
+	n=$(records)
+	RI_CREDENTIAL=$BOB run --separate-stderr ri-resolve --kind ledger --act-key k --actor bob --abandon gone
+	[ "$status" -eq 64 ]
+	[ "$(records)" -eq "$n" ]
+	jq -e '.needs_operator | length == 2 and all(.[]; .why == "open" and .state == "open")' <<<"$output"
+	[[ "$stderr" == *"2 invocations of (ledger, k) need an operator"*"--invocation-id ID"* ]]
+	inv=$(jq -r '.needs_operator[0].invocation_id' <<<"$output")
+	RI_CREDENTIAL=$BOB run --separate-stderr ri-resolve --kind ledger --act-key k --actor bob \
+	    --invocation-id "$inv" --abandon gone
+	[ "$status" -eq 0 ]
+	RI_CREDENTIAL=$BOB run --separate-stderr ri-resolve --kind ledger --act-key k --actor bob --abandon gone
+	[ "$status" -eq 0 ]
+	RI_CREDENTIAL=$BOB run --separate-stderr ri-resolve --kind ledger --act-key k --actor bob --abandon gone
+	[ "$status" -eq 64 ]
+	[ "$output" = '{"needs_operator":[]}' ]
+	[[ "$stderr" == *"no invocation of (ledger, k) needs an operator"* ]]
+}
+
+@test "friction 5: act findings close when their act is closed -- a closure-at-risk whose act the sweep later recovers leaves ri-findings --open; instance findings stand until a run no longer sees them" {
+	instance
+	# the store is away: the sweep cannot close the orphan (store-unavailable)
+	{ (RI_FAULT=run.after_act=die ri-run --kind ledger --act-key r1 --actor alice -- \
+	    ledger-disclose --store "$T/ledger.db" --subject r1 --recipient r) >/dev/null 2>&1; } 2>/dev/null || true
+	mv "$T/ledger.db" "$T/ledger.away"
+	ri_at 590
+	run --separate-stderr ri-sweep
+	[ "$status" -eq 2 ]
+	ri-findings --open | jq -se 'map(.finding) | sort == ["closure-at-risk","store-unavailable"]'
+	mv "$T/ledger.away" "$T/ledger.db"
+	ri_at 650
+	sweep
+	[ "$(t closed)" -eq 1 ]
+	[ -z "$(ri-findings --open)" ]
+	[ "$(ri-findings | jq -s 'length')" -eq 2 ]
+}
+
+@test "friction 5: ri-read --invocation-id ID and --event-id EV need no kind or key -- the ids ri-audit names are enough; a substrate record is answered alone" {
+	instance
+	ri-run --kind ledger --act-key x1 --actor alice -- true >/dev/null
+	inv=$(sqlite3 "$T/journal.db" "SELECT invocation_id FROM records WHERE action_ref = 'ledger.intended'")
+	out=$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE action_ref = 'ledger.disclosed'")
+	run --separate-stderr ri-read --invocation-id "$inv"
+	[ "$status" -eq 0 ]
+	jq -e --arg i "$inv" '.invocations | length == 1 and .[0].invocation_id == $i and .[0].state == "closed"' <<<"$output"
+	run --separate-stderr ri-read --event-id "$out"
+	[ "$status" -eq 0 ]
+	jq -e --arg e "$out" --arg i "$inv" '.record.event_id == $e and .invocations[0].invocation_id == $i' <<<"$output"
+	reg=$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE action_ref = 'audit.actor_registered' LIMIT 1")
+	run --separate-stderr ri-read --event-id "$reg"
+	[ "$status" -eq 0 ]
+	jq -e '.record.action_ref == "audit.actor_registered" and .invocations == []' <<<"$output"
+	run --separate-stderr ri-read --event-id evt_00000000000000000000000000000000
+	[ "$status" -eq 17 ]
+	run --separate-stderr ri-read --invocation-id inv_00000000000000000000000000000000
+	[ "$status" -eq 17 ]
+	# an event of another act than the one named is not-known
+	run --separate-stderr ri-read --kind ledger --act-key other --event-id "$out"
+	[ "$status" -eq 17 ]
+	run --separate-stderr ri-read --kind ledger
+	[ "$status" -eq 65 ]
+}
