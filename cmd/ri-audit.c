@@ -1,7 +1,10 @@
 /* ri-audit -- an auditor's pass over a journal: Checks 1.1-8.1 from the
  * records alone (ri-audit(1)).  Opens the journal read-only; never writes. */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sodium.h>
 
 #include "audit.h"
@@ -11,7 +14,7 @@
 
 static const char usage[] =
 	"ri-audit [-c config] [--journal FILE] [--findings FILE] [--probe]\n"
-	"                [--public-key FILE] [--expect-head SEQ:HASH] [--text]";
+	"                [--public-key FILE] [--expect-head SEQ:HASH] [--text] [--html FILE]";
 
 int
 main(int argc, char **argv)
@@ -23,9 +26,10 @@ main(int argc, char **argv)
 		{ "journal", required_argument, NULL, 'j' },
 		{ "findings", required_argument, NULL, 'f' },
 		{ "text", no_argument, NULL, 't' },
+		{ "html", required_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 } };
 	struct ri_audit_opts o = { 0 };
-	const char *config = NULL, *journal = NULL, *colon;
+	const char *config = NULL, *journal = NULL, *colon, *html = NULL;
 	bool text = false;
 	json_t *ans = NULL;
 	ri_err err = { 0 };
@@ -43,6 +47,7 @@ main(int argc, char **argv)
 		case 'j': journal = optarg; break;
 		case 'f': o.findings = optarg; break;
 		case 't': text = true; break;
+		case 'H': html = optarg; break;
 		case 'e':
 			o.expect_seq = strtoll(optarg, NULL, 10);
 			colon = strchr(optarg, ':');
@@ -66,8 +71,23 @@ main(int argc, char **argv)
 		ri_instance_close(r);
 		ri_die(rc, "%s", err.msg);
 	}
+	o.progress = true;      /* on stderr, when it is a terminal */
 	rc = ri_audit(r, &o, &ans, &err);
 	ri_instance_close(r);
+	/* --html FILE: the same answer as one page; written whole, then
+	 * renamed, so a reader never sees half a report */
+	if (html != NULL && ans != NULL && json_object_get(ans, "checks") != NULL) {
+		char tmp[4200];
+		FILE *f;
+		snprintf(tmp, sizeof tmp, "%s.tmp.%ld", html, (long)getpid());
+		if ((f = fopen(tmp, "w")) == NULL || ri_audit_html(ans, f) != 0 || fclose(f) != 0 ||
+		    rename(tmp, html) != 0) {
+			int e = errno;
+			unlink(tmp);
+			json_decref(ans);
+			ri_die(RI_CONFIG, "--html %s: %s", html, strerror(e));
+		}
+	}
 	if (text && ans != NULL) {
 		ri_audit_text(ans, stdout);
 		json_decref(ans);

@@ -18,7 +18,9 @@
 #include "audit.h"
 #include "findings.h"
 #include "integrity.h"
+#include "operator.h"
 #include "probe.h"
+#include "progress.h"
 #include "proto.h"
 
 #define MAX_FAILURES 1000
@@ -79,7 +81,69 @@ struct audit {
 	unsigned char last_hash[32];
 	bool expect_seen;
 	int64_t sealed_seq;
+	/* the report's figures (ri-audit --html draws them from the answer) */
+	const struct ri_record *cur;    /* the row being judged: names a failure's act */
+	json_t *latency;                /* kind -> {buckets, closed, open, over_window, max_ms} */
+	json_t *needs;                  /* [{kind, act_key, invocation_id, ...}] */
+	struct ri_progress prog;
 };
+
+/* Closure latency buckets, as fractions of the compensation window: the
+ * last bounded bucket ends at the window itself (Check 3.1's bound less
+ * the allowance), and one more holds what closed later. */
+static const int64_t latency_div[] = { 100, 10, 4, 2, 1 };
+#define N_LATENCY (sizeof latency_div / sizeof latency_div[0] + 1)
+
+static json_t *
+latency_of(struct audit *a, const char *kind)
+{
+	json_t *l = json_object_get(a->latency, kind), *b;
+
+	if (l != NULL)
+		return l;
+	b = json_array();
+	for (size_t i = 0; i < N_LATENCY; i++) {
+		json_t *le = i + 1 < N_LATENCY ? json_integer(a->c->compensation_window / latency_div[i]) :
+		    json_null();
+		json_array_append_new(b, json_pack("{s:o, s:I}", "le_ms", le, "count", (json_int_t)0));
+	}
+	l = json_pack("{s:s, s:I, s:o, s:I, s:I, s:I, s:I}", "kind", kind, "compensation_window_ms",
+	    (json_int_t)a->c->compensation_window, "buckets", b, "closed", (json_int_t)0, "open",
+	    (json_int_t)0, "over_window", (json_int_t)0, "max_ms", (json_int_t)0);
+	json_object_set_new(a->latency, kind, l);
+	return l;
+}
+
+static void
+bump(json_t *o, const char *field, int64_t by)
+{
+	json_object_set_new(o, field, json_integer(json_integer_value(json_object_get(o, field)) + by));
+}
+
+/* The first closing's latency (what Check 3.1 reads), or one more open. */
+static void
+count_latency(struct audit *a, const struct ri_inv *inv)
+{
+	json_t *l = latency_of(a, inv->intent->kind);
+	const struct ri_record *first = inv->n_closings ? inv->closings[0].rec : NULL;
+
+	if (first == NULL) {
+		bump(l, "open", 1);
+		return;
+	}
+	int64_t ms = first->recorded_at - inv->intent->recorded_at;
+	size_t i = 0;
+	while (i + 1 < N_LATENCY && ms > a->c->compensation_window / latency_div[i])
+		i++;
+	bump(json_array_get(json_object_get(l, "buckets"), i), "count", 1);
+	bump(l, "closed", 1);
+	if (ms > a->c->compensation_window)
+		bump(l, "over_window", 1);
+	if (ms > json_integer_value(json_object_get(l, "max_ms")))
+		json_object_set_new(l, "max_ms", json_integer(ms));
+}
+
+static bool streq(const char *x, const char *y);
 
 static json_t *
 check(struct audit *a, const char *id)
@@ -112,8 +176,14 @@ fail(struct audit *a, const char *id, const char *inv, const char *ev1, const ch
 		json_array_append_new(evs, json_string(ev1));
 	if (ev2 != NULL && *ev2)
 		json_array_append_new(evs, json_string(ev2));
-	json_array_append_new(fs, json_pack("{s:o, s:o, s:s}", "event_ids", evs,
-	    "invocation_id", inv ? json_string(inv) : json_null(), "message", msg));
+	json_t *f = json_pack("{s:o, s:o, s:s}", "event_ids", evs,
+	    "invocation_id", inv ? json_string(inv) : json_null(), "message", msg);
+	/* the act, so a person reads which one (the row being judged names it) */
+	if (a->cur != NULL && a->cur->act_key != NULL && a->cur->act_key[0] != '\0' &&
+	    (inv == NULL || streq(inv, a->cur->invocation_id)))
+		json_object_update_new(f, json_pack("{s:s, s:s}", "kind", a->cur->kind, "act_key",
+		    a->cur->act_key));
+	json_array_append_new(fs, f);
 }
 
 static void
@@ -193,6 +263,19 @@ find_at_risk(const struct ri_finding_row *f, void *arg)
 		c->first_seen_at = f->first_seen_at;
 		return 1;
 	}
+	return 0;
+}
+
+/* The register's findings, for the report's timeline. */
+static int
+finding_row(const struct ri_finding_row *f, void *arg)
+{
+	json_array_append_new((json_t *)arg, json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "finding",
+	    f->finding, "scope", f->scope, "kind", f->kind ? json_string(f->kind) : json_null(),
+	    "act_key", f->act_key ? json_string(f->act_key) : json_null(), "invocation_id",
+	    f->invocation_id ? json_string(f->invocation_id) : json_null(), "first_seen_at",
+	    f->first_seen_at != RI_NONE ? ri_json_instant(f->first_seen_at) : json_null(),
+	    "last_seen_at", f->last_seen_at != RI_NONE ? ri_json_instant(f->last_seen_at) : json_null()));
 	return 0;
 }
 
@@ -444,6 +527,13 @@ judge_invocation(struct audit *a, const struct ri_record *intent_row)
 		fail(a, "5.1", in->invocation_id, in->event_id, NULL,
 		    "the service identity %s opened an intent (open step 1.2)", in->actor_ref);
 #undef IS_SERVICE
+	/* the report: what still needs an operator (operator.h's reading) */
+	const char *needs = ri_needs_operator(a->c, k, &inv, &sd, a->now);
+	if (needs != NULL)
+		json_array_append_new(a->needs, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o}", "kind",
+		    in->kind, "act_key", in->act_key, "invocation_id", in->invocation_id, "intent_event_id",
+		    in->event_id, "why", needs, "state", ri_state_name(sd.state), "recorded_at",
+		    ri_json_instant(in->recorded_at)));
 	/* Check 2.1, 2.4: the closings key, read through Which closing stands:
 	 * two or more chains */
 	if (sd.duplicate) {
@@ -467,6 +557,7 @@ judge_invocation(struct audit *a, const struct ri_record *intent_row)
 	}
 	/* Term aged: an OPEN intent past its examine edge -- one its own
 	 * invocation closed in time never was */
+	count_latency(a, &inv);
 	bool aged = !ri_in_flight(a->c, k, in->recorded_at, a->now);
 	ri_ms edge = ri_examine_edge(a->c, k, in->recorded_at);
 	const struct ri_record *first = inv.n_closings ? inv.closings[0].rec : NULL;
@@ -685,10 +776,14 @@ each_record(const struct ri_record *rec, unsigned problems, void *arg)
 {
 	struct audit *a = arg;
 
+	a->cur = rec;
 	traversal(a, rec, problems);
-	if (problems & RI_P_HEAD)
+	if (problems & RI_P_HEAD) {
+		a->cur = NULL;
 		return 0;       /* the synthetic head row: nothing more to judge */
+	}
 	a->records++;
+	ri_progress_tick(&a->prog, a->records);
 	if (rec->recorded_at < a->last_recorded_at)
 		fail(a, "8.1.7", rec->invocation_id, rec->event_id, NULL,
 		    "recorded_at goes backwards at seq %lld", (long long)rec->seq);
@@ -753,6 +848,7 @@ each_record(const struct ri_record *rec, unsigned problems, void *arg)
 	}
 	a->last_seq = rec->seq;
 	memcpy(a->last_hash, rec->hash, 32);
+	a->cur = NULL;
 	return 0;
 }
 
@@ -774,7 +870,11 @@ int
 ri_audit(ri *r, const struct ri_audit_opts *o, json_t **ans, ri_err *err)
 {
 	struct audit a = { .r = r, .c = r->cfg, .o = o, .checks = json_object(), .actors = json_object(),
-		.open_by_act = json_object(), .inv_act = json_object() };
+		.open_by_act = json_object(), .inv_act = json_object(), .latency = json_object(),
+		.needs = json_array() };
+	json_t *findings = json_array();
+	unsigned char hh0[32];
+	int64_t total = 0;
 	ri_err e;
 	int rc, st;
 
@@ -812,7 +912,12 @@ ri_audit(ri *r, const struct ri_audit_opts *o, json_t **ans, ri_err *err)
 		not_applicable(&a, "6.5", "run with --probe to ask each kind's store");
 	}
 	conditions(&a);
-	if ((st = r->st->ops->traverse(r->st, each_record, &a)) != RI_ST_OK) {
+	if (o->progress && r->st->ops->head(r->st, &total, hh0) != RI_ST_OK)
+		total = 0;
+	ri_progress_begin(&a.prog, o->progress, "records", total);
+	st = r->st->ops->traverse(r->st, each_record, &a);
+	ri_progress_end(&a.prog, a.records);
+	if (st != RI_ST_OK) {
 		rc = ri_store_code(r, st, err);
 		goto out;
 	}
@@ -850,6 +955,33 @@ ri_audit(ri *r, const struct ri_audit_opts *o, json_t **ans, ri_err *err)
 	    (json_int_t)a.last_seq, "hash", hh, "checks", list);
 	if (a.sealed_seq > 0)
 		json_object_set_new(*ans, "sealed_seq", json_integer(a.sealed_seq));
+	/* the figures of the report (ri-audit(1), --html): the tally, closure
+	 * latency per kind, the outage spans and findings, and the acts that
+	 * still need an operator */
+	json_t *tally = json_pack("{s:I, s:I, s:I}", "pass", (json_int_t)0, "fail", (json_int_t)0,
+	    "not-applicable", (json_int_t)0);
+	size_t ci;
+	json_t *cv;
+	json_array_foreach(list, ci, cv)
+		bump(tally, json_string_value(json_object_get(cv, "status")), 1);
+	json_object_set_new(*ans, "tally", tally);
+	json_t *lat = json_array();
+	const char *lk;
+	json_t *lv;
+	json_object_foreach(a.latency, lk, lv)
+		json_array_append(lat, lv);
+	json_object_set_new(*ans, "latency", lat);
+	json_t *outages = json_array();
+	for (size_t i = 0; i < a.n_spans; i++)
+		json_array_append_new(outages, json_pack("{s:s, s:o, s:o, s:o}", "finding", a.spans[i].finding,
+		    "kind", a.spans[i].kind ? json_string(a.spans[i].kind) : json_null(), "start",
+		    ri_json_instant(a.spans[i].start), "end", ri_json_instant(a.spans[i].end)));
+	json_object_set_new(*ans, "outages", outages);
+	if (a.reg != NULL)
+		ri_findings_each(a.reg, false, NULL, finding_row, findings, NULL);
+	json_object_set(*ans, "findings", findings);
+	json_object_set(*ans, "needs_operator", a.needs);
+	json_object_set_new(*ans, "audited_at", ri_json_instant(a.now));
 	rc = any_fail ? ri_fail(err, RI_CHECK_FAILED, "one or more checks failed") : RI_OK;
 out:
 	for (size_t i = 0; i < a.n_spans; i++) {
@@ -862,36 +994,8 @@ out:
 	json_decref(a.actors);
 	json_decref(a.open_by_act);
 	json_decref(a.inv_act);
+	json_decref(a.latency);
+	json_decref(a.needs);
+	json_decref(findings);
 	return rc;
-}
-
-/* A human summary of the JSON report (--text). */
-void
-ri_audit_text(json_t *report, FILE *out)
-{
-	size_t i, j;
-	json_t *c, *f;
-
-	fprintf(out, "%lld records; head seq %lld %s\n",
-	    (long long)json_integer_value(json_object_get(report, "records")),
-	    (long long)json_integer_value(json_object_get(json_object_get(report, "head"), "seq")),
-	    json_string_value(json_object_get(json_object_get(report, "head"), "hash")));
-	json_array_foreach(json_object_get(report, "checks"), i, c) {
-		const char *st = json_string_value(json_object_get(c, "status"));
-		fprintf(out, "%-6s %-14s %s\n", json_string_value(json_object_get(c, "check")),
-		    strcmp(st, "pass") == 0 ? "pass" : strcmp(st, "fail") == 0 ? "FAIL" : "n/a",
-		    json_string_value(json_object_get(c, "name")));
-		json_array_foreach(json_object_get(c, "failures"), j, f) {
-			json_t *inv = json_object_get(f, "invocation_id");
-			fprintf(out, "         - %s%s%s", json_string_value(json_object_get(f, "message")),
-			    json_is_string(inv) ? "; invocation " : "", json_is_string(inv) ? json_string_value(inv) : "");
-			size_t k;
-			json_t *ev;
-			json_array_foreach(json_object_get(f, "event_ids"), k, ev)
-				fprintf(out, "%s%s", k == 0 ? "; records " : ", ", json_string_value(ev));
-			fputc('\n', out);
-		}
-		if (json_is_string(json_object_get(c, "note")))
-			fprintf(out, "         (%s)\n", json_string_value(json_object_get(c, "note")));
-	}
 }

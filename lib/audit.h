@@ -11,13 +11,19 @@ struct ri_audit_opts {
 	const char *findings;           /* another findings register */
 	int64_t expect_seq;             /* --expect-head SEQ:HASH, 0 when absent */
 	unsigned char expect_hash[32];
+	bool progress;                  /* records done of total, on stderr (a terminal) */
 };
 
 /* The report: {"records", "head": {seq, hash}, "checks": [{check, name,
  * status, failures: [{event_ids, invocation_id, message}], note?}]};
  * RI_CHECK_FAILED when any check fails. */
 int ri_audit(ri *r, const struct ri_audit_opts *o, json_t **ans, ri_err *err);
+/* The report for people (report.c), drawn from the answer alone: --text
+ * ends with the tally and prints the head as SEQ:HASH; --html is one
+ * self-contained XHTML page (inline SVG, no script, no network).  -1 on a
+ * write error. */
 void ri_audit_text(json_t *report, FILE *out);
+int ri_audit_html(json_t *report, FILE *out);
 
 /* ri-seal: append a seal over the current head (audit.sealed). */
 int ri_seal(ri *r, json_t **ans, ri_err *err);
