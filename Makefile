@@ -22,7 +22,7 @@ LIBA     ?= lib/libri.a
 BINDIR   ?= bin
 EXBINDIR ?= examples/bin
 
-CPPFLAGS_RI = -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Ilib $(CPPFLAGS)
+CPPFLAGS_RI = -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Ilib -I$(BUILD)/gen $(CPPFLAGS)
 CFLAGS_RI   = -std=c11 -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) $(OPT) $(SAN) $(EXTRA_CFLAGS) $(CFLAGS)
 LDLIBS_RI   = $(LDFLAGS) -lsqlite3 -lsodium -ljansson
 
@@ -56,6 +56,13 @@ $(LIBA): $(LIB_OBJ)
 $(BINDIR)/%: cmd/%.c $(LIBA) $(HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_RI) $(CFLAGS_RI) -o $@ $< $(LIBA) $(LDLIBS_RI)
+
+# ri-init --example-config prints examples/ri.json.example, compiled in
+$(BUILD)/gen/example_config.h: examples/ri.json.example
+	@mkdir -p $(@D)
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' examples/ri.json.example >$@
+
+$(BINDIR)/ri-init: $(BUILD)/gen/example_config.h
 
 $(EXBINDIR)/%: examples/%.c $(LIBA) $(HDRS)
 	@mkdir -p $(@D)

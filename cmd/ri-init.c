@@ -15,7 +15,12 @@
 #include "integrity.h"
 #include "store_sqlite.h"
 
-static const char usage[] = "ri-init [-c config]";
+static const char usage[] = "ri-init [-c config] | ri-init --example-config";
+
+/* examples/ri.json.example, as the build found it */
+static const char example_config[] =
+#include "example_config.h"
+	;
 
 static char *created[5];
 static size_t n_created;
@@ -48,7 +53,8 @@ write_new(const char *path, mode_t mode, const void *buf, size_t n, ri_err *err)
 int
 main(int argc, char **argv)
 {
-	static const struct option longopts[] = { RI_COMMON_LONGOPTS, { NULL, 0, NULL, 0 } };
+	static const struct option longopts[] = { RI_COMMON_LONGOPTS,
+		{ "example-config", no_argument, NULL, 'E' }, { NULL, 0, NULL, 0 } };
 	const char *config = NULL;
 	struct ri *r;
 	ri_err err = { 0 };
@@ -57,8 +63,14 @@ main(int argc, char **argv)
 	int ch, rc;
 
 	ri_cli_init(argc, argv);
-	while ((ch = getopt_long(argc, argv, RI_COMMON_SHORTOPTS, longopts, NULL)) != -1)
+	while ((ch = getopt_long(argc, argv, RI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
+		if (ch == 'E') {
+			/* a working ri.json to edit (ri.json(5)); touches no file */
+			fputs(example_config, stdout);
+			return fflush(stdout) == 0 ? RI_OK : RI_INTERNAL;
+		}
 		ri_cli_common(ch, optarg, &config, usage);
+	}
 	if (optind != argc)
 		ri_usage(usage);
 	if ((rc = ri_instance_open(config, RI_CONFIG_ONLY, &r, &err)) != RI_OK)

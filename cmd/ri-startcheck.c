@@ -255,22 +255,25 @@ print_text(const struct ri_config *c, json_t *kinds, struct report *rep)
 	json_t *k, *cond, *v;
 
 	printf("instance %s\n", c->path);
+	char loc[2048];
+
 	json_array_foreach(kinds, i, k) {
 		printf("kind %s\n", json_string_value(json_object_get(k, "kind")));
+		/* the walkthrough's arithmetic, x and >= outside a UTF-8 locale */
 		json_array_foreach(json_object_get(k, "conditions"), j, cond)
 			printf("  condition %lld (%s): %s  %s\n",
 			    (long long)json_integer_value(json_object_get(cond, "number")),
 			    json_string_value(json_object_get(cond, "rule")),
-			    json_string_value(json_object_get(cond, "arithmetic")),
+			    ri_local(json_string_value(json_object_get(cond, "arithmetic")), loc, sizeof loc),
 			    json_is_true(json_object_get(cond, "pass")) ? "holds" : "FAILS");
 	}
 	printf("capabilities\n");
 	json_array_foreach(rep->caps, i, v)
 		printf("  %-4s %s: %s\n", json_is_true(json_object_get(v, "pass")) ? "ok" : "FAIL",
 		    json_string_value(json_object_get(v, "check")),
-		    json_string_value(json_object_get(v, "message")));
+		    ri_local(json_string_value(json_object_get(v, "message")), loc, sizeof loc));
 	json_array_foreach(rep->warnings, i, v)
-		printf("warning: %s\n", json_string_value(v));
+		printf("warning: %s\n", ri_local(json_string_value(v), loc, sizeof loc));
 	printf("%s\n", rep->ok ? "the instance may start" : "the instance must not start");
 }
 

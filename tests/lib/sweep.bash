@@ -47,3 +47,15 @@ wait_for() {
 	echo "timed out waiting for $1"
 	return 1
 }
+
+# sweep_degraded -- a run that ended degraded (ri-sweep(1) EXIT STATUS 2):
+# the tally with "degraded" reasons, and stderr saying why
+sweep_degraded() {
+	run --separate-stderr ri-sweep "$@"
+	[ "$status" -eq 2 ] || { echo "ri-sweep exited $status, not 2 (degraded): $output $stderr"; return 1; }
+	TALLY=$output
+	RUN=$(jq -r .run_id <<<"$TALLY")
+	assert_partition "$TALLY"
+	jq -e '.degraded | length > 0' <<<"$TALLY" >/dev/null || { echo "no degraded reasons: $TALLY"; return 1; }
+	[ -n "$stderr" ] || { echo "a degraded run said nothing on stderr"; return 1; }
+}
