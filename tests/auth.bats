@@ -290,7 +290,7 @@ ms() { date +%s%3N; }
 	grep -q "carol is registered as a human" <<<"$output"
 	ri_at 33
 	n=$(act_records)
-	sweep
+	sweep_degraded
 	[ "$(t unreached)" -eq 1 ]
 	[ "$(t examined)" -eq 0 ]
 	[ "$(act_records)" -eq "$n" ]
@@ -318,7 +318,7 @@ ms() { date +%s%3N; }
 	orphan a
 	orphan b ledger2
 	ri_at $((400 * 86400 + 140))
-	sweep
+	sweep_degraded
 	[ "$(t closed)" -eq 1 ]
 	[ "$(t unreached)" -eq 1 ]
 	[ "$(t examined)" -eq 1 ]
@@ -336,7 +336,7 @@ ms() { date +%s%3N; }
 	ri_at 33
 	chmod 644 "$T/reconciler.cred"
 	run --separate-stderr timeout 20 ri-sweep
-	[ "$status" -eq 0 ]
+	[ "$status" -eq 2 ]
 	TALLY=$output
 	[ "$(t unreached)" -eq 1 ]
 	grep -q "group- or world-accessible" <<<"$stderr"
@@ -595,7 +595,7 @@ lease_ahead() {
 	[ "$(state_of k "$(inv_of k)")" = open ]
 }
 
-@test "ri-run(1): the job inherits no descriptor beyond stdin, stdout and stderr -- not the output pipe's spare end, not the journal's, not one ri-run itself inherited (fd 9); a normal run leaves no watchdog behind" {
+@test "ri-run(1): the job inherits no descriptor beyond stdin, stdout, stderr and its outcome descriptor 3 -- not the outcome pipe's spare end, not the journal's, not one ri-run itself inherited (fd 9); a normal run leaves no watchdog behind" {
 	instance
 	export RI_CREDENTIAL=$ALICE
 	ri-run --kind ledger --act-key k --actor alice -- \
@@ -603,7 +603,9 @@ lease_ahead() {
 	    >"$T/run.out" 9>"$T/extra" 3>&- &
 	BG=$!
 	wait_for "$T/pid"
-	[ "$(ls /proc/"$(cat "$T/pid")"/fd | sort -n | tr '\n' ' ')" = "0 1 2 " ]
+	[ "$(ls /proc/"$(cat "$T/pid")"/fd | sort -n | tr '\n' ' ')" = "0 1 2 3 " ]
+	# fd 3 is the outcome pipe, not anything ri-run inherited
+	[[ "$(readlink /proc/"$(cat "$T/pid")"/fd/3)" == pipe:* ]]
 	# ri-run itself did inherit fd 9
 	[ -e "/proc/$BG/fd/9" ]
 	rc=0
