@@ -636,8 +636,12 @@ JSON
 	answers ri-run.answer 3 '(.refusal_event_id | type) == "string"'
 	run --separate-stderr ri-run --kind ledger --act-key u3 --actor alice --pre-commit-exit 2,3,4 -- sh -c 'exit 5'
 	answers ri-run.answer 21 '. == {"refused": "recording-failure", "position": "outcome"}'
-	run --separate-stderr ri-run --kind ledger --act-key u4 --actor alice -- echo 'not json'
+	run --separate-stderr ri-run --kind ledger --act-key u4 --actor alice -- sh -c "echo 'not json' >&3"
 	answers ri-run.answer 21 '. == {"refused": "recording-failure", "position": "outcome"}'
+	run --separate-stderr ri-run --kind ledger --act-key u7 --actor alice --outcome-stdout -- echo '{"a":1}'
+	answers ri-run.answer 0 '.landed_by == "invocation"'
+	run --separate-stderr ri-run -n --kind ledger --act-key u3 --actor alice -- true
+	answers ri-run.answer 12 '.refused == "act-in-flight"'
 	# Open refused: the command is not run
 	run --separate-stderr ri-run --kind ledger --act-key u3 --actor alice -- touch "$T/ran"
 	answers ri-run.answer 12 '.refused == "act-in-flight"'
@@ -684,7 +688,7 @@ JSON
 	# unreached; the substrate still seals
 	mv "$T/reconciler.cred" "$T/reconciler.away"
 	run --separate-stderr ri-sweep
-	answers ri-sweep.answer 0 "$partition and .unreached == 2 and .examined == 0 and (.alert | length) > 0 and has(\"sealed_seq\")"
+	answers ri-sweep.answer 2 "$partition and .unreached == 2 and .examined == 0 and (.alert | length) > 0 and has(\"sealed_seq\") and (.degraded | length) > 0"
 	mv "$T/reconciler.away" "$T/reconciler.cred"
 	o=$(ri-open <<<"$(open_req s5)")
 	ri-close <<<"$(close_req "$o")" >/dev/null
@@ -766,6 +770,43 @@ JSON
 	line=$(ri-findings | jq -c 'select(.finding == "journal-unavailable")' | head -1)
 	invalid ri-findings.line "$(jq -c '.kind = "ledger"' <<<"$line")" "$(jq -c '.closed = false' <<<"$line")" \
 	    "$(jq -c '.act_key = "k"' <<<"$line")"
+}
+
+# ---- issue 14: the operator's path, degraded runs, the report ----------------
+
+@test "issue 14 shapes: ri-read by --event-id (with record) and --invocation-id, ri-resolve's needs_operator (64), a degraded sweep (2), ri-audit's figures (needs_operator, latency, outages, findings, failures naming their act)" {
+	orphan n1
+	run --separate-stderr ri-run --kind ledger --act-key n2 --actor alice -- sh -c 'exit 5'
+	ev=$(seq_of n1)
+	ev=$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE seq = $ev")
+	run --separate-stderr ri-read --event-id "$ev"
+	answers ri-read.answer 0 ".record.event_id == \"$ev\" and (.invocations | length) == 1"
+	valid ri-read.request "{\"event_id\":\"$ev\"}" '{"invocation_id":"inv_00000000000000000000000000000000"}'
+	invalid ri-read.request '{"kind":"ledger"}' '{"invocation_id":"inv_00000000000000000000000000000000","kind":"ledger"}'
+	reg=$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE action_ref = 'audit.actor_registered' LIMIT 1")
+	run --separate-stderr ri-read --event-id "$reg"
+	answers ri-read.answer 0 '.invocations == [] and .record.action_ref == "audit.actor_registered"'
+	# a degraded run: the store is away
+	mv "$T/ledger.db" "$T/ledger.away"
+	ri_at 300
+	run --separate-stderr ri-sweep
+	answers ri-sweep.answer 2 "$partition and .skipped >= 1 and (.degraded | length) >= 1"
+	mv "$T/ledger.away" "$T/ledger.db"
+	ri_at 400
+	run --separate-stderr ri-sweep
+	answers ri-sweep.answer 0 "$partition"
+	# n2 escalated: nothing needs resolving on n1, one invocation on n2
+	BOB=$(ri-actor add bob | jq -r .credential)
+	RI_CREDENTIAL=$BOB run --separate-stderr ri-resolve --kind ledger --act-key n1 --actor bob --abandon x
+	answers ri-resolve.answer 64 '.needs_operator == []'
+	run --separate-stderr ri-audit
+	answers ri-audit.answer 0 '(.needs_operator | length) == 1 and .needs_operator[0].why == "escalated" and
+	    (.latency[0].buckets | length) == 6 and (.findings | length) >= 2 and (.outages | length) >= 1 and
+	    .tally.fail == 0'
+	flip_mac "$(seq_of n1 ledger.disclosed)"
+	run --separate-stderr ri-audit
+	answers ri-audit.answer 1 '[.checks[].failures[] | select(.act_key == "n1")] | length >= 1'
+	invalid ri-audit.answer "$(jq -c 'del(.tally)' <<<"$ANS")" "$(jq -c '.latency[0].buckets |= .[1:]' <<<"$ANS")"
 }
 
 # ---- ri-audit ---------------------------------------------------------------

@@ -1,0 +1,116 @@
+#!/usr/bin/env bats
+# report.bats -- an auditor's report to look at (issue 14, friction 9 and
+# item 7): ri-audit --text ends with a tally, names act keys and prints the
+# head as --expect-head takes it; ri-audit --html FILE writes one
+# self-contained page whose figures are the JSON answer's.
+
+bats_require_minimum_version 1.5.0
+
+load "$BATS_TEST_DIRNAME/lib/common"
+load "$BATS_TEST_DIRNAME/lib/sweep"
+
+teardown() {
+	if [ -n "${T:-}" ]; then rm -rf "$T"; fi
+}
+
+# a journal with something in every figure: clean closings, a recovery, an
+# escalation that still needs an operator, a store outage, and (after
+# flip_mac) a failing check naming an act
+populate() {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	ledger-admin --store "$T/ledger.db" init >/dev/null
+	ri-run --kind ledger --act-key clean --actor alice -- \
+	    ledger-disclose --store "$T/ledger.db" --subject s --recipient clean >/dev/null
+	{ (RI_FAULT=run.after_act=die ri-run --kind ledger --act-key crash --actor alice -- \
+	    ledger-disclose --store "$T/ledger.db" --subject s --recipient crash) >/dev/null 2>&1; } 2>/dev/null || true
+	{ (RI_FAULT=run.after_open=die ri-run --kind ledger --act-key lost --actor alice -- true) >/dev/null 2>&1; } 2>/dev/null || true
+	mv "$T/ledger.db" "$T/ledger.away"
+	ri_at 40
+	ri-sweep >/dev/null 2>&1 || true         # degraded: the store is away
+	mv "$T/ledger.away" "$T/ledger.db"
+	ri_at 100
+	sweep
+}
+
+flip_mac() {
+	local hex first
+	hex=$(sqlite3 "$T/journal.db" "SELECT hex(mac) FROM records WHERE seq = $1")
+	first=$(printf '%02X' $(( 0x${hex:0:2} ^ 0x01 )))
+	sqlite3 "$T/journal.db" "DROP TRIGGER IF EXISTS records_append_only_update;
+	    UPDATE records SET mac = X'$first${hex:2}' WHERE seq = $1;"
+}
+
+# x FILE XPATH -- the string value of XPATH in the page (namespaces ignored
+# by local-name())
+x() { xmllint --xpath "string($2)" "$1"; }
+
+@test "friction 9: ri-audit --text names the head as SEQ:HASH (what --expect-head takes), names each failure's act, and ends with a tally" {
+	populate
+	run --separate-stderr ri-audit --text
+	[ "$status" -eq 0 ]
+	head=$(ri-audit | jq -r '"\(.head.seq):\(.head.hash)"')
+	[[ "${lines[0]}" == *"head $head"* ]]
+	[[ "${lines[-1]}" =~ ^23\ checks:\ [0-9]+\ pass,\ 0\ FAIL,\ [0-9]+\ not\ applicable\;\ 1\ act\ needs\ an\ operator$ ]]
+	grep -q "needs an operator: act ledger lost" <<<"$output"
+	run --separate-stderr ri-audit --expect-head "$head"
+	[ "$status" -eq 0 ]
+	flip_mac "$(sqlite3 "$T/journal.db" "SELECT seq FROM records WHERE act_key = 'clean' AND action_ref = 'ledger.disclosed'")"
+	run --separate-stderr ri-audit --text
+	[ "$status" -eq 1 ]
+	grep -q "fails its MAC; act ledger clean; invocation inv_" <<<"$output"
+	[[ "${lines[-1]}" == "23 checks: "*" 1 FAIL, "* ]]
+}
+
+@test "item 7: ri-audit --html FILE is one well-formed, self-contained XHTML page -- inline SVG, no script, nothing fetched -- and its figures are the JSON answer's" {
+	command -v xmllint >/dev/null || skip "xmllint is not installed (apt-get install libxml2-utils)"
+	populate
+	flip_mac "$(sqlite3 "$T/journal.db" "SELECT seq FROM records WHERE act_key = 'clean' AND action_ref = 'ledger.disclosed'")"
+	run --separate-stderr ri-audit --html "$T/report.html"
+	[ "$status" -eq 1 ]
+	J=$output
+	xmllint --noout "$T/report.html"
+	# self-contained: no script, no stylesheet or image fetched, no link out
+	! grep -qi '<script' "$T/report.html"
+	! grep -Eqi '(src|href)=' "$T/report.html"
+	! grep -Eqi '@import|url\(' "$T/report.html"
+	[ "$(x "$T/report.html" "count(//*[local-name()='svg'])")" -ge 2 ]
+	# the tally and the head
+	[ "$(x "$T/report.html" "//*[@id='tally']/@data-pass")" = "$(jq .tally.pass <<<"$J")" ]
+	[ "$(x "$T/report.html" "//*[@id='tally']/@data-fail")" = "$(jq .tally.fail <<<"$J")" ]
+	[ "$(x "$T/report.html" "//*[@id='tally']/@data-not-applicable")" = "$(jq '.tally["not-applicable"]' <<<"$J")" ]
+	[ "$(x "$T/report.html" "//*[@id='head']")" = "$(jq -r '"\(.head.seq):\(.head.hash)"' <<<"$J")" ]
+	# every check: its verdict and how many records it names
+	for c in $(jq -r '.checks[].check' <<<"$J"); do
+		[ "$(x "$T/report.html" "//*[@data-check='$c']/@data-status")" = "$(jq -r --arg c "$c" '.checks[] | select(.check == $c) | .status' <<<"$J")" ]
+		[ "$(x "$T/report.html" "//*[@data-check='$c']/@data-failures")" = "$(jq -r --arg c "$c" '.checks[] | select(.check == $c) | .failures | length' <<<"$J")" ]
+	done
+	for e in $(jq -r '.checks[].failures[].event_ids[]' <<<"$J"); do grep -q "$e" "$T/report.html"; done
+	# the histogram: each bucket's bar is the answer's count
+	for i in 0 1 2 3 4 5; do
+		[ "$(x "$T/report.html" "(//*[local-name()='svg'][@data-kind='ledger']/*[local-name()='rect'])[$((i + 1))]/@data-count")" = \
+		    "$(jq ".latency[0].buckets[$i].count" <<<"$J")" ]
+	done
+	[ "$(x "$T/report.html" "//*[@data-kind='ledger'][@data-closed]/@data-closed")" = "$(jq '.latency[0].closed' <<<"$J")" ]
+	[ "$(jq '.latency[0].closed' <<<"$J")" -ge 3 ]
+	# the timeline: one span per outage, one mark per finding
+	[ "$(jq '.outages | length' <<<"$J")" -ge 1 ]
+	[ "$(x "$T/report.html" "count(//*[local-name()='rect'][@class='outage'])")" = "$(jq '.outages | length' <<<"$J")" ]
+	[ "$(x "$T/report.html" "count(//*[local-name()='circle'][@class='finding'])")" = "$(jq '.findings | length' <<<"$J")" ]
+	# the acts that still need an operator
+	[ "$(x "$T/report.html" "//*[@id='needs']/@data-count")" = "$(jq '.needs_operator | length' <<<"$J")" ]
+	[ "$(jq -r '.needs_operator[0].act_key' <<<"$J")" = lost ]
+	grep -q "$(jq -r '.needs_operator[0].invocation_id' <<<"$J")" "$T/report.html"
+}
+
+@test "item 7: --html writes the page whole or not at all; an unwritable path is a config error (78) and leaves nothing" {
+	populate
+	run --separate-stderr ri-audit --html "$T/no/such/dir/report.html"
+	[ "$status" -eq 78 ]
+	[[ "$stderr" == *"--html $T/no/such/dir/report.html"* ]]
+	[ ! -e "$T/no" ]
+	run --separate-stderr ri-audit --html "$T/r.html" --text
+	[ "$status" -eq 0 ]
+	[ -s "$T/r.html" ]
+	[ -z "$(ls "$T" | grep '\.tmp\.')" ]
+}
