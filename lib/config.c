@@ -623,7 +623,7 @@ ri_config_load(const char *path, struct ri_config **out, ri_err *err)
 	*out = NULL;
 	if ((f = fopen(path, "r")) == NULL) {
 		if (errno == ENOENT)
-			return ri_fail(err, RI_CONFIG, "no config: %s: %s -- give -c FILE or set RI_CONFIG"
+			return ri_fail(err, RI_CONFIG, "%s: %s -- no config: give -c FILE or set RI_CONFIG"
 			    " (ri-init --example-config prints one to edit)", path, strerror(errno));
 		return ri_fail(err, RI_CONFIG, "%s: %s", path, strerror(errno));
 	}

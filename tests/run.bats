@@ -371,7 +371,7 @@ xrun() {
 	cd "$T"
 	RI_CONFIG= run --separate-stderr ri-read --kind ledger --act-key d1 -c nowhere.json
 	[ "$status" -eq 78 ]
-	[[ "$stderr" == *"no config: nowhere.json: No such file or directory -- give -c FILE or set RI_CONFIG"* ]]
+	[[ "$stderr" == *"nowhere.json: No such file or directory -- no config: give -c FILE or set RI_CONFIG"* ]]
 	RI_CREDENTIAL=$ALICE run --separate-stderr ri-open --kind ledger --act-key d1 --actor alice
 	[ "$status" -eq 0 ]
 	latest d1 | jq -e '.records[0].payload.data == {}'

@@ -588,7 +588,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size > 0)
 		FZ_ASSERT(pwrite(stdin_fd, data, size, 0) == (ssize_t)size, "pwrite");
 	FZ_ASSERT(lseek(STDIN_FILENO, 0, SEEK_SET) == 0, "lseek");
-	rc = ri_cli_request(false, ri_request_max(&inst), &req, &err);
+	rc = ri_cli_request(false, false, ri_request_max(&inst), &req, &err);
 	FZ_ASSERT(rc == RI_OK || rc == RI_MALFORMED, "ri_cli_request answered %d", rc);
 	if (rc != RI_OK) {
 		FZ_ASSERT(req == NULL && err.msg[0] != '\0', "a refused request left a value");

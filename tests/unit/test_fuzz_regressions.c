@@ -83,7 +83,7 @@ request_from(const void *bytes, size_t n, size_t max, json_t **req, ri_err *err)
 	saved = dup(STDIN_FILENO);
 	CHECK(dup2(fd, STDIN_FILENO) == STDIN_FILENO, "dup2");
 	close(fd);
-	rc = ri_cli_request(false, max, req, err);
+	rc = ri_cli_request(false, false, max, req, err);
 	if (saved >= 0) {
 		dup2(saved, STDIN_FILENO);
 		close(saved);
