@@ -803,19 +803,20 @@ every_path() {
 
 # ---- the human summary, exit codes, and the auditor never writes ----------
 
-@test "--text (INTERFACE ri-audit): a human summary, FAIL lines naming the records and invocation (Check 1.1 here); a clean journal prints no FAIL" {
+@test "--text (INTERFACE ri-audit): a human summary, FAIL lines naming the records, act and invocation (Check 1.1 here), the head as SEQ:HASH, a closing tally; a clean journal prints no FAIL" {
 	disclose fine >/dev/null
 	run --separate-stderr ri-audit --text
 	[ "$status" -eq 0 ]
-	[[ "${lines[0]}" == "4 records; head seq 4 "* ]]
-	[ "$(grep -c FAIL <<<"$output")" -eq 0 ]
+	[[ "${lines[0]}" =~ ^4\ records\;\ head\ 4:[0-9a-f]{64}$ ]]
+	[ "$(grep -Ec '^[0-9.]+ +FAIL' <<<"$output")" -eq 0 ]
+	[[ "${lines[-1]}" == "23 checks: "*", 0 FAIL, "* ]]
 	grep -Eq '^8\.1\.9 +pass' <<<"$output"
 
 	out=$(forge ledger.disclosed alice "$(pl inv_madeup evt_madeup ghost '{"data":{}}')")
 	run --separate-stderr ri-audit --text
 	[ "$status" -eq 1 ]
 	grep -Eq '^1\.1 +FAIL' <<<"$output"
-	grep -F -- "- an outcome with no readable intent before it; invocation inv_madeup; records $out, evt_madeup" <<<"$output"
+	grep -F -- "- an outcome with no readable intent before it; act ledger ghost; invocation inv_madeup; records $out, evt_madeup" <<<"$output"
 	[ "${output:0:1}" != "{" ]                  # not JSON
 }
 
