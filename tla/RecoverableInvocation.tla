@@ -55,7 +55,7 @@ CONSTANTS
     MaxLost,         \* the lost-reply budget
     Bug,             \* "none", or the one thing a twin changes (README)
     Window,          \* TRUE: the Invariant 4 configuration, progress forced
-    SweepSched,      \* Window: the tick each sweep run starts at
+    Cadence,         \* Window: run n (Sweeps = 1..k) starts at tick n * Cadence
     CompWindow       \* Window: compensation_window, from recorded_at
 
 ASSUME Skew \in 0..A /\ JWB > A /\ CB >= JWB /\ OpCalls \in 0..2
@@ -341,7 +341,7 @@ Env2 == <<now, cf, si, deaths, iv, opr>>
 \* scan.  Window: the run starts on its cadence tick.
 SStart(s) ==
     /\ sw[s].ph = "idle"
-    /\ Window => now = SweepSched[s]
+    /\ Window => now = s * Cadence
     /\ LET kept == {i \in Invs : OpenVis(i) /\ Aged(i, now)}
        IN IF kept = {}
           THEN Scan /\ Sw(s, [SwIdle EXCEPT !.ph = "done"])
@@ -550,19 +550,21 @@ Crash ==
                        /\ UNCHANGED <<iv, sw>>
     /\ UNCHANGED <<now, log, net, store, cf, si, lost, scan>>
 
-\* Window only: the progress the window rests on.  A run starts on its
-\* cadence tick and a live run is never paused except on a held section or
-\* while waiting out JWB; a write lands (or is fenced out) within JWB of
-\* its issue.  Invocations may still stall anywhere.
+\* Window only: the progress the window rests on.  Every run starts on its
+\* cadence tick (reconciliation cadence) and a live run is never paused
+\* except on a held section (a blocking take), waiting out JWB, or awaiting
+\* its write; the journal lands a write before its fence would refuse it
+\* (Allowance 13: JWB carries an allowance of headroom).  Invocations may
+\* still stall anywhere, and a run may die (MaxDeaths).
 Blocked(s) ==
     \/ sw[s].ph \in {"idle", "done", "dead"}
     \/ sw[s].ph = "next" /\ sw[s].kept # {} /\ ~Free
     \/ sw[s].ph = "rb" /\ now < sw[s].iss + JWB
     \/ sw[s].ph = "await" /\ InNet(s, sw[s].cur, sw[s].ty)
 Progress ==
-    /\ \A s \in Sweeps : sw[s].ph = "idle" => now < SweepSched[s]
+    /\ \A s \in Sweeps : sw[s].ph = "idle" => now < s * Cadence
     /\ \A s \in Sweeps : Blocked(s)
-    /\ \A w \in net : Landable(w) => now + 1 < w.iss + JWB
+    /\ \A w \in net : Landable(w) => LandableAt(w, now + 1)
 
 \* Time passes; a write the fence now refuses drops out of the net.
 Tick ==
