@@ -587,7 +587,8 @@ Next ==
 
 Spec == Init /\ [][Next]_vars
 
-Symmetry == Permutations(Sweeps)
+\* invocations and sweep runs are interchangeable; every invariant quantifies over all of them
+Symmetry == Permutations(Sweeps) \cup Permutations(Invs)
 
 -----------------------------------------------------------------------------
 (* Invariants, numbered as the spec numbers the model's claims (Ledger).   *)
@@ -652,5 +653,7 @@ Probe_OperatorNeverWrites == \A k \in DOMAIN log : log[k].by # "op"
 Probe_OperatorNeverSupersedes == \A k \in DOMAIN log : log[k].by = "op" => VNames(k) = {}
 Probe_NeverASupersessionChain == \A j \in DOMAIN log : \A k \in VNames(j) : VNames(k) = {}
 Probe_ScanNeverReports == scan.rep = {}
+\* resolving a binding duplicate names two or more chain heads at once
+Probe_NeverResolvesADuplicate == \A k \in DOMAIN log : Cardinality(VNames(k)) <= 1
 
 =============================================================================
