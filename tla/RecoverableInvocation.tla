@@ -10,11 +10,11 @@
 (*  - the critical-section host: one lease with an expiry, freed only on   *)
 (*    release or expiry, never on death;                                   *)
 (*  - the adopter's store, with or without a commit fence;                 *)
-(*  - the journal: a write is gated, issued, lands (accepted, stamped,     *)
-(*    visible) and returns at separate instants, with or without the       *)
-(*    journal fence -- a lease terminus and a per-write terminus, each     *)
-(*    minted with the allowance subtracted and judged on the substrate's   *)
-(*    own (lagging) clock;                                                 *)
+(*  - the journal: a write is gated and issued at separate instants, then *)
+(*    lands (accepted, stamped, visible, returned) or is fenced out, or    *)
+(*    its reply is lost; with or without the journal fence -- a lease      *)
+(*    terminus and a per-write terminus, each minted with the allowance    *)
+(*    subtracted and judged on the substrate's own (lagging) clock;        *)
 (*  - the sweep: runs on separate nodes (Sweeps), each reading now once,   *)
 (*    taking the section with a blocking take and re-reading under it,    *)
 (*    then the duplicate scan;                                             *)
@@ -122,7 +122,8 @@ Landable(w) == LandableAt(w, now)
 \* position's existing recording-failure arm at once (journal fence 3).
 Issue(h, i, ty, nm, saw, by) ==
     LET w == [h |-> h, inv |-> i, ty |-> ty, nm |-> nm, saw |-> saw, by |-> by,
-              lt |-> LTerm(h), wt |-> WTerm, iss |-> now]
+              lt |-> LTerm(h), wt |-> WTerm,
+              vb |-> IF Bug = "visible" THEN now + JWB ELSE 0]
     IN net' = IF Landable(w) THEN net \cup {w} ELSE net
 
 Mine(h, i, ty, k) == log[k].h = h /\ log[k].inv = i /\ log[k].ty = ty
@@ -514,11 +515,12 @@ Land ==
       /\ log' = Append(log, [inv |-> w.inv, ty |-> w.ty, by |-> w.by, h |-> w.h,
                              nm |-> w.nm, saw |-> w.saw,
                              rat |-> IF w.ty = "intent" THEN SubNow ELSE 0,
-                             vis |-> Bug # "visible"])
+                             vis |-> Bug # "visible", vb |-> w.vb])
       /\ ReturnOf(w)
       /\ UNCHANGED <<store, lost, now, cf, si, deaths, scan>>
 
-\* -buggy-visible only: an accepted record becomes visible later
+\* -buggy-visible only: an accepted record becomes visible later, by JWB
+\* after its issue at the latest (Capability requirement 8 without 7)
 Show ==
     \E k \in DOMAIN log :
       /\ ~log[k].vis
@@ -570,6 +572,7 @@ Progress ==
 Tick ==
     /\ now < Horizon
     /\ Window => Progress
+    /\ \A k \in DOMAIN log : ~log[k].vis => now + 1 < log[k].vb   \* -buggy-visible's bound
     /\ now' = now + 1
     /\ net' = {w \in net : LandableAt(w, now + 1)}
     \* an expired lease is a free one (it can no longer be held or mint a terminus)
