@@ -590,8 +590,11 @@ Next ==
 
 Spec == Init /\ [][Next]_vars
 
-\* invocations and sweep runs are interchangeable; every invariant quantifies over all of them
-Symmetry == Permutations(Sweeps) \cup Permutations(Invs)
+\* Invocations and sweep runs are interchangeable: every invariant quantifies
+\* over all of them.  A configuration names the symmetry of its sets that
+\* have two or more members (TLC warns on a set of one).
+SymSweeps == Permutations(Sweeps)
+SymInvs == Permutations(Invs)
 
 -----------------------------------------------------------------------------
 (* Invariants, numbered as the spec numbers the model's claims (Ledger).   *)
