@@ -817,6 +817,7 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 		fprintf(stderr, "ri-sweep: another run is in flight on this node; this one did not start (run bound 1)\n");
 		json_decref(s.alerts);
 		json_decref(s.creds);
+		json_decref(s.refused);
 		return RI_OK;
 	}
 	/* Primitive policy 18: now, once per run, at the sweep's own seam */
