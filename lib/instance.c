@@ -4,6 +4,7 @@
 #include <sodium.h>
 
 #include "fault.h"
+#include "findings.h"
 #include "instance.h"
 #include "integrity.h"
 #include "store_sqlite.h"
@@ -46,10 +47,24 @@ ri_instance_attach(struct ri *r, unsigned flags, ri_err *err)
 	int rc;
 
 	r->flags = flags;
-	if (!(flags & RI_NO_KEY) &&
+	if (!(flags & RI_NO_KEY) && r->key == NULL &&
 	    (rc = ri_key_load(r->cfg->integrity_key_file, &r->key, &r->keylen, err)) != RI_OK)
 		return rc;
+	/* the findings register's rows are MACed under a key derived from it */
+	if (r->key != NULL)
+		ri_findings_use_key(r->key, r->keylen);
 	return ri_sqlite_open(r->cfg, r->key, r->keylen, flags, &r->st, err);
+}
+
+int
+ri_instance_key(struct ri *r, ri_err *err)
+{
+	int rc;
+
+	if (r->key == NULL && (rc = ri_key_load(r->cfg->integrity_key_file, &r->key, &r->keylen, err)) != RI_OK)
+		return rc;
+	ri_findings_use_key(r->key, r->keylen);
+	return RI_OK;
 }
 
 void

@@ -126,7 +126,11 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 		return rc;
 	ri_mint_id("opr_", q.op_run);
 	/* resolve 4-6: the sweep lease, held by the operator run id */
-	if (r->st->ops->take(r->st, q.kind, q.act_key, q.op_run, ri_sweep_lease(r->cfg), &g) != RI_ST_OK) {
+	if ((st = r->st->ops->take(r->st, q.kind, q.act_key, q.op_run, ri_sweep_lease(r->cfg), &g)) != RI_ST_OK) {
+		if (st == RI_ST_INTEGRITY) {        /* INTERFACE 30: resolve -> 23, cause integrity */
+			*ans = ri_refusal_rf_st("resolution", st);
+			return ri_fail(err, RI_RF_RESOLUTION, "%s", r->st->ops->error(r->st)->msg);
+		}
 		*ans = ri_refusal("section-unavailable");
 		return ri_fail(err, RI_SECTION_UNAVAILABLE, "section-unavailable: %s", r->st->ops->error(r->st)->msg);
 	}
