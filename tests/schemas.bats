@@ -113,15 +113,13 @@ resolve_req() {
 }
 
 # flip_mac SEQ -- XOR the first byte of record SEQ's MAC, as an attacker with
-# file access would (the append-only triggers dropped first)
+# file access would (the append-only triggers dropped first, and put back)
 flip_mac() {
 	local hex first
 	hex=$(sqlite3 "$T/journal.db" "SELECT hex(mac) FROM records WHERE seq = $1") || return 1
 	[ ${#hex} -eq 64 ] || return 1
 	first=$(printf '%02X' $(( 0x${hex:0:2} ^ 0x01 )))
-	sqlite3 "$T/journal.db" "DROP TRIGGER IF EXISTS records_append_only_update;
-	    DROP TRIGGER IF EXISTS records_append_only_delete;
-	    UPDATE records SET mac = X'$first${hex:2}' WHERE seq = $1;"
+	attacker_sql "UPDATE records SET mac = X'$first${hex:2}' WHERE seq = $1;"
 }
 seq_of() {
 	sqlite3 "$T/journal.db" "SELECT seq FROM records WHERE act_key = '$1' AND action_ref = '${2:-ledger.intended}'"
