@@ -91,6 +91,9 @@ struct audit {
 	bool have_witness, witness_seen;
 	struct ri_witness_line witness;
 	int64_t forged_findings;
+	/* the open intents as the records say (the derived index is compared
+	 * with it): invocation id -> {seq, event_id} */
+	json_t *open_set;
 };
 
 static json_t *
@@ -742,6 +745,14 @@ each_record(const struct ri_record *rec, unsigned problems, void *arg)
 		if (strcmp(rec->action_ref, "audit.sealed") == 0)
 			seals(a, rec);
 	}
+	if (rec->invocation_id != NULL && !(problems & RI_P_SHAPE)) {
+		/* the open-intents index as a rebuild would make it */
+		if (rec->role == RI_ROLE_INTENT && !rec->purged && json_object_get(a->open_set, rec->invocation_id) == NULL)
+			json_object_set_new(a->open_set, rec->invocation_id, json_pack("{s:I, s:s}", "seq",
+			    (json_int_t)rec->seq, "event_id", rec->event_id));
+		else if (ri_role_closing(rec->role) || rec->purged)
+			json_object_del(a->open_set, rec->invocation_id);
+	}
 	if (rec->invocation_id != NULL && !(problems & (RI_P_SHAPE | RI_P_GAP))) {
 		const struct ri_kind *k = ri_config_kind(a->c, rec->kind);
 		char actkey[1024];
@@ -792,6 +803,66 @@ each_record(const struct ri_record *rec, unsigned problems, void *arg)
 	return 0;
 }
 
+/* The derived open-intents index against the records: a row deleted,
+ * added or altered shows even to an auditor without the key (with it, the
+ * accumulator's MAC already said so: state_problem). */
+static void
+derived_index(struct audit *a)
+{
+	struct ri_open_intent *oi = NULL;
+	size_t n = 0;
+	json_t *rows = json_object(), *v;
+	const char *inv;
+
+	if (a->r->st->ops->open_intents(a->r->st, NULL, NULL, RI_NONE, &oi, &n) != RI_ST_OK) {
+		json_decref(rows);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_t *want = json_object_get(a->open_set, oi[i].invocation_id);
+		json_object_set_new(rows, oi[i].invocation_id, json_true());
+		if (want == NULL)
+			fail(a, "8.1.1", oi[i].invocation_id, oi[i].event_id, NULL,
+			    "the open-intents index holds an intent the records do not leave open (an added or stale row)");
+		else if (json_integer_value(json_object_get(want, "seq")) != oi[i].seq ||
+		    !streq(json_string_value(json_object_get(want, "event_id")), oi[i].event_id))
+			fail(a, "8.1.1", oi[i].invocation_id, oi[i].event_id, NULL,
+			    "the open-intents index's row for this invocation is not its intent (an altered row)");
+	}
+	json_object_foreach(a->open_set, inv, v)
+		if (json_object_get(rows, inv) == NULL)
+			fail(a, "8.1.1", inv, json_string_value(json_object_get(v, "event_id")), NULL,
+			    "an open intent is missing from the open-intents index: the sweep would never see it"
+			    " (a deleted row; ri-sweep --rebuild)");
+	ri_open_intents_free(oi, n);
+	json_decref(rows);
+}
+
+/* The actor registry's rows against its records: a row that says active
+ * while the records revoked the actor (an older row replayed) shows even
+ * without the key (with it, the row's MAC and its bound registry seq
+ * already said so). */
+static void
+registry_rows(struct audit *a)
+{
+	struct ri_actor *v = NULL;
+	size_t n = 0;
+
+	if (a->r->st->ops->actor_list(a->r->st, &v, &n) != RI_ST_OK)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		json_t *e = json_object_get(a->actors, v[i].actor_ref);
+		json_t *rv = e ? json_object_get(e, "revoked") : NULL;
+		if (e == NULL)
+			fail(a, "8.1.6", NULL, NULL, NULL, "actor %s has a registry row but no registration record",
+			    v[i].actor_ref);
+		else if (rv != NULL && v[i].revoked_at == RI_NONE)
+			fail(a, "8.1.6", NULL, NULL, NULL, "actor %s's registry row says active, but the records revoked it"
+			    " (an older row replayed)", v[i].actor_ref);
+	}
+	ri_actors_free(v, n);
+}
+
 static void
 conditions(struct audit *a)
 {
@@ -810,7 +881,7 @@ int
 ri_audit(ri *r, const struct ri_audit_opts *o, json_t **ans, ri_err *err)
 {
 	struct audit a = { .r = r, .c = r->cfg, .o = o, .checks = json_object(), .actors = json_object(),
-		.open_by_act = json_object(), .inv_act = json_object() };
+		.open_by_act = json_object(), .inv_act = json_object(), .open_set = json_object() };
 	ri_err e;
 	int rc, st;
 
@@ -879,6 +950,8 @@ ri_audit(ri *r, const struct ri_audit_opts *o, json_t **ans, ri_err *err)
 	/* what is not a record: the schema, the tree of scope heads against
 	 * the records, the open-intents accumulator, leases, marks, actors */
 	(void)r->st->ops->audit_state(r->st, state_problem, &a);
+	derived_index(&a);
+	registry_rows(&a);
 	if (a.have_witness && a.last_seq < a.witness.seq)
 		fail(&a, "8.1.9", NULL, NULL, NULL,
 		    "the journal ends at seq %lld, behind its witness (seq %lld): rolled back or restored"
@@ -963,6 +1036,7 @@ out:
 	json_decref(a.actors);
 	json_decref(a.open_by_act);
 	json_decref(a.inv_act);
+	json_decref(a.open_set);
 	return rc;
 }
 

@@ -562,8 +562,11 @@ jhead_get(struct sq *s, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN]
 		if ((rc = hash_at(s, rows, last_hash)) != RI_ST_OK)
 			return rc;
 	} else {
-		if ((rc = jhead_read(s, h, mac)) != RI_ST_OK)
+		if ((rc = jhead_read(s, h, mac)) != RI_ST_OK) {
+			if (rc == RI_ST_INTEGRITY)
+				s->err.seq = rows;      /* name the journal's newest record */
 			return rc;
+		}
 		if ((rc = hash_at(s, h->last_seq, last_hash)) != RI_ST_OK)
 			return rc == RI_ST_INTEGRITY ? st_fail(s, rc, h->last_seq, NULL,
 			    "journal integrity: the journal's newest record (seq %lld) is missing (deleted rows)",
@@ -651,8 +654,11 @@ scope_head(struct sq *s, const struct ri_jhead *jh, const struct scope *sc, cons
 		*last = rows;
 		return RI_ST_OK;
 	}
-	if ((rc = tree_get(s, jh, sc->key, &present, &leaf)) != RI_ST_OK)
+	if ((rc = tree_get(s, jh, sc->key, &present, &leaf)) != RI_ST_OK) {
+		if (rc == RI_ST_INTEGRITY)      /* name the scope's newest record, or the journal's */
+			s->err.seq = rows != 0 ? rows : jh->last_seq;
 		return rc;
+	}
 	if (!present) {
 		if (rows != 0)
 			return st_fail(s, RI_ST_INTEGRITY, rows, NULL,
@@ -707,7 +713,12 @@ struct raw {
 static bool
 exact_text(sqlite3_stmt *st, int i, size_t max, bool null_ok)
 {
-	return col_text_ok(st, i, null_ok) && (size_t)sqlite3_column_bytes(st, i) <= max;
+	const unsigned char *t = sqlite3_column_text(st, i);
+	size_t n = (size_t)sqlite3_column_bytes(st, i);
+
+	if (t == NULL)
+		return null_ok;
+	return n <= max && strlen((const char *)t) == n;
 }
 
 /* One row, decoded only if every column is exactly of its type: a value
@@ -716,6 +727,18 @@ exact_text(sqlite3_stmt *st, int i, size_t max, bool null_ok)
 static void
 load_row(sqlite3_stmt *st, struct ri_record *r, struct raw *w)
 {
+	/* the storage types first: reading a value as text converts it, after
+	 * which its type can no longer be asked (sqlite3_column_type) */
+	static const int want[18] = { SQLITE_INTEGER, SQLITE_TEXT, SQLITE_TEXT, SQLITE_TEXT, SQLITE_TEXT,
+		SQLITE_TEXT, SQLITE_TEXT, SQLITE_TEXT, SQLITE_INTEGER, SQLITE_INTEGER, SQLITE_INTEGER,
+		SQLITE_INTEGER, SQLITE_INTEGER, SQLITE_TEXT, SQLITE_BLOB, SQLITE_BLOB, SQLITE_BLOB, SQLITE_BLOB };
+	static const bool nullable[18] = { [5] = true, [9] = true, [13] = true, [14] = true };
+	bool typed = true;
+	int types[18];
+	for (int i = 0; i < 18; i++) {
+		types[i] = sqlite3_column_type(st, i);
+		typed = typed && (types[i] == want[i] || (nullable[i] && types[i] == SQLITE_NULL));
+	}
 	const char *ev = (const char *)sqlite3_column_text(st, 1);
 	const char *att;
 
@@ -735,14 +758,9 @@ load_row(sqlite3_stmt *st, struct ri_record *r, struct raw *w)
 	r->role = sqlite3_column_int(st, 10);
 	w->act_prev = sqlite3_column_int64(st, 11);
 	w->inv_prev = sqlite3_column_int64(st, 12);
-	w->payload_text = col_is(st, 13, SQLITE_TEXT, false) ? col_dup(st, 13) : NULL;
-	w->has_salt = sqlite3_column_type(st, 14) != SQLITE_NULL;
-	w->shapes_ok = col_is(st, 0, SQLITE_INTEGER, false) &&
-	    col_is(st, 8, SQLITE_INTEGER, false) && col_is(st, 9, SQLITE_INTEGER, true) &&
-	    col_is(st, 10, SQLITE_INTEGER, false) && col_is(st, 11, SQLITE_INTEGER, false) &&
-	    col_is(st, 12, SQLITE_INTEGER, false) &&
-	    col_is(st, 14, SQLITE_BLOB, true) && col_is(st, 15, SQLITE_BLOB, false) &&
-	    col_is(st, 16, SQLITE_BLOB, false) && col_is(st, 17, SQLITE_BLOB, false) &&
+	w->payload_text = col_dup(st, 13);
+	w->has_salt = types[14] != SQLITE_NULL;
+	w->shapes_ok = typed &&
 	    sqlite3_column_bytes(st, 15) == RI_HASH_LEN &&
 	    sqlite3_column_bytes(st, 16) == RI_HASH_LEN &&
 	    sqlite3_column_bytes(st, 17) == RI_HASH_LEN &&
@@ -1659,6 +1677,12 @@ append_locked(struct sq *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 	jh->last_seq = h.seq;
 	if (strcmp(a->action_ref, "audit.sealed") == 0)
 		jh->sealed_seq = h.seq;
+	/* an accepted restore (ri-init --accept-restore) is a rollback: the
+	 * fencing tokens granted in the lost stretch are unknown, so the grant
+	 * counter jumps to the restore's instant in ms -- above every token
+	 * granted before, short of more than one grant per ms on average */
+	if (strcmp(a->action_ref, "audit.restored") == 0 && jh->grants < recorded_at)
+		jh->grants = recorded_at;
 	if ((rc = jhead_set(s, jh, hash)) != RI_ST_OK)
 		return rc == RI_ST_UNAVAILABLE ? recode(s, RI_ST_STEP2) : rc;
 	out->seq = h.seq;
@@ -2554,6 +2578,54 @@ open_verify(struct sq *s, const struct ri_jhead *jh)
 	return RI_ST_OK;
 }
 
+/* Every actor row (MAC, and bound to its newest registry record) and every
+ * mark: small tables, checked whole before a seal. */
+static int
+registry_verify(struct sq *s, const struct ri_jhead *jh)
+{
+	sqlite3_stmt *st;
+	json_t *names = json_array(), *v;
+	size_t i;
+	int rc = RI_ST_OK;
+
+	if ((st = prep(s, "SELECT actor_ref FROM actors")) == NULL) {
+		json_decref(names);
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	}
+	while (sqlite3_step(st) == SQLITE_ROW)
+		json_array_append_new(names, col_text_ok(st, 0, false) ? json_string((const char *)sqlite3_column_text(st, 0)) :
+		    json_null());
+	done(s, st);
+	json_array_foreach(names, i, v) {
+		struct actor_row row;
+		bool exists;
+		if (!json_is_string(v))
+			rc = st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: an actor registry row is malformed");
+		else
+			rc = actor_get(s, jh, json_string_value(v), &row, &exists);
+		if (rc != RI_ST_OK)
+			break;
+	}
+	json_array_clear(names);
+	if (rc == RI_ST_OK && (st = prep(s, "SELECT name FROM marks")) != NULL) {
+		while (sqlite3_step(st) == SQLITE_ROW)
+			json_array_append_new(names, col_text_ok(st, 0, false) ?
+			    json_string((const char *)sqlite3_column_text(st, 0)) : json_null());
+		done(s, st);
+		json_array_foreach(names, i, v) {
+			int64_t m;
+			if (!json_is_string(v))
+				rc = st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a mark is malformed");
+			else
+				rc = sq_mark_get(&s->base, json_string_value(v), &m);
+			if (rc != RI_ST_OK)
+				break;
+		}
+	}
+	json_decref(names);
+	return rc;
+}
+
 /* Does the tree hold scope sc's head at seq or later? */
 static int
 scope_covers(struct sq *s, const struct ri_jhead *jh, int type, const char *a, const char *b, int64_t seq)
@@ -2626,7 +2698,9 @@ verify_since_seal(struct sq *s, const struct ri_jhead *jh, ri_ms now)
 		return st_fail(s, RI_ST_INTEGRITY, jh->last_seq, NULL,
 		    "journal integrity: the journal ends at seq %lld before its head (seq %lld)",
 		    (long long)(expect - 1), (long long)jh->last_seq);
-	return open_verify(s, jh);
+	if ((rc = open_verify(s, jh)) != RI_ST_OK)
+		return rc;
+	return registry_verify(s, jh);
 }
 
 /* Sign the head and append audit.sealed after it, in one transaction --
@@ -3148,18 +3222,20 @@ sq_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
 	if (!schema_check(s, why, sizeof why))
 		each("8.1.8", 0, why, arg);
-	if (s->key == NULL)
-		goto out;
 	/* the journal head's own MAC (its agreement with the rows is the
-	 * traversal's RI_P_HEAD) */
+	 * traversal's RI_P_HEAD).  Without the key the root is taken as
+	 * stored: the tree is public hashes, so an auditor holding only the
+	 * public key still sees a head deleted or rows hidden from it. */
 	if (jhead_read(s, &jh, mac) != RI_ST_OK || hash_at(s, jh.last_seq, lh) != RI_ST_OK) {
 		each("8.1.1", 0, s->err.msg, arg);
 		goto out;
 	}
-	ri_jhead_mac(s->key, s->keylen, s->instance_id, &jh, lh, want);
-	if (sodium_memcmp(want, mac, RI_HASH_LEN) != 0) {
-		each("8.1.3", 0, "the journal head fails its MAC", arg);
-		goto out;
+	if (s->key != NULL) {
+		ri_jhead_mac(s->key, s->keylen, s->instance_id, &jh, lh, want);
+		if (sodium_memcmp(want, mac, RI_HASH_LEN) != 0) {
+			each("8.1.3", 0, "the journal head fails its MAC", arg);
+			goto out;
+		}
 	}
 	/* the tree of scope heads against the records */
 	{
@@ -3179,6 +3255,8 @@ sq_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 			}
 		}
 	}
+	if (s->key == NULL)
+		goto out;
 	if (open_verify(s, &jh) != RI_ST_OK)
 		each("8.1.3", 0, s->err.msg, arg);
 	/* leases, marks, actors: each row verified */
@@ -3338,10 +3416,10 @@ load_meta(struct sq *s, ri_err *err)
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: not an ri journal, or unreadable: %s",
 		    s->cfg->journal, sqlite3_errmsg(s->db));
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (!col_text_ok(st, 0, false) || !col_text_ok(st, 1, false))
+			continue;
 		const char *k = (const char *)sqlite3_column_text(st, 0);
 		const char *v = (const char *)sqlite3_column_text(st, 1);
-		if (k == NULL || v == NULL || !col_text_ok(st, 0, false) || !col_text_ok(st, 1, false))
-			continue;
 		if (strcmp(k, "format") == 0) {
 			fmt = atoi(v) == RI_FORMAT;
 			other = atoi(v);

@@ -759,7 +759,8 @@ ri_sweep_outage(const char *config_path, json_t **ans, ri_err *err)
 		ri_mint_id("run_", s.run_id);
 		if (ri_findings_open(s.c->findings, false, &s.reg, &e) == RI_OK &&
 		    ri_findings_run_begin(s.reg, s.run_id, s.now, &e) == RI_OK) {
-			instance_finding(&s, RI_F_JOURNAL_UNAVAILABLE, NULL, json_pack("{s:s}", "why", why));
+			instance_finding(&s, RI_F_JOURNAL_UNAVAILABLE, NULL, json_pack("{s:s, s:s?}", "why", why,
+			    "cause", integrity ? "integrity" : NULL));
 			finish(&s, &tmp, false);
 			json_decref(tmp);
 		} else {

@@ -89,8 +89,10 @@ attacker_sql() {
 	local triggers
 	triggers=$(sqlite3 "$T/journal.db" "SELECT group_concat(sql, ';
 ') || ';' FROM sqlite_schema WHERE type = 'trigger'") || return 1
+	local rc=0
 	sqlite3 "$T/journal.db" "DROP TRIGGER IF EXISTS records_append_only_update;
-	    DROP TRIGGER IF EXISTS records_append_only_delete; $1" || return 1
-	[ "$triggers" = ";" ] || sqlite3 "$T/journal.db" "$triggers"
+	    DROP TRIGGER IF EXISTS records_append_only_delete; $1" || rc=$?
+	[ "$triggers" = ";" ] || sqlite3 "$T/journal.db" "$triggers" || return 1
+	return "$rc"
 }
 export -f attacker_sql
