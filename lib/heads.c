@@ -242,6 +242,7 @@ read_node(const struct ri_tree_io *io, const unsigned char key[RI_SCOPE_LEN], in
 	if (rc == RI_ST_NOT_KNOWN)
 		return RI_ST_NOT_KNOWN;
 	(void)h;
+	(void)leaf_prefix_ok;
 	if (rc == RI_ST_OK && !body_ok(body, *len))
 		rc = RI_ST_NOT_KNOWN;
 	(void)want;
