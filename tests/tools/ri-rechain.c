@@ -70,7 +70,10 @@ main(int argc, char **argv)
 		die("triggers", db);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const char *t = (const char *)sqlite3_column_text(st, 0);
-		triggers = realloc(triggers, tlen + strlen(t) + 3);
+		char *grown = realloc(triggers, tlen + strlen(t) + 3);
+		if (grown == NULL)
+			die("out of memory", NULL);
+		triggers = grown;
 		memcpy(triggers + tlen, t, strlen(t));
 		tlen += strlen(t);
 		triggers[tlen++] = ';';
