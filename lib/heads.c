@@ -226,6 +226,54 @@ leaf_prefix_ok(const unsigned char *b, const unsigned char key[RI_SCOPE_LEN], in
 	return true;
 }
 
+void
+ri_tree_cache_clear(struct ri_tree_cache *c)
+{
+	if (c != NULL)
+		c->n = c->next = 0;
+}
+
+static bool
+cache_find(struct ri_tree_cache *c, const unsigned char *id, size_t idlen, const unsigned char want[RI_HASH_LEN],
+    unsigned char body[RI_NODE_MAX], size_t *len)
+{
+	if (c == NULL)
+		return false;
+	for (unsigned i = 0; i < c->n; i++)
+		if (c->e[i].idlen == idlen && memcmp(c->e[i].hash, want, RI_HASH_LEN) == 0 &&
+		    memcmp(c->e[i].id, id, idlen) == 0) {
+			memcpy(body, c->e[i].body, c->e[i].len);
+			*len = c->e[i].len;
+			return true;
+		}
+	return false;
+}
+
+static void
+cache_add(struct ri_tree_cache *c, const unsigned char *id, size_t idlen, const unsigned char h[RI_HASH_LEN],
+    const unsigned char *body, size_t len)
+{
+	unsigned i;
+
+	if (c == NULL)
+		return;
+	/* a node id holds one body at a time: a rewrite replaces its entry */
+	for (i = 0; i < c->n; i++)
+		if (c->e[i].idlen == idlen && memcmp(c->e[i].id, id, idlen) == 0)
+			break;
+	if (i == c->n) {
+		if (c->n < RI_TREE_CACHE)
+			i = c->n++;
+		else
+			i = c->next++ % RI_TREE_CACHE;
+	}
+	memcpy(c->e[i].hash, h, RI_HASH_LEN);
+	memcpy(c->e[i].id, id, idlen);
+	c->e[i].idlen = idlen;
+	memcpy(c->e[i].body, body, len);
+	c->e[i].len = len;
+}
+
 /* Read the node at (d, key's prefix) that its parent names by `want`:
  * present, well formed, and hashing to exactly `want`. */
 static int
@@ -234,8 +282,14 @@ read_node(const struct ri_tree_io *io, const unsigned char key[RI_SCOPE_LEN], in
 {
 	unsigned char id[RI_NODE_ID_MAX], h[RI_HASH_LEN];
 	size_t idlen = node_id(key, d, id);
-	int rc = io->get(io->ctx, id, idlen, body, len);
+	int rc;
 
+#ifndef RI_NC_NO_ABSENCE_PROOF
+	/* verified, or written, at this id in this same transaction */
+	if (cache_find(io->cache, id, idlen, want, body, len))
+		return RI_ST_OK;
+#endif
+	rc = io->get(io->ctx, id, idlen, body, len);
 #ifdef RI_NC_NO_ABSENCE_PROOF
 	/* negative control: a node that is not there is an empty subtree,
 	 * and no node's hash is checked against its parent's */
@@ -266,6 +320,7 @@ read_node(const struct ri_tree_io *io, const unsigned char key[RI_SCOPE_LEN], in
 		snprintf(why, n, "a head of the scope heads' tree (depth %d) sits under another key's prefix", d);
 		return RI_ST_INTEGRITY;
 	}
+	cache_add(io->cache, id, idlen, h, body, *len);
 	return RI_ST_OK;
 #endif
 }
@@ -307,9 +362,12 @@ put_node(const struct ri_tree_io *io, const unsigned char key[RI_SCOPE_LEN], int
 {
 	unsigned char id[RI_NODE_ID_MAX];
 	size_t idlen = node_id(key, d, id);
+	int rc;
 
 	node_hash(body, len, h);
-	return io->put(io->ctx, id, idlen, body, len);
+	if ((rc = io->put(io->ctx, id, idlen, body, len)) == RI_ST_OK)
+		cache_add(io->cache, id, idlen, h, body, len);
+	return rc;
 }
 
 int

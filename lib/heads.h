@@ -49,12 +49,30 @@ struct ri_leaf {
 /* The backend's node store.  get answers RI_ST_OK (body copied, *len
  * set), RI_ST_NOT_KNOWN (no such row), or a failure code with the
  * backend's message in its own error; put writes (insert or replace). */
+struct ri_tree_cache;
 struct ri_tree_io {
 	void *ctx;
 	int (*get)(void *ctx, const unsigned char *id, size_t idlen, unsigned char body[RI_NODE_MAX],
 	    size_t *len);
 	int (*put)(void *ctx, const unsigned char *id, size_t idlen, const unsigned char *body, size_t len);
+	/* optional: nodes already verified (or written) in the caller's current
+	 * transaction, by their hash -- content-addressed, so a hit is exactly
+	 * the node a parent names.  The caller empties it at every transaction
+	 * boundary (ri_tree_cache_clear), so nothing outlives its snapshot. */
+	struct ri_tree_cache *cache;
 };
+
+#define RI_TREE_CACHE 48
+struct ri_tree_cache {
+	unsigned n, next;
+	struct {
+		unsigned char hash[RI_HASH_LEN];
+		unsigned char id[RI_NODE_ID_MAX];
+		size_t idlen, len;
+		unsigned char body[RI_NODE_MAX];
+	} e[RI_TREE_CACHE];
+};
+void ri_tree_cache_clear(struct ri_tree_cache *c);
 
 /* The empty tree's root (and an empty child): 32 zero bytes. */
 extern const unsigned char ri_tree_empty[RI_HASH_LEN];

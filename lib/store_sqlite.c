@@ -56,6 +56,8 @@ struct sq {
 	bool anchored;
 	int64_t anchor_seq;
 	unsigned char anchor_hash[RI_HASH_LEN];
+	/* tree nodes verified or written in the current transaction (heads.h) */
+	struct ri_tree_cache nodes;
 	struct ri_store_error err;
 	/* prepared statements, kept for the connection's life: preparing costs
 	 * more than most of the queries themselves */
@@ -317,6 +319,7 @@ read_begin(struct sq *s, bool *began)
 	*began = false;
 	if (!sqlite3_get_autocommit(s->db))
 		return SQLITE_OK;
+	ri_tree_cache_clear(&s->nodes);
 	int rc = sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL);
 	if (rc == SQLITE_OK)
 		*began = true;
@@ -326,8 +329,10 @@ read_begin(struct sq *s, bool *began)
 static void
 read_end(struct sq *s, bool began)
 {
-	if (began)
+	if (began) {
 		sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+		ri_tree_cache_clear(&s->nodes);
+	}
 }
 
 static void
@@ -335,6 +340,7 @@ rollback(struct sq *s)
 {
 	if (!sqlite3_get_autocommit(s->db))
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	ri_tree_cache_clear(&s->nodes);
 }
 
 static void
@@ -483,7 +489,7 @@ static int
 tree_get(struct sq *s, const struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], bool *present,
     struct ri_leaf *leaf)
 {
-	struct ri_tree_io io = { s, node_get, node_put };
+	struct ri_tree_io io = { s, node_get, node_put, &s->nodes };
 	char why[256] = "";
 	int rc = ri_tree_get(&io, jh->root, key, present, leaf, why, sizeof why);
 
@@ -496,7 +502,7 @@ static int
 tree_put(struct sq *s, struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], int64_t seq,
     const unsigned char hash[RI_HASH_LEN])
 {
-	struct ri_tree_io io = { s, node_get, node_put };
+	struct ri_tree_io io = { s, node_get, node_put, &s->nodes };
 	struct ri_leaf leaf = { .last_seq = seq };
 	char why[256] = "";
 	int rc;
@@ -1249,6 +1255,7 @@ out:
 static int
 begin_immediate(struct sq *s)
 {
+	ri_tree_cache_clear(&s->nodes);
 	int rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 
 	if (rc == SQLITE_OK)
@@ -1694,6 +1701,7 @@ append_locked(struct sq *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 static int
 commit(struct sq *s)
 {
+	ri_tree_cache_clear(&s->nodes);
 	if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
 		int rc = db_fail(s, RI_ST_STEP3, "commit");
 		rollback(s);
@@ -2796,7 +2804,8 @@ sq_sealed(struct ri_store *base, int64_t *seq, unsigned char hash[32])
 
 /* ---- the schema ri creates ------------------------------------------------ */
 
-/* Every object of the schema but SQLite's own (sqlite_*), in one text. */
+/* Every object of the schema but SQLite's own (sqlite_*): the text of its
+ * CREATE statement, one per line, in byte order. */
 static char *
 schema_text(sqlite3 *db)
 {
@@ -2804,42 +2813,69 @@ schema_text(sqlite3 *db)
 	char *out = ri_strdup("");
 	size_t n = 0;
 
-	if (sqlite3_prepare_v2(db, "SELECT type, name, tbl_name, ifnull(sql, '') FROM sqlite_schema"
-	    " WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY type, name", -1, &st, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(db, "SELECT sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+	    " ORDER BY sql", -1, &st, NULL) != SQLITE_OK) {
 		free(out);
 		return NULL;
 	}
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		char line[8192];
-		int k = snprintf(line, sizeof line, "%s|%s|%s|%s\n", sqlite3_column_text(st, 0),
-		    sqlite3_column_text(st, 1), sqlite3_column_text(st, 2), sqlite3_column_text(st, 3));
-		if (k < 0 || (size_t)k >= sizeof line)
-			k = (int)sizeof line - 1;
-		out = realloc(out, n + (size_t)k + 1);
+		const char *t = (const char *)sqlite3_column_text(st, 0);
+		size_t k = t ? strlen(t) : 0;
+		out = realloc(out, n + k + 2);
 		if (out == NULL)
 			abort();
-		memcpy(out + n, line, (size_t)k + 1);
-		n += (size_t)k;
+		memcpy(out + n, t ? t : "", k);
+		n += k;
+		out[n++] = '\n';
+		out[n] = '\0';
 	}
 	sqlite3_finalize(st);
 	return out;
 }
 
-/* The schema as ri creates it, built once per process in memory (so
- * SQLite's own normalization of the stored text is the same on both
- * sides). */
+static int
+cmp_text(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The schema as ri creates it, in the same form, computed once per process
+ * from schema_ddl: SQLite stores each CREATE statement's text as written
+ * (ours have no TEMP, no IF NOT EXISTS, single spaces in their heads) less
+ * the trailing semicolon; sqlite3_complete() finds where each ends. */
 static const char *
 schema_expected(void)
 {
 	static char *text;
-	sqlite3 *db;
+	char *stmts[32], buf[sizeof schema_ddl];
+	size_t n = 0, len = 0, total = 0;
 
 	if (text != NULL)
 		return text;
-	if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_MEMORY, NULL) == SQLITE_OK &&
-	    sqlite3_exec(db, schema_ddl, NULL, NULL, NULL) == SQLITE_OK)
-		text = schema_text(db);
-	sqlite3_close(db);
+	for (const char *p = schema_ddl; *p != '\0'; p++) {
+		buf[len++] = *p;
+		buf[len] = '\0';
+		if (*p == ';' && sqlite3_complete(buf)) {
+			while (len > 0 && (buf[len - 1] == ';' || buf[len - 1] == ' '))
+				buf[--len] = '\0';
+			if (n < sizeof stmts / sizeof stmts[0])
+				stmts[n++] = ri_strdup(buf);
+			len = 0;
+		}
+	}
+	qsort(stmts, n, sizeof stmts[0], cmp_text);
+	for (size_t i = 0; i < n; i++)
+		total += strlen(stmts[i]) + 1;
+	text = ri_xmalloc(total + 1);
+	text[0] = '\0';
+	for (size_t i = 0, at = 0; i < n; i++) {
+		size_t k = strlen(stmts[i]);
+		memcpy(text + at, stmts[i], k);
+		at += k;
+		text[at++] = '\n';
+		text[at] = '\0';
+		free(stmts[i]);
+	}
 	return text;
 }
 
@@ -2854,20 +2890,23 @@ schema_check(struct sq *s, char *why, size_t n)
 	bool ok = want != NULL && have != NULL && strcmp(want, have) == 0;
 
 	if (!ok) {
-		const char *a = want ? want : "", *b = have ? have : "";
-		while (*a && *a == *b) {
-			a++;
-			b++;
+		/* name the first statement of either side the other lacks */
+		const char *a = want ? want : "", *b = have ? have : "", *odd = NULL;
+		while (*a != '\0' || *b != '\0') {
+			size_t la = strcspn(a, "\n"), lb = strcspn(b, "\n");
+			int c = la == lb ? strncmp(a, b, la) : 1;
+			if (c != 0) {
+				odd = *b != '\0' ? b : a;
+				break;
+			}
+			a += la + (a[la] == '\n');
+			b += lb + (b[lb] == '\n');
 		}
-		while (b > (have ? have : "") && b[-1] != '\n')
-			b--;
-		while (a > (want ? want : "") && a[-1] != '\n')
-			a--;
-		size_t la = strcspn(a, "|\n"), lb = strcspn(b, "|\n");
-		const char *ta = a + la + (a[la] == '|'), *tb = b + lb + (b[lb] == '|');
-		snprintf(why, n, "its schema is not the one ri creates (at %.*s %.*s): a table re-created,"
-		    " a trigger dropped, or an object added", (int)(*b ? lb : la), *b ? b : a,
-		    (int)strcspn(*b ? tb : ta, "|\n"), *b ? tb : ta);
+		snprintf(why, n, "its schema is not the one ri creates (at \"%.60s\"): a table re-created,"
+		    " a trigger dropped, or an object added", odd ? odd : "");
+		for (char *p = why; *p; p++)
+			if (*p == '\n')
+				*p = ' ';
 	}
 	free(have);
 	return ok;
@@ -3026,6 +3065,7 @@ sq_rebuild(struct ri_store *base, json_t **report)
 		rc = db_fail(s, RI_ST_UNAVAILABLE, "rebuild");
 		goto fail;
 	}
+	ri_tree_cache_clear(&s->nodes);
 	memset(jh.root, 0, RI_HASH_LEN);
 	for (int pass = 0; pass < 2; pass++) {
 		st = prep(s, pass == 0 ? "SELECT kind, act_key, max(seq) FROM records GROUP BY kind, act_key" :
@@ -3241,7 +3281,7 @@ sq_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 	}
 	/* the tree of scope heads against the records */
 	{
-		struct ri_tree_io io = { s, node_get, node_put };
+		struct ri_tree_io io = { s, node_get, node_put, NULL };
 		struct leaf_check c = { s, each, arg, 0, 0 };
 		why[0] = '\0';
 		if (ri_tree_walk(&io, jh.root, leaf_check, &c, why, sizeof why) != RI_ST_OK) {
