@@ -101,8 +101,10 @@ ri_scope_inv(const char *invocation_id, unsigned char out[RI_SCOPE_LEN])
 
 /* ---- the tree ----------------------------------------------------------
  *
- * 16-ary over the 64 nibbles of a key.  A node lives at (depth, the key's
- * first `depth` nibbles).  Its body is either
+ * 16-ary over the 64 nibbles of a key.  A node lives at the key's first
+ * `depth` nibbles, one byte each (the root at the empty id), so the ids'
+ * byte order is the tree's depth-first order: a walk reads the table in
+ * order.  Its body is either
  *   internal: 'I', a 16-bit child bitmap, then each present child's hash
  *   leaf:     'L', the full key, last_seq (8 bytes), the record's hash
  * and its hash is SHA-256("ri tree" || body).  A leaf sits at the
@@ -122,13 +124,9 @@ nibble(const unsigned char key[RI_SCOPE_LEN], int d)
 static size_t
 node_id(const unsigned char key[RI_SCOPE_LEN], int d, unsigned char id[RI_NODE_ID_MAX])
 {
-	size_t n = (size_t)(d + 1) / 2;
-
-	id[0] = (unsigned char)d;
-	memcpy(id + 1, key, n);
-	if (d % 2 == 1)
-		id[n] &= 0xf0;
-	return 1 + n;
+	for (int i = 0; i < d; i++)
+		id[i] = (unsigned char)nibble(key, i);
+	return (size_t)d;
 }
 
 static void

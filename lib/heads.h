@@ -36,7 +36,7 @@ void ri_scope_inv(const char *invocation_id, unsigned char out[RI_SCOPE_LEN]);
 
 /* ---- the authenticated tree ---- */
 
-#define RI_NODE_ID_MAX 34               /* depth byte + 32 prefix bytes (+ spare) */
+#define RI_NODE_ID_MAX 65               /* one byte per nibble of the prefix (+ spare) */
 #define RI_NODE_MAX (3 + 16 * RI_HASH_LEN)
 #define RI_LEAF_LEN (1 + RI_SCOPE_LEN + 8 + RI_HASH_LEN)
 
