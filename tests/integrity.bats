@@ -142,6 +142,11 @@ startcheck_closed() {
 	audits_fail 8.1.8           # the re-typed rows are malformed rows, key or no key
 	startcheck_closed
 	[ "$(disclosures)" -eq 1 ]
+	# a rebuild never blesses a tampered journal
+	run --separate-stderr ri-sweep --rebuild
+	[ "$status" -eq 15 ]
+	[ "$(jq -r .cause <<<"$output")" = integrity ]
+	readers_writers_closed k
 }
 
 @test "issue 11 attack 1, authenticated absence: the landed act's head deleted alone (its leaf in the tree of scope heads) -- every surface fails closed, the act never runs twice" {
@@ -152,6 +157,17 @@ startcheck_closed() {
 	audits_fail 8.1.1
 	startcheck_closed
 	[ "$(disclosures)" -eq 1 ]
+	# every record still verifies: ri-sweep --rebuild remakes the tree from
+	# them, and the landed act is landed again (13), never re-run
+	run --separate-stderr ri-sweep --rebuild
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	run --separate-stderr ri-read --kind ledger --act-key k
+	[ "$status" -eq 0 ]
+	run --separate-stderr run_job k
+	[ "$status" -eq 13 ]
+	[ "$(disclosures)" -eq 1 ]
+	run --separate-stderr ri-startcheck
+	[ "$status" -eq 0 ]
 }
 
 # ---- attack 2: moving rows ------------------------------------------------------
