@@ -337,7 +337,30 @@ JSON
 
 @test "ri-seal: its answer" {
 	run --separate-stderr ri-seal
-	answers ri-seal.answer 0 '.seq == .sealed_seq + 1'
+	answers ri-seal.answer 0 '.seq == .sealed_seq + 1 and .witnessed'
+	# a record tampered since the previous seal: never sealed
+	ri-open <<<"$(open_req sl1)" >/dev/null
+	flip_mac "$(seq_of sl1)"
+	run --separate-stderr ri-seal
+	answers ri-seal.answer 15 '. == {"refused": "journal-unavailable", "cause": "integrity"}'
+}
+
+@test "ri-backup, ri-sweep --rebuild and ri-init --accept-restore: their answers (issue 11)" {
+	run --separate-stderr ri-backup "$T/copy.db"
+	answers ri-backup.answer 0 ".backup == \"$T/copy.db\" and .witnessed"
+	run --separate-stderr ri-sweep --rebuild
+	answers ri-sweep.answer 0 '.open_intents == 0 and .leases_reset == 0'
+	o=$(ri-open <<<"$(open_req rb1)")
+	ri-seal >/dev/null
+	rm -f "$T"/journal.db-wal "$T"/journal.db-shm
+	cp "$T/copy.db" "$T/journal.db"
+	run --separate-stderr ri-sweep --rebuild
+	answers ri-sweep.answer 15 '. == {"refused": "journal-unavailable", "cause": "integrity"}'
+	run --separate-stderr ri-init --accept-restore --why "a drill"
+	answers ri-init.answer 0 '.accepted_restore and .why == "a drill" and .lost_seq > .restored_seq'
+	run --separate-stderr ri-backup "$T/copy.db"
+	[ "$status" -eq 64 ]
+	[ -z "$output" ]
 }
 
 # ---- requests ---------------------------------------------------------------
