@@ -191,6 +191,10 @@ ri_accept_restore(ri *r, const char *why, json_t **ans, ri_err *err)
 		have_w = true;
 	else if (e.code != RI_INTEGRITY)
 		return ri_fail(err, e.code, "%s", e.msg);
+	else if (access(r->cfg->witness, F_OK) != 0 && (rc = ri_witness_create(r->cfg->witness, err)) != RI_OK)
+		/* no witness yet (one enabled on an instance that had none): the
+		 * accepted head starts it */
+		return rc;
 	if (have_w && memcmp(w.instance_id, r->st->ops->instance_id(r->st), RI_INSTANCE_LEN) != 0)
 		return ri_fail(err, RI_INTEGRITY, "journal integrity: the witness %s is another instance's", r->cfg->witness);
 	/* nothing to accept: the journal is not behind its witness */
