@@ -13,8 +13,9 @@
 #include "instance.h"
 
 static const char usage[] =
-	"ri-audit [-c config] [--journal FILE] [--findings FILE] [--probe]\n"
-	"                [--public-key FILE] [--expect-head SEQ:HASH] [--text] [--html FILE]";
+	"ri-audit [-c config] [--journal FILE] [--findings FILE] [--witness FILE] [--probe]\n"
+	"                [--public-key FILE] [--max-unsealed DURATION] [--expect-head SEQ:HASH]\n"
+	"                [--text] [--html FILE]";
 
 int
 main(int argc, char **argv)
@@ -27,9 +28,11 @@ main(int argc, char **argv)
 		{ "findings", required_argument, NULL, 'f' },
 		{ "text", no_argument, NULL, 't' },
 		{ "html", required_argument, NULL, 'H' },
+		{ "witness", required_argument, NULL, 'w' },
+		{ "max-unsealed", required_argument, NULL, 'm' },
 		{ NULL, 0, NULL, 0 } };
-	struct ri_audit_opts o = { 0 };
-	const char *config = NULL, *journal = NULL, *colon, *html = NULL;
+	struct ri_audit_opts o = { .max_unsealed = RI_NONE };
+	const char *config = NULL, *journal = NULL, *witness = NULL, *colon, *html = NULL;
 	bool text = false;
 	json_t *ans = NULL;
 	ri_err err = { 0 };
@@ -48,6 +51,11 @@ main(int argc, char **argv)
 		case 'f': o.findings = optarg; break;
 		case 't': text = true; break;
 		case 'H': html = optarg; break;
+		case 'w': witness = optarg; break;
+		case 'm':
+			if (ri_parse_duration(optarg, &o.max_unsealed) != RI_OK || o.max_unsealed < 0)
+				ri_die(RI_USAGE, "--max-unsealed: expected a duration like \"10m\"");
+			break;
 		case 'e':
 			o.expect_seq = strtoll(optarg, NULL, 10);
 			colon = strchr(optarg, ':');
@@ -63,11 +71,23 @@ main(int argc, char **argv)
 	if ((rc = ri_instance_open(config, RI_CONFIG_ONLY, &r, &err)) != RI_OK)
 		ri_die(rc, "%s", err.msg);
 	if (journal != NULL) {
+		/* a file other than the live journal is a copy: it is judged as a
+		 * past state of the witnessed history, not against its newest line */
+		char *a = realpath(journal, NULL), *b = realpath(r->cfg->journal, NULL);
+		o.copy = a == NULL || b == NULL || strcmp(a, b) != 0;
+		free(a);
+		free(b);
 		free(r->cfg->journal);
 		r->cfg->journal = ri_strdup(journal);
 	}
-	/* --public-key: an outside auditor without the integrity key */
-	if ((rc = ri_instance_attach(r, RI_READONLY | (o.public_key ? RI_NO_KEY : 0), &err)) != RI_OK) {
+	if (witness != NULL) {
+		free(r->cfg->witness);
+		r->cfg->witness = ri_strdup(witness);
+	}
+	/* --public-key: an outside auditor without the integrity key.  The
+	 * journal is opened as it is (RI_INSPECT): what is wrong with it is
+	 * reported, check by check */
+	if ((rc = ri_instance_attach(r, RI_READONLY | RI_INSPECT | (o.public_key ? RI_NO_KEY : 0), &err)) != RI_OK) {
 		ri_instance_close(r);
 		ri_die(rc, "%s", err.msg);
 	}

@@ -1,5 +1,7 @@
-/* ri-init -- create an instance: integrity key, seal key pair, journal and
- * findings register, each where the config says.  Never overwrites. */
+/* ri-init -- create an instance: integrity key, seal key pair, journal,
+ * findings register and witness, each where the config says, and the
+ * genesis seal.  Never overwrites.  --accept-restore records a restored
+ * journal (ri(7): restoring a journal). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -9,27 +11,38 @@
 #include <unistd.h>
 #include <sodium.h>
 
+#include "audit.h"
 #include "cli.h"
 #include "findings.h"
 #include "instance.h"
 #include "integrity.h"
 #include "store_sqlite.h"
+#include "witness.h"
 
-static const char usage[] = "ri-init [-c config] | ri-init --example-config";
+static const char usage[] =
+	"ri-init [-c config] [--accept-restore --why TEXT] | ri-init --example-config";
 
 /* examples/ri.json.example, as the build found it */
 static const char example_config[] =
 #include "example_config.h"
 	;
 
-static char *created[5];
+static char *created[8];
 static size_t n_created;
 
 static void
 undo(void)
 {
-	while (n_created > 0)
-		unlink(created[--n_created]);
+	char side[4200];
+
+	while (n_created > 0) {
+		const char *p = created[--n_created];
+		unlink(p);
+		snprintf(side, sizeof side, "%s-wal", p);
+		unlink(side);
+		snprintf(side, sizeof side, "%s-shm", p);
+		unlink(side);
+	}
 }
 
 static int
@@ -50,16 +63,43 @@ write_new(const char *path, mode_t mode, const void *buf, size_t n, ri_err *err)
 	return RI_OK;
 }
 
+/* --accept-restore: the journal at the config's path is a restored copy
+ * (behind its witness); verify it, record who restored it and why, seal,
+ * and witness the restored head. */
+static int
+accept_restore(const char *config, const char *why)
+{
+	json_t *ans = NULL;
+	ri_err err = { 0 };
+	ri *r;
+	int rc;
+
+	if ((rc = ri_instance_open(config, RI_CONFIG_ONLY, &r, &err)) != RI_OK)
+		ri_die(rc, "%s", err.msg);
+	if ((rc = ri_instance_attach(r, RI_NO_WITNESS, &err)) != RI_OK) {
+		ri_instance_close(r);
+		ri_die(rc, "%s", err.msg);
+	}
+	rc = ri_accept_restore(r, why, &ans, &err);
+	ri_instance_close(r);
+	return ri_cli_finish(rc, ans, &err);
+}
+
 int
 main(int argc, char **argv)
 {
 	static const struct option longopts[] = { RI_COMMON_LONGOPTS,
-		{ "example-config", no_argument, NULL, 'E' }, { NULL, 0, NULL, 0 } };
-	const char *config = NULL;
+		{ "example-config", no_argument, NULL, 'E' },
+		{ "accept-restore", no_argument, NULL, 'A' },
+		{ "why", required_argument, NULL, 'w' },
+		{ NULL, 0, NULL, 0 } };
+	const char *config = NULL, *why = NULL;
+	bool restore = false;
 	struct ri *r;
 	ri_err err = { 0 };
 	unsigned char key[32], pk[crypto_sign_PUBLICKEYBYTES], sk[crypto_sign_SECRETKEYBYTES];
-	char pkhex[2 * sizeof pk + 2], skhex[2 * sizeof sk + 2], pubpath[4096], inst[33];
+	unsigned char inst[RI_INSTANCE_LEN];
+	char pktext[256], skhex[2 * sizeof sk + 2], pubpath[4096], insthex[33];
 	int ch, rc;
 
 	ri_cli_init(argc, argv);
@@ -69,41 +109,75 @@ main(int argc, char **argv)
 			fputs(example_config, stdout);
 			return fflush(stdout) == 0 ? RI_OK : RI_INTERNAL;
 		}
-		ri_cli_common(ch, optarg, &config, usage);
+		if (ri_cli_common(ch, optarg, &config, usage))
+			continue;
+		if (ch == 'A')
+			restore = true;
+		else if (ch == 'w')
+			why = optarg;
 	}
-	if (optind != argc)
+	if (optind != argc || (why != NULL && !restore))
 		ri_usage(usage);
+	if (restore) {
+		if (why == NULL || *why == '\0')
+			ri_die(RI_USAGE, "--accept-restore needs --why TEXT: who restored the journal, and why, is recorded");
+		return accept_restore(config, why);
+	}
 	if ((rc = ri_instance_open(config, RI_CONFIG_ONLY, &r, &err)) != RI_OK)
 		ri_die(rc, "%s", err.msg);
 	const struct ri_config *c = r->cfg;
 	snprintf(pubpath, sizeof pubpath, "%s.pub", c->seal_key_file);
 	/* refuse before creating anything, so a refusal leaves no debris */
-	const char *paths[] = { c->integrity_key_file, c->seal_key_file, pubpath, c->journal, c->findings };
+	const char *paths[] = { c->integrity_key_file, c->seal_key_file, pubpath, c->journal, c->findings,
+		c->witness };
 	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
-		if (access(paths[i], F_OK) == 0)
+		if (paths[i] != NULL && access(paths[i], F_OK) == 0)
 			ri_die(RI_USAGE, "%s already exists; refusing to overwrite", paths[i]);
 
 	randombytes_buf(key, sizeof key);
 	crypto_sign_keypair(pk, sk);
-	ri_hex(pk, sizeof pk, pkhex);
 	ri_hex(sk, sizeof sk, skhex);
-	strcat(pkhex, "\n");
 	strcat(skhex, "\n");
 	if ((rc = write_new(c->integrity_key_file, 0600, key, sizeof key, &err)) != RI_OK ||
-	    (rc = write_new(c->seal_key_file, 0600, skhex, strlen(skhex), &err)) != RI_OK ||
-	    (rc = write_new(pubpath, 0644, pkhex, strlen(pkhex), &err)) != RI_OK)
+	    (rc = write_new(c->seal_key_file, 0600, skhex, strlen(skhex), &err)) != RI_OK)
 		goto fail;
-	if ((rc = ri_sqlite_create(c, key, sizeof key, inst, &err)) != RI_OK)
+	if ((rc = ri_sqlite_create(c, key, sizeof key, insthex, &err)) != RI_OK)
 		goto fail;
 	created[n_created++] = c->journal;
+	/* the public key names the instance it seals: ri-audit --public-key
+	 * refuses another instance's key */
+	sodium_hex2bin(inst, sizeof inst, insthex, strlen(insthex), NULL, NULL, NULL);
+	ri_seal_pub_text(pk, inst, pktext, sizeof pktext);
+	if ((rc = write_new(pubpath, 0644, pktext, strlen(pktext), &err)) != RI_OK)
+		goto fail;
 	if ((rc = ri_findings_create(c->findings, &err)) != RI_OK)
 		goto fail;
+	created[n_created++] = c->findings;
+	if (c->witness != NULL) {
+		if ((rc = ri_witness_create(c->witness, &err)) != RI_OK)
+			goto fail;
+		created[n_created++] = c->witness;
+	}
 	sodium_memzero(key, sizeof key);
 	sodium_memzero(sk, sizeof sk);
 	sodium_memzero(skhex, sizeof skhex);
-	json_t *ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "journal", c->journal,
+	/* the genesis seal: a journal always ends at or after a seal, and the
+	 * witness's first line is it */
+	json_t *sealed = NULL;
+	if ((rc = ri_instance_attach(r, RI_NO_WITNESS, &err)) != RI_OK || (rc = ri_seal(r, &sealed, &err)) != RI_OK) {
+		json_decref(sealed);
+		if (r->st != NULL) {
+			r->st->ops->close(r->st);
+			r->st = NULL;
+		}
+		goto fail;
+	}
+	json_t *ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:{s:O, s:O}}", "journal", c->journal,
 	    "findings", c->findings, "integrity_key_file", c->integrity_key_file,
-	    "seal_key_file", c->seal_key_file, "seal_public_key_file", pubpath, "instance_id", inst);
+	    "seal_key_file", c->seal_key_file, "seal_public_key_file", pubpath, "instance_id", insthex,
+	    "witness", c->witness ? json_string(c->witness) : json_null(),
+	    "genesis_seal", "seq", json_object_get(sealed, "seq"), "hash", json_object_get(sealed, "hash"));
+	json_decref(sealed);
 	rc = ri_cli_finish(RI_OK, ans, NULL);
 	ri_instance_close(r);
 	return rc;

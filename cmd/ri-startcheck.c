@@ -18,12 +18,14 @@
 #include "instance.h"
 #include "integrity.h"
 #include "store_sqlite.h"
+#include "witness.h"
 
 static const char usage[] = "ri-startcheck [-c config] [--json] [--fault-points]";
 
 struct report {
 	json_t *caps, *warnings;
 	bool ok, integrity_failed;
+	bool keyed;                     /* the integrity key loaded: findings rows verifiable */
 };
 
 static void
@@ -86,25 +88,42 @@ check_keys(const struct ri_config *c, struct report *rep)
 	bool sk_ok = text != NULL && sodium_hex2bin(sk, sizeof sk, text, len, "\n", &len, NULL) == 0 &&
 	    len == sizeof sk;
 	free(text);
-	text = ri_slurp(pubpath, 4096, &len);
-	bool pk_ok = text != NULL && sodium_hex2bin(pk, sizeof pk, text, len, "\n", &len, NULL) == 0 &&
-	    len == sizeof pk;
-	free(text);
+	unsigned char inst[RI_INSTANCE_LEN];
+	bool has_inst;
+	bool pk_ok = ri_seal_pub_load(pubpath, pk, inst, &has_inst, &err) == RI_OK && has_inst;
 	if (sk_ok)
 		crypto_sign_ed25519_sk_to_pk(derived, sk);
 	sodium_memzero(sk, sizeof sk);
 	if (!sk_ok)
 		cap(rep, false, "seal-key", "%s: not an Ed25519 secret key (hex)", c->seal_key_file);
 	else if (!pk_ok)
-		cap(rep, false, "seal-key", "%s: missing or not an Ed25519 public key (hex)", pubpath);
+		cap(rep, false, "seal-key", "%s: missing, not an Ed25519 public key (hex), or naming no instance",
+		    pubpath);
 	else if (sodium_memcmp(derived, pk, sizeof pk) != 0)
 		cap(rep, false, "seal-key", "%s does not match %s", pubpath, c->seal_key_file);
 	else
 		cap(rep, true, "seal-key", "%s: private; %s matches", c->seal_key_file, pubpath);
 }
 
-/* Reachable and verifiable: the authenticated head stands, and the newest
- * page of the chain verifies record by record.  ri-audit walks it all. */
+struct state_seen {
+	int64_t n;
+	char first[512];
+};
+
+static void
+state_seen(const char *check, int64_t seq, const char *msg, void *arg)
+{
+	struct state_seen *ss = arg;
+
+	(void)check;
+	(void)seq;
+	if (ss->n++ == 0)
+		snprintf(ss->first, sizeof ss->first, "%s", msg);
+}
+
+/* Reachable and verifiable: the authenticated head stands, the newest
+ * page of the chain verifies record by record, and so does the state
+ * beside the records.  ri-audit walks every record. */
 static void
 check_journal(struct ri *r, struct report *rep)
 {
@@ -125,10 +144,16 @@ check_journal(struct ri *r, struct report *rep)
 	}
 	ri_records_clear(&rs);
 	/* Binding 2-3: a config that unbinds a kind with an open intent is
-	 * refused, with the reason */
+	 * refused, with the reason -- read through the index checked whole
+	 * against its authenticated accumulator */
 	struct ri_open_intent *oi;
 	size_t n;
-	if (st->ops->open_intents(st, NULL, NULL, RI_NONE, &oi, &n) == RI_ST_OK) {
+	if ((rc = st->ops->open_intents(st, NULL, NULL, RI_NONE, &oi, &n)) != RI_ST_OK) {
+		if (rc == RI_ST_INTEGRITY)
+			rep->integrity_failed = true;
+		cap(rep, false, "journal", "%s", st->ops->error(st)->msg);
+		return;
+	} else {
 		for (size_t i = 0; i < n; i++) {
 			bool seen = false;
 			for (size_t j = 0; j < i && !seen; j++)
@@ -143,11 +168,65 @@ check_journal(struct ri *r, struct report *rep)
 		}
 		ri_open_intents_free(oi, n);
 	}
+	/* what is not a record, whole: the tree of scope heads against the
+	 * records (a head deleted, replayed, or a scope's rows hidden), the
+	 * open-intents accumulator, leases, marks, actors (docs/INTEGRITY.md) */
+	struct state_seen ss = { 0 };
+	(void)st->ops->audit_state(st, state_seen, &ss);
+	if (ss.n > 0) {
+		rep->integrity_failed = true;
+		cap(rep, false, "journal", "journal integrity: %s%s", ss.first,
+		    ss.n > 1 ? " (and more: ri-audit names each)" : "");
+		return;
+	}
 	ri_hex(h, sizeof h, hex);
-	cap(rep, true, "journal", "%s: reachable; head seq %lld (%.16s...) and the newest records verify",
-	    r->cfg->journal, (long long)seq, hex);
+	cap(rep, true, "journal", "%s: reachable; head seq %lld (%.16s...), the newest records and the"
+	    " scope heads verify", r->cfg->journal, (long long)seq, hex);
 	if (access(r->cfg->journal, W_OK) != 0)
 		cap(rep, false, "journal-writable", "%s: %s", r->cfg->journal, strerror(errno));
+}
+
+/* The witness: present, its newest line signed by the seal key and naming
+ * this instance; the journal's agreement with it was checked by every read
+ * above (a journal behind it fails "journal"). */
+static void
+check_witness(struct ri *r, struct report *rep)
+{
+	const struct ri_config *c = r->cfg;
+	struct ri_witness_line w;
+	unsigned char pk[32], inst[RI_INSTANCE_LEN];
+	char pubpath[4200];
+	bool has_inst;
+	ri_err err;
+
+	if (c->witness == NULL) {
+		json_array_append_new(rep->warnings, json_string(
+		    "\"witness\": null: no witness outside the journal -- a journal rolled back (a restored copy,"
+		    " a deleted WAL) is not detected"));
+		return;
+	}
+	if (ri_witness_newest(c->witness, &w, &err) != RI_OK) {
+		if (err.code == RI_INTEGRITY)
+			rep->integrity_failed = true;
+		cap(rep, false, "witness", "%s", err.msg);
+		return;
+	}
+	snprintf(pubpath, sizeof pubpath, "%s.pub", c->seal_key_file);
+	if (ri_seal_pub_load(pubpath, pk, inst, &has_inst, &err) != RI_OK || !ri_witness_verify(&w, pk)) {
+		rep->integrity_failed = true;
+		cap(rep, false, "witness", "%s: its newest line is not signed by the seal key", c->witness);
+		return;
+	}
+	if (r->st != NULL && memcmp(w.instance_id, r->st->ops->instance_id(r->st), RI_INSTANCE_LEN) != 0) {
+		rep->integrity_failed = true;
+		cap(rep, false, "witness", "%s is another instance's", c->witness);
+		return;
+	}
+	if (r->st != NULL && has_inst && memcmp(inst, r->st->ops->instance_id(r->st), RI_INSTANCE_LEN) != 0) {
+		rep->integrity_failed = true;
+		cap(rep, false, "seal-key", "%s is another instance's public key", pubpath);
+	}
+	cap(rep, true, "witness", "%s: newest line seq %lld, signed by the seal key", c->witness, (long long)w.seq);
 }
 
 static void
@@ -158,8 +237,12 @@ check_identities(struct ri *r, struct report *rep)
 	size_t n = 0;
 	char why[1024];
 
-	if (r->st != NULL && r->st->ops->actor_list(r->st, &actors, &n) != RI_ST_OK)
+	if (r->st != NULL && r->st->ops->actor_list(r->st, &actors, &n) != RI_ST_OK) {
+		if (r->st->ops->error(r->st)->integrity)
+			rep->integrity_failed = true;
+		cap(rep, false, "actors", "%s", r->st->ops->error(r->st)->msg);
 		n = 0;
+	}
 	for (size_t i = 0; i < c->n_kinds; i++) {
 		const struct ri_kind *k = &c->kinds[i];
 		char check[128];
@@ -227,6 +310,23 @@ check_probes(const struct ri_config *c, struct report *rep)
 	}
 }
 
+struct unverified {
+	int64_t n, first_id;
+	char first[64];
+};
+
+static int
+count_unverified(const struct ri_finding_row *f, void *arg)
+{
+	struct unverified *u = arg;
+
+	if (!f->verified && u->n++ == 0) {
+		u->first_id = f->id;
+		snprintf(u->first, sizeof u->first, "%s", f->finding);
+	}
+	return 0;
+}
+
 static void
 check_findings(const struct ri_config *c, struct report *rep)
 {
@@ -234,8 +334,16 @@ check_findings(const struct ri_config *c, struct report *rep)
 	ri_err err;
 
 	if (ri_findings_open(c->findings, true, &f, &err) == RI_OK) {
-		cap(rep, true, "findings", "%s: reachable", c->findings);
+		struct unverified u = { 0 };
+		ri_findings_each(f, false, NULL, count_unverified, &u, &err);
 		ri_findings_close(f);
+		if (u.n > 0 && rep->keyed) {
+			rep->integrity_failed = true;
+			cap(rep, false, "findings", "%s: %lld rows fail their MAC (first: row %lld, %s): forged or"
+			    " altered, never evidence", c->findings, (long long)u.n, (long long)u.first_id, u.first);
+		} else {
+			cap(rep, true, "findings", "%s: reachable%s", c->findings, rep->keyed ? "; every row verifies" : "");
+		}
 	} else {
 		cap(rep, false, "findings", "%s", err.msg);
 	}
@@ -287,7 +395,7 @@ main(int argc, char **argv)
 	const char *config = NULL;
 	bool as_json = false;
 	struct ri *r, *full = NULL;
-	struct report rep = { json_array(), json_array(), true, false };
+	struct report rep = { json_array(), json_array(), true, false, false };
 	ri_err err = { 0 };
 	json_t *kinds = json_array();
 	int ch, rc;
@@ -341,12 +449,14 @@ main(int argc, char **argv)
 
 	check_keys(c, &rep);
 	if (ri_instance_open(config, RI_READONLY, &full, &err) == RI_OK) {
+		rep.keyed = full->key != NULL;
 		check_journal(full, &rep);
 	} else {
 		if (err.code == RI_INTEGRITY)
 			rep.integrity_failed = true;
 		cap(&rep, false, "journal", "%s", err.msg);
 	}
+	check_witness(full ? full : r, &rep);
 	check_findings(c, &rep);
 	check_identities(full ? full : r, &rep);
 	check_probes(c, &rep);

@@ -4,9 +4,27 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "instance.h"
 #include "sweep.h"
 
-static const char usage[] = "ri-sweep [-c config] [--node NAME] [--quiet]";
+static const char usage[] = "ri-sweep [-c config] [--node NAME] [--quiet] [--rebuild]";
+
+/* --rebuild: the derived state again from a verified traversal (the
+ * open-intents index and its accumulator, the tree of scope heads); it
+ * refuses on any verification failure (ri-sweep(1)). */
+static int
+rebuild(ri *r, json_t **ans, ri_err *err)
+{
+	int st = r->st->ops->rebuild(r->st, ans);
+
+	if (st == RI_ST_OK)
+		return RI_OK;
+	if (st == RI_ST_INTEGRITY) {
+		*ans = json_pack("{s:s, s:s}", "refused", "journal-unavailable", "cause", "integrity");
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "not rebuilt: %s", r->st->ops->error(r->st)->msg);
+	}
+	return ri_store_code(r, st, err);
+}
 
 int
 main(int argc, char **argv)
@@ -14,7 +32,9 @@ main(int argc, char **argv)
 	static const struct option longopts[] = { RI_COMMON_LONGOPTS,
 		{ "node", required_argument, NULL, 'n' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "rebuild", no_argument, NULL, 'R' },
 		{ NULL, 0, NULL, 0 } };
+	bool do_rebuild = false;
 	struct ri_sweep_opts o = { 0 };
 	const char *config = NULL;
 	json_t *ans = NULL;
@@ -30,6 +50,8 @@ main(int argc, char **argv)
 			o.node = optarg;
 		else if (ch == 'q')
 			o.quiet = true;
+		else if (ch == 'R')
+			do_rebuild = true;
 	}
 	if (optind != argc)
 		ri_usage(usage);
@@ -43,7 +65,7 @@ main(int argc, char **argv)
 			ri_die(rc, "%s", err.msg);
 		return ri_cli_finish(rc, ans, &err);
 	}
-	rc = ri_sweep(r, &o, &ans, &err);
+	rc = do_rebuild ? rebuild(r, &ans, &err) : ri_sweep(r, &o, &ans, &err);
 	ri_instance_close(r);
 	/* --quiet: a clean run says nothing -- cron mails, and a person reads,
 	 * only a run that failed, was degraded, alerted or escalated */

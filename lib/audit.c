@@ -22,6 +22,7 @@
 #include "probe.h"
 #include "progress.h"
 #include "proto.h"
+#include "witness.h"
 
 #define MAX_FAILURES 1000
 
@@ -76,6 +77,8 @@ struct audit {
 	struct ri_findings *reg;
 	unsigned char pk[crypto_sign_PUBLICKEYBYTES];
 	bool have_pk;
+	unsigned char pk_instance[RI_INSTANCE_LEN];
+	bool pk_has_instance;
 	int64_t records, last_seq, excluded;
 	ri_ms last_recorded_at;
 	unsigned char last_hash[32];
@@ -86,6 +89,18 @@ struct audit {
 	json_t *latency;                /* kind -> {buckets, closed, open, over_window, max_ms} */
 	json_t *needs;                  /* [{kind, act_key, invocation_id, ...}] */
 	struct ri_progress prog;
+	/* the newest seal record that verified, and the unsealed tail after it */
+	int64_t seals, seal_rec_seq;
+	unsigned char seal_rec_hash[32];
+	int64_t tail, tail_from;
+	ri_ms tail_oldest;
+	/* the witness's newest line (live journal) */
+	bool have_witness, witness_seen;
+	struct ri_witness_line witness;
+	int64_t forged_findings;
+	/* the open intents as the records say (the derived index is compared
+	 * with it): invocation id -> {seq, event_id} */
+	json_t *open_set;
 };
 
 /* Closure latency buckets, as fractions of the compensation window: the
@@ -213,6 +228,17 @@ load_span(const struct ri_finding_row *f, void *arg)
 {
 	struct audit *a = arg;
 
+	/* a row that fails its MAC (forged, altered, or written where no key
+	 * was at hand) is never evidence of an outage */
+	if (!f->verified) {
+		if (a->r->key == NULL)
+			note(a, "3.1", "findings register not verified (no integrity key): no outage span is evidence");
+		else if (a->forged_findings++ < 20)
+			fail(a, "8.1.3", f->invocation_id, NULL, NULL,
+			    "findings register row %lld (%s) fails its MAC under the register's key: not evidence",
+			    (long long)f->id, f->finding);
+		return 0;
+	}
 	if (strcmp(f->scope, "instance") != 0 || (strcmp(f->finding, "journal-unavailable") != 0 &&
 	    strcmp(f->finding, "store-unavailable") != 0))
 		return 0;
@@ -257,7 +283,7 @@ find_at_risk(const struct ri_finding_row *f, void *arg)
 {
 	struct closure_at_risk *c = arg;
 
-	if (strcmp(f->finding, "closure-at-risk") == 0 && f->invocation_id != NULL &&
+	if (f->verified && strcmp(f->finding, "closure-at-risk") == 0 && f->invocation_id != NULL &&
 	    strcmp(f->invocation_id, c->inv) == 0) {
 		c->found = true;
 		c->first_seen_at = f->first_seen_at;
@@ -767,8 +793,38 @@ seals(struct audit *a, const struct ri_record *rec)
 		fail(a, "8.1.9", NULL, rec->event_id, NULL,
 		    "the seal signs seq %lld, which the journal no longer holds as sealed (rewritten behind the seal)",
 		    (long long)json_integer_value(sq));
-	else
+	else {
 		a->sealed_seq = json_integer_value(sq);
+		a->seals++;
+		a->seal_rec_seq = rec->seq;
+		memcpy(a->seal_rec_hash, rec->hash, 32);
+		a->tail = 0;
+		a->tail_from = 0;
+		a->tail_oldest = RI_NONE;
+	}
+}
+
+/* The journal against its witness: the record at the witnessed seq is the
+ * one the witness names (a journal behind it is judged at the end). */
+static void
+witness_record(struct audit *a, const struct ri_record *rec)
+{
+	if (!a->have_witness || rec->seq != a->witness.seq)
+		return;
+	a->witness_seen = true;
+	if (sodium_memcmp(rec->hash, a->witness.hash, 32) != 0)
+		fail(a, "8.1.9", NULL, rec->event_id, NULL,
+		    "seq %lld is not the record the witness names: the journal was rewritten behind its seal,"
+		    " or is another journal", (long long)rec->seq);
+}
+
+static void
+state_problem(const char *check, int64_t seq, const char *msg, void *arg)
+{
+	struct audit *a = arg;
+
+	(void)seq;
+	fail(a, check, NULL, NULL, NULL, "%s", msg);
 }
 
 static int
@@ -784,6 +840,11 @@ each_record(const struct ri_record *rec, unsigned problems, void *arg)
 	}
 	a->records++;
 	ri_progress_tick(&a->prog, a->records);
+	witness_record(a, rec);
+	if (a->tail++ == 0) {
+		a->tail_from = rec->seq;
+		a->tail_oldest = rec->recorded_at;
+	}
 	if (rec->recorded_at < a->last_recorded_at)
 		fail(a, "8.1.7", rec->invocation_id, rec->event_id, NULL,
 		    "recorded_at goes backwards at seq %lld", (long long)rec->seq);
@@ -800,6 +861,14 @@ each_record(const struct ri_record *rec, unsigned problems, void *arg)
 		binds(a, rec);
 		if (strcmp(rec->action_ref, "audit.sealed") == 0)
 			seals(a, rec);
+	}
+	if (rec->invocation_id != NULL && !(problems & RI_P_SHAPE)) {
+		/* the open-intents index as a rebuild would make it */
+		if (rec->role == RI_ROLE_INTENT && !rec->purged && json_object_get(a->open_set, rec->invocation_id) == NULL)
+			json_object_set_new(a->open_set, rec->invocation_id, json_pack("{s:I, s:s}", "seq",
+			    (json_int_t)rec->seq, "event_id", rec->event_id));
+		else if (ri_role_closing(rec->role) || rec->purged)
+			json_object_del(a->open_set, rec->invocation_id);
 	}
 	if (rec->invocation_id != NULL && !(problems & (RI_P_SHAPE | RI_P_GAP))) {
 		const struct ri_kind *k = ri_config_kind(a->c, rec->kind);
@@ -852,6 +921,66 @@ each_record(const struct ri_record *rec, unsigned problems, void *arg)
 	return 0;
 }
 
+/* The derived open-intents index against the records: a row deleted,
+ * added or altered shows even to an auditor without the key (with it, the
+ * accumulator's MAC already said so: state_problem). */
+static void
+derived_index(struct audit *a)
+{
+	struct ri_open_intent *oi = NULL;
+	size_t n = 0;
+	json_t *rows = json_object(), *v;
+	const char *inv;
+
+	if (a->r->st->ops->open_intents(a->r->st, NULL, NULL, RI_NONE, &oi, &n) != RI_ST_OK) {
+		json_decref(rows);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_t *want = json_object_get(a->open_set, oi[i].invocation_id);
+		json_object_set_new(rows, oi[i].invocation_id, json_true());
+		if (want == NULL)
+			fail(a, "8.1.1", oi[i].invocation_id, oi[i].event_id, NULL,
+			    "the open-intents index holds an intent the records do not leave open (an added or stale row)");
+		else if (json_integer_value(json_object_get(want, "seq")) != oi[i].seq ||
+		    !streq(json_string_value(json_object_get(want, "event_id")), oi[i].event_id))
+			fail(a, "8.1.1", oi[i].invocation_id, oi[i].event_id, NULL,
+			    "the open-intents index's row for this invocation is not its intent (an altered row)");
+	}
+	json_object_foreach(a->open_set, inv, v)
+		if (json_object_get(rows, inv) == NULL)
+			fail(a, "8.1.1", inv, json_string_value(json_object_get(v, "event_id")), NULL,
+			    "an open intent is missing from the open-intents index: the sweep would never see it"
+			    " (a deleted row; ri-sweep --rebuild)");
+	ri_open_intents_free(oi, n);
+	json_decref(rows);
+}
+
+/* The actor registry's rows against its records: a row that says active
+ * while the records revoked the actor (an older row replayed) shows even
+ * without the key (with it, the row's MAC and its bound registry seq
+ * already said so). */
+static void
+registry_rows(struct audit *a)
+{
+	struct ri_actor *v = NULL;
+	size_t n = 0;
+
+	if (a->r->st->ops->actor_list(a->r->st, &v, &n) != RI_ST_OK)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		json_t *e = json_object_get(a->actors, v[i].actor_ref);
+		json_t *rv = e ? json_object_get(e, "revoked") : NULL;
+		if (e == NULL)
+			fail(a, "8.1.6", NULL, NULL, NULL, "actor %s has a registry row but no registration record",
+			    v[i].actor_ref);
+		else if (rv != NULL && v[i].revoked_at == RI_NONE)
+			fail(a, "8.1.6", NULL, NULL, NULL, "actor %s's registry row says active, but the records revoked it"
+			    " (an older row replayed)", v[i].actor_ref);
+	}
+	ri_actors_free(v, n);
+}
+
 static void
 conditions(struct audit *a)
 {
@@ -871,7 +1000,7 @@ ri_audit(ri *r, const struct ri_audit_opts *o, json_t **ans, ri_err *err)
 {
 	struct audit a = { .r = r, .c = r->cfg, .o = o, .checks = json_object(), .actors = json_object(),
 		.open_by_act = json_object(), .inv_act = json_object(), .latency = json_object(),
-		.needs = json_array() };
+		.needs = json_array(), .open_set = json_object() };
 	json_t *findings = json_array();
 	unsigned char hh0[32];
 	int64_t total = 0;
@@ -892,10 +1021,34 @@ ri_audit(ri *r, const struct ri_audit_opts *o, json_t **ans, ri_err *err)
 			snprintf(path, sizeof path, "%s.pub", a.c->seal_key_file);
 			pkf = path;
 		}
-		a.have_pk = ri_seal_key_load(pkf, a.pk, sizeof a.pk, &e) == RI_OK;
+		a.have_pk = ri_seal_pub_load(pkf, a.pk, a.pk_instance, &a.pk_has_instance, &e) == RI_OK;
 		if (!a.have_pk && o->public_key != NULL) {
 			rc = ri_fail(err, RI_CONFIG, "%s", e.msg);
 			goto out;
+		}
+	}
+	ri_genesis(r->st->ops->instance_id(r->st), a.last_hash);
+	a.tail_oldest = RI_NONE;
+	/* the public key names the instance it seals: another instance's key
+	 * fails, however well its signatures verify */
+	if (a.have_pk && !a.pk_has_instance)
+		fail(&a, "8.1.9", NULL, NULL, NULL, "the public key names no instance; it cannot vouch for this journal");
+	else if (a.have_pk && sodium_memcmp(a.pk_instance, r->st->ops->instance_id(r->st), RI_INSTANCE_LEN) != 0)
+		fail(&a, "8.1.9", NULL, NULL, NULL, "the public key is another instance's: it cannot vouch for this journal");
+	/* the witness: its newest line (the live journal is judged against
+	 * it), or -- for a copy -- every line */
+	if (a.c->witness == NULL) {
+		note(&a, "8.1.9", "no witness configured: a rollback past the newest seal is not checked");
+	} else if (!o->copy) {
+		if (ri_witness_newest(a.c->witness, &a.witness, &e) != RI_OK) {
+			fail(&a, "8.1.9", NULL, NULL, NULL, "%s", e.msg);
+		} else if (sodium_memcmp(a.witness.instance_id, r->st->ops->instance_id(r->st), RI_INSTANCE_LEN) != 0) {
+			fail(&a, "8.1.9", NULL, NULL, NULL, "the witness %s is another instance's", a.c->witness);
+		} else {
+			a.have_witness = true;
+			if (a.have_pk && !ri_witness_verify(&a.witness, a.pk))
+				fail(&a, "8.1.9", NULL, NULL, NULL,
+				    "the witness's newest line is not signed by the seal key (forged, or another key)");
 		}
 	}
 	if (ri_findings_open(o->findings ? o->findings : a.c->findings, true, &a.reg, &e) == RI_OK) {
@@ -920,6 +1073,45 @@ ri_audit(ri *r, const struct ri_audit_opts *o, json_t **ans, ri_err *err)
 	if (st != RI_ST_OK) {
 		rc = ri_store_code(r, st, err);
 		goto out;
+	}
+	/* what is not a record: the schema, the tree of scope heads against
+	 * the records, the open-intents accumulator, leases, marks, actors */
+	(void)r->st->ops->audit_state(r->st, state_problem, &a);
+	derived_index(&a);
+	registry_rows(&a);
+	if (a.have_witness && a.last_seq < a.witness.seq)
+		fail(&a, "8.1.9", NULL, NULL, NULL,
+		    "the journal ends at seq %lld, behind its witness (seq %lld): rolled back or restored"
+		    " (ri(7): restoring a journal)", (long long)a.last_seq, (long long)a.witness.seq);
+	if (o->copy && a.c->witness != NULL) {
+		bool found = false;
+		if (a.seal_rec_seq == 0)
+			fail(&a, "8.1.9", NULL, NULL, NULL, "the copy holds no seal that verifies");
+		else if (ri_witness_find(a.c->witness, r->st->ops->instance_id(r->st), a.seal_rec_seq, a.seal_rec_hash,
+		    &found, &e) != RI_OK)
+			fail(&a, "8.1.9", NULL, NULL, NULL, "%s", e.msg);
+		else if (!found)
+			fail(&a, "8.1.9", NULL, NULL, NULL,
+			    "the copy's newest seal (seq %lld) is not in the witness: it is not a past state of this"
+			    " instance's witnessed history", (long long)a.seal_rec_seq);
+		else
+			note(&a, "8.1.9", "the copy's newest seal is a line of the witness");
+	}
+	/* seals an outside auditor can check: a journal without one, or whose
+	 * newest seal is too old, is not vouched for (the genesis seal means
+	 * every journal ri-init made has one) */
+	if (o->public_key != NULL) {
+		/* default: the compensation window -- a healthy instance sweeps,
+		 * and so seals, well within it (Instance start 5) */
+		ri_ms bound = o->max_unsealed != RI_NONE ? o->max_unsealed : a.c->compensation_window;
+		if (a.seals == 0)
+			fail(&a, "8.1.9", NULL, NULL, NULL, "the journal holds no seal that verifies under the public key");
+		else if (a.tail > 0 && a.tail_oldest != RI_NONE && a.now - a.tail_oldest > bound)
+			fail(&a, "8.1.9", NULL, NULL, NULL,
+			    "%lld records after the newest seal (from seq %lld), the oldest recorded %lld s ago,"
+			    " past the bound of %lld s (--max-unsealed): the seals were stripped, or sealing stopped",
+			    (long long)a.tail, (long long)a.tail_from, (long long)((a.now - a.tail_oldest) / 1000),
+			    (long long)(bound / 1000));
 	}
 	if (o->expect_seq > 0 && !a.expect_seen)
 		fail(&a, "8.1.9", NULL, NULL, NULL, "the journal ends before the expected head seq %lld: truncated",
@@ -953,7 +1145,7 @@ ri_audit(ri *r, const struct ri_audit_opts *o, json_t **ans, ri_err *err)
 	ri_hex(a.last_hash, 32, hh);
 	*ans = json_pack("{s:I, s:{s:I, s:s}, s:o}", "records", (json_int_t)a.records, "head", "seq",
 	    (json_int_t)a.last_seq, "hash", hh, "checks", list);
-	if (a.sealed_seq > 0)
+	if (a.sealed_seq > 0 || a.seals > 0)
 		json_object_set_new(*ans, "sealed_seq", json_integer(a.sealed_seq));
 	/* the figures of the report (ri-audit(1), --html): the tally, closure
 	 * latency per kind, the outage spans and findings, and the acts that
@@ -982,6 +1174,10 @@ ri_audit(ri *r, const struct ri_audit_opts *o, json_t **ans, ri_err *err)
 	json_object_set(*ans, "findings", findings);
 	json_object_set(*ans, "needs_operator", a.needs);
 	json_object_set_new(*ans, "audited_at", ri_json_instant(a.now));
+	if (a.have_pk)
+		json_object_set_new(*ans, "unsealed", a.tail == 0 ? json_pack("{s:i}", "records", 0) :
+		    json_pack("{s:I, s:I, s:o}", "records", (json_int_t)a.tail, "from_seq", (json_int_t)a.tail_from,
+		    "oldest_recorded_at", ri_json_instant(a.tail_oldest)));
 	rc = any_fail ? ri_fail(err, RI_CHECK_FAILED, "one or more checks failed") : RI_OK;
 out:
 	for (size_t i = 0; i < a.n_spans; i++) {
@@ -997,5 +1193,6 @@ out:
 	json_decref(a.latency);
 	json_decref(a.needs);
 	json_decref(findings);
+	json_decref(a.open_set);
 	return rc;
 }

@@ -12,6 +12,10 @@ struct ri_audit_opts {
 	int64_t expect_seq;             /* --expect-head SEQ:HASH, 0 when absent */
 	unsigned char expect_hash[32];
 	bool progress;                  /* records done of total, on stderr (a terminal) */
+	bool copy;                      /* --journal names a copy: verify it as a past
+	                                 * state of the witnessed history */
+	ri_ms max_unsealed;             /* --public-key: the unsealed tail's age bound
+	                                 * (RI_NONE: the default, compensation_window) */
 };
 
 /* The report: {"records", "head": {seq, hash}, "checks": [{check, name,
@@ -25,7 +29,19 @@ int ri_audit(ri *r, const struct ri_audit_opts *o, json_t **ans, ri_err *err);
 void ri_audit_text(json_t *report, FILE *out);
 int ri_audit_html(json_t *report, FILE *out);
 
-/* ri-seal: append a seal over the current head (audit.sealed). */
+/* ri-seal: verify every record since the previous seal, append a seal over
+ * the current head (audit.sealed) and its line to the witness.  A failed
+ * verification answers journal-unavailable with "cause":"integrity"
+ * (RI_JOURNAL_UNAVAILABLE) and appends nothing. */
 int ri_seal(ri *r, json_t **ans, ri_err *err);
+/* Surface a verification failure in the findings register: an instance
+ * finding journal-unavailable with {"why", "cause":"integrity"}. */
+int ri_seal_surface(ri *r, const char *why);
+/* ri-backup: seal, then a consistent online copy into the new file dest. */
+int ri_backup(ri *r, const char *dest, json_t **ans, ri_err *err);
+/* ri-init --accept-restore: on a journal opened RI_NO_WITNESS that is a
+ * past state of the witnessed history, record the restore (audit.restored),
+ * seal it and append the seal to the witness with who and why. */
+int ri_accept_restore(ri *r, const char *why, json_t **ans, ri_err *err);
 
 #endif

@@ -32,7 +32,7 @@ static const char *const reserved_outcomes[] = {
 };
 
 static const char *const top_keys[] = {
-	"journal", "findings", "integrity_key_file", "seal_key_file", "clock",
+	"journal", "findings", "integrity_key_file", "seal_key_file", "witness", "clock",
 	"fault_injection", "instance", "kinds", NULL
 };
 
@@ -570,6 +570,17 @@ parse_top(struct ri_config *c, json_t *root, ri_err *err)
 		    (rc = want_path(v, p, c->dir, files[i].dst, err)) != RI_OK)
 			return rc;
 	}
+	/* the witness (INTERFACE, second wave): a path, default the integrity
+	 * key's path + ".witness"; null disables it (ri-startcheck warns) */
+	if ((rc = member(root, "", "witness", false, p, &v, err)) != RI_OK)
+		return rc;
+	if (v == NULL) {
+		size_t n = strlen(c->integrity_key_file) + sizeof ".witness";
+		c->witness = ri_xmalloc(n);
+		snprintf(c->witness, n, "%s.witness", c->integrity_key_file);
+	} else if (!json_is_null(v) && (rc = want_path(v, p, c->dir, &c->witness, err)) != RI_OK) {
+		return rc;
+	}
 	if ((rc = member(root, "", "clock", false, p, &v, err)) != RI_OK)
 		return rc;
 	if (v != NULL) {
@@ -669,6 +680,7 @@ ri_config_free(struct ri_config *c)
 	free(c->findings);
 	free(c->integrity_key_file);
 	free(c->seal_key_file);
+	free(c->witness);
 	for (i = 0; i < c->n_kinds; i++)
 		free_kind(&c->kinds[i]);
 	free(c->kinds);

@@ -33,6 +33,7 @@ struct ri_config {
 	char *findings;
 	char *integrity_key_file;
 	char *seal_key_file;
+	char *witness;                  /* the witness file; NULL: disabled ("witness": null) */
 	bool clock_env;                 /* "clock": "env" -- a test seam */
 	bool fault_injection;           /* named fault points armed -- a test seam */
 	ri_ms clock_offset_allowance;

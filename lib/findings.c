@@ -6,17 +6,39 @@
 #include <unistd.h>
 #include <sqlite3.h>
 
+#include <sodium.h>
+
 #include "findings.h"
+#include "heads.h"
 
 struct ri_findings {
 	sqlite3 *db;
 	char *path;
 };
 
+/* The register's key, derived from the integrity key (heads.h); set once
+ * per process by whoever loaded that key (ri_instance_attach). */
+static unsigned char fkey[RI_HASH_LEN];
+static bool fkey_set;
+
+void
+ri_findings_use_key(const unsigned char *key, size_t keylen)
+{
+	if (key == NULL) {
+		sodium_memzero(fkey, sizeof fkey);
+		fkey_set = false;
+		return;
+	}
+	ri_findings_key_derive(key, keylen, fkey);
+	fkey_set = true;
+}
+
+/* Every row MACed under the register's key (mac NULL: written where no key
+ * was at hand, so never evidence). */
 static const char schema[] =
 	"PRAGMA journal_mode=WAL;"
-	"CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID;"
-	"INSERT INTO meta VALUES ('format', '1');"
+	"CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL) STRICT, WITHOUT ROWID;"
+	"INSERT INTO meta VALUES ('format', '2');"
 	"CREATE TABLE findings("
 	"  id INTEGER PRIMARY KEY,"
 	"  finding TEXT NOT NULL,"
@@ -30,14 +52,134 @@ static const char schema[] =
 	"  last_seen_at INTEGER,"
 	"  closed_at INTEGER,"
 	"  run_id TEXT NOT NULL,"
-	"  detail TEXT);"
+	"  detail TEXT,"
+	"  mac BLOB) STRICT;"
 	/* findings 12: one record per standing condition */
 	"CREATE UNIQUE INDEX findings_act ON findings(invocation_id, finding) WHERE scope = 'act';"
 	"CREATE UNIQUE INDEX findings_instance ON findings(finding, ifnull(kind, ''))"
 	"  WHERE scope = 'instance' AND closed_at IS NULL;"
 	"CREATE INDEX findings_kind ON findings(kind, id);"
 	"CREATE TABLE runs(run_id TEXT PRIMARY KEY, started_at INTEGER NOT NULL,"
-	"  seq INTEGER NOT NULL UNIQUE) WITHOUT ROWID;";
+	"  seq INTEGER NOT NULL UNIQUE) STRICT, WITHOUT ROWID;";
+
+#define ROW_COLS "id, finding, scope, kind, act_key, invocation_id, first_seen, first_seen_at," \
+	" last_seen, last_seen_at, closed_at, run_id, detail, mac"
+
+static void
+fm_str(crypto_auth_hmacsha256_state *st, sqlite3_stmt *q, int i)
+{
+	unsigned char tag = (unsigned char)sqlite3_column_type(q, i), len[8];
+	int n = sqlite3_column_bytes(q, i);
+	const unsigned char *v = sqlite3_column_blob(q, i);
+
+	crypto_auth_hmacsha256_update(st, &tag, 1);
+	for (int k = 7; k >= 0; k--)
+		len[7 - k] = (unsigned char)((uint64_t)n >> (8 * k));
+	crypto_auth_hmacsha256_update(st, len, 8);
+	if (n > 0 && v != NULL)
+		crypto_auth_hmacsha256_update(st, v, (size_t)n);
+}
+
+/* The MAC of a row as selected with ROW_COLS (all but the mac), under the
+ * register's key: every column with its storage type. */
+static void
+row_mac(sqlite3_stmt *q, unsigned char out[RI_HASH_LEN])
+{
+	crypto_auth_hmacsha256_state st;
+
+	crypto_auth_hmacsha256_init(&st, fkey, sizeof fkey);
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)"ri finding", 11);
+	for (int i = 0; i < 13; i++) {
+		if (sqlite3_column_type(q, i) == SQLITE_INTEGER) {
+			unsigned char tag = SQLITE_INTEGER, b[8];
+			uint64_t v = (uint64_t)sqlite3_column_int64(q, i);
+			for (int k = 7; k >= 0; k--, v >>= 8)
+				b[k] = (unsigned char)(v & 0xff);
+			crypto_auth_hmacsha256_update(&st, &tag, 1);
+			crypto_auth_hmacsha256_update(&st, b, 8);
+		} else {
+			fm_str(&st, q, i);
+		}
+	}
+	crypto_auth_hmacsha256_final(&st, out);
+}
+
+static bool
+row_verified(sqlite3_stmt *q)
+{
+	unsigned char want[RI_HASH_LEN];
+
+	if (!fkey_set || sqlite3_column_type(q, 13) != SQLITE_BLOB || sqlite3_column_bytes(q, 13) != RI_HASH_LEN)
+		return false;
+	row_mac(q, want);
+	return sodium_memcmp(want, sqlite3_column_blob(q, 13), RI_HASH_LEN) == 0;
+}
+
+/* Is row id verified?  *exists false when there is none. */
+static int
+verified_id(struct ri_findings *f, int64_t id, bool *exists, bool *ok)
+{
+	sqlite3_stmt *q;
+	int rc;
+
+	*exists = *ok = false;
+	if (sqlite3_prepare_v2(f->db, "SELECT " ROW_COLS " FROM findings WHERE id = ?", -1, &q, NULL) != SQLITE_OK)
+		return SQLITE_ERROR;
+	sqlite3_bind_int64(q, 1, id);
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW) {
+		*exists = true;
+		*ok = row_verified(q);
+	}
+	sqlite3_finalize(q);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* (Re)MAC row id after ri wrote it (no key: the row stays unMACed). */
+static int
+remac(struct ri_findings *f, int64_t id)
+{
+	sqlite3_stmt *q, *u;
+	unsigned char mac[RI_HASH_LEN];
+	int rc;
+
+	if (sqlite3_prepare_v2(f->db, "SELECT " ROW_COLS " FROM findings WHERE id = ?", -1, &q, NULL) != SQLITE_OK)
+		return SQLITE_ERROR;
+	sqlite3_bind_int64(q, 1, id);
+	if ((rc = sqlite3_step(q)) != SQLITE_ROW) {
+		sqlite3_finalize(q);
+		return rc == SQLITE_DONE ? SQLITE_OK : rc;
+	}
+	row_mac(q, mac);
+	sqlite3_finalize(q);
+	if (sqlite3_prepare_v2(f->db, "UPDATE findings SET mac = ? WHERE id = ?", -1, &u, NULL) != SQLITE_OK)
+		return SQLITE_ERROR;
+	if (fkey_set)
+		sqlite3_bind_blob(u, 1, mac, RI_HASH_LEN, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(u, 2, id);
+	rc = sqlite3_step(u);
+	sqlite3_finalize(u);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* The id of the row (if any) a statement selecting one id finds. */
+static int64_t
+id_of(sqlite3 *db, const char *sql, const char *a, const char *b)
+{
+	sqlite3_stmt *q;
+	int64_t id = 0;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
+		return -1;
+	if (a != NULL)
+		sqlite3_bind_text(q, 1, a, -1, SQLITE_TRANSIENT);
+	if (b != NULL)
+		sqlite3_bind_text(q, 2, b, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(q) == SQLITE_ROW)
+		id = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return id;
+}
 
 const char *
 ri_finding_name(enum ri_finding f)
@@ -103,6 +245,15 @@ ri_findings_close(struct ri_findings *f)
 	free(f);
 }
 
+static int
+reg_fail_db(struct ri_findings *f, ri_err *err)
+{
+	int rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "findings register %s: %s", f->path, sqlite3_errmsg(f->db));
+
+	sqlite3_exec(f->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
 int
 ri_findings_act(struct ri_findings *f, enum ri_finding what, const char *kind,
     const char *act_key, const char *invocation_id, const char *by, ri_ms now,
@@ -110,31 +261,61 @@ ri_findings_act(struct ri_findings *f, enum ri_finding what, const char *kind,
 {
 	sqlite3_stmt *st = NULL;
 	char *d = detail ? ri_json_canonical(detail) : NULL;
+	bool exists = false, ok = false;
+	int64_t id;
 	int rc;
 
-	rc = sqlite3_prepare_v2(f->db, "INSERT INTO findings(finding, scope, kind, act_key,"
-	    " invocation_id, first_seen, first_seen_at, run_id, detail)"
-	    " VALUES (?, 'act', ?, ?, ?, ?, ?, ?, ?)"
-	    " ON CONFLICT(invocation_id, finding) WHERE scope = 'act'"
-	    /* findings 8: first seen never moves; the latest run's word does */
-	    " DO UPDATE SET run_id = excluded.run_id, detail = excluded.detail", -1, &st, NULL);
+	if (sqlite3_exec(f->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+		free(d);
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "findings register %s: %s", f->path, sqlite3_errmsg(f->db));
+	}
+	id = id_of(f->db, "SELECT id FROM findings WHERE scope = 'act' AND invocation_id = ?1 AND finding = ?2",
+	    invocation_id, ri_finding_name(what));
+	if (id > 0 && verified_id(f, id, &exists, &ok) != SQLITE_OK)
+		id = -1;
+	if (id < 0) {
+		free(d);
+		return reg_fail_db(f, err);
+	}
+	if (id > 0 && ok)
+		/* findings 8: first seen never moves; the latest run's word does */
+		rc = sqlite3_prepare_v2(f->db, "UPDATE findings SET run_id = ?5, detail = ?6 WHERE id = ?7", -1, &st, NULL);
+	else if (id > 0)
+		/* a row that fails its MAC was never evidence: written over whole */
+		rc = sqlite3_prepare_v2(f->db, "UPDATE findings SET kind = ?1, act_key = ?2, first_seen = ?3,"
+		    " first_seen_at = ?4, run_id = ?5, detail = ?6, last_seen = NULL, last_seen_at = NULL,"
+		    " closed_at = NULL WHERE id = ?7", -1, &st, NULL);
+	else
+		rc = sqlite3_prepare_v2(f->db, "INSERT INTO findings(finding, scope, kind, act_key,"
+		    " invocation_id, first_seen, first_seen_at, run_id, detail)"
+		    " VALUES (?8, 'act', ?1, ?2, ?9, ?3, ?4, ?5, ?6)", -1, &st, NULL);
 	if (rc == SQLITE_OK) {
-		sqlite3_bind_text(st, 1, ri_finding_name(what), -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, kind, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 3, act_key, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 4, invocation_id, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 5, by, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(st, 6, now);
-		sqlite3_bind_text(st, 7, by, -1, SQLITE_TRANSIENT);
-		if (d != NULL)
-			sqlite3_bind_text(st, 8, d, -1, SQLITE_TRANSIENT);
+		int n = sqlite3_bind_parameter_count(st);
+		for (int i = 1; i <= n; i++) {
+			const char *name = sqlite3_bind_parameter_name(st, i);
+			int k = name ? atoi(name + 1) : i;
+			switch (k) {
+			case 1: sqlite3_bind_text(st, i, kind, -1, SQLITE_TRANSIENT); break;
+			case 2: sqlite3_bind_text(st, i, act_key, -1, SQLITE_TRANSIENT); break;
+			case 3: sqlite3_bind_text(st, i, by, -1, SQLITE_TRANSIENT); break;
+			case 4: sqlite3_bind_int64(st, i, now); break;
+			case 5: sqlite3_bind_text(st, i, by, -1, SQLITE_TRANSIENT); break;
+			case 6: if (d != NULL) sqlite3_bind_text(st, i, d, -1, SQLITE_TRANSIENT); break;
+			case 7: sqlite3_bind_int64(st, i, id); break;
+			case 8: sqlite3_bind_text(st, i, ri_finding_name(what), -1, SQLITE_STATIC); break;
+			case 9: sqlite3_bind_text(st, i, invocation_id, -1, SQLITE_TRANSIENT); break;
+			}
+		}
 		rc = sqlite3_step(st);
 	}
 	sqlite3_finalize(st);
 	free(d);
 	if (rc != SQLITE_DONE)
-		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "findings register %s: %s", f->path,
-		    sqlite3_errmsg(f->db));
+		return reg_fail_db(f, err);
+	if (id == 0)
+		id = sqlite3_last_insert_rowid(f->db);
+	if (remac(f, id) != SQLITE_OK || sqlite3_exec(f->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		return reg_fail_db(f, err);
 	return RI_OK;
 }
 
@@ -173,30 +354,69 @@ ri_findings_instance(struct ri_findings *f, enum ri_finding what, const char *ki
 {
 	sqlite3_stmt *st;
 	char *d = detail ? ri_json_canonical(detail) : NULL;
+	bool exists = false, ok = false;
+	int64_t id;
 	int rc;
 
-	/* findings 9: advance the standing record; findings 7-8: first seen
-	 * is set once, at the insert */
-	rc = sqlite3_prepare_v2(f->db, "INSERT INTO findings(finding, scope, kind, first_seen,"
-	    " first_seen_at, last_seen, last_seen_at, run_id, detail)"
-	    " VALUES (?1, 'instance', ?2, ?3, ?4, ?3, ?4, ?3, ?5)"
-	    " ON CONFLICT(finding, ifnull(kind, '')) WHERE scope = 'instance' AND closed_at IS NULL"
-	    " DO UPDATE SET last_seen = excluded.last_seen, last_seen_at = excluded.last_seen_at,"
-	    " run_id = excluded.run_id, detail = excluded.detail", -1, &st, NULL);
-	if (rc != SQLITE_OK) {
+	if (sqlite3_exec(f->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
 		free(d);
 		return reg_fail(f, err);
 	}
-	sqlite3_bind_text(st, 1, ri_finding_name(what), -1, SQLITE_STATIC);
-	if (kind != NULL)
-		sqlite3_bind_text(st, 2, kind, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 3, run_id, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 4, now);
-	if (d != NULL)
-		sqlite3_bind_text(st, 5, d, -1, SQLITE_TRANSIENT);
-	rc = exec_step(f, st, err);
+	id = id_of(f->db, "SELECT id FROM findings WHERE scope = 'instance' AND closed_at IS NULL"
+	    " AND finding = ?1 AND ifnull(kind, '') = ?2", ri_finding_name(what), kind ? kind : "");
+	if (id > 0 && verified_id(f, id, &exists, &ok) != SQLITE_OK)
+		id = -1;
+	if (id < 0) {
+		free(d);
+		return reg_fail_db(f, err);
+	}
+	if (id > 0 && ok) {
+		/* findings 9: advance the standing record */
+		rc = sqlite3_prepare_v2(f->db, "UPDATE findings SET last_seen = ?1, last_seen_at = ?2, run_id = ?1,"
+		    " detail = ?3 WHERE id = ?4", -1, &st, NULL);
+		if (rc == SQLITE_OK) {
+			sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_int64(st, 2, now);
+			if (d != NULL)
+				sqlite3_bind_text(st, 3, d, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_int64(st, 4, id);
+			rc = sqlite3_step(st);
+		}
+		sqlite3_finalize(st);
+	} else {
+		if (id > 0) {
+			/* a standing row that fails its MAC is no span of anything:
+			 * closed as it stands (still unverified), and a new one opens */
+			char q[96];
+			snprintf(q, sizeof q, "UPDATE findings SET closed_at = first_seen_at WHERE id = %lld", (long long)id);
+			if (sqlite3_exec(f->db, q, NULL, NULL, NULL) != SQLITE_OK) {
+				free(d);
+				return reg_fail_db(f, err);
+			}
+		}
+		/* findings 7-8: first seen is set once, at the insert */
+		rc = sqlite3_prepare_v2(f->db, "INSERT INTO findings(finding, scope, kind, first_seen,"
+		    " first_seen_at, last_seen, last_seen_at, run_id, detail)"
+		    " VALUES (?1, 'instance', ?2, ?3, ?4, ?3, ?4, ?3, ?5)", -1, &st, NULL);
+		if (rc == SQLITE_OK) {
+			sqlite3_bind_text(st, 1, ri_finding_name(what), -1, SQLITE_STATIC);
+			if (kind != NULL)
+				sqlite3_bind_text(st, 2, kind, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_text(st, 3, run_id, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_int64(st, 4, now);
+			if (d != NULL)
+				sqlite3_bind_text(st, 5, d, -1, SQLITE_TRANSIENT);
+			rc = sqlite3_step(st);
+		}
+		sqlite3_finalize(st);
+		id = sqlite3_last_insert_rowid(f->db);
+	}
 	free(d);
-	return rc;
+	if (rc != SQLITE_DONE)
+		return reg_fail_db(f, err);
+	if (remac(f, id) != SQLITE_OK || sqlite3_exec(f->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		return reg_fail_db(f, err);
+	return RI_OK;
 }
 
 int
@@ -285,36 +505,55 @@ ri_findings_close_unseen(struct ri_findings *f, const char *run_id, ri_ms now,
     const char *const *seen, size_t n_seen, ri_err *err)
 {
 	sqlite3_stmt *sel, *upd;
+	json_t *close = json_array(), *v;
+	size_t i;
 	int rc;
 
 	(void)run_id;
+	if (sqlite3_exec(f->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+		json_decref(close);
+		return reg_fail(f, err);
+	}
 	if (sqlite3_prepare_v2(f->db, "SELECT id, finding, ifnull(kind, '') FROM findings"
-	    " WHERE scope = 'instance' AND closed_at IS NULL", -1, &sel, NULL) != SQLITE_OK)
-		return reg_fail(f, err);
-	if (sqlite3_prepare_v2(f->db, "UPDATE findings SET closed_at = ? WHERE id = ?", -1, &upd,
-	    NULL) != SQLITE_OK) {
-		sqlite3_finalize(sel);
-		return reg_fail(f, err);
+	    " WHERE scope = 'instance' AND closed_at IS NULL", -1, &sel, NULL) != SQLITE_OK) {
+		json_decref(close);
+		return reg_fail_db(f, err);
 	}
 	while ((rc = sqlite3_step(sel)) == SQLITE_ROW) {
 		char key[256];
 		bool was_seen = false;
 		snprintf(key, sizeof key, "%s\t%s", (const char *)sqlite3_column_text(sel, 1),
 		    (const char *)sqlite3_column_text(sel, 2));
-		for (size_t i = 0; i < n_seen && !was_seen; i++)
-			was_seen = strcmp(seen[i], key) == 0;
-		if (was_seen)
-			continue;
-		/* findings 10a: last seen stays at the previous run that saw it */
-		sqlite3_reset(upd);
-		sqlite3_bind_int64(upd, 1, now);
-		sqlite3_bind_int64(upd, 2, sqlite3_column_int64(sel, 0));
-		if (sqlite3_step(upd) != SQLITE_DONE)
-			break;
+		for (size_t j = 0; j < n_seen && !was_seen; j++)
+			was_seen = strcmp(seen[j], key) == 0;
+		if (!was_seen)
+			json_array_append_new(close, json_integer(sqlite3_column_int64(sel, 0)));
 	}
 	sqlite3_finalize(sel);
+	if (rc != SQLITE_DONE || sqlite3_prepare_v2(f->db, "UPDATE findings SET closed_at = ? WHERE id = ?", -1, &upd,
+	    NULL) != SQLITE_OK) {
+		json_decref(close);
+		return reg_fail_db(f, err);
+	}
+	json_array_foreach(close, i, v) {
+		bool exists, ok;
+		int64_t id = json_integer_value(v);
+		/* findings 10a: last seen stays at the previous run that saw it;
+		 * a row that fails its MAC is closed but stays unverified */
+		if (verified_id(f, id, &exists, &ok) != SQLITE_OK)
+			break;
+		sqlite3_reset(upd);
+		sqlite3_bind_int64(upd, 1, now);
+		sqlite3_bind_int64(upd, 2, id);
+		if (sqlite3_step(upd) != SQLITE_DONE || (ok && remac(f, id) != SQLITE_OK))
+			break;
+	}
 	sqlite3_finalize(upd);
-	return rc == SQLITE_DONE ? RI_OK : reg_fail(f, err);
+	bool all = i == json_array_size(close);
+	json_decref(close);
+	if (!all || sqlite3_exec(f->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		return reg_fail_db(f, err);
+	return RI_OK;
 }
 
 static const char *
@@ -337,9 +576,7 @@ ri_findings_each(struct ri_findings *f, bool open_only, const char *kind,
 	char sql[512];
 	int rc;
 
-	snprintf(sql, sizeof sql, "SELECT id, finding, scope, kind, act_key, invocation_id,"
-	    " first_seen, first_seen_at, last_seen, last_seen_at, closed_at, run_id, detail"
-	    " FROM findings WHERE 1 %s %s ORDER BY id",
+	snprintf(sql, sizeof sql, "SELECT " ROW_COLS " FROM findings WHERE 1 %s %s ORDER BY id",
 	    open_only ? "AND (scope = 'act' OR closed_at IS NULL)" : "",
 	    kind ? "AND kind = ?" : "");
 	if (sqlite3_prepare_v2(f->db, sql, -1, &st, NULL) != SQLITE_OK)
@@ -352,7 +589,14 @@ ri_findings_each(struct ri_findings *f, bool open_only, const char *kind,
 			.kind = col(st, 3), .act_key = col(st, 4), .invocation_id = col(st, 5),
 			.first_seen = col(st, 6), .first_seen_at = col_ms(st, 7), .last_seen = col(st, 8),
 			.last_seen_at = col_ms(st, 9), .closed_at = col_ms(st, 10), .run_id = col(st, 11),
-			.detail = col(st, 12) };
+			.detail = col(st, 12), .verified = row_verified(st) };
+		if (r.finding == NULL || r.scope == NULL || r.first_seen == NULL || r.run_id == NULL) {
+			r.finding = r.finding ? r.finding : "";
+			r.scope = r.scope ? r.scope : "";
+			r.first_seen = r.first_seen ? r.first_seen : "";
+			r.run_id = r.run_id ? r.run_id : "";
+			r.verified = false;
+		}
 		if (each(&r, arg) != 0)
 			break;
 	}

@@ -32,7 +32,15 @@ struct ri_finding_row {
 	const char *finding, *scope, *kind, *act_key, *invocation_id;
 	const char *first_seen, *last_seen, *run_id, *detail;
 	ri_ms first_seen_at, last_seen_at, closed_at;   /* RI_NONE when absent */
+	bool verified;                  /* its MAC verifies under the register's key */
 };
+
+/* The register's rows are MACed under a key derived from the integrity key
+ * (HMAC(key, "ri findings key")): a row an attacker wrote or altered never
+ * verifies, and ri-audit takes only verified rows as evidence.  The key is
+ * set once per process (ri_instance_attach calls this when it loads the
+ * integrity key); without it rows are written unMACed and read unverified. */
+void ri_findings_use_key(const unsigned char *key, size_t keylen);
 
 struct ri_findings;
 

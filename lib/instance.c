@@ -4,6 +4,7 @@
 #include <sodium.h>
 
 #include "fault.h"
+#include "findings.h"
 #include "gate.h"
 #include "instance.h"
 #include "integrity.h"
@@ -48,12 +49,15 @@ ri_instance_attach(struct ri *r, unsigned flags, ri_err *err)
 	int rc;
 
 	r->flags = flags;
-	if (!(flags & RI_NO_KEY) &&
+	if (!(flags & RI_NO_KEY) && r->key == NULL &&
 	    (rc = ri_key_load(r->cfg->integrity_key_file, &r->key, &r->keylen, err)) != RI_OK) {
 		if (flags & RI_WRITER)
 			ri_gate_key_refused(r->cfg, err);
 		return rc;
 	}
+	/* the findings register's rows are MACed under a key derived from it */
+	if (r->key != NULL)
+		ri_findings_use_key(r->key, r->keylen);
 	if ((rc = ri_sqlite_open(r->cfg, r->key, r->keylen, flags, &r->st, err)) != RI_OK)
 		return rc;
 	/* the rest of the start gate a writer shares with ri-startcheck */
@@ -62,6 +66,17 @@ ri_instance_attach(struct ri *r, unsigned flags, ri_err *err)
 		r->st = NULL;
 		return rc;
 	}
+	return RI_OK;
+}
+
+int
+ri_instance_key(struct ri *r, ri_err *err)
+{
+	int rc;
+
+	if (r->key == NULL && (rc = ri_key_load(r->cfg->integrity_key_file, &r->key, &r->keylen, err)) != RI_OK)
+		return rc;
+	ri_findings_use_key(r->key, r->keylen);
 	return RI_OK;
 }
 

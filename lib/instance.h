@@ -17,6 +17,9 @@ struct ri {
 /* Open the key and the journal of an instance opened RI_CONFIG_ONLY (after,
  * say, pointing cfg->journal at a copy an auditor was handed). */
 int ri_instance_attach(struct ri *r, unsigned flags, ri_err *err);
+/* Load the integrity key of an instance opened RI_CONFIG_ONLY (for the
+ * findings register's MACs, when the journal itself cannot be opened). */
+int ri_instance_key(struct ri *r, ri_err *err);
 
 /* Map a store answer that is not one of the caller's arms to a code, with
  * the store's message: unavailable -> journal-unavailable, integrity -> 30. */

@@ -1,6 +1,7 @@
 /* integrity.c -- header encoding, chain hash, MAC, payload digest, key. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <stdlib.h>
@@ -177,6 +178,45 @@ ri_seal_key_load(const char *path, unsigned char *key, size_t len, ri_err *err)
 	if (sodium_hex2bin(key, len, text, n, " \r\n", &got, NULL) != 0 || got != len)
 		rc = ri_fail(err, RI_CONFIG, "seal key %s: expected %zu bytes in hex", path, len);
 	sodium_memzero(text, n);
+	free(text);
+	return rc;
+}
+
+void
+ri_seal_pub_text(const unsigned char pk[32], const unsigned char instance[RI_INSTANCE_LEN], char *out, size_t n)
+{
+	char ph[65], ih[2 * RI_INSTANCE_LEN + 1];
+
+	ri_hex(pk, 32, ph);
+	ri_hex(instance, RI_INSTANCE_LEN, ih);
+	snprintf(out, n, "%s\ninstance_id %s\n", ph, ih);
+}
+
+int
+ri_seal_pub_load(const char *path, unsigned char pk[32], unsigned char instance[RI_INSTANCE_LEN],
+    bool *has_instance, ri_err *err)
+{
+	size_t n, got;
+	char *text = ri_slurp(path, 4096, &n), *nl, *inst;
+	int rc = RI_OK;
+
+	*has_instance = false;
+	if (text == NULL)
+		return ri_fail(err, RI_CONFIG, "seal public key %s: %s", path, strerror(errno));
+	nl = strchr(text, '\n');
+	if (sodium_hex2bin(pk, 32, text, nl ? (size_t)(nl - text) : n, " \r", &got, NULL) != 0 || got != 32) {
+		free(text);
+		return ri_fail(err, RI_CONFIG, "seal public key %s: expected 32 bytes in hex on its first line", path);
+	}
+	if (nl != NULL && (inst = strstr(nl + 1, "instance_id ")) == nl + 1) {
+		inst += strlen("instance_id ");
+		char *end = strchr(inst, '\n');
+		if (sodium_hex2bin(instance, RI_INSTANCE_LEN, inst, end ? (size_t)(end - inst) : strlen(inst), " \r",
+		    &got, NULL) != 0 || got != RI_INSTANCE_LEN)
+			rc = ri_fail(err, RI_CONFIG, "seal public key %s: a malformed instance_id line", path);
+		else
+			*has_instance = true;
+	}
 	free(text);
 	return rc;
 }

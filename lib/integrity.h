@@ -17,7 +17,8 @@
 
 #include "util.h"
 
-#define RI_FORMAT 2             /* 2: the record roles of vocab.h */
+#define RI_FORMAT 3             /* 2: the record roles of vocab.h; 3: typed (STRICT)
+                                 * storage, the tree of scope heads, the witness */
 #define RI_HASH_LEN 32
 #define RI_SALT_LEN 16
 #define RI_INSTANCE_LEN 16
@@ -63,6 +64,16 @@ void ri_seal_message(const unsigned char instance_id[RI_INSTANCE_LEN], int64_t s
 /* Read an Ed25519 key written by ri-init (hex, one line): 32 bytes public
  * or 64 bytes secret.  RI_CONFIG with a message otherwise. */
 int ri_seal_key_load(const char *path, unsigned char *key, size_t len, ri_err *err);
+/* The public key file ri-init writes beside the seal key:
+ *   <64 hex: the Ed25519 public key>
+ *   instance_id <32 hex: the instance it seals>
+ * Load it: RI_CONFIG when the key is not there; *has_instance false when
+ * the file names no instance (which ri-audit --public-key refuses). */
+int ri_seal_pub_load(const char *path, unsigned char pk[32], unsigned char instance[RI_INSTANCE_LEN],
+    bool *has_instance, ri_err *err);
+/* Its text (out: at least 128 bytes). */
+void ri_seal_pub_text(const unsigned char pk[32], const unsigned char instance[RI_INSTANCE_LEN], char *out,
+    size_t n);
 
 void ri_hex(const unsigned char *b, size_t n, char *out);  /* out: 2n + 1 */
 

@@ -389,6 +389,13 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 	}
 	if (st != RI_ST_OK) {
 		json_decref(payload);
+		/* a journal head or lease row that fails verification is the
+		 * journal's integrity failure (INTERFACE 30: open -> 15) */
+		if (st == RI_ST_INTEGRITY) {
+			rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable", "cause",
+			    "integrity"), err, RI_JOURNAL_UNAVAILABLE, "%s", r->st->ops->error(r->st)->msg);
+			goto out;
+		}
 		/* act section 5: the host's unavailable arm is section-unavailable */
 		rc = ri_refuse_with(ans, ri_refusal("section-unavailable"), err, RI_SECTION_UNAVAILABLE,
 		    "section-unavailable: %s", r->st->ops->error(r->st)->msg);

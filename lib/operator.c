@@ -152,6 +152,7 @@ ri_resolve_fill(struct ri *r, json_t *req, int argc, char **argv, json_t **ans, 
 struct list_ctx {
 	struct ri *r;
 	bool open_only;
+	int64_t unverified, first;      /* rows whose MAC fails, the first one */
 };
 
 static json_t *
@@ -193,6 +194,10 @@ list_row(const struct ri_finding_row *f, void *arg)
 	    "last_seen", str_or_null(f->last_seen), "last_seen_at", instant_or_null(f->last_seen_at),
 	    "closed", closed_at != RI_NONE, "closed_at", instant_or_null(closed_at),
 	    "run_id", f->run_id, "detail", detail ? detail : json_object());
+	/* every row says whether its MAC verifies under the register's key */
+	json_object_set_new(j, "verified", json_boolean(f->verified));
+	if (!f->verified && x->unverified++ == 0)
+		x->first = f->id;
 	ri_cli_print(j);
 	json_decref(j);
 	return 0;
@@ -201,15 +206,23 @@ list_row(const struct ri_finding_row *f, void *arg)
 int
 ri_findings_list(struct ri *r, bool open_only, const char *kind, bool *warn, ri_err *err)
 {
-	struct list_ctx x = { r, open_only };
+	struct list_ctx x = { r, open_only, 0, 0 };
 	struct ri_findings *f;
 	int rc;
 
 	*warn = r->st == NULL;
-	if ((rc = ri_findings_open(r->cfg->findings, true, &f, err)) != RI_OK)
+	/* the register's rows are verified under a key derived from the
+	 * integrity key: a row that fails is shown "verified": false, and the
+	 * listing fails closed (30) */
+	if ((rc = ri_instance_key(r, err)) != RI_OK ||
+	    (rc = ri_findings_open(r->cfg->findings, true, &f, err)) != RI_OK)
 		return rc;
 	/* the register keeps act findings; which still stand is the journal's */
 	rc = ri_findings_each(f, false, kind, list_row, &x, err);
 	ri_findings_close(f);
+	if (rc == RI_OK && x.unverified > 0)
+		rc = ri_fail(err, RI_INTEGRITY, "findings register %s: %lld rows fail their MAC (first: row %lld):"
+		    " forged or altered, never evidence", r->cfg->findings, (long long)x.unverified,
+		    (long long)x.first);
 	return rc;
 }

@@ -57,6 +57,9 @@ typedef struct ri ri;           /* one instance: config, journal, register, keys
 #define RI_CONFIG_ONLY 0x04u    /* parse the config; touch no file it names */
 #define RI_NO_KEY      0x08u    /* no integrity key: chain-only verification */
 #define RI_SWEEPER     0x10u    /* ri-sweep: the run answers Binding 2 itself (Binding 4-6) */
+#define RI_NO_WITNESS  0x40u    /* do not compare the journal with its witness */
+#define RI_INSPECT     0x80u    /* open the journal as it is, to report on it (ri-audit): no
+                                 * refusal at open for its schema or its witness */
 
 int  ri_instance_open(const char *config_path, unsigned flags, ri **out, ri_err *err);
 void ri_instance_close(ri *r);

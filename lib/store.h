@@ -88,6 +88,7 @@ struct ri_append {
 struct ri_appended {
 	char event_id[RI_ID_LEN + 1];
 	int64_t seq;
+	unsigned char hash[32];         /* the record's chain hash */
 	ri_ms recorded_at;
 	char cause[64];                 /* invalid-request cause */
 };
@@ -131,7 +132,16 @@ struct ri_store_error {
 	char msg[512];
 	int64_t seq;                    /* 0 when no record is named */
 	char event_id[RI_ID_LEN + 1];
+	/* sticky for the store's life: some call failed verification, and
+	 * what the first one said (the sweep surfaces it and exits 15) */
+	bool integrity;
+	char integrity_msg[512];
 };
+
+/* What ri-audit's state check found wrong beside the records: check is the
+ * audit check it fails ("8.1.1", "8.1.3", "8.1.8"), seq the record it names
+ * or 0. */
+typedef void (*ri_state_fn)(const char *check, int64_t seq, const char *msg, void *arg);
 
 /* What the traversal found wrong with one row (Check 8.1). */
 enum ri_problem {
@@ -195,12 +205,30 @@ struct ri_store_ops {
 	 * purged set when its payload was destroyed. */
 	int (*peek)(struct ri_store *, const char *event_id, struct ri_record *);
 	/* Append audit.sealed: an Ed25519 signature (secret key sk, 64 bytes)
-	 * over (instance id, head seq, head hash), in one transaction. */
+	 * over (instance id, head seq, head hash), in one transaction -- after
+	 * verifying every record since the previous seal (never seal a tampered
+	 * head: RI_ST_INTEGRITY, nothing appended).  A head that is a seal
+	 * already answers that seal.  out names the seal record (seq, hash). */
 	int (*seal)(struct ri_store *, const unsigned char sk[64], struct ri_appended *);
+	/* Append one substrate record (audit.*) in its own transaction. */
+	int (*substrate)(struct ri_store *, const char *action_ref, json_t *data, struct ri_appended *);
+	/* A consistent online copy of the journal into a new file dest. */
+	int (*backup)(struct ri_store *, const char *dest);
+	/* Rebuild the derived state (the open-intents index and its
+	 * accumulator, the tree of scope heads; leases and marks that fail
+	 * their MAC are reset) from a verified traversal; refuses on any
+	 * verification failure.  *report says what changed. */
+	int (*rebuild)(struct ri_store *, json_t **report);
+	/* ri-audit, keyed: verify what is not a record -- the schema, the tree
+	 * of scope heads against the records, the open-intents accumulator,
+	 * leases, marks, actors -- reporting each problem. */
+	int (*audit_state)(struct ri_store *, ri_state_fn each, void *arg);
 	/* The instance id (16 bytes). */
 	const unsigned char *(*instance_id)(struct ri_store *);
 	/* the current head: highest seq (0 when empty) and its hash */
 	int (*head)(struct ri_store *, int64_t *seq, unsigned char hash[32]);
+	/* the newest audit.sealed record (seq 0 when none) and its hash */
+	int (*sealed)(struct ri_store *, int64_t *seq, unsigned char hash[32]);
 	const struct ri_store_error *(*error)(struct ri_store *);
 	void (*close)(struct ri_store *);
 };

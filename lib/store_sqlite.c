@@ -4,12 +4,20 @@
  *
  * Durability: WAL, synchronous=FULL, BEGIN IMMEDIATE for every write, one
  * transaction per record, a busy timeout bounded by the protocol's bounds.
- * Integrity: every record is chained and MACed (integrity.h); every read
- * verifies what it returns, inside one read transaction so a concurrent
- * append can never look like tampering.  Three scopes -- the whole journal,
- * each act (kind, act_key), each invocation -- carry a MACed head and a
- * per-record back pointer, so a filtered read can prove it saw every record
- * of its scope: a deleted row is an integrity failure, never an absence.
+ * Integrity (docs/INTEGRITY.md): every record is chained and MACed
+ * (integrity.h); every read verifies what it returns, inside one read
+ * transaction so a concurrent append can never look like tampering.  The
+ * journal head -- last seq, the hash at it, the root of the tree of scope
+ * heads, the open-intents accumulator, the newest seal, the lease grant
+ * counter -- is one MACed row, compared with the witness (witness.h) on
+ * every read.  Each scope -- an act (kind, act_key), an invocation, an
+ * actor's registry -- has a head in the tree (heads.h), and each record a
+ * back pointer within its act and its invocation, so a filtered read
+ * proves it saw every record of its scope, or that the scope is empty: a
+ * deleted, moved or re-typed row is an integrity failure, never an
+ * absence.  Every table is STRICT, every value read is checked for its
+ * type, and the schema itself is compared with the one ri creates.
+ * Leases, marks and actors carry MACs of their own (heads.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,8 +31,10 @@
 
 #include "clock.h"
 #include "fault.h"
+#include "heads.h"
 #include "integrity.h"
 #include "store_sqlite.h"
+#include "witness.h"
 
 #define PAGE_DEFAULT 256
 #define PAGE_MAX 4096
@@ -41,6 +51,13 @@ struct sq {
 	unsigned char genesis[RI_HASH_LEN];
 	bool readonly;
 	bool nosync;                    /* bench fill only: see setup_connection */
+	/* the witness's newest line (the anchor): the journal may not be
+	 * behind it nor disagree with it */
+	bool anchored;
+	int64_t anchor_seq;
+	unsigned char anchor_hash[RI_HASH_LEN];
+	/* tree nodes verified or written in the current transaction (heads.h) */
+	struct ri_tree_cache nodes;
 	struct ri_store_error err;
 	/* prepared statements, kept for the connection's life: preparing costs
 	 * more than most of the queries themselves */
@@ -52,9 +69,10 @@ struct sq {
 	size_t n_cache;
 };
 
-static const char schema[] =
-	"PRAGMA journal_mode=WAL;"
-	"CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID;"
+/* Every table STRICT: a value of another type is refused at the write and,
+ * should one be planted anyway, refused at every read (col_is). */
+static const char schema_ddl[] =
+	"CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL) STRICT, WITHOUT ROWID;"
 	"CREATE TABLE records("
 	"  seq INTEGER PRIMARY KEY,"
 	"  event_id TEXT NOT NULL UNIQUE,"
@@ -73,24 +91,29 @@ static const char schema[] =
 	"  salt BLOB,"
 	"  digest BLOB NOT NULL,"
 	"  hash BLOB NOT NULL,"
-	"  mac BLOB NOT NULL);"
+	"  mac BLOB NOT NULL) STRICT;"
 	"CREATE INDEX records_invocation ON records(invocation_id, seq);"
 	"CREATE INDEX records_act ON records(kind, act_key, seq);"
 	"CREATE INDEX records_retention ON records(retention_until) WHERE payload IS NOT NULL;"
-	"CREATE TABLE heads(scope BLOB PRIMARY KEY, last_seq INTEGER NOT NULL,"
-	"  mac BLOB NOT NULL) WITHOUT ROWID;"
+	/* the journal head: one row, one MAC (heads.h) */
+	"CREATE TABLE heads(id INTEGER PRIMARY KEY CHECK (id = 1), last_seq INTEGER NOT NULL,"
+	"  root BLOB NOT NULL, open_count INTEGER NOT NULL, open_acc BLOB NOT NULL,"
+	"  sealed_seq INTEGER NOT NULL, grants INTEGER NOT NULL, mac BLOB NOT NULL) STRICT;"
+	/* the tree of scope heads (heads.h): node id -> body */
+	"CREATE TABLE nodes(id BLOB PRIMARY KEY, body BLOB NOT NULL) STRICT, WITHOUT ROWID;"
 	"CREATE TABLE open_intents(invocation_id TEXT PRIMARY KEY, seq INTEGER NOT NULL,"
 	"  kind TEXT NOT NULL, act_key TEXT NOT NULL, event_id TEXT NOT NULL,"
-	"  recorded_at INTEGER NOT NULL) WITHOUT ROWID;"
+	"  recorded_at INTEGER NOT NULL) STRICT, WITHOUT ROWID;"
 	"CREATE INDEX open_intents_act ON open_intents(kind, act_key);"
 	"CREATE INDEX open_intents_age ON open_intents(kind, recorded_at);"
 	"CREATE TABLE actors(actor_ref TEXT PRIMARY KEY, service INTEGER NOT NULL,"
 	"  cred_hash BLOB NOT NULL, created_at INTEGER NOT NULL, revoked_at INTEGER,"
-	"  mac BLOB NOT NULL) WITHOUT ROWID;"
+	"  reg_seq INTEGER NOT NULL, mac BLOB NOT NULL) STRICT, WITHOUT ROWID;"
 	"CREATE TABLE leases(kind TEXT NOT NULL, act_key TEXT NOT NULL, holder TEXT,"
-	"  expires_at INTEGER NOT NULL, token INTEGER NOT NULL,"
-	"  PRIMARY KEY(kind, act_key)) WITHOUT ROWID;"
-	"CREATE TABLE marks(name TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;"
+	"  expires_at INTEGER NOT NULL, token INTEGER NOT NULL, mac BLOB NOT NULL,"
+	"  PRIMARY KEY(kind, act_key)) STRICT, WITHOUT ROWID;"
+	"CREATE TABLE marks(name TEXT PRIMARY KEY, seq INTEGER NOT NULL, mac BLOB NOT NULL)"
+	"  STRICT, WITHOUT ROWID;"
 	/* Append-only at the database level.  ri_now() exists only on ri's own
 	 * connections, so any other client's UPDATE is refused outright; ri's
 	 * own may only null a payload (and its salt) whose retention ended. */
@@ -132,7 +155,25 @@ st_fail(struct sq *s, int code, int64_t seq, const char *event_id, const char *f
 	va_start(ap, fmt);
 	vsnprintf(s->err.msg, sizeof s->err.msg, fmt, ap);
 	va_end(ap);
+	if (code == RI_ST_INTEGRITY && !s->err.integrity) {
+		s->err.integrity = true;
+		snprintf(s->err.integrity_msg, sizeof s->err.integrity_msg, "%s", s->err.msg);
+	}
 	return code;
+}
+
+/* A new operation's error, keeping the first integrity failure this
+ * handle met: a run that met one fails closed at its end (AMD-03). */
+static void
+err_clear(struct sq *s)
+{
+	bool integrity = s->err.integrity;
+	char keep[sizeof s->err.integrity_msg];
+
+	memcpy(keep, s->err.integrity_msg, sizeof keep);
+	memset(&s->err, 0, sizeof s->err);
+	s->err.integrity = integrity;
+	memcpy(s->err.integrity_msg, keep, sizeof keep);
 }
 
 static int
@@ -249,6 +290,42 @@ col_dup(sqlite3_stmt *st, int i)
 	return t == NULL ? NULL : ri_strdup((const char *)t);
 }
 
+/* Typed storage: is column i of exactly this type (or NULL, where the
+ * column may be NULL)?  A value of another type is an integrity failure
+ * wherever it is read -- never coerced. */
+static bool
+col_is(sqlite3_stmt *st, int i, int type, bool null_ok)
+{
+	int t = sqlite3_column_type(st, i);
+
+	return t == type || (null_ok && t == SQLITE_NULL);
+}
+
+/* A 32-byte BLOB column, copied out. */
+static bool
+col_h32(sqlite3_stmt *st, int i, unsigned char out[RI_HASH_LEN])
+{
+	if (!col_is(st, i, SQLITE_BLOB, false) || sqlite3_column_bytes(st, i) != RI_HASH_LEN)
+		return false;
+	memcpy(out, sqlite3_column_blob(st, i), RI_HASH_LEN);
+	return true;
+}
+
+/* A TEXT column with no NUL inside it (what is hashed is then what a
+ * filter matches). */
+static bool
+col_text_ok(sqlite3_stmt *st, int i, bool null_ok)
+{
+	const unsigned char *t;
+
+	if (sqlite3_column_type(st, i) == SQLITE_NULL)
+		return null_ok;
+	if (sqlite3_column_type(st, i) != SQLITE_TEXT)
+		return false;
+	t = sqlite3_column_text(st, i);
+	return t != NULL && strlen((const char *)t) == (size_t)sqlite3_column_bytes(st, i);
+}
+
 /* A read runs inside one snapshot unless a write transaction is open. */
 static int
 read_begin(struct sq *s, bool *began)
@@ -256,6 +333,7 @@ read_begin(struct sq *s, bool *began)
 	*began = false;
 	if (!sqlite3_get_autocommit(s->db))
 		return SQLITE_OK;
+	ri_tree_cache_clear(&s->nodes);
 	int rc = sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL);
 	if (rc == SQLITE_OK)
 		*began = true;
@@ -265,8 +343,10 @@ read_begin(struct sq *s, bool *began)
 static void
 read_end(struct sq *s, bool began)
 {
-	if (began)
+	if (began) {
 		sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+		ri_tree_cache_clear(&s->nodes);
+	}
 }
 
 static void
@@ -274,6 +354,7 @@ rollback(struct sq *s)
 {
 	if (!sqlite3_get_autocommit(s->db))
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	ri_tree_cache_clear(&s->nodes);
 }
 
 static void
@@ -291,65 +372,25 @@ sql_now(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	sqlite3_result_int64(ctx, now);
 }
 
-/* ---- scopes and heads ------------------------------------------------- */
+/* ---- the journal head, the tree of scope heads, the witness ------------ */
 
 enum { SCOPE_ALL, SCOPE_ACT, SCOPE_INV };
 
 struct scope {
 	int type;
-	unsigned char key[RI_HASH_LEN];         /* SHA-256 of the scope's fields */
-	size_t len;
+	unsigned char key[RI_SCOPE_LEN];        /* heads.h: SHA-256 of the scope's fields */
 };
-
-static void
-scope_add(crypto_hash_sha256_state *st, const char *v)
-{
-	size_t n = v ? strlen(v) : 0;
-	unsigned char len[4] = { (unsigned char)(n >> 24), (unsigned char)(n >> 16),
-		(unsigned char)(n >> 8), (unsigned char)n };
-
-	crypto_hash_sha256_update(st, len, 4);
-	if (n > 0)
-		crypto_hash_sha256_update(st, (const unsigned char *)v, n);
-}
 
 static void
 scope_make(struct scope *sc, int type, const char *a, const char *b)
 {
-	crypto_hash_sha256_state st;
-	unsigned char t = (unsigned char)("gai"[type]);
-
 	sc->type = type;
-	sc->len = RI_HASH_LEN;
-	crypto_hash_sha256_init(&st);
-	crypto_hash_sha256_update(&st, &t, 1);
-	if (type == SCOPE_ACT) {
-		scope_add(&st, a);
-		scope_add(&st, b);
-	} else if (type == SCOPE_INV) {
-		scope_add(&st, a);
-	}
-	crypto_hash_sha256_final(&st, sc->key);
-}
-
-static void
-head_mac(struct sq *s, const struct scope *sc, int64_t last, const unsigned char hash[RI_HASH_LEN],
-    unsigned char out[RI_HASH_LEN])
-{
-	crypto_auth_hmacsha256_state st;
-	static const char tag[] = "ri head";
-	unsigned char b[8];
-	uint64_t v = (uint64_t)last;
-
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		b[i] = (unsigned char)(v & 0xff);
-	crypto_auth_hmacsha256_init(&st, s->key, s->keylen);
-	crypto_auth_hmacsha256_update(&st, (const unsigned char *)tag, sizeof tag);
-	crypto_auth_hmacsha256_update(&st, s->instance_id, RI_INSTANCE_LEN);
-	crypto_auth_hmacsha256_update(&st, sc->key, sc->len);
-	crypto_auth_hmacsha256_update(&st, b, 8);
-	crypto_auth_hmacsha256_update(&st, hash, RI_HASH_LEN);
-	crypto_auth_hmacsha256_final(&st, out);
+	if (type == SCOPE_ACT)
+		ri_scope_act(a, b, sc->key);
+	else if (type == SCOPE_INV)
+		ri_scope_inv(a, sc->key);
+	else
+		memset(sc->key, 0, sizeof sc->key);
 }
 
 static const char *
@@ -373,8 +414,7 @@ hash_at(struct sq *s, int64_t seq, unsigned char out[RI_HASH_LEN])
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
 	sqlite3_bind_int64(st, 1, seq);
 	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW && sqlite3_column_bytes(st, 0) == RI_HASH_LEN) {
-		memcpy(out, sqlite3_column_blob(st, 0), RI_HASH_LEN);
+	if (rc == SQLITE_ROW && col_h32(st, 0, out)) {
 		done(s, st);
 		return RI_ST_OK;
 	}
@@ -388,106 +428,293 @@ hash_at(struct sq *s, int64_t seq, unsigned char out[RI_HASH_LEN])
 
 /* The newest seq of a scope as the rows say it (0 when none). */
 static int
-scope_max(struct sq *s, const struct scope *sc, const char *a, const char *b, int64_t *out)
+scope_max(struct sq *s, int type, const char *a, const char *b, int64_t *out)
 {
 	sqlite3_stmt *st;
-	const char *sql = sc->type == SCOPE_ALL ? "SELECT max(seq) FROM records" :
-	    sc->type == SCOPE_ACT ? "SELECT max(seq) FROM records WHERE kind = ? AND act_key = ?" :
+	const char *sql = type == SCOPE_ALL ? "SELECT max(seq) FROM records" :
+	    type == SCOPE_ACT ? "SELECT max(seq) FROM records WHERE kind = ? AND act_key = ?" :
 	    "SELECT max(seq) FROM records WHERE invocation_id = ?";
 
 	if ((st = prep(s, sql)) == NULL)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	if (sc->type != SCOPE_ALL)
+	if (type != SCOPE_ALL)
 		bind_text(st, 1, a);
-	if (sc->type == SCOPE_ACT)
+	if (type == SCOPE_ACT)
 		bind_text(st, 2, b);
 	if (sqlite3_step(st) != SQLITE_ROW) {
 		done(s, st);
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	}
+	if (!col_is(st, 0, SQLITE_INTEGER, true)) {
+		done(s, st);
+		return st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a record's seq is not an integer");
 	}
 	*out = sqlite3_column_int64(st, 0);
 	done(s, st);
 	return RI_ST_OK;
 }
 
-/*
- * The verified head of a scope: its MACed row agrees with the newest record
- * the rows hold, and that record's hash is the one the MAC bound.  Without
- * a key (public-key audit) only the rows are consulted.
- */
+/* The node store of the tree (heads.h). */
 static int
-head_get(struct sq *s, const struct scope *sc, const char *a, const char *b, int64_t *last)
+node_get(void *ctx, const unsigned char *id, size_t idlen, unsigned char body[RI_NODE_MAX], size_t *len)
 {
+	struct sq *s = ctx;
 	sqlite3_stmt *st;
-	int64_t rows = 0, stored = 0;
-	unsigned char mac[RI_HASH_LEN], h[RI_HASH_LEN];
-	bool have = false;
 	int rc;
 
-	if ((rc = scope_max(s, sc, a, b, &rows)) != RI_ST_OK)
-		return rc;
-	if (s->key == NULL) {
-		*last = rows;
-		return RI_ST_OK;
-	}
-	if ((st = prep(s, "SELECT last_seq, mac FROM heads WHERE scope = ?")) == NULL)
+	if ((st = prep(s, "SELECT body FROM nodes WHERE id = ?")) == NULL)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	sqlite3_bind_blob(st, 1, sc->key, (int)sc->len, SQLITE_TRANSIENT);
+	sqlite3_bind_blob(st, 1, id, (int)idlen, SQLITE_TRANSIENT);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
-		have = true;
-		stored = sqlite3_column_int64(st, 0);
-		if (sqlite3_column_bytes(st, 1) == RI_HASH_LEN)
-			memcpy(mac, sqlite3_column_blob(st, 1), RI_HASH_LEN);
-		else
-			memset(mac, 0, sizeof mac);
-	} else if (rc != SQLITE_DONE) {
+		int n = sqlite3_column_bytes(st, 0);
+		if (!col_is(st, 0, SQLITE_BLOB, false) || n < 1 || n > RI_NODE_MAX) {
+			done(s, st);
+			return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
+			    "journal integrity: a node of the scope heads' tree is malformed");
+		}
+		memcpy(body, sqlite3_column_blob(st, 0), (size_t)n);
+		*len = (size_t)n;
 		done(s, st);
-		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	}
-	done(s, st);
-	if (!have) {
-		if (rows != 0)
-			return st_fail(s, RI_ST_INTEGRITY, rows, NULL,
-			    "journal integrity: %s has records but no authenticated head", scope_name(sc));
-		*last = 0;
 		return RI_ST_OK;
 	}
-	if ((rc = hash_at(s, stored, h)) != RI_ST_OK)
-		return rc == RI_ST_INTEGRITY ? st_fail(s, rc, stored, NULL,
-		    "journal integrity: the newest record of %s (seq %lld) is missing (deleted rows)",
-		    scope_name(sc), (long long)stored) : rc;
-	unsigned char want[RI_HASH_LEN];
-	head_mac(s, sc, stored, h, want);
-	if (sodium_memcmp(want, mac, RI_HASH_LEN) != 0)
-		return st_fail(s, RI_ST_INTEGRITY, stored, NULL,
-		    "journal integrity: the head of %s (seq %lld) fails its MAC", scope_name(sc),
-		    (long long)stored);
-	if (rows != stored)
-		return st_fail(s, RI_ST_INTEGRITY, rows, NULL,
-		    "journal integrity: %s ends at seq %lld but its authenticated head is seq %lld",
-		    scope_name(sc), (long long)rows, (long long)stored);
-	*last = stored;
+	done(s, st);
+	return rc == SQLITE_DONE ? RI_ST_NOT_KNOWN : db_fail(s, RI_ST_UNAVAILABLE, "read");
+}
+
+static int
+node_put(void *ctx, const unsigned char *id, size_t idlen, const unsigned char *body, size_t len)
+{
+	struct sq *s = ctx;
+	sqlite3_stmt *st;
+	int rc;
+
+	if ((st = prep(s, "INSERT INTO nodes(id, body) VALUES (?, ?)"
+	    " ON CONFLICT(id) DO UPDATE SET body = excluded.body")) == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "write");
+	sqlite3_bind_blob(st, 1, id, (int)idlen, SQLITE_TRANSIENT);
+	sqlite3_bind_blob(st, 2, body, (int)len, SQLITE_TRANSIENT);
+	rc = sqlite3_step(st);
+	done(s, st);
+	return rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "write");
+}
+
+static int
+tree_get(struct sq *s, const struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], bool *present,
+    struct ri_leaf *leaf)
+{
+	struct ri_tree_io io = { s, node_get, node_put, &s->nodes };
+	char why[256] = "";
+	int rc = ri_tree_get(&io, jh->root, key, present, leaf, why, sizeof why);
+
+	if (rc == RI_ST_INTEGRITY && why[0] != '\0')
+		return st_fail(s, rc, 0, NULL, "journal integrity: %s", why);
+	return rc;
+}
+
+static int
+tree_put(struct sq *s, struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], int64_t seq,
+    const unsigned char hash[RI_HASH_LEN])
+{
+	struct ri_tree_io io = { s, node_get, node_put, &s->nodes };
+	struct ri_leaf leaf = { .last_seq = seq };
+	char why[256] = "";
+	int rc;
+
+	memcpy(leaf.hash, hash, RI_HASH_LEN);
+	rc = ri_tree_put(&io, jh->root, key, &leaf, why, sizeof why);
+	if (rc == RI_ST_INTEGRITY && why[0] != '\0')
+		return st_fail(s, rc, 0, NULL, "journal integrity: %s", why);
+	return rc;
+}
+
+/* The head row as stored (typed), without judging it. */
+static int
+jhead_read(struct sq *s, struct ri_jhead *h, unsigned char mac[RI_HASH_LEN])
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	memset(h, 0, sizeof *h);
+	if ((st = prep(s, "SELECT last_seq, root, open_count, open_acc, sealed_seq, grants, mac"
+	    " FROM heads WHERE id = 1")) == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		bool ok = col_is(st, 0, SQLITE_INTEGER, false) && col_h32(st, 1, h->root) &&
+		    col_is(st, 2, SQLITE_INTEGER, false) && col_h32(st, 3, h->open_acc) &&
+		    col_is(st, 4, SQLITE_INTEGER, false) && col_is(st, 5, SQLITE_INTEGER, false) &&
+		    col_h32(st, 6, mac);
+		h->last_seq = sqlite3_column_int64(st, 0);
+		h->open_count = sqlite3_column_int64(st, 2);
+		h->sealed_seq = sqlite3_column_int64(st, 4);
+		h->grants = sqlite3_column_int64(st, 5);
+		done(s, st);
+		if (!ok)
+			return st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: the journal head is malformed");
+		return RI_ST_OK;
+	}
+	done(s, st);
+	if (rc == SQLITE_DONE)
+		return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
+		    "journal integrity: the journal head is missing (a head row deleted)");
+	return db_fail(s, RI_ST_UNAVAILABLE, "read");
+}
+
+/*
+ * The verified journal head: its MAC over what the rows say -- the newest
+ * row is its last_seq, the hash there is the one bound -- and the
+ * witness's newest line agrees with the journal.  Without a key only the
+ * rows and the witness are consulted (and the root is unknown).
+ */
+static int
+jhead_get(struct sq *s, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN])
+{
+	unsigned char mac[RI_HASH_LEN], want[RI_HASH_LEN];
+	int64_t rows;
+	int rc;
+
+	if ((rc = scope_max(s, SCOPE_ALL, NULL, NULL, &rows)) != RI_ST_OK)
+		return rc;
+	if (s->key == NULL) {
+		memset(h, 0, sizeof *h);
+		h->last_seq = rows;
+		if ((rc = hash_at(s, rows, last_hash)) != RI_ST_OK)
+			return rc;
+	} else {
+		if ((rc = jhead_read(s, h, mac)) != RI_ST_OK) {
+			if (rc == RI_ST_INTEGRITY)
+				s->err.seq = rows;      /* name the journal's newest record */
+			return rc;
+		}
+		if ((rc = hash_at(s, h->last_seq, last_hash)) != RI_ST_OK)
+			return rc == RI_ST_INTEGRITY ? st_fail(s, rc, h->last_seq, NULL,
+			    "journal integrity: the journal's newest record (seq %lld) is missing (deleted rows)",
+			    (long long)h->last_seq) : rc;
+		ri_jhead_mac(s->key, s->keylen, s->instance_id, h, last_hash, want);
+		if (sodium_memcmp(want, mac, RI_HASH_LEN) != 0)
+			return st_fail(s, RI_ST_INTEGRITY, h->last_seq, NULL,
+			    "journal integrity: the journal head (seq %lld) fails its MAC", (long long)h->last_seq);
+		if (rows != h->last_seq)
+			return st_fail(s, RI_ST_INTEGRITY, rows, NULL,
+			    "journal integrity: the journal ends at seq %lld but its authenticated head is seq %lld"
+			    " (the tail was truncated or extended)", (long long)rows, (long long)h->last_seq);
+	}
+#ifndef RI_NC_NO_WITNESS_CHECK
+	if (s->anchored) {
+		unsigned char at[RI_HASH_LEN];
+		if (h->last_seq < s->anchor_seq)
+			return st_fail(s, RI_ST_INTEGRITY, h->last_seq, NULL,
+			    "journal integrity: the journal ends at seq %lld, behind its witness (seq %lld):"
+			    " it was rolled back or restored (ri(7): restoring a journal)",
+			    (long long)h->last_seq, (long long)s->anchor_seq);
+		if ((rc = hash_at(s, s->anchor_seq, at)) != RI_ST_OK)
+			return rc;
+		if (sodium_memcmp(at, s->anchor_hash, RI_HASH_LEN) != 0)
+			return st_fail(s, RI_ST_INTEGRITY, s->anchor_seq, NULL,
+			    "journal integrity: the record at seq %lld is not the one the witness names:"
+			    " the journal was rewritten behind its seal, or is another journal",
+			    (long long)s->anchor_seq);
+	}
+#endif
 	return RI_ST_OK;
 }
 
 static int
-head_set(struct sq *s, const struct scope *sc, int64_t last, const unsigned char hash[RI_HASH_LEN])
+jhead_set(struct sq *s, const struct ri_jhead *h, const unsigned char last_hash[RI_HASH_LEN])
 {
 	sqlite3_stmt *st;
 	unsigned char mac[RI_HASH_LEN];
 	int rc;
 
-	head_mac(s, sc, last, hash, mac);
-	if ((st = prep(s, "INSERT INTO heads(scope, last_seq, mac) VALUES (?, ?, ?)"
-	    " ON CONFLICT(scope) DO UPDATE SET last_seq = excluded.last_seq, mac = excluded.mac")) == NULL)
-		return SQLITE_ERROR;
-	sqlite3_bind_blob(st, 1, sc->key, (int)sc->len, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 2, last);
-	sqlite3_bind_blob(st, 3, mac, RI_HASH_LEN, SQLITE_TRANSIENT);
+	ri_jhead_mac(s->key, s->keylen, s->instance_id, h, last_hash, mac);
+	if ((st = prep(s, "UPDATE heads SET last_seq = ?, root = ?, open_count = ?, open_acc = ?,"
+	    " sealed_seq = ?, grants = ?, mac = ? WHERE id = 1")) == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "write");
+	sqlite3_bind_int64(st, 1, h->last_seq);
+	sqlite3_bind_blob(st, 2, h->root, RI_HASH_LEN, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 3, h->open_count);
+	sqlite3_bind_blob(st, 4, h->open_acc, RI_HASH_LEN, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 5, h->sealed_seq);
+	sqlite3_bind_int64(st, 6, h->grants);
+	sqlite3_bind_blob(st, 7, mac, RI_HASH_LEN, SQLITE_TRANSIENT);
 	rc = sqlite3_step(st);
 	done(s, st);
-	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+	if (rc != SQLITE_DONE)
+		return db_fail(s, RI_ST_UNAVAILABLE, "write");
+	if (sqlite3_changes(s->db) != 1)
+		return st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: the journal head is missing");
+	return RI_ST_OK;
+}
+
+/*
+ * The verified head of a scope under a verified journal head: the tree
+ * proves it present -- its leaf agrees with the newest record the rows
+ * hold, and that record's hash is the one the leaf bound -- or proves it
+ * absent, and then no row may claim it.  Without a key only the rows are
+ * consulted.
+ */
+static int
+scope_head(struct sq *s, const struct ri_jhead *jh, const struct scope *sc, const char *a, const char *b,
+    int64_t *last)
+{
+	struct ri_leaf leaf;
+	unsigned char h[RI_HASH_LEN];
+	int64_t rows = 0;
+	bool present;
+	int rc;
+
+	if (sc->type == SCOPE_ALL) {
+		*last = jh->last_seq;
+		return RI_ST_OK;
+	}
+	if ((rc = scope_max(s, sc->type, a, b, &rows)) != RI_ST_OK)
+		return rc;
+	if (s->key == NULL) {
+		*last = rows;
+		return RI_ST_OK;
+	}
+	if ((rc = tree_get(s, jh, sc->key, &present, &leaf)) != RI_ST_OK) {
+		if (rc == RI_ST_INTEGRITY)      /* name the scope's newest record, or the journal's */
+			s->err.seq = rows != 0 ? rows : jh->last_seq;
+		return rc;
+	}
+	if (!present) {
+		if (rows != 0)
+			return st_fail(s, RI_ST_INTEGRITY, rows, NULL,
+			    "journal integrity: %s has records (seq %lld) but no authenticated head", scope_name(sc),
+			    (long long)rows);
+		*last = 0;
+		return RI_ST_OK;
+	}
+	if (rows != leaf.last_seq)
+		return st_fail(s, RI_ST_INTEGRITY, leaf.last_seq, NULL,
+		    "journal integrity: %s ends at seq %lld but its authenticated head is seq %lld"
+		    " (its records were deleted, moved or re-typed)", scope_name(sc), (long long)rows,
+		    (long long)leaf.last_seq);
+	if ((rc = hash_at(s, leaf.last_seq, h)) != RI_ST_OK)
+		return rc;
+	if (sodium_memcmp(h, leaf.hash, RI_HASH_LEN) != 0)
+		return st_fail(s, RI_ST_INTEGRITY, leaf.last_seq, NULL,
+		    "journal integrity: the newest record of %s (seq %lld) is not the one its head names",
+		    scope_name(sc), (long long)leaf.last_seq);
+	*last = leaf.last_seq;
+	return RI_ST_OK;
+}
+
+/* The same, with the journal's own head verified first (the root hangs
+ * off it): an empty answer from a journal that is not ours, truncated, or
+ * hiding the scope is never an absence. */
+static int
+head_get(struct sq *s, const struct scope *sc, const char *a, const char *b, int64_t *last)
+{
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN];
+	int rc;
+
+	if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK)
+		return rc;
+	return scope_head(s, &jh, sc, a, b, last);
 }
 
 /* ---- rows and their verification --------------------------------------- */
@@ -500,8 +727,9 @@ struct raw {
 	char *payload_text;
 };
 
-/* A text column that is exactly what the record carries: no NUL inside it
- * (what is hashed is then what a filter matches), at most max bytes. */
+/* A text column that is exactly what the record carries: TEXT, no NUL
+ * inside it (what is hashed is then what a filter matches), at most max
+ * bytes. */
 static bool
 exact_text(sqlite3_stmt *st, int i, size_t max, bool null_ok)
 {
@@ -513,9 +741,24 @@ exact_text(sqlite3_stmt *st, int i, size_t max, bool null_ok)
 	return n <= max && strlen((const char *)t) == n;
 }
 
+/* One row, decoded only if every column is exactly of its type: a value
+ * re-typed behind ri's back (a TEXT act key stored as a BLOB, say) is a
+ * malformed row, never read as the text it resembles. */
 static void
 load_row(sqlite3_stmt *st, struct ri_record *r, struct raw *w)
 {
+	/* the storage types first: reading a value as text converts it, after
+	 * which its type can no longer be asked (sqlite3_column_type) */
+	static const int want[18] = { SQLITE_INTEGER, SQLITE_TEXT, SQLITE_TEXT, SQLITE_TEXT, SQLITE_TEXT,
+		SQLITE_TEXT, SQLITE_TEXT, SQLITE_TEXT, SQLITE_INTEGER, SQLITE_INTEGER, SQLITE_INTEGER,
+		SQLITE_INTEGER, SQLITE_INTEGER, SQLITE_TEXT, SQLITE_BLOB, SQLITE_BLOB, SQLITE_BLOB, SQLITE_BLOB };
+	static const bool nullable[18] = { [5] = true, [9] = true, [13] = true, [14] = true };
+	bool typed = true;
+	int types[18];
+	for (int i = 0; i < 18; i++) {
+		types[i] = sqlite3_column_type(st, i);
+		typed = typed && (types[i] == want[i] || (nullable[i] && types[i] == SQLITE_NULL));
+	}
 	const char *ev = (const char *)sqlite3_column_text(st, 1);
 	const char *att;
 
@@ -536,8 +779,9 @@ load_row(sqlite3_stmt *st, struct ri_record *r, struct raw *w)
 	w->act_prev = sqlite3_column_int64(st, 11);
 	w->inv_prev = sqlite3_column_int64(st, 12);
 	w->payload_text = col_dup(st, 13);
-	w->has_salt = sqlite3_column_type(st, 14) != SQLITE_NULL;
-	w->shapes_ok = sqlite3_column_bytes(st, 15) == RI_HASH_LEN &&
+	w->has_salt = types[14] != SQLITE_NULL;
+	w->shapes_ok = typed &&
+	    sqlite3_column_bytes(st, 15) == RI_HASH_LEN &&
 	    sqlite3_column_bytes(st, 16) == RI_HASH_LEN &&
 	    sqlite3_column_bytes(st, 17) == RI_HASH_LEN &&
 	    (!w->has_salt || sqlite3_column_bytes(st, 14) == RI_SALT_LEN) &&
@@ -548,13 +792,15 @@ load_row(sqlite3_stmt *st, struct ri_record *r, struct raw *w)
 	    exact_text(st, 6, SIZE_MAX, false) && exact_text(st, 13, SIZE_MAX, true);
 	/* the stored role is one the action ref's suffix can carry */
 	w->shapes_ok = w->shapes_ok && r->role >= 0 && r->role <= RI_ROLE_MAX &&
-	    sqlite3_column_type(st, 10) == SQLITE_INTEGER && ri_vocab_role_fits(r->action_ref, r->role);
+	    ri_vocab_role_fits(r->action_ref, r->role);
 	if (w->shapes_ok) {
 		if (w->has_salt)
 			memcpy(w->salt, sqlite3_column_blob(st, 14), RI_SALT_LEN);
 		memcpy(w->digest, sqlite3_column_blob(st, 15), RI_HASH_LEN);
 		memcpy(w->hash, sqlite3_column_blob(st, 16), RI_HASH_LEN);
 		memcpy(w->mac, sqlite3_column_blob(st, 17), RI_HASH_LEN);
+	} else if (sqlite3_column_type(st, 16) == SQLITE_BLOB && sqlite3_column_bytes(st, 16) == RI_HASH_LEN) {
+		memcpy(w->hash, sqlite3_column_blob(st, 16), RI_HASH_LEN);
 	}
 }
 
@@ -818,15 +1064,10 @@ sq_range_read(struct ri_store *base, const struct ri_query *q, struct ri_records
 		head = INT64_MAX;
 	} else if ((rc = head_get(s, &sc, sc.type == SCOPE_INV ? q->invocation_id : q->kind, q->act_key,
 	    &head)) != RI_ST_OK) {
+		/* (the journal's own head stands too, and the scope's head proves
+		 * it present or absent: an empty answer from a journal that is
+		 * not ours, truncated, or hiding the scope is not an absence) */
 		goto out;
-	} else if (sc.type != SCOPE_ALL) {
-		/* the journal's own head stands too: an empty answer from a
-		 * journal that is not ours (or truncated) is not an absence */
-		struct scope all;
-		int64_t ghead;
-		scope_make(&all, SCOPE_ALL, NULL, NULL);
-		if ((rc = head_get(s, &all, NULL, NULL, &ghead)) != RI_ST_OK)
-			goto out;
 	}
 	{
 		bool desc = q->descending;
@@ -949,30 +1190,53 @@ out:
 
 /* ---- open intents (derived index) ---------------------------------------- */
 
+/*
+ * Every open intent, checked whole against the journal head: the rows'
+ * count and the XOR of their elements (heads.h) must be the ones the head
+ * binds, so a deleted, added or altered row is an integrity failure, not a
+ * crashed act the sweep never sees.  The filters (kind, act, age) apply
+ * after the check; the cost is O(open intents), the sweep's own bound.
+ */
 static int
 sq_open_intents(struct ri_store *base, const char *kind, const char *act_key, ri_ms aged_by,
     struct ri_open_intent **out, size_t *n)
 {
 	struct sq *s = (struct sq *)base;
-	sqlite3_stmt *st;
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN], acc[RI_HASH_LEN] = { 0 }, elem[RI_HASH_LEN];
+	sqlite3_stmt *st = NULL;
 	size_t cap = 0;
-	int rc, i = 1;
-	char sql[256];
+	int64_t count = 0;
+	bool began;
+	int rc;
 
 	*out = NULL;
 	*n = 0;
-	snprintf(sql, sizeof sql,
-	    "SELECT seq, kind, act_key, invocation_id, event_id, recorded_at FROM open_intents"
-	    " WHERE recorded_at <= ?%s%s ORDER BY seq",
-	    kind ? " AND kind = ?" : "", act_key ? " AND act_key = ?" : "");
-	if ((st = prep(s, sql)) == NULL)
+	if (read_begin(s, &began) != SQLITE_OK)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	sqlite3_bind_int64(st, i++, aged_by == RI_NONE ? INT64_MAX : aged_by);
-	if (kind)
-		bind_text(st, i++, kind);
-	if (act_key)
-		bind_text(st, i++, act_key);
+	if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK)
+		goto out;
+	if ((st = prep(s, "SELECT invocation_id, seq, kind, act_key, event_id, recorded_at FROM open_intents"
+	    " ORDER BY seq")) == NULL) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
+		goto out;
+	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (!col_text_ok(st, 0, false) || !col_is(st, 1, SQLITE_INTEGER, false) || !col_text_ok(st, 2, false) ||
+		    !col_text_ok(st, 3, false) || !col_text_ok(st, 4, false) || !col_is(st, 5, SQLITE_INTEGER, false)) {
+			rc = st_fail(s, RI_ST_INTEGRITY, 0, NULL,
+			    "journal integrity: a row of the open-intents index is malformed");
+			goto out;
+		}
+		const char *inv = (const char *)sqlite3_column_text(st, 0), *k = (const char *)sqlite3_column_text(st, 2);
+		const char *ak = (const char *)sqlite3_column_text(st, 3), *ev = (const char *)sqlite3_column_text(st, 4);
+		int64_t seq = sqlite3_column_int64(st, 1), at = sqlite3_column_int64(st, 5);
+		ri_open_elem(inv, seq, k, ak, ev, at, elem);
+		ri_acc_xor(acc, elem);
+		count++;
+		if ((kind != NULL && strcmp(k, kind) != 0) || (act_key != NULL && strcmp(ak, act_key) != 0) ||
+		    (aged_by != RI_NONE && at > aged_by))
+			continue;
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 16;
 			*out = realloc(*out, cap * sizeof **out);
@@ -980,21 +1244,32 @@ sq_open_intents(struct ri_store *base, const char *kind, const char *act_key, ri
 				abort();
 		}
 		struct ri_open_intent *o = &(*out)[(*n)++];
-		o->seq = sqlite3_column_int64(st, 0);
-		o->kind = col_dup(st, 1);
-		o->act_key = col_dup(st, 2);
-		o->invocation_id = col_dup(st, 3);
-		o->event_id = col_dup(st, 4);
-		o->recorded_at = sqlite3_column_int64(st, 5);
+		o->seq = seq;
+		o->kind = ri_strdup(k);
+		o->act_key = ri_strdup(ak);
+		o->invocation_id = ri_strdup(inv);
+		o->event_id = ri_strdup(ev);
+		o->recorded_at = at;
 	}
-	done(s, st);
 	if (rc != SQLITE_DONE) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
+		goto out;
+	}
+	rc = RI_ST_OK;
+	if (s->key != NULL && (count != jh.open_count || sodium_memcmp(acc, jh.open_acc, RI_HASH_LEN) != 0))
+		rc = st_fail(s, RI_ST_INTEGRITY, 0, NULL,
+		    "journal integrity: the open-intents index (%lld rows) disagrees with its authenticated"
+		    " accumulator (%lld open intents): a row was deleted, added or altered"
+		    " (after investigating, ri-sweep --rebuild)", (long long)count, (long long)jh.open_count);
+out:
+	done(s, st);
+	read_end(s, began);
+	if (rc != RI_ST_OK) {
 		ri_open_intents_free(*out, *n);
 		*out = NULL;
 		*n = 0;
-		return db_fail(s, RI_ST_UNAVAILABLE, "read");
 	}
-	return RI_ST_OK;
+	return rc;
 }
 
 /* ---- record_action ------------------------------------------------------- */
@@ -1002,6 +1277,7 @@ sq_open_intents(struct ri_store *base, const char *kind, const char *act_key, ri
 static int
 begin_immediate(struct sq *s)
 {
+	ri_tree_cache_clear(&s->nodes);
 	int rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 
 	if (rc == SQLITE_OK)
@@ -1042,96 +1318,201 @@ cred_hash(struct sq *s, const char *cred, unsigned char out[32])
 
 static void
 actor_mac(struct sq *s, const char *actor, int service, const unsigned char ch[32],
-    ri_ms created, ri_ms revoked, unsigned char out[RI_HASH_LEN])
+    ri_ms created, ri_ms revoked, int64_t reg_seq, unsigned char out[RI_HASH_LEN])
 {
-	crypto_auth_hmacsha256_state st;
-	static const char tag[] = "ri actor";
-	char nums[64];
+	ri_actor_mac(s->key, s->keylen, s->instance_id, actor, service, ch, created, revoked, reg_seq, out);
+}
 
-	snprintf(nums, sizeof nums, "%d/%lld/%lld", service, (long long)created, (long long)revoked);
-	crypto_auth_hmacsha256_init(&st, s->key, s->keylen);
-	crypto_auth_hmacsha256_update(&st, (const unsigned char *)tag, sizeof tag);
-	crypto_auth_hmacsha256_update(&st, s->instance_id, RI_INSTANCE_LEN);
-	crypto_auth_hmacsha256_update(&st, (const unsigned char *)actor, strlen(actor) + 1);
-	crypto_auth_hmacsha256_update(&st, (const unsigned char *)nums, strlen(nums) + 1);
-	crypto_auth_hmacsha256_update(&st, ch, 32);
-	crypto_auth_hmacsha256_final(&st, out);
+/* An actor's registry row, verified: typed, MACed, and bound to the newest
+ * registry record of the actor's scope ("audit", actor) -- so an older row
+ * (Alice before her revocation) cannot be replayed, and a deleted row is
+ * not "never registered" while the scope has records. */
+struct actor_row {
+	int service;
+	unsigned char cred_hash[32];
+	ri_ms created, revoked;
+	int64_t reg_seq;
+};
+
+static int
+actor_get(struct sq *s, const struct ri_jhead *jh, const char *actor, struct actor_row *row, bool *exists)
+{
+	sqlite3_stmt *st;
+	unsigned char mac[RI_HASH_LEN], calc[RI_HASH_LEN];
+	struct scope sc;
+	struct ri_leaf leaf;
+	bool present;
+	int rc;
+
+	*exists = false;
+	if ((st = prep(s, "SELECT service, cred_hash, created_at, revoked_at, reg_seq, mac FROM actors"
+	    " WHERE actor_ref = ?")) == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "actor read");
+	bind_text(st, 1, actor);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		bool ok = col_is(st, 0, SQLITE_INTEGER, false) && col_is(st, 1, SQLITE_BLOB, false) &&
+		    sqlite3_column_bytes(st, 1) == 32 && col_is(st, 2, SQLITE_INTEGER, false) &&
+		    col_is(st, 3, SQLITE_INTEGER, true) && col_is(st, 4, SQLITE_INTEGER, false) && col_h32(st, 5, mac);
+		if (ok) {
+			row->service = sqlite3_column_int(st, 0);
+			memcpy(row->cred_hash, sqlite3_column_blob(st, 1), 32);
+			row->created = sqlite3_column_int64(st, 2);
+			row->revoked = col_ms(st, 3);
+			row->reg_seq = sqlite3_column_int64(st, 4);
+		}
+		done(s, st);
+		if (!ok)
+			return st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: actor %s is malformed", actor);
+		*exists = true;
+	} else {
+		done(s, st);
+		if (rc != SQLITE_DONE)
+			return db_fail(s, RI_ST_UNAVAILABLE, "actor read");
+	}
+	if (s->key == NULL)
+		return RI_ST_OK;
+	if (*exists) {
+		actor_mac(s, actor, row->service, row->cred_hash, row->created, row->revoked, row->reg_seq, calc);
+		if (sodium_memcmp(calc, mac, RI_HASH_LEN) != 0)
+			return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
+			    "journal integrity: actor %s fails its MAC (the registry was altered)", actor);
+	}
+	scope_make(&sc, SCOPE_ACT, "audit", actor);
+	if ((rc = tree_get(s, jh, sc.key, &present, &leaf)) != RI_ST_OK)
+		return rc;
+	if (*exists && (!present || leaf.last_seq != row->reg_seq))
+		return st_fail(s, RI_ST_INTEGRITY, present ? leaf.last_seq : 0, NULL,
+		    "journal integrity: actor %s's registry row is bound to seq %lld but its newest registry"
+		    " record is seq %lld (an older row replayed)", actor, (long long)row->reg_seq,
+		    (long long)(present ? leaf.last_seq : 0));
+	if (!*exists && present)
+		return st_fail(s, RI_ST_INTEGRITY, leaf.last_seq, NULL,
+		    "journal integrity: actor %s has registry records (seq %lld) but no registry row (deleted)",
+		    actor, (long long)leaf.last_seq);
+	return RI_ST_OK;
 }
 
 /* Actor Identity: the credential check at record_action.  The stored hash
  * is keyed (BLAKE2b) and compared in constant time; a revoked actor fails
  * from the instant of revocation on. */
 static int
-check_credential(struct sq *s, const char *actor, const char *cred, ri_ms now, struct ri_actor *who)
+check_credential(struct sq *s, const struct ri_jhead *jh, const char *actor, const char *cred, ri_ms now,
+    struct ri_actor *who)
 {
-	sqlite3_stmt *st;
-	unsigned char have[32], want[32], mac[RI_HASH_LEN];
-	int service, rc;
-	ri_ms created, revoked;
+	struct actor_row row;
+	unsigned char have[32];
+	bool exists;
+	int rc;
 
-	if ((st = prep(s, "SELECT service, cred_hash, created_at, revoked_at, mac FROM actors"
-	    " WHERE actor_ref = ?")) == NULL)
-		return db_fail(s, RI_ST_STEP2, "actor read");
-	bind_text(st, 1, actor);
-	rc = sqlite3_step(st);
-	if (rc != SQLITE_ROW) {
-		done(s, st);
-		if (rc != SQLITE_DONE)
-			return db_fail(s, RI_ST_STEP2, "actor read");
+	if ((rc = actor_get(s, jh, actor, &row, &exists)) != RI_ST_OK)
+		return rc == RI_ST_UNAVAILABLE ? recode(s, RI_ST_STEP2) : rc;
+	if (!exists)
 		return st_fail(s, RI_ST_INVALID_CREDENTIAL, 0, NULL, "actor %s is not registered", actor);
-	}
-	if (sqlite3_column_bytes(st, 1) != 32 || sqlite3_column_bytes(st, 4) != RI_HASH_LEN) {
-		done(s, st);
-		return st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: actor %s is malformed", actor);
-	}
-	service = sqlite3_column_int(st, 0);
-	memcpy(want, sqlite3_column_blob(st, 1), 32);
-	created = sqlite3_column_int64(st, 2);
-	revoked = col_ms(st, 3);
-	memcpy(mac, sqlite3_column_blob(st, 4), RI_HASH_LEN);
-	done(s, st);
-	unsigned char calc[RI_HASH_LEN];
-	actor_mac(s, actor, service, want, created, revoked, calc);
-	if (sodium_memcmp(calc, mac, RI_HASH_LEN) != 0)
-		return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
-		    "journal integrity: actor %s fails its MAC (the registry was altered)", actor);
 	cred_hash(s, cred, have);
-	if (sodium_memcmp(have, want, 32) != 0)
+	if (sodium_memcmp(have, row.cred_hash, 32) != 0)
 		return st_fail(s, RI_ST_INVALID_CREDENTIAL, 0, NULL, "wrong credential for actor %s", actor);
-	if (revoked != RI_NONE && revoked <= now)
+	if (row.revoked != RI_NONE && row.revoked <= now)
 		return st_fail(s, RI_ST_INVALID_CREDENTIAL, 0, NULL, "actor %s is revoked", actor);
 	if (who != NULL) {
-		who->service = service != 0;
-		who->created_at = created;
-		who->revoked_at = revoked;
+		who->service = row.service != 0;
+		who->created_at = row.created;
+		who->revoked_at = row.revoked;
 	}
 	return RI_ST_OK;
 }
 
-/* journal fence 1, Allowance 7-10: the writer still holds the act's lease
- * with one allowance to spare (the lease terminus), and the write's own
- * terminus, issue + journal_write_bound - allowance, has not passed. */
+/* A lease row, verified: typed and MACed (heads.h).  *exists false when
+ * there is none. */
+struct lease_row {
+	char holder[512];
+	bool held;                      /* holder not NULL */
+	ri_ms expires;
+	int64_t token;
+};
+
 static int
-check_fence(struct sq *s, const char *kind, const char *act_key, const struct ri_fence *f, ri_ms now)
+lease_get(struct sq *s, const char *kind, const char *act_key, struct lease_row *l, bool *exists)
 {
 	sqlite3_stmt *st;
+	unsigned char mac[RI_HASH_LEN], calc[RI_HASH_LEN];
 	int rc;
-	bool ok = false;
-	ri_ms a = s->cfg->clock_offset_allowance;
 
-	if ((st = prep(s, "SELECT holder, expires_at FROM leases WHERE kind = ? AND act_key = ?")) == NULL)
-		return db_fail(s, RI_ST_STEP2, "lease read");
+	*exists = false;
+	memset(l, 0, sizeof *l);
+	if ((st = prep(s, "SELECT holder, expires_at, token, mac FROM leases WHERE kind = ? AND act_key = ?")) == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "lease read");
 	bind_text(st, 1, kind);
 	bind_text(st, 2, act_key);
 	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		const unsigned char *h = sqlite3_column_text(st, 0);
-		ri_ms exp = sqlite3_column_int64(st, 1);
-		ok = h != NULL && strcmp((const char *)h, f->holder) == 0 && now < exp - a;
+	if (rc != SQLITE_ROW) {
+		done(s, st);
+		return rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "lease read");
+	}
+	bool ok = col_text_ok(st, 0, true) && (size_t)sqlite3_column_bytes(st, 0) < sizeof l->holder &&
+	    col_is(st, 1, SQLITE_INTEGER, false) && col_is(st, 2, SQLITE_INTEGER, false) && col_h32(st, 3, mac);
+	if (ok) {
+		l->held = sqlite3_column_type(st, 0) != SQLITE_NULL;
+		if (l->held)
+			snprintf(l->holder, sizeof l->holder, "%s", (const char *)sqlite3_column_text(st, 0));
+		l->expires = sqlite3_column_int64(st, 1);
+		l->token = sqlite3_column_int64(st, 2);
 	}
 	done(s, st);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return db_fail(s, RI_ST_STEP2, "lease read");
+	if (!ok)
+		return st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: the lease of (%s, %s) is malformed",
+		    kind, act_key);
+	*exists = true;
+	if (s->key == NULL)
+		return RI_ST_OK;
+	ri_lease_mac(s->key, s->keylen, s->instance_id, kind, act_key, l->held ? l->holder : NULL, l->expires,
+	    l->token, calc);
+	if (sodium_memcmp(calc, mac, RI_HASH_LEN) != 0)
+		return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
+		    "journal integrity: the lease of (%s, %s) fails its MAC (altered, or an older row replayed)",
+		    kind, act_key);
+	return RI_ST_OK;
+}
+
+static int
+lease_put(struct sq *s, const char *kind, const char *act_key, const char *holder, ri_ms expires, int64_t token)
+{
+	sqlite3_stmt *st;
+	unsigned char mac[RI_HASH_LEN];
+	int rc;
+
+	ri_lease_mac(s->key, s->keylen, s->instance_id, kind, act_key, holder, expires, token, mac);
+	if ((st = prep(s, "INSERT INTO leases(kind, act_key, holder, expires_at, token, mac)"
+	    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(kind, act_key) DO UPDATE SET"
+	    " holder = excluded.holder, expires_at = excluded.expires_at,"
+	    " token = excluded.token, mac = excluded.mac")) == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "lease write");
+	bind_text(st, 1, kind);
+	bind_text(st, 2, act_key);
+	bind_text(st, 3, holder);
+	sqlite3_bind_int64(st, 4, expires);
+	sqlite3_bind_int64(st, 5, token);
+	sqlite3_bind_blob(st, 6, mac, RI_HASH_LEN, SQLITE_TRANSIENT);
+	rc = sqlite3_step(st);
+	done(s, st);
+	return rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "lease write");
+}
+
+/* journal fence 1, Allowance 7-10: the writer still holds the act's lease
+ * with one allowance to spare (the lease terminus), and the write's own
+ * terminus, issue + journal_write_bound - allowance, has not passed.  The
+ * lease row is verified first: a forged row never lets a write through. */
+static int
+check_fence(struct sq *s, const char *kind, const char *act_key, const struct ri_fence *f, ri_ms now)
+{
+	struct lease_row l;
+	bool exists, ok;
+	ri_ms a = s->cfg->clock_offset_allowance;
+	int rc;
+
+	if ((rc = lease_get(s, kind, act_key, &l, &exists)) != RI_ST_OK)
+		return rc == RI_ST_UNAVAILABLE ? recode(s, RI_ST_STEP2) : rc;
+	ok = exists && l.held && strcmp(l.holder, f->holder) == 0 && now < l.expires - a;
 	if (!ok)
 		return st_fail(s, RI_ST_FENCED, 0, NULL,
 		    "journal fence: %s no longer holds the section with an allowance to spare", f->holder);
@@ -1153,21 +1534,92 @@ kind_of(const char *action_ref, char *out, size_t n)
 	return 0;
 }
 
+/* The open-intents index moves in the append's transaction, and its count
+ * and accumulator in the journal head with it (heads.h). */
+static int
+open_add(struct sq *s, struct ri_jhead *jh, const char *inv, int64_t seq, const char *kind, const char *act_key,
+    const char *event_id, ri_ms recorded_at)
+{
+	sqlite3_stmt *st;
+	unsigned char elem[RI_HASH_LEN];
+	int rc;
+
+	if ((st = prep(s, "INSERT OR IGNORE INTO open_intents VALUES (?, ?, ?, ?, ?, ?)")) == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "append");
+	bind_text(st, 1, inv);
+	sqlite3_bind_int64(st, 2, seq);
+	bind_text(st, 3, kind);
+	bind_text(st, 4, act_key);
+	bind_text(st, 5, event_id);
+	sqlite3_bind_int64(st, 6, recorded_at);
+	rc = sqlite3_step(st);
+	done(s, st);
+	if (rc != SQLITE_DONE)
+		return db_fail(s, RI_ST_UNAVAILABLE, "append");
+	if (sqlite3_changes(s->db) == 1) {
+		ri_open_elem(inv, seq, kind, act_key, event_id, recorded_at, elem);
+		ri_acc_xor(jh->open_acc, elem);
+		jh->open_count++;
+	}
+	return RI_ST_OK;
+}
+
+static int
+open_remove(struct sq *s, struct ri_jhead *jh, const char *inv)
+{
+	sqlite3_stmt *st;
+	unsigned char elem[RI_HASH_LEN];
+	int rc;
+
+	if ((st = prep(s, "SELECT seq, kind, act_key, event_id, recorded_at FROM open_intents"
+	    " WHERE invocation_id = ?")) == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "append");
+	bind_text(st, 1, inv);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) {
+		done(s, st);
+		return RI_ST_OK;
+	}
+	if (rc != SQLITE_ROW) {
+		done(s, st);
+		return db_fail(s, RI_ST_UNAVAILABLE, "append");
+	}
+	if (!col_is(st, 0, SQLITE_INTEGER, false) || !col_text_ok(st, 1, false) || !col_text_ok(st, 2, false) ||
+	    !col_text_ok(st, 3, false) || !col_is(st, 4, SQLITE_INTEGER, false)) {
+		done(s, st);
+		return st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a row of the open-intents index is malformed");
+	}
+	ri_open_elem(inv, sqlite3_column_int64(st, 0), (const char *)sqlite3_column_text(st, 1),
+	    (const char *)sqlite3_column_text(st, 2), (const char *)sqlite3_column_text(st, 3),
+	    sqlite3_column_int64(st, 4), elem);
+	done(s, st);
+	ri_acc_xor(jh->open_acc, elem);
+	jh->open_count--;
+	if ((st = prep(s, "DELETE FROM open_intents WHERE invocation_id = ?")) == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "append");
+	bind_text(st, 1, inv);
+	rc = sqlite3_step(st);
+	done(s, st);
+	return rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "append");
+}
+
 /*
- * Append one record inside an open write transaction.  The substrate
- * stamps recorded_at (never earlier than the record before it), mints the
- * event and attestation ids, places retention by the kind's fixed policy
- * (journal 6), chains and MACs the record and advances the three heads.
+ * Append one record inside an open write transaction, under the journal
+ * head jh the caller verified in it (lh: the hash at jh->last_seq).  The
+ * substrate stamps recorded_at (never earlier than the record before it),
+ * mints the event and attestation ids, places retention by the kind's
+ * fixed policy (journal 6), chains and MACs the record, moves the heads of
+ * its act and invocation in the tree and the journal head (one MAC over
+ * all of it).  A failure leaves the transaction to be rolled back.
  */
 static int
-append_locked(struct sq *s, const struct ri_append *a, int role, bool unplaced, ri_ms now,
-    struct ri_appended *out)
+append_locked(struct sq *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN], const struct ri_append *a,
+    int role, bool unplaced, ri_ms now, struct ri_appended *out)
 {
 	char kind[128], *payload = NULL;
-	struct scope all, act, inv;
-	int64_t last, act_last = 0, inv_last = 0;
-	unsigned char prev[RI_HASH_LEN], salt[RI_SALT_LEN], digest[RI_HASH_LEN], hash[RI_HASH_LEN],
-	    mac[RI_HASH_LEN];
+	struct scope act, inv;
+	int64_t last = jh->last_seq, act_last = 0, inv_last = 0;
+	unsigned char salt[RI_SALT_LEN], digest[RI_HASH_LEN], hash[RI_HASH_LEN], mac[RI_HASH_LEN];
 	struct ri_header h;
 	sqlite3_stmt *st;
 	ri_ms recorded_at = now, retention;
@@ -1176,24 +1628,21 @@ append_locked(struct sq *s, const struct ri_append *a, int role, bool unplaced, 
 
 	if (kind_of(a->action_ref, kind, sizeof kind) != 0)
 		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "malformed action ref");
-	scope_make(&all, SCOPE_ALL, NULL, NULL);
 	scope_make(&act, SCOPE_ACT, kind, act_key);
-	if ((rc = head_get(s, &all, NULL, NULL, &last)) != RI_ST_OK ||
-	    (rc = head_get(s, &act, kind, act_key, &act_last)) != RI_ST_OK)
+	if ((rc = scope_head(s, jh, &act, kind, act_key, &act_last)) != RI_ST_OK)
 		return rc;
 	if (a->invocation_id != NULL) {
 		scope_make(&inv, SCOPE_INV, a->invocation_id, NULL);
-		if ((rc = head_get(s, &inv, a->invocation_id, NULL, &inv_last)) != RI_ST_OK)
+		if ((rc = scope_head(s, jh, &inv, a->invocation_id, NULL, &inv_last)) != RI_ST_OK)
 			return rc;
 	}
-	if ((rc = hash_at(s, last, prev)) != RI_ST_OK)
-		return rc;
 	if (last > 0) {
 		/* recorded_at never goes backwards, whatever the clock did */
 		if ((st = prep(s, "SELECT recorded_at FROM records WHERE seq = ?")) == NULL)
 			return db_fail(s, RI_ST_STEP2, "read");
 		sqlite3_bind_int64(st, 1, last);
-		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > recorded_at)
+		if (sqlite3_step(st) == SQLITE_ROW && col_is(st, 0, SQLITE_INTEGER, false) &&
+		    sqlite3_column_int64(st, 0) > recorded_at)
 			recorded_at = sqlite3_column_int64(st, 0);
 		done(s, st);
 	}
@@ -1220,7 +1669,7 @@ append_locked(struct sq *s, const struct ri_append *a, int role, bool unplaced, 
 		.retention_until = retention, .role = role, .act_prev = act_last,
 		.inv_prev = a->invocation_id ? inv_last : 0, .payload_digest = digest,
 	};
-	ri_record_hash(prev, &h, hash);
+	ri_record_hash(lh, &h, hash);
 	ri_mac(s->key, s->keylen, hash, RI_HASH_LEN, mac);
 	if ((st = prep(s, "INSERT INTO records(" REC_COLS ") VALUES"
 	    " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) == NULL) {
@@ -1249,42 +1698,38 @@ append_locked(struct sq *s, const struct ri_append *a, int role, bool unplaced, 
 	done(s, st);
 	if (rc != SQLITE_DONE)
 		return db_fail(s, RI_ST_STEP2, "append");
-	if (head_set(s, &all, h.seq, hash) != SQLITE_OK || head_set(s, &act, h.seq, hash) != SQLITE_OK ||
-	    (a->invocation_id && head_set(s, &inv, h.seq, hash) != SQLITE_OK))
-		return db_fail(s, RI_ST_STEP2, "append");
+	/* the heads of its scopes, then the journal's: one MAC binds them all */
+	if ((rc = tree_put(s, jh, act.key, h.seq, hash)) != RI_ST_OK ||
+	    (a->invocation_id && (rc = tree_put(s, jh, inv.key, h.seq, hash)) != RI_ST_OK))
+		return rc == RI_ST_UNAVAILABLE ? recode(s, RI_ST_STEP2) : rc;
 	/* the derived index of open intents moves in the same transaction */
-	if (role == RI_ROLE_INTENT && a->invocation_id != NULL) {
-		st = prep(s, "INSERT OR IGNORE INTO open_intents VALUES (?, ?, ?, ?, ?, ?)");
-		if (st == NULL)
-			return db_fail(s, RI_ST_STEP2, "append");
-		bind_text(st, 1, a->invocation_id);
-		sqlite3_bind_int64(st, 2, h.seq);
-		bind_text(st, 3, kind);
-		bind_text(st, 4, act_key);
-		bind_text(st, 5, h.event_id);
-		sqlite3_bind_int64(st, 6, recorded_at);
-	} else if (ri_role_closing(role) && a->invocation_id != NULL) {
-		st = prep(s, "DELETE FROM open_intents WHERE invocation_id = ?");
-		if (st == NULL)
-			return db_fail(s, RI_ST_STEP2, "append");
-		bind_text(st, 1, a->invocation_id);
-	} else {
-		st = NULL;
-	}
-	if (st != NULL) {
-		rc = sqlite3_step(st);
-		done(s, st);
-		if (rc != SQLITE_DONE)
-			return db_fail(s, RI_ST_STEP2, "append");
-	}
+	if (role == RI_ROLE_INTENT && a->invocation_id != NULL)
+		rc = open_add(s, jh, a->invocation_id, h.seq, kind, act_key, h.event_id, recorded_at);
+	else if (ri_role_closing(role) && a->invocation_id != NULL)
+		rc = open_remove(s, jh, a->invocation_id);
+	if (rc != RI_ST_OK)
+		return rc == RI_ST_UNAVAILABLE ? recode(s, RI_ST_STEP2) : rc;
+	jh->last_seq = h.seq;
+	if (strcmp(a->action_ref, "audit.sealed") == 0)
+		jh->sealed_seq = h.seq;
+	/* an accepted restore (ri-init --accept-restore) is a rollback: the
+	 * fencing tokens granted in the lost stretch are unknown, so the grant
+	 * counter jumps to the restore's instant in ms -- above every token
+	 * granted before, short of more than one grant per ms on average */
+	if (strcmp(a->action_ref, "audit.restored") == 0 && jh->grants < recorded_at)
+		jh->grants = recorded_at;
+	if ((rc = jhead_set(s, jh, hash)) != RI_ST_OK)
+		return rc == RI_ST_UNAVAILABLE ? recode(s, RI_ST_STEP2) : rc;
 	out->seq = h.seq;
 	out->recorded_at = recorded_at;
+	memcpy(out->hash, hash, RI_HASH_LEN);
 	return RI_ST_OK;
 }
 
 static int
 commit(struct sq *s)
 {
+	ri_tree_cache_clear(&s->nodes);
 	if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
 		int rc = db_fail(s, RI_ST_STEP3, "commit");
 		rollback(s);
@@ -1306,11 +1751,13 @@ sq_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 	const struct ri_config *c = s->cfg;
 	char point[96], kind[128], why[512];
 	enum ri_fault_action fa = RI_FA_NONE;
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN];
 	ri_ms now;
 	int rc, role;
 
 	memset(out, 0, sizeof *out);
-	memset(&s->err, 0, sizeof s->err);
+	err_clear(s);
 	if (a->action_ref == NULL || kind_of(a->action_ref, kind, sizeof kind) != 0 ||
 	    a->data == NULL || !json_is_object(a->data) ||
 	    (a->invocation_id != NULL && !valid_ref(a->invocation_id, c->reference_length_cap)) ||
@@ -1351,7 +1798,11 @@ sq_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 		return rc == RI_ST_UNAVAILABLE || rc == RI_ST_READONLY ? recode(s, RI_ST_STEP2) : rc;
 	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
 		goto fail;
-	if ((rc = check_credential(s, a->actor_ref, a->credential, now, NULL)) != RI_ST_OK)
+	/* the journal head, verified inside the write transaction: nothing is
+	 * appended to a journal that fails verification */
+	if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK)
+		goto fail;
+	if ((rc = check_credential(s, &jh, a->actor_ref, a->credential, now, NULL)) != RI_ST_OK)
 		goto fail;
 #ifdef RI_NC_NO_JOURNAL_FENCE
 	(void)check_fence;              /* negative control: the fence is never checked */
@@ -1361,7 +1812,7 @@ sq_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 		goto fail;
 #endif
 	bool unplaced = fa == RI_FA_NORETENTION;
-	if ((rc = append_locked(s, a, role, unplaced, now, out)) != RI_ST_OK)
+	if ((rc = append_locked(s, &jh, lh, a, role, unplaced, now, out)) != RI_ST_OK)
 		goto fail;
 	if ((rc = commit(s)) != RI_ST_OK)
 		return rc;
@@ -1395,13 +1846,43 @@ fail:
 	return rc;
 }
 
-/* A substrate record (audit.*), inside the caller's transaction. */
+/* A substrate record (audit.*), inside the caller's transaction, under
+ * the journal head it verifies here.  act_key: "" (the substrate's own
+ * act), or the actor ref of a registry record (the actor's scope). */
 static int
-append_substrate(struct sq *s, const char *action_ref, json_t *data, ri_ms now, struct ri_appended *out)
+append_substrate(struct sq *s, const char *action_ref, const char *act_key, json_t *data, ri_ms now,
+    struct ri_appended *out)
 {
-	struct ri_append a = { .action_ref = action_ref, .act_key = "", .actor_ref = SUBSTRATE_ACTOR,
+	struct ri_append a = { .action_ref = action_ref, .act_key = act_key, .actor_ref = SUBSTRATE_ACTOR,
 		.data = data };
-	return append_locked(s, &a, RI_ROLE_OTHER, false, now, out);
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN];
+	int rc;
+
+	if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK)
+		return rc;
+	return append_locked(s, &jh, lh, &a, RI_ROLE_OTHER, false, now, out);
+}
+
+static int
+sq_substrate(struct ri_store *base, const char *action_ref, json_t *data, struct ri_appended *out)
+{
+	struct sq *s = (struct sq *)base;
+	ri_ms now;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	if (strncmp(action_ref, "audit.", 6) != 0)
+		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "a substrate record is audit.*");
+	if ((rc = begin_immediate(s)) != RI_ST_OK)
+		return rc;
+	if ((rc = now_or_fail(s, &now)) != RI_ST_OK || (rc = append_substrate(s, action_ref, "", data, now, out)) != RI_ST_OK) {
+		struct ri_store_error keep = s->err;
+		rollback(s);
+		s->err = keep;
+		return rc;
+	}
+	return commit(s);
 }
 
 /* ---- retention ------------------------------------------------------------- */
@@ -1423,10 +1904,20 @@ sq_purge(struct ri_store *base, ri_ms now, int64_t *purged)
 		sqlite3_stmt *sel, *upd;
 		int64_t first = 0, lastp = 0, n = 0;
 		json_t *kinds = json_object();
+		struct ri_jhead jh;
+		unsigned char lh[RI_HASH_LEN];
 
 		if ((rc = begin_immediate(s)) != RI_ST_OK) {
 			json_decref(kinds);
 			return rc == RI_ST_STEP2 ? RI_ST_UNAVAILABLE : rc;
+		}
+		/* nothing is purged from a journal that fails verification */
+		if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK) {
+			struct ri_store_error keep = s->err;
+			json_decref(kinds);
+			rollback(s);
+			s->err = keep;
+			return rc;
 		}
 		sel = prep(s, "SELECT seq, kind, invocation_id FROM records WHERE retention_until <= ?"
 		    " AND payload IS NOT NULL ORDER BY retention_until LIMIT 512");
@@ -1439,7 +1930,13 @@ sq_purge(struct ri_store *base, ri_ms now, int64_t *purged)
 			return db_fail(s, RI_ST_UNAVAILABLE, "purge");
 		}
 		sqlite3_bind_int64(sel, 1, now);
+		int orc = RI_ST_OK;
 		while ((rc = sqlite3_step(sel)) == SQLITE_ROW) {
+			if (!col_is(sel, 0, SQLITE_INTEGER, false) || !col_text_ok(sel, 1, false) ||
+			    !col_text_ok(sel, 2, true)) {
+				orc = st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a record is malformed");
+				break;
+			}
 			int64_t seq = sqlite3_column_int64(sel, 0);
 			const char *k = (const char *)sqlite3_column_text(sel, 1);
 			const struct ri_kind *kd = ri_config_kind(s->cfg, k);
@@ -1447,14 +1944,11 @@ sq_purge(struct ri_store *base, ri_ms now, int64_t *purged)
 			sqlite3_bind_int64(upd, 1, seq);
 			if (sqlite3_step(upd) != SQLITE_DONE)
 				break;
-			if (sqlite3_column_type(sel, 2) != SQLITE_NULL) {
-				sqlite3_stmt *d = prep(s, "DELETE FROM open_intents WHERE invocation_id = ?");
-				if (d != NULL) {
-					sqlite3_bind_text(d, 1, (const char *)sqlite3_column_text(sel, 2), -1, SQLITE_TRANSIENT);
-					sqlite3_step(d);
-					done(s, d);
-				}
-			}
+			/* a destroyed intent is out of every reading: out of the
+			 * index too, and out of its accumulator */
+			if (sqlite3_column_type(sel, 2) != SQLITE_NULL &&
+			    (orc = open_remove(s, &jh, (const char *)sqlite3_column_text(sel, 2))) != RI_ST_OK)
+				break;
 			if (n == 0)
 				first = seq;
 			lastp = seq > lastp ? seq : lastp;
@@ -1468,6 +1962,13 @@ sq_purge(struct ri_store *base, ri_ms now, int64_t *purged)
 		}
 		done(s, sel);
 		done(s, upd);
+		if (orc != RI_ST_OK) {
+			struct ri_store_error keep = s->err;
+			json_decref(kinds);
+			rollback(s);
+			s->err = keep;
+			return orc;
+		}
 		if (rc != SQLITE_DONE) {
 			json_decref(kinds);
 			rollback(s);
@@ -1483,7 +1984,8 @@ sq_purge(struct ri_store *base, ri_ms now, int64_t *purged)
 		    "first_seq", (json_int_t)first, "last_seq", (json_int_t)lastp,
 		    "retention_period_s", kinds);
 		ri_fault("purge.between");
-		rc = append_substrate(s, "audit.purged", data, now, &ap);
+		if ((rc = jhead_set(s, &jh, lh)) == RI_ST_OK)
+			rc = append_substrate(s, "audit.purged", "", data, now, &ap);
 		json_decref(data);
 		if (rc != RI_ST_OK) {
 			rollback(s);
@@ -1511,13 +2013,22 @@ valid_actor_name(const char *n, int64_t cap)
 	return true;
 }
 
+/*
+ * Actor Identity: an actor's registry records (audit.actor_registered,
+ * audit.actor_revoked) carry act_key = the actor ref, so each actor's
+ * history is a scope with an authenticated head; the registry row is MACed
+ * with the seq of its newest registry record.
+ */
 static int
 sq_actor_add(struct ri_store *base, const char *actor, bool service, char credential[128])
 {
 	struct sq *s = (struct sq *)base;
-	unsigned char raw[32], ch[32], mac[RI_HASH_LEN];
+	unsigned char raw[32], ch[32], mac[RI_HASH_LEN], lh[RI_HASH_LEN];
 	sqlite3_stmt *st;
 	struct ri_appended ap;
+	struct ri_jhead jh;
+	struct actor_row row;
+	bool exists;
 	ri_ms now;
 	int rc;
 
@@ -1527,15 +2038,25 @@ sq_actor_add(struct ri_store *base, const char *actor, bool service, char creden
 		    (long long)s->cfg->reference_length_cap);
 	if ((rc = begin_immediate(s)) != RI_ST_OK)
 		return rc;
-	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
+	if ((rc = now_or_fail(s, &now)) != RI_ST_OK || (rc = jhead_get(s, &jh, lh)) != RI_ST_OK ||
+	    (rc = actor_get(s, &jh, actor, &row, &exists)) != RI_ST_OK)
+		goto fail;
+	if (exists) {
+		rc = st_fail(s, RI_ST_EXISTS, 0, NULL, "actor %s already exists", actor);
+		goto fail;
+	}
+	json_t *data = json_pack("{s:s, s:s}", "actor_ref", actor, "type", service ? "service" : "human");
+	rc = append_substrate(s, "audit.actor_registered", actor, data, now, &ap);
+	json_decref(data);
+	if (rc != RI_ST_OK)
 		goto fail;
 	randombytes_buf(raw, sizeof raw);
 	memcpy(credential, "ri1_", 4);
 	sodium_bin2hex(credential + 4, 128 - 4, raw, sizeof raw);
 	sodium_memzero(raw, sizeof raw);
 	cred_hash(s, credential, ch);
-	actor_mac(s, actor, service, ch, now, RI_NONE, mac);
-	if ((st = prep(s, "INSERT INTO actors VALUES (?, ?, ?, ?, NULL, ?)")) == NULL) {
+	actor_mac(s, actor, service, ch, now, RI_NONE, ap.seq, mac);
+	if ((st = prep(s, "INSERT INTO actors VALUES (?, ?, ?, ?, NULL, ?, ?)")) == NULL) {
 		rc = db_fail(s, RI_ST_STEP2, "actor add");
 		goto fail;
 	}
@@ -1543,7 +2064,8 @@ sq_actor_add(struct ri_store *base, const char *actor, bool service, char creden
 	sqlite3_bind_int(st, 2, service);
 	sqlite3_bind_blob(st, 3, ch, 32, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, 4, now);
-	sqlite3_bind_blob(st, 5, mac, RI_HASH_LEN, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 5, ap.seq);
+	sqlite3_bind_blob(st, 6, mac, RI_HASH_LEN, SQLITE_TRANSIENT);
 	rc = sqlite3_step(st);
 	done(s, st);
 	if ((rc & 0xff) == SQLITE_CONSTRAINT) {
@@ -1554,11 +2076,6 @@ sq_actor_add(struct ri_store *base, const char *actor, bool service, char creden
 		rc = db_fail(s, RI_ST_STEP2, "actor add");
 		goto fail;
 	}
-	json_t *data = json_pack("{s:s, s:s}", "actor_ref", actor, "type", service ? "service" : "human");
-	rc = append_substrate(s, "audit.actor_registered", data, now, &ap);
-	json_decref(data);
-	if (rc != RI_ST_OK)
-		goto fail;
 	return commit(s);
 fail:
 	{
@@ -1575,61 +2092,47 @@ sq_actor_revoke(struct ri_store *base, const char *actor)
 {
 	struct sq *s = (struct sq *)base;
 	sqlite3_stmt *st;
-	unsigned char ch[32], mac[RI_HASH_LEN];
+	unsigned char mac[RI_HASH_LEN], lh[RI_HASH_LEN];
 	struct ri_appended ap;
-	ri_ms now, created, revoked;
-	int service, rc;
+	struct ri_jhead jh;
+	struct actor_row row;
+	bool exists;
+	ri_ms now;
+	int rc;
 
 	if ((rc = begin_immediate(s)) != RI_ST_OK)
 		return rc;
-	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
+	if ((rc = now_or_fail(s, &now)) != RI_ST_OK || (rc = jhead_get(s, &jh, lh)) != RI_ST_OK ||
+	    (rc = actor_get(s, &jh, actor, &row, &exists)) != RI_ST_OK)
 		goto fail;
-	if ((st = prep(s, "SELECT service, cred_hash, created_at, revoked_at, mac FROM actors"
-	    " WHERE actor_ref = ?")) == NULL) {
-		rc = db_fail(s, RI_ST_STEP2, "actor read");
-		goto fail;
-	}
-	bind_text(st, 1, actor);
-	if (sqlite3_step(st) != SQLITE_ROW || sqlite3_column_bytes(st, 1) != 32 ||
-	    sqlite3_column_bytes(st, 4) != RI_HASH_LEN) {
-		done(s, st);
+	if (!exists) {
 		rc = st_fail(s, RI_ST_NOT_KNOWN, 0, NULL, "no actor %s", actor);
 		goto fail;
 	}
-	service = sqlite3_column_int(st, 0);
-	memcpy(ch, sqlite3_column_blob(st, 1), 32);
-	created = sqlite3_column_int64(st, 2);
-	revoked = col_ms(st, 3);
-	actor_mac(s, actor, service, ch, created, revoked, mac);
-	if (sodium_memcmp(mac, sqlite3_column_blob(st, 4), RI_HASH_LEN) != 0) {
-		done(s, st);
-		rc = st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: actor %s fails its MAC", actor);
-		goto fail;
-	}
-	done(s, st);
-	if (revoked != RI_NONE) {
+	if (row.revoked != RI_NONE) {
 		rollback(s);
 		return RI_ST_OK;        /* already revoked: idempotent */
 	}
-	actor_mac(s, actor, service, ch, created, now, mac);
-	if ((st = prep(s, "UPDATE actors SET revoked_at = ?, mac = ? WHERE actor_ref = ?")) == NULL) {
+	json_t *data = json_pack("{s:s}", "actor_ref", actor);
+	rc = append_substrate(s, "audit.actor_revoked", actor, data, now, &ap);
+	json_decref(data);
+	if (rc != RI_ST_OK)
+		goto fail;
+	actor_mac(s, actor, row.service, row.cred_hash, row.created, now, ap.seq, mac);
+	if ((st = prep(s, "UPDATE actors SET revoked_at = ?, reg_seq = ?, mac = ? WHERE actor_ref = ?")) == NULL) {
 		rc = db_fail(s, RI_ST_STEP2, "actor revoke");
 		goto fail;
 	}
 	sqlite3_bind_int64(st, 1, now);
-	sqlite3_bind_blob(st, 2, mac, RI_HASH_LEN, SQLITE_TRANSIENT);
-	bind_text(st, 3, actor);
+	sqlite3_bind_int64(st, 2, ap.seq);
+	sqlite3_bind_blob(st, 3, mac, RI_HASH_LEN, SQLITE_TRANSIENT);
+	bind_text(st, 4, actor);
 	rc = sqlite3_step(st);
 	done(s, st);
 	if (rc != SQLITE_DONE) {
 		rc = db_fail(s, RI_ST_STEP2, "actor revoke");
 		goto fail;
 	}
-	json_t *data = json_pack("{s:s}", "actor_ref", actor);
-	rc = append_substrate(s, "audit.actor_revoked", data, now, &ap);
-	json_decref(data);
-	if (rc != RI_ST_OK)
-		goto fail;
 	return commit(s);
 fail:
 	{
@@ -1644,16 +2147,47 @@ static int
 sq_actor_list(struct ri_store *base, struct ri_actor **out, size_t *n)
 {
 	struct sq *s = (struct sq *)base;
-	sqlite3_stmt *st;
-	size_t cap = 0;
+	sqlite3_stmt *st = NULL;
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN];
+	char **names = NULL;
+	size_t cap = 0, nn = 0;
+	bool began;
 	int rc;
 
 	*out = NULL;
 	*n = 0;
-	if ((st = prep(s, "SELECT actor_ref, service, created_at, revoked_at, cred_hash, mac"
-	    " FROM actors ORDER BY created_at, actor_ref")) == NULL)
+	if (read_begin(s, &began) != SQLITE_OK)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK)
+		goto out;
+	if ((st = prep(s, "SELECT actor_ref FROM actors ORDER BY created_at, actor_ref")) == NULL) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
+		goto out;
+	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (!col_text_ok(st, 0, false)) {
+			rc = st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: an actor registry row is malformed");
+			goto out;
+		}
+		names = realloc(names, (nn + 1) * sizeof *names);
+		if (names == NULL)
+			abort();
+		names[nn++] = col_dup(st, 0);
+	}
+	done(s, st);
+	st = NULL;
+	if (rc != SQLITE_DONE) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
+		goto out;
+	}
+	rc = RI_ST_OK;
+	/* each row verified as record_action would: MAC and registry head */
+	for (size_t i = 0; i < nn; i++) {
+		struct actor_row row;
+		bool exists;
+		if ((rc = actor_get(s, &jh, names[i], &row, &exists)) != RI_ST_OK)
+			goto out;
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 8;
 			*out = realloc(*out, cap * sizeof **out);
@@ -1661,35 +2195,23 @@ sq_actor_list(struct ri_store *base, struct ri_actor **out, size_t *n)
 				abort();
 		}
 		struct ri_actor *a = &(*out)[(*n)++];
-		a->actor_ref = col_dup(st, 0);
-		a->service = sqlite3_column_int(st, 1) != 0;
-		a->created_at = sqlite3_column_int64(st, 2);
-		a->revoked_at = col_ms(st, 3);
-		if (s->key != NULL) {
-			unsigned char mac[RI_HASH_LEN];
-			if (sqlite3_column_bytes(st, 4) != 32 || sqlite3_column_bytes(st, 5) != RI_HASH_LEN) {
-				rc = SQLITE_CORRUPT;
-				break;
-			}
-			actor_mac(s, a->actor_ref, a->service, sqlite3_column_blob(st, 4), a->created_at,
-			    a->revoked_at, mac);
-			if (sodium_memcmp(mac, sqlite3_column_blob(st, 5), RI_HASH_LEN) != 0) {
-				rc = SQLITE_CORRUPT;
-				break;
-			}
-		}
+		a->actor_ref = ri_strdup(names[i]);
+		a->service = row.service != 0;
+		a->created_at = row.created;
+		a->revoked_at = row.revoked;
 	}
+out:
 	done(s, st);
-	if (rc != SQLITE_DONE) {
+	read_end(s, began);
+	for (size_t i = 0; i < nn; i++)
+		free(names[i]);
+	free(names);
+	if (rc != RI_ST_OK) {
 		ri_actors_free(*out, *n);
 		*out = NULL;
 		*n = 0;
-		if (rc == SQLITE_CORRUPT)
-			return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
-			    "journal integrity: an actor registry row fails its MAC");
-		return db_fail(s, RI_ST_UNAVAILABLE, "read");
 	}
-	return RI_ST_OK;
+	return rc;
 }
 
 /*
@@ -1704,10 +2226,13 @@ sq_authenticate(struct ri_store *base, const char *actor, const char *cred, stru
 {
 	struct sq *s = (struct sq *)base;
 	struct ri_actor who = { 0 };
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN];
+	bool began;
 	ri_ms now;
 	int rc;
 
-	memset(&s->err, 0, sizeof s->err);
+	err_clear(s);
 	if (out != NULL)
 		memset(out, 0, sizeof *out);
 	if (!valid_ref(actor, s->cfg->reference_length_cap) || cred == NULL || *cred == '\0')
@@ -1716,7 +2241,12 @@ sq_authenticate(struct ri_store *base, const char *actor, const char *cred, stru
 		return st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "no integrity key: credentials cannot be checked");
 	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
 		return rc;
-	rc = check_credential(s, actor, cred, now, &who);
+	/* the registry row is bound to the verified head, as at the write */
+	if (read_begin(s, &began) != SQLITE_OK)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	if ((rc = jhead_get(s, &jh, lh)) == RI_ST_OK)
+		rc = check_credential(s, &jh, actor, cred, now, &who);
+	read_end(s, began);
 	if (rc == RI_ST_STEP2)
 		rc = recode(s, RI_ST_UNAVAILABLE);
 	if (rc == RI_ST_OK && out != NULL)
@@ -1818,10 +2348,11 @@ take_loop(struct sq *s, const char *kind, const char *act_key, const char *holde
 	int rc;
 
 	for (;;) {
-		sqlite3_stmt *st;
+		struct ri_jhead jh;
+		struct lease_row l;
+		unsigned char lh[RI_HASH_LEN];
 		ri_ms now, expires = 0;
-		int64_t token = 0;
-		bool free_now = true;
+		bool free_now = true, exists;
 
 		if ((rc = begin_immediate(s)) != RI_ST_OK)
 			return recode(s, RI_ST_UNAVAILABLE);
@@ -1829,53 +2360,36 @@ take_loop(struct sq *s, const char *kind, const char *act_key, const char *holde
 			rollback(s);
 			return rc;
 		}
-		if ((st = prep(s, "SELECT holder, expires_at, token FROM leases WHERE kind = ? AND act_key = ?")) == NULL) {
-			rc = db_fail(s, RI_ST_UNAVAILABLE, "lease read");
+		/* the journal head (whose grant counter mints the token) and the
+		 * lease row, each verified: a forged or replayed row never grants */
+		if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK || (rc = lease_get(s, kind, act_key, &l, &exists)) != RI_ST_OK) {
+			struct ri_store_error keep = s->err;
 			rollback(s);
-			return rc;
+			s->err = keep;
+			return rc == RI_ST_INTEGRITY ? rc : recode(s, RI_ST_UNAVAILABLE);
 		}
-		bind_text(st, 1, kind);
-		bind_text(st, 2, act_key);
-		if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-			const unsigned char *h = sqlite3_column_text(st, 0);
-			expires = sqlite3_column_int64(st, 1);
-			token = sqlite3_column_int64(st, 2);
-			free_now = h == NULL || expires <= now || strcmp((const char *)h, holder) == 0;
+		if (exists) {
+			expires = l.expires;
+			free_now = !l.held || expires <= now || strcmp(l.holder, holder) == 0;
 #ifdef RI_NC_LEASE_IGNORES_HOLDER
 			free_now = true;        /* negative control: no exclusion at all */
 #endif
 		}
-		done(s, st);
-		if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-			rc = db_fail(s, RI_ST_UNAVAILABLE, "lease read");
-			rollback(s);
-			return rc;
-		}
 		if (free_now) {
-			if ((st = prep(s, "INSERT INTO leases(kind, act_key, holder, expires_at, token)"
-			    " VALUES (?, ?, ?, ?, ?) ON CONFLICT(kind, act_key) DO UPDATE SET"
-			    " holder = excluded.holder, expires_at = excluded.expires_at,"
-			    " token = excluded.token")) == NULL) {
-				rc = db_fail(s, RI_ST_UNAVAILABLE, "lease write");
-				rollback(s);
-				return rc;
-			}
-			bind_text(st, 1, kind);
-			bind_text(st, 2, act_key);
-			bind_text(st, 3, holder);
-			sqlite3_bind_int64(st, 4, now + duration);
-			sqlite3_bind_int64(st, 5, token + 1);
-			rc = sqlite3_step(st);
-			done(s, st);
-			if (rc != SQLITE_DONE) {
-				rc = db_fail(s, RI_ST_UNAVAILABLE, "lease write");
+			/* the fencing token: the instance's grant counter, under the
+			 * journal head's MAC -- it only ever increases, for every key,
+			 * even should a lease row be deleted */
+			jh.grants++;
+			if ((rc = lease_put(s, kind, act_key, holder, now + duration, jh.grants)) != RI_ST_OK ||
+			    (rc = jhead_set(s, &jh, lh)) != RI_ST_OK) {
+				rc = recode(s, RI_ST_UNAVAILABLE);
 				rollback(s);
 				return rc;
 			}
 			if ((rc = commit(s)) != RI_ST_OK)
 				return recode(s, RI_ST_UNAVAILABLE);
 			g->expires_at = now + duration;
-			g->token = token + 1;
+			g->token = jh.grants;
 			ri_fault("lease.after_take");
 			return RI_ST_OK;
 		}
@@ -1884,11 +2398,12 @@ take_loop(struct sq *s, const char *kind, const char *act_key, const char *holde
 		/*
 		 * act section 11, resolve 5, reconcile step 2.2: a take waits at
 		 * most the holder's remaining lease -- and no honest holder's
-		 * remaining exceeds the longest lease this config grants.  The
-		 * leases table carries no MAC, so a row past that cap is an
-		 * integrity failure, surfaced at once, never a wait (a forged
-		 * row would otherwise hold the act, and a hung sweep its run
-		 * lock, for as long as it says).
+		 * remaining exceeds the longest lease this config grants.  A
+		 * lease row is MACed (lease_get), so only a key holder -- or an
+		 * instance run under a longer-leased config -- writes one past
+		 * that cap; it is an integrity failure, surfaced at once, never
+		 * a wait (it would otherwise hold the act, and a hung sweep its
+		 * run lock, for as long as it says).
 		 *
 		 * A holder the journal never named is NOT judged here, because
 		 * it cannot be judged soundly: Open takes the section before it
@@ -1927,27 +2442,18 @@ static int
 sq_remaining(struct ri_store *base, const char *kind, const char *act_key, const char *holder, ri_ms *left)
 {
 	struct sq *s = (struct sq *)base;
-	sqlite3_stmt *st;
+	struct lease_row l;
+	bool exists;
 	ri_ms now;
 	int rc;
 
 	*left = RI_NONE;
 	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
 		return rc;
-	if ((st = prep(s, "SELECT holder, expires_at FROM leases WHERE kind = ? AND act_key = ?")) == NULL)
-		return db_fail(s, RI_ST_UNAVAILABLE, "lease read");
-	bind_text(st, 1, kind);
-	bind_text(st, 2, act_key);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		const unsigned char *h = sqlite3_column_text(st, 0);
-		ri_ms exp = sqlite3_column_int64(st, 1);
-		if (h != NULL && strcmp((const char *)h, holder) == 0 && exp > now)
-			*left = exp - now;
-	}
-	done(s, st);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return db_fail(s, RI_ST_UNAVAILABLE, "lease read");
+	if ((rc = lease_get(s, kind, act_key, &l, &exists)) != RI_ST_OK)
+		return rc;
+	if (exists && l.held && strcmp(l.holder, holder) == 0 && l.expires > now)
+		*left = l.expires - now;
 	return RI_ST_OK;
 }
 
@@ -1968,28 +2474,23 @@ sq_release(struct ri_store *base, const char *kind, const char *act_key, const c
 static int
 release_locked(struct sq *s, const char *kind, const char *act_key, const char *holder)
 {
-	sqlite3_stmt *st;
+	struct lease_row l;
+	bool exists, held;
 	int rc;
 
 	if ((rc = begin_immediate(s)) != RI_ST_OK)
 		return recode(s, RI_ST_UNAVAILABLE);
-	if ((st = prep(s, "UPDATE leases SET holder = NULL, expires_at = 0"
-	    " WHERE kind = ? AND act_key = ? AND holder = ?")) == NULL) {
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "lease write");
+	if ((rc = lease_get(s, kind, act_key, &l, &exists)) != RI_ST_OK) {
+		struct ri_store_error keep = s->err;
+		rollback(s);
+		s->err = keep;
+		return rc;
+	}
+	held = exists && l.held && strcmp(l.holder, holder) == 0;
+	if (held && (rc = lease_put(s, kind, act_key, NULL, 0, l.token)) != RI_ST_OK) {
 		rollback(s);
 		return rc;
 	}
-	bind_text(st, 1, kind);
-	bind_text(st, 2, act_key);
-	bind_text(st, 3, holder);
-	rc = sqlite3_step(st);
-	done(s, st);
-	if (rc != SQLITE_DONE) {
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "lease write");
-		rollback(s);
-		return rc;
-	}
-	bool held = sqlite3_changes(s->db) > 0;
 	if ((rc = commit(s)) != RI_ST_OK)
 		return recode(s, RI_ST_UNAVAILABLE);
 	return held ? RI_ST_OK : st_fail(s, RI_ST_NOT_HELD, 0, NULL, "not held by %s", holder);
@@ -1997,22 +2498,39 @@ release_locked(struct sq *s, const char *kind, const char *act_key, const char *
 
 /* ---- marks, head ---------------------------------------------------------------- */
 
+/* A mark is MACed with its name and value: a forged mark never moves the
+ * sweep's high water past records it has not scanned.  (An older mark
+ * replayed only makes the next scan longer.) */
 static int
 sq_mark_get(struct ri_store *base, const char *name, int64_t *seq)
 {
 	struct sq *s = (struct sq *)base;
-	sqlite3_stmt *st = prep(s, "SELECT seq FROM marks WHERE name = ?");
+	sqlite3_stmt *st = prep(s, "SELECT seq, mac FROM marks WHERE name = ?");
+	unsigned char mac[RI_HASH_LEN], calc[RI_HASH_LEN];
 	int rc;
+	bool ok = true;
 
 	*seq = 0;
 	if (st == NULL)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
 	bind_text(st, 1, name);
 	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
+	if (rc == SQLITE_ROW) {
+		ok = col_is(st, 0, SQLITE_INTEGER, false) && col_h32(st, 1, mac);
 		*seq = sqlite3_column_int64(st, 0);
+	}
 	done(s, st);
-	return rc == SQLITE_ROW || rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "read");
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	if (rc == SQLITE_ROW && s->key != NULL) {
+		if (ok)
+			ri_mark_mac(s->key, s->keylen, s->instance_id, name, *seq, calc);
+		if (!ok || sodium_memcmp(calc, mac, RI_HASH_LEN) != 0) {
+			*seq = 0;
+			return st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: mark %s fails its MAC", name);
+		}
+	}
+	return RI_ST_OK;
 }
 
 static int
@@ -2020,17 +2538,21 @@ sq_mark_set(struct ri_store *base, const char *name, int64_t seq)
 {
 	struct sq *s = (struct sq *)base;
 	sqlite3_stmt *st;
+	unsigned char mac[RI_HASH_LEN];
 	int rc;
 
 	if ((rc = begin_immediate(s)) != RI_ST_OK)
 		return rc;
-	st = prep(s, "INSERT INTO marks VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET seq = excluded.seq");
+	ri_mark_mac(s->key, s->keylen, s->instance_id, name, seq, mac);
+	st = prep(s, "INSERT INTO marks VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET seq = excluded.seq,"
+	    " mac = excluded.mac");
 	if (st == NULL) {
 		rollback(s);
 		return db_fail(s, RI_ST_UNAVAILABLE, "write");
 	}
 	bind_text(st, 1, name);
 	sqlite3_bind_int64(st, 2, seq);
+	sqlite3_bind_blob(st, 3, mac, RI_HASH_LEN, SQLITE_TRANSIENT);
 	rc = sqlite3_step(st);
 	done(s, st);
 	if (rc != SQLITE_DONE) {
@@ -2045,15 +2567,14 @@ static int
 sq_head(struct ri_store *base, int64_t *seq, unsigned char hash[32])
 {
 	struct sq *s = (struct sq *)base;
-	struct scope sc;
+	struct ri_jhead jh;
 	bool began;
 	int rc;
 
 	if (read_begin(s, &began) != SQLITE_OK)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	scope_make(&sc, SCOPE_ALL, NULL, NULL);
-	if ((rc = head_get(s, &sc, NULL, NULL, seq)) == RI_ST_OK)
-		rc = hash_at(s, *seq, hash);
+	if ((rc = jhead_get(s, &jh, hash)) == RI_ST_OK)
+		*seq = jh.last_seq;
 	read_end(s, began);
 	return rc;
 }
@@ -2184,47 +2705,218 @@ sq_peek(struct ri_store *base, const char *event_id, struct ri_record *out)
 	return rc == SQLITE_ROW ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "read");
 }
 
-/* Sign the head and append audit.sealed after it, in one transaction. */
+/* The open-intents index against the journal head's count and
+ * accumulator (see sq_open_intents), inside the caller's transaction. */
+static int
+open_verify(struct sq *s, const struct ri_jhead *jh)
+{
+	sqlite3_stmt *st;
+	unsigned char acc[RI_HASH_LEN] = { 0 }, elem[RI_HASH_LEN];
+	int64_t count = 0;
+	int rc;
+
+	if (s->key == NULL)
+		return RI_ST_OK;
+	if ((st = prep(s, "SELECT invocation_id, seq, kind, act_key, event_id, recorded_at FROM open_intents")) == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (!col_text_ok(st, 0, false) || !col_is(st, 1, SQLITE_INTEGER, false) || !col_text_ok(st, 2, false) ||
+		    !col_text_ok(st, 3, false) || !col_text_ok(st, 4, false) || !col_is(st, 5, SQLITE_INTEGER, false)) {
+			done(s, st);
+			return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
+			    "journal integrity: a row of the open-intents index is malformed");
+		}
+		ri_open_elem((const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1),
+		    (const char *)sqlite3_column_text(st, 2), (const char *)sqlite3_column_text(st, 3),
+		    (const char *)sqlite3_column_text(st, 4), sqlite3_column_int64(st, 5), elem);
+		ri_acc_xor(acc, elem);
+		count++;
+	}
+	done(s, st);
+	if (rc != SQLITE_DONE)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	if (count != jh->open_count || sodium_memcmp(acc, jh->open_acc, RI_HASH_LEN) != 0)
+		return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
+		    "journal integrity: the open-intents index (%lld rows) disagrees with its authenticated"
+		    " accumulator (%lld open intents): a row was deleted, added or altered", (long long)count,
+		    (long long)jh->open_count);
+	return RI_ST_OK;
+}
+
+/* Every actor row (MAC, and bound to its newest registry record) and every
+ * mark: small tables, checked whole before a seal. */
+static int
+registry_verify(struct sq *s, const struct ri_jhead *jh)
+{
+	sqlite3_stmt *st;
+	json_t *names = json_array(), *v;
+	size_t i;
+	int rc = RI_ST_OK;
+
+	if ((st = prep(s, "SELECT actor_ref FROM actors")) == NULL) {
+		json_decref(names);
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	}
+	while (sqlite3_step(st) == SQLITE_ROW)
+		json_array_append_new(names, col_text_ok(st, 0, false) ? json_string((const char *)sqlite3_column_text(st, 0)) :
+		    json_null());
+	done(s, st);
+	json_array_foreach(names, i, v) {
+		struct actor_row row;
+		bool exists;
+		if (!json_is_string(v))
+			rc = st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: an actor registry row is malformed");
+		else
+			rc = actor_get(s, jh, json_string_value(v), &row, &exists);
+		if (rc != RI_ST_OK)
+			break;
+	}
+	json_array_clear(names);
+	if (rc == RI_ST_OK && (st = prep(s, "SELECT name FROM marks")) != NULL) {
+		while (sqlite3_step(st) == SQLITE_ROW)
+			json_array_append_new(names, col_text_ok(st, 0, false) ?
+			    json_string((const char *)sqlite3_column_text(st, 0)) : json_null());
+		done(s, st);
+		json_array_foreach(names, i, v) {
+			int64_t m;
+			if (!json_is_string(v))
+				rc = st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a mark is malformed");
+			else
+				rc = sq_mark_get(&s->base, json_string_value(v), &m);
+			if (rc != RI_ST_OK)
+				break;
+		}
+	}
+	json_decref(names);
+	return rc;
+}
+
+/* Does the tree hold scope sc's head at seq or later? */
+static int
+scope_covers(struct sq *s, const struct ri_jhead *jh, int type, const char *a, const char *b, int64_t seq)
+{
+	struct scope sc;
+	struct ri_leaf leaf;
+	bool present;
+	int rc;
+
+	scope_make(&sc, type, a, b);
+	if ((rc = tree_get(s, jh, sc.key, &present, &leaf)) != RI_ST_OK)
+		return rc;
+	if (!present || leaf.last_seq < seq)
+		return st_fail(s, RI_ST_INTEGRITY, seq, NULL,
+		    "journal integrity: record seq %lld is newer than the head of %s (%lld)", (long long)seq,
+		    scope_name(&sc), (long long)(present ? leaf.last_seq : 0));
+	return RI_ST_OK;
+}
+
+/*
+ * Seals that mean something: before a seal is signed, every record since
+ * the previous seal is verified -- contiguous up to the authenticated
+ * head, each link, MAC and digest, each record's act and invocation heads
+ * in the tree no older than it -- and the open-intents index against its
+ * accumulator.  O(records since the previous seal + open intents).
+ */
+static int
+verify_since_seal(struct sq *s, const struct ri_jhead *jh, ri_ms now)
+{
+	sqlite3_stmt *st;
+	unsigned char prev[RI_HASH_LEN];
+	int64_t expect = jh->sealed_seq + 1;
+	int rc;
+
+	if ((rc = hash_at(s, expect - 1, prev)) != RI_ST_OK)
+		return rc;
+	if ((st = prep(s, "SELECT " REC_COLS " FROM records WHERE seq >= ? ORDER BY seq")) == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	sqlite3_bind_int64(st, 1, expect);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct ri_record r;
+		struct raw w;
+		int vr;
+
+		load_row(st, &r, &w);
+		if (r.seq != expect) {
+			free(w.payload_text);
+			ri_record_clear(&r);
+			done(s, st);
+			return st_fail(s, RI_ST_INTEGRITY, expect, NULL,
+			    "journal integrity: record seq %lld is missing (deleted rows)", (long long)expect);
+		}
+		if ((vr = verify_row(s, &r, &w, prev, now)) == RI_ST_OK) {
+			vr = scope_covers(s, jh, SCOPE_ACT, r.kind, r.act_key, r.seq);
+			if (vr == RI_ST_OK && r.invocation_id != NULL)
+				vr = scope_covers(s, jh, SCOPE_INV, r.invocation_id, NULL, r.seq);
+		}
+		memcpy(prev, r.hash, RI_HASH_LEN);
+		ri_record_clear(&r);
+		if (vr != RI_ST_OK) {
+			done(s, st);
+			return vr;
+		}
+		expect++;
+	}
+	done(s, st);
+	if (rc != SQLITE_DONE)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	if (expect - 1 != jh->last_seq)
+		return st_fail(s, RI_ST_INTEGRITY, jh->last_seq, NULL,
+		    "journal integrity: the journal ends at seq %lld before its head (seq %lld)",
+		    (long long)(expect - 1), (long long)jh->last_seq);
+	if ((rc = open_verify(s, jh)) != RI_ST_OK)
+		return rc;
+	return registry_verify(s, jh);
+}
+
+/* Sign the head and append audit.sealed after it, in one transaction --
+ * never over a head that fails verification. */
 static int
 sq_seal(struct ri_store *base, const unsigned char sk[64], struct ri_appended *out)
 {
 	struct sq *s = (struct sq *)base;
-	struct scope sc;
-	int64_t head;
-	unsigned char h[RI_HASH_LEN], msg[RI_SEAL_MSG_LEN], sig[crypto_sign_BYTES];
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN], msg[RI_SEAL_MSG_LEN], sig[crypto_sign_BYTES];
 	char hh[2 * RI_HASH_LEN + 1], sh[2 * crypto_sign_BYTES + 1], ih[2 * RI_INSTANCE_LEN + 1];
 	ri_ms now;
 	int rc;
 
 	memset(out, 0, sizeof *out);
+	if (s->key == NULL)
+		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "sealing needs the integrity key");
 	if ((rc = begin_immediate(s)) != RI_ST_OK)
 		return rc;
-	scope_make(&sc, SCOPE_ALL, NULL, NULL);
-	if ((rc = now_or_fail(s, &now)) != RI_ST_OK || (rc = head_get(s, &sc, NULL, NULL, &head)) != RI_ST_OK ||
-	    (rc = hash_at(s, head, h)) != RI_ST_OK)
+	if ((rc = now_or_fail(s, &now)) != RI_ST_OK || (rc = jhead_get(s, &jh, lh)) != RI_ST_OK)
 		goto fail;
 	/* a head that is itself a seal is sealed already: no record per idle run */
-	sqlite3_stmt *st = prep(s, "SELECT action_ref, event_id FROM records WHERE seq = ?");
-	if (st != NULL) {
-		sqlite3_bind_int64(st, 1, head);
-		if (sqlite3_step(st) == SQLITE_ROW &&
-		    strcmp((const char *)sqlite3_column_text(st, 0), "audit.sealed") == 0) {
-			snprintf(out->event_id, sizeof out->event_id, "%s", (const char *)sqlite3_column_text(st, 1));
-			out->seq = head;
+	if (jh.last_seq > 0 && jh.sealed_seq == jh.last_seq) {
+		sqlite3_stmt *st = prep(s, "SELECT event_id FROM records WHERE seq = ?");
+		if (st != NULL) {
+			sqlite3_bind_int64(st, 1, jh.last_seq);
+			if (sqlite3_step(st) == SQLITE_ROW && col_text_ok(st, 0, false))
+				snprintf(out->event_id, sizeof out->event_id, "%s", (const char *)sqlite3_column_text(st, 0));
 			done(s, st);
-			rollback(s);
-			return RI_ST_OK;
 		}
-		done(s, st);
+		out->seq = jh.last_seq;
+		memcpy(out->hash, lh, RI_HASH_LEN);
+		rollback(s);
+		return RI_ST_OK;
 	}
-	ri_seal_message(s->instance_id, head, h, msg);
+#ifndef RI_NC_NO_SEAL_VERIFY
+	if ((rc = verify_since_seal(s, &jh, now)) != RI_ST_OK)
+		goto fail;
+#else
+	(void)verify_since_seal;        /* negative control: seal whatever head there is */
+#endif
+	ri_seal_message(s->instance_id, jh.last_seq, lh, msg);
 	crypto_sign_detached(sig, NULL, msg, sizeof msg, sk);
-	ri_hex(h, sizeof h, hh);
+	ri_hex(lh, sizeof lh, hh);
 	ri_hex(sig, sizeof sig, sh);
 	ri_hex(s->instance_id, sizeof s->instance_id, ih);
-	json_t *data = json_pack("{s:s, s:I, s:s, s:s, s:s}", "instance_id", ih, "seq", (json_int_t)head,
+	json_t *data = json_pack("{s:s, s:I, s:s, s:s, s:s}", "instance_id", ih, "seq", (json_int_t)jh.last_seq,
 	    "head_hash", hh, "signature", sh, "algorithm", "ed25519");
-	rc = append_substrate(s, "audit.sealed", data, now, out);
+	struct ri_append a = { .action_ref = "audit.sealed", .act_key = "", .actor_ref = SUBSTRATE_ACTOR,
+		.data = data };
+	rc = append_locked(s, &jh, lh, &a, RI_ROLE_OTHER, false, now, out);
 	json_decref(data);
 	if (rc != RI_ST_OK)
 		goto fail;
@@ -2236,6 +2928,584 @@ fail:
 		s->err = keep;
 	}
 	return rc;
+}
+
+static int
+sq_sealed(struct ri_store *base, int64_t *seq, unsigned char hash[32])
+{
+	struct sq *s = (struct sq *)base;
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN];
+	bool began;
+	int rc;
+
+	*seq = 0;
+	if (read_begin(s, &began) != SQLITE_OK)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	if ((rc = jhead_get(s, &jh, lh)) == RI_ST_OK && s->key == NULL) {
+		/* without the key, the newest seal is what the rows say */
+		sqlite3_stmt *st = prep(s, "SELECT max(seq) FROM records WHERE action_ref = 'audit.sealed'");
+		if (st == NULL)
+			rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
+		else {
+			if (sqlite3_step(st) == SQLITE_ROW && col_is(st, 0, SQLITE_INTEGER, true))
+				jh.sealed_seq = sqlite3_column_int64(st, 0);
+			done(s, st);
+		}
+	}
+	if (rc == RI_ST_OK && (rc = hash_at(s, jh.sealed_seq, hash)) == RI_ST_OK)
+		*seq = jh.sealed_seq;
+	read_end(s, began);
+	return rc;
+}
+
+/* ---- the schema ri creates ------------------------------------------------ */
+
+/* Every object of the schema but SQLite's own (sqlite_*): the text of its
+ * CREATE statement, one per line, in byte order. */
+static char *
+schema_text(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	char *out = ri_strdup("");
+	size_t n = 0;
+
+	if (sqlite3_prepare_v2(db, "SELECT sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+	    " ORDER BY sql", -1, &st, NULL) != SQLITE_OK) {
+		free(out);
+		return NULL;
+	}
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *t = (const char *)sqlite3_column_text(st, 0);
+		size_t k = t ? strlen(t) : 0;
+		out = realloc(out, n + k + 2);
+		if (out == NULL)
+			abort();
+		memcpy(out + n, t ? t : "", k);
+		n += k;
+		out[n++] = '\n';
+		out[n] = '\0';
+	}
+	sqlite3_finalize(st);
+	return out;
+}
+
+static int
+cmp_text(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The schema as ri creates it, in the same form, computed once per process
+ * from schema_ddl: SQLite stores each CREATE statement's text as written
+ * (ours have no TEMP, no IF NOT EXISTS, single spaces in their heads) less
+ * the trailing semicolon; sqlite3_complete() finds where each ends. */
+static const char *
+schema_expected(void)
+{
+	static char *text;
+	char *stmts[32], buf[sizeof schema_ddl];
+	size_t n = 0, len = 0, total = 0;
+
+	if (text != NULL)
+		return text;
+	for (const char *p = schema_ddl; *p != '\0'; p++) {
+		buf[len++] = *p;
+		buf[len] = '\0';
+		if (*p == ';' && sqlite3_complete(buf)) {
+			while (len > 0 && (buf[len - 1] == ';' || buf[len - 1] == ' '))
+				buf[--len] = '\0';
+			if (n < sizeof stmts / sizeof stmts[0])
+				stmts[n++] = ri_strdup(buf);
+			len = 0;
+		}
+	}
+	qsort(stmts, n, sizeof stmts[0], cmp_text);
+	for (size_t i = 0; i < n; i++)
+		total += strlen(stmts[i]) + 1;
+	text = ri_xmalloc(total + 1);
+	text[0] = '\0';
+	for (size_t i = 0, at = 0; i < n; i++) {
+		size_t k = strlen(stmts[i]);
+		memcpy(text + at, stmts[i], k);
+		at += k;
+		text[at++] = '\n';
+		text[at] = '\0';
+		free(stmts[i]);
+	}
+	return text;
+}
+
+/* Defense in depth: the journal's schema is exactly the one ri creates --
+ * no table re-created without STRICT, no trigger dropped, no index or
+ * view added.  why names the first object that differs. */
+static bool
+schema_check(struct sq *s, char *why, size_t n)
+{
+	const char *want = schema_expected();
+	char *have = schema_text(s->db);
+	bool ok = want != NULL && have != NULL && strcmp(want, have) == 0;
+
+	if (!ok) {
+		/* name the first statement of either side the other lacks */
+		const char *a = want ? want : "", *b = have ? have : "", *odd = NULL;
+		while (*a != '\0' || *b != '\0') {
+			size_t la = strcspn(a, "\n"), lb = strcspn(b, "\n");
+			int c = la == lb ? strncmp(a, b, la) : 1;
+			if (c != 0) {
+				odd = *b != '\0' ? b : a;
+				break;
+			}
+			a += la + (a[la] == '\n');
+			b += lb + (b[lb] == '\n');
+		}
+		snprintf(why, n, "its schema is not the one ri creates (at \"%.60s\"): a table re-created,"
+		    " a trigger dropped, or an object added", odd ? odd : "");
+		for (char *p = why; *p; p++)
+			if (*p == '\n')
+				*p = ' ';
+	}
+	free(have);
+	return ok;
+}
+
+/* ---- backup ---------------------------------------------------------------- */
+
+/* A consistent online copy (SQLite's backup API, one step: one read
+ * snapshot of the journal, its WAL included) into a new file, left in
+ * rollback mode so the copy is that one file. */
+static int
+sq_backup(struct ri_store *base, const char *dest)
+{
+	struct sq *s = (struct sq *)base;
+	sqlite3 *d = NULL;
+	sqlite3_backup *b;
+	int fd, rc;
+
+	if ((fd = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0)
+		return st_fail(s, errno == EEXIST ? RI_ST_EXISTS : RI_ST_UNAVAILABLE, 0, NULL, "%s: %s", dest,
+		    errno == EEXIST ? "already exists; refusing to overwrite" : strerror(errno));
+	close(fd);
+	if (sqlite3_open_v2(dest, &d, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+		rc = st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "%s: %s", dest, d ? sqlite3_errmsg(d) : "cannot open");
+		goto fail;
+	}
+	if ((b = sqlite3_backup_init(d, "main", s->db, "main")) == NULL) {
+		rc = st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "backup to %s: %s", dest, sqlite3_errmsg(d));
+		goto fail;
+	}
+	rc = sqlite3_backup_step(b, -1);
+	sqlite3_backup_finish(b);
+	if (rc != SQLITE_DONE) {
+		rc = st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "backup to %s: %s", dest, sqlite3_errstr(rc));
+		goto fail;
+	}
+	if (sqlite3_exec(d, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL) != SQLITE_OK) {
+		rc = st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "backup to %s: %s", dest, sqlite3_errmsg(d));
+		goto fail;
+	}
+	if (sqlite3_close(d) != SQLITE_OK) {
+		d = NULL;
+		rc = st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "backup to %s: close failed", dest);
+		goto fail;
+	}
+	d = NULL;
+	if ((fd = open(dest, O_RDONLY | O_CLOEXEC)) < 0 || fsync(fd) != 0) {
+		rc = st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "backup to %s: %s", dest, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		goto fail;
+	}
+	close(fd);
+	return RI_ST_OK;
+fail:
+	if (d != NULL)
+		sqlite3_close(d);
+	unlink(dest);
+	return rc;
+}
+
+/* ---- rebuild ----------------------------------------------------------------- */
+
+/*
+ * ri-sweep --rebuild: the derived state again, from a traversal that
+ * verifies every record (contiguous, each link, MAC and digest, up to the
+ * authenticated journal head, which the witness vouches for).  It refuses
+ * on any failure: a rebuild never blesses a tampered journal.
+ */
+static int
+sq_rebuild(struct ri_store *base, json_t **report)
+{
+	struct sq *s = (struct sq *)base;
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN], prev[RI_HASH_LEN];
+	sqlite3_stmt *st = NULL;
+	json_t *open = json_object(), *purged = json_object(), *v;
+	const char *inv;
+	int64_t expect = 1, scopes = 0, leases_reset = 0, marks_reset = 0, before = 0;
+	ri_ms now;
+	int rc;
+
+	*report = NULL;
+	if (s->key == NULL)
+		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "rebuilding needs the integrity key");
+	if ((rc = begin_immediate(s)) != RI_ST_OK) {
+		json_decref(open);
+		json_decref(purged);
+		return rc;
+	}
+	if ((rc = now_or_fail(s, &now)) != RI_ST_OK || (rc = jhead_get(s, &jh, lh)) != RI_ST_OK)
+		goto fail;
+	before = jh.open_count;
+	memcpy(prev, s->genesis, RI_HASH_LEN);
+	if ((st = prep(s, "SELECT " REC_COLS " FROM records ORDER BY seq")) == NULL) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
+		goto fail;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct ri_record r;
+		struct raw w;
+		load_row(st, &r, &w);
+		if (r.seq != expect) {
+			free(w.payload_text);
+			ri_record_clear(&r);
+			rc = st_fail(s, RI_ST_INTEGRITY, expect, NULL,
+			    "journal integrity: record seq %lld is missing (deleted rows)", (long long)expect);
+			goto fail;
+		}
+		if ((rc = verify_row(s, &r, &w, prev, now)) != RI_ST_OK) {
+			ri_record_clear(&r);
+			goto fail;
+		}
+		memcpy(prev, r.hash, RI_HASH_LEN);
+		if (r.invocation_id != NULL) {
+			if (r.role == RI_ROLE_INTENT && json_object_get(open, r.invocation_id) == NULL)
+				json_object_set_new(open, r.invocation_id, json_pack("{s:I, s:s, s:s, s:s, s:I}", "seq",
+				    (json_int_t)r.seq, "kind", r.kind, "act_key", r.act_key, "event_id", r.event_id,
+				    "recorded_at", (json_int_t)r.recorded_at));
+			else if (ri_role_closing(r.role))
+				json_object_del(open, r.invocation_id);
+			if (r.purged)
+				json_object_set_new(purged, r.invocation_id, json_true());
+		}
+		ri_record_clear(&r);
+		expect++;
+	}
+	done(s, st);
+	st = NULL;
+	if (rc != SQLITE_DONE) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
+		goto fail;
+	}
+	if (expect - 1 != jh.last_seq) {
+		rc = st_fail(s, RI_ST_INTEGRITY, jh.last_seq, NULL, "journal integrity: the journal ends before its head");
+		goto fail;
+	}
+	/* the open-intents index and its accumulator */
+	json_object_foreach(purged, inv, v)
+		json_object_del(open, inv);
+	memset(jh.open_acc, 0, RI_HASH_LEN);
+	jh.open_count = 0;
+	if (sqlite3_exec(s->db, "DELETE FROM open_intents", NULL, NULL, NULL) != SQLITE_OK) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "rebuild");
+		goto fail;
+	}
+	json_object_foreach(open, inv, v) {
+		if ((rc = open_add(s, &jh, inv, json_integer_value(json_object_get(v, "seq")),
+		    json_string_value(json_object_get(v, "kind")), json_string_value(json_object_get(v, "act_key")),
+		    json_string_value(json_object_get(v, "event_id")),
+		    json_integer_value(json_object_get(v, "recorded_at")))) != RI_ST_OK)
+			goto fail;
+	}
+	/* the tree of scope heads, from the verified records */
+	if (sqlite3_exec(s->db, "DELETE FROM nodes", NULL, NULL, NULL) != SQLITE_OK) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "rebuild");
+		goto fail;
+	}
+	ri_tree_cache_clear(&s->nodes);
+	memset(jh.root, 0, RI_HASH_LEN);
+	for (int pass = 0; pass < 2; pass++) {
+		st = prep(s, pass == 0 ? "SELECT kind, act_key, max(seq) FROM records GROUP BY kind, act_key" :
+		    "SELECT invocation_id, NULL, max(seq) FROM records WHERE invocation_id IS NOT NULL"
+		    " GROUP BY invocation_id");
+		if (st == NULL) {
+			rc = db_fail(s, RI_ST_UNAVAILABLE, "rebuild");
+			goto fail;
+		}
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			struct scope sc;
+			unsigned char h[RI_HASH_LEN];
+			int64_t last = sqlite3_column_int64(st, 2);
+			scope_make(&sc, pass == 0 ? SCOPE_ACT : SCOPE_INV, (const char *)sqlite3_column_text(st, 0),
+			    (const char *)sqlite3_column_text(st, 1));
+			if ((rc = hash_at(s, last, h)) != RI_ST_OK || (rc = tree_put(s, &jh, sc.key, last, h)) != RI_ST_OK)
+				goto fail;
+			scopes++;
+		}
+		done(s, st);
+		st = NULL;
+		if (rc != SQLITE_DONE) {
+			rc = db_fail(s, RI_ST_UNAVAILABLE, "rebuild");
+			goto fail;
+		}
+	}
+	/* leases that fail their MAC: free, with a fresh token; marks: gone
+	 * (the next scan starts again from the beginning) */
+	{
+		json_t *bad = json_array();
+		size_t i;
+		st = prep(s, "SELECT kind, act_key FROM leases");
+		while (st != NULL && sqlite3_step(st) == SQLITE_ROW) {
+			struct lease_row l;
+			bool exists;
+			if (!col_text_ok(st, 0, false) || !col_text_ok(st, 1, false)) {
+				json_array_append_new(bad, json_null());
+				continue;
+			}
+			const char *k = (const char *)sqlite3_column_text(st, 0), *ak = (const char *)sqlite3_column_text(st, 1);
+			if (lease_get(s, k, ak, &l, &exists) == RI_ST_INTEGRITY)
+				json_array_append_new(bad, json_pack("[s, s]", k, ak));
+		}
+		done(s, st);
+		st = NULL;
+		json_array_foreach(bad, i, v) {
+			if (json_is_null(v))
+				continue;
+			jh.grants++;
+			if ((rc = lease_put(s, json_string_value(json_array_get(v, 0)), json_string_value(json_array_get(v, 1)),
+			    NULL, 0, jh.grants)) != RI_ST_OK) {
+				json_decref(bad);
+				goto fail;
+			}
+			leases_reset++;
+		}
+		if (sqlite3_exec(s->db, "DELETE FROM leases WHERE typeof(kind) != 'text' OR typeof(act_key) != 'text'",
+		    NULL, NULL, NULL) == SQLITE_OK)
+			leases_reset += sqlite3_changes(s->db);
+		json_decref(bad);
+		bad = json_array();
+		st = prep(s, "SELECT name FROM marks");
+		while (st != NULL && sqlite3_step(st) == SQLITE_ROW) {
+			int64_t m;
+			if (!col_text_ok(st, 0, false) || sq_mark_get(base, (const char *)sqlite3_column_text(st, 0), &m) != RI_ST_OK)
+				json_array_append_new(bad, json_string(col_text_ok(st, 0, false) ?
+				    (const char *)sqlite3_column_text(st, 0) : ""));
+		}
+		done(s, st);
+		st = NULL;
+		json_array_foreach(bad, i, v) {
+			sqlite3_stmt *d = prep(s, "DELETE FROM marks WHERE name = ? OR typeof(name) != 'text'");
+			if (d != NULL) {
+				bind_text(d, 1, json_string_value(v));
+				sqlite3_step(d);
+				done(s, d);
+			}
+			marks_reset++;
+		}
+		json_decref(bad);
+	}
+	if ((rc = jhead_set(s, &jh, lh)) != RI_ST_OK)
+		goto fail;
+	if ((rc = commit(s)) != RI_ST_OK)
+		goto out;
+	*report = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "records", (json_int_t)jh.last_seq,
+	    "open_intents", (json_int_t)jh.open_count, "open_intents_before", (json_int_t)before,
+	    "scope_heads", (json_int_t)scopes, "leases_reset", (json_int_t)leases_reset,
+	    "marks_reset", (json_int_t)marks_reset);
+	goto out;
+fail:
+	done(s, st);
+	{
+		struct ri_store_error keep = s->err;
+		rollback(s);
+		s->err = keep;
+	}
+out:
+	json_decref(open);
+	json_decref(purged);
+	return rc;
+}
+
+/* ---- ri-audit's state check -------------------------------------------------- */
+
+struct leaf_check {
+	struct sq *s;
+	ri_state_fn each;
+	void *arg;
+	int64_t acts, invs;
+};
+
+static int
+leaf_check(const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf, void *arg)
+{
+	struct leaf_check *c = arg;
+	struct sq *s = c->s;
+	sqlite3_stmt *st = prep(s, "SELECT kind, act_key, invocation_id, hash FROM records WHERE seq = ?");
+	struct scope act, inv;
+	char msg[512];
+	bool found = false;
+
+	if (st == NULL)
+		return 1;
+	sqlite3_bind_int64(st, 1, leaf->last_seq);
+	if (sqlite3_step(st) == SQLITE_ROW && col_text_ok(st, 0, false) && col_text_ok(st, 1, false) &&
+	    col_text_ok(st, 2, true) && col_is(st, 3, SQLITE_BLOB, false) && sqlite3_column_bytes(st, 3) == RI_HASH_LEN) {
+		char *k = col_dup(st, 0), *ak = col_dup(st, 1), *iv = col_dup(st, 2);
+		bool hash_ok = memcmp(sqlite3_column_blob(st, 3), leaf->hash, RI_HASH_LEN) == 0;
+		done(s, st);
+		found = true;
+		scope_make(&act, SCOPE_ACT, k, ak);
+		if (iv != NULL)
+			scope_make(&inv, SCOPE_INV, iv, NULL);
+		/* (rows past the head would be records the traversal fails: no
+		 * index lookup per leaf is needed here) */
+		if (memcmp(key, act.key, RI_SCOPE_LEN) == 0) {
+			c->acts++;
+		} else if (iv != NULL && memcmp(key, inv.key, RI_SCOPE_LEN) == 0) {
+			c->invs++;
+		} else {
+			snprintf(msg, sizeof msg, "a head of the scope heads' tree names seq %lld, a record of another scope",
+			    (long long)leaf->last_seq);
+			c->each("8.1.1", leaf->last_seq, msg, c->arg);
+		}
+		if (!hash_ok) {
+			snprintf(msg, sizeof msg, "the head naming seq %lld binds another hash: the record was rewritten",
+			    (long long)leaf->last_seq);
+			c->each("8.1.1", leaf->last_seq, msg, c->arg);
+		}
+		free(k);
+		free(ak);
+		free(iv);
+	} else {
+		done(s, st);
+	}
+	if (!found) {
+		snprintf(msg, sizeof msg, "a scope's authenticated head names seq %lld, which the journal does not hold",
+		    (long long)leaf->last_seq);
+		c->each("8.1.1", leaf->last_seq, msg, c->arg);
+	}
+	return 0;
+}
+
+static int64_t
+count_of(struct sq *s, const char *sql)
+{
+	sqlite3_stmt *st = prep(s, sql);
+	int64_t n = -1;
+
+	if (st != NULL && sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int64(st, 0);
+	done(s, st);
+	return n;
+}
+
+static int
+sq_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
+{
+	struct sq *s = (struct sq *)base;
+	struct ri_jhead jh;
+	unsigned char mac[RI_HASH_LEN], lh[RI_HASH_LEN], want[RI_HASH_LEN];
+	char why[512];
+	bool began;
+	json_t *names;
+	size_t i;
+	json_t *v;
+
+	if (read_begin(s, &began) != SQLITE_OK)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	if (!schema_check(s, why, sizeof why))
+		each("8.1.8", 0, why, arg);
+	/* the journal head's own MAC (its agreement with the rows is the
+	 * traversal's RI_P_HEAD).  Without the key the root is taken as
+	 * stored: the tree is public hashes, so an auditor holding only the
+	 * public key still sees a head deleted or rows hidden from it. */
+	if (jhead_read(s, &jh, mac) != RI_ST_OK || hash_at(s, jh.last_seq, lh) != RI_ST_OK) {
+		each("8.1.1", 0, s->err.msg, arg);
+		goto out;
+	}
+	if (s->key != NULL) {
+		ri_jhead_mac(s->key, s->keylen, s->instance_id, &jh, lh, want);
+		if (sodium_memcmp(want, mac, RI_HASH_LEN) != 0) {
+			each("8.1.3", 0, "the journal head fails its MAC", arg);
+			goto out;
+		}
+	}
+	/* the tree of scope heads against the records */
+	{
+		struct ri_tree_io io = { s, node_get, node_put, NULL };
+		struct leaf_check c = { s, each, arg, 0, 0 };
+		why[0] = '\0';
+		if (ri_tree_walk(&io, jh.root, leaf_check, &c, why, sizeof why) != RI_ST_OK) {
+			each("8.1.1", 0, why[0] ? why : s->err.msg, arg);
+		} else {
+			int64_t acts = count_of(s, "SELECT count(*) FROM (SELECT 1 FROM records GROUP BY kind, act_key)");
+			int64_t invs = count_of(s, "SELECT count(DISTINCT invocation_id) FROM records");
+			if (acts != c.acts || invs != c.invs) {
+				snprintf(why, sizeof why, "%lld acts and %lld invocations have records, but the tree holds"
+				    " %lld and %lld heads: a scope's head was deleted or its records hidden",
+				    (long long)acts, (long long)invs, (long long)c.acts, (long long)c.invs);
+				each("8.1.1", 0, why, arg);
+			}
+		}
+	}
+	if (s->key == NULL)
+		goto out;
+	if (open_verify(s, &jh) != RI_ST_OK)
+		each("8.1.3", 0, s->err.msg, arg);
+	/* leases, marks, actors: each row verified */
+	names = json_array();
+	{
+		sqlite3_stmt *st = prep(s, "SELECT kind, act_key FROM leases");
+		while (st != NULL && sqlite3_step(st) == SQLITE_ROW)
+			json_array_append_new(names, json_pack("[s?, s?]", col_text_ok(st, 0, false) ?
+			    (const char *)sqlite3_column_text(st, 0) : NULL, col_text_ok(st, 1, false) ?
+			    (const char *)sqlite3_column_text(st, 1) : NULL));
+		done(s, st);
+	}
+	json_array_foreach(names, i, v) {
+		struct lease_row l;
+		bool exists;
+		const char *k = json_string_value(json_array_get(v, 0)), *ak = json_string_value(json_array_get(v, 1));
+		if (k == NULL || ak == NULL)
+			each("8.1.3", 0, "journal integrity: a lease row is malformed", arg);
+		else if (lease_get(s, k, ak, &l, &exists) != RI_ST_OK)
+			each("8.1.3", 0, s->err.msg, arg);
+	}
+	json_array_clear(names);
+	{
+		sqlite3_stmt *st = prep(s, "SELECT name FROM marks");
+		while (st != NULL && sqlite3_step(st) == SQLITE_ROW)
+			json_array_append_new(names, col_text_ok(st, 0, false) ? json_string((const char *)sqlite3_column_text(st, 0)) :
+			    json_null());
+		done(s, st);
+	}
+	json_array_foreach(names, i, v) {
+		int64_t m;
+		if (!json_is_string(v))
+			each("8.1.3", 0, "journal integrity: a mark is malformed", arg);
+		else if (sq_mark_get(base, json_string_value(v), &m) != RI_ST_OK)
+			each("8.1.3", 0, s->err.msg, arg);
+	}
+	json_array_clear(names);
+	{
+		sqlite3_stmt *st = prep(s, "SELECT actor_ref FROM actors");
+		while (st != NULL && sqlite3_step(st) == SQLITE_ROW)
+			json_array_append_new(names, col_text_ok(st, 0, false) ? json_string((const char *)sqlite3_column_text(st, 0)) :
+			    json_null());
+		done(s, st);
+	}
+	json_array_foreach(names, i, v) {
+		struct actor_row row;
+		bool exists;
+		if (!json_is_string(v))
+			each("8.1.3", 0, "journal integrity: an actor registry row is malformed", arg);
+		else if (actor_get(s, &jh, json_string_value(v), &row, &exists) != RI_ST_OK)
+			each("8.1.3", 0, s->err.msg, arg);
+	}
+	json_decref(names);
+out:
+	read_end(s, began);
+	return RI_ST_OK;
 }
 
 static const unsigned char *
@@ -2275,8 +3545,13 @@ static const struct ri_store_ops sqlite_ops = {
 	.traverse = sq_traverse,
 	.peek = sq_peek,
 	.seal = sq_seal,
+	.substrate = sq_substrate,
+	.backup = sq_backup,
+	.rebuild = sq_rebuild,
+	.audit_state = sq_audit_state,
 	.instance_id = sq_instance_id,
 	.head = sq_head,
+	.sealed = sq_sealed,
 	.error = sq_error,
 	.close = sq_close,
 };
@@ -2336,10 +3611,10 @@ load_meta(struct sq *s, ri_err *err)
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: not an ri journal, or unreadable: %s",
 		    s->cfg->journal, sqlite3_errmsg(s->db));
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (!col_text_ok(st, 0, false) || !col_text_ok(st, 1, false))
+			continue;
 		const char *k = (const char *)sqlite3_column_text(st, 0);
 		const char *v = (const char *)sqlite3_column_text(st, 1);
-		if (k == NULL || v == NULL)
-			continue;
 		if (strcmp(k, "format") == 0) {
 			fmt = atoi(v) == RI_FORMAT;
 			other = atoi(v);
@@ -2394,8 +3669,41 @@ ri_sqlite_open(const struct ri_config *c, const unsigned char *key, size_t keyle
 		sq_close(&s->base);
 		return rc;
 	}
+	if (!(flags & RI_INSPECT)) {
+		char why[512];
+		/* typed storage, defense in depth: the schema is ri's own */
+		if (!schema_check(s, why, sizeof why)) {
+			rc = ri_fail(err, RI_INTEGRITY, "journal integrity: journal %s: %s", c->journal, why);
+			sq_close(&s->base);
+			return rc;
+		}
+		/* the witness's newest line: every read compares the journal with
+		 * it (jhead_get) -- a journal behind it was rolled back */
+		if (!(flags & RI_NO_WITNESS) && c->witness != NULL) {
+			struct ri_witness_line wl;
+			if ((rc = ri_witness_newest(c->witness, &wl, err)) != RI_OK) {
+				if (rc == RI_INTEGRITY) {
+					char msg[sizeof err->msg];
+					snprintf(msg, sizeof msg, "%s", err->msg);
+					ri_fail(err, RI_INTEGRITY, "journal integrity: %s", msg);
+				}
+				sq_close(&s->base);
+				return rc;
+			}
+			if (memcmp(wl.instance_id, s->instance_id, RI_INSTANCE_LEN) != 0) {
+				rc = ri_fail(err, RI_INTEGRITY, "journal integrity: the witness %s is another instance's"
+				    " (or the journal %s is)", c->witness, c->journal);
+				sq_close(&s->base);
+				return rc;
+			}
+			s->anchored = true;
+			s->anchor_seq = wl.seq;
+			memcpy(s->anchor_hash, wl.hash, RI_HASH_LEN);
+		}
+	}
 	/* fail closed at once on a journal this key did not write (a
-	 * substituted file), before anything -- even a lease -- is written */
+	 * substituted file), or one behind its witness, before anything --
+	 * even a lease -- is written */
 	if (key != NULL && !(flags & RI_READONLY)) {
 		/* (a reader fails closed on its own reads; ri-audit must open a
 		 * tampered journal to say what is wrong with it) */
@@ -2440,12 +3748,36 @@ ri_sqlite_create(const struct ri_config *c, const unsigned char *key, size_t key
 		goto fail;
 	randombytes_buf(s.instance_id, sizeof s.instance_id);
 	ri_hex(s.instance_id, sizeof s.instance_id, instance_hex);
+	ri_genesis(s.instance_id, s.genesis);
 	snprintf(sql, sizeof sql,
 	    "INSERT INTO meta VALUES ('format', '%d'), ('instance_id', '%s');", RI_FORMAT, instance_hex);
-	if (sqlite3_exec(s.db, schema, NULL, NULL, NULL) != SQLITE_OK ||
+	if (sqlite3_exec(s.db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_exec(s.db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_exec(s.db, schema_ddl, NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_exec(s.db, sql, NULL, NULL, NULL) != SQLITE_OK) {
 		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s", c->journal, sqlite3_errmsg(s.db));
 		goto fail;
+	}
+	/* the journal head of an empty journal: seq 0 at the genesis hash, an
+	 * empty tree, no open intent, no seal, no grant -- under its MAC */
+	{
+		struct ri_jhead jh = { 0 };
+		unsigned char mac[RI_HASH_LEN];
+		sqlite3_stmt *st;
+		ri_jhead_mac(key, keylen, s.instance_id, &jh, s.genesis, mac);
+		if (sqlite3_prepare_v2(s.db, "INSERT INTO heads VALUES (1, 0, ?, 0, ?, 0, 0, ?)", -1, &st, NULL) != SQLITE_OK) {
+			rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s", c->journal, sqlite3_errmsg(s.db));
+			goto fail;
+		}
+		sqlite3_bind_blob(st, 1, jh.root, RI_HASH_LEN, SQLITE_TRANSIENT);
+		sqlite3_bind_blob(st, 2, jh.open_acc, RI_HASH_LEN, SQLITE_TRANSIENT);
+		sqlite3_bind_blob(st, 3, mac, RI_HASH_LEN, SQLITE_TRANSIENT);
+		rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE || sqlite3_exec(s.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+			rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s", c->journal, sqlite3_errmsg(s.db));
+			goto fail;
+		}
 	}
 	sqlite3_close(s.db);
 	return RI_OK;

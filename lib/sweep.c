@@ -900,8 +900,8 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 	if ((st = r->st->ops->open_intents(r->st, NULL, NULL, RI_NONE, &oi, &n)) != RI_ST_OK) {
 		/* reconcile 1, Invariant 4.4: write nothing; open or advance the
 		 * instance finding; answer journal-unavailable */
-		instance_finding(&s, RI_F_JOURNAL_UNAVAILABLE, NULL, json_pack("{s:s}", "why",
-		    r->st->ops->error(r->st)->msg));
+		instance_finding(&s, RI_F_JOURNAL_UNAVAILABLE, NULL, json_pack("{s:s, s:s?}", "why",
+		    r->st->ops->error(r->st)->msg, "cause", st == RI_ST_INTEGRITY ? "integrity" : NULL));
 		rc = ri_refuse_with(ans, ri_refusal("journal-unavailable"), err, RI_JOURNAL_UNAVAILABLE,
 		    "journal-unavailable: %s", r->st->ops->error(r->st)->msg);
 		if (st == RI_ST_INTEGRITY)
@@ -960,9 +960,12 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 		goto out;
 	}
 	/* AMD-03: a record that fails verification in the delta fails the
-	 * run closed -- after the closings it landed, which stand; so does a
-	 * lease row past the longest lease (act section 11) */
-	bool tampered = duplicate_scan(&s) == RI_ST_INTEGRITY || s.lease_tampered;
+	 * run closed -- after the closings it landed, which stand -- and so
+	 * does any verification failure the run met (a re-read, a take, a
+	 * lease row past the longest lease, act section 11): the store
+	 * remembers the first */
+	bool tampered = duplicate_scan(&s) == RI_ST_INTEGRITY || s.lease_tampered ||
+	    r->st->ops->error(r->st)->integrity;
 	/* retention: destroy payloads past their end (the chain still
 	 * verifies).  The purge and the seal are the substrate's own records,
 	 * never written under a service identity, so a refused identity stops
@@ -973,8 +976,15 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 	/* a seal at least once per run, so an auditor holding only the public
 	 * key can verify the chain up to here */
 	json_t *sealed = NULL;
-	if (!tampered && ri_seal(r, &sealed, &e) != RI_OK)
+	if (!tampered && ri_seal(r, &sealed, &e) != RI_OK) {
 		alert(&s, "could not seal the journal: %s", e.msg);
+		/* the seal's own verification of the records since the previous
+		 * seal failed: never sealed, surfaced, exit 15 */
+		tampered = tampered || r->st->ops->error(r->st)->integrity;
+	}
+	if (tampered)
+		instance_finding(&s, RI_F_JOURNAL_UNAVAILABLE, NULL, json_pack("{s:s, s:s}", "why",
+		    r->st->ops->error(r->st)->integrity_msg, "cause", "integrity"));
 	finish(&s, ans, true);
 	if (purged > 0)
 		json_object_set_new(*ans, "purged", json_integer(purged));
@@ -989,9 +999,8 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 	if (tampered) {
 		json_object_set_new(*ans, "refused", json_string("journal-unavailable"));
 		json_object_set_new(*ans, "cause", json_string("integrity"));
-		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal integrity: %s", s.lease_tampered ?
-		    "a lease row expires beyond the longest lease this config grants" :
-		    r->st->ops->error(r->st)->msg);
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal integrity: %s",
+		    r->st->ops->error(r->st)->integrity_msg);
 	}
 out:
 	ri_open_intents_free(oi, n);
@@ -1028,11 +1037,13 @@ ri_sweep_outage(const char *config_path, json_t **ans, ri_err *err)
 	}
 	s.r = r;
 	s.c = r->cfg;
+	(void)ri_instance_key(r, &e);   /* the register's rows are MACed when the key is at hand */
 	if (ri_now(s.c, &s.now, &e) == RI_OK) {
 		ri_mint_id("run_", s.run_id);
 		if (ri_findings_open(s.c->findings, false, &s.reg, &e) == RI_OK &&
 		    ri_findings_run_begin(s.reg, s.run_id, s.now, &e) == RI_OK) {
-			instance_finding(&s, RI_F_JOURNAL_UNAVAILABLE, NULL, json_pack("{s:s}", "why", why));
+			instance_finding(&s, RI_F_JOURNAL_UNAVAILABLE, NULL, json_pack("{s:s, s:s?}", "why", why,
+			    "cause", integrity ? "integrity" : NULL));
 			finish(&s, &tmp, false);
 			json_decref(tmp);
 		} else {

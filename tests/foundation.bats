@@ -31,9 +31,18 @@ teardown() {
 	# the seal key pair: Ed25519, hex (64-byte secret, 32-byte public)
 	grep -Eqx '[0-9a-f]{128}' "$T/seal.key"
 	grep -Eqx '[0-9a-f]{64}' "$T/seal.key.pub"
-	# the journal is a journal: its schema and format
-	[ "$(sqlite3 "$T/journal.db" "SELECT v FROM meta WHERE k = 'format'")" = 2 ]
-	[ "$(sqlite3 "$T/journal.db" "SELECT count(*) FROM records")" -eq 0 ]
+	# the public key names the instance it seals
+	[ "$(sed -n 2p "$T/seal.key.pub")" = "instance_id $(echo "$output" | jq -r .instance_id)" ]
+	# the journal is a journal: its schema and format, and one record, the
+	# genesis seal -- which is also the witness's first line (0600, beside the key)
+	[ "$(sqlite3 "$T/journal.db" "SELECT v FROM meta WHERE k = 'format'")" = 3 ]
+	[ "$(sqlite3 "$T/journal.db" "SELECT count(*) FROM records")" -eq 1 ]
+	[ "$(sqlite3 "$T/journal.db" "SELECT action_ref FROM records WHERE seq = 1")" = audit.sealed ]
+	[ "$(echo "$output" | jq -r .witness)" = "$T/journal.key.witness" ]
+	[ "$(mode_of "$T/journal.key.witness")" = 600 ]
+	[ "$(wc -l <"$T/journal.key.witness")" -eq 1 ]
+	[ "$(jq -r .seq "$T/journal.key.witness")" = 1 ]
+	[ "$(jq -r .hash "$T/journal.key.witness")" = "$(echo "$output" | jq -r .genesis_seal.hash)" ]
 }
 
 @test "ri-init: refuses to overwrite an existing instance -- exit 64, nothing changed (INTERFACE: refuses to overwrite anything)" {
@@ -45,8 +54,8 @@ teardown() {
 	[ "$(digest_of "$T"/journal.key "$T"/seal.key "$T"/seal.key.pub "$T"/journal.db* "$T"/findings.db*)" = "$before" ]
 }
 
-@test "ri-init: refuses when only ONE of key, seal key, .pub, journal, findings exists -- exit 64, it is unchanged, nothing else created (INTERFACE: refuses to overwrite anything)" {
-	for f in journal.key seal.key seal.key.pub journal.db findings.db; do
+@test "ri-init: refuses when only ONE of key, seal key, .pub, journal, findings, witness exists -- exit 64, it is unchanged, nothing else created (INTERFACE: refuses to overwrite anything)" {
+	for f in journal.key seal.key seal.key.pub journal.db findings.db journal.key.witness; do
 		fnd_config
 		echo "precious $f" >"$T/$f"
 		chmod 600 "$T/$f"

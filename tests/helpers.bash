@@ -10,7 +10,8 @@
 #   mode_of FILE             octal permission bits (600)
 #   digest_of FILE...        one sha256 line per existing file (to prove "unchanged")
 #   flip_mac SEQ             flip one byte of a record's MAC, as an attacker
-#                            with file access would (triggers dropped first)
+#                            with file access would (triggers dropped first,
+#                            and put back)
 #
 # Exposes $RI_BIN (the ri-* binaries, on $PATH), $T, $CFG, $RI_NOW, $T0.
 # Tests never sleep to move time: they move RI_NOW.
@@ -95,7 +96,18 @@ flip_mac() {
 	[ ${#hex} -eq 64 ] || return 1
 	first=$(printf '%02X' $(( 0x${hex:0:2} ^ 0x01 )))
 	rest=${hex:2}
-	sqlite3 "$T/journal.db" "DROP TRIGGER records_append_only_update;
-	    DROP TRIGGER records_append_only_delete;
-	    UPDATE records SET mac = X'$first$rest' WHERE seq = $1;" || return 1
+	journal_tamper "UPDATE records SET mac = X'$first$rest' WHERE seq = $1;"
+}
+
+# journal_tamper SQL -- as an attacker with file access and no key: drop the
+# append-only triggers, run SQL, put the triggers back exactly as they were
+journal_tamper() {
+	local triggers
+	triggers=$(sqlite3 "$T/journal.db" "SELECT group_concat(sql, ';
+') || ';' FROM sqlite_schema WHERE type = 'trigger'") || return 1
+	local rc=0
+	sqlite3 "$T/journal.db" "DROP TRIGGER IF EXISTS records_append_only_update;
+	    DROP TRIGGER IF EXISTS records_append_only_delete; $1" || rc=$?
+	[ "$triggers" = ";" ] || sqlite3 "$T/journal.db" "$triggers" || return 1
+	return "$rc"
 }

@@ -390,8 +390,7 @@ need_sweep() {
 	opened k1
 	ri-yield <<<"$(yield_req "$A")" >/dev/null
 	ev=$(jq -r .intent_event_id <<<"$A")
-	sqlite3 "$T/journal.db" 'DROP TRIGGER records_append_only_update'
-	sqlite3 "$T/journal.db" "UPDATE records SET payload = replace(payload, '\"data\":{}', '\"data\":{ }') WHERE event_id = '$ev'"
+	attacker_sql "UPDATE records SET payload = replace(payload, '\"data\":{}', '\"data\":{ }') WHERE event_id = '$ev'"
 	n=$(records)
 	run --separate-stderr ri-open <<<"$(open_req k1)"
 	[ "$status" -eq 15 ]
@@ -406,8 +405,7 @@ need_sweep() {
 	opened k1
 	close_req "$A" | ri-close >/dev/null
 	ev=$(jq -r .intent_event_id <<<"$A")
-	sqlite3 "$T/journal.db" 'DROP TRIGGER records_append_only_update'
-	sqlite3 "$T/journal.db" "UPDATE records SET payload = replace(payload, '\"data\":{}', '\"data\":{ }') WHERE event_id = '$ev'"
+	attacker_sql "UPDATE records SET payload = replace(payload, '\"data\":{}', '\"data\":{ }') WHERE event_id = '$ev'"
 	# the reader sees it (30); the writer must not write over it
 	run --separate-stderr ri-read <<<'{"kind":"ledger","act_key":"k1"}'
 	[ "$status" -eq 30 ]
@@ -776,12 +774,11 @@ need_sweep() {
 }
 
 # tamper_intent OPEN_ANSWER -- as an attacker with file access: drop the
-# append-only trigger and change one byte of the intent's payload
+# append-only trigger, change one byte of the intent's payload, put it back
 tamper_intent() {
 	local ev
 	ev=$(jq -r .intent_event_id <<<"$1")
-	sqlite3 "$T/journal.db" 'DROP TRIGGER records_append_only_update'
-	sqlite3 "$T/journal.db" "UPDATE records SET payload = replace(payload, '\"data\":{}', '\"data\":{ }') WHERE event_id = '$ev'"
+	attacker_sql "UPDATE records SET payload = replace(payload, '\"data\":{}', '\"data\":{ }') WHERE event_id = '$ev'"
 }
 
 @test "close step 2.4, INTERFACE 30: a Close whose read of its intent meets a tampered intent writes nothing: 21 with cause integrity, the section untouched (who calls cannot be decided)" {

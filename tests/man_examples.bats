@@ -22,7 +22,7 @@ teardown() {
 # The pages this file runs; the coverage test below keeps it complete.
 PAGES_RUN="ri.7 ri.json.5 ri-init.1 ri-actor.1 ri-startcheck.1 ri-run.1 ri-open.1
 ri-close.1 ri-refuse.1 ri-yield.1 ri-sweep.1 ri-resolve.1 ri-read.1 ri-findings.1
-ri-seal.1 ri-audit.1 ri-runbook.7"
+ri-seal.1 ri-audit.1 ri-runbook.7 ri-backup.1"
 
 @test "man: every page with EXAMPLES has a test here, and every page named here exists" {
 	local have want
@@ -174,4 +174,9 @@ ri-seal.1 ri-audit.1 ri-runbook.7"
 @test "ri-runbook(7): the EXAMPLES run -- an operator from a finding to a resolution" {
 	man_setup
 	man_run ri-runbook.7
+}
+
+@test "ri-backup(1): the EXAMPLES run" {
+	man_setup
+	man_run ri-backup.1
 }

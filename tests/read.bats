@@ -228,8 +228,7 @@ journal_state() {
 @test "INTERFACE 30, read invocation 11: a tampered record (trigger dropped, a payload byte flipped) -> 30 with cause integrity, never 17 -- also for the tampered intent alone" {
 	closed k1
 	ev=$(jq -r .intent_event_id <<<"$A")
-	sqlite3 "$T/journal.db" 'DROP TRIGGER records_append_only_update'
-	sqlite3 "$T/journal.db" "UPDATE records SET payload = replace(payload, '\"data\":{}', '\"data\":{ }') WHERE event_id = '$ev'"
+	attacker_sql "UPDATE records SET payload = replace(payload, '\"data\":{}', '\"data\":{ }') WHERE event_id = '$ev'"
 	run --separate-stderr ri-read <<<"$(rreq k1)"
 	[ "$status" -eq 30 ]
 	[ "$(field refused)" = journal-unavailable ]
@@ -242,8 +241,7 @@ journal_state() {
 @test "INTERFACE 30: a tampered act_key column (the record moved to another act) is 30, never not-known for either act" {
 	closed k1
 	ev=$(jq -r .intent_event_id <<<"$A")
-	sqlite3 "$T/journal.db" 'DROP TRIGGER records_append_only_update'
-	sqlite3 "$T/journal.db" "UPDATE records SET act_key = 'k9' WHERE event_id = '$ev'"
+	attacker_sql "UPDATE records SET act_key = 'k9' WHERE event_id = '$ev'"
 	run --separate-stderr ri-read <<<"$(rreq k9)"
 	[ "$status" -eq 30 ]
 	run --separate-stderr ri-read <<<"$(rreq k1)"

@@ -113,15 +113,13 @@ resolve_req() {
 }
 
 # flip_mac SEQ -- XOR the first byte of record SEQ's MAC, as an attacker with
-# file access would (the append-only triggers dropped first)
+# file access would (the append-only triggers dropped first, and put back)
 flip_mac() {
 	local hex first
 	hex=$(sqlite3 "$T/journal.db" "SELECT hex(mac) FROM records WHERE seq = $1") || return 1
 	[ ${#hex} -eq 64 ] || return 1
 	first=$(printf '%02X' $(( 0x${hex:0:2} ^ 0x01 )))
-	sqlite3 "$T/journal.db" "DROP TRIGGER IF EXISTS records_append_only_update;
-	    DROP TRIGGER IF EXISTS records_append_only_delete;
-	    UPDATE records SET mac = X'$first${hex:2}' WHERE seq = $1;"
+	attacker_sql "UPDATE records SET mac = X'$first${hex:2}' WHERE seq = $1;"
 }
 seq_of() {
 	sqlite3 "$T/journal.db" "SELECT seq FROM records WHERE act_key = '$1' AND action_ref = '${2:-ledger.intended}'"
@@ -339,7 +337,30 @@ JSON
 
 @test "ri-seal: its answer" {
 	run --separate-stderr ri-seal
-	answers ri-seal.answer 0 '.seq == .sealed_seq + 1'
+	answers ri-seal.answer 0 '.seq == .sealed_seq + 1 and .witnessed'
+	# a record tampered since the previous seal: never sealed
+	ri-open <<<"$(open_req sl1)" >/dev/null
+	flip_mac "$(seq_of sl1)"
+	run --separate-stderr ri-seal
+	answers ri-seal.answer 15 '. == {"refused": "journal-unavailable", "cause": "integrity"}'
+}
+
+@test "ri-backup, ri-sweep --rebuild and ri-init --accept-restore: their answers (issue 11)" {
+	run --separate-stderr ri-backup "$T/copy.db"
+	answers ri-backup.answer 0 ".backup == \"$T/copy.db\" and .witnessed"
+	run --separate-stderr ri-sweep --rebuild
+	answers ri-sweep.answer 0 '.open_intents == 0 and .leases_reset == 0'
+	o=$(ri-open <<<"$(open_req rb1)")
+	ri-seal >/dev/null
+	rm -f "$T"/journal.db-wal "$T"/journal.db-shm
+	cp "$T/copy.db" "$T/journal.db"
+	run --separate-stderr ri-sweep --rebuild
+	answers ri-sweep.answer 15 '. == {"refused": "journal-unavailable", "cause": "integrity"}'
+	run --separate-stderr ri-init --accept-restore --why "a drill"
+	answers ri-init.answer 0 '.accepted_restore and .why == "a drill" and .lost_seq > .restored_seq'
+	run --separate-stderr ri-backup "$T/copy.db"
+	[ "$status" -eq 64 ]
+	[ -z "$output" ]
 }
 
 # ---- requests ---------------------------------------------------------------

@@ -183,7 +183,7 @@ bench_journal() {
 	done
 	# bump fill-vN when the way a cached instance is made changes
 	key=$( { sha256sum "$RI_TOOLS/ri-fill" "$RI_BIN/ri-init" "$RI_BIN/ri-actor" | cut -d' ' -f1
-	    echo "$name $closed $open fill-v1"; } | sha256sum | cut -c1-16)
+	    echo "$name $closed $open fill-v2"; } | sha256sum | cut -c1-16)
 	dir=$BENCH_CACHE/$name-$closed-$open-$key
 	mkdir -p "$BENCH_CACHE" || return 1
 	(
@@ -199,7 +199,7 @@ bench_journal() {
 		    "fsync skipped; cached in $dir)" >&2
 		t0=$(now_us)
 		RI_UNSAFE_NOSYNC=1 "$RI_TOOLS/ri-fill" -c "$tmp/ri.json" --credential-file "$tmp/alice.cred" \
-		    --closed "$closed" --open "$open" >/dev/null || exit 1
+		    --closed "$closed" --open "$open" --mark >/dev/null || exit 1
 		t1=$(now_us)
 		sqlite3 "$tmp/journal.db" "PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null || exit 1
 		n=$(sqlite3 "$tmp/journal.db" "SELECT count(*) FROM records") || exit 1

@@ -80,3 +80,19 @@ records() {
 	sqlite3 "$T/journal.db" "SELECT count(*) FROM records ${1:+WHERE $1}"
 }
 export -f ri_cfg ri_at open_req close_req records
+
+# attacker_sql SQL -- run SQL against the journal as an attacker with file
+# access and no key would: drop the append-only triggers, run it, and put
+# the triggers back exactly as they were (so the schema ri checks at open
+# is intact and what is judged is the tampered data itself)
+attacker_sql() {
+	local triggers
+	triggers=$(sqlite3 "$T/journal.db" "SELECT group_concat(sql, ';
+') || ';' FROM sqlite_schema WHERE type = 'trigger'") || return 1
+	local rc=0
+	sqlite3 "$T/journal.db" "DROP TRIGGER IF EXISTS records_append_only_update;
+	    DROP TRIGGER IF EXISTS records_append_only_delete; $1" || rc=$?
+	[ "$triggers" = ";" ] || sqlite3 "$T/journal.db" "$triggers" || return 1
+	return "$rc"
+}
+export -f attacker_sql

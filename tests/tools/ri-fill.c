@@ -7,7 +7,11 @@
  * config) the fill skips fsync; nothing else does.
  *
  *   ri-fill -c CONFIG --actor A --credential-file F --closed N [--open M]
- *           [--prefix P] [--recorded-at-step-ms S]
+ *           [--prefix P] [--recorded-at-step-ms S] [--mark]
+ *
+ * --mark sets the sweep's duplicate-scan mark to the last closed record,
+ * through the store (the mark is MACed), as earlier cron sweeps of a live
+ * instance would have left it.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -16,6 +20,8 @@
 
 #include "cli.h"
 #include "instance.h"
+
+static int64_t last_closed;
 
 static int
 append(struct ri *r, const char *ref, const char *key, const char *inv, const char *actor,
@@ -30,6 +36,8 @@ append(struct ri *r, const char *ref, const char *key, const char *inv, const ch
 	if (st != RI_ST_OK)
 		ri_die(RI_INTERNAL, "append %s: %s", ref, r->st->ops->error(r->st)->msg);
 	snprintf(ev, RI_ID_LEN + 1, "%s", ap.event_id);
+	if (strcmp(ref, "ledger.disclosed") == 0)
+		last_closed = ap.seq;
 	return 0;
 }
 
@@ -42,7 +50,9 @@ main(int argc, char **argv)
 		{ "closed", required_argument, NULL, 'n' },
 		{ "open", required_argument, NULL, 'o' },
 		{ "prefix", required_argument, NULL, 'p' },
+		{ "mark", no_argument, NULL, 'm' },
 		{ NULL, 0, NULL, 0 } };
+	bool mark = false;
 	const char *config = NULL, *actor = "alice", *file = NULL, *prefix = "fill";
 	long closed = 0, open = 0;
 	char *cred, key[64], inv[RI_ID_LEN + 1], ev[RI_ID_LEN + 1], ev2[RI_ID_LEN + 1];
@@ -61,6 +71,7 @@ main(int argc, char **argv)
 		case 'n': closed = atol(optarg); break;
 		case 'o': open = atol(optarg); break;
 		case 'p': prefix = optarg; break;
+		case 'm': mark = true; break;
 		}
 	}
 	if (file == NULL || (cred = ri_slurp(file, 4096, &len)) == NULL)
@@ -79,6 +90,8 @@ main(int argc, char **argv)
 			    "invocation_id", inv, "intent_event_id", ev, "kind", "ledger", "act_key", key,
 			    "data", "disclosure_id", key), ev2);
 	}
+	if (mark && last_closed > 0 && r->st->ops->mark_set(r->st, "sweep.duplicate_scan", last_closed) != RI_ST_OK)
+		ri_die(RI_INTERNAL, "mark: %s", r->st->ops->error(r->st)->msg);
 	ri_instance_close(r);
 	free(cred);
 	printf("{\"closed\":%ld,\"open\":%ld}\n", closed, open);

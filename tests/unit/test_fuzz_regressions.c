@@ -32,6 +32,7 @@
 #include "testlib.h"
 #include "cli.h"
 #include "instance.h"
+#include "heads.h"
 #include "integrity.h"
 #include "probe.h"
 #include "proto.h"
@@ -152,7 +153,7 @@ make_journal(struct journal *j)
 	CHECK(ri_key_load(keyp, &j->key, &j->keylen, &err) == RI_OK, "key: %s", err.msg);
 	now_at(T0);
 	CHECK(ri_sqlite_create(j->cfg, j->key, j->keylen, hex, &err) == RI_OK, "create: %s", err.msg);
-	CHECK(ri_sqlite_open(j->cfg, j->key, j->keylen, 0, &st, &err) == RI_OK, "open: %s", err.msg);
+	CHECK(ri_sqlite_open(j->cfg, j->key, j->keylen, RI_INSPECT, &st, &err) == RI_OK, "open: %s", err.msg);
 	CHECK(st->ops->actor_add(st, "alice", false, cred) == RI_ST_OK, "actor_add");
 	for (int i = 0; i < 3; i++)
 		ri_mint_id("inv_", j->inv[i]);
@@ -196,7 +197,7 @@ reopen(struct journal *j)
 	struct ri_store *st;
 	ri_err err = { 0 };
 
-	CHECK(ri_sqlite_open(j->cfg, j->key, j->keylen, 0, &st, &err) == RI_OK, "reopen: %s", err.msg);
+	CHECK(ri_sqlite_open(j->cfg, j->key, j->keylen, RI_INSPECT, &st, &err) == RI_OK, "reopen: %s", err.msg);
 	return st;
 }
 
@@ -314,7 +315,7 @@ test_requests(void)
 	r = ri_xcalloc(1, sizeof *r);
 	r->cfg = j.cfg;
 	r->flags = RI_WRITER;
-	CHECK(ri_sqlite_open(j.cfg, j.key, j.keylen, 0, &r->st, &err) == RI_OK, "open: %s", err.msg);
+	CHECK(ri_sqlite_open(j.cfg, j.key, j.keylen, RI_INSPECT, &r->st, &err) == RI_OK, "open: %s", err.msg);
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		size_t n = cases[i].n ? cases[i].n : strlen(cases[i].bytes);
 		memset(&err, 0, sizeof err);
@@ -729,34 +730,34 @@ test_exact_text(void)
 	PASS("verification: a stored id or ref that is not exactly the hashed one is a malformed row");
 }
 
-/* store_sqlite.c's key of a scope head: SHA-256 of the type letter and
- * the length-prefixed fields. */
+/* The node of the tree of scope heads that holds the act's head (heads.h:
+ * a leaf body is 'L', then the scope key). */
 static void
-act_scope_key(const char *kind, const char *act_key, unsigned char out[RI_HASH_LEN])
+delete_act_head(struct journal *j, const char *kind, const char *act_key)
 {
-	crypto_hash_sha256_state h;
-	const char *f[2] = { kind, act_key };
-	unsigned char t = 'a';
+	unsigned char key[RI_SCOPE_LEN];
+	sqlite3 *db;
+	sqlite3_stmt *s;
 
-	crypto_hash_sha256_init(&h);
-	crypto_hash_sha256_update(&h, &t, 1);
-	for (int i = 0; i < 2; i++) {
-		size_t n = strlen(f[i]);
-		unsigned char len[4] = { (unsigned char)(n >> 24), (unsigned char)(n >> 16),
-			(unsigned char)(n >> 8), (unsigned char)n };
-		crypto_hash_sha256_update(&h, len, 4);
-		crypto_hash_sha256_update(&h, (const unsigned char *)f[i], n);
-	}
-	crypto_hash_sha256_final(&h, out);
+	ri_scope_act(kind, act_key, key);
+	CHECK(sqlite3_open_v2(j->cfg->journal, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK, "open");
+	CHECK(sqlite3_prepare_v2(db, "DELETE FROM nodes WHERE substr(body, 1, 1) = X'4C' AND substr(body, 2, 32) = ?",
+	    -1, &s, NULL) == SQLITE_OK, "prepare");
+	sqlite3_bind_blob(s, 1, key, RI_SCOPE_LEN, SQLITE_STATIC);
+	CHECK(sqlite3_step(s) == SQLITE_DONE, "delete head");
+	sqlite3_finalize(s);
+	CHECK(sqlite3_changes(db) == 1, "the act (%s, %s) has no head to delete", kind, act_key);
+	sqlite3_close(db);
 }
 
 /*
  * Crash input fuzz_record/crash-a5a93115 (a head row deleted, the act's
- * rows moved out of it): NOT FIXED, a known limitation -- an act scope
- * with no head row and no rows reads as never written (OK, no records),
- * since nothing authenticates that the scope existed.  What does hold, and
- * is held here: no wrong record, and the journal's own reads (and so
- * ri-audit) fail closed on the moved row.
+ * rows moved out of it): FIXED by authenticated absence (issue 11) -- the
+ * act's head is a leaf of the tree of scope heads, under a root the
+ * journal head's MAC binds, so deleting it breaks a hash on the path: the
+ * act's read fails closed instead of reading as never written.  And still:
+ * no wrong record, and the journal's own reads (and so ri-audit) fail
+ * closed on the moved row.
  */
 static void
 test_deleted_head(void)
@@ -766,26 +767,18 @@ test_deleted_head(void)
 	struct ri_records rs;
 	struct ri_query q = { .kind = "ledger", .act_key = "b" };
 	struct problems p = { .seq = 4 };
-	unsigned char key[RI_HASH_LEN];
-	sqlite3 *db;
-	sqlite3_stmt *s;
 	int rc;
 
 	make_journal(&j);
-	act_scope_key("ledger", "b", key);
-	CHECK(sqlite3_open_v2(j.cfg->journal, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK, "open");
-	CHECK(sqlite3_prepare_v2(db, "DELETE FROM heads WHERE scope = ?", -1, &s, NULL) == SQLITE_OK, "prepare");
-	sqlite3_bind_blob(s, 1, key, RI_HASH_LEN, SQLITE_STATIC);
-	CHECK(sqlite3_step(s) == SQLITE_DONE, "delete head");
-	sqlite3_finalize(s);
-	CHECK(sqlite3_changes(db) == 1, "the act (ledger, b) has no head row to delete");
-	sqlite3_close(db);
+	delete_act_head(&j, "ledger", "b");
 	tamper(&j, "UPDATE records SET act_key = 'zz' WHERE seq = 4");
 	st = reopen(&j);
 	rc = st->ops->range_read(st, &q, &rs);
-	CHECK(rc == RI_ST_INTEGRITY || (rc == RI_ST_OK && rs.n == 0 && !rs.more),
-	    "act (ledger, b): answered %d with %zu records", rc, rs.n);
-	ri_records_clear(&rs);
+	CHECK(rc == RI_ST_INTEGRITY, "act (ledger, b): answered %d with %zu records (an absence without a proof)",
+	    rc, rs.n);
+	q.act_key = "zz";
+	rc = st->ops->range_read(st, &q, &rs);
+	CHECK(rc == RI_ST_INTEGRITY, "act (ledger, zz), which the row was moved to: answered %d", rc);
 	memset(&q, 0, sizeof q);
 	rc = st->ops->range_read(st, &q, &rs);
 	CHECK(rc == RI_ST_INTEGRITY, "the journal read answered %d", rc);
@@ -797,7 +790,7 @@ test_deleted_head(void)
 	st->ops->close(st);
 	sodium_free(j.key);
 	ri_config_free(j.cfg);
-	PASS("a head deleted and its act's row moved: no wrong record; the journal's reads fail closed");
+	PASS("a head deleted and its act's row moved: both acts fail closed (authenticated absence); no wrong record; the journal's reads fail closed");
 }
 
 int

@@ -8,13 +8,15 @@
  * with file:line and a message; each passing case prints one "ok -" line.
  *
  * Tampering is done the way an attacker with file access would: a plain
- * sqlite3 connection, the append-only triggers dropped first.
+ * sqlite3 connection, the append-only triggers dropped first and put back
+ * after (ri refuses a journal whose schema is not its own at open).
  */
 #include <sqlite3.h>
 #include <sodium.h>
 #include <time.h>
 
 #include "testlib.h"
+#include "heads.h"
 #include "instance.h"
 #include "integrity.h"
 #include "store.h"
@@ -587,7 +589,7 @@ test_range_read(void)
 		append_ok(r, ti.cred, i % 2 ? "ledger.disclosed" : "ledger.intended", key, inv, "{}", NULL);
 	}
 	h = head(r);
-	CHECK(h == 61, "head %lld", (long long)h);
+	CHECK(h == 62, "head %lld", (long long)h);        /* the genesis seal, alice, 60 */
 
 	/* from a seq, no upper bound, a page size, the cursor, page-complete */
 	q = (struct ri_query){ .from = 1, .limit = 10 };
@@ -597,20 +599,20 @@ test_range_read(void)
 	ri_records_clear(&rs);
 	q.from = 55;
 	rc = r->st->ops->range_read(r->st, &q, &rs);
-	CHECK(rc == RI_ST_OK && rs.n == 7 && !rs.more && rs.next == 62 && rs.v[6].seq == 61,
+	CHECK(rc == RI_ST_OK && rs.n == 8 && !rs.more && rs.next == 63 && rs.v[7].seq == 62,
 	    "last page: %d n %zu more %d next %lld", rc, rs.n, rs.more, (long long)rs.next);
 	ri_records_clear(&rs);
-	q.from = 52;
+	q.from = 53;
 	q.limit = 10;
 	rc = r->st->ops->range_read(r->st, &q, &rs);
-	CHECK(rc == RI_ST_OK && rs.n == 10 && !rs.more && rs.next == 62, "an exact last page: n %zu more %d",
+	CHECK(rc == RI_ST_OK && rs.n == 10 && !rs.more && rs.next == 63, "an exact last page: n %zu more %d",
 	    rs.n, rs.more);
 	ri_records_clear(&rs);
-	q.from = 62;
+	q.from = 63;
 	rc = r->st->ops->range_read(r->st, &q, &rs);
-	CHECK(rc == RI_ST_OK && rs.n == 0 && !rs.more && rs.next == 62, "past the head: %d n %zu", rc, rs.n);
+	CHECK(rc == RI_ST_OK && rs.n == 0 && !rs.more && rs.next == 63, "past the head: %d n %zu", rc, rs.n);
 	ri_records_clear(&rs);
-	CHECK(read_all(r, 7) == 61 && read_all(r, 0) == 61 && read_all(r, 4096) == 61, "paged reads");
+	CHECK(read_all(r, 7) == 62 && read_all(r, 0) == 62 && read_all(r, 4096) == 62, "paged reads");
 	/* from = 0 ascending (a zeroed query) is the beginning, never a false gap */
 	q = (struct ri_query){ .from = 0, .limit = 5 };
 	rc = r->st->ops->range_read(r->st, &q, &rs);
@@ -635,7 +637,7 @@ test_range_read(void)
 	CHECK(r->st->ops->range_read(r->st, &q, &rs) == RI_ST_INVALID_QUERY, "two filters");
 	q = (struct ri_query){ .from = 1, .limit = 4096 };
 	rc = r->st->ops->range_read(r->st, &q, &rs);
-	CHECK(rc == RI_ST_OK && rs.n == 61 && !rs.more, "limit 4096: %d", rc);
+	CHECK(rc == RI_ST_OK && rs.n == 62 && !rs.more, "limit 4096: %d", rc);
 	ri_records_clear(&rs);
 	PASS("range read: invalid-query for a page over 4096, a negative start, a half or double filter");
 
@@ -717,18 +719,18 @@ struct base {
 };
 
 static const struct { const char *action, *act_key, *inv; } layout[] = {
-	{ "ledger.intended", "k1", "inv_A" },           /* 3 */
-	{ "ledger.intended", "k2", "inv_B" },           /* 4 */
-	{ "ledger.recovery_intended", "k1", "inv_A" },  /* 5 */
-	{ "ledger.intended", "k1", "inv_C" },           /* 6 */
-	{ "ledger.disclosed", "k1", "inv_A" },          /* 7: the target, mid-act, mid-invocation */
-	{ "ledger.disclosed", "k2", "inv_B" },          /* 8 */
-	{ "ledger.escalated", "k1", "inv_A" },          /* 9 */
-	{ "ledger.disclosed", "k1", "inv_C" },          /* 10 */
-	{ "ledger.intended", "k3", "inv_D" },           /* 11 */
-	{ "ledger.disclosed", "k3", "inv_D" },          /* 12: the last */
+	{ "ledger.intended", "k1", "inv_A" },           /* 4 */
+	{ "ledger.intended", "k2", "inv_B" },           /* 5 */
+	{ "ledger.recovery_intended", "k1", "inv_A" },  /* 6 */
+	{ "ledger.intended", "k1", "inv_C" },           /* 7 */
+	{ "ledger.disclosed", "k1", "inv_A" },          /* 8: the target, mid-act, mid-invocation */
+	{ "ledger.disclosed", "k2", "inv_B" },          /* 9 */
+	{ "ledger.escalated", "k1", "inv_A" },          /* 10 */
+	{ "ledger.disclosed", "k1", "inv_C" },          /* 11 */
+	{ "ledger.intended", "k3", "inv_D" },           /* 12 */
+	{ "ledger.disclosed", "k3", "inv_D" },          /* 13: the last */
 };
-#define TARGET 7
+#define TARGET 8
 
 static void
 make_base(struct base *b)
@@ -741,16 +743,17 @@ make_base(struct base *b)
 	tl_add_actor(b->ti.config, "mallory", b->mallory_cred);
 	ri *r = open_ri(b->ti.config, 0);
 	struct ri_query q = { .from = 1 };
-	CHECK(r->st->ops->range_read(r->st, &q, &rs) == RI_ST_OK && rs.n == 2, "two actor records");
-	snprintf(b->ev[1], sizeof b->ev[1], "%s", rs.v[0].event_id);
-	snprintf(b->ev[2], sizeof b->ev[2], "%s", rs.v[1].event_id);
+	/* the genesis seal, and the two actors' registrations */
+	CHECK(r->st->ops->range_read(r->st, &q, &rs) == RI_ST_OK && rs.n == 3, "the genesis seal and two actor records");
+	for (int i = 0; i < 3; i++)
+		snprintf(b->ev[i + 1], sizeof b->ev[i + 1], "%s", rs.v[i].event_id);
 	ri_records_clear(&rs);
 	for (size_t i = 0; i < sizeof layout / sizeof layout[0]; i++) {
 		char data[128];
 		tl_now(T0 + (int64_t)i + 1);
-		snprintf(data, sizeof data, "{\"n\":%zu,\"note\":\"abcdef\"}", i + 3);
+		snprintf(data, sizeof data, "{\"n\":%zu,\"note\":\"abcdef\"}", i + 4);
 		int64_t s = append_ok(r, b->ti.cred, layout[i].action, layout[i].act_key, layout[i].inv, data, &out);
-		CHECK(s == (int64_t)i + 3, "base seq %lld", (long long)s);
+		CHECK(s == (int64_t)i + 4, "base seq %lld", (long long)s);
 		snprintf(b->ev[s], sizeof b->ev[s], "%s", out.event_id);
 	}
 	b->last = head(r);
@@ -759,19 +762,50 @@ make_base(struct base *b)
 	tl_now(T0 + 100);
 }
 
+/* The triggers as ri-init made them, so the attacker can put them back:
+ * what is judged is then the tampered data, not a schema ri refuses at
+ * open (that refusal has its own case). */
+static char attacker_triggers[8192];
+
 static sqlite3 *
 attacker(const struct tl_instance *ti, bool drop_triggers)
 {
 	char p[PATH_MAX + 16];
 	sqlite3 *db;
+	sqlite3_stmt *st;
 
 	snprintf(p, sizeof p, "%s/journal.db", ti->dir);
 	CHECK(sqlite3_open(p, &db) == SQLITE_OK, "sqlite3_open %s", p);
+	attacker_triggers[0] = '\0';
+	CHECK(sqlite3_prepare_v2(db, "SELECT sql FROM sqlite_schema WHERE type = 'trigger' ORDER BY name", -1, &st,
+	    NULL) == SQLITE_OK, "triggers");
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		size_t n = strlen(attacker_triggers);
+		snprintf(attacker_triggers + n, sizeof attacker_triggers - n, "%s;", sqlite3_column_text(st, 0));
+	}
+	sqlite3_finalize(st);
 	if (drop_triggers)
 		CHECK(sqlite3_exec(db, "DROP TRIGGER records_append_only_update;"
 		    "DROP TRIGGER records_append_only_delete;", NULL, NULL, NULL) == SQLITE_OK,
 		    "drop triggers: %s", sqlite3_errmsg(db));
 	return db;
+}
+
+/* The attacker's last move: the triggers back as they were, then gone. */
+static void
+attacker_close(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	int n = 0;
+
+	CHECK(sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_schema WHERE type = 'trigger'", -1, &st, NULL) ==
+	    SQLITE_OK && sqlite3_step(st) == SQLITE_ROW, "triggers");
+	n = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	if (n == 0)
+		CHECK(sqlite3_exec(db, attacker_triggers, NULL, NULL, NULL) == SQLITE_OK, "restore triggers: %s",
+		    sqlite3_errmsg(db));
+	sqlite3_close(db);
 }
 
 static void
@@ -962,6 +996,97 @@ forge_payload(sqlite3 *db, int64_t seq, const char *payload, bool chain)
 	sqlite3_finalize(st);
 }
 
+/* One text value of a query (the attacker reading the file). */
+static void
+row_text(sqlite3 *db, const char *q, char *out, size_t n)
+{
+	sqlite3_stmt *st;
+
+	CHECK(sqlite3_prepare_v2(db, q, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW, "%s: %s", q,
+	    sqlite3_errmsg(db));
+	snprintf(out, n, "%s", (const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+}
+
+/* The node of the tree that holds the act's head (its leaf body carries
+ * the scope key right after the 'L'). */
+static void
+leaf_where(const char *kind, const char *act_key, char *out, size_t n)
+{
+	unsigned char key[RI_SCOPE_LEN];
+	char hex[2 * RI_SCOPE_LEN + 1];
+
+	ri_scope_act(kind, act_key, key);
+	ri_hex(key, sizeof key, hex);
+	snprintf(out, n, "substr(body, 1, 1) = X'4C' AND hex(substr(body, 2, 32)) = upper('%s')", hex);
+}
+
+static void
+delete_leaf(sqlite3 *db, const char *kind, const char *act_key)
+{
+	char w[256], q[512];
+
+	leaf_where(kind, act_key, w, sizeof w);
+	snprintf(q, sizeof q, "DELETE FROM nodes WHERE %s", w);
+	sql(db, q);
+	CHECK(sqlite3_changes(db) == 1, "the head of (%s, %s) in the tree", kind, act_key);
+}
+
+/* SQL that puts the act's head back as it is now. */
+static void
+leaf_update_sql(sqlite3 *db, const char *kind, const char *act_key, char *out, size_t n)
+{
+	char w[256], q[768];
+
+	leaf_where(kind, act_key, w, sizeof w);
+	snprintf(q, sizeof q, "SELECT 'UPDATE nodes SET body = X''' || hex(body) || ''' WHERE id = X''' || hex(id) ||"
+	    " '''' FROM nodes WHERE %s", w);
+	row_text(db, q, out, n);
+}
+
+/* What a hidden scope must do: its reads fail closed -- never empty, never
+ * not-known -- and so does a writer's append to it. */
+static void
+scope_fails(const struct tl_instance *ti, const char *inv, const char *act_key, const char *what)
+{
+	ri *r = open_ri(ti->config, RI_READONLY);
+	struct ri_records rs;
+	struct ri_query q;
+	char w[256];
+	int rc;
+
+	q = (struct ri_query){ .from = 1, .kind = "ledger", .act_key = act_key };
+	rc = r->st->ops->range_read(r->st, &q, &rs);
+	snprintf(w, sizeof w, "%s: range read of act (ledger, %s)", what, act_key);
+	expect_integrity(r, rc, &rs, w);
+	q = (struct ri_query){ .from = 0, .kind = "ledger", .act_key = act_key, .descending = true };
+	rc = r->st->ops->range_read(r->st, &q, &rs);
+	snprintf(w, sizeof w, "%s: descending read of act (ledger, %s)", what, act_key);
+	expect_integrity(r, rc, &rs, w);
+	if (inv != NULL) {
+		q = (struct ri_query){ .from = 1, .invocation_id = inv };
+		rc = r->st->ops->range_read(r->st, &q, &rs);
+		if (rc != RI_ST_INTEGRITY) {
+			/* the invocation's own head may stand; its records must not
+			 * read as fewer than they are */
+			CHECK(rc == RI_ST_OK && rs.n > 0, "%s: the invocation %s read as empty (%d)", what, inv, rc);
+			ri_records_clear(&rs);
+		}
+	}
+	ri_instance_close(r);
+	ri_err err = { 0 };
+	rc = ri_instance_open(ti->config, 0, &r, &err);
+	if (rc == RI_OK) {
+		struct ri_appended out;
+		struct ap a = { "ledger.intended", act_key, "inv_hidden", "alice", ti->cred, "{}", NULL, NULL };
+		rc = append(r, &a, &out);
+		CHECK(rc == RI_ST_INTEGRITY, "%s: an append to the act answered %d (%s)", what, rc, st_err(r)->msg);
+		ri_instance_close(r);
+	} else {
+		CHECK(rc == RI_INTEGRITY, "%s: a writer's open answered %d (%s)", what, rc, err.msg);
+	}
+}
+
 static void
 test_tamper(const struct base *b)
 {
@@ -973,7 +1098,7 @@ test_tamper(const struct base *b)
 	tl_clone(&b->ti, &t, "t-payload");
 	db = attacker(&t, true);
 	flip(db, "payload", TARGET, -1);
-	sqlite3_close(db);
+	attacker_close(db);
 	fail_closed(&t, tev, "inv_A", "k1", false, "payload byte");
 	PASS("tamper: a flipped payload byte fails closed naming the record (Tamper Evidence)");
 
@@ -986,7 +1111,7 @@ test_tamper(const struct base *b)
 		tl_clone(&b->ti, &t, tag);
 		db = attacker(&t, true);
 		flip(db, cols[i], TARGET, 0);
-		sqlite3_close(db);
+		attacker_close(db);
 		fail_closed(&t, tev, "inv_A", "k1", false, cols[i]);
 		PASS("tamper: a flipped byte in header column %s fails closed naming the record (Tamper Evidence)",
 		    cols[i]);
@@ -1000,7 +1125,7 @@ test_tamper(const struct base *b)
 		tl_clone(&b->ti, &t, tag);
 		db = attacker(&t, true);
 		flip(db, blobs[i], TARGET, 0);
-		sqlite3_close(db);
+		attacker_close(db);
 		fail_closed(&t, tev, "inv_A", "k1", false, blobs[i]);
 		PASS("tamper: a flipped byte in the %s fails closed naming the record (Tamper Evidence)", blobs[i]);
 	}
@@ -1008,8 +1133,8 @@ test_tamper(const struct base *b)
 	/* a deleted row in the middle */
 	tl_clone(&b->ti, &t, "t-delete");
 	db = attacker(&t, true);
-	sql(db, "DELETE FROM records WHERE seq = 7");
-	sqlite3_close(db);
+	sql(db, "DELETE FROM records WHERE seq = 8");
+	attacker_close(db);
 	fail_closed(&t, b->ev[TARGET + 1], "inv_A", "k1", false, "deleted middle row");
 	{
 		/* the deleted record itself cannot be found by its id; its
@@ -1027,8 +1152,8 @@ test_tamper(const struct base *b)
 	tl_clone(&b->ti, &t, "t-tail");
 	db = attacker(&t, true);
 	sql(db, "DELETE FROM records WHERE seq = (SELECT max(seq) FROM records)");
-	sqlite3_close(db);
-	fail_closed(&t, b->ev[3], "inv_D", "k3", true, "truncated tail");
+	attacker_close(db);
+	fail_closed(&t, b->ev[4], "inv_D", "k3", true, "truncated tail");
 	PASS("tamper: a truncated tail fails every read (the authenticated head) and the next append");
 
 	/* the last two rows deleted, the heads table rolled back too is still
@@ -1036,17 +1161,17 @@ test_tamper(const struct base *b)
 	 * point leaves the act/invocation heads pointing at missing rows */
 	tl_clone(&b->ti, &t, "t-tail2");
 	db = attacker(&t, true);
-	sql(db, "DELETE FROM records WHERE seq >= 11");
-	sqlite3_close(db);
-	fail_closed(&t, b->ev[3], "inv_D", "k3", true, "truncated tail of two");
+	sql(db, "DELETE FROM records WHERE seq >= 12");
+	attacker_close(db);
+	fail_closed(&t, b->ev[4], "inv_D", "k3", true, "truncated tail of two");
 	PASS("tamper: a tail of two rows deleted fails every read and the next append");
 
 	/* two rows' contents swapped */
 	tl_clone(&b->ti, &t, "t-swap");
 	db = attacker(&t, true);
-	sql(db, "UPDATE records SET seq = -7 WHERE seq = 7; UPDATE records SET seq = 7 WHERE seq = 8;"
-	    "UPDATE records SET seq = 8 WHERE seq = -7");
-	sqlite3_close(db);
+	sql(db, "UPDATE records SET seq = -8 WHERE seq = 8; UPDATE records SET seq = 8 WHERE seq = 9;"
+	    "UPDATE records SET seq = 9 WHERE seq = -8");
+	attacker_close(db);
 	fail_closed(&t, tev, "inv_A", "k1", false, "swapped rows");
 	fail_closed(&t, b->ev[TARGET + 1], "inv_B", "k2", false, "swapped rows (other)");
 	PASS("tamper: two rows' contents swapped fail closed (Tamper Evidence)");
@@ -1055,12 +1180,12 @@ test_tamper(const struct base *b)
 	tl_clone(&b->ti, &t, "t-copy");
 	db = attacker(&t, true);
 	copy_row(db, TARGET, b->last + 1, "evt_0123456789abcdef0123456789abcdef");
-	sqlite3_close(db);
+	attacker_close(db);
 	fail_closed(&t, "evt_0123456789abcdef0123456789abcdef", "inv_A", "k1", true, "copied record");
 	tl_clone(&b->ti, &t, "t-rename");
 	db = attacker(&t, true);
-	sql(db, "UPDATE records SET event_id = 'evt_0123456789abcdef0123456789abcdef' WHERE seq = 7");
-	sqlite3_close(db);
+	sql(db, "UPDATE records SET event_id = 'evt_0123456789abcdef0123456789abcdef' WHERE seq = 8");
+	attacker_close(db);
 	fail_closed(&t, "evt_0123456789abcdef0123456789abcdef", "inv_A", "k1", false, "renamed record");
 	PASS("tamper: a record copied under another event id (past the head, or in place) fails closed");
 
@@ -1068,12 +1193,12 @@ test_tamper(const struct base *b)
 	tl_clone(&b->ti, &t, "t-digest");
 	db = attacker(&t, true);
 	forge_payload(db, TARGET, "{\"n\":7,\"note\":\"forged\"}", false);
-	sqlite3_close(db);
+	attacker_close(db);
 	fail_closed(&t, tev, "inv_A", "k1", false, "recomputed digest");
 	tl_clone(&b->ti, &t, "t-rehash");
 	db = attacker(&t, true);
 	forge_payload(db, TARGET, "{\"n\":7,\"note\":\"forged\"}", true);
-	sqlite3_close(db);
+	attacker_close(db);
 	fail_closed(&t, tev, "inv_A", "k1", false, "recomputed digest and hash");
 	{
 		ri *r = open_ri(t.config, 0);
@@ -1109,43 +1234,107 @@ test_tamper(const struct base *b)
 	/* a payload purged before its retention ended: integrity, not purged */
 	tl_clone(&b->ti, &t, "t-purge");
 	db = attacker(&t, true);
-	sql(db, "UPDATE records SET payload = NULL, salt = NULL WHERE seq = 7");
-	sqlite3_close(db);
+	sql(db, "UPDATE records SET payload = NULL, salt = NULL WHERE seq = 8");
+	attacker_close(db);
 	fail_closed(&t, tev, "inv_A", "k1", false, "early purge");
 	PASS("tamper: a payload destroyed before its retention ended is an integrity failure, not purged (Retention Window)");
 
-	/* the journal's head row deleted */
+	/* the journal head: deleted, altered, or an older row replayed */
 	tl_clone(&b->ti, &t, "t-head");
 	db = attacker(&t, true);
-	{
-		unsigned char key[32];
-		sqlite3_stmt *st;
-		crypto_hash_sha256(key, (const unsigned char *)"g", 1);
-		CHECK(sqlite3_prepare_v2(db, "DELETE FROM heads WHERE scope = ?", -1, &st, NULL) == SQLITE_OK, "prep");
-		sqlite3_bind_blob(st, 1, key, 32, SQLITE_STATIC);
-		CHECK(sqlite3_step(st) == SQLITE_DONE && sqlite3_changes(db) == 1, "the journal's head row");
-		sqlite3_finalize(st);
-	}
-	sqlite3_close(db);
-	fail_closed(&t, tev, NULL, NULL, true, "head row deleted");
-	tl_clone(&b->ti, &t, "t-heads");
-	db = attacker(&t, true);
 	sql(db, "DELETE FROM heads");
-	sqlite3_close(db);
-	fail_closed(&t, tev, "inv_A", "k1", true, "every head row deleted");
+	attacker_close(db);
+	fail_closed(&t, tev, "inv_A", "k1", true, "the journal head deleted");
 	tl_clone(&b->ti, &t, "t-headrb");
 	db = attacker(&t, true);
 	sql(db, "UPDATE heads SET last_seq = last_seq - 1");
+	attacker_close(db);
+	fail_closed(&t, tev, "inv_A", "k1", true, "the journal head rolled back");
+	tl_clone(&b->ti, &t, "t-headreplay");
+	{
+		char saved[1024];
+		db = attacker(&t, false);
+		row_text(db, "SELECT 'UPDATE heads SET last_seq = ' || last_seq || ', root = X''' || hex(root) ||"
+		    " ''', open_count = ' || open_count || ', open_acc = X''' || hex(open_acc) || ''', sealed_seq = ' ||"
+		    " sealed_seq || ', grants = ' || grants || ', mac = X''' || hex(mac) || '''' FROM heads",
+		    saved, sizeof saved);
+		attacker_close(db);
+		ri *r = open_ri(t.config, 0);
+		append_ok(r, t.cred, "ledger.intended", "k7", "inv_new7", "{}", NULL);
+		ri_instance_close(r);
+		db = attacker(&t, false);
+		sql(db, saved);         /* the older head, MAC and all: it still verifies alone */
+		attacker_close(db);
+	}
+	fail_closed(&t, tev, "inv_A", "k1", true, "an older journal head replayed");
+	PASS("tamper: the journal head deleted, altered or replayed (an older, validly MACed row) fails every read and the next append");
+
+	/* authenticated absence (heads.h): the act's head in the tree deleted,
+	 * replayed, or every node gone -- the act never reads as empty */
+	tl_clone(&b->ti, &t, "t-leaf");
+	db = attacker(&t, true);
+	delete_leaf(db, "ledger", "k1");
+	attacker_close(db);
+	scope_fails(&t, "inv_A", "k1", "the act's head deleted from the tree");
+	tl_clone(&b->ti, &t, "t-nodes");
+	db = attacker(&t, true);
+	sql(db, "DELETE FROM nodes");
+	attacker_close(db);
+	scope_fails(&t, "inv_A", "k1", "every node of the tree deleted");
+	tl_clone(&b->ti, &t, "t-leafreplay");
+	{
+		char saved[1024];
+		db = attacker(&t, false);
+		leaf_update_sql(db, "ledger", "k1", saved, sizeof saved);
+		attacker_close(db);
+		ri *r = open_ri(t.config, 0);
+		append_ok(r, t.cred, "ledger.escalated", "k1", "inv_C", "{}", NULL);
+		ri_instance_close(r);
+		db = attacker(&t, false);
+		sql(db, saved);         /* the act's older head: a valid node, under another root */
+		attacker_close(db);
+	}
+	scope_fails(&t, "inv_A", "k1", "the act's older head replayed");
+	PASS("tamper: the act's head deleted from the tree, replayed from before, or every node deleted: the act's reads and appends fail closed, never empty (authenticated absence)");
+
+	/* the issue's first attack: the act's rows re-typed (TEXT act_key as a
+	 * BLOB: every SQL filter misses them, the hash still verifies) and its
+	 * head deleted -- the table made non-STRICT first and STRICT again
+	 * after, so even the schema reads as ri's own -- and the second: its
+	 * rows moved to another act and its head deleted */
+	tl_clone(&b->ti, &t, "t-retype");
+	db = attacker(&t, true);
+	sql(db, "PRAGMA writable_schema = ON;"
+	    " UPDATE sqlite_schema SET sql = replace(sql, ') STRICT', ')') WHERE name = 'records';");
 	sqlite3_close(db);
-	fail_closed(&t, tev, "inv_A", "k1", true, "head rows rolled back");
-	PASS("tamper: the head row deleted (or every head, or rolled back) fails every read and the next append");
+	{
+		char p[PATH_MAX + 16];
+		snprintf(p, sizeof p, "%s/journal.db", t.dir);
+		CHECK(sqlite3_open(p, &db) == SQLITE_OK, "sqlite3_open %s", p);       /* the schema as now edited */
+	}
+	sql(db, "UPDATE records SET act_key = CAST(act_key AS BLOB) WHERE act_key = 'k1'");
+	CHECK(sqlite3_changes(db) > 0, "re-typed rows");
+	delete_leaf(db, "ledger", "k1");
+	sql(db, "PRAGMA writable_schema = ON;"
+	    " UPDATE sqlite_schema SET sql = replace(sql, 'mac BLOB NOT NULL)', 'mac BLOB NOT NULL) STRICT')"
+	    " WHERE name = 'records';");
+	attacker_close(db);
+	scope_fails(&t, "inv_A", "k1", "the act's rows re-typed to BLOB and its head deleted");
+	tl_clone(&b->ti, &t, "t-move");
+	db = attacker(&t, true);
+	sql(db, "UPDATE records SET act_key = 'k9' WHERE act_key = 'k1'");
+	delete_leaf(db, "ledger", "k1");
+	attacker_close(db);
+	scope_fails(&t, NULL, "k1", "the act's rows moved to another act and its head deleted");
+	scope_fails(&t, NULL, "k9", "the act the rows were moved to");
+	PASS("tamper: an act's rows re-typed (BLOB) or moved to another act, its head deleted: both acts fail closed, never empty");
 
 	/* an actor row's cred_hash replaced with another actor's */
 	tl_clone(&b->ti, &t, "t-actor");
 	db = attacker(&t, false);
 	sql(db, "UPDATE actors SET cred_hash = (SELECT cred_hash FROM actors WHERE actor_ref = 'mallory')"
 	    " WHERE actor_ref = 'alice'");
-	sqlite3_close(db);
+	attacker_close(db);
 	{
 		ri *r = open_ri(t.config, 0);
 		struct ri_appended out;
@@ -1173,7 +1362,7 @@ test_tamper(const struct base *b)
 	}
 	db = attacker(&t, false);
 	sql(db, "UPDATE actors SET revoked_at = NULL WHERE actor_ref = 'mallory'");
-	sqlite3_close(db);
+	attacker_close(db);
 	{
 		ri *r = open_ri(t.config, 0);
 		struct ri_appended out;
@@ -1206,24 +1395,24 @@ test_append_only(const struct base *b)
 	db = attacker(&t, false);
 	static const char *const refused[] = {
 		"UPDATE records SET payload = 'x'",
-		"UPDATE records SET payload = 'x' WHERE seq = 7",
-		"UPDATE records SET payload = NULL, salt = NULL WHERE seq = 7",
+		"UPDATE records SET payload = 'x' WHERE seq = 8",
+		"UPDATE records SET payload = NULL, salt = NULL WHERE seq = 8",
 		"DELETE FROM records",
-		"DELETE FROM records WHERE seq = 12",
-		"UPDATE records SET seq = 100 WHERE seq = 12",
+		"DELETE FROM records WHERE seq = 13",
+		"UPDATE records SET seq = 100 WHERE seq = 13",
 	};
 	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
 		CHECK(sqlite3_exec(db, refused[i], NULL, NULL, NULL) != SQLITE_OK, "a plain connection ran: %s",
 		    refused[i]);
 	/* even with an ri_now() of its own, only an "expired" payload can be nulled */
 	CHECK(sqlite3_create_function(db, "ri_now", 0, SQLITE_UTF8, NULL, fake_now, NULL, NULL) == SQLITE_OK, "fn");
-	CHECK(sqlite3_exec(db, "UPDATE records SET payload = 'x' WHERE seq = 7", NULL, NULL, NULL) != SQLITE_OK,
+	CHECK(sqlite3_exec(db, "UPDATE records SET payload = 'x' WHERE seq = 8", NULL, NULL, NULL) != SQLITE_OK,
 	    "a forged ri_now() rewrote a payload");
-	CHECK(sqlite3_exec(db, "UPDATE records SET kind = 'x', payload = NULL, salt = NULL WHERE seq = 7",
+	CHECK(sqlite3_exec(db, "UPDATE records SET kind = 'x', payload = NULL, salt = NULL WHERE seq = 8",
 	    NULL, NULL, NULL) != SQLITE_OK, "a forged ri_now() rewrote a header");
-	CHECK(sqlite3_exec(db, "DELETE FROM records WHERE seq = 7", NULL, NULL, NULL) != SQLITE_OK,
+	CHECK(sqlite3_exec(db, "DELETE FROM records WHERE seq = 8", NULL, NULL, NULL) != SQLITE_OK,
 	    "a forged ri_now() deleted a row");
-	sqlite3_close(db);
+	attacker_close(db);
 	{
 		ri *r = open_ri(t.config, 0);
 		CHECK(read_all(r, 0) == b->last, "the journal changed");
@@ -1249,8 +1438,8 @@ test_append_only(const struct base *b)
 	/* an attacker who fakes ri_now() to "purge" early is still caught on read */
 	db = attacker(&t, false);
 	CHECK(sqlite3_create_function(db, "ri_now", 0, SQLITE_UTF8, NULL, fake_now, NULL, NULL) == SQLITE_OK, "fn");
-	sql(db, "UPDATE records SET payload = NULL, salt = NULL WHERE seq = 7");
-	sqlite3_close(db);
+	sql(db, "UPDATE records SET payload = NULL, salt = NULL WHERE seq = 8");
+	attacker_close(db);
 	fail_closed(&t, b->ev[TARGET], "inv_A", "k1", false, "a purge under a forged ri_now()");
 	PASS("append-only: a payload nulled under a forged ri_now() fails closed on read");
 }
@@ -1421,7 +1610,9 @@ test_lease(void)
 		struct ri_grant cg;
 		if (ri_instance_open(ti.config, 0, &c, &err) != RI_OK)
 			_exit(100);
-		if (c->st->ops->take(c->st, "ledger", "dies", "doomed", d, &cg) != RI_ST_OK || cg.token != 1)
+		/* the token is the instance's grant counter: it only ever
+		 * increases, for every key (heads.h) */
+		if (c->st->ops->take(c->st, "ledger", "dies", "doomed", d, &cg) != RI_ST_OK || cg.token != 5)
 			_exit(101);
 		kill(getpid(), SIGKILL);
 		_exit(102);
@@ -1437,7 +1628,7 @@ test_lease(void)
 	CHECK(rc == RI_ST_SECTION_UNAVAILABLE, "taken from a dead holder before expiry: %d", rc);
 	tl_now(t + 10 * SEC + d);
 	rc = o->take(r->st, "ledger", "dies", "heir", d, &g);
-	CHECK(rc == RI_ST_OK && g.token == 2, "after the dead holder's expiry: %d token %lld", rc, (long long)g.token);
+	CHECK(rc == RI_ST_OK && g.token == 6, "after the dead holder's expiry: %d token %lld", rc, (long long)g.token);
 	ri_instance_close(r);
 	PASS("lease: a holder killed by SIGKILL leaves the section held until its expiry (no release on death)");
 }
