@@ -447,6 +447,17 @@ ri_findings_refusal(struct ri_findings *f, const char *kind, const char *cause, 
 	}
 	sqlite3_finalize(st);
 	st = NULL;
+	if (id > 0) {
+		bool exists, ok;
+		if (verified_id(f, id, &exists, &ok) != SQLITE_OK)
+			goto fail;
+		if (!ok) {
+			/* a row that fails its MAC was never evidence: its causes
+			 * are not kept, the row is written over */
+			json_decref(detail);
+			detail = NULL;
+		}
+	}
 	if (!json_is_object(detail)) {
 		json_decref(detail);
 		detail = json_object();
@@ -490,7 +501,9 @@ ri_findings_refusal(struct ri_findings *f, const char *kind, const char *cause, 
 	st = NULL;
 	if (rc != SQLITE_DONE)
 		goto fail;
-	if (sqlite3_exec(f->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+	if (id == 0)
+		id = sqlite3_last_insert_rowid(f->db);
+	if (remac(f, id) != SQLITE_OK || sqlite3_exec(f->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 		goto fail;
 	return RI_OK;
 fail:

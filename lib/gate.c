@@ -10,6 +10,7 @@
 #include "findings.h"
 #include "cli.h"
 #include "gate.h"
+#include "integrity.h"
 #include "proto.h"
 
 /* The register's clock: the seam, or the system's when the seam cannot
@@ -41,6 +42,15 @@ ri_gate_record(const struct ri_config *c, const char *kind, const char *cause, c
 	if (ri_findings_open(c->findings, false, &f, &e) != RI_OK) {
 		ri_warnx("could not record the refusal (%s): %s", cause, e.msg);
 		return;
+	}
+	/* a refusal met before the instance loaded its key (the five
+	 * conditions) is still MACed as evidence when the key can be read;
+	 * when it cannot, the row stays unverified, as the audit will say */
+	unsigned char *key = NULL;
+	size_t keylen;
+	if (ri_key_load(c->integrity_key_file, &key, &keylen, &e) == RI_OK) {
+		ri_findings_use_key(key, keylen);
+		sodium_free(key);
 	}
 	json_t *entry = json_pack("{s:s, s:s, s:o}", "rule", rule, "message", msg, "at",
 	    ri_json_instant(now));

@@ -516,13 +516,45 @@ ms() { date +%s%3N; }
 
 # ---- act section 11: lease waits capped --------------------------------------------
 
-# lease_ahead KEY MS -- the act's lease row (an unauthenticated table) set to
-# expire MS ahead of the env clock, as a hostile colleague with file access would
+# lease_ahead KEY MS -- the act's lease row edited to expire MS ahead of the
+# env clock, as a hostile colleague with file access but no key would: the
+# row fails its MAC (an integrity failure, never a wait)
 lease_ahead() {
 	sqlite3 "$T/journal.db" "UPDATE leases SET expires_at = $RI_NOW + $2 WHERE kind = 'ledger' AND act_key = '$1'"
 }
 
-@test "act section 11 (scenario 7): a lease row set to expire in ten days is an integrity failure at once, never a wait: ri-open 15, ri-sweep 15 (and its run lock is free again at once), ri-resolve 23, each cause integrity; nothing written" {
+# opened_ahead KEY SECS -- alice's ri-open from a host whose clock runs SECS
+# ahead: a validly MACed lease row that expires SECS past this host's now
+# (the env clock back at 0 after it)
+opened_ahead() {
+	ri_at "$2"
+	opened "$1"
+	ri_at 0
+}
+
+@test "act section 11 (scenario 7): a lease row that expires in ten days -- validly MACed by a host whose clock ran ahead -- is an integrity failure at once, never a wait: ri-open 15, ri-resolve 23, each cause integrity; nothing written; the owner's own close lands" {
+	instance
+	opened_ahead k $((10 * 86400))
+	n=$(records)
+	start=$(ms)
+	run --separate-stderr timeout 10 ri-open <<<"$(open_req k)"
+	[ "$status" -eq 15 ]
+	[ "$output" = '{"refused":"journal-unavailable","cause":"integrity"}' ]
+	grep -q "beyond the longest lease this config grants" <<<"$stderr"
+	[ "$(records)" -eq "$n" ]
+	run --separate-stderr timeout 10 ri-resolve <<<"$(jq -c --arg c "$BOB" '{kind, act_key, invocation_id, intent_event_id} +
+	    {actor_ref:"bob", credential:$c, disposition:{abandoned:{cause:"quiet"}}}' <<<"$A")"
+	[ "$status" -eq 23 ]
+	[ "$(field position)/$(field cause)" = resolution/integrity ]
+	[ "$(records)" -eq "$n" ]
+	[ $(( $(ms) - start )) -lt 20000 ]
+	# the owner's host, its own clock: the owner's section, the owner's close
+	ri_at $((10 * 86400 + 1))
+	run --separate-stderr ri-close <<<"$(close_req "$A")"
+	[ "$status" -eq 0 ]
+}
+
+@test "act section 11 (scenario 7), the integrity issue: the row edited by a keyless writer fails its MAC -- ri-open 15, ri-sweep 15 with the act skipped (twice: its run lock is free again at once), ri-resolve 23, each cause integrity, never a wait; nothing written" {
 	instance
 	opened k
 	lease_ahead k $((10 * 86400 * 1000))
@@ -531,7 +563,7 @@ lease_ahead() {
 	run --separate-stderr timeout 10 ri-open <<<"$(open_req k)"
 	[ "$status" -eq 15 ]
 	[ "$output" = '{"refused":"journal-unavailable","cause":"integrity"}' ]
-	grep -q "beyond the longest lease this config grants" <<<"$stderr"
+	grep -q "MAC" <<<"$stderr"
 	[ "$(records)" -eq "$n" ]
 	ri_at 33
 	for i in 1 2; do
@@ -546,22 +578,18 @@ lease_ahead() {
 	[ "$status" -eq 23 ]
 	[ "$(field position)/$(field cause)" = resolution/integrity ]
 	[ $(( $(ms) - start )) -lt 20000 ]
-	# an honest row again: the owner's section, the owner's close
-	ri_at 0
-	lease_ahead k 30000
-	run --separate-stderr ri-close <<<"$(close_req "$A")"
-	[ "$status" -eq 0 ]
 }
 
 @test "act section 11: the cap is the longest lease this config grants plus the allowance (fast: 3 s + 100 ms): a row exactly that far ahead is waited out, then 14; 1 ms further is 15 cause integrity at once" {
 	instance fast
-	opened k
-	lease_ahead k 3100
+	# the holder's lease (3 s) taken on a clock 100 ms ahead: its row
+	# expires 3100 ms past this host's now
+	opened_ahead k 0.1
 	start=$(ms)
 	run --separate-stderr ri-open <<<"$(open_req k)"
 	[ "$status" -eq 14 ]
 	[ $(( $(ms) - start )) -ge 3000 ]
-	lease_ahead k 3101
+	ri_at -0.001
 	start=$(ms)
 	run --separate-stderr ri-open <<<"$(open_req k)"
 	[ "$status" -eq 15 ]
