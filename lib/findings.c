@@ -432,8 +432,8 @@ ri_findings_refusal(struct ri_findings *f, const char *kind, const char *cause, 
 	if (sqlite3_exec(f->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
 		return reg_fail(f, err);
 	if (sqlite3_prepare_v2(f->db, "SELECT id, detail FROM findings WHERE scope = 'instance'"
-	    " AND finding = ?1 AND ifnull(kind, '') = ifnull(?2, '') AND closed_at IS NULL", -1, &st,
-	    NULL) != SQLITE_OK)
+	    " AND finding = ?1 AND ifnull(kind, '') = ifnull(?2, '') AND closed_at IS NULL"
+	    " ORDER BY id DESC LIMIT 1", -1, &st, NULL) != SQLITE_OK)
 		goto fail;
 	sqlite3_bind_text(st, 1, ri_finding_name(RI_F_START_REFUSED), -1, SQLITE_STATIC);
 	if (kind != NULL)
@@ -452,10 +452,18 @@ ri_findings_refusal(struct ri_findings *f, const char *kind, const char *cause, 
 		if (verified_id(f, id, &exists, &ok) != SQLITE_OK)
 			goto fail;
 		if (!ok) {
-			/* a row that fails its MAC was never evidence: its causes
-			 * are not kept, the row is written over */
+			/* a row that fails its MAC (one recorded where the key could
+			 * not be read, or a forged one) is never merged into, and so
+			 * never blessed by this row's MAC: it is closed, staying
+			 * unverified, and this refusal starts a new row */
+			char sql[96];
+			snprintf(sql, sizeof sql, "UPDATE findings SET closed_at = %lld WHERE id = %lld",
+			    (long long)now, (long long)id);
+			if (sqlite3_exec(f->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+				goto fail;
 			json_decref(detail);
 			detail = NULL;
+			id = 0;
 		}
 	}
 	if (!json_is_object(detail)) {

@@ -222,7 +222,7 @@ ri_findings_list(struct ri *r, bool open_only, const char *kind, bool *warn, ri_
 	ri_findings_close(f);
 	if (rc == RI_OK && x.unverified > 0)
 		rc = ri_fail(err, RI_INTEGRITY, "findings register %s: %lld rows fail their MAC (first: row %lld):"
-		    " forged or altered, never evidence", r->cfg->findings, (long long)x.unverified,
+		    " written where the key could not be read, forged or altered -- never evidence", r->cfg->findings, (long long)x.unverified,
 		    (long long)x.first);
 	return rc;
 }

@@ -813,7 +813,7 @@ every_path() {
 	disclose fine >/dev/null
 	run --separate-stderr ri-audit --text
 	[ "$status" -eq 0 ]
-	[[ "${lines[0]}" =~ ^5\ records\;\ head\ 5:[0-9a-f]{64}$ ]]
+	[[ "${lines[0]}" =~ ^5\ records\;\ head\ 5:[0-9a-f]{64}\;\ sealed\ up\ to\ seq\ 0$ ]]
 	[ "$(grep -Ec '^[0-9.]+ +FAIL' <<<"$output")" -eq 0 ]
 	[[ "${lines[-1]}" == *" checks: "*", 0 FAIL, "* ]]
 	grep -Eq '^8\.1\.9 +pass' <<<"$output"

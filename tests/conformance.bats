@@ -55,7 +55,7 @@ unavailable_through_sweep() {
 	yielded k
 	n=$(act_records)
 	ri_at 33
-	sweep
+	sweep_degraded
 	[ "$(t examined)" -eq 1 ] && [ "$(t skipped)" -eq 1 ] ||
 	    { echo "not skipped: $TALLY"; return 1; }
 	[ "$(act_records)" -eq "$n" ] || { echo "the sweep wrote for an unavailable probe"; return 1; }
@@ -91,7 +91,7 @@ unavailable_through_sweep() {
 	probe_script "printf '{\"answer\":\"committed\",\"outcome_action_ref\":\"ledger.disclosed\",\"outcome_data\":{\"blob\":\"%s\"}}' $big"
 	yielded k
 	ri_at 33
-	sweep
+	sweep_degraded
 	[ "$(t escalated)" -eq 1 ]
 	[ "$(t closed)" -eq 0 ]
 	[ "$(records "action_ref = 'ledger.disclosed'")" -eq 0 ]
