@@ -762,7 +762,7 @@ JSON
 	answers ri-sweep.answer 78 "$partition and .surfaced == 1 and .examined == 0"
 	ri_cfg '.kinds.gone = .kinds.ledger'
 	run --separate-stderr ri-sweep
-	answers ri-sweep.answer 0 "$partition and .escalated == 2 and .reported == 1 and .skipped == 1"
+	answers ri-sweep.answer 2 "$partition and .escalated == 2 and .reported == 1 and .skipped == 1"
 	# journal-unavailable: a run with the journal gone, then one that reads it
 	journal_away
 	ri_at 360
@@ -774,7 +774,7 @@ JSON
 	ri_at 700
 	mv "$T/reconciler.cred" "$T/reconciler.away"
 	run --separate-stderr ri-sweep
-	answers ri-sweep.answer 0 "$partition and (.alert | length) > 0"
+	answers ri-sweep.answer 2 "$partition and (.alert | length) > 0"
 	mv "$T/reconciler.away" "$T/reconciler.cred"
 	run --separate-stderr ri-findings
 	each_line ri-findings.line
@@ -885,7 +885,7 @@ JSON
 	orphan p1
 	ri_at 300
 	run --separate-stderr ri-sweep
-	answers ri-sweep.answer 0 "$partition and .skipped == 1"
+	answers ri-sweep.answer 2 "$partition and .skipped == 1"
 	[ -s "$T/probe-req.json" ]
 	valid probe.request <"$T/probe-req.json"
 	jq -e '.kind == "ledger" and .act_key == "p1" and .intent.act_key == "p1" and

@@ -174,7 +174,7 @@ unavailable_case() {
 	n=$(act_records)
 	ri_at 33
 	local t0=$SECONDS
-	sweep
+	sweep_degraded
 	ELAPSED=$((SECONDS - t0))
 	[ "$(t examined)" -eq 1 ]
 	{ [ "$(t skipped)" -eq 1 ] && [ "$(t closed)" -eq 0 ] && [ "$(t escalated)" -eq 0 ] && [ "$(t abandoned)" -eq 0 ] &&
@@ -229,7 +229,7 @@ unavailable_case() {
 	set_probe --store /nonexistent/ledger.db        # keep it open: skipped, never closed
 	n=$(act_records)
 	ri_at 697.999
-	sweep
+	sweep_degraded
 	[ "$(t examined)" -eq 1 ]
 	[ "$(t skipped)" -eq 1 ]
 	ri_at 698
@@ -242,11 +242,11 @@ unavailable_case() {
 	orphan k
 	set_probe --store /nonexistent/ledger.db
 	ri_at 267.999
-	sweep
+	sweep_degraded
 	[ "$(t skipped)" -eq 1 ]
 	[ "$(findings_where '.finding == "closure-at-risk"')" -eq 0 ]
 	ri_at 268
-	sweep
+	sweep_degraded
 	[ "$(t skipped)" -eq 1 ]
 	[ "$(findings_where ".finding == \"closure-at-risk\" and .scope == \"act\" and .invocation_id == \"$INV\" and .act_key == \"k\" and .kind == \"ledger\"")" -eq 1 ]
 }
@@ -313,7 +313,7 @@ unavailable_case() {
 	[ "$status" -eq 0 ]
 	n=$(act_records)
 	ri_at 33
-	sweep
+	sweep_degraded
 	[ "$(t examined)" -eq 0 ]
 	[ "$(t unreached)" -eq 2 ]
 	[ "$(t closed)" -eq 0 ]
@@ -342,7 +342,7 @@ unavailable_case() {
 	rc=0
 	wait "$BG" || rc=$?
 	BG=
-	[ "$rc" -eq 0 ]
+	[ "$rc" -eq 2 ]                 # degraded: the identity refused
 	TALLY=$(cat "$T/sweep.out")
 	assert_partition
 	[ "$(t examined)" -eq 1 ]
@@ -686,7 +686,7 @@ race() {
 	orphan k
 	set_probe --store /nonexistent/ledger.db
 	ri_at 33
-	sweep
+	sweep_degraded
 	[ "$(t reported)" -eq 1 ]
 	[ "$(findings_where ".finding == \"closure-at-risk\" and .invocation_id == \"$INV\" and .detail.probe == \"unavailable\"")" -eq 1 ]
 	# the store is back and now re-derives the outcome: the operator must be able to see that
@@ -703,7 +703,7 @@ race() {
 	rm -f "$T/reconciler.cred"
 	n=$(act_records)
 	ri_at 33
-	sweep
+	sweep_degraded
 	# Sweep never 2: no identity to write under -- the act is unreached
 	[ "$(t examined)" -eq 0 ]
 	[ "$(t unreached)" -eq 1 ]
