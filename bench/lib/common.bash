@@ -208,6 +208,9 @@ bench_journal() {
 		RI_UNSAFE_NOSYNC=1 "$RI_TOOLS/ri-fill" -c "$tmp/ri.json" --credential-file "$tmp/alice.cred" \
 		    --closed "$closed" --open "$open" $([ "$mark" = 1 ] && echo --mark) "$@" >/dev/null || exit 1
 		t1=$(now_us)
+		# sealed, as a live instance's journal is (every ri-sweep run
+		# seals): Open's sequence high water for an act is the newest seal
+		"$RI_BIN/ri-seal" -c "$tmp/ri.json" >/dev/null || exit 1
 		sqlite3 "$tmp/journal.db" "PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null || exit 1
 		n=$(sqlite3 "$tmp/journal.db" "SELECT count(*) FROM records") || exit 1
 		printf 'records %s\nclosed %s\nopen %s\nfill_s %s\nmax_recorded_at %s\n' "$n" "$closed" "$open" \
