@@ -399,13 +399,21 @@ ri_wait_write_bound(struct ri *r, const char *kind, const char *act_key, const c
 	ri_ms jwb = r->cfg->journal_write_bound, left;
 
 	for (;;) {
-		if (ri_mono_ms() - mono_at_issue >= jwb)
+		int64_t wait = jwb - (ri_mono_ms() - mono_at_issue);
+		if (wait <= 0)
 			return;
 		if (remaining_at_issue != RI_NONE &&
-		    r->st->ops->remaining(r->st, kind, act_key, holder, &left) == RI_ST_OK &&
-		    (left == RI_NONE || remaining_at_issue - left >= jwb))
-			return;
-		ri_sleep_ms(jwb < 20 ? jwb : 20);
+		    r->st->ops->remaining(r->st, kind, act_key, holder, &left) == RI_ST_OK) {
+			if (left == RI_NONE || remaining_at_issue - left >= jwb)
+				return;
+			/* the instant the lease says the bound has elapsed, when
+			 * that comes before the monotonic one */
+			if (jwb - (remaining_at_issue - left) < wait)
+				wait = jwb - (remaining_at_issue - left);
+		}
+		/* sleep to the first instant either reading can be satisfied --
+		 * a wait that ends on its deadline, not on 20 ms naps */
+		ri_sleep_ms(wait > 0 ? wait : 1);
 	}
 }
 

@@ -1,6 +1,7 @@
 /* util.c -- errors, time text, ids, files. */
 #include <ctype.h>
 #include <errno.h>
+#include <sys/syscall.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -413,4 +414,19 @@ ri_envelope_size(const char *action_ref, const char *actor_ref, const json_t *da
 	free(t);
 	json_decref(env);
 	return n;
+}
+
+int
+ri_exit_fd(int pid)
+{
+#ifdef SYS_pidfd_open
+	int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+	if (fd >= 0) {
+		(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+		return fd;
+	}
+#else
+	(void)pid;
+#endif
+	return -1;
 }

@@ -64,6 +64,10 @@ size_t ri_envelope_size(const char *action_ref, const char *actor_ref, const jso
 /* Monotonic milliseconds, for bounding waits (never for protocol time). */
 int64_t ri_mono_ms(void);
 void ri_sleep_ms(int64_t ms);
+/* A descriptor that polls readable when child pid exits (pidfd_open), so a
+ * wait for a child ends on the exit itself, never on a nap; -1 where the
+ * kernel has none (the caller then falls back to short polls). */
+int ri_exit_fd(int pid);
 
 char *ri_strdup(const char *s);
 void *ri_xmalloc(size_t n);
