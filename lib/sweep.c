@@ -869,6 +869,7 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 	size_t n = 0;
 	ri_err e;
 	int rc = RI_OK, st;
+	int64_t mono0 = ri_mono_ms();
 
 	int lock = -1;
 	bool busy;
@@ -988,6 +989,18 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 	if (tampered)
 		instance_finding(&s, RI_F_JOURNAL_UNAVAILABLE, NULL, json_pack("{s:s, s:s}", "why",
 		    r->st->ops->error(r->st)->integrity_msg, "cause", "integrity"));
+	/* run bound 1: ri-startcheck's closure arithmetic assumes a run ends
+	 * within run_bound (compensation_window - 2 x run_bound - ...); a run
+	 * that did not says so -- on the register and in its answer -- rather
+	 * than silently overrunning (issue 15).  Its work stands. */
+	int64_t elapsed = ri_mono_ms() - mono0;
+	if (elapsed > s.c->run_bound) {
+		alert(&s, "this run took %lld ms, past run_bound (%lld ms, run bound 1): the closure arithmetic"
+		    " ri-startcheck certified does not hold for it -- raise run_bound or sweep more often",
+		    (long long)elapsed, (long long)s.c->run_bound);
+		instance_finding(&s, RI_F_RUN_OVERRUN, NULL, json_pack("{s:s, s:I, s:I}", "rule", "run bound 1",
+		    "elapsed_ms", (json_int_t)elapsed, "run_bound_ms", (json_int_t)s.c->run_bound));
+	}
 	finish(&s, ans, true);
 	if (purged > 0)
 		json_object_set_new(*ans, "purged", json_integer(purged));
