@@ -15,8 +15,9 @@
 # libsodium, jansson: needs their .a files; never with SAN).  Each command
 # is a short process, and a static one starts in ~0.8x the CPU of a
 # dynamic one (issue 15: the pair's cost is process start-up as much as
-# fsync).  glibc's linker prints a notice that SQLite's extension loading
-# (dlopen, which ri never enables) needs the shared libc at run time.
+# fsync).  glibc's linker prints notices that SQLite's extension loading
+# (dlopen, which ri never enables) and getpwuid (ri-seal's operator name)
+# need glibc's shared NSS modules at run time -- those of the same glibc.
 
 PREFIX   ?= /usr/local
 DESTDIR  ?=
