@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# 01-pair.sh -- Issue 3: one ri-open + ri-close pair costs at most two
-# fsync'd SQLite transactions; pairs/second against a baseline of two
-# sqlite3-CLI inserts of the same payload, measured in the same run.
+# 01-pair.sh -- Issue 15, target 1 (issue 3 before it): one ri-open +
+# ri-close pair costs at most 1.5x the physical floor -- two process starts
+# and two O_DSYNC 4 KiB appends in the same shell shape -- and at most two
+# fsync'd SQLite transactions; measured in the same run.
 #
 # The pair: ri-open (intent) then ri-close (outcome) as two processes, as a
 # script runs them, on a fresh instance with the system clock and the
@@ -9,16 +10,22 @@
 # built from the open answer with bash string operations (no jq in the
 # loop: a jq process costs more than the thing measured).
 #
-# The baseline: a WAL database with synchronous=FULL and a table shaped
-# like a journal row (the same columns and indexes as records), and per
-# pair two separate sqlite3 processes, each inserting the same payload as
-# the intent / the outcome -- the first one's output captured like
-# ri-open's answer, the second one's input piped like ri-close's request.
+# The baseline (the target's): the physical floor, bench/floor.c -- a bare
+# C process (linked to nothing of ours) that makes one O_DSYNC append of
+# 4 KiB and prints a line; per pair two of them, the first one's output
+# captured like ri-open's answer, the second one's input piped like
+# ri-close's request.  Nothing can do a pair's durable work in less.
 #
-# Blocks of pairs alternate baseline/ri/baseline B (ABC CBA order) so
-# drift and load cancel; the ratio is of the median pair times (the mean
-# ratio is shown).
-# Then strace counts the fsyncs of one pair, and of 20 pairs (averaged).
+# A diagnostic baseline: a WAL database with synchronous=FULL and a table
+# shaped like a journal row (the same columns and indexes as records), and
+# per pair two separate sqlite3 processes, each inserting the same payload
+# -- what the same work costs through the sqlite3 CLI (it checkpoints and
+# removes its WAL at every exit, so it does not grow with the run).
+#
+# Blocks of pairs alternate floor/ri/sqlite3 (ABC CBA order) so drift and
+# load cancel; the ratio is of the median pair times (the ratio of the
+# minimums is shown too).  Then strace counts every fsync and fdatasync
+# (directory syncs included) of one pair, and of 20 pairs (averaged).
 #
 # BENCH_PAIR_ROUNDS (default 6) x BENCH_PAIR_N (default 20) pairs of each.
 . "$(dirname "$0")/lib/common.bash"
@@ -29,8 +36,8 @@ TARGET=1.5
 
 bench_header "01-pair" \
     "ri-open + ri-close pairs/s (two processes, fsync'd journal, system clock, distinct act keys)" \
-    "two sqlite3 CLI processes per pair, each INSERTing the same payload into a WAL db, synchronous=FULL" \
-    "time per pair <= ${TARGET}x the baseline's; at most 2 fsync'd transactions per pair"
+    "the physical floor: 2 bare process starts + 2 O_DSYNC 4 KiB appends per pair, same shell shape" \
+    "time per pair <= ${TARGET}x the floor's (median); at most 2 fsync'd transactions per pair"
 
 I=$BT/inst
 bench_instance "$I" system || bench_die "cannot create an instance"
@@ -51,13 +58,9 @@ CREATE INDEX records_act ON records(kind, act_key, seq);
 CREATE INDEX records_retention ON records(retention_until) WHERE payload IS NOT NULL;
 SQL
 
-# Baseline B (a diagnostic, not the target's baseline): the same inserts
-# into a second database whose sqlite3 processes keep the WAL at exit
-# (.dbconfig no_ckpt_on_close on), the policy ri's own connections use --
-# so the difference to it is ri's own work, not SQLite's WAL policy.
-DBB=$BT/base/baseb.db
-sqlite3 "$DB" ".clone $DBB" >/dev/null 2>&1 || cp "$DB" "$DBB"
-sqlite3 "$DBB" "PRAGMA journal_mode=WAL;" >/dev/null || bench_die "cannot create baseline B"
+FLOOR=${RI_BENCH:-$BENCH_ROOT/build/default/bench}/floor
+[ -x "$FLOOR" ] || bench_die "$FLOOR is not built (make bench builds it)"
+FL=$BT/base/floor.log
 
 # one pair of the journal: intent, then outcome
 ri_pair() {
@@ -89,15 +92,11 @@ base_pair() {
 	printf '%s' "$sql" | sqlite3 "$DB" >/dev/null
 }
 
-baseb_pair() {
-	local o sql inv="inv_$1"
-	base_row sql ledger.intended "$inv" "$1" \
-	    "{\"act_key\":\"$1\",\"data\":{\"pairing_datum\":\"pd-$1\"},\"invocation_id\":\"$inv\",\"kind\":\"ledger\"}" i
-	o=$(sqlite3 -cmd ".dbconfig no_ckpt_on_close on" "$DBB" "$sql") || return 1
-	o=${o##*$'\n'}
-	base_row sql ledger.disclosed "$inv" "$1" \
-	    "{\"act_key\":\"$1\",\"data\":{\"disclosure_id\":\"dsc-$1\"},\"intent_event_id\":\"evt_$1_$o\",\"invocation_id\":\"$inv\",\"kind\":\"ledger\"}" o
-	printf '%s' "$sql" | sqlite3 -cmd ".dbconfig no_ckpt_on_close on" "$DBB" >/dev/null
+# one pair of the floor: two bare processes, each one synchronous append
+floor_pair() {
+	local o
+	o=$("$FLOOR" append "$FL") || return 1
+	printf '%s' "${o%\}},\"k\":\"$1\"}" | "$FLOOR" append "$FL" - >/dev/null
 }
 
 # block WHICH COUNT TAG OUT -- COUNT pairs, each pair's ms appended to OUT
@@ -118,37 +117,37 @@ block() {
 # warm-up: page cache, binaries, both databases past their first write
 block ri_pair 5 warm >/dev/null "$BT/warm" || bench_die "ri pair failed in warm-up"
 block base_pair 5 warm >/dev/null "$BT/warm" || bench_die "baseline pair failed in warm-up"
-block baseb_pair 5 warm >/dev/null "$BT/warm" || bench_die "baseline B pair failed in warm-up"
+block floor_pair 5 warm >/dev/null "$BT/warm" || bench_die "floor pair failed in warm-up"
 : >"$BT/ri.ms"
 : >"$BT/base.ms"
-: >"$BT/baseb.ms"
+: >"$BT/floor.ms"
 fails=0
 for ((r = 0; r < ROUNDS; r++)); do
 	if ((r % 2 == 0)); then
-		block base_pair "$N" "b$r" "$BT/base.ms" || fails=$((fails + $?))
+		block floor_pair "$N" "f$r" "$BT/floor.ms" || fails=$((fails + $?))
 		block ri_pair "$N" "r$r" "$BT/ri.ms" || fails=$((fails + $?))
-		block baseb_pair "$N" "c$r" "$BT/baseb.ms" || fails=$((fails + $?))
+		block base_pair "$N" "b$r" "$BT/base.ms" || fails=$((fails + $?))
 	else
-		block baseb_pair "$N" "c$r" "$BT/baseb.ms" || fails=$((fails + $?))
-		block ri_pair "$N" "r$r" "$BT/ri.ms" || fails=$((fails + $?))
 		block base_pair "$N" "b$r" "$BT/base.ms" || fails=$((fails + $?))
+		block ri_pair "$N" "r$r" "$BT/ri.ms" || fails=$((fails + $?))
+		block floor_pair "$N" "f$r" "$BT/floor.ms" || fails=$((fails + $?))
 	fi
 done
 
+read -r fn fmean fmed fp90 fmin fmax < <(stats "$BT/floor.ms")
 read -r bn bmean bmed bp90 bmin bmax < <(stats "$BT/base.ms")
 read -r rn rmean rmed rp90 rmin rmax < <(stats "$BT/ri.ms")
 printf '  %-34s %6s %9s %9s %9s %9s %9s\n' "per pair ($ROUNDS rounds x $N, ABC CBA)" n "mean ms" "median ms" "p90 ms" \
     "min ms" "pairs/s"
-printf '  %-34s %6d %9.2f %9.2f %9.2f %9.2f %9.1f\n' "baseline: 2 sqlite3 inserts" "$bn" "$bmean" "$bmed" "$bp90" \
-    "$bmin" "$(awk -v m="$bmed" 'BEGIN { print 1000 / m }')"
+printf '  %-34s %6d %9.2f %9.2f %9.2f %9.2f %9.1f\n' "floor: 2 processes, 2 O_DSYNC 4K" "$fn" "$fmean" "$fmed" \
+    "$fp90" "$fmin" "$(awk -v m="$fmed" 'BEGIN { print 1000 / m }')"
 printf '  %-34s %6d %9.2f %9.2f %9.2f %9.2f %9.1f\n' "ri-open + ri-close" "$rn" "$rmean" "$rmed" "$rp90" \
     "$rmin" "$(awk -v m="$rmed" 'BEGIN { print 1000 / m }')"
-read -r cn cmean cmed cp90 cmin cmax < <(stats "$BT/baseb.ms")
-printf '  %-34s %6d %9.2f %9.2f %9.2f %9.2f %9.1f\n' "(B: the same, WAL kept at exit)" "$cn" "$cmean" "$cmed" \
-    "$cp90" "$cmin" "$(awk -v m="$cmed" 'BEGIN { print 1000 / m }')"
-R=$(ratio "$rmed" "$bmed")
-echo "  ratio (median ri pair / median baseline pair): $R   (mean ratio $(ratio "$rmean" "$bmean"))   target <= $TARGET"
-echo "  (diagnostic: ri / baseline B, median: $(ratio "$rmed" "$cmed") -- ri's own work over SQLite's, same WAL policy)"
+printf '  %-34s %6d %9.2f %9.2f %9.2f %9.2f %9.1f\n' "(diagnostic: 2 sqlite3 inserts)" "$bn" "$bmean" "$bmed" "$bp90" \
+    "$bmin" "$(awk -v m="$bmed" 'BEGIN { print 1000 / m }')"
+R=$(ratio "$rmed" "$fmed")
+echo "  ratio (median ri pair / median floor pair): $R   (min ratio $(ratio "$rmin" "$fmin"))   target <= $TARGET"
+echo "  (diagnostic: ri / two sqlite3-CLI inserts, median: $(ratio "$rmed" "$bmed"), min: $(ratio "$rmin" "$bmin"))"
 if [ "$fails" != 0 ]; then
 	echo "  $fails pairs FAILED (non-zero exit; kept out of the times); first errors:"
 	sort "$BT/err.log" | uniq -c | sort -rn | head -3 | sed 's/^/    /'
@@ -199,6 +198,12 @@ printf '  %-34s %10.2f %10.2f %12.2f %7.2f\n' "ri pair, mean of 20" "$(ratio "$w
 read -r w dir db oth < <(classify "$BT/s.b20")
 printf '  %-34s %10.2f %10.2f %12.2f %7.2f\n' "baseline pair, mean of 20" "$(ratio "$w" 20 2)" "$(ratio "$dir" 20 2)" \
     "$(ratio "$db" 20 2)" "$(ratio "$oth" 20 2)"
+st "$BT/s.f20" bash -c "FLOOR='$FLOOR' FL='$FL'; $(declare -f floor_pair); for i in \$(seq 20); do floor_pair f20-\$i || exit 1; done" ||
+    bench_die "floor pairs under strace"
+all() { awk '/fsync|fdatasync/ && /= 0/ { n++ } END { print n + 0 }' "$@"; }
+echo "  every fsync + fdatasync, directories and checkpoints included: ri pair (one): $(all "$BT/s.open" "$BT/s.close"),"
+echo "    ri pair (mean of 20): $(ratio "$(all "$BT/s.ri20")" 20 2), sqlite3 pair (mean of 20): $(ratio "$(all "$BT/s.b20")" 20 2),"
+echo "    floor pair: 0 (O_DSYNC: each write is its own data sync)"
 tx=$(( ow + cw ))
 [ "$((odb + cdb))" = 0 ] || echo "  (5 tries all hit a checkpoint: the WAL column above includes the checkpoint's syncs)"
 echo "  fsync'd transactions in one ri pair (WAL commit syncs): $tx   target <= 2"

@@ -186,7 +186,7 @@ ri_finding_name(enum ri_finding f)
 {
 	static const char *names[] = { "journal-unavailable", "store-unavailable",
 		"closure-at-risk", "binding-duplicate", "unbound-kind", "escalated",
-		"service-credential-refused", "start-refused" };
+		"service-credential-refused", "start-refused", "run-overrun" };
 	return names[f];
 }
 

@@ -23,8 +23,10 @@ enum ri_finding {
 	 * surface reads (findings 6). */
 	RI_F_ESCALATED,                 /* act: the sweep escalated it (reconcile step 3.8b) */
 	RI_F_SERVICE_CREDENTIAL,        /* instance, kind: reconcile step 3.18 */
-	RI_F_START_REFUSED              /* instance, kind or none: a writer refused to start
+	RI_F_START_REFUSED,             /* instance, kind or none: a writer refused to start
 	                                 * (Instance start 3, Binding 2-3) */
+	RI_F_RUN_OVERRUN                /* instance, no kind: a sweep run outlasted run_bound
+	                                 * (run bound 1; issue 15) */
 };
 
 struct ri_finding_row {

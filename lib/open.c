@@ -143,11 +143,155 @@ replay_mismatch(const struct ri_record *intent, json_t *caller)
 }
 
 /*
- * open step 3: re-read the journal for the act under the section -- every
- * record of the act, each verified, so a tampered or missing record fails
- * closed (3.13) and no local map decides (3.3).  Each invocation's standing
- * comes from the one module that reads Which closing stands.  Answers RI_OK
- * to proceed, or a refusal.
+ * One invocation of the act, as step 3 judges it: an open one (an intent no
+ * closing names yet; sequence high water 5, the retention drop: not one
+ * whose retention ended) refuses the Open or, report-only, is surfaced.
+ * RI_OK to go on, or the refusal (the section released).
+ */
+static int
+judge(struct ri *r, struct open_req *o, const char *inv_id, const struct ri_inv *inv, ri_ms now,
+    json_t **ans, json_t *aged, ri_err *err)
+{
+	if (inv->intent == NULL || inv->n_closings > 0 || strcmp(inv_id, o->inv) == 0 ||
+	    !ri_intent_retained(r->cfg, inv->intent, now))
+		return RI_OK;
+	/* Primitive policy 15, 38: the one comparison, against the range
+	 * read's recorded_at */
+	bool in_flight = ri_in_flight(r->cfg, o->k, inv->intent->recorded_at, now);
+	if (in_flight || o->k->service_actor != NULL) {
+		/* open steps 3.4-3.7 */
+		release(r, o);
+		return ri_refuse_with(ans, json_pack("{s:s, s:s, s:b}", "refused", "act-in-flight",
+		    "invocation_id", inv_id, "replay_mismatch", replay_mismatch(inv->intent,
+		    o->intent_data)), err, RI_ACT_IN_FLIGHT,
+		    "act-in-flight: invocation %s of this act is %s", inv_id,
+		    in_flight ? "live" : "awaiting the sweep");
+	}
+	/* open step 3.8: report-only -- proceed, leave it open, surface it */
+	json_array_append_new(aged, json_string(inv_id));
+	return RI_OK;
+}
+
+/* open step 3.13: release; journal-unavailable with nothing written */
+static int
+unavailable(struct ri *r, struct open_req *o, int st, json_t **ans, ri_err *err)
+{
+	json_t *ref = ri_refusal("journal-unavailable");
+
+	release(r, o);
+	if (st == RI_ST_INTEGRITY)
+		json_object_set_new(ref, "cause", json_string("integrity"));
+	return ri_refuse_with(ans, ref, err, RI_JOURNAL_UNAVAILABLE, "journal-unavailable: %s",
+	    r->st->ops->error(r->st)->msg);
+}
+
+static int
+malformed(struct ri *r, struct open_req *o, const char *event_id, const char *why, json_t **ans, ri_err *err)
+{
+	/* a record of illegal shape in what step 3 decides from: fail closed,
+	 * as a reader does */
+	release(r, o);
+	return ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable", "cause",
+	    "integrity"), err, RI_JOURNAL_UNAVAILABLE, "journal integrity: record %s is malformed: %s",
+	    event_id, why);
+}
+
+/*
+ * open step 3 for a repeatable act (repeatable 1: no 3.9 landed check), in
+ * O(the act's records since the newest seal + open intents), never the
+ * act's whole history (a key used every night for years, issue 15):
+ *
+ *  - open step 3.1, the sequence high water: the newest seal.  A seal is
+ *    appended only after every record since the previous one verified
+ *    (INTEGRITY.md 5), and its seq is bound under the journal head's MAC;
+ *    every ri-sweep run seals.  Each record of the act above it is read
+ *    and verified here (chain link, MAC, digest, the act's authenticated
+ *    head) and its shape checked, so a record tampered since the seal
+ *    still fails the Open closed (3.13) before anything is written; below
+ *    it, ri-audit re-verifies everything;
+ *  - open step 3.2: the act's open invocations come from the journal's
+ *    authenticated index of open intents, checked whole against the count
+ *    and accumulator the journal head MACs (a deleted, added or altered row
+ *    is an integrity failure) and moved in each append's own transaction --
+ *    an intent enters it as it lands and leaves it with its invocation's
+ *    first closing or its purge -- so every other invocation of the act,
+ *    above or below the high water, is closed, and steps 3.4-3.8 never
+ *    decide from a closed one;
+ *  - open step 3.3: each invocation the index names is re-read under the
+ *    section (verified records, not the index, decide), its records'
+ *    shapes checked as ri_act_read checks an act's.
+ */
+static int
+precheck_repeatable(struct ri *r, struct open_req *o, ri_ms now, json_t **ans, json_t *aged, ri_err *err)
+{
+	struct ri_open_intent *oi = NULL;
+	struct ri_query q = { .from = 0, .limit = 64, .kind = o->kind, .act_key = o->act_key, .descending = true };
+	unsigned char sh[32];
+	int64_t sealed = 0;
+	size_t n = 0;
+	int rc = RI_OK, st;
+	char why[256];
+
+	if ((st = r->st->ops->sealed(r->st, &sealed, sh)) != RI_ST_OK)
+		return unavailable(r, o, st, ans, err);
+	for (;;) {
+		struct ri_records page;
+		bool below = false;
+		if ((st = r->st->ops->range_read(r->st, &q, &page)) != RI_ST_OK)
+			return unavailable(r, o, st, ans, err);
+		for (size_t i = 0; i < page.n && rc == RI_OK && !below; i++) {
+			if (page.v[i].seq <= sealed)
+				below = true;
+			else if (!ri_record_legal(&page.v[i], why, sizeof why))
+				rc = malformed(r, o, page.v[i].event_id, why, ans, err);
+		}
+		bool more = page.more;
+		q.from = page.next;
+		ri_records_clear(&page);
+		if (rc != RI_OK)
+			return rc;
+		if (below || !more)
+			break;
+		q.limit = q.limit < 256 ? q.limit * 2 : 512;
+	}
+	if ((st = r->st->ops->open_intents(r->st, o->kind, o->act_key, RI_NONE, &oi, &n)) != RI_ST_OK)
+		return unavailable(r, o, st, ans, err);
+	for (size_t i = 0; i < n && rc == RI_OK; i++) {
+		struct ri_inv inv;
+		if ((st = ri_inv_read(r, oi[i].invocation_id, &inv)) != RI_ST_OK) {
+			rc = unavailable(r, o, st, ans, err);
+			break;
+		}
+		for (size_t j = 0; j < inv.all.n && rc == RI_OK; j++)
+			if (!ri_record_legal(&inv.all.v[j], why, sizeof why))
+				rc = malformed(r, o, inv.all.v[j].event_id, why, ans, err);
+		if (rc == RI_OK && (inv.intent == NULL || inv.intent->seq != oi[i].seq ||
+		    strcmp(inv.intent->kind, o->kind) != 0 || strcmp(inv.intent->act_key, o->act_key) != 0)) {
+			/* the index names an intent its invocation's records do not
+			 * hold: the derived state is not the journal's */
+			release(r, o);
+			rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable", "cause",
+			    "integrity"), err, RI_JOURNAL_UNAVAILABLE, "journal integrity: the open-intents index "
+			    "names intent seq %lld of invocation %s, which its records do not hold"
+			    " (after investigating, ri-sweep --rebuild)", (long long)oi[i].seq, oi[i].invocation_id);
+		}
+		if (rc == RI_OK)
+			rc = judge(r, o, oi[i].invocation_id, &inv, now, ans, aged, err);
+		ri_inv_free(&inv);
+	}
+	ri_open_intents_free(oi, n);
+	return rc;
+}
+
+/*
+ * open step 3: re-read the journal for the act under the section, each
+ * record verified, so a tampered or missing record fails closed (3.13) and
+ * no local map decides (3.3).  A non-repeatable act reads every record of
+ * the act (3.9a: its latest outcome; such an act's history ends at its
+ * first outcome); a repeatable one reads its open invocations
+ * (precheck_repeatable).  Each invocation's standing comes from the one
+ * module that reads Which closing stands.  Answers RI_OK to proceed, or a
+ * refusal.
  */
 static int
 precheck(struct ri *r, struct open_req *o, ri_ms now, json_t **ans, json_t *aged, ri_err *err)
@@ -157,14 +301,12 @@ precheck(struct ri *r, struct open_req *o, ri_ms now, json_t **ans, json_t *aged
 	const struct ri_act_inv *landed_by = NULL;
 	int rc = RI_OK, st;
 
+	if (o->k->repeatable)
+		return precheck_repeatable(r, o, now, ans, aged, err);
 	if ((st = ri_act_read(r, o->kind, o->act_key, NULL, 0, &act)) != RI_ST_OK)
-		goto unavailable;
+		return unavailable(r, o, st, ans, err);
 	if (act.bad != NULL) {
-		/* a record of illegal shape in the act: fail closed, as a reader does */
-		release(r, o);
-		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable", "cause",
-		    "integrity"), err, RI_JOURNAL_UNAVAILABLE, "journal integrity: record %s is malformed: %s",
-		    act.bad->event_id, act.why);
+		rc = malformed(r, o, act.bad->event_id, act.why, ans, err);
 		ri_act_free(&act);
 		return rc;
 	}
@@ -176,26 +318,7 @@ precheck(struct ri *r, struct open_req *o, ri_ms now, json_t **ans, json_t *aged
 			landed = e->sd.outcome;
 			landed_by = e;
 		}
-		/* open invocations: an intent no closing names yet; sequence high
-		 * water 5, the retention drop: not one whose retention ended */
-		if (e->inv.intent == NULL || e->inv.n_closings > 0 || strcmp(e->inv_id, o->inv) == 0 ||
-		    !ri_intent_retained(r->cfg, e->inv.intent, now))
-			continue;
-		/* Primitive policy 15, 38: the one comparison, against the range
-		 * read's recorded_at */
-		bool in_flight = ri_in_flight(r->cfg, o->k, e->inv.intent->recorded_at, now);
-		if (in_flight || o->k->service_actor != NULL) {
-			/* open steps 3.4-3.7 */
-			release(r, o);
-			rc = ri_refuse_with(ans, json_pack("{s:s, s:s, s:b}", "refused", "act-in-flight",
-			    "invocation_id", e->inv_id, "replay_mismatch", replay_mismatch(e->inv.intent,
-			    o->intent_data)), err, RI_ACT_IN_FLIGHT,
-			    "act-in-flight: invocation %s of this act is %s", e->inv_id,
-			    in_flight ? "live" : "awaiting the sweep");
-		} else {
-			/* open step 3.8: report-only -- proceed, leave it open, surface it */
-			json_array_append_new(aged, json_string(e->inv_id));
-		}
+		rc = judge(r, o, e->inv_id, &e->inv, now, ans, aged, err);
 	}
 	if (rc == RI_OK && !o->k->repeatable && landed != NULL) {
 		/* open step 3.9 (repeatable 1: only for repeatable = no) */
@@ -208,16 +331,6 @@ precheck(struct ri *r, struct open_req *o, ri_ms now, json_t **ans, json_t *aged
 	}
 	ri_act_free(&act);
 	return rc;
-unavailable:
-	/* open step 3.13: release; journal-unavailable with nothing written */
-	release(r, o);
-	{
-		json_t *ref = ri_refusal("journal-unavailable");
-		if (st == RI_ST_INTEGRITY)
-			json_object_set_new(ref, "cause", json_string("integrity"));
-		return ri_refuse_with(ans, ref, err, RI_JOURNAL_UNAVAILABLE, "journal-unavailable: %s",
-		    r->st->ops->error(r->st)->msg);
-	}
 }
 
 /* The intent position's arms (Primitive policy 19-26, 32-38). */

@@ -133,23 +133,6 @@ probe_child(const struct ri_kind *k, int in_fd, int out_fd)
 	_exit(127);
 }
 
-/* A descriptor that turns readable when the child exits (Linux >= 5.3),
- * so the wait below ends on the exit itself, never on a nap; -1 where the
- * kernel has none, and the wait falls back to short polls. */
-static int
-exit_fd(pid_t pid)
-{
-#ifdef SYS_pidfd_open
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (fd >= 0) {
-		(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-		return fd;
-	}
-#else
-	(void)pid;
-#endif
-	return -1;
-}
 
 /*
  * Sweep never 1: the probe is the only adopter code the sweep runs.  The
@@ -192,7 +175,7 @@ ri_probe_run(const struct ri_config *c, const struct ri_kind *k, const char *act
 	(void)fcntl(from[0], F_SETFL, O_NONBLOCK);
 	signal(SIGPIPE, SIG_IGN);
 	out = ri_xmalloc(cap + 1);
-	int xfd = exit_fd(pid);
+	int xfd = ri_exit_fd(pid);
 	/* every wait ends on an event -- output, input taken, the exit -- or
 	 * on the deadline; the 20 ms poll is only the fallback with no pidfd */
 	while (!eof || !done) {

@@ -165,26 +165,32 @@ ri_inv_free(struct ri_inv *inv)
 	memset(inv, 0, sizeof *inv);
 }
 
+/* The act's entry for invocation id: a hash lookup (index: inv id -> its
+ * position in a->v), never a linear search over the act's invocations. */
 static struct ri_act_inv *
-act_entry(struct ri_act *a, const char *id)
+act_entry(struct ri_act *a, json_t *index, const char *id)
 {
-	for (size_t i = a->n; i-- > 0;)
-		if (strcmp(a->v[i].inv_id, id) == 0)
-			return &a->v[i];
-	return NULL;
+	json_t *i = json_object_get(index, id);
+
+	return i != NULL ? &a->v[json_integer_value(i)] : NULL;
 }
 
 int
 ri_act_read(struct ri *r, const char *kind, const char *act_key, const char *inv_id,
     size_t max_intents, struct ri_act *out)
 {
-	struct ri_query q = { .from = 0, .limit = 512, .kind = kind, .act_key = act_key, .descending = true };
+	/* a bounded read (read_cap) reads a first page the size of what it
+	 * needs -- an intent and a closing or two per invocation -- not 512
+	 * verified records of a hot key; pages then double */
+	size_t first = max_intents > 0 && max_intents < 128 ? 2 * max_intents + 4 : 512;
+	struct ri_query q = { .from = 0, .limit = first, .kind = kind, .act_key = act_key, .descending = true };
 	size_t cap = 0, cap_v = 0;
+	json_t *index;
 	int st;
 
 	memset(out, 0, sizeof *out);
 	if (inv_id != NULL)
-		q = (struct ri_query){ .from = 0, .limit = 512, .invocation_id = inv_id, .descending = true };
+		q = (struct ri_query){ .from = 0, .limit = first, .invocation_id = inv_id, .descending = true };
 	for (;;) {
 		struct ri_records page;
 		if ((st = r->st->ops->range_read(r->st, &q, &page)) != RI_ST_OK) {
@@ -210,15 +216,18 @@ ri_act_read(struct ri *r, const char *kind, const char *act_key, const char *inv
 			out->truncated = true;
 			break;
 		}
+		if (q.limit < 512)
+			q.limit = q.limit * 2 < 512 ? q.limit * 2 : 512;
 	}
 	/* group oldest first, so each invocation's records ascend */
+	index = json_object();
 	for (size_t i = out->all.n; i-- > 0;) {
 		struct ri_record *rec = &out->all.v[i];
 		struct ri_act_inv *e;
 		if (rec->invocation_id == NULL || strcmp(rec->kind, kind) != 0 ||
 		    strcmp(rec->act_key, act_key) != 0)
 			continue;
-		if ((e = act_entry(out, rec->invocation_id)) == NULL) {
+		if ((e = act_entry(out, index, rec->invocation_id)) == NULL) {
 			if (rec->role != RI_ROLE_INTENT)
 				continue;       /* its intent lies beyond what was read */
 			if (out->n == cap_v) {
@@ -227,6 +236,7 @@ ri_act_read(struct ri *r, const char *kind, const char *act_key, const char *inv
 				if (out->v == NULL)
 					abort();
 			}
+			json_object_set_new(index, rec->invocation_id, json_integer((json_int_t)out->n));
 			e = &out->v[out->n++];
 			memset(e, 0, sizeof *e);
 			e->inv_id = ri_strdup(rec->invocation_id);
@@ -236,6 +246,7 @@ ri_act_read(struct ri *r, const char *kind, const char *act_key, const char *inv
 			abort();
 		e->inv.all.v[e->inv.all.n++] = *rec;
 	}
+	json_decref(index);
 	for (size_t i = 0; i < out->n; i++) {
 		struct ri_act_inv *e = &out->v[i];
 		for (size_t j = 0; j < e->inv.all.n; j++) {
@@ -390,13 +401,21 @@ ri_wait_write_bound(struct ri *r, const char *kind, const char *act_key, const c
 	ri_ms jwb = r->cfg->journal_write_bound, left;
 
 	for (;;) {
-		if (ri_mono_ms() - mono_at_issue >= jwb)
+		int64_t wait = jwb - (ri_mono_ms() - mono_at_issue);
+		if (wait <= 0)
 			return;
 		if (remaining_at_issue != RI_NONE &&
-		    r->st->ops->remaining(r->st, kind, act_key, holder, &left) == RI_ST_OK &&
-		    (left == RI_NONE || remaining_at_issue - left >= jwb))
-			return;
-		ri_sleep_ms(jwb < 20 ? jwb : 20);
+		    r->st->ops->remaining(r->st, kind, act_key, holder, &left) == RI_ST_OK) {
+			if (left == RI_NONE || remaining_at_issue - left >= jwb)
+				return;
+			/* the instant the lease says the bound has elapsed, when
+			 * that comes before the monotonic one */
+			if (jwb - (remaining_at_issue - left) < wait)
+				wait = jwb - (remaining_at_issue - left);
+		}
+		/* sleep to the first instant either reading can be satisfied --
+		 * a wait that ends on its deadline, not on 20 ms naps */
+		ri_sleep_ms(wait > 0 ? wait : 1);
 	}
 }
 

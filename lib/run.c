@@ -231,9 +231,16 @@ run_child(const struct ri_run_opts *o, const char *inv, const char *ev, const ch
 		(void)kill(-pid, SIGKILL);
 	close(go[1]);
 	(void)fcntl(fds[0], F_SETFL, O_NONBLOCK);
+	/* every wait ends on its event -- output, EOF, the job's exit (a
+	 * pidfd) -- or on the next instant this loop acts at (the stop
+	 * instant, the end of the grace); a nap only where the kernel has no
+	 * pidfd (issue 15: a 10 ms nap after every job's EOF) */
+	int xfd = ri_exit_fd(pid);
 	while (!done || (!eof && !res->stopped)) {
-		struct pollfd p = { fds[0], POLLIN, 0 };
-		int64_t now = ri_mono_ms(), left = stop_at - now;
+		struct pollfd p[2];
+		nfds_t np = 0;
+		int ix_out = -1, ix_exit = -1;
+		int64_t now = ri_mono_ms(), left = stop_at - now, wait_ms;
 
 		/* at the stop instant (or when ri-run is interrupted): TERM to
 		 * the whole group, then KILL after the grace */
@@ -246,7 +253,26 @@ run_child(const struct ri_run_opts *o, const char *inv, const char *ev, const ch
 			killed = true;
 			(void)kill(-pid, SIGKILL);
 		}
-		if (!eof && poll(&p, 1, 20) > 0) {
+		if (!res->stopped)
+			wait_ms = left;
+		else if (!killed)
+			wait_ms = term_at + o->grace_ms - now;
+		else
+			wait_ms = -1;
+		if (wait_ms < 0 && !(killed && wait_ms == -1))
+			wait_ms = 0;
+		if (xfd < 0 && (wait_ms < 0 || wait_ms > 20))
+			wait_ms = 20;
+		if (!eof) {
+			ix_out = (int)np;
+			p[np++] = (struct pollfd){ fds[0], POLLIN, 0 };
+		}
+		if (!done && xfd >= 0) {
+			ix_exit = (int)np;
+			p[np++] = (struct pollfd){ xfd, POLLIN, 0 };
+		}
+		if (np > 0 && poll(p, np, wait_ms > INT32_MAX ? INT32_MAX : (int)wait_ms) > 0 && ix_out >= 0 &&
+		    (p[ix_out].revents & (POLLIN | POLLHUP | POLLERR))) {
 			char buf[8192];
 			ssize_t n = read(fds[0], buf, sizeof buf);
 			if (n == 0) {
@@ -260,13 +286,16 @@ run_child(const struct ri_run_opts *o, const char *inv, const char *ev, const ch
 				memcpy(res->out + res->len, buf, take);
 				res->len += take;
 			}
-		} else if (eof) {
-			ri_sleep_ms(10);
+		} else if (np == 0) {
+			ri_sleep_ms(wait_ms);   /* no pidfd, output ended: the fallback */
 		}
+		(void)ix_exit;
 		/* only this pid is reaped here, so its status is never lost */
 		if (!done && waitpid(pid, &res->status, WNOHANG) == pid)
 			done = true;
 	}
+	if (xfd >= 0)
+		close(xfd);
 	close(fds[0]);
 	res->out[res->len] = '\0';
 	/* nothing of the job outlives it: its group is stopped either way */

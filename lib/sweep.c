@@ -525,152 +525,221 @@ count(struct sweep *s, enum verdict v)
 
 /* ---- step 5: the duplicate scan over the delta ---- */
 
-/* A set of invocation ids (a jansson object used as a hash set). */
-struct seen_inv {
-	json_t *set;
+/*
+ * The scan is one ascending pass over the delta (sequence high water 1),
+ * O(delta + closed invocations x log n) in time, and in memory O(the
+ * invocations open at once) -- never O(delta) (issue 15: a first sweep of
+ * an unmarked 10^6-record journal) nor a re-read of an act's history per
+ * record (a hot key's 2,000 invocations in one delta cost 28x).
+ */
+struct scan {
+	int64_t mark;                   /* the delta is (mark, head] */
+	json_t *open;                   /* "kind\tact_key" -> { inv: [intent seq, reported] }:
+	                                 * retained intents of the delta, of kinds with a
+	                                 * service identity, whose invocation no closing
+	                                 * of the delta names yet */
+	json_t *before;                 /* "kind\tact_key" -> [inv, intent seq] of the
+	                                 * act's open intents from before the delta (the
+	                                 * authenticated index), read lazily */
+	bool before_loaded;
 };
 
+static void
+act_id(const struct ri_record *rec, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s\t%s", rec->kind, rec->act_key);
+}
+
+/*
+ * The closings key for one invocation id (reconcile step 5.2), read
+ * through Which closing stands (standing.h): two or more chains.  Called
+ * for each closing of the delta; the invocation is judged once, at its
+ * first closing in the delta (a later one finds that one below it), so no
+ * set of the delta's invocations is kept.  *inv_out (when not NULL) gets
+ * the invocation read, for the intents key.  False when it was judged
+ * already or could not be read.
+ */
 static bool
-seen_add(struct seen_inv *si, const char *id)
+scan_closings(struct sweep *s, struct scan *sc, const struct ri_kind *k, const struct ri_record *rec,
+    struct ri_inv *inv)
 {
-	if (si->set == NULL)
-		si->set = json_object();
-	if (json_object_get(si->set, id) != NULL)
-		return false;
-	json_object_set_new(si->set, id, json_true());
-	return true;
-}
-
-static void
-seen_free(struct seen_inv *si)
-{
-	json_decref(si->set);
-	si->set = NULL;
-}
-
-/* The closings key for one invocation id (reconcile step 5.2), read
- * through Which closing stands (standing.h): two or more chains. */
-static void
-scan_closings(struct sweep *s, const struct ri_kind *k, const char *inv_id)
-{
-	struct ri_inv inv;
 	struct ri_standing sd;
 
-	if (ri_inv_read(s->r, inv_id, &inv) != RI_ST_OK)
-		return;
-	ri_standing(inv.closings, inv.n_closings, &sd);
-	if (inv.intent != NULL && ri_intent_retained(s->c, inv.intent, s->now)) {
+	if (ri_inv_read(s->r, rec->invocation_id, inv) != RI_ST_OK)
+		return false;
+	for (size_t i = 0; i < inv->n_closings; i++)
+		if (inv->closings[i].rec->seq > sc->mark && inv->closings[i].rec->seq < rec->seq &&
+		    ri_before_horizon(s->c, k, inv->closings[i].rec->recorded_at, s->now)) {
+			ri_inv_free(inv);
+			return false;   /* judged at that earlier closing */
+		}
+	ri_standing(inv->closings, inv->n_closings, &sd);
+	if (inv->intent != NULL && ri_intent_retained(s->c, inv->intent, s->now)) {
 #ifndef RI_NC_NO_DUPLICATE_SCAN
 		if (sd.duplicate)
-			act_finding(s, RI_F_BINDING_DUPLICATE, k->name, inv.intent->act_key, inv_id,
+			act_finding(s, RI_F_BINDING_DUPLICATE, k->name, inv->intent->act_key, rec->invocation_id,
 			    json_pack("{s:s, s:I}", "key", "closings", "chains", (json_int_t)sd.n_heads));
 #endif
 		if (sd.malformed != NULL)
 			alert(s, "closing %s of invocation %s names no earlier closing of it (malformed supersedes)",
-			    sd.malformed->rec->event_id, inv_id);
-		if (inv.n_intents > 1)
-			act_finding(s, RI_F_BINDING_DUPLICATE, k->name, inv.intent->act_key, inv_id,
-			    json_pack("{s:s, s:I}", "key", "invocation", "intents", (json_int_t)inv.n_intents));
+			    sd.malformed->rec->event_id, rec->invocation_id);
+		if (inv->n_intents > 1)
+			act_finding(s, RI_F_BINDING_DUPLICATE, k->name, inv->intent->act_key, rec->invocation_id,
+			    json_pack("{s:s, s:I}", "key", "invocation", "intents", (json_int_t)inv->n_intents));
 	}
-	ri_inv_free(&inv);
+	return true;
 }
 
-/* Was the retained intent of invocation inv open at once with the span
- * [opened, closed)?  Reads the invocation (O(log n + its records)). */
-static bool
-other_open_at_once(struct sweep *s, const char *inv, int64_t opened, int64_t closed)
+static void
+intents_finding(struct sweep *s, const struct ri_kind *k, const char *act_key, const char *inv,
+    const char *other)
 {
-	struct ri_inv o;
-	bool yes = false;
+	act_finding(s, RI_F_BINDING_DUPLICATE, k->name, act_key, inv,
+	    json_pack("{s:s, s:s}", "key", "intents", "open_with", other));
+}
 
-	if (ri_inv_read(s->r, inv, &o) != RI_ST_OK)
-		return false;
-	if (o.intent != NULL && ri_intent_retained(s->c, o.intent, s->now)) {
-		struct ri_open_span v[2] = { { opened, closed },
-			{ o.intent->seq, o.n_closings ? o.closings[0].rec->seq : INT64_MAX } };
-		size_t a, b;
-		yes = ri_intents_key(v, 2, &a, &b);
+/* The act's retained open intent from before the delta, if any (the
+ * journal's authenticated index, read once per run; each intent's own
+ * record read when first asked, for its retention). */
+static const char *
+open_before(struct sweep *s, struct scan *sc, const char *act)
+{
+	json_t *v;
+
+	if (!sc->before_loaded) {
+		struct ri_open_intent *oi = NULL;
+		size_t n = 0;
+		sc->before_loaded = true;
+		if (s->r->st->ops->open_intents(s->r->st, NULL, NULL, RI_NONE, &oi, &n) == RI_ST_OK)
+			for (size_t i = 0; i < n; i++) {
+				char id[512];
+				snprintf(id, sizeof id, "%s\t%s", oi[i].kind, oi[i].act_key);
+				if (oi[i].seq <= sc->mark && json_object_get(sc->before, id) == NULL)
+					json_object_set_new(sc->before, id, json_pack("[s, I]", oi[i].invocation_id,
+					    (json_int_t)oi[i].seq));
+			}
+		ri_open_intents_free(oi, n);
 	}
-	ri_inv_free(&o);
-	return yes;
+	if ((v = json_object_get(sc->before, act)) == NULL)
+		return NULL;
+	if (json_array_size(v) == 2) {
+		/* first asked: is it retained (sequence high water 5)? */
+		struct ri_inv o;
+		bool yes = false;
+		if (ri_inv_read(s->r, json_string_value(json_array_get(v, 0)), &o) == RI_ST_OK) {
+			yes = o.intent != NULL && ri_intent_retained(s->c, o.intent, s->now);
+			ri_inv_free(&o);
+		}
+		json_array_append_new(v, json_boolean(yes));
+	}
+	return json_is_true(json_array_get(v, 2)) ? json_string_value(json_array_get(v, 0)) : NULL;
 }
 
 /*
- * The intents key for an intent I in the delta (reconcile step 5.3, Which
- * closing stands 9): another retained intent of the act open at once with
- * it, where a service identity is declared.  Bounded by what came after I,
- * never the act's whole history (a hot key used for years): an intent J
- * open at once with I either opened after I -- its intent is among the
- * act's records after I -- or opened before I and was closed after it, or
- * is still open: then a closing of J is among the records after I, or J is
- * in the open-intents index.
+ * The intents key (reconcile step 5.3, Which closing stands 9-10): a
+ * retained intent I of the delta, before the horizon, open at once with
+ * another retained intent J of its act, where the kind declares a service
+ * identity.  J is (a) an intent of the delta still open when I lands --
+ * then each names the other; (b) an intent from before the delta still
+ * open (the index); or (c) an intent from before the delta whose first
+ * closing lands in the delta after I (scan_retro).
  */
 static void
-scan_intents(struct sweep *s, const struct ri_kind *k, const struct ri_record *intent)
+scan_intent(struct sweep *s, struct scan *sc, const struct ri_kind *k, const struct ri_record *rec)
 {
-	struct ri_query q = { .from = intent->seq + 1, .limit = 512, .kind = intent->kind,
-		.act_key = intent->act_key };
-	struct ri_open_intent *oi = NULL;
-	size_t n_oi = 0;
-	json_t *named = json_object();          /* invocations met after I: inv -> its intent seq or 0 */
-	int64_t closed = INT64_MAX;             /* I's first closing */
-	char other[RI_ID_LEN + 8] = "";
+	char act[512];
+	json_t *members, *v;
+	const char *inv, *other = NULL;
+	bool report = ri_before_horizon(s->c, k, rec->recorded_at, s->now);
 
-	if (k->service_actor == NULL) {
-		json_decref(named);
-		return;         /* journal fence none 6, Which closing stands 10 */
+	act_id(rec, act, sizeof act);
+	if ((members = json_object_get(sc->open, act)) == NULL) {
+		members = json_object();
+		json_object_set_new(sc->open, act, members);
 	}
+	json_object_foreach(members, inv, v) {
+		if (strcmp(inv, rec->invocation_id) == 0)
+			continue;
+		if (other == NULL)
+			other = inv;
+		/* J opened before I and is open at I: J was open at once with I */
+		if (json_is_false(json_array_get(v, 2))) {
+			json_array_set_new(v, 2, json_true());
+			intents_finding(s, k, rec->act_key, inv, rec->invocation_id);
+		}
+	}
+	if (other == NULL)
+		other = open_before(s, sc, act);
+	if (other != NULL && report)
+		intents_finding(s, k, rec->act_key, rec->invocation_id, other);
+	/* an intent over the horizon is no I, but is still a J (a later I's) */
+	json_object_set_new(members, rec->invocation_id, json_pack("[I, b, b]", (json_int_t)rec->seq, 0,
+	    other != NULL || !report));
+}
+
+/* (c): J's intent lies before the delta and its first closing C is in the
+ * delta: every retained intent of the act in (mark, C) was open at once
+ * with J.  Read once per such J (bounded by the invocations open at the
+ * mark), over the act's records of the delta below C. */
+static void
+scan_retro(struct sweep *s, struct scan *sc, const struct ri_kind *k, const struct ri_record *c,
+    const struct ri_inv *j)
+{
+	struct ri_query q = { .from = sc->mark + 1, .limit = 512, .kind = c->kind, .act_key = c->act_key };
+
+	if (j->intent == NULL || j->intent->seq > sc->mark || j->n_closings == 0 ||
+	    j->closings[0].rec->seq != c->seq || !ri_intent_retained(s->c, j->intent, s->now))
+		return;
 	for (;;) {
 		struct ri_records page;
+		bool past = false;
 		if (s->r->st->ops->range_read(s->r->st, &q, &page) != RI_ST_OK)
 			break;
-		for (size_t i = 0; i < page.n && other[0] == '\0'; i++) {
+		for (size_t i = 0; i < page.n && !past; i++) {
 			struct ri_record *rec = &page.v[i];
-			if (rec->invocation_id == NULL)
-				continue;
-			if (strcmp(rec->invocation_id, intent->invocation_id) == 0) {
-				if (ri_role_closing(rec->role) && closed == INT64_MAX)
-					closed = rec->seq;
-				continue;
+			if (rec->seq >= c->seq) {
+				past = true;
+				break;
 			}
-			if (rec->role == RI_ROLE_INTENT) {
-				/* J opened after I: at once if before I's first closing */
-				if (rec->seq < closed && ri_intent_retained(s->c, rec, s->now))
-					snprintf(other, sizeof other, "%s", rec->invocation_id);
-				json_object_set_new(named, rec->invocation_id, json_integer(rec->seq));
-			} else if (ri_role_closing(rec->role) && json_object_get(named, rec->invocation_id) == NULL) {
-				/* a closing of a J whose intent came before I */
-				json_object_set_new(named, rec->invocation_id, json_integer(0));
-			}
+			if (rec->role == RI_ROLE_INTENT && rec->invocation_id != NULL &&
+			    strcmp(rec->invocation_id, c->invocation_id) != 0 &&
+			    ri_intent_retained(s->c, rec, s->now) && ri_before_horizon(s->c, k, rec->recorded_at, s->now))
+				intents_finding(s, k, rec->act_key, rec->invocation_id, c->invocation_id);
 		}
 		bool more = page.more;
 		q.from = page.next;
 		ri_records_clear(&page);
-		if (other[0] != '\0' || !more)
+		if (past || !more)
 			break;
 	}
-	/* J opened before I and closed after it opened */
-	const char *inv;
-	json_t *v;
-	json_object_foreach(named, inv, v) {
-		if (other[0] != '\0')
-			break;
-		if (json_integer_value(v) == 0 && other_open_at_once(s, inv, intent->seq, closed))
-			snprintf(other, sizeof other, "%s", inv);
+}
+
+/* A closing of the delta: its invocation leaves the open set (its first
+ * closing ends its span) -- then the closings key is judged at once, the
+ * invocation's first closing in the delta being this one; otherwise its
+ * invocation is read (the closings key, and the intents key's case c). */
+static void
+scan_closing(struct sweep *s, struct scan *sc, const struct ri_kind *k, const struct ri_record *rec)
+{
+	char act[512];
+	json_t *members;
+	struct ri_inv inv;
+
+	act_id(rec, act, sizeof act);
+	if ((members = json_object_get(sc->open, act)) != NULL &&
+	    json_object_get(members, rec->invocation_id) != NULL) {
+		json_object_del(members, rec->invocation_id);
+		if (json_object_size(members) == 0)
+			json_object_del(sc->open, act);
 	}
-	/* J opened before I and still open */
-	if (other[0] == '\0' &&
-	    s->r->st->ops->open_intents(s->r->st, intent->kind, intent->act_key, RI_NONE, &oi, &n_oi) == RI_ST_OK) {
-		for (size_t i = 0; i < n_oi && other[0] == '\0'; i++)
-			if (oi[i].seq < intent->seq && strcmp(oi[i].invocation_id, intent->invocation_id) != 0 &&
-			    other_open_at_once(s, oi[i].invocation_id, intent->seq, closed))
-				snprintf(other, sizeof other, "%s", oi[i].invocation_id);
-		ri_open_intents_free(oi, n_oi);
-	}
-	json_decref(named);
-	if (other[0] != '\0')
-		act_finding(s, RI_F_BINDING_DUPLICATE, k->name, intent->act_key, intent->invocation_id,
-		    json_pack("{s:s, s:s}", "key", "intents", "open_with", other));
+	/* reconcile step 5.6: not over the horizon */
+	if (!ri_before_horizon(s->c, k, rec->recorded_at, s->now))
+		return;
+	if (!scan_closings(s, sc, k, rec, &inv))
+		return;
+	if (k->service_actor != NULL)   /* journal fence none 6, Which closing stands 10 */
+		scan_retro(s, sc, k, rec, &inv);
+	ri_inv_free(&inv);
 }
 
 static int
@@ -678,14 +747,18 @@ duplicate_scan(struct sweep *s)
 {
 	struct ri *r = s->r;
 	int64_t mark = 0, settled = 0;
-	struct seen_inv invs = { 0 };
+	struct scan sc = { .open = json_object(), .before = json_object() };
 	struct ri_query q;
 	ri_ms settle = ri_settle_bound(s->c);
 
 	int st = RI_ST_OK;
 
-	if (r->st->ops->mark_get(r->st, "sweep.duplicate_scan", &mark) != RI_ST_OK)
+	if (r->st->ops->mark_get(r->st, "sweep.duplicate_scan", &mark) != RI_ST_OK) {
+		json_decref(sc.open);
+		json_decref(sc.before);
 		return RI_ST_UNAVAILABLE;
+	}
+	sc.mark = mark;
 	q = (struct ri_query){ .from = mark + 1, .limit = 1024 };
 	for (;;) {
 		struct ri_records page;
@@ -702,13 +775,11 @@ duplicate_scan(struct sweep *s)
 				settled = rec->seq;     /* recorded_at never decreases with seq */
 			if (k == NULL || rec->invocation_id == NULL)
 				continue;
-			/* reconcile step 5.6: not over the horizon */
-			if (!ri_before_horizon(s->c, k, rec->recorded_at, s->now))
-				continue;
-			if (ri_role_closing(rec->role) && seen_add(&invs, rec->invocation_id))
-				scan_closings(s, k, rec->invocation_id);
-			else if (rec->role == RI_ROLE_INTENT && ri_intent_retained(s->c, rec, s->now))
-				scan_intents(s, k, rec);
+			if (ri_role_closing(rec->role))
+				scan_closing(s, &sc, k, rec);
+			else if (rec->role == RI_ROLE_INTENT && k->service_actor != NULL &&
+			    ri_intent_retained(s->c, rec, s->now))
+				scan_intent(s, &sc, k, rec);
 		}
 		bool more = page.more;
 		q.from = page.next;
@@ -716,7 +787,8 @@ duplicate_scan(struct sweep *s)
 		if (!more)
 			break;
 	}
-	seen_free(&invs);
+	json_decref(sc.open);
+	json_decref(sc.before);
 	if (settled > mark && st == RI_ST_OK)
 		(void)r->st->ops->mark_set(r->st, "sweep.duplicate_scan", settled);
 	return st;
@@ -858,6 +930,7 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 	size_t n = 0;
 	ri_err e;
 	int rc = RI_OK, st;
+	int64_t mono0 = ri_mono_ms();
 
 	int lock = -1;
 	bool busy;
@@ -985,6 +1058,18 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 	if (tampered)
 		instance_finding(&s, RI_F_JOURNAL_UNAVAILABLE, NULL, json_pack("{s:s, s:s}", "why",
 		    r->st->ops->error(r->st)->integrity_msg, "cause", "integrity"));
+	/* run bound 1: ri-startcheck's closure arithmetic assumes a run ends
+	 * within run_bound (compensation_window - 2 x run_bound - ...); a run
+	 * that did not says so -- on the register and in its answer -- rather
+	 * than silently overrunning (issue 15).  Its work stands. */
+	int64_t elapsed = ri_mono_ms() - mono0;
+	if (elapsed > s.c->run_bound) {
+		alert(&s, "this run took %lld ms, past run_bound (%lld ms, run bound 1): the closure arithmetic"
+		    " ri-startcheck certified does not hold for it -- raise run_bound or sweep more often",
+		    (long long)elapsed, (long long)s.c->run_bound);
+		instance_finding(&s, RI_F_RUN_OVERRUN, NULL, json_pack("{s:s, s:I, s:I}", "rule", "run bound 1",
+		    "elapsed_ms", (json_int_t)elapsed, "run_bound_ms", (json_int_t)s.c->run_bound));
+	}
 	finish(&s, ans, true);
 	if (purged > 0)
 		json_object_set_new(*ans, "purged", json_integer(purged));

@@ -1,6 +1,7 @@
 /* util.c -- errors, time text, ids, files. */
 #include <ctype.h>
 #include <errno.h>
+#include <sys/syscall.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -463,4 +464,19 @@ ri_which(const char *prog, char *out, size_t n)
 	}
 	errno = seen;
 	return false;
+}
+
+int
+ri_exit_fd(int pid)
+{
+#ifdef SYS_pidfd_open
+	int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+	if (fd >= 0) {
+		(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+		return fd;
+	}
+#else
+	(void)pid;
+#endif
+	return -1;
 }

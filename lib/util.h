@@ -69,6 +69,10 @@ bool ri_which(const char *prog, char *out, size_t n);
 /* Monotonic milliseconds, for bounding waits (never for protocol time). */
 int64_t ri_mono_ms(void);
 void ri_sleep_ms(int64_t ms);
+/* A descriptor that polls readable when child pid exits (pidfd_open), so a
+ * wait for a child ends on the exit itself, never on a nap; -1 where the
+ * kernel has none (the caller then falls back to short polls). */
+int ri_exit_fd(int pid);
 
 char *ri_strdup(const char *s);
 void *ri_xmalloc(size_t n);

@@ -166,24 +166,31 @@ SMALL_CLOSED=500
 LARGE_CLOSED=${BENCH_LARGE_CLOSED:-499500}
 OPEN_INTENTS=1000
 
-# bench_journal NAME CLOSED OPEN -- print the directory of a cached instance
-# whose journal holds the 2 actor records, CLOSED closed invocations (an
-# intent and an outcome each) and OPEN open intents, filled by ri-fill
+# bench_journal NAME CLOSED OPEN [MARK [FILL_ARG...]] -- print the directory
+# of a cached instance whose journal holds the 2 actor records, CLOSED
+# closed invocations (an intent and an outcome each) and OPEN open intents
+# (MARK 1, the default: the duplicate-scan mark at the last closed record;
+# 0: no mark; FILL_ARGs are passed to ri-fill, e.g. --act-key), filled by ri-fill
 # through the real substrate with fsync skipped (RI_UNSAFE_NOSYNC=1, the
 # fill-only seam), then checkpointed so journal.db is the whole journal.
 # Cached under $BENCH_CACHE/NAME-CLOSED-OPEN-KEY, KEY a content hash of
 # ri-fill, ri-init and ri-actor (the journal's format is theirs); an entry of the same
-# name and shape under another key is stale and removed.
+# name and shape under another key is stale and removed.  BENCH_FILL_KEY=K
+# uses key K instead (a developer's knob, while the journal format is known
+# not to change: the 10^6 journal takes minutes to fill).
 # Prints the fill's time on stderr when it builds.  Never measure the
 # cache itself: copy it (bench_copy).
 bench_journal() {
-	local name=$1 closed=$2 open=$3 key dir tmp t0 t1 f
+	local name=$1 closed=$2 open=$3 mark=${4:-1} key dir tmp t0 t1 f
+	shift 3
+	[ $# -gt 0 ] && shift
 	for f in "$RI_TOOLS/ri-fill" "$RI_BIN/ri-init" "$RI_BIN/ri-actor"; do
 		[ -x "$f" ] || { echo "bench: $f is not built (make build/default/tools/ri-fill)" >&2; return 1; }
 	done
 	# bump fill-vN when the way a cached instance is made changes
 	key=$( { sha256sum "$RI_TOOLS/ri-fill" "$RI_BIN/ri-init" "$RI_BIN/ri-actor" | cut -d' ' -f1
-	    echo "$name $closed $open fill-v2"; } | sha256sum | cut -c1-16)
+	    echo "$name $closed $open $mark $* fill-v3"; } | sha256sum | cut -c1-16)
+	[ -n "${BENCH_FILL_KEY:-}" ] && key=$BENCH_FILL_KEY
 	dir=$BENCH_CACHE/$name-$closed-$open-$key
 	mkdir -p "$BENCH_CACHE" || return 1
 	(
@@ -199,8 +206,11 @@ bench_journal() {
 		    "fsync skipped; cached in $dir)" >&2
 		t0=$(now_us)
 		RI_UNSAFE_NOSYNC=1 "$RI_TOOLS/ri-fill" -c "$tmp/ri.json" --credential-file "$tmp/alice.cred" \
-		    --closed "$closed" --open "$open" --mark >/dev/null || exit 1
+		    --closed "$closed" --open "$open" $([ "$mark" = 1 ] && echo --mark) "$@" >/dev/null || exit 1
 		t1=$(now_us)
+		# sealed, as a live instance's journal is (every ri-sweep run
+		# seals): Open's sequence high water for an act is the newest seal
+		"$RI_BIN/ri-seal" -c "$tmp/ri.json" >/dev/null || exit 1
 		sqlite3 "$tmp/journal.db" "PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null || exit 1
 		n=$(sqlite3 "$tmp/journal.db" "SELECT count(*) FROM records") || exit 1
 		printf 'records %s\nclosed %s\nopen %s\nfill_s %s\nmax_recorded_at %s\n' "$n" "$closed" "$open" \

@@ -7,7 +7,11 @@
  * config) the fill skips fsync; nothing else does.
  *
  *   ri-fill -c CONFIG --actor A --credential-file F --closed N [--open M]
- *           [--prefix P] [--recorded-at-step-ms S] [--mark]
+ *           [--prefix P] [--act-key K] [--recorded-at-step-ms S] [--mark]
+ *
+ * --act-key K puts every closed invocation on the one act key K (a hot
+ * repeatable key used for years: bench/06-history.sh); the open intents
+ * keep their own keys.
  *
  * --mark sets the sweep's duplicate-scan mark to the last closed record,
  * through the store (the mark is MACed), as earlier cron sweeps of a live
@@ -51,9 +55,10 @@ main(int argc, char **argv)
 		{ "open", required_argument, NULL, 'o' },
 		{ "prefix", required_argument, NULL, 'p' },
 		{ "mark", no_argument, NULL, 'm' },
+		{ "act-key", required_argument, NULL, 'k' },
 		{ NULL, 0, NULL, 0 } };
 	bool mark = false;
-	const char *config = NULL, *actor = "alice", *file = NULL, *prefix = "fill";
+	const char *config = NULL, *actor = "alice", *file = NULL, *prefix = "fill", *hot = NULL;
 	long closed = 0, open = 0;
 	char *cred, key[64], inv[RI_ID_LEN + 1], ev[RI_ID_LEN + 1], ev2[RI_ID_LEN + 1];
 	size_t len;
@@ -72,6 +77,7 @@ main(int argc, char **argv)
 		case 'o': open = atol(optarg); break;
 		case 'p': prefix = optarg; break;
 		case 'm': mark = true; break;
+		case 'k': hot = optarg; break;
 		}
 	}
 	if (file == NULL || (cred = ri_slurp(file, 4096, &len)) == NULL)
@@ -81,7 +87,10 @@ main(int argc, char **argv)
 	if ((rc = ri_instance_open(config, 0, &r, &err)) != RI_OK)
 		ri_die(rc, "%s", err.msg);
 	for (long i = 0; i < closed + open; i++) {
-		snprintf(key, sizeof key, "%s-%ld", prefix, i);
+		if (hot != NULL && i < closed)
+			snprintf(key, sizeof key, "%s", hot);
+		else
+			snprintf(key, sizeof key, "%s-%ld", prefix, i);
 		ri_mint_id("inv_", inv);
 		append(r, "ledger.intended", key, inv, actor, cred, json_pack("{s:s, s:s, s:s, s:{s:s}}",
 		    "invocation_id", inv, "kind", "ledger", "act_key", key, "data", "pairing_datum", key), ev);
