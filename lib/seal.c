@@ -99,9 +99,11 @@ ri_seal_surface(ri *r, const char *why)
 	ri_mint_id("run_", run);
 	if ((rc = ri_findings_open(r->cfg->findings, false, &f, &e)) != RI_OK)
 		return rc;
+	/* the register copies the detail; it stays ours to free */
+	json_t *detail = json_pack("{s:s, s:s}", "why", why, "cause", "integrity");
 	if ((rc = ri_findings_run_begin(f, run, now, &e)) == RI_OK)
-		rc = ri_findings_instance(f, RI_F_JOURNAL_UNAVAILABLE, NULL, run, now,
-		    json_pack("{s:s, s:s}", "why", why, "cause", "integrity"), &e);
+		rc = ri_findings_instance(f, RI_F_JOURNAL_UNAVAILABLE, NULL, run, now, detail, &e);
+	json_decref(detail);
 	ri_findings_close(f);
 	return rc;
 }
