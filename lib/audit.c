@@ -231,7 +231,10 @@ load_span(const struct ri_finding_row *f, void *arg)
 	/* a row that fails its MAC (forged, altered, or written where no key
 	 * was at hand) is never evidence of an outage */
 	if (!f->verified) {
-		if (a->r->key == NULL)
+		if (f->keyless)
+			note(a, "8.1.3", "start-gate refusals recorded where the integrity key could not be read:"
+			    " unauthenticated, never evidence");
+		else if (a->r->key == NULL)
 			note(a, "3.1", "findings register not verified (no integrity key): no outage span is evidence");
 		else if (a->forged_findings++ < 20)
 			fail(a, "8.1.3", f->invocation_id, NULL, NULL,

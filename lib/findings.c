@@ -115,14 +115,29 @@ row_verified(sqlite3_stmt *q)
 	return sodium_memcmp(want, sqlite3_column_blob(q, 13), RI_HASH_LEN) == 0;
 }
 
-/* Is row id verified?  *exists false when there is none. */
+/* A start-gate refusal recorded where the key could not be read carries
+ * no MAC at all (ruling, issue 11 follow-up): it is shown unverified and is
+ * never evidence, but it is no sign of tampering either.  Stripping a MAC
+ * gains a keyless writer nothing it lacks -- the register is unchained, it
+ * may delete any row -- and the one finding so treated claims nothing about
+ * an act. */
+static bool
+row_keyless(sqlite3_stmt *q)
+{
+	const unsigned char *finding = sqlite3_column_text(q, 1);
+
+	return sqlite3_column_type(q, 13) == SQLITE_NULL && finding != NULL &&
+	    strcmp((const char *)finding, ri_finding_name(RI_F_START_REFUSED)) == 0;
+}
+
+/* Is row id verified (or keyless)?  *exists false when there is none. */
 static int
-verified_id(struct ri_findings *f, int64_t id, bool *exists, bool *ok)
+verified_id(struct ri_findings *f, int64_t id, bool *exists, bool *ok, bool *keyless)
 {
 	sqlite3_stmt *q;
 	int rc;
 
-	*exists = *ok = false;
+	*exists = *ok = *keyless = false;
 	if (sqlite3_prepare_v2(f->db, "SELECT " ROW_COLS " FROM findings WHERE id = ?", -1, &q, NULL) != SQLITE_OK)
 		return SQLITE_ERROR;
 	sqlite3_bind_int64(q, 1, id);
@@ -130,6 +145,7 @@ verified_id(struct ri_findings *f, int64_t id, bool *exists, bool *ok)
 	if (rc == SQLITE_ROW) {
 		*exists = true;
 		*ok = row_verified(q);
+		*keyless = !*ok && row_keyless(q);
 	}
 	sqlite3_finalize(q);
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
@@ -261,7 +277,7 @@ ri_findings_act(struct ri_findings *f, enum ri_finding what, const char *kind,
 {
 	sqlite3_stmt *st = NULL;
 	char *d = detail ? ri_json_canonical(detail) : NULL;
-	bool exists = false, ok = false;
+	bool exists = false, ok = false, keyless;
 	int64_t id;
 	int rc;
 
@@ -271,7 +287,7 @@ ri_findings_act(struct ri_findings *f, enum ri_finding what, const char *kind,
 	}
 	id = id_of(f->db, "SELECT id FROM findings WHERE scope = 'act' AND invocation_id = ?1 AND finding = ?2",
 	    invocation_id, ri_finding_name(what));
-	if (id > 0 && verified_id(f, id, &exists, &ok) != SQLITE_OK)
+	if (id > 0 && verified_id(f, id, &exists, &ok, &keyless) != SQLITE_OK)
 		id = -1;
 	if (id < 0) {
 		free(d);
@@ -354,7 +370,7 @@ ri_findings_instance(struct ri_findings *f, enum ri_finding what, const char *ki
 {
 	sqlite3_stmt *st;
 	char *d = detail ? ri_json_canonical(detail) : NULL;
-	bool exists = false, ok = false;
+	bool exists = false, ok = false, keyless;
 	int64_t id;
 	int rc;
 
@@ -364,7 +380,7 @@ ri_findings_instance(struct ri_findings *f, enum ri_finding what, const char *ki
 	}
 	id = id_of(f->db, "SELECT id FROM findings WHERE scope = 'instance' AND closed_at IS NULL"
 	    " AND finding = ?1 AND ifnull(kind, '') = ?2", ri_finding_name(what), kind ? kind : "");
-	if (id > 0 && verified_id(f, id, &exists, &ok) != SQLITE_OK)
+	if (id > 0 && verified_id(f, id, &exists, &ok, &keyless) != SQLITE_OK)
 		id = -1;
 	if (id < 0) {
 		free(d);
@@ -448,12 +464,14 @@ ri_findings_refusal(struct ri_findings *f, const char *kind, const char *cause, 
 	sqlite3_finalize(st);
 	st = NULL;
 	if (id > 0) {
-		bool exists, ok;
-		if (verified_id(f, id, &exists, &ok) != SQLITE_OK)
+		bool exists, ok, keyless;
+		if (verified_id(f, id, &exists, &ok, &keyless) != SQLITE_OK)
 			goto fail;
-		if (!ok) {
-			/* a row that fails its MAC (one recorded where the key could
-			 * not be read, or a forged one) is never merged into, and so
+		/* a keyless refusal, met again while still keyless, is merged
+		 * into: each cause is recorded once, not once per attempt */
+		if (!ok && !(keyless && !fkey_set)) {
+			/* a row that fails its MAC (a keyless one met now a key is
+			 * at hand, or a forged one) is never merged into, and so
 			 * never blessed by this row's MAC: it is closed, staying
 			 * unverified, and this refusal starts a new row */
 			char sql[96];
@@ -557,11 +575,11 @@ ri_findings_close_unseen(struct ri_findings *f, const char *run_id, ri_ms now,
 		return reg_fail_db(f, err);
 	}
 	json_array_foreach(close, i, v) {
-		bool exists, ok;
+		bool exists, ok, keyless;
 		int64_t id = json_integer_value(v);
 		/* findings 10a: last seen stays at the previous run that saw it;
 		 * a row that fails its MAC is closed but stays unverified */
-		if (verified_id(f, id, &exists, &ok) != SQLITE_OK)
+		if (verified_id(f, id, &exists, &ok, &keyless) != SQLITE_OK)
 			break;
 		sqlite3_reset(upd);
 		sqlite3_bind_int64(upd, 1, now);
@@ -611,12 +629,13 @@ ri_findings_each(struct ri_findings *f, bool open_only, const char *kind,
 			.first_seen = col(st, 6), .first_seen_at = col_ms(st, 7), .last_seen = col(st, 8),
 			.last_seen_at = col_ms(st, 9), .closed_at = col_ms(st, 10), .run_id = col(st, 11),
 			.detail = col(st, 12), .verified = row_verified(st) };
+		r.keyless = !r.verified && row_keyless(st);
 		if (r.finding == NULL || r.scope == NULL || r.first_seen == NULL || r.run_id == NULL) {
 			r.finding = r.finding ? r.finding : "";
 			r.scope = r.scope ? r.scope : "";
 			r.first_seen = r.first_seen ? r.first_seen : "";
 			r.run_id = r.run_id ? r.run_id : "";
-			r.verified = false;
+			r.verified = r.keyless = false;
 		}
 		if (each(&r, arg) != 0)
 			break;

@@ -35,6 +35,8 @@ struct ri_finding_row {
 	const char *first_seen, *last_seen, *run_id, *detail;
 	ri_ms first_seen_at, last_seen_at, closed_at;   /* RI_NONE when absent */
 	bool verified;                  /* its MAC verifies under the register's key */
+	bool keyless;                   /* a start-gate refusal recorded where no key could
+					 * be read: no MAC at all, never evidence, not tamper */
 };
 
 /* The register's rows are MACed under a key derived from the integrity key

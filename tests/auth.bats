@@ -471,6 +471,38 @@ ms() { date +%s%3N; }
 	[ "$status" -eq 0 ]
 }
 
+@test "Instance start 3, Binding 3: refusals met where the integrity key cannot be read are recorded once per cause, unauthenticated -- ri-findings still 0 and ri-audit still clean (8.1.3 notes them) once the key is back; a MAC-less row of any other finding still fails both" {
+	instance
+	mv "$T/journal.key" "$T/journal.keep"
+	for _ in 1 2 3; do
+		run --separate-stderr ri-open <<<"$(open_req k)"
+		[ "$status" -eq 78 ]
+	done
+	mv "$T/journal.keep" "$T/journal.key"
+	# one row, not one per attempt, and it carries no MAC at all
+	[ "$(sqlite3 "$T/findings.db" "SELECT count(*) FROM findings WHERE finding = 'start-refused' AND mac IS NULL")" -eq 1 ]
+	run --separate-stderr ri-findings
+	[ "$status" -eq 0 ] || { echo "ri-findings $status: $stderr"; false; }
+	jq -se 'any(.[]; .finding == "start-refused" and (.verified | not))' <<<"$output" >/dev/null
+	run --separate-stderr ri-audit
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	jq -e '.checks[] | select(.check == "8.1.3") | .notes | keys[] | test("could not be read")' <<<"$output" >/dev/null
+	# keyed again, the next refusal starts its own MACed row
+	chmod 640 "$T/seal.key"
+	run --separate-stderr ri-open <<<"$(open_req k)"
+	[ "$status" -eq 78 ]
+	chmod 600 "$T/seal.key"
+	[ "$(sqlite3 "$T/findings.db" "SELECT count(*) FROM findings WHERE finding = 'start-refused' AND mac IS NOT NULL")" -eq 1 ]
+	# the leniency is the keyless refusal's alone: a MAC-less row of any
+	# other finding is tamper (issue 11 attack 5)
+	sqlite3 "$T/findings.db" "INSERT INTO findings(finding, scope, first_seen, first_seen_at, run_id)
+	    VALUES ('journal-unavailable', 'instance', 'run_forged', 0, 'run_forged')"
+	run --separate-stderr ri-findings
+	[ "$status" -eq 30 ]
+	run --separate-stderr ri-audit
+	[ "$status" -eq 1 ]
+}
+
 @test "Instance start 3: a key file owned by another user refuses the writer (78, naming the owner)" {
 	[ "$(id -u)" -eq 0 ] || skip "needs root to give the key to another user"
 	instance

@@ -91,8 +91,10 @@ unavailable_through_sweep() {
 	probe_script "printf '{\"answer\":\"committed\",\"outcome_action_ref\":\"ledger.disclosed\",\"outcome_data\":{\"blob\":\"%s\"}}' $big"
 	yielded k
 	ri_at 33
-	sweep_degraded
+	run --separate-stderr ri-sweep
+	TALLY=$output
 	[ "$(t escalated)" -eq 1 ]
+	[ "$status" -eq 2 ]                     # degraded: the escalation is a hard alert
 	[ "$(t closed)" -eq 0 ]
 	[ "$(records "action_ref = 'ledger.disclosed'")" -eq 0 ]
 	[ "$(records "action_ref = 'ledger.recovery_intended'")" -eq 0 ]

@@ -254,7 +254,7 @@ sys_open() {
 	# the sweep: d1 is aged; a write either lands whole or not at all
 	run --separate-stderr full "$(wal_limit 8)" ri-sweep
 	echo "# disk full: ri-sweep exit $status: $output" >&3
-	is_code "$status" 0 15 || { echo "ri-sweep: exit $status: $output $stderr"; false; }
+	is_code "$status" 0 2 15 || { echo "ri-sweep: exit $status: $output $stderr"; false; }
 	if [ "$status" -eq 0 ]; then
 		partition_ok <<<"$output"
 	fi
@@ -321,7 +321,7 @@ sys_open() {
 	run --separate-stderr "${AS[@]}" ri-audit
 	[ "$status" -eq 0 ]
 	run --separate-stderr "${AS[@]}" ri-sweep
-	is_code "$status" 0 15 || { echo "ri-sweep: exit $status: $output $stderr"; false; }
+	is_code "$status" 0 2 15 || { echo "ri-sweep: exit $status: $output $stderr"; false; }
 	if [ "$status" -eq 0 ]; then
 		partition_ok <<<"$output"
 		[ "$(jq .closed <<<"$output")" -eq 0 ]
@@ -348,7 +348,7 @@ sys_open() {
 
 # ---- journal locked past the bounds ---------------------------------------------
 
-@test "journal locked by another process past journal_write_bound: ri-open 14 (or 20) after the busy timeout, readers unaffected (WAL), ri-sweep skips; unlocked, nothing is lost" {
+@test "journal locked by another process past its write budget: ri-open 14 (or 20) after the busy timeout, readers unaffected (WAL), ri-sweep skips; unlocked, nothing is lost" {
 	act k1
 	act k2
 	orphan d1
@@ -360,9 +360,11 @@ sys_open() {
 	elapsed=$(($(ms) - start))
 	is_code "$status" 14 15 20 || { echo "ri-open: exit $status: $output $stderr"; false; }
 	echo "# locked: ri-open exit $status after $elapsed ms: $stderr" >&3
-	# it waited out the busy timeout (journal_write_bound, 300 ms), not more
-	# than a lease
-	[ "$elapsed" -ge 300 ]
+	# it waited out the busy timeout -- under the declared journal fence
+	# that is the per-write terminus, journal_write_bound less the
+	# allowance (300 - 100 ms; lib/store_sqlite.c setup_connection) --
+	# and not more than a lease
+	[ "$elapsed" -ge 200 ]
 	[ "$elapsed" -lt 3000 ]
 	# WAL: a reader is never blocked by a writer (it reads the last
 	# committed snapshot), so reading goes on under the lock
@@ -372,14 +374,16 @@ sys_open() {
 	run --separate-stderr ri-audit
 	[ "$status" -eq 0 ]
 	# the sweep: it can enumerate (a read) but take no section: per-act
-	# skipped, or journal-unavailable on the findings register
+	# skipped -- a degraded run (2) when its purge and seal could not
+	# write either (issue 14) -- or journal-unavailable on the register
 	run --separate-stderr ri-sweep
 	echo "# locked: ri-sweep exit $status: $output" >&3
-	is_code "$status" 0 15 || { echo "ri-sweep: exit $status: $output $stderr"; false; }
-	if [ "$status" -eq 0 ]; then
+	is_code "$status" 0 2 15 || { echo "ri-sweep: exit $status: $output $stderr"; false; }
+	if [ "$status" -ne 15 ]; then
 		partition_ok <<<"$output"
 		[ "$(jq .closed <<<"$output")" -eq 0 ]
 		[ "$(jq .skipped <<<"$output")" -ge 1 ]
+		[ "$status" -eq 0 ] || [ "$(jq '.degraded | length' <<<"$output")" -ge 1 ]
 	else
 		ri-findings --open | grep -q '"finding":"journal-unavailable"'
 	fi
@@ -588,7 +592,7 @@ sweep_without_findings() { # HOW
 	ri_at 10
 	run --separate-stderr ri-sweep
 	# findings 3: a failed surfacing never rejects a run that landed closings
-	[ "$status" -eq 0 ] || { echo "ri-sweep: exit $status: $output $stderr"; false; }
+	[ "$status" -eq 2 ] || { echo "ri-sweep: exit $status: $output $stderr"; false; }
 	partition_ok <<<"$output"
 	[ "$(jq .closed <<<"$output")" -eq 1 ]
 	[ "$(jq .escalated <<<"$output")" -eq 1 ]
