@@ -165,7 +165,7 @@ static const char schema_sql[] =
 	" SELECT 'c ' || table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable AS x"
 	"  FROM information_schema.columns WHERE table_schema = current_schema()"
 	" UNION ALL SELECT 'i ' || indexdef FROM pg_indexes WHERE schemaname = current_schema()"
-	" UNION ALL SELECT 't ' || t.tgname || ' ' || t.tgenabled || ' ' || pg_get_triggerdef(t.oid)"
+	" UNION ALL SELECT 't ' || t.tgname || ' ' || t.tgenabled::text || ' ' || pg_get_triggerdef(t.oid)"
 	"  FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid"
 	"  JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema()"
 	"  AND NOT t.tgisinternal"
@@ -2773,6 +2773,8 @@ schema_text(struct pg *s)
 
 	if (res_ok(r) && PQntuples(r) == 1)
 		t = ri_strdup(PQgetvalue(r, 0, 0));
+	else
+		db_fail(s, RI_ST_UNAVAILABLE, "schema", r);
 	PQclear(r);
 	return t;
 }
@@ -2988,12 +2990,6 @@ static const struct ri_store_ops pg_ops = {
 
 /* ---- open / create ---------------------------------------------------------------- */
 
-bool
-ri_journal_is_pg(const char *journal)
-{
-	return journal != NULL && (strncmp(journal, "postgresql://", 13) == 0 || strncmp(journal, "postgres://", 11) == 0);
-}
-
 static int
 pg_connect(struct pg *s, ri_err *err)
 {
@@ -3159,7 +3155,7 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	}
 	PQclear(r);
 	if ((text = schema_text(s)) == NULL) {
-		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): cannot read the schema back");
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "%s", s->err.msg);
 		goto out;
 	}
 	schema_mac(s, text, smac);

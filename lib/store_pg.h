@@ -8,9 +8,6 @@
 #include "config.h"
 #include "store.h"
 
-/* Is this "journal" a PostgreSQL connection URI (postgresql://, postgres://)? */
-bool ri_journal_is_pg(const char *journal);
-
 /* key may be NULL only with RI_NO_KEY (chain-only verification). */
 int ri_pg_open(const struct ri_config *c, const unsigned char *key, size_t keylen,
     unsigned flags, struct ri_store **out, ri_err *err);
