@@ -2,6 +2,7 @@
 #
 #   make              lib/libri.a, bin/ri-*, examples/bin/*
 #   make test         every suite (C unit tests, then bats over the real binaries)
+#   make test-pg      the bats suites again against a throwaway PostgreSQL server
 #   make check        the whole suite again under ASan + UBSan (build/san)
 #   make bench        benchmarks, reported as ratios against baselines
 #   make install      PREFIX=/usr/local DESTDIR=   (make uninstall undoes it)
@@ -42,7 +43,7 @@ BENCH_SRC:= $(sort $(wildcard bench/*.c))
 BENCHES  := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 HDRS     := $(wildcard lib/*.h lib/*.def)
 
-.PHONY: all test unit bats check bench install uninstall clean lint-docs reliability negative-controls fuzz lint valgrind
+.PHONY: all test test-pg unit bats check bench install uninstall clean lint-docs reliability negative-controls fuzz lint valgrind
 
 all: $(LIBA) $(CMDS) $(EXAMPLES)
 
@@ -97,6 +98,12 @@ check:
 bench: all $(BENCHES)
 	RI_BIN=$(abspath $(BINDIR)) RI_EXAMPLES=$(abspath $(EXBINDIR)) \
 	    RI_BENCH=$(abspath $(BUILD)/bench) bench/run
+
+# The same suites against a throwaway PostgreSQL server (issue 13), and the
+# multi-node tests (tests/pg/*.bats).
+test-pg: all $(TOOLS)
+	RI_BIN=$(abspath $(BINDIR)) RI_EXAMPLES=$(abspath $(EXBINDIR)) RI_TOOLS=$(abspath $(BUILD)/tools) \
+	    tests/pg/run
 
 reliability: all
 	RI_BIN=$(abspath $(BINDIR)) RI_EXAMPLES=$(abspath $(EXBINDIR)) tests/reliability/run

@@ -429,11 +429,11 @@ clock_clause(struct pg *s, char *out, size_t n)
 	return RI_ST_OK;
 }
 
+/* The text that opens a transaction (a reconnect first when needed). */
 static int
-tx_begin(struct pg *s, bool write, bool long_read)
+begin_sql(struct pg *s, bool write, bool long_read, char *sql, size_t n)
 {
-	char sql[256], clk[96];
-	PGresult *r;
+	char clk[96];
 	int rc;
 
 	ri_tree_cache_clear(&s->nodes);
@@ -441,10 +441,22 @@ tx_begin(struct pg *s, bool write, bool long_read)
 		return rc;
 	if ((rc = clock_clause(s, clk, sizeof clk)) != RI_ST_OK)
 		return rc;
-	snprintf(sql, sizeof sql, "BEGIN ISOLATION LEVEL %s%s%s",
+	snprintf(sql, n, "BEGIN ISOLATION LEVEL %s%s%s",
 	    write ? "READ COMMITTED" : "REPEATABLE READ READ ONLY",
 	    long_read ? "; SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0" : "",
 	    clk);
+	return RI_ST_OK;
+}
+
+static int
+tx_begin(struct pg *s, bool write, bool long_read)
+{
+	char sql[256];
+	PGresult *r;
+	int rc;
+
+	if ((rc = begin_sql(s, write, long_read, sql, sizeof sql)) != RI_ST_OK)
+		return rc;
 	s->round_trips++;
 	r = PQexec(s->conn, sql);
 	rc = res_ok(r) ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "begin", r);
@@ -696,26 +708,40 @@ struct head_read {
 	ri_ms now;
 };
 
+/*
+ * begin: open the transaction in the same round trip (a write: READ
+ * COMMITTED).  lock: take the head row's lock first -- the lock every
+ * writer takes before any other (the lock order, top of file) -- in a
+ * statement of its own: under READ COMMITTED a statement that waited for
+ * a row lock re-reads that row but keeps its snapshot for everything else,
+ * so the head and the records it names must be read by the NEXT statement,
+ * whose snapshot holds every transaction committed before the lock was
+ * granted.  One simple-query string, one round trip; the anchor seq is an
+ * integer of ours, printed in.
+ */
 static int
-jhead_fetch(struct pg *s, bool lock, struct head_read *hr)
+jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 {
-	struct params p = { 0 };
+	char sql[1024], open[256] = "";
 	PGresult *r;
 	int rc = RI_ST_OK;
 
 	memset(hr, 0, sizeof *hr);
-	p_int(&p, s->anchored ? s->anchor_seq : 0);
-	/* the head row first: in a write, this is the lock every writer takes
-	 * before any other (the lock order, top of file) */
-	r = run(s, lock ?
+	if (begin && (rc = begin_sql(s, true, false, open, sizeof open - 2)) != RI_ST_OK)
+		return rc;
+	if (begin)
+		strcat(open, "; ");
+	snprintf(sql, sizeof sql, "%s%s"
 	    "SELECT h.last_seq, h.root, h.open_count, h.open_acc, h.sealed_seq, h.grants, h.mac,"
 	    " (SELECT max(seq) FROM records), (SELECT hash FROM records WHERE seq = h.last_seq),"
-	    " (SELECT hash FROM records WHERE seq = $1), ri_clock(),"
-	    " (SELECT recorded_at FROM records WHERE seq = h.last_seq) FROM heads h WHERE h.id = 1 FOR UPDATE" :
-	    "SELECT h.last_seq, h.root, h.open_count, h.open_acc, h.sealed_seq, h.grants, h.mac,"
-	    " (SELECT max(seq) FROM records), (SELECT hash FROM records WHERE seq = h.last_seq),"
-	    " (SELECT hash FROM records WHERE seq = $1), ri_clock(),"
-	    " (SELECT recorded_at FROM records WHERE seq = h.last_seq) FROM heads h WHERE h.id = 1", &p);
+	    " (SELECT hash FROM records WHERE seq = %lld), ri_clock(),"
+	    " (SELECT recorded_at FROM records WHERE seq = h.last_seq) FROM heads h WHERE h.id = 1",
+	    open, lock ? "SELECT 1 FROM heads WHERE id = 1 FOR UPDATE; " : "",
+	    (long long)(s->anchored ? s->anchor_seq : 0));
+	s->round_trips++;
+	if (begin)
+		s->in_tx = true;        /* even should a later statement fail: rolled back */
+	r = PQexec(s->conn, sql);
 	if (!res_ok(r)) {
 		rc = db_fail(s, lock ? RI_ST_STEP2 : RI_ST_UNAVAILABLE, "journal head", r);
 		PQclear(r);
@@ -752,6 +778,12 @@ jhead_fetch(struct pg *s, bool lock, struct head_read *hr)
 	return RI_ST_OK;
 }
 
+static int
+jhead_fetch(struct pg *s, bool lock, struct head_read *hr)
+{
+	return jhead_fetch_tx(s, false, lock, hr);
+}
+
 /*
  * The verified journal head (see store_sqlite.c's jhead_get: the same
  * judgement).  now: the instance clock in the same round trip (may be
@@ -764,7 +796,8 @@ jhead_get_at(struct pg *s, bool lock, struct ri_jhead *h, unsigned char last_has
 	unsigned char want[RI_HASH_LEN];
 	int rc;
 
-	if ((rc = jhead_fetch(s, lock, &hr)) != RI_ST_OK)
+	/* lock: a write's first round trip, which opens its transaction */
+	if ((rc = jhead_fetch_tx(s, lock, lock, &hr)) != RI_ST_OK)
 		return rc;
 	if (now != NULL)
 		*now = hr.now;
@@ -1646,8 +1679,6 @@ write_begin(struct pg *s, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri
 
 	if (s->readonly)
 		return st_fail(s, RI_ST_READONLY, 0, NULL, "the journal is open read-only");
-	if ((rc = tx_begin(s, true, false)) != RI_ST_OK)
-		return rc;
 	if ((rc = jhead_get_at(s, true, jh, lh, now)) != RI_ST_OK)
 		rollback_keep(s);
 	return rc;
