@@ -29,7 +29,7 @@ ri_pg_new_db() {
 ri_pg_skip_file_tests() {
 	local pat='sqlite3|journal\.db|attacker_sql|flip_mac|ri-rechain|ri-backup|-wal' f helpers=
 	for f in $(declare -F | awk '{ print $3 }'); do
-		case $f in ri_pg_*|bats_*|records|"$BATS_TEST_NAME") continue ;; esac
+		case $f in ri_pg_*|bats_*|records|ri_instance|fnd_*|"$BATS_TEST_NAME") continue ;; esac
 		declare -f "$f" | tail -n +2 | grep -qE "$pat" && helpers="$helpers|$f"
 	done
 	[ -n "$helpers" ] && pat="$pat|(^|[^A-Za-z0-9_-])(${helpers#|})([^A-Za-z0-9_-]|\$)"
