@@ -70,9 +70,19 @@ struct pg {
 	unsigned char anchor_hash[RI_HASH_LEN];
 	ri_ms budget;                   /* the per-write budget: jwb (less the allowance) */
 	struct ri_tree_cache nodes;
+	/* tree nodes of the open transaction by id: the paths a read fetched
+	 * in one statement (prefetch), and the nodes a write changed, sent in
+	 * one statement before the head moves (nodes_flush) */
+	struct pnode {
+		unsigned char id[RI_NODE_ID_MAX], body[RI_NODE_MAX];
+		size_t idlen, len;
+		bool present, dirty;
+	} *nmap;
+	size_t nn;
 	struct ri_store_error err;
 	ri_ms last_at;                  /* recorded_at of the head's record, as last fetched */
 	unsigned long round_trips;      /* RI_PG_TRACE: counted, printed at close */
+	int trace;                      /* RI_PG_TRACE=2: every statement too */
 };
 
 /* Every table is typed by PostgreSQL itself; the schema is fingerprinted
@@ -158,21 +168,28 @@ static const char schema_ddl[] =
 	"  FOR EACH ROW EXECUTE FUNCTION ri_fence_check();";
 
 /* The schema's fingerprint: every column with its type and nullability,
- * every index, trigger and ri function -- so a re-typed column, a dropped
- * trigger or an added index shows.  MACed at ri-init (meta schema_mac). */
+ * every index, trigger (and whether it is enabled) and ri function, every
+ * view -- so a re-typed column, a dropped or disabled trigger or an added
+ * index shows.  MACed at ri-init (meta schema_mac).  From pg_catalog, not
+ * information_schema: every process that opens the journal reads it. */
 static const char schema_sql[] =
 	"SELECT coalesce(string_agg(x, E'\\n' ORDER BY x), '') FROM ("
-	" SELECT 'c ' || table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable AS x"
-	"  FROM information_schema.columns WHERE table_schema = current_schema()"
-	" UNION ALL SELECT 'i ' || indexdef FROM pg_indexes WHERE schemaname = current_schema()"
+	" SELECT 'c ' || c.relname || '.' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod)"
+	"  || ' ' || a.attnotnull::text AS x"
+	"  FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
+	"  WHERE n.nspname = current_schema() AND a.attnum > 0 AND NOT a.attisdropped"
+	"  AND c.relkind IN ('r', 'v', 'm', 'p', 'f')"
+	" UNION ALL SELECT 'i ' || pg_get_indexdef(i.indexrelid) FROM pg_index i"
+	"  JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
+	"  WHERE n.nspname = current_schema()"
 	" UNION ALL SELECT 't ' || t.tgname || ' ' || t.tgenabled::text || ' ' || pg_get_triggerdef(t.oid)"
 	"  FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid"
 	"  JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema()"
 	"  AND NOT t.tgisinternal"
 	" UNION ALL SELECT 'f ' || p.proname || ' ' || md5(p.prosrc) FROM pg_proc p"
 	"  JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = current_schema()"
-	" UNION ALL SELECT 'v ' || table_name FROM information_schema.views"
-	"  WHERE table_schema = current_schema()) s";
+	" UNION ALL SELECT 'v ' || c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+	"  WHERE n.nspname = current_schema() AND c.relkind IN ('v', 'm')) s";
 
 #define REC_COLS "seq, event_id, action_ref, kind, act_key, invocation_id, actor_ref," \
 	" attestation_id, recorded_at, retention_until, role, act_prev, inv_prev," \
@@ -245,7 +262,7 @@ pg_error(struct ri_store *st)
 
 /* ---- parameters and results -------------------------------------------- */
 
-#define PMAX 20
+#define PMAX 64
 
 struct params {
 	int n;
@@ -295,6 +312,8 @@ static PGresult *
 run(struct pg *s, const char *sql, const struct params *p)
 {
 	s->round_trips++;
+	if (s->trace > 1)
+		fprintf(stderr, "ri: pg: %.70s\n", sql);
 	return PQexecParams(s->conn, sql, p ? p->n : 0, NULL, p ? p->v : NULL, p ? p->len : NULL,
 	    p ? p->fmt : NULL, 0);
 }
@@ -437,6 +456,7 @@ begin_sql(struct pg *s, bool write, bool long_read, char *sql, size_t n)
 	int rc;
 
 	ri_tree_cache_clear(&s->nodes);
+	s->nn = 0;
 	if ((rc = connected(s)) != RI_ST_OK)
 		return rc;
 	if ((rc = clock_clause(s, clk, sizeof clk)) != RI_ST_OK)
@@ -474,6 +494,7 @@ rollback(struct pg *s)
 		PQclear(PQexec(s->conn, "ROLLBACK"));
 	}
 	s->in_tx = false;
+	s->nn = 0;
 	ri_tree_cache_clear(&s->nodes);
 }
 
@@ -499,7 +520,15 @@ commit(struct pg *s)
 	PGresult *r;
 	int rc = RI_ST_OK;
 
+	/* every node a write changed was sent with the head (nodes_flush);
+	 * one left unsent would be a root the rows do not hold */
+	for (size_t i = 0; i < s->nn; i++)
+		if (s->nmap[i].dirty) {
+			rollback(s);
+			return st_fail(s, RI_ST_STEP2, 0, NULL, "internal: a tree node was not written");
+		}
 	ri_tree_cache_clear(&s->nodes);
+	s->nn = 0;
 	s->round_trips++;
 	r = PQexec(s->conn, "COMMIT");
 	s->in_tx = false;
@@ -602,33 +631,200 @@ hash_at(struct pg *s, int64_t seq, unsigned char out[RI_HASH_LEN])
 	return rc;
 }
 
-/* The newest seq of a scope as the rows say it (0 when none), and the
- * hash stored there (when hash is not NULL and there is one). */
+/* ---- the node map of a transaction -------------------------------------- */
+
+#define NMAP 128
+#define PREFETCH_DEPTH 12               /* a path of 16^11 scopes, in one statement */
+
+static struct pnode *
+nmap_find(struct pg *s, const unsigned char *id, size_t idlen)
+{
+	for (size_t i = 0; i < s->nn; i++)
+		if (s->nmap[i].idlen == idlen && memcmp(s->nmap[i].id, id, idlen) == 0)
+			return &s->nmap[i];
+	return NULL;
+}
+
+/* A slot for id: its own, a free one, or one that holds a fetched (not
+ * written) node; NULL when every slot holds a written node. */
+static struct pnode *
+nmap_slot(struct pg *s, const unsigned char *id, size_t idlen)
+{
+	struct pnode *e = nmap_find(s, id, idlen);
+
+	if (e != NULL)
+		return e;
+	if (s->nn < NMAP)
+		e = &s->nmap[s->nn++];
+	for (size_t i = 0; e == NULL && i < s->nn; i++)
+		if (!s->nmap[i].dirty)
+			e = &s->nmap[i];
+	if (e != NULL) {
+		memcpy(e->id, id, idlen);
+		e->idlen = idlen;
+		e->dirty = false;
+	}
+	return e;
+}
+
+/* The node ids of key's path, depth 0 .. PREFETCH_DEPTH - 1, as binary
+ * parameters from $first on: the SQL list "$first, ..., $last". */
+static void
+path_params(struct params *p, const unsigned char key[RI_SCOPE_LEN], unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX],
+    char *list, size_t n)
+{
+	size_t at = 0;
+
+	list[0] = '\0';
+	for (int d = 0; d < PREFETCH_DEPTH; d++) {
+		for (int i = 0; i < d; i++)
+			ids[d][i] = (unsigned char)(i % 2 == 0 ? key[i / 2] >> 4 : key[i / 2] & 0x0f);
+		at += (size_t)snprintf(list + at, n - at, "%s$%d", d ? ", " : "", p->n + 1);
+		p_bytes(p, ids[d], (size_t)d);
+	}
+}
+
+/* Record what a path fetch found: every id asked for is now known --
+ * present with its body, or absent -- unless the map holds it already. */
 static int
-scope_max(struct pg *s, int type, const char *a, const char *b, int64_t *out, unsigned char *hash, bool *has)
+path_absorb(struct pg *s, const PGresult *r, int idcol, unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX])
+{
+	bool seen[PREFETCH_DEPTH] = { false };
+
+	for (int i = 0; i < PQntuples(r); i++) {
+		unsigned char id[RI_NODE_ID_MAX], body[RI_NODE_MAX];
+		size_t idlen = 0, len;
+		struct pnode *e;
+
+		if (g_null(r, i, idcol))
+			continue;
+		if (strcmp(PQgetvalue(r, i, idcol), "\\x") != 0 &&
+		    !g_bytes_var(r, i, idcol, id, RI_NODE_ID_MAX, &idlen))
+			continue;
+		if (idlen >= PREFETCH_DEPTH)
+			continue;
+		if (!g_bytes_var(r, i, idcol + 1, body, RI_NODE_MAX, &len))
+			return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
+			    "journal integrity: a node of the scope heads' tree is malformed");
+		seen[idlen] = true;
+		if (nmap_find(s, id, idlen) != NULL || (e = nmap_slot(s, id, idlen)) == NULL)
+			continue;
+		memcpy(e->body, body, len);
+		e->len = len;
+		e->present = true;
+	}
+	for (int d = 0; d < PREFETCH_DEPTH; d++) {
+		struct pnode *e;
+		if (seen[d] || nmap_find(s, ids[d], (size_t)d) != NULL || (e = nmap_slot(s, ids[d], (size_t)d)) == NULL)
+			continue;
+		e->present = false;
+		e->len = 0;
+	}
+	return RI_ST_OK;
+}
+
+/* Fetch key's path in one statement (a lookup then costs no round trip). */
+static int
+prefetch(struct pg *s, const unsigned char key[RI_SCOPE_LEN])
 {
 	struct params p = { 0 };
-	const char *sql = type == SCOPE_ALL ? "SELECT seq, hash FROM records ORDER BY seq DESC LIMIT 1" :
+	unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX];
+	char list[256], sql[400];
+	PGresult *r;
+	int rc;
+
+	if (s->key == NULL || !s->in_tx)
+		return RI_ST_OK;
+	path_params(&p, key, ids, list, sizeof list);
+	snprintf(sql, sizeof sql, "SELECT id, body FROM nodes WHERE id IN (%s)", list);
+	r = run(s, sql, &p);
+	if (!res_ok(r))
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", r);
+	else
+		rc = path_absorb(s, r, 0, ids);
+	PQclear(r);
+	return rc;
+}
+
+/* Send every node the transaction changed, in one statement per 32. */
+static int
+nodes_flush(struct pg *s)
+{
+	for (;;) {
+		struct params p = { 0 };
+		struct pnode *batch[32];
+		char sql[2048];
+		size_t n = 0, at;
+		int rc;
+
+		for (size_t i = 0; i < s->nn && n < 32; i++)
+			if (s->nmap[i].dirty)
+				batch[n++] = &s->nmap[i];
+		if (n == 0)
+			return RI_ST_OK;
+		at = (size_t)snprintf(sql, sizeof sql, "INSERT INTO nodes(id, body) VALUES ");
+		for (size_t i = 0; i < n; i++) {
+			at += (size_t)snprintf(sql + at, sizeof sql - at, "%s($%d, $%d)", i ? ", " : "", p.n + 1, p.n + 2);
+			p_bytes(&p, batch[i]->id, batch[i]->idlen);
+			p_bytes(&p, batch[i]->body, batch[i]->len);
+		}
+		snprintf(sql + at, sizeof sql - at, " ON CONFLICT (id) DO UPDATE SET body = excluded.body");
+		if ((rc = exec1(s, RI_ST_UNAVAILABLE, "write", sql, &p)) != RI_ST_OK)
+			return rc;
+		for (size_t i = 0; i < n; i++)
+			batch[i]->dirty = false;
+	}
+}
+
+/* The newest seq of a scope as the rows say it (0 when none), and the
+ * hash stored there (when hash is not NULL and there is one).  path: also
+ * fetch that key's path of the tree in the same statement. */
+static int
+scope_max(struct pg *s, int type, const char *a, const char *b, int64_t *out, unsigned char *hash, bool *has,
+    const unsigned char *path)
+{
+	struct params p = { 0 };
+	unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX];
+	char list[256], sql[700];
+	const char *q = type == SCOPE_ALL ? "SELECT seq, hash FROM records ORDER BY seq DESC LIMIT 1" :
 	    type == SCOPE_ACT ? "SELECT seq, hash FROM records WHERE kind = $1 AND act_key = $2"
 	    " ORDER BY seq DESC LIMIT 1" :
 	    "SELECT seq, hash FROM records WHERE invocation_id = $1 ORDER BY seq DESC LIMIT 1";
 	PGresult *r;
+	int rc = RI_ST_OK;
 
 	if (type != SCOPE_ALL)
 		p_text(&p, a);
 	if (type == SCOPE_ACT)
 		p_text(&p, b);
-	r = run(s, sql, &p);
+	if (path != NULL && s->key != NULL && s->in_tx) {
+		path_params(&p, path, ids, list, sizeof list);
+		snprintf(sql, sizeof sql, "SELECT seq, hash, NULL::bytea, NULL::bytea FROM (%s) r"
+		    " UNION ALL SELECT NULL, NULL, id, body FROM nodes WHERE id IN (%s)", q, list);
+		q = sql;
+	} else {
+		path = NULL;
+	}
+	r = run(s, q, &p);
 	if (!res_ok(r)) {
-		int rc = db_fail(s, RI_ST_UNAVAILABLE, "read", r);
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", r);
 		PQclear(r);
 		return rc;
 	}
-	*out = PQntuples(r) == 1 ? g_int(r, 0, 0) : 0;
+	*out = 0;
 	if (has != NULL)
-		*has = PQntuples(r) == 1 && g_bytes(r, 0, 1, hash, RI_HASH_LEN);
+		*has = false;
+	for (int i = 0; i < PQntuples(r); i++) {
+		if (g_null(r, i, 0))
+			continue;
+		*out = g_int(r, i, 0);
+		if (has != NULL)
+			*has = g_bytes(r, i, 1, hash, RI_HASH_LEN);
+	}
+	if (path != NULL)
+		rc = path_absorb(s, r, 2, ids);
 	PQclear(r);
-	return RI_ST_OK;
+	return rc;
 }
 
 /* The node store of the tree (heads.h). */
@@ -637,9 +833,17 @@ node_get(void *ctx, const unsigned char *id, size_t idlen, unsigned char body[RI
 {
 	struct pg *s = ctx;
 	struct params p = { 0 };
+	struct pnode *e = nmap_find(s, id, idlen);
 	PGresult *r;
 	int rc;
 
+	if (e != NULL) {
+		if (!e->present)
+			return RI_ST_NOT_KNOWN;
+		memcpy(body, e->body, e->len);
+		*len = e->len;
+		return RI_ST_OK;
+	}
 	p_bytes(&p, id, idlen);
 	r = run(s, "SELECT body FROM nodes WHERE id = $1", &p);
 	if (!res_ok(r))
@@ -659,7 +863,15 @@ node_put(void *ctx, const unsigned char *id, size_t idlen, const unsigned char *
 {
 	struct pg *s = ctx;
 	struct params p = { 0 };
+	struct pnode *e = len <= RI_NODE_MAX ? nmap_slot(s, id, idlen) : NULL;
 
+	if (e != NULL) {
+		/* sent with the head, by nodes_flush */
+		memcpy(e->body, body, len);
+		e->len = len;
+		e->present = e->dirty = true;
+		return RI_ST_OK;
+	}
 	p_bytes(&p, id, idlen);
 	p_bytes(&p, body, len);
 	return exec1(s, RI_ST_UNAVAILABLE, "write", "INSERT INTO nodes(id, body) VALUES ($1, $2)"
@@ -770,7 +982,8 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 	if (!hr->present) {
 		ri_ms now;
 		int64_t rows;
-		if ((rc = clock_now(s, &now)) != RI_ST_OK || (rc = scope_max(s, SCOPE_ALL, NULL, NULL, &rows, NULL, NULL)) != RI_ST_OK)
+		if ((rc = clock_now(s, &now)) != RI_ST_OK ||
+		    (rc = scope_max(s, SCOPE_ALL, NULL, NULL, &rows, NULL, NULL, NULL)) != RI_ST_OK)
 			return rc;
 		hr->now = now;
 		hr->rows = rows;
@@ -856,6 +1069,8 @@ jhead_set(struct pg *s, const struct ri_jhead *h, const unsigned char last_hash[
 	PGresult *r;
 	int rc;
 
+	if ((rc = nodes_flush(s)) != RI_ST_OK)
+		return rc;
 	ri_jhead_mac(s->key, s->keylen, s->instance_id, h, last_hash, mac);
 	p_int(&p, h->last_seq);
 	p_bytes(&p, h->root, RI_HASH_LEN);
@@ -892,7 +1107,7 @@ scope_head(struct pg *s, const struct ri_jhead *jh, const struct scope *sc, cons
 		*last = jh->last_seq;
 		return RI_ST_OK;
 	}
-	if ((rc = scope_max(s, sc->type, a, b, &rows, h, &has)) != RI_ST_OK)
+	if ((rc = scope_max(s, sc->type, a, b, &rows, h, &has, sc->key)) != RI_ST_OK)
 		return rc;
 	if (s->key == NULL) {
 		*last = rows;
@@ -1335,7 +1550,7 @@ actor_get(struct pg *s, const struct ri_jhead *jh, const char *actor, struct act
 			    "journal integrity: actor %s fails its MAC (the registry was altered)", actor);
 	}
 	scope_make(&sc, SCOPE_ACT, "audit", actor);
-	if ((rc = tree_get(s, jh, sc.key, &present, &leaf)) != RI_ST_OK)
+	if ((rc = prefetch(s, sc.key)) != RI_ST_OK || (rc = tree_get(s, jh, sc.key, &present, &leaf)) != RI_ST_OK)
 		return rc;
 	if (*exists && (!present || leaf.last_seq != row->reg_seq))
 		return st_fail(s, RI_ST_INTEGRITY, present ? leaf.last_seq : 0, NULL,
@@ -1383,9 +1598,11 @@ struct lease_row {
 };
 
 /* A lease row, verified (MAC).  lock: FOR UPDATE -- taken after the head
- * row's lock, never before (the lock order). */
+ * row's lock, never before (the lock order); fence: also set the
+ * transaction's fence (ri.fence) in the same statement. */
 static int
-lease_get(struct pg *s, const char *kind, const char *act_key, bool lock, struct lease_row *l, bool *exists)
+lease_get_fence(struct pg *s, const char *kind, const char *act_key, bool lock, const char *fence,
+    struct lease_row *l, bool *exists)
 {
 	struct params p = { 0 };
 	unsigned char mac[RI_HASH_LEN], calc[RI_HASH_LEN];
@@ -1396,7 +1613,11 @@ lease_get(struct pg *s, const char *kind, const char *act_key, bool lock, struct
 	memset(l, 0, sizeof *l);
 	p_text(&p, kind);
 	p_text(&p, act_key);
-	r = run(s, lock ? "SELECT holder, expires_at, token, mac FROM leases WHERE kind = $1 AND act_key = $2 FOR UPDATE" :
+	if (fence != NULL)
+		p_text(&p, fence);
+	r = run(s, fence != NULL ? "SELECT holder, expires_at, token, mac, set_config('ri.fence', $3, true)"
+	    " FROM leases WHERE kind = $1 AND act_key = $2 FOR UPDATE" : lock ?
+	    "SELECT holder, expires_at, token, mac FROM leases WHERE kind = $1 AND act_key = $2 FOR UPDATE" :
 	    "SELECT holder, expires_at, token, mac FROM leases WHERE kind = $1 AND act_key = $2", &p);
 	if (!res_ok(r)) {
 		rc = db_fail(s, RI_ST_UNAVAILABLE, "lease read", r);
@@ -1432,6 +1653,12 @@ lease_get(struct pg *s, const char *kind, const char *act_key, bool lock, struct
 }
 
 static int
+lease_get(struct pg *s, const char *kind, const char *act_key, bool lock, struct lease_row *l, bool *exists)
+{
+	return lease_get_fence(s, kind, act_key, lock, NULL, l, exists);
+}
+
+static int
 lease_put(struct pg *s, const char *kind, const char *act_key, const char *holder, ri_ms expires, int64_t token)
 {
 	struct params p = { 0 };
@@ -1463,35 +1690,36 @@ static int
 check_fence(struct pg *s, const char *kind, const char *act_key, const struct ri_fence *f, ri_ms now)
 {
 	struct lease_row l;
-	struct params p = { 0 };
 	bool exists, ok;
 	ri_ms a = s->cfg->clock_offset_allowance, until, host_now;
 	ri_err e;
+	char *txt;
 	int rc;
 
-	if ((rc = lease_get(s, kind, act_key, true, &l, &exists)) != RI_ST_OK)
-		return rc == RI_ST_UNAVAILABLE ? recode(s, RI_ST_STEP2) : rc;
-	ok = exists && l.held && strcmp(l.holder, f->holder) == 0 && now < l.expires - a;
-	if (!ok)
-		return st_fail(s, RI_ST_FENCED, 0, NULL,
-		    "journal fence: %s no longer holds the section with an allowance to spare", f->holder);
 	/* the write's terminus, issue + journal_write_bound - allowance, is a
 	 * reading of the writer's own clock: carried to the instance clock as
 	 * the time it has left */
 	if (ri_now(s->cfg, &host_now, &e) != RI_OK)
 		return st_fail(s, RI_ST_STEP2, 0, NULL, "%s", e.msg);
 	until = now + (f->issue + s->cfg->journal_write_bound - a - host_now);
+	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I}", "kind", kind, "act_key", act_key, "holder", f->holder,
+	    "allowance", (json_int_t)a, "until", (json_int_t)until);
+	txt = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	/* the lease row locked (after the head: the lock order) and the
+	 * COMMIT-time fence set, in one round trip */
+	rc = lease_get_fence(s, kind, act_key, true, txt, &l, &exists);
+	free(txt);
+	if (rc != RI_ST_OK)
+		return rc == RI_ST_UNAVAILABLE ? recode(s, RI_ST_STEP2) : rc;
+	ok = exists && l.held && strcmp(l.holder, f->holder) == 0 && now < l.expires - a;
+	if (!ok)
+		return st_fail(s, RI_ST_FENCED, 0, NULL,
+		    "journal fence: %s no longer holds the section with an allowance to spare", f->holder);
 	if (!(now < until))
 		return st_fail(s, RI_ST_FENCED, 0, NULL,
 		    "journal fence: the write's terminus (issue + journal_write_bound - allowance) has passed");
-	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I}", "kind", kind, "act_key", act_key, "holder", f->holder,
-	    "allowance", (json_int_t)a, "until", (json_int_t)until);
-	char *txt = json_dumps(j, JSON_COMPACT);
-	json_decref(j);
-	p_text(&p, txt);
-	rc = exec1(s, RI_ST_STEP2, "fence", "SELECT set_config('ri.fence', $1, true)", &p);
-	free(txt);
-	return rc;
+	return RI_ST_OK;
 }
 
 static int
@@ -2719,6 +2947,7 @@ pg_rebuild(struct ri_store *base, json_t **report)
 	if ((rc = exec1(s, RI_ST_UNAVAILABLE, "rebuild", "DELETE FROM nodes", NULL)) != RI_ST_OK)
 		goto fail;
 	ri_tree_cache_clear(&s->nodes);
+	s->nn = 0;
 	memset(jh.root, 0, RI_HASH_LEN);
 	for (int pass = 0; pass < 2; pass++) {
 		res = run(s, pass == 0 ? "SELECT kind, act_key, max(seq) FROM records GROUP BY kind, act_key" :
@@ -2982,10 +3211,11 @@ pg_close(struct ri_store *base)
 
 	if (s == NULL)
 		return;
-	if (getenv("RI_PG_TRACE") != NULL)
+	if (s->trace > 0)
 		fprintf(stderr, "ri: postgresql round trips: %lu\n", s->round_trips);
 	if (s->conn != NULL)
 		PQfinish(s->conn);
+	free(s->nmap);
 	free(s);
 }
 
@@ -3088,6 +3318,8 @@ ri_pg_open(const struct ri_config *c, const unsigned char *key, size_t keylen, u
 		return ri_fail(err, RI_INTERNAL, "no integrity key");
 	s = ri_xcalloc(1, sizeof *s);
 	s->base.ops = &pg_ops;
+	s->nmap = ri_xcalloc(NMAP, sizeof *s->nmap);
+	s->trace = getenv("RI_PG_TRACE") ? atoi(getenv("RI_PG_TRACE")) : 0;
 	s->cfg = c;
 	s->readonly = (flags & RI_READONLY) != 0;
 	if (key != NULL) {
@@ -3150,6 +3382,8 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	struct pg *s = ri_xcalloc(1, sizeof *s);
 	struct params p = { 0 };
 	struct ri_jhead jh = { 0 };
+
+	s->nmap = ri_xcalloc(NMAP, sizeof *s->nmap);
 	unsigned char mac[RI_HASH_LEN];
 	char fmt[16], smac[2 * RI_HASH_LEN + 1], *text = NULL;
 	PGresult *r;

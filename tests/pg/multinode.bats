@@ -215,7 +215,7 @@ wait_backend_in_tx() {
 	host_b
 	load() {
 		local i a rc
-		for i in $(seq 1 25); do
+		for i in $(seq 1 10); do
 			a=$(open_req "$2-$i" | RI_CONFIG=$1 ri-open 2>/dev/null) && rc=0 || rc=$?
 			echo "open $rc $(jq -r '.invocation_id // "-"' <<<"${a:-{\}}" 2>/dev/null)"
 			if [ "$rc" -eq 0 ]; then
