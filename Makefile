@@ -26,8 +26,9 @@ EXBINDIR ?= examples/bin
 CPPFLAGS_RI = -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Ilib $(PQ_CFLAGS) $(CPPFLAGS)
 CFLAGS_RI   = -std=c11 -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) $(OPT) $(SAN) $(EXTRA_CFLAGS) $(CFLAGS)
 PQ_CFLAGS  ?= $(shell pkg-config --cflags libpq 2>/dev/null || echo -I$$(pg_config --includedir))
-PQ_LIBS    ?= $(shell pkg-config --libs libpq 2>/dev/null || echo -lpq)
-LDLIBS_RI   = $(LDFLAGS) -lsqlite3 $(PQ_LIBS) -lsodium -ljansson
+# libpq's headers only: lib/store_pg.c loads libpq.so.5 when a PostgreSQL
+# journal is opened (dlopen), so a SQLite host's commands never load it
+LDLIBS_RI   = $(LDFLAGS) -lsqlite3 -lsodium -ljansson -ldl
 
 LIB_SRC  := $(sort $(wildcard lib/*.c))
 LIB_OBJ  := $(LIB_SRC:lib/%.c=$(BUILD)/lib/%.o)
