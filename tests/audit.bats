@@ -154,7 +154,7 @@ probe_answer() {
 }
 
 # ev SEQ -- the event id of the row at SEQ
-ev() { sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE seq = $1"; }
+ev() { jsql "SELECT event_id FROM records WHERE seq = $1"; }
 
 # tamper SQL -- as an attacker with file access: drop the append-only
 # triggers, run SQL against the journal, put the triggers back
@@ -399,7 +399,7 @@ every_path() {
 	sweep_quiet                                 # escalates it, late
 	[ "$(jq .escalated "$T/sweep.json")" -eq 1 ]
 	[ "$(ri-findings | jq -s '[.[] | select(.finding == "journal-unavailable" and .closed)] | length')" -eq 2 ]
-	late=$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE invocation_id = '$INV' AND action_ref = 'ledger.escalated'")
+	late=$(jsql "SELECT event_id FROM records WHERE invocation_id = '$INV' AND action_ref = 'ledger.escalated'")
 	audit
 	names 3.1 "$IEV" "$late" "$INV"
 	message 3.1 "closed after the compensation window"
@@ -505,7 +505,7 @@ every_path() {
 	ri_at 34
 	sweep_quiet
 	[ "$(jq .abandoned "$T/sweep.json")" -eq 1 ]
-	ab=$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE invocation_id = '$INV' AND action_ref = 'ledger.abandoned'")
+	ab=$(jsql "SELECT event_id FROM records WHERE invocation_id = '$INV' AND action_ref = 'ledger.abandoned'")
 	audit --probe
 	all_clear
 	[ "$(st 6.3)" = pass ]
@@ -587,8 +587,8 @@ every_path() {
 	ri_at 701
 	sweep_quiet                                 # past the horizon edge: not examined; purged
 	[ "$(jq .examined "$T/sweep.json")" -eq 0 ]
-	[ "$(sqlite3 "$T/journal.db" "SELECT count(*) FROM records WHERE action_ref = 'ledger.intended' AND payload IS NULL")" -eq 4 ]
-	[ "$(sqlite3 "$T/journal.db" "SELECT count(*) FROM records WHERE event_id IN ('$svc', '$op') AND payload IS NOT NULL")" -eq 2 ]
+	[ "$(jsql "SELECT count(*) FROM records WHERE action_ref = 'ledger.intended' AND payload IS NULL")" -eq 4 ]
+	[ "$(jsql "SELECT count(*) FROM records WHERE event_id IN ('$svc', '$op') AND payload IS NOT NULL")" -eq 2 ]
 	audit
 	all_clear
 	[ "$(st 7.1)" = pass ]

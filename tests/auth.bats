@@ -144,7 +144,7 @@ ms() { date +%s%3N; }
 	BG=$!
 	wait_for "$T/started"
 	INV=$(inv_of k)
-	IEV=$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE invocation_id = '$INV'")
+	IEV=$(jsql "SELECT event_id FROM records WHERE invocation_id = '$INV'")
 	req=$(jq -nc --arg i "$INV" --arg e "$IEV" --arg c "$BOB" '{kind:"ledger", act_key:"k",
 	    invocation_id:$i, intent_event_id:$e, actor_ref:"bob", credential:$c,
 	    reason:"bob says the store refused", constituent_code:"E_BOB"}')

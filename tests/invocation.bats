@@ -57,7 +57,7 @@ holder() {
 
 # lease_rows KEY -- whether the section was ever taken (0/1)
 lease_rows() {
-	sqlite3 "$T/journal.db" "SELECT count(*) FROM leases WHERE kind = 'ledger' AND act_key = '$1'"
+	jsql "SELECT count(*) FROM leases WHERE kind = 'ledger' AND act_key = '$1'"
 }
 
 # act_rows KEY -- journal records of the act (not the substrate's audit.*)
@@ -470,7 +470,7 @@ need_sweep() {
 	ev=$(field intent_event_id)
 	# Primitive policy 33: no blind retry -- exactly one intent, the adopted one
 	[ "$(records)" -eq $((n + 1)) ]
-	[ "$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE invocation_id = '$inv'")" = "$ev" ]
+	[ "$(jsql "SELECT event_id FROM records WHERE invocation_id = '$inv'")" = "$ev" ]
 	# open step 5.3: it returns holding the section, and Close works
 	[ "$(holder k1)" = "$inv" ]
 	run --separate-stderr ri-close <<<"$(close_req "$output")"
@@ -511,7 +511,7 @@ need_sweep() {
 	run --separate-stderr ri-sweep
 	[ "$status" -eq 0 ]
 	[ "$(jq -r .closed <<<"$output")" -eq 1 ]
-	sweep_ev=$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE action_ref = 'ledger.disclosed'")
+	sweep_ev=$(jsql "SELECT event_id FROM records WHERE action_ref = 'ledger.disclosed'")
 	n=$(records)
 	resume_close
 	[ "$CLOSE_RC" -eq 0 ]
@@ -546,7 +546,7 @@ need_sweep() {
 	opened k1
 	run --separate-stderr env RI_FAULT=close.outcome.after=die ri-close <<<"$(close_req "$A")"
 	[ "$status" -eq 137 ]
-	ev=$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE action_ref = 'ledger.disclosed'")
+	ev=$(jsql "SELECT event_id FROM records WHERE action_ref = 'ledger.disclosed'")
 	[ -n "$ev" ]
 	n=$(records)
 	run --separate-stderr ri-close <<<"$(close_req "$A")"
@@ -714,7 +714,7 @@ need_sweep() {
 	[ "$status" -eq 0 ]
 	[ "$waited" -ge 300 ]
 	[ "$(records)" -eq $((n + 1)) ]
-	[ "$(field outcome_event_id)" = "$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE action_ref = 'ledger.disclosed'")" ]
+	[ "$(field outcome_event_id)" = "$(jsql "SELECT event_id FROM records WHERE action_ref = 'ledger.disclosed'")" ]
 	[ "$(holder k1)" = "" ]
 }
 
@@ -738,7 +738,7 @@ need_sweep() {
 	[ "$status" -eq 0 ]
 	jq -e 'has("alert")' <<<"$output"
 	[ "$(records)" -eq $((n + 1)) ]
-	[ "$(field outcome_event_id)" = "$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE action_ref = 'ledger.disclosed'")" ]
+	[ "$(field outcome_event_id)" = "$(jsql "SELECT event_id FROM records WHERE action_ref = 'ledger.disclosed'")" ]
 }
 
 @test "Rejection path (the caller's retry after outcome): after a 21 ri-read shows the act open, a re-run open is act-in-flight (12); after the sweep, closed with recovery" {
@@ -834,7 +834,7 @@ tamper_intent() {
 	run --separate-stderr env RI_FAULT=close.outcome.after=die ri-close <<<"$(close_req "$A")"
 	[ "$status" -eq 137 ]
 	[ "$(holder k1)" = "$(jq -r .invocation_id <<<"$A")" ]
-	ev=$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE action_ref = 'ledger.disclosed'")
+	ev=$(jsql "SELECT event_id FROM records WHERE action_ref = 'ledger.disclosed'")
 	n=$(records)
 	run --separate-stderr ri-refuse <<<"$(refuse_req "$A")"
 	[ "$status" -eq 16 ]
@@ -938,7 +938,7 @@ tamper_intent() {
 	n=$(records)
 	run --separate-stderr env RI_FAULT=refuse.refusal.after=lose ri-refuse <<<"$(refuse_req "$A")"
 	[ "$status" -eq 0 ]
-	[ "$(field refusal_event_id)" = "$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE action_ref = 'ledger.refused'")" ]
+	[ "$(field refusal_event_id)" = "$(jsql "SELECT event_id FROM records WHERE action_ref = 'ledger.refused'")" ]
 	[ "$(records)" -eq $((n + 1)) ]
 }
 

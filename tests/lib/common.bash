@@ -88,7 +88,28 @@ records() {
 	fi
 	sqlite3 "$T/journal.db" "SELECT count(*) FROM records ${1:+WHERE $1}"
 }
-export -f ri_cfg ri_at open_req close_req records ri_pg_on ri_pg_sql
+
+# jsql SQL -- a read-only query of the journal, on either backend: the
+# SQLite file, or (make test-pg) the instance's PostgreSQL schema.  Only
+# SQL both dialects read alike belongs here; a test that edits the journal
+# (an attacker's write) or uses SQLite's own functions stays on the file
+# and is skipped against a server (tests/lib/pg.bash)
+jsql() {
+	if ri_pg_on; then
+		ri_pg_sql "$RI_CONFIG" "$1"
+		return
+	fi
+	sqlite3 "$T/journal.db" "$1"
+}
+
+# intent_of WHERE -- {kind, act_key, invocation_id, intent_event_id} of the
+# newest intent the SQL condition picks, on either backend
+intent_of() {
+	jsql "SELECT kind || '|' || act_key || '|' || invocation_id || '|' || event_id FROM records
+	    WHERE action_ref LIKE '%.intended' AND $1 ORDER BY seq DESC LIMIT 1" |
+	    jq -R -c 'split("|") | {kind: .[0], act_key: .[1], invocation_id: .[2], intent_event_id: .[3]}'
+}
+export -f ri_cfg ri_at open_req close_req records jsql intent_of ri_pg_on ri_pg_sql
 
 # attacker_sql SQL -- run SQL against the journal as an attacker with file
 # access and no key would: drop the append-only triggers, run it, and put

@@ -27,10 +27,19 @@ ri_pg_new_db() {
 # ri_pg_skip_file_tests -- skip the running test when its body works on the
 # SQLite file directly, or calls a helper of its suite that does
 ri_pg_skip_file_tests() {
-	local pat='sqlite3|journal\.db|attacker_sql|flip_mac|ri-rechain|ri-backup|-wal' f helpers=
-	for f in $(declare -F | awk '{ print $3 }'); do
-		case $f in ri_pg_*|bats_*|records|ri_instance|fnd_*|"$BATS_TEST_NAME") continue ;; esac
-		declare -f "$f" | tail -n +2 | grep -qE "$pat" && helpers="$helpers|$f"
+	local pat='sqlite3|journal\.db|attacker_sql|flip_mac|ri-rechain|ri-backup|-wal' f helpers= n=-1 all
+	all=$(declare -F | awk '{ print $3 }')
+	# a helper that calls such a helper is one too, however deep: to a
+	# fixed point
+	while [ "$n" -ne "$(wc -w <<<"${helpers//|/ }")" ]; do
+		n=$(wc -w <<<"${helpers//|/ }")
+		local p=$pat
+		[ -n "$helpers" ] && p="$pat|(^|[^A-Za-z0-9_-])(${helpers#|})([^A-Za-z0-9_-]|\$)"
+		for f in $all; do
+			case $f in ri_pg_*|bats_*|records|jsql|intent_of|ri_instance|fnd_*|"$BATS_TEST_NAME") continue ;; esac
+			case "$helpers|" in *"|$f|"*) continue ;; esac
+			declare -f "$f" | tail -n +2 | grep -qE "$p" && helpers="$helpers|$f"
+		done
 	done
 	[ -n "$helpers" ] && pat="$pat|(^|[^A-Za-z0-9_-])(${helpers#|})([^A-Za-z0-9_-]|\$)"
 	if declare -f "$BATS_TEST_NAME" 2>/dev/null | tail -n +2 | grep -qE "$pat"; then

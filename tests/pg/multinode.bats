@@ -227,12 +227,15 @@ wait_backend_in_tx() {
 	load "$RI_CONFIG" a "$T/la" & p1=$!
 	load "$BCFG" b "$T/lb" & p2=$!
 	sleep 2
+	# the restarted server must not inherit bats's fd 3 (its TAP stream):
+	# bats waits for every holder of it, and the suite would never end
 	if [ "$(id -u)" = 0 ]; then
 		runuser -u postgres -- "$PGBIN/pg_ctl" -D "$RI_TEST_PG_DATA" -m immediate -w restart \
-		    -o "-k $RI_TEST_PG_HOST -c listen_addresses='' -c max_connections=200" >/dev/null 2>&1
+		    -l "$RI_TEST_PG_HOST/server.log" \
+		    -o "-k $RI_TEST_PG_HOST -c listen_addresses='' -c max_connections=200" >/dev/null 2>&1 3>&-
 	else
-		"$PGBIN/pg_ctl" -D "$RI_TEST_PG_DATA" -m immediate -w restart \
-		    -o "-k $RI_TEST_PG_HOST -c listen_addresses='' -c max_connections=200" >/dev/null 2>&1
+		"$PGBIN/pg_ctl" -D "$RI_TEST_PG_DATA" -m immediate -w restart -l "$RI_TEST_PG_HOST/server.log" \
+		    -o "-k $RI_TEST_PG_HOST -c listen_addresses='' -c max_connections=200" >/dev/null 2>&1 3>&-
 	fi
 	wait $p1 $p2 || true
 	# every answer is a protocol code, never a crash
