@@ -174,12 +174,13 @@ unavailable_case() {
 	n=$(act_records)
 	ri_at 33
 	local t0=$SECONDS
-	sweep_degraded
+	sweep_any
 	ELAPSED=$((SECONDS - t0))
 	[ "$(t examined)" -eq 1 ]
 	{ [ "$(t skipped)" -eq 1 ] && [ "$(t closed)" -eq 0 ] && [ "$(t escalated)" -eq 0 ] && [ "$(t abandoned)" -eq 0 ] &&
 	  [ "$(act_records)" -eq "$n" ] && [ "$(read_entry k | jq -r .state)" = open ]; } ||
 	    { echo "ASSERT probe 4-5: the sweep closed an act whose store was unavailable"; false; }
+	assert_degraded
 	[ "$(findings_where '.finding == "store-unavailable" and .scope == "instance" and .kind == "ledger" and (.closed | not)')" -eq 1 ]
 }
 
