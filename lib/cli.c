@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "cli.h"
 #include "instance.h"
 #include "util.h"
@@ -401,6 +402,47 @@ out:
 		json_decref(vals[i]);
 	free(rest);
 	json_decref(req);
+	ri_instance_close(r);
+	return ri_cli_finish(rc, ans, &err);
+}
+
+static int
+integrity_refusal(json_t **ans, ri_err *err)
+{
+	*ans = json_pack("{s:s, s:s}", "refused", "journal-unavailable", "cause", "integrity");
+	err->code = RI_JOURNAL_UNAVAILABLE;
+	return RI_JOURNAL_UNAVAILABLE;
+}
+
+int
+ri_seal_main(const char *usage, int operands, ri_seal_op *op, int argc, char **argv)
+{
+	static const struct option longopts[] = { RI_COMMON_LONGOPTS, { NULL, 0, NULL, 0 } };
+	const char *config = NULL;
+	json_t *ans = NULL;
+	ri_err err = { 0 }, e2;
+	ri *r;
+	int ch, rc;
+
+	ri_cli_init(argc, argv);
+	while ((ch = getopt_long(argc, argv, RI_COMMON_SHORTOPTS, longopts, NULL)) != -1)
+		ri_cli_common(ch, optarg, &config, usage);
+	if (argc - optind != operands)
+		ri_usage(usage);
+	if ((rc = ri_instance_open(config, 0, &r, &err)) != RI_OK) {
+		if (rc != RI_INTEGRITY)
+			ri_die(rc, "%s", err.msg);
+		if (ri_instance_open(config, RI_CONFIG_ONLY, &r, &e2) == RI_OK) {
+			if (ri_instance_key(r, &e2) == RI_OK)
+				(void)ri_seal_surface(r, err.msg);
+			ri_instance_close(r);
+		}
+		rc = integrity_refusal(&ans, &err);
+		return ri_cli_finish(rc, ans, &err);
+	}
+	rc = op(r, operands ? argv[optind] : NULL, &ans, &err);
+	if (rc != RI_OK && ans != NULL && json_object_get(ans, "cause") != NULL)
+		(void)ri_seal_surface(r, r->st->ops->error(r->st)->msg);
 	ri_instance_close(r);
 	return ri_cli_finish(rc, ans, &err);
 }

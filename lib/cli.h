@@ -92,4 +92,11 @@ void ri_cli_set_wait(ri *r, ri_ms wait_ms);
 
 int ri_cmd_main(const struct ri_cmd *cmd, int argc, char **argv);
 
+/* ri-seal and ri-backup: OP over the instance, given the one operand
+ * (NULL when operands is 0).  A journal that fails verification is never
+ * sealed or copied: the register records why (AMD-03) and the answer is
+ * journal-unavailable with "cause":"integrity" (15). */
+typedef int ri_seal_op(ri *r, const char *operand, json_t **ans, ri_err *err);
+int ri_seal_main(const char *usage, int operands, ri_seal_op *op, int argc, char **argv);
+
 #endif

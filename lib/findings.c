@@ -178,6 +178,26 @@ remac(struct ri_findings *f, int64_t id)
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+/* Close row id at `at`, or at its own first sighting for RI_NONE (a row
+ * that fails its MAC is closed as it stands, never re-MACed: it stays
+ * unverified). */
+static int
+close_unverified(sqlite3 *db, int64_t id, int64_t at)
+{
+	sqlite3_stmt *q;
+	int rc;
+
+	if (sqlite3_prepare_v2(db, "UPDATE findings SET closed_at = ifnull(?1, first_seen_at) WHERE id = ?2",
+	    -1, &q, NULL) != SQLITE_OK)
+		return SQLITE_ERROR;
+	if (at != RI_NONE)
+		sqlite3_bind_int64(q, 1, at);
+	sqlite3_bind_int64(q, 2, id);
+	rc = sqlite3_step(q);
+	sqlite3_finalize(q);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
 /* The id of the row (if any) a statement selecting one id finds. */
 static int64_t
 id_of(sqlite3 *db, const char *sql, const char *a, const char *b)
@@ -403,9 +423,7 @@ ri_findings_instance(struct ri_findings *f, enum ri_finding what, const char *ki
 		if (id > 0) {
 			/* a standing row that fails its MAC is no span of anything:
 			 * closed as it stands (still unverified), and a new one opens */
-			char q[96];
-			snprintf(q, sizeof q, "UPDATE findings SET closed_at = first_seen_at WHERE id = %lld", (long long)id);
-			if (sqlite3_exec(f->db, q, NULL, NULL, NULL) != SQLITE_OK) {
+			if (close_unverified(f->db, id, RI_NONE) != SQLITE_OK) {
 				free(d);
 				return reg_fail_db(f, err);
 			}
@@ -474,10 +492,7 @@ ri_findings_refusal(struct ri_findings *f, const char *kind, const char *cause, 
 			 * at hand, or a forged one) is never merged into, and so
 			 * never blessed by this row's MAC: it is closed, staying
 			 * unverified, and this refusal starts a new row */
-			char sql[96];
-			snprintf(sql, sizeof sql, "UPDATE findings SET closed_at = %lld WHERE id = %lld",
-			    (long long)now, (long long)id);
-			if (sqlite3_exec(f->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+			if (close_unverified(f->db, id, now) != SQLITE_OK)
 				goto fail;
 			json_decref(detail);
 			detail = NULL;

@@ -360,6 +360,18 @@ rollback(struct sq *s)
 	ri_tree_cache_clear(&s->nodes);
 }
 
+/* Roll back a write that failed, keeping the error that made it fail (the
+ * rollback must not overwrite what the caller reports). */
+static int
+abandon(struct sq *s, int rc)
+{
+	struct ri_store_error keep = s->err;
+
+	rollback(s);
+	s->err = keep;
+	return rc;
+}
+
 static void
 sql_now(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 {
@@ -1768,13 +1780,10 @@ sq_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 	}
 	return RI_ST_OK;
 fail:
-	if (rc == RI_ST_INVALID_CREDENTIAL || rc == RI_ST_FENCED || rc == RI_ST_INTEGRITY) {
-		struct ri_store_error keep = s->err;
+	if (rc == RI_ST_INVALID_CREDENTIAL || rc == RI_ST_FENCED || rc == RI_ST_INTEGRITY)
+		abandon(s, rc);
+	else
 		rollback(s);
-		s->err = keep;
-	} else {
-		rollback(s);
-	}
 	if (rc == RI_ST_UNAVAILABLE)
 		rc = RI_ST_STEP2;
 	return rc;
@@ -1811,10 +1820,7 @@ sq_substrate(struct ri_store *base, const char *action_ref, json_t *data, struct
 	if ((rc = begin_immediate(s)) != RI_ST_OK)
 		return rc;
 	if ((rc = now_or_fail(s, &now)) != RI_ST_OK || (rc = append_substrate(s, action_ref, "", data, now, out)) != RI_ST_OK) {
-		struct ri_store_error keep = s->err;
-		rollback(s);
-		s->err = keep;
-		return rc;
+		return abandon(s, rc);
 	}
 	return commit(s);
 }
@@ -1847,11 +1853,8 @@ sq_purge(struct ri_store *base, ri_ms now, int64_t *purged)
 		}
 		/* nothing is purged from a journal that fails verification */
 		if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK) {
-			struct ri_store_error keep = s->err;
 			json_decref(kinds);
-			rollback(s);
-			s->err = keep;
-			return rc;
+			return abandon(s, rc);
 		}
 		sel = prep(s, "SELECT seq, kind, invocation_id FROM records WHERE retention_until <= ?"
 		    " AND payload IS NOT NULL ORDER BY retention_until LIMIT 512");
@@ -1897,11 +1900,8 @@ sq_purge(struct ri_store *base, ri_ms now, int64_t *purged)
 		done(s, sel);
 		done(s, upd);
 		if (orc != RI_ST_OK) {
-			struct ri_store_error keep = s->err;
 			json_decref(kinds);
-			rollback(s);
-			s->err = keep;
-			return orc;
+			return abandon(s, orc);
 		}
 		if (rc != SQLITE_DONE) {
 			json_decref(kinds);
@@ -2012,13 +2012,8 @@ sq_actor_add(struct ri_store *base, const char *actor, bool service, char creden
 	}
 	return commit(s);
 fail:
-	{
-		struct ri_store_error keep = s->err;
-		rollback(s);
-		s->err = keep;
-	}
 	sodium_memzero(credential, 128);
-	return rc;
+	return abandon(s, rc);
 }
 
 static int
@@ -2069,12 +2064,7 @@ sq_actor_revoke(struct ri_store *base, const char *actor)
 	}
 	return commit(s);
 fail:
-	{
-		struct ri_store_error keep = s->err;
-		rollback(s);
-		s->err = keep;
-	}
-	return rc;
+	return abandon(s, rc);
 }
 
 static int
@@ -2297,9 +2287,7 @@ take_loop(struct sq *s, const char *kind, const char *act_key, const char *holde
 		/* the journal head (whose grant counter mints the token) and the
 		 * lease row, each verified: a forged or replayed row never grants */
 		if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK || (rc = lease_get(s, kind, act_key, &l, &exists)) != RI_ST_OK) {
-			struct ri_store_error keep = s->err;
-			rollback(s);
-			s->err = keep;
+			abandon(s, rc);
 			return rc == RI_ST_INTEGRITY ? rc : recode(s, RI_ST_UNAVAILABLE);
 		}
 		if (exists) {
@@ -2414,12 +2402,8 @@ release_locked(struct sq *s, const char *kind, const char *act_key, const char *
 
 	if ((rc = begin_immediate(s)) != RI_ST_OK)
 		return recode(s, RI_ST_UNAVAILABLE);
-	if ((rc = lease_get(s, kind, act_key, &l, &exists)) != RI_ST_OK) {
-		struct ri_store_error keep = s->err;
-		rollback(s);
-		s->err = keep;
-		return rc;
-	}
+	if ((rc = lease_get(s, kind, act_key, &l, &exists)) != RI_ST_OK)
+		return abandon(s, rc);
 	held = exists && l.held && strcmp(l.holder, holder) == 0;
 	if (held && (rc = lease_put(s, kind, act_key, NULL, 0, l.token)) != RI_ST_OK) {
 		rollback(s);
@@ -2829,12 +2813,7 @@ sq_seal(struct ri_store *base, const unsigned char sk[64], struct ri_appended *o
 		goto fail;
 	return commit(s);
 fail:
-	{
-		struct ri_store_error keep = s->err;
-		rollback(s);
-		s->err = keep;
-	}
-	return rc;
+	return abandon(s, rc);
 }
 
 static int
@@ -3222,11 +3201,7 @@ sq_rebuild(struct ri_store *base, json_t **report)
 	goto out;
 fail:
 	done(s, st);
-	{
-		struct ri_store_error keep = s->err;
-		rollback(s);
-		s->err = keep;
-	}
+	abandon(s, rc);
 out:
 	json_decref(open);
 	json_decref(purged);

@@ -79,16 +79,6 @@ state_of() {
 	    jq -r '.invocations[0].state'
 }
 
-# orphan KEY [KIND] -- ri-run killed after the act: committed, the intent open
-orphan() {
-	local kind=${2:-ledger} rc=0
-	{ ( RI_CREDENTIAL=$ALICE RI_FAULT=run.after_act=die ri-run --kind "$kind" --act-key "$1" --actor alice -- \
-	    ledger-disclose --store "$T/ledger.db" --subject "$1" --recipient r --scope s ) \
-	    >/dev/null 2>&1 </dev/null; } 2>/dev/null || rc=$?
-	[ "$rc" -eq 137 ] || { echo "orphan $1: ri-run exited $rc"; return 1; }
-	INV=$(inv_of "$1" "$kind")
-}
-
 # refusals [KIND] -- the start-refused records (ri-findings lines), as an array
 refusals() {
 	ri-findings | jq -s -c --arg k "${1:-}" \

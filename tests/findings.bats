@@ -36,16 +36,6 @@ teardown() {
 
 # ---- helpers --------------------------------------------------------------
 
-orphan() {
-	local kind=${2:-ledger} rc=0
-	{ ( RI_FAULT=run.after_act=die ri-run --kind "$kind" --act-key "$1" --actor alice -- \
-	    ledger-disclose --store "$T/ledger.db" --subject "$1" --recipient r --scope s ) \
-	    >/dev/null 2>&1 </dev/null; } 2>/dev/null || rc=$?
-	[ "$rc" -eq 137 ] || { echo "orphan $1: ri-run exited $rc"; return 1; }
-	INV=$(inv_of "$1" "$kind")
-	[ -n "$INV" ]
-}
-
 # refused_sweep -- a run under a config that unbinds a kind with an open
 # intent: 78, the tally on stdout, nothing written (Binding 2)
 refused_sweep() {

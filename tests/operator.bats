@@ -21,15 +21,6 @@ instance() {
 	BOB=$(ri-actor add bob | jq -r .credential)
 }
 
-# empty_orphan KEY -- ri-run killed before the act: intent open, store empty
-empty_orphan() {
-	local rc=0
-	{ ( RI_FAULT=run.after_open=die ri-run --kind ledger --act-key "$1" --actor alice -- \
-	    ledger-disclose --store "$T/ledger.db" --subject "$1" --recipient r --scope s ) \
-	    >/dev/null 2>&1 </dev/null; } 2>/dev/null || rc=$?
-	[ "$rc" -eq 137 ] || { echo "empty_orphan $1: ri-run exited $rc"; return 1; }
-}
-
 open_findings() { ri-findings --open | jq -r 'select(.scope == "act") | "\(.finding) \(.act_key)"' | sort; }
 
 @test "friction 5: ri-resolve --kind K --act-key KEY --abandon CAUSE fills the ids of the one invocation that needs an operator; ri-findings --open no longer lists the act" {

@@ -68,21 +68,16 @@ yielded() {
 	ACT=$(act "$1")
 }
 
-# empty_orphan KEY -- ri-run killed before the act: intent open, store empty
-empty_orphan() {
-	local rc=0
-	{ ( RI_FAULT=run.after_open=die ri-run --kind ledger --act-key "$1" --actor alice -- \
-	    ledger-disclose --store "$T/ledger.db" --subject "$1" --recipient r --scope s ) \
-	    >/dev/null 2>&1 </dev/null; } 2>/dev/null || rc=$?
-	[ "$rc" -eq 137 ] || { echo "empty_orphan $1: ri-run exited $rc"; return 1; }
-	ACT=$(act "$1")
+# resolve_orphan KEY -- an empty orphan (tests/lib/sweep.bash); ACT holds its act
+resolve_orphan() {
+	empty_orphan "$1" && ACT=$(act "$1")
 }
 
 # escalated KEY... -- empty orphans the sweep at +33 s escalates (not-observed);
 # esc_of KEY reads the escalation's event id
 escalated() {
 	local k
-	for k in "$@"; do empty_orphan "$k"; done
+	for k in "$@"; do resolve_orphan "$k"; done
 	ri_at 33
 	sweep
 	[ "$(t escalated)" -eq "$#" ]
@@ -302,7 +297,7 @@ entry_of() { ri-read <<<"{\"kind\":\"ledger\",\"act_key\":\"$1\"}" | jq -c '.inv
 	instance
 	ri_cfg '.kinds.ledger.commit_fence = "declared"'
 	# the sweep's abandonment (past the abandon edge, empty store)
-	empty_orphan sw
+	resolve_orphan sw
 	SW=$ACT
 	ri_at 34
 	sweep

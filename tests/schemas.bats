@@ -16,6 +16,7 @@
 bats_require_minimum_version 1.5.0
 
 load "$BATS_TEST_DIRNAME/lib/common"
+load "$BATS_TEST_DIRNAME/lib/sweep"
 
 SCHEMAS=$(cd "$BATS_TEST_DIRNAME/../schemas" && pwd)
 VALIDATE=$BATS_TEST_DIRNAME/lib/validate.py
@@ -131,15 +132,8 @@ tamper_heads() {
 journal_away() { mv "$T/journal.db" "$T/journal.away"; }
 journal_back() { mv "$T/journal.away" "$T/journal.db"; }
 
-# orphan KEY [DIE-AT] -- ri-run killed at a fault point: the intent stays
-# open (after_act: the disclosure row exists; after_open: it does not)
-orphan() {
-	local rc=0
-	{ ( RI_FAULT=run.${2:-after_act}=die ri-run --kind ledger --act-key "$1" --actor alice -- \
-	    ledger-disclose --store "$T/ledger.db" --subject "$1" --recipient r --scope s ) \
-	    >/dev/null 2>&1 </dev/null; } 2>/dev/null || rc=$?
-	[ "$rc" -eq 137 ] || { echo "orphan $1: ri-run exited $rc"; return 1; }
-}
+# orphan KEY [POINT] -- ri-run killed at run.POINT (default after_act)
+orphan() { killed_run "${2:-after_act}" "$1"; }
 
 wait_for() {
 	local i

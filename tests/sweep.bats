@@ -35,30 +35,6 @@ teardown() {
 
 # ---- helpers --------------------------------------------------------------
 
-# orphan KEY [KIND] -- ri-run killed between the act and Close (run.after_act=die):
-# the intent stands open, the store has the row.  INV holds the invocation id.
-orphan() {
-	local kind=${2:-ledger} rc=0
-	{ ( RI_FAULT=run.after_act=die ri-run --kind "$kind" --act-key "$1" --actor alice -- \
-	    ledger-disclose --store "$T/ledger.db" --subject "$1" --recipient r --scope s ) \
-	    >/dev/null 2>&1 </dev/null; } 2>/dev/null || rc=$?
-	[ "$rc" -eq 137 ] || { echo "orphan $1: ri-run exited $rc, expected the fault's SIGKILL"; return 1; }
-	INV=$(inv_of "$1" "$kind")
-	[ -n "$INV" ]
-}
-
-# empty_orphan KEY -- ri-run killed before the act (run.after_open=die): the
-# intent stands open, the store is empty.  INV holds the invocation id.
-empty_orphan() {
-	local rc=0
-	{ ( RI_FAULT=run.after_open=die ri-run --kind ledger --act-key "$1" --actor alice -- \
-	    ledger-disclose --store "$T/ledger.db" --subject "$1" --recipient r --scope s ) \
-	    >/dev/null 2>&1 </dev/null; } 2>/dev/null || rc=$?
-	[ "$rc" -eq 137 ] || { echo "empty_orphan $1: ri-run exited $rc"; return 1; }
-	INV=$(inv_of "$1")
-	[ -n "$INV" ]
-}
-
 # findings_where JQ-CONDITION [ri-findings flags] -- how many register lines match
 findings_where() {
 	local cond=$1

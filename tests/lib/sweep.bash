@@ -30,6 +30,25 @@ inv_of() {
 	    AND act_key = '$1' AND action_ref = '${2:-ledger}.intended' ORDER BY seq DESC LIMIT 1"
 }
 
+# killed_run POINT KEY [KIND] -- ri-run killed by the fault run.POINT=die:
+# after_act (between the act and Close: the store has the row) or
+# after_open (before the act: the store is empty).  The intent stands
+# open; INV holds its invocation id.
+killed_run() {
+	local kind=${3:-ledger} rc=0
+	{ ( RI_CREDENTIAL=${RI_CREDENTIAL:-$ALICE} RI_FAULT=run.$1=die ri-run --kind "$kind" --act-key "$2" \
+	    --actor alice -- ledger-disclose --store "$T/ledger.db" --subject "$2" --recipient r --scope s ) \
+	    >/dev/null 2>&1 </dev/null; } 2>/dev/null || rc=$?
+	[ "$rc" -eq 137 ] || { echo "$1 $2: ri-run exited $rc, expected the fault's SIGKILL"; return 1; }
+	INV=$(inv_of "$2" "$kind")
+	[ -n "$INV" ]
+}
+
+# orphan KEY [KIND] -- an act done and never closed
+orphan() { killed_run after_act "$@"; }
+# empty_orphan KEY [KIND] -- an intent whose act never ran
+empty_orphan() { killed_run after_open "$@"; }
+
 # set_probe ARG... -- the ledger kind's probe argv becomes ledger-probe ARG...
 set_probe() {
 	local argv
