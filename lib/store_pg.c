@@ -37,6 +37,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sodium.h>
@@ -75,6 +76,8 @@ static struct {
 	int (*getisnull)(const PGresult *, int, int);
 	char *(*cmdTuples)(PGresult *);
 	void (*clear)(PGresult *);
+	int (*sendQuery)(PGconn *, const char *);
+	PGresult *(*getResult)(PGconn *);
 } pq;
 
 static bool
@@ -82,11 +85,12 @@ pq_load(ri_err *err)
 {
 	static const char *names[] = { "PQconnectdb", "PQfinish", "PQreset", "PQstatus", "PQerrorMessage",
 		"PQexec", "PQexecParams", "PQresultStatus", "PQresultErrorMessage", "PQresultErrorField",
-		"PQntuples", "PQgetvalue", "PQgetisnull", "PQcmdTuples", "PQclear" };
+		"PQntuples", "PQgetvalue", "PQgetisnull", "PQcmdTuples", "PQclear", "PQsendQuery", "PQgetResult" };
 	void **slot[] = { (void **)&pq.connectdb, (void **)&pq.finish, (void **)&pq.reset, (void **)&pq.status,
 		(void **)&pq.errorMessage, (void **)&pq.exec, (void **)&pq.execParams, (void **)&pq.resultStatus,
 		(void **)&pq.resultErrorMessage, (void **)&pq.resultErrorField, (void **)&pq.ntuples,
-		(void **)&pq.getvalue, (void **)&pq.getisnull, (void **)&pq.cmdTuples, (void **)&pq.clear };
+		(void **)&pq.getvalue, (void **)&pq.getisnull, (void **)&pq.cmdTuples, (void **)&pq.clear,
+		(void **)&pq.sendQuery, (void **)&pq.getResult };
 
 	if (pq.so != NULL)
 		return true;
@@ -120,12 +124,15 @@ pq_load(ri_err *err)
 #define PQgetvalue pq.getvalue
 #define PQgetisnull pq.getisnull
 #define PQcmdTuples pq.cmdTuples
+#define PQsendQuery pq.sendQuery
+#define PQgetResult pq.getResult
 #define PQclear(r) do { if (pq.clear != NULL) pq.clear(r); } while (0)
 
 #define PAGE_DEFAULT 256
 #define PAGE_MAX 4096
 #define SUBSTRATE_ACTOR "audit"
 #define SQLSTATE_FENCE "RIF01"          /* raised by ri_fence_check() at COMMIT */
+#define QMAX 16                         /* deferred writes held at most (then sent) */
 
 struct pg {
 	struct ri_store base;
@@ -154,6 +161,14 @@ struct pg {
 	size_t nn;
 	struct ri_store_error err;
 	ri_ms last_at;                  /* recorded_at of the head's record, as last fetched */
+	/* writes nobody reads the answer of, waiting to go with the next
+	 * statement that must answer or with COMMIT (defer_write) */
+	char *q;
+	size_t qlen, qcap;
+	int qn;
+	bool qfailed;                   /* a deferred write failed: the transaction is lost */
+	int qcode;                      /* ... with this code (its own) */
+	struct { int code; const char *what; } qi[QMAX];
 	unsigned long round_trips;      /* RI_PG_TRACE: counted, printed at close */
 	int trace;                      /* RI_PG_TRACE=2: every statement too */
 };
@@ -307,6 +322,9 @@ err_clear(struct pg *s)
 static int
 db_fail(struct pg *s, int code, const char *what, const PGresult *res)
 {
+	/* a deferred write's failure, charged to it, stands for what follows */
+	if (s->qfailed)
+		return s->qcode;
 	const char *m = res != NULL && PQresultErrorMessage(res)[0] != '\0' ? PQresultErrorMessage(res) :
 	    PQerrorMessage(s->conn);
 	char line[400];
@@ -379,11 +397,166 @@ p_bytes(struct params *p, const unsigned char *b, size_t n)
 	p->n++;
 }
 
-/* One statement, one round trip; results in text form.  NULL result only
- * when libpq could not even allocate one. */
+/* ---- deferred writes --------------------------------------------------------
+ *
+ * A write whose answer nobody reads (the record's INSERT, the changed tree
+ * nodes, the head, a lease row) is not sent alone: it waits in the
+ * transaction's queue, its parameters inlined as literals (text quoted
+ * under standard_conforming_strings, bytea as '\x..'), and goes in one
+ * simple-query string with the next statement that must answer (run) or
+ * with COMMIT (commit) -- issue 13, round trips per append.  The queue
+ * always goes first, so nothing is reordered and every read sees the
+ * transaction's own writes; each statement still answers on its own (one
+ * result each, in order), so a failure is charged to the write that made
+ * it, and the server runs nothing after a failed statement.
+ */
+static bool
+q_add(struct pg *s, const char *text, size_t n)
+{
+	if (s->qlen + n + 1 > s->qcap) {
+		size_t cap = s->qcap ? s->qcap : 4096;
+		while (cap < s->qlen + n + 1)
+			cap *= 2;
+		char *q = realloc(s->q, cap);
+		if (q == NULL)
+			return false;
+		s->q = q;
+		s->qcap = cap;
+	}
+	memcpy(s->q + s->qlen, text, n);
+	s->qlen += n;
+	s->q[s->qlen] = '\0';
+	return true;
+}
+
+/* sql with p's values inlined as literals, then a statement separator */
+static bool
+q_inline(struct pg *s, const char *sql, const struct params *p)
+{
+	static const char hex[] = "0123456789abcdef";
+	bool ok = true;
+
+	for (const char *c = sql; *c != '\0' && ok;) {
+		if (*c != '$' || !isdigit((unsigned char)c[1])) {
+			ok = q_add(s, c++, 1);
+			continue;
+		}
+		char *end;
+		long i = strtol(c + 1, &end, 10) - 1;
+		c = end;
+		if (p == NULL || i < 0 || i >= p->n)
+			return false;
+		const char *v = p->v[i];
+		if (v == NULL) {
+			ok = q_add(s, "NULL", 4);
+		} else if (p->fmt[i] == 1) {
+			ok = q_add(s, "'\\x", 3);
+			for (int k = 0; k < p->len[i] && ok; k++) {
+				char h[2] = { hex[(unsigned char)v[k] >> 4], hex[(unsigned char)v[k] & 15] };
+				ok = q_add(s, h, 2);
+			}
+			ok = ok && q_add(s, "'::bytea", 8);
+		} else {
+			ok = q_add(s, "'", 1);
+			for (const char *t = v; *t != '\0' && ok; t++)
+				ok = q_add(s, t, 1) && (*t != '\'' || q_add(s, "'", 1));
+			ok = ok && q_add(s, "'", 1);
+		}
+	}
+	return ok && q_add(s, ";\n", 2);
+}
+
+static void
+q_clear(struct pg *s)
+{
+	s->qlen = 0;
+	s->qn = 0;
+	if (s->q != NULL)
+		s->q[0] = '\0';
+}
+
+static int db_fail(struct pg *s, int code, const char *what, const PGresult *res);
+static bool res_ok(const PGresult *r);
+
+/*
+ * Send the queue and the statement already appended after it (counted in
+ * s->qn + 1 statements when with_last) in one round trip.  A queued
+ * write's failure is charged to it (s->err, its code; s->qfailed); the
+ * last statement's own result is returned (NULL when a write before it
+ * failed, or no answer came).  *answered: how many statements answered.
+ */
+static PGresult *
+q_send(struct pg *s, bool with_last, int *answered)
+{
+	PGresult *r, *last = NULL;
+	int i = 0, n = s->qn + (with_last ? 1 : 0);
+
+	s->round_trips++;
+	if (s->trace > 1)
+		fprintf(stderr, "ri: pg: [%d in one round trip] %.50s\n", n, s->q);
+	*answered = 0;
+	if (!PQsendQuery(s->conn, s->q)) {
+		q_clear(s);
+		return NULL;
+	}
+	while ((r = PQgetResult(s->conn)) != NULL) {
+		if (i < s->qn) {
+			if (!res_ok(r) && !s->qfailed) {
+				s->qcode = db_fail(s, s->qi[i].code, s->qi[i].what, r);
+				s->qfailed = true;
+			}
+			PQclear(r);
+		} else if (i == s->qn && with_last) {
+			last = r;
+		} else {
+			PQclear(r);
+		}
+		i++;
+	}
+	*answered = i;
+	q_clear(s);
+	if (s->qfailed) {
+		PQclear(last);
+		return NULL;
+	}
+	return last;
+}
+
+/* A write whose answer nobody reads: queued (sent with the next statement
+ * that answers, or with COMMIT); a full queue is sent first. */
+static int
+defer_write(struct pg *s, int code, const char *what, const char *sql, const struct params *p)
+{
+	int answered;
+
+	if (s->qn == QMAX) {
+		PQclear(q_send(s, false, &answered));
+		if (s->qfailed)
+			return s->qcode;
+		if (answered < QMAX)
+			return db_fail(s, code, what, NULL);
+	}
+	if (!q_inline(s, sql, p))
+		return st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "journal (postgresql): %s: out of memory", what);
+	s->qi[s->qn].code = code;
+	s->qi[s->qn].what = what;
+	s->qn++;
+	return RI_ST_OK;
+}
+
+/* One statement, one round trip (with the deferred writes before it, when
+ * any wait); results in text form.  NULL result only when libpq could not
+ * even allocate one, a deferred write failed, or no answer came. */
 static PGresult *
 run(struct pg *s, const char *sql, const struct params *p)
 {
+	int answered;
+
+	if (s->qn > 0) {
+		if (!q_inline(s, sql, p))
+			return NULL;
+		return q_send(s, true, &answered);
+	}
 	s->round_trips++;
 	if (s->trace > 1)
 		fprintf(stderr, "ri: pg: %.70s\n", sql);
@@ -480,6 +653,7 @@ session_setup(struct pg *s)
 	snprintf(sql, sizeof sql,
 	    "SET idle_in_transaction_session_timeout = %lld; SET lock_timeout = %lld;"
 	    " SET statement_timeout = %lld; SET synchronous_commit = on; SET client_encoding = 'UTF8';"
+	    " SET standard_conforming_strings = on;"
 	    " SET default_transaction_isolation = 'read committed'%s",
 	    (long long)s->budget, (long long)s->budget, (long long)s->budget,
 	    s->readonly ? "; SET default_transaction_read_only = on" : "");
@@ -568,6 +742,8 @@ rollback(struct pg *s)
 	}
 	s->in_tx = false;
 	s->nn = 0;
+	q_clear(s);
+	s->qfailed = false;
 	ri_tree_cache_clear(&s->nodes);
 }
 
@@ -602,9 +778,48 @@ commit(struct pg *s)
 		}
 	ri_tree_cache_clear(&s->nodes);
 	s->nn = 0;
-	s->round_trips++;
-	r = PQexec(s->conn, "COMMIT");
-	s->in_tx = false;
+	if (s->qfailed) {
+		/* a deferred write failed and the server ran nothing after it */
+		rc = recode(s, RI_ST_STEP2);
+		rollback(s);
+		return rc;
+	}
+	if (s->qn > 0) {
+		/* the deferred writes and COMMIT, in one round trip */
+		int queued = s->qn, answered;
+		q_add(s, "COMMIT", 6);
+		r = q_send(s, true, &answered);
+		s->in_tx = false;
+		if (s->qfailed && PQstatus(s->conn) != CONNECTION_OK) {
+			/* the session died under the batch: whether COMMIT ran is
+			 * for the read-back to say, never assumed */
+			PQclear(r);
+			s->qfailed = false;
+			rc = db_fail(s, RI_ST_LOST, "commit sent, no reply", NULL);
+			s->in_tx = true;
+			rollback(s);
+			return rc;
+		}
+		if (s->qfailed) {
+			/* a write the server refused: it ran nothing after it, so
+			 * COMMIT never ran -- nothing landed */
+			rc = recode(s, RI_ST_STEP2);
+			s->in_tx = true;
+			rollback(s);
+			return rc;
+		}
+		if (r == NULL && answered < queued) {
+			/* no answer for the writes: COMMIT may or may not have run */
+			rc = db_fail(s, RI_ST_LOST, "commit sent, no reply", NULL);
+			s->in_tx = true;
+			rollback(s);
+			return rc;
+		}
+	} else {
+		s->round_trips++;
+		r = PQexec(s->conn, "COMMIT");
+		s->in_tx = false;
+	}
 	if (!res_ok(r)) {
 		const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
 		if (state != NULL && strcmp(state, SQLSTATE_FENCE) == 0)
@@ -842,7 +1057,7 @@ nodes_flush(struct pg *s)
 			p_bytes(&p, batch[i]->body, batch[i]->len);
 		}
 		snprintf(sql + at, sizeof sql - at, " ON CONFLICT (id) DO UPDATE SET body = excluded.body");
-		if ((rc = exec1(s, RI_ST_UNAVAILABLE, "write", sql, &p)) != RI_ST_OK)
+		if ((rc = defer_write(s, RI_ST_UNAVAILABLE, "write", sql, &p)) != RI_ST_OK)
 			return rc;
 		for (size_t i = 0; i < n; i++)
 			batch[i]->dirty = false;
@@ -1141,7 +1356,6 @@ jhead_set(struct pg *s, const struct ri_jhead *h, const unsigned char last_hash[
 {
 	struct params p = { 0 };
 	unsigned char mac[RI_HASH_LEN];
-	PGresult *r;
 	int rc;
 
 	if ((rc = nodes_flush(s)) != RI_ST_OK)
@@ -1154,16 +1368,10 @@ jhead_set(struct pg *s, const struct ri_jhead *h, const unsigned char last_hash[
 	p_int(&p, h->sealed_seq);
 	p_int(&p, h->grants);
 	p_bytes(&p, mac, RI_HASH_LEN);
-	r = run(s, "UPDATE heads SET last_seq = $1, root = $2, open_count = $3, open_acc = $4,"
-	    " sealed_seq = $5, grants = $6, mac = $7 WHERE id = 1", &p);
-	if (!res_ok(r))
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "write", r);
-	else if (strcmp(PQcmdTuples(r), "1") != 0)
-		rc = st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: the journal head is missing");
-	else
-		rc = RI_ST_OK;
-	PQclear(r);
-	return rc;
+	/* deferred: the head row was read under FOR UPDATE in this
+	 * transaction (write_begin), so it is there when this lands */
+	return defer_write(s, RI_ST_UNAVAILABLE, "write", "UPDATE heads SET last_seq = $1, root = $2,"
+	    " open_count = $3, open_acc = $4, sealed_seq = $5, grants = $6, mac = $7 WHERE id = 1", &p);
 }
 
 /* The verified head of a scope under a verified journal head (see
@@ -1746,7 +1954,7 @@ lease_put(struct pg *s, const char *kind, const char *act_key, const char *holde
 	p_int(&p, expires);
 	p_int(&p, token);
 	p_bytes(&p, mac, RI_HASH_LEN);
-	return exec1(s, RI_ST_UNAVAILABLE, "lease write", "INSERT INTO leases(kind, act_key, holder, expires_at,"
+	return defer_write(s, RI_ST_UNAVAILABLE, "lease write", "INSERT INTO leases(kind, act_key, holder, expires_at,"
 	    " token, mac) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (kind, act_key) DO UPDATE SET"
 	    " holder = excluded.holder, expires_at = excluded.expires_at, token = excluded.token, mac = excluded.mac",
 	    &p);
@@ -1882,7 +2090,6 @@ append_locked(struct pg *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 	unsigned char salt[RI_SALT_LEN], digest[RI_HASH_LEN], hash[RI_HASH_LEN], mac[RI_HASH_LEN];
 	struct ri_header h;
 	ri_ms recorded_at = now, retention;
-	PGresult *r;
 	int rc;
 	const char *act_key = a->act_key ? a->act_key : "";
 
@@ -1941,15 +2148,11 @@ append_locked(struct pg *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 	p_bytes(&p, digest, RI_HASH_LEN);
 	p_bytes(&p, hash, RI_HASH_LEN);
 	p_bytes(&p, mac, RI_HASH_LEN);
-	r = run(s, "INSERT INTO records(" REC_COLS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,"
-	    " $13, $14, $15, $16, $17, $18)", &p);
+	rc = defer_write(s, RI_ST_STEP2, "append", "INSERT INTO records(" REC_COLS ") VALUES ($1, $2, $3, $4, $5,"
+	    " $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)", &p);
 	free(payload);
-	if (!res_ok(r)) {
-		rc = db_fail(s, RI_ST_STEP2, "append", r);
-		PQclear(r);
+	if (rc != RI_ST_OK)
 		return rc;
-	}
-	PQclear(r);
 	if ((rc = tree_put(s, jh, act.key, h.seq, hash)) != RI_ST_OK ||
 	    (a->invocation_id && (rc = tree_put(s, jh, inv.key, h.seq, hash)) != RI_ST_OK))
 		return rc == RI_ST_UNAVAILABLE ? recode(s, RI_ST_STEP2) : rc;

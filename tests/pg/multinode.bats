@@ -253,3 +253,32 @@ wait_backend_in_tx() {
 	echo "$output" | jq -c '[.checks[] | select(.status == "fail")]'
 	[ "$status" -eq 0 ]
 }
+
+@test "issue 13, failure mapping with deferred writes: a write the server refuses (records locked by another session past lock_timeout) travels in one round trip with the statement after it, and is charged to the write -- a definite refusal (no read-back), nothing landed, the act opens once the lock is gone" {
+	ri_instance fast
+	n0=$(records)
+	# another session holds records against writers (readers pass) for 20 s
+	psql "$(jq -r .journal "$RI_CONFIG")" -qAt -c "BEGIN" -c "LOCK TABLE records IN EXCLUSIVE MODE" \
+	    -c "SELECT pg_sleep(20)" >/dev/null 2>&1 3>&- &
+	L=$!
+	for _ in $(seq 1 100); do
+		[ "$(sql "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+		    WHERE c.relname = 'records' AND l.mode = 'ExclusiveLock' AND l.granted")" -ge 1 ] && break
+		sleep 0.1
+	done
+	run --separate-stderr env RI_PG_TRACE=2 ri-open <<<"$(open_req boom)"
+	kill "$L" 2>/dev/null; wait "$L" 2>/dev/null || true
+	sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(20)%' AND pid <> pg_backend_pid()" >/dev/null
+	echo "exit $status: $output $stderr"
+	[[ " 14 15 20 " == *" $status "* ]]
+	# the record's INSERT went with the statement after it, not alone
+	grep -q "in one round trip\] INSERT INTO records" <<<"$stderr"
+	grep -Eq "append: .*(lock|statement) timeout" <<<"$stderr"
+	! grep -q "reply was lost" <<<"$stderr"
+	[ "$(records)" -eq "$n0" ]
+	[ "$(records "act_key = 'boom'")" -eq 0 ]
+	open_req boom | ri-open >/dev/null
+	[ "$(records "act_key = 'boom' AND role = 1")" -eq 1 ]
+	run ri-audit
+	[ "$status" -eq 0 ]
+}
