@@ -159,6 +159,15 @@ struct pg {
 		bool present, dirty;
 	} *nmap;
 	size_t nn;
+	/* an append's two scopes (act, invocation): their newest rows read in
+	 * one statement with both tree paths (scopes_prefetch), each taken
+	 * once by scope_max in the same transaction */
+	struct prescope {
+		bool valid, has;
+		int type;
+		unsigned char key[RI_SCOPE_LEN], hash[RI_HASH_LEN];
+		int64_t seq;
+	} pre[2];
 	struct ri_store_error err;
 	ri_ms last_at;                  /* recorded_at of the head's record, as last fetched */
 	/* writes nobody reads the answer of, waiting to go with the next
@@ -704,6 +713,7 @@ begin_sql(struct pg *s, bool write, bool long_read, char *sql, size_t n)
 
 	ri_tree_cache_clear(&s->nodes);
 	s->nn = 0;
+	s->pre[0].valid = s->pre[1].valid = false;
 	if ((rc = connected(s)) != RI_ST_OK)
 		return rc;
 	if ((rc = clock_clause(s, clk, sizeof clk)) != RI_ST_OK)
@@ -742,6 +752,7 @@ rollback(struct pg *s)
 	}
 	s->in_tx = false;
 	s->nn = 0;
+	s->pre[0].valid = s->pre[1].valid = false;
 	q_clear(s);
 	s->qfailed = false;
 	ri_tree_cache_clear(&s->nodes);
@@ -778,6 +789,7 @@ commit(struct pg *s)
 		}
 	ri_tree_cache_clear(&s->nodes);
 	s->nn = 0;
+	s->pre[0].valid = s->pre[1].valid = false;
 	if (s->qfailed) {
 		/* a deferred write failed and the server ran nothing after it */
 		rc = recode(s, RI_ST_STEP2);
@@ -994,7 +1006,10 @@ path_absorb(struct pg *s, const PGresult *r, int idcol, unsigned char ids[PREFET
 		if (!g_bytes_var(r, i, idcol + 1, body, RI_NODE_MAX, &len))
 			return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
 			    "journal integrity: a node of the scope heads' tree is malformed");
-		seen[idlen] = true;
+		/* (rows of another path fetched in the same statement are
+		 * kept too, but say nothing of this path's absent nodes) */
+		if (memcmp(id, ids[idlen], idlen) == 0)
+			seen[idlen] = true;
 		if (nmap_find(s, id, idlen) != NULL || (e = nmap_slot(s, id, idlen)) == NULL)
 			continue;
 		memcpy(e->body, body, len);
@@ -1081,6 +1096,18 @@ scope_max(struct pg *s, int type, const char *a, const char *b, int64_t *out, un
 	PGresult *r;
 	int rc = RI_ST_OK;
 
+	for (int i = 0; i < 2 && path != NULL; i++) {
+		struct prescope *ps = &s->pre[i];
+		if (ps->valid && ps->type == type && memcmp(ps->key, path, RI_SCOPE_LEN) == 0) {
+			ps->valid = false;
+			*out = ps->seq;
+			if (has != NULL)
+				*has = ps->has;
+			if (ps->has)
+				memcpy(hash, ps->hash, RI_HASH_LEN);
+			return RI_ST_OK;
+		}
+	}
 	if (type != SCOPE_ALL)
 		p_text(&p, a);
 	if (type == SCOPE_ACT)
@@ -1111,6 +1138,59 @@ scope_max(struct pg *s, int type, const char *a, const char *b, int64_t *out, un
 	}
 	if (path != NULL)
 		rc = path_absorb(s, r, 2, ids);
+	PQclear(r);
+	return rc;
+}
+
+/* An append's act and invocation scopes: both newest rows and both paths
+ * of the tree in one statement (issue 13, round trips per append); the
+ * rows wait in s->pre for the two scope_max calls that follow. */
+static int
+scopes_prefetch(struct pg *s, const unsigned char act[RI_SCOPE_LEN], const char *kind, const char *act_key,
+    const unsigned char inv[RI_SCOPE_LEN], const char *invocation_id)
+{
+	struct params p = { 0 };
+	unsigned char ida[PREFETCH_DEPTH][RI_NODE_ID_MAX], idi[PREFETCH_DEPTH][RI_NODE_ID_MAX];
+	char la[256], li[256], sql[1200];
+	PGresult *r;
+	int rc = RI_ST_OK;
+
+	s->pre[0].valid = s->pre[1].valid = false;
+	if (s->key == NULL || !s->in_tx)
+		return RI_ST_OK;
+	p_text(&p, kind);
+	p_text(&p, act_key);
+	p_text(&p, invocation_id);
+	path_params(&p, act, ida, la, sizeof la);
+	path_params(&p, inv, idi, li, sizeof li);
+	snprintf(sql, sizeof sql,
+	    "SELECT 0, seq, hash, NULL::bytea, NULL::bytea FROM (SELECT seq, hash FROM records WHERE kind = $1"
+	    " AND act_key = $2 ORDER BY seq DESC LIMIT 1) a"
+	    " UNION ALL SELECT 1, seq, hash, NULL, NULL FROM (SELECT seq, hash FROM records"
+	    " WHERE invocation_id = $3 ORDER BY seq DESC LIMIT 1) i"
+	    " UNION ALL SELECT 2, NULL, NULL, id, body FROM nodes WHERE id IN (%s, %s)", la, li);
+	r = run(s, sql, &p);
+	if (!res_ok(r)) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", r);
+		PQclear(r);
+		return rc;
+	}
+	for (int k = 0; k < 2; k++) {
+		struct prescope *ps = &s->pre[k];
+		ps->type = k == 0 ? SCOPE_ACT : SCOPE_INV;
+		memcpy(ps->key, k == 0 ? act : inv, RI_SCOPE_LEN);
+		ps->seq = 0;
+		ps->has = false;
+	}
+	for (int i = 0; i < PQntuples(r); i++) {
+		int64_t which = g_int(r, i, 0);
+		if (which > 1 || g_null(r, i, 1))
+			continue;
+		s->pre[which].seq = g_int(r, i, 1);
+		s->pre[which].has = g_bytes(r, i, 2, s->pre[which].hash, RI_HASH_LEN);
+	}
+	if ((rc = path_absorb(s, r, 3, ida)) == RI_ST_OK && (rc = path_absorb(s, r, 3, idi)) == RI_ST_OK)
+		s->pre[0].valid = s->pre[1].valid = true;
 	PQclear(r);
 	return rc;
 }
@@ -2046,6 +2126,34 @@ open_add(struct pg *s, struct ri_jhead *jh, const char *inv, int64_t seq, const 
 	return RI_ST_OK;
 }
 
+/* The first record of an invocation is its intent: the authenticated
+ * scope head says it has none yet, so no index row can stand for it, and
+ * the row is written deferred with the append's other writes, no answer
+ * awaited.  A row there all the same is a corrupted index: the INSERT
+ * fails and the append with it (step 2, fail closed). */
+static int
+open_add_first(struct pg *s, struct ri_jhead *jh, const char *inv, int64_t seq, const char *kind,
+    const char *act_key, const char *event_id, ri_ms recorded_at)
+{
+	struct params p = { 0 };
+	unsigned char elem[RI_HASH_LEN];
+	int rc;
+
+	p_text(&p, inv);
+	p_int(&p, seq);
+	p_text(&p, kind);
+	p_text(&p, act_key);
+	p_text(&p, event_id);
+	p_int(&p, recorded_at);
+	if ((rc = defer_write(s, RI_ST_STEP2, "append", "INSERT INTO open_intents VALUES ($1, $2, $3, $4, $5, $6)",
+	    &p)) != RI_ST_OK)
+		return rc;
+	ri_open_elem(inv, seq, kind, act_key, event_id, recorded_at, elem);
+	ri_acc_xor(jh->open_acc, elem);
+	jh->open_count++;
+	return RI_ST_OK;
+}
+
 static int
 open_remove(struct pg *s, struct ri_jhead *jh, const char *inv)
 {
@@ -2096,10 +2204,14 @@ append_locked(struct pg *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 	if (kind_of(a->action_ref, kind, sizeof kind) != 0)
 		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "malformed action ref");
 	scope_make(&act, SCOPE_ACT, kind, act_key);
+	if (a->invocation_id != NULL) {
+		scope_make(&inv, SCOPE_INV, a->invocation_id, NULL);
+		if ((rc = scopes_prefetch(s, act.key, kind, act_key, inv.key, a->invocation_id)) != RI_ST_OK)
+			return rc;
+	}
 	if ((rc = scope_head(s, jh, &act, kind, act_key, &act_last)) != RI_ST_OK)
 		return rc;
 	if (a->invocation_id != NULL) {
-		scope_make(&inv, SCOPE_INV, a->invocation_id, NULL);
 		if ((rc = scope_head(s, jh, &inv, a->invocation_id, NULL, &inv_last)) != RI_ST_OK)
 			return rc;
 	}
@@ -2156,7 +2268,9 @@ append_locked(struct pg *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 	if ((rc = tree_put(s, jh, act.key, h.seq, hash)) != RI_ST_OK ||
 	    (a->invocation_id && (rc = tree_put(s, jh, inv.key, h.seq, hash)) != RI_ST_OK))
 		return rc == RI_ST_UNAVAILABLE ? recode(s, RI_ST_STEP2) : rc;
-	if (role == RI_ROLE_INTENT && a->invocation_id != NULL)
+	if (role == RI_ROLE_INTENT && a->invocation_id != NULL && inv_last == 0)
+		rc = open_add_first(s, jh, a->invocation_id, h.seq, kind, act_key, h.event_id, recorded_at);
+	else if (role == RI_ROLE_INTENT && a->invocation_id != NULL)
 		rc = open_add(s, jh, a->invocation_id, h.seq, kind, act_key, h.event_id, recorded_at);
 	else if (ri_role_closing(role) && a->invocation_id != NULL)
 		rc = open_remove(s, jh, a->invocation_id);
