@@ -219,9 +219,9 @@ TLA2TOOLS ?= ../shared/tools/tla/tla2tools.jar
 tla:
 	TLA2TOOLS="$(TLA2TOOLS)" tla/run
 
-lint:
+lint: $(BUILD)/gen/example_config.h
 	cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability,performance \
-	    --inline-suppr -Ilib --include=/usr/include/jansson.h -D_POSIX_C_SOURCE=200809L \
+	    --inline-suppr -Ilib -I$(BUILD)/gen --include=/usr/include/jansson.h -D_POSIX_C_SOURCE=200809L \
 	    lib cmd examples tests/tools
 
 clean:
