@@ -248,6 +248,18 @@ instant(json_t *o, const char *k)
 	return t;
 }
 
+/* Widen [t0, t1] to hold a span from s to e (either may be RI_NONE). */
+static void
+widen(ri_ms *t0, ri_ms *t1, ri_ms s, ri_ms e)
+{
+	if (s != RI_NONE && s < *t0)
+		*t0 = s;
+	if (s != RI_NONE && s > *t1)
+		*t1 = s;
+	if (e != RI_NONE && e > *t1)
+		*t1 = e;
+}
+
 static void
 html_timeline(FILE *out, json_t *report)
 {
@@ -256,22 +268,10 @@ html_timeline(FILE *out, json_t *report)
 	size_t i;
 	ri_ms t0 = instant(report, "audited_at"), t1 = t0;
 
-	json_array_foreach(outages, i, v) {
-		ri_ms s = instant(v, "start"), e = instant(v, "end");
-		if (s != RI_NONE && s < t0)
-			t0 = s;
-		if (e != RI_NONE && e > t1)
-			t1 = e;
-	}
-	json_array_foreach(findings, i, v) {
-		ri_ms s = instant(v, "first_seen_at"), e = instant(v, "last_seen_at");
-		if (s != RI_NONE && s < t0)
-			t0 = s;
-		if (s != RI_NONE && s > t1)
-			t1 = s;
-		if (e != RI_NONE && e > t1)
-			t1 = e;
-	}
+	json_array_foreach(outages, i, v)
+		widen(&t0, &t1, instant(v, "start"), instant(v, "end"));
+	json_array_foreach(findings, i, v)
+		widen(&t0, &t1, instant(v, "first_seen_at"), instant(v, "last_seen_at"));
 	if (t1 <= t0)
 		t1 = t0 + 1000;
 	h(out, "<h2>Timeline</h2>\n<p>Outage spans the sweep saw (journal or store unavailable) and every"

@@ -10,15 +10,9 @@ bats_require_minimum_version 1.5.0
 load "$BATS_TEST_DIRNAME/lib/common"
 load "$BATS_TEST_DIRNAME/lib/sweep"
 
-teardown() {
-	if [ -n "${T:-}" ]; then rm -rf "$T"; fi
-}
+teardown() { sweep_teardown; }
 
-instance() {
-	ri_instance "${1:-walkthrough}"
-	export RI_CREDENTIAL=$ALICE
-	ledger-admin --store "$T/ledger.db" init >/dev/null
-}
+instance() { ledger_instance "$@"; }
 
 # orphan KEY -- ri-run killed after the act: the store holds it, the journal not
 orphan() {

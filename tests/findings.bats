@@ -20,19 +20,11 @@ load "$BATS_TEST_DIRNAME/lib/common"
 load "$BATS_TEST_DIRNAME/lib/sweep"
 
 setup() {
-	ri_instance
-	export RI_CREDENTIAL=$ALICE
-	ledger-admin --store "$T/ledger.db" init >/dev/null
+	ledger_instance
 	BG=
 }
 
-teardown() {
-	if [ -n "${BG:-}" ]; then
-		kill "$BG" 2>/dev/null || true
-		wait "$BG" 2>/dev/null || true
-	fi
-	if [ -n "${T:-}" ]; then rm -rf "$T"; fi
-}
+teardown() { sweep_teardown; }
 
 # ---- helpers --------------------------------------------------------------
 

@@ -10,15 +10,11 @@ bats_require_minimum_version 1.5.0
 load "$BATS_TEST_DIRNAME/lib/common"
 load "$BATS_TEST_DIRNAME/lib/sweep"
 
-teardown() {
-	if [ -n "${T:-}" ]; then rm -rf "$T"; fi
-}
+teardown() { sweep_teardown; }
 
+# instance [walkthrough|fast] -- ledger_instance and the operator bob (BOB)
 instance() {
-	ri_instance "${1:-walkthrough}"
-	export RI_CREDENTIAL=$ALICE
-	ledger-admin --store "$T/ledger.db" init >/dev/null
-	BOB=$(ri-actor add bob | jq -r .credential)
+	ledger_instance "$@" && BOB=$(ri-actor add bob | jq -r .credential)
 }
 
 open_findings() { ri-findings --open | jq -r 'select(.scope == "act") | "\(.finding) \(.act_key)"' | sort; }

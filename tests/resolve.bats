@@ -19,21 +19,11 @@ setup() {
 	BG=
 }
 
-teardown() {
-	if [ -n "${BG:-}" ]; then
-		kill "$BG" 2>/dev/null || true
-		wait "$BG" 2>/dev/null || true
-	fi
-	if [ -n "${T:-}" ]; then rm -rf "$T"; fi
-}
+teardown() { sweep_teardown; }
 
-# instance [walkthrough|fast] -- a fresh instance, an empty ledger store, and
-# the operator bob (BOB holds his credential)
+# instance [walkthrough|fast] -- ledger_instance and the operator bob (BOB)
 instance() {
-	ri_instance "${1:-walkthrough}"
-	export RI_CREDENTIAL=$ALICE
-	ledger-admin --store "$T/ledger.db" init >/dev/null
-	BOB=$(ri-actor add bob | jq -r .credential)
+	ledger_instance "$@" && BOB=$(ri-actor add bob | jq -r .credential)
 }
 
 # ---- helpers --------------------------------------------------------------

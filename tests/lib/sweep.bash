@@ -30,6 +30,23 @@ inv_of() {
 	    AND act_key = '$1' AND action_ref = '${2:-ledger}.intended' ORDER BY seq DESC LIMIT 1"
 }
 
+# ledger_instance [walkthrough|fast] -- a fresh instance (ri_instance),
+# alice's credential in the environment, an empty ledger store
+ledger_instance() {
+	ri_instance "${1:-walkthrough}" || return 1
+	export RI_CREDENTIAL=$ALICE
+	ledger-admin --store "$T/ledger.db" init >/dev/null
+}
+
+# sweep_teardown -- the background process a test started (BG), then $T
+sweep_teardown() {
+	if [ -n "${BG:-}" ]; then
+		kill "$BG" 2>/dev/null || true
+		wait "$BG" 2>/dev/null || true
+	fi
+	if [ -n "${T:-}" ]; then rm -rf "$T"; fi
+}
+
 # killed_run POINT KEY [KIND] -- ri-run killed by the fault run.POINT=die:
 # after_act (between the act and Close: the store has the row) or
 # after_open (before the act: the store is empty).  The intent stands
