@@ -124,3 +124,11 @@ ri_raw_trusted(struct ri_record *r, struct ri_raw *w)
 	free(w->payload_text);
 	w->payload_text = NULL;
 }
+
+int64_t
+ri_take_deadline(const struct ri_store *st, int64_t mono, ri_ms left, bool *bounded)
+{
+	/* open step 2.2: a bound below the holder's lease is lawful */
+	*bounded = st->take_bounded && st->take_wait < left;
+	return mono + (*bounded ? st->take_wait : left);
+}

@@ -38,4 +38,13 @@ unsigned ri_raw_problems(const unsigned char instance[RI_INSTANCE_LEN], const un
 /* A row its caller verified already in the same snapshot: parsed only. */
 void ri_raw_trusted(struct ri_record *r, struct ri_raw *w);
 
+/*
+ * open step 2.2: the monotonic deadline of a take that found the section
+ * held with `left` ms of the holder's lease to run -- that lease, or the
+ * caller's shorter bound (--wait, -n; *bounded set then) -- and the words
+ * for a take refused at it.
+ */
+int64_t ri_take_deadline(const struct ri_store *st, int64_t mono, ri_ms left, bool *bounded);
+#define RI_TAKE_UNTIL(bounded) ((bounded) ? "the wait asked for (--wait, -n)" : "the holder's remaining lease")
+
 #endif

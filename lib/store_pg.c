@@ -2758,6 +2758,7 @@ pg_take(struct ri_store *base, const char *kind, const char *act_key, const char
 {
 	struct pg *s = (struct pg *)base;
 	int64_t deadline = -1, backoff = 1;
+	bool waited = false;    /* the caller's bound, not the lease, ends the wait */
 	int rc;
 
 	for (;;) {
@@ -2807,11 +2808,11 @@ pg_take(struct ri_store *base, const char *kind, const char *act_key, const char
 #endif
 		int64_t mono = ri_mono_ms();
 		if (deadline < 0)
-			deadline = mono + (expires - now);
+			deadline = ri_take_deadline(&s->base, mono, expires - now, &waited);
 		if (mono >= deadline)
 			return st_fail(s, RI_ST_SECTION_UNAVAILABLE, 0, NULL,
-			    "the section (%s, %s) is held; not granted within the holder's remaining lease",
-			    kind, act_key);
+			    "the section (%s, %s) is held; not granted within %s", kind, act_key,
+			    RI_TAKE_UNTIL(waited));
 		ri_sleep_ms(backoff < deadline - mono ? backoff : deadline - mono);
 		if (backoff < 25)
 			backoff *= 2;
@@ -3417,17 +3418,53 @@ out:
 
 /* ---- the schema ri creates ------------------------------------------------ */
 
+/* The catalog read is an open-time check, not a protocol read: the first
+ * in a session costs tens of ms of catalog-cache loading, so outside a
+ * transaction it runs under SCHEMA_BOUND_MS, not the session's budget (a
+ * 20 ms read_bound refused every open).  One round trip: SET, the read,
+ * SET back, in the simple protocol's implicit transaction (a failed read
+ * rolls the first SET back with it).  Inside a transaction its caller has
+ * set the bound. */
+#define SCHEMA_BOUND_MS 10000
 static char *
 schema_text(struct pg *s)
 {
-	PGresult *r = run(s, schema_sql, NULL);
-	char *t = NULL;
+	PGresult *r, *got = NULL, *bad = NULL;
+	char *t = NULL, *sql;
 
-	if (res_ok(r) && PQntuples(r) == 1)
-		t = ri_strdup(PQgetvalue(r, 0, 0));
+	if (s->in_tx || s->qn > 0) {
+		r = run(s, schema_sql, NULL);
+		if (res_ok(r) && PQntuples(r) == 1)
+			t = ri_strdup(PQgetvalue(r, 0, 0));
+		else
+			db_fail(s, RI_ST_UNAVAILABLE, "schema", r);
+		PQclear(r);
+		return t;
+	}
+	sql = ri_xcalloc(1, sizeof schema_sql + 128);
+	snprintf(sql, sizeof schema_sql + 128, "SET statement_timeout = %lld; %s; SET statement_timeout = %lld",
+	    (long long)(SCHEMA_BOUND_MS > s->budget ? SCHEMA_BOUND_MS : s->budget), schema_sql, (long long)s->budget);
+	s->round_trips++;
+	if (!PQsendQuery(s->conn, sql)) {
+		free(sql);
+		db_fail(s, RI_ST_UNAVAILABLE, "schema", NULL);
+		return NULL;
+	}
+	free(sql);
+	while ((r = PQgetResult(s->conn)) != NULL) {
+		if (PQresultStatus(r) == PGRES_TUPLES_OK && got == NULL)
+			got = r;
+		else if (!res_ok(r) && bad == NULL)
+			bad = r;
+		else
+			PQclear(r);
+	}
+	if (bad == NULL && got != NULL && PQntuples(got) == 1)
+		t = ri_strdup(PQgetvalue(got, 0, 0));
 	else
-		db_fail(s, RI_ST_UNAVAILABLE, "schema", r);
-	PQclear(r);
+		db_fail(s, RI_ST_UNAVAILABLE, "schema", bad);
+	PQclear(got);
+	PQclear(bad);
 	return t;
 }
 
@@ -3442,31 +3479,40 @@ schema_mac(struct pg *s, const char *text, char hex[2 * RI_HASH_LEN + 1])
 	ri_hex(mac, sizeof mac, hex);
 }
 
-static bool
+/* RI_ST_OK, RI_ST_INTEGRITY (why says what differs) or RI_ST_UNAVAILABLE
+ * when the catalog could not be read at all: a timeout or a lost server is
+ * never reported as tampering (fail closed, but as what it is). */
+static int
 schema_check(struct pg *s, char *why, size_t n)
 {
 	struct params p = { 0 };
 	char want[2 * RI_HASH_LEN + 1], *have;
 	PGresult *r;
-	bool ok = false;
+	bool ok;
 
 	if (s->key == NULL)
-		return true;
+		return RI_ST_OK;
 	if ((have = schema_text(s)) == NULL) {
-		snprintf(why, n, "its schema cannot be read");
-		return false;
+		snprintf(why, n, "its schema cannot be read: %s", s->err.msg);
+		return RI_ST_UNAVAILABLE;
 	}
 	schema_mac(s, have, want);
 	free(have);
 	p_text(&p, "schema_mac");
 	r = run(s, "SELECT v FROM ri_meta WHERE k = $1", &p);
-	ok = res_ok(r) && PQntuples(r) == 1 && sodium_memcmp(PQgetvalue(r, 0, 0), want, sizeof want - 1) == 0 &&
+	if (!res_ok(r)) {
+		db_fail(s, RI_ST_UNAVAILABLE, "schema", r);
+		PQclear(r);
+		snprintf(why, n, "its schema cannot be read: %s", s->err.msg);
+		return RI_ST_UNAVAILABLE;
+	}
+	ok = PQntuples(r) == 1 && sodium_memcmp(PQgetvalue(r, 0, 0), want, sizeof want - 1) == 0 &&
 	    strlen(PQgetvalue(r, 0, 0)) == sizeof want - 1;
 	PQclear(r);
 	if (!ok)
 		snprintf(why, n, "its schema is not the one ri creates: a table altered, a trigger dropped or"
 		    " disabled, or an object added");
-	return ok;
+	return ok ? RI_ST_OK : RI_ST_INTEGRITY;
 }
 
 /* ---- ri-audit's state check -------------------------------------------------- */
@@ -3533,12 +3579,16 @@ pg_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 {
 	struct pg *s = (struct pg *)base;
 	struct head_read hr;
-	char why[512];
+	char why[1024];
 	int rc;
 
 	if ((rc = tx_begin(s, false, true)) != RI_ST_OK)
 		return rc;
-	if (!schema_check(s, why, sizeof why))
+	if ((rc = schema_check(s, why, sizeof why)) == RI_ST_UNAVAILABLE) {
+		rollback(s);
+		return rc;
+	}
+	if (rc != RI_ST_OK)
 		each("8.1.8", 0, why, arg);
 	if ((rc = jhead_fetch(s, false, &hr)) != RI_ST_OK || !hr.present || !hr.shaped || !hr.has_last) {
 		each("8.1.1", 0, rc != RI_ST_OK ? s->err.msg : "the journal head is missing, malformed, or names"
@@ -3726,9 +3776,11 @@ ri_pg_open(const struct ri_config *c, const unsigned char *key, size_t keylen, u
 		return rc;
 	}
 	if (!(flags & RI_INSPECT)) {
-		char why[512];
-		if (!schema_check(s, why, sizeof why)) {
-			rc = ri_fail(err, RI_INTEGRITY, "journal integrity: journal (postgresql): %s", why);
+		char why[1024];
+		if ((rc = schema_check(s, why, sizeof why)) != RI_ST_OK) {
+			rc = rc == RI_ST_UNAVAILABLE ?
+			    ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s", why) :
+			    ri_fail(err, RI_INTEGRITY, "journal integrity: journal (postgresql): %s", why);
 			pg_close(&s->base);
 			return rc;
 		}

@@ -2342,18 +2342,12 @@ take_loop(struct sq *s, const char *kind, const char *act_key, const char *holde
 			    kind, act_key, (long long)(expires - now), (long long)ri_longest_lease(s->cfg));
 #endif
 		int64_t mono = ri_mono_ms();
-		if (deadline < 0) {
-			deadline = mono + (expires - now);
-			/* open step 2.2: a bound below the holder's lease is lawful */
-			if (s->base.take_bounded && mono + s->base.take_wait < deadline) {
-				deadline = mono + s->base.take_wait;
-				waited = true;
-			}
-		}
+		if (deadline < 0)
+			deadline = ri_take_deadline(&s->base, mono, expires - now, &waited);
 		if (mono >= deadline)
 			return st_fail(s, RI_ST_SECTION_UNAVAILABLE, 0, NULL,
 			    "the section (%s, %s) is held; not granted within %s", kind, act_key,
-			    waited ? "the wait asked for (--wait, -n)" : "the holder's remaining lease");
+			    RI_TAKE_UNTIL(waited));
 		ri_sleep_ms(backoff < deadline - mono ? backoff : deadline - mono);
 		if (backoff < 25)
 			backoff *= 2;

@@ -98,7 +98,7 @@ unavailable_through_sweep() {
 	[ "$(t closed)" -eq 0 ]
 	[ "$(records "action_ref = 'ledger.disclosed'")" -eq 0 ]
 	[ "$(records "action_ref = 'ledger.recovery_intended'")" -eq 0 ]
-	[ "$(sqlite3 "$T/journal.db" "SELECT json_extract(payload, '$.cause') FROM records WHERE action_ref = 'ledger.escalated'")" = outcome-unrecordable ]
+	[ "$(jsql "SELECT $(payload_at cause) FROM records WHERE action_ref = 'ledger.escalated'")" = outcome-unrecordable ]
 }
 
 # ---- probe 3 ------------------------------------------------------------------

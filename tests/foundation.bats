@@ -170,7 +170,7 @@ teardown() {
 
 @test "ri-actor: an altered actor registry exits 30 (INTERFACE: exit 30 from ri-actor; Tamper Evidence)" {
 	fnd_instance
-	sqlite3 "$T/journal.db" "UPDATE actors SET service = 1 WHERE actor_ref = 'alice'"
+	fnd_sql "UPDATE actors SET service = 1 WHERE actor_ref = 'alice'"
 	run ri-actor -c "$CFG" list
 	[ "$status" -eq 30 ]
 	[[ "$output" == *integrity* ]]

@@ -75,6 +75,15 @@ fnd_instance() {
 	export ALICE
 }
 
+# fnd_sql SQL -- run SQL in the instance's journal, on either backend
+fnd_sql() {
+	if ri_pg_on; then
+		ri_pg_sql "$CFG" "$1"
+	else
+		sqlite3 "$T/journal.db" "$1"
+	fi
+}
+
 fnd_teardown() {
 	if [ -n "${T:-}" ] && [ -d "$T" ]; then
 		chmod -R u+rwX "$T" 2>/dev/null || true

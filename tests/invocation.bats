@@ -52,7 +52,7 @@ state_of() { rd "$1" "$2" | jq -r '.invocations[0].state'; }
 
 # holder KEY -- the section's holder ("" when free or never taken)
 holder() {
-	sqlite3 "$T/journal.db" "SELECT ifnull(holder, '') FROM leases WHERE kind = 'ledger' AND act_key = '$1'"
+	jsql "SELECT coalesce(holder, '') FROM leases WHERE kind = 'ledger' AND act_key = '$1'"
 }
 
 # lease_rows KEY -- whether the section was ever taken (0/1)
@@ -156,7 +156,7 @@ need_sweep() {
 	[ "$(field refused)" = invalid-request ]
 	[ "$(field cause)" = malformed ]
 	[ "$(records)" -eq "$n" ]
-	[ "$(sqlite3 "$T/journal.db" 'SELECT count(*) FROM leases')" -eq 0 ]
+	[ "$(jsql 'SELECT count(*) FROM leases')" -eq 0 ]
 }
 
 @test "Primitive policy 1, open step 1.1: an act_key over reference_length_cap is invalid-request (11, malformed); at the cap it opens" {
@@ -168,7 +168,7 @@ need_sweep() {
 	[ "$(field refused)" = invalid-request ]
 	[ "$(field cause)" = malformed ]
 	[ "$(records)" -eq "$n" ]
-	[ "$(sqlite3 "$T/journal.db" 'SELECT count(*) FROM leases')" -eq 0 ]
+	[ "$(jsql 'SELECT count(*) FROM leases')" -eq 0 ]
 	run --separate-stderr ri-open <<<"$(open_req "${long:1}")"
 	[ "$status" -eq 0 ]
 	[ "$(records)" -eq $((n + 1)) ]
@@ -231,7 +231,7 @@ need_sweep() {
 	[ "$(field refused)" = invalid-request ]
 	[ "$(field cause)" = unbound-kind ]
 	[ "$(records)" -eq "$n" ]
-	[ "$(sqlite3 "$T/journal.db" 'SELECT count(*) FROM leases')" -eq 0 ]
+	[ "$(jsql 'SELECT count(*) FROM leases')" -eq 0 ]
 }
 
 # ---- Open: act-in-flight (12) -----------------------------------------------
@@ -1078,7 +1078,7 @@ race_worker() {
 	run --separate-stderr ri-open <"$T/big.req"
 	[ "$status" -eq 65 ]
 	[ "$(records)" -eq "$n" ]
-	[ "$(sqlite3 "$T/journal.db" 'SELECT count(*) FROM leases')" -eq 0 ]
+	[ "$(jsql 'SELECT count(*) FROM leases')" -eq 0 ]
 }
 
 @test "INTERFACE 65, Action wiring 1: unknown and mistyped fields: ri-close 21 and ri-refuse 22 with cause malformed (their position), ri-yield 65; nothing written, the section kept" {
@@ -1109,7 +1109,7 @@ race_worker() {
 	run --separate-stderr ri-open --act-key x - <<<"$(open_req y)"
 	[ "$status" -eq 64 ]
 	[ "$(records)" -eq "$n" ]
-	[ "$(sqlite3 "$T/journal.db" 'SELECT count(*) FROM leases')" -eq 0 ]
+	[ "$(jsql 'SELECT count(*) FROM leases')" -eq 0 ]
 	# agreeing flags are fine
 	run --separate-stderr ri-open --act-key y --kind ledger - <<<"$(open_req y)"
 	[ "$status" -eq 0 ]

@@ -102,6 +102,16 @@ jsql() {
 	sqlite3 "$T/journal.db" "$1"
 }
 
+# payload_at PATH -- the SQL expression of a record's payload field at
+# PATH (dotted: data.disclosure_id), as text, on either backend
+payload_at() {
+	if ri_pg_on; then
+		printf "(payload::jsonb #>> '{%s}')" "${1//./,}"
+	else
+		printf "json_extract(payload, '\$.%s')" "$1"
+	fi
+}
+
 # intent_of WHERE -- {kind, act_key, invocation_id, intent_event_id} of the
 # newest intent the SQL condition picks, on either backend
 intent_of() {
@@ -109,7 +119,7 @@ intent_of() {
 	    WHERE action_ref LIKE '%.intended' AND $1 ORDER BY seq DESC LIMIT 1" |
 	    jq -R -c 'split("|") | {kind: .[0], act_key: .[1], invocation_id: .[2], intent_event_id: .[3]}'
 }
-export -f ri_cfg ri_at open_req close_req records jsql intent_of ri_pg_on ri_pg_sql
+export -f ri_cfg ri_at open_req close_req records jsql payload_at intent_of ri_pg_on ri_pg_sql
 
 # attacker_sql SQL -- run SQL against the journal as an attacker with file
 # access and no key would: drop the append-only triggers, run it, and put

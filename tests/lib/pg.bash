@@ -24,27 +24,55 @@ ri_pg_new_db() {
 	printf 'postgresql:///ri?host=%s&user=ri&options=-csearch_path%%3D%s\n' "$RI_TEST_PG_HOST" "$db"
 }
 
-# ri_pg_skip_file_tests -- skip the running test when its body works on the
-# SQLite file directly, or calls a helper of its suite that does
-ri_pg_skip_file_tests() {
-	local pat='sqlite3|journal\.db|attacker_sql|flip_mac|ri-rechain|ri-backup|-wal' f helpers= n=-1 all
-	all=$(declare -F | awk '{ print $3 }')
-	# a helper that calls such a helper is one too, however deep: to a
-	# fixed point
-	while [ "$n" -ne "$(wc -w <<<"${helpers//|/ }")" ]; do
-		n=$(wc -w <<<"${helpers//|/ }")
-		local p=$pat
+# ri_pg_file_pattern -- the pattern of what works on the SQLite file: the
+# file's own words, and every helper of the suite that uses them, however
+# deep (to a fixed point).  Computed once per .bats file, in-process (a
+# subprocess per function per test cost minutes a suite), and kept in
+# $BATS_FILE_TMPDIR.
+ri_pg_file_pattern() {
+	local cache=$BATS_FILE_TMPDIR/ri_pg_pattern
+	if [ -s "$cache" ]; then
+		printf '%s' "$(<"$cache")"
+		return
+	fi
+	local pat='sqlite3|journal\.db|attacker_sql|flip_mac|ri-rechain|ri-backup'
+	local f body helpers= p grew=1 all
+	all=$(compgen -A function)
+	while [ "$grew" = 1 ]; do
+		grew=0
+		p=$pat
 		[ -n "$helpers" ] && p="$pat|(^|[^A-Za-z0-9_-])(${helpers#|})([^A-Za-z0-9_-]|\$)"
 		for f in $all; do
-			case $f in ri_pg_*|bats_*|records|jsql|intent_of|ri_instance|fnd_*|"$BATS_TEST_NAME") continue ;; esac
+			case $f in test_*|ri_pg_*|bats_*|records|jsql|intent_of|ri_instance|fnd_*) continue ;; esac
 			case "$helpers|" in *"|$f|"*) continue ;; esac
-			declare -f "$f" | tail -n +2 | grep -qE "$p" && helpers="$helpers|$f"
+			body=$(declare -f "$f")
+			body=${body#*$'\n'}
+			if [[ $body =~ $p ]]; then
+				helpers="$helpers|$f"
+				grew=1
+			fi
 		done
 	done
 	[ -n "$helpers" ] && pat="$pat|(^|[^A-Za-z0-9_-])(${helpers#|})([^A-Za-z0-9_-]|\$)"
-	if declare -f "$BATS_TEST_NAME" 2>/dev/null | tail -n +2 | grep -qE "$pat"; then
-		skip "sqlite file"
+	printf '%s' "$pat" >"$cache"
+	printf '%s' "$pat"
+}
+
+# ri_pg_skip_file_tests -- skip the running test when its body works on the
+# SQLite file directly, or calls a helper of its suite that does; the skip
+# names the word that matched, so a reader can check the reason
+ri_pg_skip_file_tests() {
+	local pat body
+	pat=$(ri_pg_file_pattern)
+	body=$(declare -f "$BATS_TEST_NAME" 2>/dev/null) || return 0
+	body=${body#*$'\n'}
+	if [[ $body =~ $pat ]]; then
+		local why=${BASH_REMATCH[0]}
+		why=${why//[^A-Za-z0-9_.-]/}
+		skip "sqlite file ($why)"
 	fi
+	# RI_PG_SKIPS_ONLY=1: list what would skip, run nothing (a fast census)
+	[ -z "${RI_PG_SKIPS_ONLY:-}" ] || skip "would run"
 }
 
 # ri_pg_journal CONFIG -- point CONFIG's journal at a new database
