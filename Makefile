@@ -128,8 +128,7 @@ bench: all $(BENCHES)
 # The same suites against a throwaway PostgreSQL server (issue 13), and the
 # multi-node tests (tests/pg/*.bats).
 # PG_SUITES: the bats files to run against the server (default: every
-# suite and tests/pg/*.bats); CI runs the multi-node tests and the
-# protocol's core suites within its time budget
+# suite, tests/pg/*.bats and tests/reliability/*.bats; CI runs them all)
 PG_SUITES ?=
 test-pg: all $(TOOLS)
 	RI_BIN=$(abspath $(BINDIR)) RI_EXAMPLES=$(abspath $(EXBINDIR)) RI_TOOLS=$(abspath $(BUILD)/tools) \

@@ -43,7 +43,8 @@ ri_pg_file_pattern() {
 		p=$pat
 		[ -n "$helpers" ] && p="$pat|(^|[^A-Za-z0-9_-])(${helpers#|})([^A-Za-z0-9_-]|\$)"
 		for f in $all; do
-			case $f in test_*|ri_pg_*|bats_*|records|jsql|intent_of|ri_instance|fnd_*) continue ;; esac
+			# helpers that choose the backend themselves
+			case $f in test_*|ri_pg_*|bats_*|records|jsql|payload_at|intent_of|ri_instance|fnd_*|man_run) continue ;; esac
 			case "$helpers|" in *"|$f|"*) continue ;; esac
 			body=$(declare -f "$f")
 			body=${body#*$'\n'}

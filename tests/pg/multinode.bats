@@ -5,6 +5,8 @@
 # under tests/pg/run (make test-pg), which starts the server and exports
 # RI_TEST_PG_HOST, RI_TEST_PG_DATA and PGBIN.
 
+bats_require_minimum_version 1.5.0
+
 load "$BATS_TEST_DIRNAME/../lib/common"
 
 setup() {
