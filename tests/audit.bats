@@ -708,6 +708,7 @@ every_path() {
 	small_journal
 	mkdir "$T/other"
 	cp "$T/ri.json" "$T/other/ri.json"
+	if ri_pg_on; then ri_pg_journal "$T/other/ri.json"; fi   # a server journal is no file beside the config
 	ri-init -c "$T/other/ri.json" >/dev/null
 	cp "$T/other/seal.key" "$T/seal.key"       # the original seal.key.pub stays
 	disclose d >/dev/null
