@@ -16,6 +16,7 @@
 #include "findings.h"
 #include "instance.h"
 #include "integrity.h"
+#include "store_pg.h"
 #include "store_sqlite.h"
 #include "witness.h"
 
@@ -141,9 +142,15 @@ main(int argc, char **argv)
 	if ((rc = write_new(c->integrity_key_file, 0600, key, sizeof key, &err)) != RI_OK ||
 	    (rc = write_new(c->seal_key_file, 0600, skhex, strlen(skhex), &err)) != RI_OK)
 		goto fail;
-	if ((rc = ri_sqlite_create(c, key, sizeof key, insthex, &err)) != RI_OK)
-		goto fail;
-	created[n_created++] = c->journal;
+	if (ri_journal_is_pg(c->journal)) {
+		/* the schema, in an empty database only (refuses a non-empty one) */
+		if ((rc = ri_pg_create(c, key, sizeof key, insthex, &err)) != RI_OK)
+			goto fail;
+	} else {
+		if ((rc = ri_sqlite_create(c, key, sizeof key, insthex, &err)) != RI_OK)
+			goto fail;
+		created[n_created++] = c->journal;
+	}
 	/* the public key names the instance it seals: ri-audit --public-key
 	 * refuses another instance's key */
 	sodium_hex2bin(inst, sizeof inst, insthex, strlen(insthex), NULL, NULL, NULL);

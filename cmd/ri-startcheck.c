@@ -17,7 +17,7 @@
 #include "findings.h"
 #include "instance.h"
 #include "integrity.h"
-#include "store_sqlite.h"
+#include "store_pg.h"
 #include "witness.h"
 
 static const char usage[] = "ri-startcheck [-c config] [--json] [--fault-points]";
@@ -182,8 +182,25 @@ check_journal(struct ri *r, struct report *rep)
 	ri_hex(h, sizeof h, hex);
 	cap(rep, true, "journal", "%s: reachable; head seq %lld (%.16s...), the newest records and the"
 	    " scope heads verify", r->cfg->journal, (long long)seq, hex);
-	if (access(r->cfg->journal, W_OK) != 0)
+	if (ri_journal_is_pg(r->cfg->journal)) {
+		/* issue 13: the server, its version, and whether a commit it
+		 * answers is durable -- refused when fsync or synchronous_commit
+		 * is off (Instance start: a writer needs a durable journal) */
+		json_t *info = NULL;
+		bool durable = false;
+		if (ri_pg_server_info(st, &info, &durable) != RI_ST_OK) {
+			cap(rep, false, "journal-durable", "the server's settings cannot be read");
+		} else {
+			cap(rep, durable, "journal-durable", "PostgreSQL %s: fsync %s, synchronous_commit %s%s",
+			    json_string_value(json_object_get(info, "server_version")),
+			    json_string_value(json_object_get(info, "fsync")),
+			    json_string_value(json_object_get(info, "synchronous_commit")),
+			    durable ? "" : ": a commit is not durable; refused");
+		}
+		json_decref(info);
+	} else if (access(r->cfg->journal, W_OK) != 0) {
 		cap(rep, false, "journal-writable", "%s: %s", r->cfg->journal, strerror(errno));
+	}
 }
 
 /* The witness: present, its newest line signed by the seal key and naming

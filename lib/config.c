@@ -549,6 +549,15 @@ parse_kinds(struct ri_config *c, json_t *o, ri_err *err)
 	return RI_OK;
 }
 
+/* "journal" names a PostgreSQL database (a connection URI) rather than a
+ * SQLite file: the multi-node backend (store_pg.c, issue 13). */
+bool
+ri_journal_is_pg(const char *journal)
+{
+	return journal != NULL && (strncmp(journal, "postgresql://", 13) == 0 ||
+	    strncmp(journal, "postgres://", 11) == 0);
+}
+
 static int
 parse_top(struct ri_config *c, json_t *root, ri_err *err)
 {
@@ -566,8 +575,15 @@ parse_top(struct ri_config *c, json_t *root, ri_err *err)
 	if ((rc = check_keys(root, "", top_keys, err)) != RI_OK)
 		return rc;
 	for (i = 0; i < sizeof files / sizeof files[0]; i++) {
-		if ((rc = member(root, "", files[i].key, true, p, &v, err)) != RI_OK ||
-		    (rc = want_path(v, p, c->dir, files[i].dst, err)) != RI_OK)
+		if ((rc = member(root, "", files[i].key, true, p, &v, err)) != RI_OK)
+			return rc;
+		/* a PostgreSQL journal is a connection URI, not a path (issue 13) */
+		if (files[i].dst == &c->journal && json_is_string(v) &&
+		    ri_journal_is_pg(json_string_value(v))) {
+			c->journal = ri_strdup(json_string_value(v));
+			continue;
+		}
+		if ((rc = want_path(v, p, c->dir, files[i].dst, err)) != RI_OK)
 			return rc;
 	}
 	/* the witness (INTERFACE, second wave): a path, default the integrity

@@ -64,6 +64,7 @@ const char *ri_config_path(const char *flag);
 
 /* Terms of the protocol, computed once from the config. */
 ri_ms ri_sweep_lease(const struct ri_config *c);            /* closure_latency + jwb */
+bool ri_journal_is_pg(const char *journal);                /* a postgresql:// URI */
 ri_ms ri_longest_lease(const struct ri_config *c);          /* the longest grant + allowance */
 ri_ms ri_settle_bound(const struct ri_config *c);           /* jwb + allowance */
 ri_ms ri_at_risk_threshold(const struct ri_config *c);

@@ -47,7 +47,8 @@ known_point(const char *p)
 			if (strcmp(p, known[i].name) == 0)
 				return true;
 		} else if (strncmp(p, known[i].name, n) == 0 &&
-		    (strcmp(p + n, ".before") == 0 || strcmp(p + n, ".after") == 0)) {
+		    (strcmp(p + n, ".before") == 0 || strcmp(p + n, ".after") == 0 ||
+		    strcmp(p + n, ".locked") == 0)) {
 			return true;
 		}
 	}

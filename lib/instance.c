@@ -8,6 +8,7 @@
 #include "gate.h"
 #include "instance.h"
 #include "integrity.h"
+#include "store_pg.h"
 #include "store_sqlite.h"
 
 int
@@ -58,7 +59,11 @@ ri_instance_attach(struct ri *r, unsigned flags, ri_err *err)
 	/* the findings register's rows are MACed under a key derived from it */
 	if (r->key != NULL)
 		ri_findings_use_key(r->key, r->keylen);
-	if ((rc = ri_sqlite_open(r->cfg, r->key, r->keylen, flags, &r->st, err)) != RI_OK)
+	/* the backend: a postgresql:// journal is shared by several hosts
+	 * (store_pg.c); a path is one host's SQLite file (store_sqlite.c) */
+	rc = ri_journal_is_pg(r->cfg->journal) ? ri_pg_open(r->cfg, r->key, r->keylen, flags, &r->st, err) :
+	    ri_sqlite_open(r->cfg, r->key, r->keylen, flags, &r->st, err);
+	if (rc != RI_OK)
 		return rc;
 	/* the rest of the start gate a writer shares with ri-startcheck */
 	if ((flags & RI_WRITER) && (rc = ri_gate_journal(r, flags, err)) != RI_OK) {

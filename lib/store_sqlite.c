@@ -33,6 +33,7 @@
 #include "fault.h"
 #include "heads.h"
 #include "integrity.h"
+#include "store_common.h"
 #include "store_sqlite.h"
 #include "witness.h"
 
@@ -733,14 +734,6 @@ head_get(struct sq *s, const struct scope *sc, const char *a, const char *b, int
 
 /* ---- rows and their verification --------------------------------------- */
 
-struct raw {
-	unsigned char digest[RI_HASH_LEN], hash[RI_HASH_LEN], mac[RI_HASH_LEN];
-	unsigned char salt[RI_SALT_LEN];
-	bool has_salt, shapes_ok;
-	int64_t act_prev, inv_prev;
-	char *payload_text;
-};
-
 /* A text column that is exactly what the record carries: TEXT, no NUL
  * inside it (what is hashed is then what a filter matches), at most max
  * bytes. */
@@ -759,7 +752,7 @@ exact_text(sqlite3_stmt *st, int i, size_t max, bool null_ok)
  * re-typed behind ri's back (a TEXT act key stored as a BLOB, say) is a
  * malformed row, never read as the text it resembles. */
 static void
-load_row(sqlite3_stmt *st, struct ri_record *r, struct raw *w)
+load_row(sqlite3_stmt *st, struct ri_record *r, struct ri_raw *w)
 {
 	/* the storage types first: reading a value as text converts it, after
 	 * which its type can no longer be asked (sqlite3_column_type) */
@@ -818,71 +811,17 @@ load_row(sqlite3_stmt *st, struct ri_record *r, struct raw *w)
 	}
 }
 
-static void
-header_of(struct sq *s, const struct ri_record *r, const struct raw *w, struct ri_header *h)
-{
-	h->instance_id = s->instance_id;
-	h->seq = r->seq;
-	h->event_id = r->event_id;
-	h->action_ref = r->action_ref;
-	h->kind = r->kind;
-	h->act_key = r->act_key;
-	h->invocation_id = r->invocation_id;
-	h->actor_ref = r->actor_ref;
-	h->attestation_id = r->attestation_id;
-	h->recorded_at = r->recorded_at;
-	h->retention_until = r->retention_until;
-	h->role = r->role;
-	h->act_prev = w->act_prev;
-	h->inv_prev = w->inv_prev;
-	h->payload_digest = w->digest;
-}
-
 /*
  * Verify one row against the hash of its predecessor: shape, payload
  * digest, chain link, MAC.  A payload missing before its retention ended is
  * a destroyed record, not a purge.  On success the record owns its payload.
  */
 static int
-verify_row(struct sq *s, struct ri_record *r, struct raw *w, const unsigned char prev[RI_HASH_LEN],
+verify_row(struct sq *s, struct ri_record *r, struct ri_raw *w, const unsigned char prev[RI_HASH_LEN],
     ri_ms now)
 {
-	struct ri_header h;
-	unsigned char calc[RI_HASH_LEN];
-	const char *why = NULL;
+	const char *why = ri_raw_verify(s->instance_id, s->key, s->keylen, r, w, prev, now);
 
-	if (!w->shapes_ok) {
-		why = "a malformed row";
-	} else if (w->payload_text != NULL) {
-		ri_payload_digest(w->salt, w->payload_text, strlen(w->payload_text), calc);
-		if (!w->has_salt || sodium_memcmp(calc, w->digest, RI_HASH_LEN) != 0)
-			why = "its payload does not match its digest (a changed payload)";
-	} else if (w->has_salt) {
-		why = "a payload without its salt";
-	} else if (r->retention_until == RI_NONE || r->retention_until > now) {
-		why = "its payload is gone before its retention ended";
-	}
-	if (why == NULL) {
-		header_of(s, r, w, &h);
-		ri_record_hash(prev, &h, calc);
-		if (sodium_memcmp(calc, w->hash, RI_HASH_LEN) != 0)
-			why = "its header or chain link is wrong (altered, moved or copied, or a row before it deleted)";
-#ifndef RI_NC_NO_MAC_CHECK
-		else if (s->key != NULL && !ri_mac_ok(s->key, s->keylen, w->hash, RI_HASH_LEN, w->mac, RI_HASH_LEN))
-			why = "it fails its MAC (forged, or the wrong integrity key)";
-#endif
-	}
-	if (why == NULL && w->payload_text != NULL) {
-		json_error_t je;
-		r->payload = json_loads(w->payload_text, JSON_REJECT_DUPLICATES, &je);
-		if (r->payload == NULL || !json_is_object(r->payload))
-			why = "its payload is not a JSON object";
-		r->payload_bytes = strlen(w->payload_text);
-	}
-	r->purged = w->payload_text == NULL;
-	memcpy(r->hash, w->hash, RI_HASH_LEN);
-	free(w->payload_text);
-	w->payload_text = NULL;
 	if (why != NULL)
 		return st_fail(s, RI_ST_INTEGRITY, r->seq, r->event_id,
 		    "journal integrity: record seq %lld (%s) fails verification: %s",
@@ -892,16 +831,9 @@ verify_row(struct sq *s, struct ri_record *r, struct raw *w, const unsigned char
 
 /* A row the caller has verified already (ri-audit's traversal): parsed only. */
 static void
-trusted_row(struct ri_record *r, struct raw *w)
+trusted_row(struct ri_record *r, struct ri_raw *w)
 {
-	if (w->payload_text != NULL) {
-		r->payload = json_loads(w->payload_text, JSON_REJECT_DUPLICATES, NULL);
-		r->payload_bytes = strlen(w->payload_text);
-	}
-	r->purged = w->payload_text == NULL;
-	memcpy(r->hash, w->hash, RI_HASH_LEN);
-	free(w->payload_text);
-	w->payload_text = NULL;
+	ri_raw_trusted(r, w);
 }
 
 void
@@ -970,7 +902,7 @@ sq_read_record(struct ri_store *base, const char *event_id, struct ri_record *ou
 {
 	struct sq *s = (struct sq *)base;
 	sqlite3_stmt *st;
-	struct raw w;
+	struct ri_raw w;
 	unsigned char prev[RI_HASH_LEN];
 	bool began;
 	ri_ms now;
@@ -1117,7 +1049,7 @@ sq_range_read(struct ri_store *base, const struct ri_query *q, struct ri_records
 			expect_prev = from;
 		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 			struct ri_record r;
-			struct raw w;
+			struct ri_raw w;
 			unsigned char prev[RI_HASH_LEN];
 			int vr;
 
@@ -2410,18 +2342,12 @@ take_loop(struct sq *s, const char *kind, const char *act_key, const char *holde
 			    kind, act_key, (long long)(expires - now), (long long)ri_longest_lease(s->cfg));
 #endif
 		int64_t mono = ri_mono_ms();
-		if (deadline < 0) {
-			deadline = mono + (expires - now);
-			/* open step 2.2: a bound below the holder's lease is lawful */
-			if (s->base.take_bounded && mono + s->base.take_wait < deadline) {
-				deadline = mono + s->base.take_wait;
-				waited = true;
-			}
-		}
+		if (deadline < 0)
+			deadline = ri_take_deadline(&s->base, mono, expires - now, &waited);
 		if (mono >= deadline)
 			return st_fail(s, RI_ST_SECTION_UNAVAILABLE, 0, NULL,
 			    "the section (%s, %s) is held; not granted within %s", kind, act_key,
-			    waited ? "the wait asked for (--wait, -n)" : "the holder's remaining lease");
+			    RI_TAKE_UNTIL(waited));
 		ri_sleep_ms(backoff < deadline - mono ? backoff : deadline - mono);
 		if (backoff < 25)
 			backoff *= 2;
@@ -2593,40 +2519,13 @@ sq_traverse(struct ri_store *base, ri_traverse_fn each, void *arg)
 	memcpy(prev, s->genesis, RI_HASH_LEN);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct ri_record r;
-		struct raw w;
+		struct ri_raw w;
 		unsigned problems = 0;
-		unsigned char calc[RI_HASH_LEN];
-		struct ri_header h;
 
 		load_row(st, &r, &w);
 		if (r.seq != last + 1)
 			problems |= RI_P_GAP;
-		if (!w.shapes_ok) {
-			problems |= RI_P_SHAPE;
-		} else {
-			header_of(s, &r, &w, &h);
-			ri_record_hash(prev, &h, calc);
-			if (sodium_memcmp(calc, w.hash, RI_HASH_LEN) != 0)
-				problems |= RI_P_LINK;
-			if (s->key != NULL && !ri_mac_ok(s->key, s->keylen, w.hash, RI_HASH_LEN, w.mac, RI_HASH_LEN))
-				problems |= RI_P_MAC;
-			if (w.payload_text != NULL) {
-				ri_payload_digest(w.salt, w.payload_text, strlen(w.payload_text), calc);
-				if (!w.has_salt || sodium_memcmp(calc, w.digest, RI_HASH_LEN) != 0)
-					problems |= RI_P_DIGEST;
-				json_error_t je;
-				r.payload = json_loads(w.payload_text, JSON_REJECT_DUPLICATES, &je);
-				if (r.payload == NULL || !json_is_object(r.payload))
-					problems |= RI_P_SHAPE;
-				r.payload_bytes = strlen(w.payload_text);
-			} else if (w.has_salt || r.retention_until == RI_NONE || r.retention_until > now) {
-				problems |= RI_P_PURGED_EARLY;
-			}
-			memcpy(prev, w.hash, RI_HASH_LEN);
-		}
-		r.purged = w.payload_text == NULL;
-		memcpy(r.hash, w.hash, RI_HASH_LEN);
-		free(w.payload_text);
+		problems |= ri_raw_problems(s->instance_id, s->key, s->keylen, &r, &w, prev, now);
 		last = r.seq;
 		int stop = each(&r, problems, arg);
 		ri_record_clear(&r);
@@ -2818,7 +2717,7 @@ verify_since_seal(struct sq *s, const struct ri_jhead *jh, ri_ms now)
 	sqlite3_bind_int64(st, 1, expect);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct ri_record r;
-		struct raw w;
+		struct ri_raw w;
 		int vr;
 
 		load_row(st, &r, &w);
@@ -3145,7 +3044,7 @@ sq_rebuild(struct ri_store *base, json_t **report)
 	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct ri_record r;
-		struct raw w;
+		struct ri_raw w;
 		load_row(st, &r, &w);
 		if (r.seq != expect) {
 			free(w.payload_text);

@@ -905,7 +905,10 @@ run_lock(struct ri *r, const struct ri_sweep_opts *o, int *fd, bool *busy, ri_er
 	char path[4200];
 
 	*busy = false;
-	snprintf(path, sizeof path, "%s.sweep-%s.lock", r->cfg->journal, o && o->node ? o->node : "local");
+	/* run bound 1 is per node: a PostgreSQL journal is no local file, so
+	 * the lock sits beside this host's findings register */
+	snprintf(path, sizeof path, "%s.sweep-%s.lock", ri_journal_is_pg(r->cfg->journal) ? r->cfg->findings :
+	    r->cfg->journal, o && o->node ? o->node : "local");
 	if ((*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "run lock %s: %s", path, strerror(errno));
 	if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {

@@ -154,7 +154,7 @@ probe_answer() {
 }
 
 # ev SEQ -- the event id of the row at SEQ
-ev() { sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE seq = $1"; }
+ev() { jsql "SELECT event_id FROM records WHERE seq = $1"; }
 
 # tamper SQL -- as an attacker with file access: drop the append-only
 # triggers, run SQL against the journal, put the triggers back
@@ -179,7 +179,7 @@ small_journal() {
 	for k in a b c; do disclose "$k" >/dev/null || return 1; done
 	ri-seal >/dev/null
 	[ "$(records)" -eq 10 ]
-	[ "$(sqlite3 "$T/journal.db" 'SELECT action_ref FROM records WHERE seq = 10')" = audit.sealed ]
+	[ "$(jsql 'SELECT action_ref FROM records WHERE seq = 10')" = audit.sealed ]
 }
 
 # every_path -- a journal from real runs of every path, every closing
@@ -223,11 +223,11 @@ every_path() {
 @test "every path -- clean, crash + sweep, stall + escalation + resolve, refusal, a chain of supersession -- clears every check, with and without --probe (Generation acceptance; Checks 1.1-8.1; Which closing stands 4-5)" {
 	every_path
 	# the journal holds every shape
-	refs=$(sqlite3 "$T/journal.db" "SELECT action_ref || ' ' || count(*) FROM records
+	refs=$(jsql "SELECT action_ref || ' ' || count(*) FROM records
 	    WHERE kind = 'ledger' GROUP BY action_ref ORDER BY action_ref" | tr '\n' ',')
 	[ "$refs" = "ledger.abandoned 1,ledger.disclosed 3,ledger.escalated 1,ledger.intended 4,ledger.recovery_intended 1,ledger.refused 1," ]
 	[ "$(records "action_ref = 'audit.sealed'")" -ge 1 ]
-	[ "$(sqlite3 "$T/journal.db" "SELECT json_extract(payload, '\$.supersedes') FROM records WHERE event_id = '$OPERATOR_OUTCOME'")" = "$ABANDONED" ]
+	[ "$(jsql "SELECT $(payload_at supersedes) FROM records WHERE event_id = '$OPERATOR_OUTCOME'")" = "$ABANDONED" ]
 	ri-read <<<'{"kind":"ledger","act_key":"stall"}' >"$T/read.json"
 	[ "$(jq -r '.invocations[0].state' "$T/read.json")" = closed ]
 	[ "$(jq -r '.invocations[0].binding_duplicate' "$T/read.json")" = false ]
@@ -399,7 +399,7 @@ every_path() {
 	sweep_quiet                                 # escalates it, late
 	[ "$(jq .escalated "$T/sweep.json")" -eq 1 ]
 	[ "$(ri-findings | jq -s '[.[] | select(.finding == "journal-unavailable" and .closed)] | length')" -eq 2 ]
-	late=$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE invocation_id = '$INV' AND action_ref = 'ledger.escalated'")
+	late=$(jsql "SELECT event_id FROM records WHERE invocation_id = '$INV' AND action_ref = 'ledger.escalated'")
 	audit
 	names 3.1 "$IEV" "$late" "$INV"
 	message 3.1 "closed after the compensation window"
@@ -505,7 +505,7 @@ every_path() {
 	ri_at 34
 	sweep_quiet
 	[ "$(jq .abandoned "$T/sweep.json")" -eq 1 ]
-	ab=$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE invocation_id = '$INV' AND action_ref = 'ledger.abandoned'")
+	ab=$(jsql "SELECT event_id FROM records WHERE invocation_id = '$INV' AND action_ref = 'ledger.abandoned'")
 	audit --probe
 	all_clear
 	[ "$(st 6.3)" = pass ]
@@ -535,7 +535,7 @@ every_path() {
 	ri_at 33
 	sweep_quiet
 	[ "$(jq .escalated "$T/sweep.json")" -eq 1 ]
-	[ "$(sqlite3 "$T/journal.db" "SELECT json_array_length(payload, '\$.store_candidates') FROM records WHERE invocation_id = '$real_inv' AND action_ref = 'ledger.escalated'")" -eq 2 ]
+	[ "$(jsql "SELECT payload FROM records WHERE invocation_id = '$real_inv' AND action_ref = 'ledger.escalated'" | jq '.store_candidates | length')" -eq 2 ]
 	audit --probe
 	all_clear
 	[ "$(st 6.5)" = pass ]
@@ -587,8 +587,8 @@ every_path() {
 	ri_at 701
 	sweep_quiet                                 # past the horizon edge: not examined; purged
 	[ "$(jq .examined "$T/sweep.json")" -eq 0 ]
-	[ "$(sqlite3 "$T/journal.db" "SELECT count(*) FROM records WHERE action_ref = 'ledger.intended' AND payload IS NULL")" -eq 4 ]
-	[ "$(sqlite3 "$T/journal.db" "SELECT count(*) FROM records WHERE event_id IN ('$svc', '$op') AND payload IS NOT NULL")" -eq 2 ]
+	[ "$(jsql "SELECT count(*) FROM records WHERE action_ref = 'ledger.intended' AND payload IS NULL")" -eq 4 ]
+	[ "$(jsql "SELECT count(*) FROM records WHERE event_id IN ('$svc', '$op') AND payload IS NOT NULL")" -eq 2 ]
 	audit
 	all_clear
 	[ "$(st 7.1)" = pass ]
@@ -708,6 +708,7 @@ every_path() {
 	small_journal
 	mkdir "$T/other"
 	cp "$T/ri.json" "$T/other/ri.json"
+	if ri_pg_on; then ri_pg_journal "$T/other/ri.json"; fi   # a server journal is no file beside the config
 	ri-init -c "$T/other/ri.json" >/dev/null
 	cp "$T/other/seal.key" "$T/seal.key"       # the original seal.key.pub stays
 	disclose d >/dev/null

@@ -69,7 +69,7 @@ refuse_req() {
 yield_req() { jq -c --arg c "${2:-$ALICE}" '{kind, act_key, invocation_id, actor_ref} + {credential:$c}' <<<"$1"; }
 
 holder() {
-	sqlite3 "$T/journal.db" "SELECT ifnull(holder, '') FROM leases WHERE kind = '${2:-ledger}' AND act_key = '$1'"
+	jsql "SELECT coalesce(holder, '') FROM leases WHERE kind = '${2:-ledger}' AND act_key = '$1'"
 }
 
 field() { jq -r --arg f "$1" 'if has($f) then .[$f] else empty end' <<<"$output" 2>/dev/null; }
@@ -118,7 +118,7 @@ ms() { date +%s%3N; }
 	[ "$status" -eq 0 ]
 	[ "$(field landed_by)" = invocation ]
 	[ "$(records "action_ref = 'ledger.disclosed' AND actor_ref = 'alice'
-	    AND json_extract(payload, '$.data.disclosure_id') = 'true'")" -eq 1 ]
+	    AND $(payload_at data.disclosure_id) = 'true'")" -eq 1 ]
 	[ "$(records "actor_ref = 'bob'")" -eq 0 ]
 	run ri-audit
 	[ "$status" -eq 0 ]
@@ -134,7 +134,7 @@ ms() { date +%s%3N; }
 	BG=$!
 	wait_for "$T/started"
 	INV=$(inv_of k)
-	IEV=$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE invocation_id = '$INV'")
+	IEV=$(jsql "SELECT event_id FROM records WHERE invocation_id = '$INV'")
 	req=$(jq -nc --arg i "$INV" --arg e "$IEV" --arg c "$BOB" '{kind:"ledger", act_key:"k",
 	    invocation_id:$i, intent_event_id:$e, actor_ref:"bob", credential:$c,
 	    reason:"bob says the store refused", constituent_code:"E_BOB"}')

@@ -44,9 +44,7 @@ OUTCOME='{"outcome":{"outcome_action_ref":"ledger.disclosed","outcome_data":{"di
 
 # act_of KEY -- {kind, act_key, invocation_id, intent_event_id} of KEY's newest invocation
 act_of() {
-	sqlite3 -json "$T/journal.db" "SELECT kind, act_key, invocation_id, event_id AS intent_event_id
-	    FROM records WHERE kind = 'ledger' AND act_key = '$1' AND action_ref = 'ledger.intended'
-	    ORDER BY seq DESC LIMIT 1" | jq -c '.[0]'
+	intent_of "kind = 'ledger' AND act_key = '$1'"
 }
 
 # rreq KEY DISPOSITION -- bob's ri-resolve request for KEY's newest invocation
@@ -315,7 +313,7 @@ late_close() {
 	run --separate-stderr env RI_FAULT=resolve.closing.after=lose ri-resolve <<<"$(rreq k "$ABANDON")"
 	[ "$status" -eq 0 ]
 	ev=$(jq -r .closing_event_id <<<"$output")
-	[ "$(sqlite3 "$T/journal.db" "SELECT action_ref FROM records WHERE event_id = '$ev'")" = ledger.abandoned ]
+	[ "$(jsql "SELECT action_ref FROM records WHERE event_id = '$ev'")" = ledger.abandoned ]
 }
 
 # ---- scenario 6: one vocabulary, read one way ------------------------------------
@@ -329,7 +327,7 @@ late_close() {
 	[ "$status" -eq 11 ]
 	[ "$(records)" -eq "$n" ]
 	[ "$(state_of k)" = open ]
-	[ "$(sqlite3 "$T/journal.db" "SELECT count(*) FROM open_intents")" -eq 1 ]
+	[ "$(jsql "SELECT count(*) FROM open_intents")" -eq 1 ]
 	ri_at 33
 	sweep
 	[ "$(t examined)" -eq 1 ]
@@ -365,7 +363,7 @@ late_close() {
 	ri_at 710
 	sweep                             # also purges the old intent's payload
 	[ "$(ri-findings | jq -s '[.[] | select(.finding == "binding-duplicate")] | length')" -eq 0 ]
-	[ "$(sqlite3 "$T/journal.db" "SELECT payload IS NULL FROM records WHERE invocation_id = '$old'")" -eq 1 ]
+	[ "$(jsql "SELECT count(*) FROM records WHERE payload IS NULL AND invocation_id = '$old'")" -eq 1 ]
 	[ "$(ri-read --kind ledger --act-key k </dev/null | jq -r .binding_duplicate)" = false ]
 	[ "$(audit_check 2.3)" = pass ]
 }

@@ -98,7 +98,7 @@ unavailable_through_sweep() {
 	[ "$(t closed)" -eq 0 ]
 	[ "$(records "action_ref = 'ledger.disclosed'")" -eq 0 ]
 	[ "$(records "action_ref = 'ledger.recovery_intended'")" -eq 0 ]
-	[ "$(sqlite3 "$T/journal.db" "SELECT json_extract(payload, '$.cause') FROM records WHERE action_ref = 'ledger.escalated'")" = outcome-unrecordable ]
+	[ "$(jsql "SELECT $(payload_at cause) FROM records WHERE action_ref = 'ledger.escalated'")" = outcome-unrecordable ]
 }
 
 # ---- probe 3 ------------------------------------------------------------------
@@ -181,7 +181,7 @@ unavailable_through_sweep() {
 	run --separate-stderr ri-resolve <<<"$req"
 	[ "$status" -eq 10 ]
 	[ "$(records)" -eq "$n" ]
-	[ "$(sqlite3 "$T/journal.db" "SELECT count(*) FROM leases WHERE act_key = 'k' AND holder IS NOT NULL")" -eq 0 ]
+	[ "$(jsql "SELECT count(*) FROM leases WHERE act_key = 'k' AND holder IS NOT NULL")" -eq 0 ]
 }
 
 # ---- open step 5.3 --------------------------------------------------------------
@@ -202,7 +202,7 @@ unavailable_through_sweep() {
 	[ "$rc" -eq 14 ]
 	[ "$(jq -r .refused "$T/a.out")" = section-unavailable ]
 	orphan=$(jq -r .intent_event_id "$T/a.out")
-	[ "$(sqlite3 "$T/journal.db" "SELECT action_ref FROM records WHERE event_id = '$orphan'")" = ledger.intended ]
+	[ "$(jsql "SELECT action_ref FROM records WHERE event_id = '$orphan'")" = ledger.intended ]
 	grep -q 'open step 5.3' "$T/a.err"
 	# the second invocation still holds the section and closes its own act
 	close_req "$B" | ri-close >/dev/null

@@ -342,7 +342,7 @@ instant() { date -u -d "@$(( (T0 / 1000) + $1 ))" +%Y-%m-%dT%H:%M:%S.000Z; }
 	# an operator closes u under the kind bound again, then it is unbound (Binding 2)
 	ri_cfg '.kinds.ledger2 = .kinds.ledger'
 	BOB=$(ri-actor add bob | jq -r .credential)
-	jq -nc --arg i "$U" --arg e "$(sqlite3 "$T/journal.db" "SELECT event_id FROM records
+	jq -nc --arg i "$U" --arg e "$(jsql "SELECT event_id FROM records
 	    WHERE invocation_id = '$U' AND action_ref = 'ledger2.intended'")" --arg c "$BOB" \
 	    '{kind:"ledger2", act_key:"u", invocation_id:$i, intent_event_id:$e, actor_ref:"bob",
 	      credential:$c, disposition:{abandoned:{cause:"operator: nothing in the store"}}}' |

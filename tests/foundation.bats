@@ -35,9 +35,9 @@ teardown() {
 	[ "$(sed -n 2p "$T/seal.key.pub")" = "instance_id $(echo "$output" | jq -r .instance_id)" ]
 	# the journal is a journal: its schema and format, and one record, the
 	# genesis seal -- which is also the witness's first line (0600, beside the key)
-	[ "$(sqlite3 "$T/journal.db" "SELECT v FROM meta WHERE k = 'format'")" = 3 ]
-	[ "$(sqlite3 "$T/journal.db" "SELECT count(*) FROM records")" -eq 1 ]
-	[ "$(sqlite3 "$T/journal.db" "SELECT action_ref FROM records WHERE seq = 1")" = audit.sealed ]
+	[ "$(jsql "SELECT v FROM meta WHERE k = 'format'")" = 3 ]
+	[ "$(jsql "SELECT count(*) FROM records")" -eq 1 ]
+	[ "$(jsql "SELECT action_ref FROM records WHERE seq = 1")" = audit.sealed ]
 	[ "$(echo "$output" | jq -r .witness)" = "$T/journal.key.witness" ]
 	[ "$(mode_of "$T/journal.key.witness")" = 600 ]
 	[ "$(wc -l <"$T/journal.key.witness")" -eq 1 ]
@@ -170,7 +170,7 @@ teardown() {
 
 @test "ri-actor: an altered actor registry exits 30 (INTERFACE: exit 30 from ri-actor; Tamper Evidence)" {
 	fnd_instance
-	sqlite3 "$T/journal.db" "UPDATE actors SET service = 1 WHERE actor_ref = 'alice'"
+	fnd_sql "UPDATE actors SET service = 1 WHERE actor_ref = 'alice'"
 	run ri-actor -c "$CFG" list
 	[ "$status" -eq 30 ]
 	[[ "$output" == *integrity* ]]

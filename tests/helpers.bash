@@ -21,6 +21,7 @@ export RI_BIN
 export PATH="$RI_BIN:$PATH"
 T0=1767225600000                # 2026-01-01T00:00:00Z in ms
 T0_TEXT=2026-01-01T00:00:00.000Z
+. "$(dirname "${BASH_SOURCE[0]}")/lib/pg.bash"
 
 # The walkthrough's numbers ("Walkthrough -- a disclosure, three ways":
 # neither fence declared), with the env clock and a probe that exists.
@@ -51,6 +52,10 @@ fnd_config() {
   }
 }
 JSON
+	if ri_pg_on; then
+		ri_pg_skip_file_tests
+		ri_pg_journal "$CFG" || return 1
+	fi
 	if [ -n "${1:-}" ]; then
 		fnd_edit "$1"
 	fi
@@ -68,6 +73,15 @@ fnd_instance() {
 	ri-actor -c "$CFG" add ledger-reconciler --service --credential-file "$T/reconciler.cred" \
 	    >/dev/null || return 1
 	export ALICE
+}
+
+# fnd_sql SQL -- run SQL in the instance's journal, on either backend
+fnd_sql() {
+	if ri_pg_on; then
+		ri_pg_sql "$CFG" "$1"
+	else
+		sqlite3 "$T/journal.db" "$1"
+	fi
 }
 
 fnd_teardown() {

@@ -136,7 +136,7 @@ startcheck_closed() {
 	    PRAGMA writable_schema = ON;
 	    UPDATE sqlite_schema SET sql = replace(sql, 'mac BLOB NOT NULL)', 'mac BLOB NOT NULL) STRICT')
 	    WHERE name = 'records';"
-	[ "$(sqlite3 "$T/journal.db" "SELECT count(*) FROM records WHERE act_key = 'k'")" -eq 0 ]
+	[ "$(jsql "SELECT count(*) FROM records WHERE act_key = 'k'")" -eq 0 ]
 	readers_writers_closed k
 	sweep_closed
 	audits_fail 8.1.8           # the re-typed rows are malformed rows, key or no key
@@ -245,8 +245,8 @@ startcheck_closed() {
 	land k
 	ri-seal >/dev/null
 	checkpoint
-	seq=$(sqlite3 "$T/journal.db" "SELECT seq FROM records WHERE act_key = 'k' AND action_ref = 'ledger.disclosed'")
-	payload=$(sqlite3 "$T/journal.db" "SELECT payload FROM records WHERE seq = $seq" | sed 's/"data":{[^}]*}/"data":{"forged":1}/')
+	seq=$(jsql "SELECT seq FROM records WHERE act_key = 'k' AND action_ref = 'ledger.disclosed'")
+	payload=$(jsql "SELECT payload FROM records WHERE seq = $seq" | sed 's/"data":{[^}]*}/"data":{"forged":1}/')
 	"$RI_TOOLS/ri-rechain" "$T/journal.db" --drop audit.sealed --payload "$seq" "$payload" >/dev/null
 	[ "$(records "action_ref = 'audit.sealed'")" -eq 0 ]
 	readers_writers_closed k
@@ -295,7 +295,7 @@ startcheck_closed() {
 	(RI_FAULT=run.after_act=die run_job k; exit $?) >/dev/null 2>&1 || rc=$?
 	[ "$rc" -eq 137 ]
 	[ "$(disclosures)" -eq 1 ]
-	inv=$(sqlite3 "$T/journal.db" "SELECT invocation_id FROM open_intents")
+	inv=$(jsql "SELECT invocation_id FROM open_intents")
 	attacker_sql "DELETE FROM open_intents"
 	# the journal is intact: readers and writers see the truth
 	run --separate-stderr ri-read --kind ledger --act-key k
@@ -318,7 +318,7 @@ startcheck_closed() {
 	run --separate-stderr ri-sweep --rebuild
 	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
 	[ "$(jq -r .open_intents <<<"$output")" -eq 1 ]
-	[ "$(sqlite3 "$T/journal.db" "SELECT invocation_id FROM open_intents")" = "$inv" ]
+	[ "$(jsql "SELECT invocation_id FROM open_intents")" = "$inv" ]
 	run --separate-stderr ri-sweep
 	[ "$status" -eq 0 ]
 	[ "$(jq -r .closed <<<"$output")" -eq 1 ]
@@ -409,7 +409,7 @@ startcheck_closed() {
 	land k
 	n=$(records)
 	w=$(wc -l <"$T/journal.key.witness")
-	seq=$(sqlite3 "$T/journal.db" "SELECT seq FROM records WHERE act_key = 'k' AND action_ref = 'ledger.intended'")
+	seq=$(jsql "SELECT seq FROM records WHERE act_key = 'k' AND action_ref = 'ledger.intended'")
 	hex=$(sqlite3 "$T/journal.db" "SELECT hex(mac) FROM records WHERE seq = $seq")
 	attacker_sql "UPDATE records SET mac = X'$(printf '%02X' $(( 0x${hex:0:2} ^ 0x01 )))${hex:2}' WHERE seq = $seq"
 	run --separate-stderr ri-seal
@@ -470,7 +470,7 @@ startcheck_closed() {
 
 @test "typed storage, defense in depth: a journal whose schema is not ri's own (a trigger dropped) is refused at open by readers (30) and writers (15, cause integrity); ri-audit names the schema under 8.1.8 and still judges every record" {
 	land k
-	seq=$(sqlite3 "$T/journal.db" "SELECT seq FROM records WHERE act_key = 'k' AND action_ref = 'ledger.intended'")
+	seq=$(jsql "SELECT seq FROM records WHERE act_key = 'k' AND action_ref = 'ledger.intended'")
 	sqlite3 "$T/journal.db" "DROP TRIGGER records_append_only_update;
 	    UPDATE records SET payload = replace(payload, '\"bob\"', '\"eve\"') WHERE seq = $seq"
 	run --separate-stderr ri-read --kind ledger --act-key k1

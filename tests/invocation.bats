@@ -52,12 +52,12 @@ state_of() { rd "$1" "$2" | jq -r '.invocations[0].state'; }
 
 # holder KEY -- the section's holder ("" when free or never taken)
 holder() {
-	sqlite3 "$T/journal.db" "SELECT ifnull(holder, '') FROM leases WHERE kind = 'ledger' AND act_key = '$1'"
+	jsql "SELECT coalesce(holder, '') FROM leases WHERE kind = 'ledger' AND act_key = '$1'"
 }
 
 # lease_rows KEY -- whether the section was ever taken (0/1)
 lease_rows() {
-	sqlite3 "$T/journal.db" "SELECT count(*) FROM leases WHERE kind = 'ledger' AND act_key = '$1'"
+	jsql "SELECT count(*) FROM leases WHERE kind = 'ledger' AND act_key = '$1'"
 }
 
 # act_rows KEY -- journal records of the act (not the substrate's audit.*)
@@ -156,7 +156,7 @@ need_sweep() {
 	[ "$(field refused)" = invalid-request ]
 	[ "$(field cause)" = malformed ]
 	[ "$(records)" -eq "$n" ]
-	[ "$(sqlite3 "$T/journal.db" 'SELECT count(*) FROM leases')" -eq 0 ]
+	[ "$(jsql 'SELECT count(*) FROM leases')" -eq 0 ]
 }
 
 @test "Primitive policy 1, open step 1.1: an act_key over reference_length_cap is invalid-request (11, malformed); at the cap it opens" {
@@ -168,7 +168,7 @@ need_sweep() {
 	[ "$(field refused)" = invalid-request ]
 	[ "$(field cause)" = malformed ]
 	[ "$(records)" -eq "$n" ]
-	[ "$(sqlite3 "$T/journal.db" 'SELECT count(*) FROM leases')" -eq 0 ]
+	[ "$(jsql 'SELECT count(*) FROM leases')" -eq 0 ]
 	run --separate-stderr ri-open <<<"$(open_req "${long:1}")"
 	[ "$status" -eq 0 ]
 	[ "$(records)" -eq $((n + 1)) ]
@@ -231,7 +231,7 @@ need_sweep() {
 	[ "$(field refused)" = invalid-request ]
 	[ "$(field cause)" = unbound-kind ]
 	[ "$(records)" -eq "$n" ]
-	[ "$(sqlite3 "$T/journal.db" 'SELECT count(*) FROM leases')" -eq 0 ]
+	[ "$(jsql 'SELECT count(*) FROM leases')" -eq 0 ]
 }
 
 # ---- Open: act-in-flight (12) -----------------------------------------------
@@ -470,7 +470,7 @@ need_sweep() {
 	ev=$(field intent_event_id)
 	# Primitive policy 33: no blind retry -- exactly one intent, the adopted one
 	[ "$(records)" -eq $((n + 1)) ]
-	[ "$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE invocation_id = '$inv'")" = "$ev" ]
+	[ "$(jsql "SELECT event_id FROM records WHERE invocation_id = '$inv'")" = "$ev" ]
 	# open step 5.3: it returns holding the section, and Close works
 	[ "$(holder k1)" = "$inv" ]
 	run --separate-stderr ri-close <<<"$(close_req "$output")"
@@ -511,7 +511,7 @@ need_sweep() {
 	run --separate-stderr ri-sweep
 	[ "$status" -eq 0 ]
 	[ "$(jq -r .closed <<<"$output")" -eq 1 ]
-	sweep_ev=$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE action_ref = 'ledger.disclosed'")
+	sweep_ev=$(jsql "SELECT event_id FROM records WHERE action_ref = 'ledger.disclosed'")
 	n=$(records)
 	resume_close
 	[ "$CLOSE_RC" -eq 0 ]
@@ -546,7 +546,7 @@ need_sweep() {
 	opened k1
 	run --separate-stderr env RI_FAULT=close.outcome.after=die ri-close <<<"$(close_req "$A")"
 	[ "$status" -eq 137 ]
-	ev=$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE action_ref = 'ledger.disclosed'")
+	ev=$(jsql "SELECT event_id FROM records WHERE action_ref = 'ledger.disclosed'")
 	[ -n "$ev" ]
 	n=$(records)
 	run --separate-stderr ri-close <<<"$(close_req "$A")"
@@ -714,7 +714,7 @@ need_sweep() {
 	[ "$status" -eq 0 ]
 	[ "$waited" -ge 300 ]
 	[ "$(records)" -eq $((n + 1)) ]
-	[ "$(field outcome_event_id)" = "$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE action_ref = 'ledger.disclosed'")" ]
+	[ "$(field outcome_event_id)" = "$(jsql "SELECT event_id FROM records WHERE action_ref = 'ledger.disclosed'")" ]
 	[ "$(holder k1)" = "" ]
 }
 
@@ -738,7 +738,7 @@ need_sweep() {
 	[ "$status" -eq 0 ]
 	jq -e 'has("alert")' <<<"$output"
 	[ "$(records)" -eq $((n + 1)) ]
-	[ "$(field outcome_event_id)" = "$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE action_ref = 'ledger.disclosed'")" ]
+	[ "$(field outcome_event_id)" = "$(jsql "SELECT event_id FROM records WHERE action_ref = 'ledger.disclosed'")" ]
 }
 
 @test "Rejection path (the caller's retry after outcome): after a 21 ri-read shows the act open, a re-run open is act-in-flight (12); after the sweep, closed with recovery" {
@@ -834,7 +834,7 @@ tamper_intent() {
 	run --separate-stderr env RI_FAULT=close.outcome.after=die ri-close <<<"$(close_req "$A")"
 	[ "$status" -eq 137 ]
 	[ "$(holder k1)" = "$(jq -r .invocation_id <<<"$A")" ]
-	ev=$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE action_ref = 'ledger.disclosed'")
+	ev=$(jsql "SELECT event_id FROM records WHERE action_ref = 'ledger.disclosed'")
 	n=$(records)
 	run --separate-stderr ri-refuse <<<"$(refuse_req "$A")"
 	[ "$status" -eq 16 ]
@@ -938,7 +938,7 @@ tamper_intent() {
 	n=$(records)
 	run --separate-stderr env RI_FAULT=refuse.refusal.after=lose ri-refuse <<<"$(refuse_req "$A")"
 	[ "$status" -eq 0 ]
-	[ "$(field refusal_event_id)" = "$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE action_ref = 'ledger.refused'")" ]
+	[ "$(field refusal_event_id)" = "$(jsql "SELECT event_id FROM records WHERE action_ref = 'ledger.refused'")" ]
 	[ "$(records)" -eq $((n + 1)) ]
 }
 
@@ -1078,7 +1078,7 @@ race_worker() {
 	run --separate-stderr ri-open <"$T/big.req"
 	[ "$status" -eq 65 ]
 	[ "$(records)" -eq "$n" ]
-	[ "$(sqlite3 "$T/journal.db" 'SELECT count(*) FROM leases')" -eq 0 ]
+	[ "$(jsql 'SELECT count(*) FROM leases')" -eq 0 ]
 }
 
 @test "INTERFACE 65, Action wiring 1: unknown and mistyped fields: ri-close 21 and ri-refuse 22 with cause malformed (their position), ri-yield 65; nothing written, the section kept" {
@@ -1109,7 +1109,7 @@ race_worker() {
 	run --separate-stderr ri-open --act-key x - <<<"$(open_req y)"
 	[ "$status" -eq 64 ]
 	[ "$(records)" -eq "$n" ]
-	[ "$(sqlite3 "$T/journal.db" 'SELECT count(*) FROM leases')" -eq 0 ]
+	[ "$(jsql 'SELECT count(*) FROM leases')" -eq 0 ]
 	# agreeing flags are fine
 	run --separate-stderr ri-open --act-key y --kind ledger - <<<"$(open_req y)"
 	[ "$status" -eq 0 ]

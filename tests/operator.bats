@@ -108,15 +108,15 @@ open_findings() { ri-findings --open | jq -r 'select(.scope == "act") | "\(.find
 @test "friction 5: ri-read --invocation-id ID and --event-id EV need no kind or key -- the ids ri-audit names are enough; a substrate record is answered alone" {
 	instance
 	ri-run --kind ledger --act-key x1 --actor alice -- true >/dev/null
-	inv=$(sqlite3 "$T/journal.db" "SELECT invocation_id FROM records WHERE action_ref = 'ledger.intended'")
-	out=$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE action_ref = 'ledger.disclosed'")
+	inv=$(jsql "SELECT invocation_id FROM records WHERE action_ref = 'ledger.intended'")
+	out=$(jsql "SELECT event_id FROM records WHERE action_ref = 'ledger.disclosed'")
 	run --separate-stderr ri-read --invocation-id "$inv"
 	[ "$status" -eq 0 ]
 	jq -e --arg i "$inv" '.invocations | length == 1 and .[0].invocation_id == $i and .[0].state == "closed"' <<<"$output"
 	run --separate-stderr ri-read --event-id "$out"
 	[ "$status" -eq 0 ]
 	jq -e --arg e "$out" --arg i "$inv" '.record.event_id == $e and .invocations[0].invocation_id == $i' <<<"$output"
-	reg=$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE action_ref = 'audit.actor_registered' LIMIT 1")
+	reg=$(jsql "SELECT event_id FROM records WHERE action_ref = 'audit.actor_registered' LIMIT 1")
 	run --separate-stderr ri-read --event-id "$reg"
 	[ "$status" -eq 0 ]
 	jq -e '.record.action_ref == "audit.actor_registered" and .invocations == []' <<<"$output"

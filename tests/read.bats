@@ -40,9 +40,9 @@ need() {
 
 # the journal's whole content and the leases table, to prove "unchanged"
 journal_state() {
-	sqlite3 "$T/journal.db" "SELECT count(*), ifnull(max(seq), 0) FROM records;
-	    SELECT kind, act_key, ifnull(holder, ''), expires_at, token FROM leases ORDER BY 1, 2;
-	    SELECT count(*) FROM open_intents"
+	jsql "SELECT count(*), coalesce(max(seq), 0) FROM records" &&
+	    jsql "SELECT kind, act_key, coalesce(holder, ''), expires_at, token FROM leases ORDER BY 1, 2" &&
+	    jsql "SELECT count(*) FROM open_intents"
 }
 
 # ---- entries ---------------------------------------------------------------------

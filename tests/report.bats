@@ -55,7 +55,7 @@ x() { xmllint --xpath "string($2)" "$1"; }
 	grep -q "needs an operator: act ledger lost" <<<"$output"
 	run --separate-stderr ri-audit --expect-head "$head"
 	[ "$status" -eq 0 ]
-	flip_mac "$(sqlite3 "$T/journal.db" "SELECT seq FROM records WHERE act_key = 'clean' AND action_ref = 'ledger.disclosed'")"
+	flip_mac "$(jsql "SELECT seq FROM records WHERE act_key = 'clean' AND action_ref = 'ledger.disclosed'")"
 	run --separate-stderr ri-audit --text
 	[ "$status" -eq 1 ]
 	grep -q "fails its MAC; act ledger clean; invocation inv_" <<<"$output"
@@ -67,7 +67,7 @@ x() { xmllint --xpath "string($2)" "$1"; }
 @test "item 7: ri-audit --html FILE is one well-formed, self-contained XHTML page -- inline SVG, no script, nothing fetched -- and its figures are the JSON answer's" {
 	command -v xmllint >/dev/null || skip "xmllint is not installed (apt-get install libxml2-utils)"
 	populate
-	flip_mac "$(sqlite3 "$T/journal.db" "SELECT seq FROM records WHERE act_key = 'clean' AND action_ref = 'ledger.disclosed'")"
+	flip_mac "$(jsql "SELECT seq FROM records WHERE act_key = 'clean' AND action_ref = 'ledger.disclosed'")"
 	run --separate-stderr ri-audit --html "$T/report.html"
 	[ "$status" -eq 1 ]
 	J=$output

@@ -31,9 +31,7 @@ instance() {
 # act KEY -- {kind, act_key, invocation_id, intent_event_id} of the newest
 # invocation on (ledger, KEY), from the journal
 act() {
-	sqlite3 -json "$T/journal.db" "SELECT kind, act_key, invocation_id, event_id AS intent_event_id
-	    FROM records WHERE kind = 'ledger' AND act_key = '$1' AND action_ref = 'ledger.intended'
-	    ORDER BY seq DESC LIMIT 1" | jq -c '.[0]'
+	intent_of "kind = 'ledger' AND act_key = '$1'"
 }
 
 # req ACT DISPOSITION [ACTOR] [CREDENTIAL] -- an ri-resolve request
@@ -76,7 +74,7 @@ escalated() {
 }
 
 esc_of() {
-	sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE kind = 'ledger' AND act_key = '$1'
+	jsql "SELECT event_id FROM records WHERE kind = 'ledger' AND act_key = '$1'
 	    AND action_ref = 'ledger.escalated' ORDER BY seq DESC LIMIT 1"
 }
 
@@ -127,7 +125,7 @@ entry_of() { ri-read <<<"{\"kind\":\"ledger\",\"act_key\":\"$1\"}" | jq -c '.inv
 	[ "$status" -eq 10 ]
 	[ "$(jq -r .refused <<<"$output")" = invalid-credential ]
 	[ "$(act_records)" -eq "$n" ]
-	[ -z "$(sqlite3 "$T/journal.db" "SELECT holder FROM leases WHERE act_key = 'k'")" ]
+	[ -z "$(jsql "SELECT holder FROM leases WHERE act_key = 'k'")" ]
 	resolve "$ACT" "$ABANDON" bob ri1_0000000000000000000000000000000000000000000000000000000000000000
 	[ "$status" -eq 10 ]
 	[ "$(act_records)" -eq "$n" ]
@@ -196,7 +194,7 @@ entry_of() { ri-read <<<"{\"kind\":\"ledger\",\"act_key\":\"$1\"}" | jq -c '.inv
 	run ri-run --kind ledger --act-key refd --actor alice --pre-commit-exit 2,3,4 -- \
 	    ledger-disclose --store "$T/ledger.db" --subject refd --recipient r --scope s
 	[ "$status" -eq 3 ]
-	ref_ev=$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE action_ref = 'ledger.refused'")
+	ref_ev=$(jsql "SELECT event_id FROM records WHERE action_ref = 'ledger.refused'")
 	# the sweep's recovered outcome
 	rc=0
 	{ ( RI_FAULT=run.after_act=die ri-run --kind ledger --act-key swept --actor alice -- \
@@ -206,7 +204,7 @@ entry_of() { ri-read <<<"{\"kind\":\"ledger\",\"act_key\":\"$1\"}" | jq -c '.inv
 	ri_at 33
 	sweep
 	[ "$(t closed)" -eq 1 ]
-	sw_ev=$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE act_key = 'swept' AND action_ref = 'ledger.disclosed'")
+	sw_ev=$(jsql "SELECT event_id FROM records WHERE act_key = 'swept' AND action_ref = 'ledger.disclosed'")
 
 	ri_at 40
 	n=$(act_records)
@@ -312,7 +310,7 @@ entry_of() { ri-read <<<"{\"kind\":\"ledger\",\"act_key\":\"$1\"}" | jq -c '.inv
 	done
 	[ "$(act_records)" -eq "$n" ]
 	for key in sw op; do
-		ab=$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE act_key = '$key' AND action_ref = 'ledger.abandoned'")
+		ab=$(jsql "SELECT event_id FROM records WHERE act_key = '$key' AND action_ref = 'ledger.abandoned'")
 		resolve "$(act $key)" "$OUTCOME"
 		[ "$status" -eq 0 ]
 		rec=$(record_of $key "$(jq -r .closing_event_id <<<"$output")")
@@ -475,7 +473,7 @@ release_close() {
 	ri_at 33
 	sweep
 	[ "$(t closed)" -eq 1 ]
-	sw_ev=$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE act_key = 'k' AND action_ref = 'ledger.disclosed'")
+	sw_ev=$(jsql "SELECT event_id FROM records WHERE act_key = 'k' AND action_ref = 'ledger.disclosed'")
 	release_close
 	[ "$CLOSE_RC" -eq 0 ]
 	[ "$(jq -r .landed_by <<<"$CLOSE_OUT")" = sweep ]
@@ -534,7 +532,7 @@ release_close() {
 	[ "$status" -eq 0 ]
 	ev=$(jq -r .closing_event_id <<<"$output")
 	[ "$(act_records)" -eq $((n + 1)) ]
-	[ "$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE act_key = 'k' AND action_ref = 'ledger.disclosed'")" = "$ev" ]
+	[ "$(jsql "SELECT event_id FROM records WHERE act_key = 'k' AND action_ref = 'ledger.disclosed'")" = "$ev" ]
 }
 
 @test "step-4 after the closing landed (resolve.closing.after=fail): read back, success with a hard alert, no retry -- exactly one closing (resolve 24-25)" {
@@ -548,5 +546,5 @@ release_close() {
 	[ -n "$stderr" ]
 	ev=$(jq -r .closing_event_id <<<"$output")
 	[ "$(act_records)" -eq $((n + 1)) ]
-	[ "$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE act_key = 'k' AND action_ref = 'ledger.abandoned'")" = "$ev" ]
+	[ "$(jsql "SELECT event_id FROM records WHERE act_key = 'k' AND action_ref = 'ledger.abandoned'")" = "$ev" ]
 }

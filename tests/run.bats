@@ -30,7 +30,7 @@ rd() { jq -nc --arg k "$1" '{kind:"ledger", act_key:$k}' | ri-read 2>/dev/null; 
 latest() { rd "$1" | jq -c '.invocations[0]'; }
 
 holder() {
-	sqlite3 "$T/journal.db" "SELECT ifnull(holder, '') FROM leases WHERE kind = 'ledger' AND act_key = '$1'"
+	jsql "SELECT coalesce(holder, '') FROM leases WHERE kind = 'ledger' AND act_key = '$1'"
 }
 
 field() { jq -r --arg f "$1" 'if has($f) then .[$f] else empty end' <<<"$output" 2>/dev/null; }

@@ -123,7 +123,7 @@ flip_mac() {
 	attacker_sql "UPDATE records SET mac = X'$first${hex:2}' WHERE seq = $1;"
 }
 seq_of() {
-	sqlite3 "$T/journal.db" "SELECT seq FROM records WHERE act_key = '$1' AND action_ref = '${2:-ledger.intended}'"
+	jsql "SELECT seq FROM records WHERE act_key = '$1' AND action_ref = '${2:-ledger.intended}'"
 }
 # tamper_heads -- the journal's authenticated heads no longer verify
 tamper_heads() {
@@ -793,12 +793,12 @@ JSON
 	orphan n1
 	run --separate-stderr ri-run --kind ledger --act-key n2 --actor alice -- sh -c 'exit 5'
 	ev=$(seq_of n1)
-	ev=$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE seq = $ev")
+	ev=$(jsql "SELECT event_id FROM records WHERE seq = $ev")
 	run --separate-stderr ri-read --event-id "$ev"
 	answers ri-read.answer 0 ".record.event_id == \"$ev\" and (.invocations | length) == 1"
 	valid ri-read.request "{\"event_id\":\"$ev\"}" '{"invocation_id":"inv_00000000000000000000000000000000"}'
 	invalid ri-read.request '{"kind":"ledger"}' '{"invocation_id":"inv_00000000000000000000000000000000","kind":"ledger"}'
-	reg=$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE action_ref = 'audit.actor_registered' LIMIT 1")
+	reg=$(jsql "SELECT event_id FROM records WHERE action_ref = 'audit.actor_registered' LIMIT 1")
 	run --separate-stderr ri-read --event-id "$reg"
 	answers ri-read.answer 0 '.invocations == [] and .record.action_ref == "audit.actor_registered"'
 	# a degraded run: the store is away

@@ -53,7 +53,7 @@ read_entry() { ri-read <<<"{\"kind\":\"ledger\",\"act_key\":\"$1\"}" | jq -c '.i
 	[ "$(jq -r '.records[2].payload.data.disclosure_id' <<<"$e")" = \
 	    "$(ledger-admin --store "$T/ledger.db" list | jq -r .disclosure_id)" ]
 	# reconcile step 4.4: the section is released
-	[ -z "$(sqlite3 "$T/journal.db" "SELECT holder FROM leases WHERE act_key = 'k'")" ]
+	[ -z "$(jsql "SELECT holder FROM leases WHERE act_key = 'k'")" ]
 }
 
 @test "probe not-committed under commit_fence none: escalated with cause not-observed, never abandoned, even past the abandon edge (reconcile step 3.5; commit 14a-14b)" {
@@ -226,7 +226,7 @@ unavailable_case() {
 	run ri-startcheck
 	[ "$status" -eq 0 ]
 	orphan k
-	tok=$(sqlite3 "$T/journal.db" "SELECT token FROM leases WHERE act_key = 'k'")
+	tok=$(jsql "SELECT token FROM leases WHERE act_key = 'k'")
 	n=$(act_records)
 	ri_at 33
 	sweep
@@ -237,8 +237,8 @@ unavailable_case() {
 	[ "$(act_records)" -eq "$n" ]
 	[ "$(read_entry k | jq -r .state)" = open ]
 	# 2a, 2c: the section was taken (a new grant) and released
-	[ "$(sqlite3 "$T/journal.db" "SELECT token FROM leases WHERE act_key = 'k'")" -gt "$tok" ]
-	[ -z "$(sqlite3 "$T/journal.db" "SELECT holder FROM leases WHERE act_key = 'k'")" ]
+	[ "$(jsql "SELECT token FROM leases WHERE act_key = 'k'")" -gt "$tok" ]
+	[ -z "$(jsql "SELECT holder FROM leases WHERE act_key = 'k'")" ]
 	# 2b, 2e: the probe ran, its result is on the compliance surface
 	f=$(ri-findings | jq -c "select(.finding == \"closure-at-risk\" and .invocation_id == \"$INV\")")
 	[ "$(jq -s length <<<"$f")" -eq 1 ]
@@ -418,7 +418,7 @@ unavailable_case() {
 	# any interleaving.
 	N=200
 	for i in $(seq 1 $N); do orphan "o$i"; done
-	[ "$(sqlite3 "$T/journal.db" "SELECT count(*) FROM open_intents")" -eq $N ]
+	[ "$(jsql "SELECT count(*) FROM open_intents")" -eq $N ]
 	ri_at 33
 	ri-sweep --node a >"$T/a.json" 2>"$T/a.err" </dev/null 3>&- & pa=$!
 	ri-sweep --node b >"$T/b.json" 2>"$T/b.err" </dev/null 3>&- & pb=$!
@@ -437,9 +437,9 @@ unavailable_case() {
 		[ "$(jq '.skipped + .escalated + .abandoned' <<<"$j")" -eq 0 ]
 	done
 	[ "$(records "action_ref = 'ledger.disclosed'")" -eq $N ]
-	[ "$(sqlite3 "$T/journal.db" "SELECT count(*) FROM (SELECT invocation_id FROM records
+	[ "$(jsql "SELECT count(*) FROM (SELECT invocation_id FROM records
 	    WHERE action_ref IN ('ledger.disclosed', 'ledger.abandoned', 'ledger.escalated', 'ledger.refused')
-	    GROUP BY invocation_id HAVING count(*) > 1)")" -eq 0 ]
+	    GROUP BY invocation_id HAVING count(*) > 1) AS dup")" -eq 0 ]
 	for i in $(seq 1 $N); do
 		e=$(read_entry "o$i")
 		[ "$(jq -r '.state + " " + (.binding_duplicate | tostring)' <<<"$e")" = "closed false" ] ||
@@ -496,7 +496,7 @@ race() {
 	[ "$(jq -r .refused <<<"$CLOSE_OUT")" = recording-failure ]
 	[ "$(jq -r .position <<<"$CLOSE_OUT")" = outcome ]
 	[ "$(records "invocation_id = '$INV' AND action_ref = 'ledger.disclosed'")" -eq 1 ]
-	[ "$(sqlite3 "$T/journal.db" "SELECT actor_ref FROM records WHERE invocation_id = '$INV' AND action_ref = 'ledger.disclosed'")" = ledger-reconciler ]
+	[ "$(jsql "SELECT actor_ref FROM records WHERE invocation_id = '$INV' AND action_ref = 'ledger.disclosed'")" = ledger-reconciler ]
 	e=$(read_entry race)
 	[ "$(jq -r .state <<<"$e")" = closed ]
 	[ "$(jq -r .binding_duplicate <<<"$e")" = false ]
@@ -542,7 +542,7 @@ race() {
 	sweep
 	[ "$(t examined)" -eq 0 ]
 	[ "$(jq -r '.purged // 0' <<<"$TALLY")" -ge 1 ]
-	[ "$(sqlite3 "$T/journal.db" "SELECT payload IS NULL FROM records WHERE invocation_id = '$INV' AND action_ref = 'ledger.intended'")" -eq 1 ]
+	[ "$(jsql "SELECT count(*) FROM records WHERE payload IS NULL AND invocation_id = '$INV' AND action_ref = 'ledger.intended'")" -eq 1 ]
 	run --separate-stderr ri-read <<<'{"kind":"ledger","act_key":"k"}'
 	[ "$status" -eq 17 ]
 	[ "$(jq -r .refused <<<"$output")" = not-known ]
@@ -557,8 +557,7 @@ race() {
 @test "a closing that lands between step 1 and the take (the operator's, while the run is paused after enumerating) is counted closed_already, and the run writes nothing for it (reconcile steps 2.4-2.6; sweep closed ids 1)" {
 	BOB=$(ri-actor add bob | jq -r .credential)
 	empty_orphan k
-	act=$(sqlite3 -json "$T/journal.db" "SELECT kind, act_key, invocation_id, event_id AS intent_event_id
-	    FROM records WHERE invocation_id = '$INV' AND action_ref = 'ledger.intended'" | jq -c '.[0]')
+	act=$(intent_of "invocation_id = '$INV'")
 	export RI_FAULT_DIR=$T/faults
 	mkdir -p "$RI_FAULT_DIR"
 	mkfifo "$RI_FAULT_DIR/sweep.after_enumerate"
@@ -591,8 +590,7 @@ race() {
 	ledger-admin --store "$T/ledger.db" init >/dev/null
 	BOB=$(ri-actor add bob | jq -r .credential)
 	empty_orphan k
-	act=$(sqlite3 -json "$T/journal.db" "SELECT kind, act_key, invocation_id, event_id AS intent_event_id
-	    FROM records WHERE invocation_id = '$INV' AND action_ref = 'ledger.intended'" | jq -c '.[0]')
+	act=$(intent_of "invocation_id = '$INV'")
 	export RI_FAULT_DIR=$T/faults
 	mkdir -p "$RI_FAULT_DIR"
 	mkfifo "$RI_FAULT_DIR/resolve.after_take"
@@ -620,8 +618,7 @@ race() {
 @test "a sweep whose closing write is issued after an operator took the expired section is fenced out: absorbed into skipped, one closing stands (journal fence 3-4; Invariant 2.1-2.2)" {
 	BOB=$(ri-actor add bob | jq -r .credential)
 	empty_orphan k
-	act=$(sqlite3 -json "$T/journal.db" "SELECT kind, act_key, invocation_id, event_id AS intent_event_id
-	    FROM records WHERE invocation_id = '$INV' AND action_ref = 'ledger.intended'" | jq -c '.[0]')
+	act=$(intent_of "invocation_id = '$INV'")
 	export RI_FAULT_DIR=$T/faults
 	mkdir -p "$RI_FAULT_DIR"
 	# past the gate, before the append of its escalation (empty store, no commit fence)

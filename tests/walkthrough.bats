@@ -129,7 +129,7 @@ disclose() {
 	[ "$(t examined)" -eq 1 ]
 	[ "$(t escalated)" -eq 1 ]
 	[ "$(t abandoned)" -eq 0 ]
-	esc=$(sqlite3 "$T/journal.db" "SELECT event_id FROM records WHERE invocation_id='$inv' AND action_ref='ledger.escalated'")
+	esc=$(jsql "SELECT event_id FROM records WHERE invocation_id='$inv' AND action_ref='ledger.escalated'")
 	[ -n "$esc" ]
 	read_act alice/bob/full >"$T/read.json"
 	[ "$(jq -r '.invocations[0].state' "$T/read.json")" = escalated ]

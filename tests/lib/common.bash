@@ -6,6 +6,7 @@ RI_BIN=${RI_BIN:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)/bin}
 RI_EXAMPLES=${RI_EXAMPLES:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)/examples/bin}
 export PATH="$RI_BIN:$RI_EXAMPLES:$PATH"
 T0=1795946400000                # 2026-11-29T10:00:00Z in ms
+. "$(dirname "${BASH_SOURCE[0]}")/pg.bash"
 
 # ri_instance [walkthrough|fast] -- a new instance under $T:
 #   walkthrough: the spec's walkthrough numbers (completion_bound 30 s, ...)
@@ -45,6 +46,10 @@ ri_instance() {
   }
 }
 JSON
+	if ri_pg_on; then
+		ri_pg_skip_file_tests
+		ri_pg_journal "$T/ri.json" || return 1
+	fi
 	ri-init >/dev/null || return 1
 	ALICE=$(ri-actor add alice | jq -r .credential) || return 1
 	ri-actor add ledger-reconciler --service --credential-file "$T/reconciler.cred" >/dev/null || return 1
@@ -77,9 +82,44 @@ close_req() {
 
 # records [WHERE] -- how many journal rows (optionally filtered by SQL)
 records() {
+	if ri_pg_on; then
+		ri_pg_sql "$RI_CONFIG" "SELECT count(*) FROM records ${1:+WHERE $1}"
+		return
+	fi
 	sqlite3 "$T/journal.db" "SELECT count(*) FROM records ${1:+WHERE $1}"
 }
-export -f ri_cfg ri_at open_req close_req records
+
+# jsql SQL -- a read-only query of the journal, on either backend: the
+# SQLite file, or (make test-pg) the instance's PostgreSQL schema.  Only
+# SQL both dialects read alike belongs here; a test that edits the journal
+# (an attacker's write) or uses SQLite's own functions stays on the file
+# and is skipped against a server (tests/lib/pg.bash)
+jsql() {
+	if ri_pg_on; then
+		ri_pg_sql "$RI_CONFIG" "$1"
+		return
+	fi
+	sqlite3 "$T/journal.db" "$1"
+}
+
+# payload_at PATH -- the SQL expression of a record's payload field at
+# PATH (dotted: data.disclosure_id), as text, on either backend
+payload_at() {
+	if ri_pg_on; then
+		printf "(payload::jsonb #>> '{%s}')" "${1//./,}"
+	else
+		printf "json_extract(payload, '\$.%s')" "$1"
+	fi
+}
+
+# intent_of WHERE -- {kind, act_key, invocation_id, intent_event_id} of the
+# newest intent the SQL condition picks, on either backend
+intent_of() {
+	jsql "SELECT kind || '|' || act_key || '|' || invocation_id || '|' || event_id FROM records
+	    WHERE action_ref LIKE '%.intended' AND $1 ORDER BY seq DESC LIMIT 1" |
+	    jq -R -c 'split("|") | {kind: .[0], act_key: .[1], invocation_id: .[2], intent_event_id: .[3]}'
+}
+export -f ri_cfg ri_at open_req close_req records jsql payload_at intent_of ri_pg_on ri_pg_sql
 
 # attacker_sql SQL -- run SQL against the journal as an attacker with file
 # access and no key would: drop the append-only triggers, run it, and put

@@ -76,6 +76,13 @@ man_run() {
 
 	[ -f "$page" ] || { echo "no page $page"; return 1; }
 	man_script "$page" >"$T/example.sh"
+	# an example that works on the SQLite file itself (the sqlite3 CLI,
+	# journal.db, ri-backup) cannot run against a server (tests/lib/pg.bash)
+	local file_word
+	if ri_pg_on && file_word=$(grep -oE 'sqlite3|journal\.db|ri-backup' "$T/example.sh" | head -1) &&
+	    [ -n "$file_word" ]; then
+		skip "sqlite file (man example: $file_word)"
+	fi
 	if ! grep -qv '^\(set -e -o pipefail\|__expect() .*\)$' "$T/example.sh"; then
 		echo "$1: no EXAMPLES to run"
 		return 1

@@ -26,7 +26,7 @@ act_records() { records "kind <> 'audit'"; }
 
 # inv_of KEY [KIND] -- the newest invocation id opened on (KIND, KEY)
 inv_of() {
-	sqlite3 "$T/journal.db" "SELECT invocation_id FROM records WHERE kind = '${2:-ledger}'
+	jsql "SELECT invocation_id FROM records WHERE kind = '${2:-ledger}'
 	    AND act_key = '$1' AND action_ref = '${2:-ledger}.intended' ORDER BY seq DESC LIMIT 1"
 }
 

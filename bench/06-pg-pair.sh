@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# 06-pg-pair.sh -- Issue 13: one ri-open + ri-close pair on PostgreSQL
+# against the same pair on SQLite, and against a baseline of two psql
+# processes each INSERTing one journal-shaped row, measured in the same
+# run; and the round trips one append costs.
+#
+# A throwaway server is started as tests/pg/run starts it (unix socket,
+# fsync on, synchronous_commit on).  Blocks of pairs alternate
+# baseline / PostgreSQL / SQLite so drift and load cancel; the ratios are of
+# the median pair times.  The round trips are counted by the backend itself
+# (RI_PG_TRACE=2 prints every statement; BEGIN+lock and COMMIT are one each).
+#
+# BENCH_PG_ROUNDS (default 4) x BENCH_PG_N (default 10) pairs of each.
+# Skipped (PASS with a note) when no PostgreSQL server binaries exist.
+. "$(dirname "$0")/lib/common.bash"
+
+ROUNDS=${BENCH_PG_ROUNDS:-4}
+N=${BENCH_PG_N:-10}
+TARGET=1.5
+
+bench_header "06-pg-pair" \
+    "ri-open + ri-close pairs on PostgreSQL (two processes, system clock, distinct act keys)" \
+    "two psql processes per pair, each INSERTing one journal-shaped row (one transaction each)" \
+    "time per pair <= ${TARGET}x the baseline's (the issue's goal); reported: PG vs SQLite, round trips per append"
+
+PGBIN=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
+if [ ! -x "$PGBIN/initdb" ]; then
+	echo "no PostgreSQL server binaries (apt-get install postgresql): skipped"
+	bench_verdict 1
+fi
+PGD=$(mktemp -d /tmp/ri-bench-pg.XXXXXX)
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+[ "$(id -u)" = 0 ] && chown postgres "$PGD"
+pg_stop() { as_pg "$PGBIN/pg_ctl" -D "$PGD/data" -m immediate stop >/dev/null 2>&1; rm -rf "$PGD"; }
+trap 'pg_stop; bench_cleanup' EXIT
+as_pg "$PGBIN/initdb" -D "$PGD/data" -A trust -U ri >/dev/null 2>&1 || bench_die "initdb"
+as_pg "$PGBIN/pg_ctl" -D "$PGD/data" -w -l "$PGD/log" -o "-k $PGD -c listen_addresses=''" start >/dev/null ||
+    bench_die "cannot start the server"
+psql -h "$PGD" -U ri -d postgres -qc "CREATE DATABASE ri" >/dev/null || bench_die "createdb"
+psql -h "$PGD" -U ri -d ri -qc "CREATE SCHEMA inst; CREATE SCHEMA base;
+    CREATE TABLE base.records(seq bigserial PRIMARY KEY, event_id text NOT NULL UNIQUE, action_ref text NOT NULL,
+      kind text NOT NULL, act_key text NOT NULL, invocation_id text, actor_ref text NOT NULL,
+      attestation_id text NOT NULL, recorded_at bigint NOT NULL, retention_until bigint, role integer NOT NULL,
+      act_prev bigint NOT NULL, inv_prev bigint NOT NULL, payload text, salt bytea, digest bytea NOT NULL,
+      hash bytea NOT NULL, mac bytea NOT NULL);
+    CREATE INDEX ON base.records(invocation_id, seq); CREATE INDEX ON base.records(kind, act_key, seq);" >/dev/null ||
+    bench_die "baseline schema"
+URI="postgresql:///ri?host=$PGD&user=ri&options=-csearch_path%3Dinst"
+
+P=$BT/pg S=$BT/sq
+mkdir -p "$P" "$S"
+bench_config "$P/ri.json" system "$BENCH_PROBE"
+jq --arg u "$URI" '.journal = $u | .fault_injection = false' "$P/ri.json" >"$P/ri.json.new" && mv "$P/ri.json.new" "$P/ri.json"
+for d in "$P" "$S"; do
+	[ "$d" = "$S" ] && { bench_instance "$S" system || bench_die "sqlite instance"; bench_cfg "$S" '.fault_injection = false'; continue; }
+	"$RI_BIN/ri-init" -c "$d/ri.json" >/dev/null &&
+	    "$RI_BIN/ri-actor" -c "$d/ri.json" add alice --credential-file "$d/alice.cred" >/dev/null &&
+	    "$RI_BIN/ri-actor" -c "$d/ri.json" add ledger-reconciler --service --credential-file "$d/reconciler.cred" \
+	        >/dev/null || bench_die "postgresql instance"
+done
+
+ri_pair() { # DIR KEY
+	local o
+	o=$(RI_CONFIG=$1/ri.json RI_CREDENTIAL_FILE=$1/alice.cred "$RI_BIN/ri-open" --kind ledger --act-key "$2" \
+	    --actor alice --intent-data "{\"pairing_datum\":\"pd-$2\"}" </dev/null) || return 1
+	printf '%s' "${o%\}},\"outcome_action_ref\":\"ledger.disclosed\",\"outcome_data\":{\"disclosure_id\":\"dsc-$2\"}}" |
+	    RI_CONFIG=$1/ri.json RI_CREDENTIAL_FILE=$1/alice.cred "$RI_BIN/ri-close" >/dev/null
+}
+base_row() { # ACTION KEY SUFFIX
+	psql -h "$PGD" -U ri -d ri -qAtc "INSERT INTO base.records(event_id, action_ref, kind, act_key, invocation_id,
+	    actor_ref, attestation_id, recorded_at, retention_until, role, act_prev, inv_prev, payload, salt, digest,
+	    hash, mac) VALUES ('evt_$2_$3', '$1', 'ledger', '$2', 'inv_$2', 'alice', 'att_$2_$3', 0, NULL, 1, 0, 0,
+	    '{\"pairing_datum\":\"pd-$2\"}', gen_random_uuid()::text::bytea, sha256('d'), sha256('h'), sha256('m'))
+	    RETURNING seq" >/dev/null
+}
+base_pair() { base_row ledger.intended "$1" i && base_row ledger.disclosed "$1" o; }
+
+declare -a TB TP TS
+k=0
+for r in $(seq 1 "$ROUNDS"); do
+	for which in B P S; do
+		for i in $(seq 1 "$N"); do
+			k=$((k + 1))
+			t0=$(now_us)
+			case $which in
+			B) base_pair "k$k" || bench_die "baseline pair" ;;
+			P) ri_pair "$P" "k$k" || bench_die "postgresql pair" ;;
+			S) ri_pair "$S" "k$k" || bench_die "sqlite pair" ;;
+			esac
+			t1=$(now_us)
+			eval "T$which+=($((t1 - t0)))"
+		done
+	done
+done
+med() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+mb=$(med "${TB[@]}") mp=$(med "${TP[@]}") ms=$(med "${TS[@]}")
+printf '%-34s %12s\n' "median time per pair" "ms"
+printf '%-34s %12.2f\n' "baseline (2 psql INSERTs)" "$(awk -v v="$mb" 'BEGIN { print v / 1000 }')"
+printf '%-34s %12.2f\n' "ri on PostgreSQL" "$(awk -v v="$mp" 'BEGIN { print v / 1000 }')"
+printf '%-34s %12.2f\n' "ri on SQLite" "$(awk -v v="$ms" 'BEGIN { print v / 1000 }')"
+rpb=$(awk -v a="$mp" -v b="$mb" 'BEGIN { printf "%.2f", a / b }')
+rps=$(awk -v a="$mp" -v b="$ms" 'BEGIN { printf "%.2f", a / b }')
+echo "PostgreSQL / baseline: ${rpb}x    PostgreSQL / SQLite: ${rps}x"
+
+# round trips: one pair, counted by the backend
+k=$((k + 1))
+o=$(RI_PG_TRACE=2 RI_CONFIG=$P/ri.json RI_CREDENTIAL_FILE=$P/alice.cred "$RI_BIN/ri-open" --kind ledger \
+    --act-key "k$k" --actor alice --intent-data '{"pairing_datum":"rt"}' 2>"$BT/trace.open" </dev/null)
+printf '%s' "${o%\}},\"outcome_action_ref\":\"ledger.disclosed\",\"outcome_data\":{\"disclosure_id\":\"rt\"}}" |
+    RI_PG_TRACE=2 RI_CONFIG=$P/ri.json RI_CREDENTIAL_FILE=$P/alice.cred "$RI_BIN/ri-close" >/dev/null 2>"$BT/trace.close"
+# record_action's transaction: the head lock (one round trip, before the
+# credential check), then every statement from the credential check to the
+# round trip that carries the record's writes with COMMIT (deferred writes
+# travel together: "[N in one round trip]")
+per_append=$(awk '/SELECT service, cred_hash/ { n = 0; counting = 1 } counting { n++ }
+    /INSERT INTO records/ { seen = 1 } seen && /in one round trip\]/ && /COMMIT|INSERT INTO nodes|UPDATE heads|\[[0-9]+ in/ {
+    last = n } seen && /SELECT ri_clock\(\)/ && last { print last + 1; exit }' "$BT/trace.open")
+echo "round trips: ri-open $(grep -o '[0-9]*$' "$BT/trace.open" | tail -1), ri-close $(grep -o '[0-9]*$' "$BT/trace.close" | tail -1) (whole process: connect, start gate, take, reads, the append, release)"
+echo "round trips per intent's record_action (head lock, credential, fence, scope read, writes + COMMIT): ${per_append:-?} (the issue's goal: <= 2 per append)"
+if le "$rpb" "$TARGET"; then
+	echo "PostgreSQL pair ${rpb}x the two-INSERT baseline (<= ${TARGET}x)"
+	bench_verdict 1
+fi
+echo "PostgreSQL pair ${rpb}x the two-INSERT baseline (> ${TARGET}x); ${per_append:-?} round trips per append"
+bench_verdict 0

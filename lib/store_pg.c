@@ -1,0 +1,3931 @@
+/*
+ * store_pg.c -- the substrate ("Audit Trail") and the critical-section
+ * host ("Lease") on one PostgreSQL database, for an instance several hosts
+ * share (issue 13; docs/POSTGRESQL.md).
+ *
+ * The same journal as store_sqlite.c -- chained, MACed records, the MACed
+ * journal head row, the tree of scope heads (heads.h), the open-intents
+ * accumulator, MACed leases, marks and actors, the witness -- judged by
+ * the same code (store_common.h, heads.h): every MAC and hash is computed
+ * here, on the host, so the integrity key never reaches the server.
+ *
+ * Isolation and lock order.  Every write runs in READ COMMITTED and takes,
+ * as its first statement, the journal head row FOR UPDATE; every other row
+ * lock (a lease FOR UPDATE, a record or node written) comes after it.  One
+ * lock first, always the same one: writers are serialized on the head --
+ * as SQLite's BEGIN IMMEDIATE serializes them -- and no two transactions
+ * can wait on each other in a cycle.  Under READ COMMITTED each statement
+ * after the head lock sees every transaction committed before the lock was
+ * granted, so what the append verifies is what it extends.  Reads run in
+ * REPEATABLE READ READ ONLY: one snapshot per read, so a concurrent append
+ * never looks like tampering.
+ *
+ * Time.  Lease expiry and recorded_at come from the server's clock
+ * (clock_timestamp(), through the schema's ri_clock()), the one clock every
+ * host shares; a host's own clock only sets its local deadlines.  Under
+ * "clock": "env" (a test seam) ri_clock() answers the host's $RI_NOW.
+ *
+ * Failure mapping (record_action): a failure before COMMIT is sent -- the
+ * connection lost, a statement refused, a lock or statement timeout -- is
+ * step 2 (nothing landed: the server rolls an unfinished transaction
+ * back); COMMIT refused by the server (the deferred fence check) is fenced;
+ * COMMIT sent and no reply is a lost reply, which the protocol reads back
+ * by event id.  Sequence numbers come from the head row, never a
+ * PostgreSQL SEQUENCE (which leaves gaps on rollback).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sodium.h>
+#include <libpq-fe.h>
+
+#include "clock.h"
+#include "fault.h"
+#include "heads.h"
+#include "integrity.h"
+#include "store_common.h"
+#include "store_pg.h"
+#include "witness.h"
+
+/*
+ * libpq is loaded when a PostgreSQL journal is opened, not linked: linked,
+ * its two dozen dependencies (TLS, Kerberos, LDAP) are loaded by every ri
+ * process at exec -- on one SQLite host too, where it more than doubled a
+ * command's start-up.  The names below are the libpq API (libpq-fe.h),
+ * resolved from libpq.so.5 once.
+ */
+static struct {
+	void *so;
+	PGconn *(*connectdb)(const char *);
+	void (*finish)(PGconn *);
+	void (*reset)(PGconn *);
+	ConnStatusType (*status)(const PGconn *);
+	char *(*errorMessage)(const PGconn *);
+	PGresult *(*exec)(PGconn *, const char *);
+	PGresult *(*execParams)(PGconn *, const char *, int, const Oid *, const char *const *, const int *,
+	    const int *, int);
+	ExecStatusType (*resultStatus)(const PGresult *);
+	char *(*resultErrorMessage)(const PGresult *);
+	char *(*resultErrorField)(const PGresult *, int);
+	int (*ntuples)(const PGresult *);
+	char *(*getvalue)(const PGresult *, int, int);
+	int (*getisnull)(const PGresult *, int, int);
+	char *(*cmdTuples)(PGresult *);
+	void (*clear)(PGresult *);
+	int (*sendQuery)(PGconn *, const char *);
+	PGresult *(*getResult)(PGconn *);
+} pq;
+
+static bool
+pq_load(ri_err *err)
+{
+	static const char *names[] = { "PQconnectdb", "PQfinish", "PQreset", "PQstatus", "PQerrorMessage",
+		"PQexec", "PQexecParams", "PQresultStatus", "PQresultErrorMessage", "PQresultErrorField",
+		"PQntuples", "PQgetvalue", "PQgetisnull", "PQcmdTuples", "PQclear", "PQsendQuery", "PQgetResult" };
+	void **slot[] = { (void **)&pq.connectdb, (void **)&pq.finish, (void **)&pq.reset, (void **)&pq.status,
+		(void **)&pq.errorMessage, (void **)&pq.exec, (void **)&pq.execParams, (void **)&pq.resultStatus,
+		(void **)&pq.resultErrorMessage, (void **)&pq.resultErrorField, (void **)&pq.ntuples,
+		(void **)&pq.getvalue, (void **)&pq.getisnull, (void **)&pq.cmdTuples, (void **)&pq.clear,
+		(void **)&pq.sendQuery, (void **)&pq.getResult };
+
+	if (pq.so != NULL)
+		return true;
+	if ((pq.so = dlopen("libpq.so.5", RTLD_NOW | RTLD_LOCAL)) == NULL) {
+		ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): cannot load libpq.so.5 (apt-get install"
+		    " libpq5): %s", dlerror());
+		return false;
+	}
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		if ((*slot[i] = dlsym(pq.so, names[i])) == NULL) {
+			ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): libpq.so.5 lacks %s", names[i]);
+			dlclose(pq.so);
+			pq.so = NULL;
+			return false;
+		}
+	}
+	return true;
+}
+
+#define PQconnectdb pq.connectdb
+#define PQfinish pq.finish
+#define PQreset pq.reset
+#define PQstatus pq.status
+#define PQerrorMessage pq.errorMessage
+#define PQexec pq.exec
+#define PQexecParams pq.execParams
+#define PQresultStatus pq.resultStatus
+#define PQresultErrorMessage pq.resultErrorMessage
+#define PQresultErrorField pq.resultErrorField
+#define PQntuples pq.ntuples
+#define PQgetvalue pq.getvalue
+#define PQgetisnull pq.getisnull
+#define PQcmdTuples pq.cmdTuples
+#define PQsendQuery pq.sendQuery
+#define PQgetResult pq.getResult
+#define PQclear(r) do { if (pq.clear != NULL) pq.clear(r); } while (0)
+
+#define PAGE_DEFAULT 256
+#define PAGE_MAX 4096
+#define SUBSTRATE_ACTOR "audit"
+#define SQLSTATE_FENCE "RIF01"          /* raised by ri_fence_check() at COMMIT */
+#define QMAX 16                         /* deferred writes held at most (then sent) */
+
+struct pg {
+	struct ri_store base;
+	PGconn *conn;
+	const struct ri_config *cfg;
+	unsigned char *key;             /* NULL: chain-only (RI_NO_KEY) */
+	size_t keylen;
+	unsigned char cred_key[crypto_generichash_KEYBYTES];
+	unsigned char instance_id[RI_INSTANCE_LEN];
+	unsigned char genesis[RI_HASH_LEN];
+	bool readonly;
+	bool in_tx;                     /* a transaction of ours is open */
+	bool anchored;                  /* the witness's newest line (see store_sqlite.c) */
+	int64_t anchor_seq;
+	unsigned char anchor_hash[RI_HASH_LEN];
+	ri_ms budget;                   /* the per-write budget: jwb (less the allowance) */
+	struct ri_tree_cache nodes;
+	/* tree nodes of the open transaction by id: the paths a read fetched
+	 * in one statement (prefetch), and the nodes a write changed, sent in
+	 * one statement before the head moves (nodes_flush) */
+	struct pnode {
+		unsigned char id[RI_NODE_ID_MAX], body[RI_NODE_MAX];
+		size_t idlen, len;
+		bool present, dirty;
+	} *nmap;
+	size_t nn;
+	/* an append's two scopes (act, invocation): their newest rows read in
+	 * one statement with both tree paths (scopes_prefetch), each taken
+	 * once by scope_max in the same transaction */
+	struct prescope {
+		bool valid, has;
+		int type;
+		unsigned char key[RI_SCOPE_LEN], hash[RI_HASH_LEN];
+		int64_t seq;
+	} pre[2];
+	struct ri_store_error err;
+	ri_ms last_at;                  /* recorded_at of the head's record, as last fetched */
+	/* writes nobody reads the answer of, waiting to go with the next
+	 * statement that must answer or with COMMIT (defer_write) */
+	char *q;
+	size_t qlen, qcap;
+	int qn;
+	bool qfailed;                   /* a deferred write failed: the transaction is lost */
+	int qcode;                      /* ... with this code (its own) */
+	struct { int code; const char *what; } qi[QMAX];
+	unsigned long round_trips;      /* RI_PG_TRACE: counted, printed at close */
+	int trace;                      /* RI_PG_TRACE=2: every statement too */
+};
+
+/* Every table is typed by PostgreSQL itself; the schema is fingerprinted
+ * at ri-init and its fingerprint MACed (schema_check). */
+static const char schema_ddl[] =
+	"CREATE TABLE ri_meta(k text PRIMARY KEY, v text NOT NULL);"
+	"CREATE TABLE records("
+	"  seq bigint PRIMARY KEY,"
+	"  event_id text NOT NULL UNIQUE,"
+	"  action_ref text NOT NULL,"
+	"  kind text NOT NULL,"
+	"  act_key text NOT NULL,"
+	"  invocation_id text,"
+	"  actor_ref text NOT NULL,"
+	"  attestation_id text NOT NULL,"
+	"  recorded_at bigint NOT NULL,"
+	"  retention_until bigint,"
+	"  role integer NOT NULL,"
+	"  act_prev bigint NOT NULL,"
+	"  inv_prev bigint NOT NULL,"
+	"  payload text,"
+	"  salt bytea,"
+	"  digest bytea NOT NULL,"
+	"  hash bytea NOT NULL,"
+	"  mac bytea NOT NULL);"
+	"CREATE INDEX records_invocation ON records(invocation_id, seq);"
+	"CREATE INDEX records_act ON records(kind, act_key, seq);"
+	"CREATE INDEX records_retention ON records(retention_until) WHERE payload IS NOT NULL;"
+	"CREATE TABLE heads(id integer PRIMARY KEY CHECK (id = 1), last_seq bigint NOT NULL,"
+	"  root bytea NOT NULL, open_count bigint NOT NULL, open_acc bytea NOT NULL,"
+	"  sealed_seq bigint NOT NULL, grants bigint NOT NULL, mac bytea NOT NULL);"
+	"CREATE TABLE nodes(id bytea PRIMARY KEY, body bytea NOT NULL);"
+	"CREATE TABLE open_intents(invocation_id text PRIMARY KEY, seq bigint NOT NULL,"
+	"  kind text NOT NULL, act_key text NOT NULL, event_id text NOT NULL,"
+	"  recorded_at bigint NOT NULL);"
+	"CREATE INDEX open_intents_act ON open_intents(kind, act_key);"
+	"CREATE INDEX open_intents_age ON open_intents(kind, recorded_at);"
+	"CREATE TABLE actors(actor_ref text PRIMARY KEY, service integer NOT NULL,"
+	"  cred_hash bytea NOT NULL, created_at bigint NOT NULL, revoked_at bigint,"
+	"  reg_seq bigint NOT NULL, mac bytea NOT NULL);"
+	"CREATE TABLE leases(kind text NOT NULL, act_key text NOT NULL, holder text,"
+	"  expires_at bigint NOT NULL, token bigint NOT NULL, mac bytea NOT NULL,"
+	"  PRIMARY KEY(kind, act_key));"
+	"CREATE TABLE marks(name text PRIMARY KEY, seq bigint NOT NULL, mac bytea NOT NULL);"
+	/* the instance's one clock: the server's, or the env seam's reading
+	 * the session passes in ri.clock */
+	"CREATE FUNCTION ri_clock() RETURNS bigint LANGUAGE sql VOLATILE AS $$"
+	"  SELECT coalesce(nullif(current_setting('ri.clock', true), '')::bigint,"
+	"    floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) $$;"
+	/* append-only at the database level: no DELETE, no TRUNCATE, and an
+	 * UPDATE only nulls a payload (and its salt) whose retention ended */
+	"CREATE FUNCTION ri_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+	"  IF TG_OP = 'UPDATE' AND NEW.payload IS NULL AND NEW.salt IS NULL AND OLD.payload IS NOT NULL"
+	"    AND OLD.retention_until IS NOT NULL AND OLD.retention_until <= ri_clock()"
+	"    AND ROW(NEW.seq, NEW.event_id, NEW.action_ref, NEW.kind, NEW.act_key, NEW.invocation_id,"
+	"      NEW.actor_ref, NEW.attestation_id, NEW.recorded_at, NEW.retention_until, NEW.role,"
+	"      NEW.act_prev, NEW.inv_prev, NEW.digest, NEW.hash, NEW.mac)"
+	"    IS NOT DISTINCT FROM ROW(OLD.seq, OLD.event_id, OLD.action_ref, OLD.kind, OLD.act_key,"
+	"      OLD.invocation_id, OLD.actor_ref, OLD.attestation_id, OLD.recorded_at,"
+	"      OLD.retention_until, OLD.role, OLD.act_prev, OLD.inv_prev, OLD.digest, OLD.hash, OLD.mac)"
+	"  THEN RETURN NEW; END IF;"
+	"  RAISE EXCEPTION 'ri: the journal is append-only; only an expired payload may be purged';"
+	"END $$;"
+	"CREATE TRIGGER records_append_only BEFORE UPDATE OR DELETE ON records"
+	"  FOR EACH ROW EXECUTE FUNCTION ri_append_only();"
+	"CREATE TRIGGER records_no_truncate BEFORE TRUNCATE ON records"
+	"  FOR EACH STATEMENT EXECUTE FUNCTION ri_append_only();"
+	/* journal fence 3: checked again at COMMIT, by the server, on its own
+	 * clock -- a writer stalled (partitioned, paused) past its lease or
+	 * its write's terminus between the append and the COMMIT is refused
+	 * there, not landed late.  ri.fence is the transaction's fence, set
+	 * by the append (transaction-local); the lease row is locked by it. */
+	"CREATE FUNCTION ri_fence_check() RETURNS trigger LANGUAGE plpgsql AS $$"
+	" DECLARE f jsonb := nullif(current_setting('ri.fence', true), '')::jsonb; ok boolean; BEGIN"
+	"  IF f IS NULL THEN RETURN NULL; END IF;"
+	"  SELECT true INTO ok FROM leases l WHERE l.kind = f->>'kind' AND l.act_key = f->>'act_key'"
+	"    AND l.holder = f->>'holder' AND ri_clock() < l.expires_at - (f->>'allowance')::bigint"
+	"    AND ri_clock() < (f->>'until')::bigint;"
+	"  IF ok IS NULL THEN RAISE EXCEPTION USING ERRCODE = 'RIF01', MESSAGE ="
+	"    'journal fence: the writer no longer holds the section with an allowance to spare at COMMIT';"
+	"  END IF; RETURN NULL; END $$;"
+	"CREATE CONSTRAINT TRIGGER records_fence AFTER INSERT ON records DEFERRABLE INITIALLY DEFERRED"
+	"  FOR EACH ROW EXECUTE FUNCTION ri_fence_check();";
+
+/* The schema's fingerprint: every column with its type and nullability,
+ * every index, trigger (and whether it is enabled) and ri function, every
+ * view -- so a re-typed column, a dropped or disabled trigger or an added
+ * index shows.  MACed at ri-init (meta schema_mac).  From pg_catalog, not
+ * information_schema: every process that opens the journal reads it. */
+static const char schema_sql[] =
+	"SELECT coalesce(string_agg(x, E'\\n' ORDER BY x), '') FROM ("
+	" SELECT 'c ' || c.relname || '.' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod)"
+	"  || ' ' || a.attnotnull::text AS x"
+	"  FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
+	"  WHERE n.nspname = current_schema() AND a.attnum > 0 AND NOT a.attisdropped"
+	"  AND c.relkind IN ('r', 'v', 'm', 'p', 'f')"
+	" UNION ALL SELECT 'i ' || pg_get_indexdef(i.indexrelid) FROM pg_index i"
+	"  JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
+	"  WHERE n.nspname = current_schema()"
+	" UNION ALL SELECT 't ' || t.tgname || ' ' || t.tgenabled::text || ' ' || pg_get_triggerdef(t.oid)"
+	"  FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid"
+	"  JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema()"
+	"  AND NOT t.tgisinternal"
+	" UNION ALL SELECT 'f ' || p.proname || ' ' || md5(p.prosrc) FROM pg_proc p"
+	"  JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = current_schema()"
+	" UNION ALL SELECT 'v ' || c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+	"  WHERE n.nspname = current_schema() AND c.relkind IN ('v', 'm')) s";
+
+#define REC_COLS "seq, event_id, action_ref, kind, act_key, invocation_id, actor_ref," \
+	" attestation_id, recorded_at, retention_until, role, act_prev, inv_prev," \
+	" payload, salt, digest, hash, mac"
+
+/* ---- errors ---------------------------------------------------------- */
+
+static int
+st_fail(struct pg *s, int code, int64_t seq, const char *event_id, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static int
+st_fail(struct pg *s, int code, int64_t seq, const char *event_id, const char *fmt, ...)
+{
+	va_list ap;
+
+	s->err.seq = seq;
+	snprintf(s->err.event_id, sizeof s->err.event_id, "%s", event_id ? event_id : "");
+	va_start(ap, fmt);
+	vsnprintf(s->err.msg, sizeof s->err.msg, fmt, ap);
+	va_end(ap);
+	if (code == RI_ST_INTEGRITY && !s->err.integrity) {
+		s->err.integrity = true;
+		snprintf(s->err.integrity_msg, sizeof s->err.integrity_msg, "%s", s->err.msg);
+	}
+	return code;
+}
+
+static void
+err_clear(struct pg *s)
+{
+	bool integrity = s->err.integrity;
+	char keep[sizeof s->err.integrity_msg];
+
+	memcpy(keep, s->err.integrity_msg, sizeof keep);
+	memset(&s->err, 0, sizeof s->err);
+	s->err.integrity = integrity;
+	memcpy(s->err.integrity_msg, keep, sizeof keep);
+}
+
+/* The server's (or libpq's) message for a failed statement, one line. */
+static int
+db_fail(struct pg *s, int code, const char *what, const PGresult *res)
+{
+	/* a deferred write's failure, charged to it, stands for what follows */
+	if (s->qfailed)
+		return s->qcode;
+	const char *m = res != NULL && PQresultErrorMessage(res)[0] != '\0' ? PQresultErrorMessage(res) :
+	    PQerrorMessage(s->conn);
+	char line[400];
+
+	snprintf(line, sizeof line, "%s", m);
+	for (char *p = line; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+	return st_fail(s, code, 0, NULL, "journal (postgresql): %s: %s", what, line);
+}
+
+static int
+recode(struct pg *s, int code)
+{
+	char msg[sizeof s->err.msg];
+
+	snprintf(msg, sizeof msg, "%s", s->err.msg);
+	return st_fail(s, code, s->err.seq, s->err.event_id, "%s", msg);
+}
+
+static const struct ri_store_error *
+pg_error(struct ri_store *st)
+{
+	return &((struct pg *)st)->err;
+}
+
+/* ---- parameters and results -------------------------------------------- */
+
+#define PMAX 64
+
+struct params {
+	int n;
+	const char *v[PMAX];
+	int len[PMAX], fmt[PMAX];
+	char buf[PMAX][24];
+};
+
+static void
+p_text(struct params *p, const char *v)
+{
+	p->v[p->n] = v;
+	p->len[p->n] = 0;
+	p->fmt[p->n] = 0;
+	p->n++;
+}
+
+static void
+p_int(struct params *p, int64_t v)
+{
+	snprintf(p->buf[p->n], sizeof p->buf[p->n], "%lld", (long long)v);
+	p_text(p, p->buf[p->n]);
+}
+
+static void
+p_ms(struct params *p, ri_ms v)
+{
+	if (v == RI_NONE)
+		p_text(p, NULL);
+	else
+		p_int(p, v);
+}
+
+/* bytea goes binary: no escaping, no ambiguity */
+static void
+p_bytes(struct params *p, const unsigned char *b, size_t n)
+{
+	p->v[p->n] = (const char *)b;
+	p->len[p->n] = (int)n;
+	p->fmt[p->n] = 1;
+	p->n++;
+}
+
+/* ---- deferred writes --------------------------------------------------------
+ *
+ * A write whose answer nobody reads (the record's INSERT, the changed tree
+ * nodes, the head, a lease row) is not sent alone: it waits in the
+ * transaction's queue, its parameters inlined as literals (text quoted
+ * under standard_conforming_strings, bytea as '\x..'), and goes in one
+ * simple-query string with the next statement that must answer (run) or
+ * with COMMIT (commit) -- issue 13, round trips per append.  The queue
+ * always goes first, so nothing is reordered and every read sees the
+ * transaction's own writes; each statement still answers on its own (one
+ * result each, in order), so a failure is charged to the write that made
+ * it, and the server runs nothing after a failed statement.
+ */
+static bool
+q_add(struct pg *s, const char *text, size_t n)
+{
+	if (s->qlen + n + 1 > s->qcap) {
+		size_t cap = s->qcap ? s->qcap : 4096;
+		while (cap < s->qlen + n + 1)
+			cap *= 2;
+		char *q = realloc(s->q, cap);
+		if (q == NULL)
+			return false;
+		s->q = q;
+		s->qcap = cap;
+	}
+	memcpy(s->q + s->qlen, text, n);
+	s->qlen += n;
+	s->q[s->qlen] = '\0';
+	return true;
+}
+
+/* sql with p's values inlined as literals, then a statement separator */
+static bool
+q_inline(struct pg *s, const char *sql, const struct params *p)
+{
+	static const char hex[] = "0123456789abcdef";
+	bool ok = true;
+
+	for (const char *c = sql; *c != '\0' && ok;) {
+		if (*c != '$' || !isdigit((unsigned char)c[1])) {
+			ok = q_add(s, c++, 1);
+			continue;
+		}
+		char *end;
+		long i = strtol(c + 1, &end, 10) - 1;
+		c = end;
+		if (p == NULL || i < 0 || i >= p->n)
+			return false;
+		const char *v = p->v[i];
+		if (v == NULL) {
+			ok = q_add(s, "NULL", 4);
+		} else if (p->fmt[i] == 1) {
+			ok = q_add(s, "'\\x", 3);
+			for (int k = 0; k < p->len[i] && ok; k++) {
+				char h[2] = { hex[(unsigned char)v[k] >> 4], hex[(unsigned char)v[k] & 15] };
+				ok = q_add(s, h, 2);
+			}
+			ok = ok && q_add(s, "'::bytea", 8);
+		} else {
+			ok = q_add(s, "'", 1);
+			for (const char *t = v; *t != '\0' && ok; t++)
+				ok = q_add(s, t, 1) && (*t != '\'' || q_add(s, "'", 1));
+			ok = ok && q_add(s, "'", 1);
+		}
+	}
+	return ok && q_add(s, ";\n", 2);
+}
+
+static void
+q_clear(struct pg *s)
+{
+	s->qlen = 0;
+	s->qn = 0;
+	if (s->q != NULL)
+		s->q[0] = '\0';
+}
+
+static int db_fail(struct pg *s, int code, const char *what, const PGresult *res);
+static bool res_ok(const PGresult *r);
+
+/*
+ * Send the queue and the statement already appended after it (counted in
+ * s->qn + 1 statements when with_last) in one round trip.  A queued
+ * write's failure is charged to it (s->err, its code; s->qfailed); the
+ * last statement's own result is returned (NULL when a write before it
+ * failed, or no answer came).  *answered: how many statements answered.
+ */
+static PGresult *
+q_send(struct pg *s, bool with_last, int *answered)
+{
+	PGresult *r, *last = NULL;
+	int i = 0, n = s->qn + (with_last ? 1 : 0);
+
+	s->round_trips++;
+	if (s->trace > 1)
+		fprintf(stderr, "ri: pg: [%d in one round trip] %.50s\n", n, s->q);
+	*answered = 0;
+	if (!PQsendQuery(s->conn, s->q)) {
+		q_clear(s);
+		return NULL;
+	}
+	while ((r = PQgetResult(s->conn)) != NULL) {
+		if (i < s->qn) {
+			if (!res_ok(r) && !s->qfailed) {
+				s->qcode = db_fail(s, s->qi[i].code, s->qi[i].what, r);
+				s->qfailed = true;
+			}
+			PQclear(r);
+		} else if (i == s->qn && with_last) {
+			last = r;
+		} else {
+			PQclear(r);
+		}
+		i++;
+	}
+	*answered = i;
+	q_clear(s);
+	if (s->qfailed) {
+		PQclear(last);
+		return NULL;
+	}
+	return last;
+}
+
+/* A write whose answer nobody reads: queued (sent with the next statement
+ * that answers, or with COMMIT); a full queue is sent first. */
+static int
+defer_write(struct pg *s, int code, const char *what, const char *sql, const struct params *p)
+{
+	int answered;
+
+	if (s->qn == QMAX) {
+		PQclear(q_send(s, false, &answered));
+		if (s->qfailed)
+			return s->qcode;
+		if (answered < QMAX)
+			return db_fail(s, code, what, NULL);
+	}
+	if (!q_inline(s, sql, p))
+		return st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "journal (postgresql): %s: out of memory", what);
+	s->qi[s->qn].code = code;
+	s->qi[s->qn].what = what;
+	s->qn++;
+	return RI_ST_OK;
+}
+
+/* One statement, one round trip (with the deferred writes before it, when
+ * any wait); results in text form.  NULL result only when libpq could not
+ * even allocate one, a deferred write failed, or no answer came. */
+static PGresult *
+run(struct pg *s, const char *sql, const struct params *p)
+{
+	int answered;
+
+	if (s->qn > 0) {
+		if (!q_inline(s, sql, p))
+			return NULL;
+		return q_send(s, true, &answered);
+	}
+	s->round_trips++;
+	if (s->trace > 1)
+		fprintf(stderr, "ri: pg: %.70s\n", sql);
+	return PQexecParams(s->conn, sql, p ? p->n : 0, NULL, p ? p->v : NULL, p ? p->len : NULL,
+	    p ? p->fmt : NULL, 0);
+}
+
+static bool
+res_ok(const PGresult *r)
+{
+	ExecStatusType t = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+
+	return t == PGRES_TUPLES_OK || t == PGRES_COMMAND_OK;
+}
+
+/* A statement whose result is not needed: OK or the failure code. */
+static int
+exec1(struct pg *s, int code, const char *what, const char *sql, const struct params *p)
+{
+	PGresult *r = run(s, sql, p);
+	int rc = res_ok(r) ? RI_ST_OK : db_fail(s, code, what, r);
+
+	PQclear(r);
+	return rc;
+}
+
+static bool
+g_null(const PGresult *r, int row, int col)
+{
+	return PQgetisnull(r, row, col);
+}
+
+static int64_t
+g_int(const PGresult *r, int row, int col)
+{
+	return strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+static ri_ms
+g_ms(const PGresult *r, int row, int col)
+{
+	return g_null(r, row, col) ? RI_NONE : g_int(r, row, col);
+}
+
+static char *
+g_dup(const PGresult *r, int row, int col)
+{
+	return g_null(r, row, col) ? NULL : ri_strdup(PQgetvalue(r, row, col));
+}
+
+/* A bytea column (text form "\x<hex>") of exactly n bytes, copied out. */
+static bool
+g_bytes(const PGresult *r, int row, int col, unsigned char *out, size_t n)
+{
+	const char *v;
+	size_t got = 0;
+
+	if (g_null(r, row, col))
+		return false;
+	v = PQgetvalue(r, row, col);
+	if (strncmp(v, "\\x", 2) != 0 || strlen(v + 2) != 2 * n)
+		return false;
+	return sodium_hex2bin(out, n, v + 2, 2 * n, NULL, &got, NULL) == 0 && got == n;
+}
+
+/* A bytea column of at most max bytes (tree nodes). */
+static bool
+g_bytes_var(const PGresult *r, int row, int col, unsigned char *out, size_t max, size_t *len)
+{
+	const char *v;
+	size_t hl;
+
+	if (g_null(r, row, col))
+		return false;
+	v = PQgetvalue(r, row, col);
+	if (strncmp(v, "\\x", 2) != 0 || (hl = strlen(v + 2)) % 2 != 0 || hl / 2 > max || hl == 0)
+		return false;
+	return sodium_hex2bin(out, max, v + 2, hl, NULL, len, NULL) == 0 && *len == hl / 2;
+}
+
+/* ---- connection and transactions ------------------------------------------ */
+
+/* The session's bounds (issue 13 item 4): no statement, lock wait or idle
+ * transaction of ours outlives the per-write budget, so a writer cut off
+ * mid-transaction leaves nothing locked past it, and a late COMMIT of a
+ * session the server already ended cannot land. */
+static int
+session_setup(struct pg *s)
+{
+	char sql[512];
+	PGresult *r;
+	int rc;
+
+	snprintf(sql, sizeof sql,
+	    "SET idle_in_transaction_session_timeout = %lld; SET lock_timeout = %lld;"
+	    " SET statement_timeout = %lld; SET synchronous_commit = on; SET client_encoding = 'UTF8';"
+	    " SET standard_conforming_strings = on;"
+	    " SET default_transaction_isolation = 'read committed'%s",
+	    (long long)s->budget, (long long)s->budget, (long long)s->budget,
+	    s->readonly ? "; SET default_transaction_read_only = on" : "");
+	s->round_trips++;
+	r = PQexec(s->conn, sql);
+	rc = res_ok(r) ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "session", r);
+	PQclear(r);
+	return rc;
+}
+
+/* A lost connection is re-made at the next operation (the read-back after
+ * a lost reply needs one). */
+static int
+connected(struct pg *s)
+{
+	if (PQstatus(s->conn) == CONNECTION_OK)
+		return RI_ST_OK;
+	s->in_tx = false;
+	PQreset(s->conn);
+	if (PQstatus(s->conn) != CONNECTION_OK)
+		return db_fail(s, RI_ST_UNAVAILABLE, "connect", NULL);
+	return session_setup(s);
+}
+
+/* The env clock seam: the session's transactions see the host's $RI_NOW
+ * as ri_clock() (set per transaction: RI_NOW is read per process). */
+static int
+clock_clause(struct pg *s, char *out, size_t n)
+{
+	ri_ms now;
+	ri_err e;
+
+	out[0] = '\0';
+	if (!s->cfg->clock_env)
+		return RI_ST_OK;
+	if (ri_now(s->cfg, &now, &e) != RI_OK)
+		return st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "%s", e.msg);
+	snprintf(out, n, "; SELECT set_config('ri.clock', '%lld', true)", (long long)now);
+	return RI_ST_OK;
+}
+
+/* The text that opens a transaction (a reconnect first when needed). */
+static int
+begin_sql(struct pg *s, bool write, bool long_read, char *sql, size_t n)
+{
+	char clk[96];
+	int rc;
+
+	ri_tree_cache_clear(&s->nodes);
+	s->nn = 0;
+	s->pre[0].valid = s->pre[1].valid = false;
+	if ((rc = connected(s)) != RI_ST_OK)
+		return rc;
+	if ((rc = clock_clause(s, clk, sizeof clk)) != RI_ST_OK)
+		return rc;
+	snprintf(sql, n, "BEGIN ISOLATION LEVEL %s%s%s",
+	    write ? "READ COMMITTED" : "REPEATABLE READ READ ONLY",
+	    long_read ? "; SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0" : "",
+	    clk);
+	return RI_ST_OK;
+}
+
+static int
+tx_begin(struct pg *s, bool write, bool long_read)
+{
+	char sql[256];
+	PGresult *r;
+	int rc;
+
+	if ((rc = begin_sql(s, write, long_read, sql, sizeof sql)) != RI_ST_OK)
+		return rc;
+	s->round_trips++;
+	r = PQexec(s->conn, sql);
+	rc = res_ok(r) ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "begin", r);
+	PQclear(r);
+	if (rc == RI_ST_OK)
+		s->in_tx = true;
+	return rc;
+}
+
+static void
+rollback(struct pg *s)
+{
+	if (s->in_tx && PQstatus(s->conn) == CONNECTION_OK) {
+		s->round_trips++;
+		PQclear(PQexec(s->conn, "ROLLBACK"));
+	}
+	s->in_tx = false;
+	s->nn = 0;
+	s->pre[0].valid = s->pre[1].valid = false;
+	q_clear(s);
+	s->qfailed = false;
+	ri_tree_cache_clear(&s->nodes);
+}
+
+/* keep the failing call's error over the rollback's */
+static void
+rollback_keep(struct pg *s)
+{
+	struct ri_store_error keep = s->err;
+
+	rollback(s);
+	s->err = keep;
+}
+
+/*
+ * COMMIT.  RI_ST_OK; RI_ST_FENCED when the server refused it at the
+ * deferred fence check (journal fence 3); RI_ST_LOST when it was sent and
+ * no answer came (the connection died: it may have landed); RI_ST_STEP3
+ * when the server refused it otherwise.
+ */
+static int
+commit(struct pg *s)
+{
+	PGresult *r;
+	int rc = RI_ST_OK;
+
+	/* every node a write changed was sent with the head (nodes_flush);
+	 * one left unsent would be a root the rows do not hold */
+	for (size_t i = 0; i < s->nn; i++)
+		if (s->nmap[i].dirty) {
+			rollback(s);
+			return st_fail(s, RI_ST_STEP2, 0, NULL, "internal: a tree node was not written");
+		}
+	ri_tree_cache_clear(&s->nodes);
+	s->nn = 0;
+	s->pre[0].valid = s->pre[1].valid = false;
+	if (s->qfailed) {
+		/* a deferred write failed and the server ran nothing after it */
+		rc = recode(s, RI_ST_STEP2);
+		rollback(s);
+		return rc;
+	}
+	if (s->qn > 0) {
+		/* the deferred writes and COMMIT, in one round trip */
+		int queued = s->qn, answered;
+		q_add(s, "COMMIT", 6);
+		r = q_send(s, true, &answered);
+		s->in_tx = false;
+		if (s->qfailed && PQstatus(s->conn) != CONNECTION_OK) {
+			/* the session died under the batch: whether COMMIT ran is
+			 * for the read-back to say, never assumed */
+			PQclear(r);
+			s->qfailed = false;
+			rc = db_fail(s, RI_ST_LOST, "commit sent, no reply", NULL);
+			s->in_tx = true;
+			rollback(s);
+			return rc;
+		}
+		if (s->qfailed) {
+			/* a write the server refused: it ran nothing after it, so
+			 * COMMIT never ran -- nothing landed */
+			rc = recode(s, RI_ST_STEP2);
+			s->in_tx = true;
+			rollback(s);
+			return rc;
+		}
+		if (r == NULL && answered < queued) {
+			/* no answer for the writes: COMMIT may or may not have run */
+			rc = db_fail(s, RI_ST_LOST, "commit sent, no reply", NULL);
+			s->in_tx = true;
+			rollback(s);
+			return rc;
+		}
+	} else {
+		s->round_trips++;
+		r = PQexec(s->conn, "COMMIT");
+		s->in_tx = false;
+	}
+	if (!res_ok(r)) {
+		const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+		if (state != NULL && strcmp(state, SQLSTATE_FENCE) == 0)
+			rc = db_fail(s, RI_ST_FENCED, "commit", r);
+		else if (state == NULL || PQstatus(s->conn) != CONNECTION_OK)
+			rc = db_fail(s, RI_ST_LOST, "commit sent, no reply", r);
+		else
+			rc = db_fail(s, RI_ST_STEP3, "commit", r);
+	}
+	PQclear(r);
+	return rc;
+}
+
+/* A read runs inside one snapshot unless a transaction is open already. */
+static int
+read_begin(struct pg *s, bool *began)
+{
+	*began = false;
+	if (s->in_tx)
+		return RI_ST_OK;
+	int rc = tx_begin(s, false, false);
+	*began = rc == RI_ST_OK;
+	return rc;
+}
+
+static void
+read_end(struct pg *s, bool began)
+{
+	if (began)
+		rollback(s);            /* read only: nothing to keep */
+}
+
+/* The instance's clock inside the open transaction (ri_clock()). */
+static int
+clock_now(struct pg *s, ri_ms *now)
+{
+	PGresult *r = run(s, "SELECT ri_clock()", NULL);
+	int rc = RI_ST_OK;
+
+	if (!res_ok(r) || PQntuples(r) != 1)
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "clock", r);
+	else
+		*now = g_int(r, 0, 0);
+	PQclear(r);
+	return rc;
+}
+
+/* ---- the journal head, the tree of scope heads, the witness ------------ */
+
+enum { SCOPE_ALL, SCOPE_ACT, SCOPE_INV };
+
+struct scope {
+	int type;
+	unsigned char key[RI_SCOPE_LEN];
+};
+
+static void
+scope_make(struct scope *sc, int type, const char *a, const char *b)
+{
+	sc->type = type;
+	if (type == SCOPE_ACT)
+		ri_scope_act(a, b, sc->key);
+	else if (type == SCOPE_INV)
+		ri_scope_inv(a, sc->key);
+	else
+		memset(sc->key, 0, sizeof sc->key);
+}
+
+static const char *
+scope_name(const struct scope *sc)
+{
+	return sc->type == SCOPE_ALL ? "the journal" : sc->type == SCOPE_ACT ? "the act" : "the invocation";
+}
+
+/* Stored hash of the record at seq (0 = the genesis). */
+static int
+hash_at(struct pg *s, int64_t seq, unsigned char out[RI_HASH_LEN])
+{
+	struct params p = { 0 };
+	PGresult *r;
+	int rc;
+
+	if (seq == 0) {
+		memcpy(out, s->genesis, RI_HASH_LEN);
+		return RI_ST_OK;
+	}
+	p_int(&p, seq);
+	r = run(s, "SELECT hash FROM records WHERE seq = $1", &p);
+	if (!res_ok(r))
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", r);
+	else if (PQntuples(r) == 1 && g_bytes(r, 0, 0, out, RI_HASH_LEN))
+		rc = RI_ST_OK;
+	else
+		rc = st_fail(s, RI_ST_INTEGRITY, seq, NULL,
+		    "journal integrity: record seq %lld is missing or has no hash (a deleted row)", (long long)seq);
+	PQclear(r);
+	return rc;
+}
+
+/* ---- the node map of a transaction -------------------------------------- */
+
+#define NMAP 128
+#define PREFETCH_DEPTH 12               /* a path of 16^11 scopes, in one statement */
+
+static struct pnode *
+nmap_find(struct pg *s, const unsigned char *id, size_t idlen)
+{
+	for (size_t i = 0; i < s->nn; i++)
+		if (s->nmap[i].idlen == idlen && memcmp(s->nmap[i].id, id, idlen) == 0)
+			return &s->nmap[i];
+	return NULL;
+}
+
+/* A slot for id: its own, a free one, or one that holds a fetched (not
+ * written) node; NULL when every slot holds a written node. */
+static struct pnode *
+nmap_slot(struct pg *s, const unsigned char *id, size_t idlen)
+{
+	struct pnode *e = nmap_find(s, id, idlen);
+
+	if (e != NULL)
+		return e;
+	if (s->nn < NMAP)
+		e = &s->nmap[s->nn++];
+	for (size_t i = 0; e == NULL && i < s->nn; i++)
+		if (!s->nmap[i].dirty)
+			e = &s->nmap[i];
+	if (e != NULL) {
+		memcpy(e->id, id, idlen);
+		e->idlen = idlen;
+		e->dirty = false;
+	}
+	return e;
+}
+
+/* The node ids of key's path, depth 0 .. PREFETCH_DEPTH - 1, as binary
+ * parameters from $first on: the SQL list "$first, ..., $last". */
+static void
+path_params(struct params *p, const unsigned char key[RI_SCOPE_LEN], unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX],
+    char *list, size_t n)
+{
+	size_t at = 0;
+
+	list[0] = '\0';
+	for (int d = 0; d < PREFETCH_DEPTH; d++) {
+		for (int i = 0; i < d; i++)
+			ids[d][i] = (unsigned char)(i % 2 == 0 ? key[i / 2] >> 4 : key[i / 2] & 0x0f);
+		at += (size_t)snprintf(list + at, n - at, "%s$%d", d ? ", " : "", p->n + 1);
+		p_bytes(p, ids[d], (size_t)d);
+	}
+}
+
+/* Record what a path fetch found: every id asked for is now known --
+ * present with its body, or absent -- unless the map holds it already. */
+static int
+path_absorb(struct pg *s, const PGresult *r, int idcol, unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX])
+{
+	bool seen[PREFETCH_DEPTH] = { false };
+
+	for (int i = 0; i < PQntuples(r); i++) {
+		unsigned char id[RI_NODE_ID_MAX], body[RI_NODE_MAX];
+		size_t idlen = 0, len;
+		struct pnode *e;
+
+		if (g_null(r, i, idcol))
+			continue;
+		if (strcmp(PQgetvalue(r, i, idcol), "\\x") != 0 &&
+		    !g_bytes_var(r, i, idcol, id, RI_NODE_ID_MAX, &idlen))
+			continue;
+		if (idlen >= PREFETCH_DEPTH)
+			continue;
+		if (!g_bytes_var(r, i, idcol + 1, body, RI_NODE_MAX, &len))
+			return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
+			    "journal integrity: a node of the scope heads' tree is malformed");
+		/* (rows of another path fetched in the same statement are
+		 * kept too, but say nothing of this path's absent nodes) */
+		if (memcmp(id, ids[idlen], idlen) == 0)
+			seen[idlen] = true;
+		if (nmap_find(s, id, idlen) != NULL || (e = nmap_slot(s, id, idlen)) == NULL)
+			continue;
+		memcpy(e->body, body, len);
+		e->len = len;
+		e->present = true;
+	}
+	for (int d = 0; d < PREFETCH_DEPTH; d++) {
+		struct pnode *e;
+		if (seen[d] || nmap_find(s, ids[d], (size_t)d) != NULL || (e = nmap_slot(s, ids[d], (size_t)d)) == NULL)
+			continue;
+		e->present = false;
+		e->len = 0;
+	}
+	return RI_ST_OK;
+}
+
+/* Fetch key's path in one statement (a lookup then costs no round trip). */
+static int
+prefetch(struct pg *s, const unsigned char key[RI_SCOPE_LEN])
+{
+	struct params p = { 0 };
+	unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX];
+	char list[256], sql[400];
+	PGresult *r;
+	int rc;
+
+	if (s->key == NULL || !s->in_tx)
+		return RI_ST_OK;
+	path_params(&p, key, ids, list, sizeof list);
+	snprintf(sql, sizeof sql, "SELECT id, body FROM nodes WHERE id IN (%s)", list);
+	r = run(s, sql, &p);
+	if (!res_ok(r))
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", r);
+	else
+		rc = path_absorb(s, r, 0, ids);
+	PQclear(r);
+	return rc;
+}
+
+/* Send every node the transaction changed, in one statement per 32. */
+static int
+nodes_flush(struct pg *s)
+{
+	for (;;) {
+		struct params p = { 0 };
+		struct pnode *batch[32];
+		char sql[2048];
+		size_t n = 0, at;
+		int rc;
+
+		for (size_t i = 0; i < s->nn && n < 32; i++)
+			if (s->nmap[i].dirty)
+				batch[n++] = &s->nmap[i];
+		if (n == 0)
+			return RI_ST_OK;
+		at = (size_t)snprintf(sql, sizeof sql, "INSERT INTO nodes(id, body) VALUES ");
+		for (size_t i = 0; i < n; i++) {
+			at += (size_t)snprintf(sql + at, sizeof sql - at, "%s($%d, $%d)", i ? ", " : "", p.n + 1, p.n + 2);
+			p_bytes(&p, batch[i]->id, batch[i]->idlen);
+			p_bytes(&p, batch[i]->body, batch[i]->len);
+		}
+		snprintf(sql + at, sizeof sql - at, " ON CONFLICT (id) DO UPDATE SET body = excluded.body");
+		if ((rc = defer_write(s, RI_ST_UNAVAILABLE, "write", sql, &p)) != RI_ST_OK)
+			return rc;
+		for (size_t i = 0; i < n; i++)
+			batch[i]->dirty = false;
+	}
+}
+
+/* The newest seq of a scope as the rows say it (0 when none), and the
+ * hash stored there (when hash is not NULL and there is one).  path: also
+ * fetch that key's path of the tree in the same statement. */
+static int
+scope_max(struct pg *s, int type, const char *a, const char *b, int64_t *out, unsigned char *hash, bool *has,
+    const unsigned char *path)
+{
+	struct params p = { 0 };
+	unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX];
+	char list[256], sql[700];
+	const char *q = type == SCOPE_ALL ? "SELECT seq, hash FROM records ORDER BY seq DESC LIMIT 1" :
+	    type == SCOPE_ACT ? "SELECT seq, hash FROM records WHERE kind = $1 AND act_key = $2"
+	    " ORDER BY seq DESC LIMIT 1" :
+	    "SELECT seq, hash FROM records WHERE invocation_id = $1 ORDER BY seq DESC LIMIT 1";
+	PGresult *r;
+	int rc = RI_ST_OK;
+
+	for (int i = 0; i < 2 && path != NULL; i++) {
+		struct prescope *ps = &s->pre[i];
+		if (ps->valid && ps->type == type && memcmp(ps->key, path, RI_SCOPE_LEN) == 0) {
+			ps->valid = false;
+			*out = ps->seq;
+			if (has != NULL)
+				*has = ps->has;
+			if (ps->has)
+				memcpy(hash, ps->hash, RI_HASH_LEN);
+			return RI_ST_OK;
+		}
+	}
+	if (type != SCOPE_ALL)
+		p_text(&p, a);
+	if (type == SCOPE_ACT)
+		p_text(&p, b);
+	if (path != NULL && s->key != NULL && s->in_tx) {
+		path_params(&p, path, ids, list, sizeof list);
+		snprintf(sql, sizeof sql, "SELECT seq, hash, NULL::bytea, NULL::bytea FROM (%s) r"
+		    " UNION ALL SELECT NULL, NULL, id, body FROM nodes WHERE id IN (%s)", q, list);
+		q = sql;
+	} else {
+		path = NULL;
+	}
+	r = run(s, q, &p);
+	if (!res_ok(r)) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", r);
+		PQclear(r);
+		return rc;
+	}
+	*out = 0;
+	if (has != NULL)
+		*has = false;
+	for (int i = 0; i < PQntuples(r); i++) {
+		if (g_null(r, i, 0))
+			continue;
+		*out = g_int(r, i, 0);
+		if (has != NULL)
+			*has = g_bytes(r, i, 1, hash, RI_HASH_LEN);
+	}
+	if (path != NULL)
+		rc = path_absorb(s, r, 2, ids);
+	PQclear(r);
+	return rc;
+}
+
+/* An append's act and invocation scopes: both newest rows and both paths
+ * of the tree in one statement (issue 13, round trips per append); the
+ * rows wait in s->pre for the two scope_max calls that follow. */
+static int
+scopes_prefetch(struct pg *s, const unsigned char act[RI_SCOPE_LEN], const char *kind, const char *act_key,
+    const unsigned char inv[RI_SCOPE_LEN], const char *invocation_id)
+{
+	struct params p = { 0 };
+	unsigned char ida[PREFETCH_DEPTH][RI_NODE_ID_MAX], idi[PREFETCH_DEPTH][RI_NODE_ID_MAX];
+	char la[256], li[256], sql[1200];
+	PGresult *r;
+	int rc = RI_ST_OK;
+
+	s->pre[0].valid = s->pre[1].valid = false;
+	if (s->key == NULL || !s->in_tx)
+		return RI_ST_OK;
+	p_text(&p, kind);
+	p_text(&p, act_key);
+	p_text(&p, invocation_id);
+	path_params(&p, act, ida, la, sizeof la);
+	path_params(&p, inv, idi, li, sizeof li);
+	snprintf(sql, sizeof sql,
+	    "SELECT 0, seq, hash, NULL::bytea, NULL::bytea FROM (SELECT seq, hash FROM records WHERE kind = $1"
+	    " AND act_key = $2 ORDER BY seq DESC LIMIT 1) a"
+	    " UNION ALL SELECT 1, seq, hash, NULL, NULL FROM (SELECT seq, hash FROM records"
+	    " WHERE invocation_id = $3 ORDER BY seq DESC LIMIT 1) i"
+	    " UNION ALL SELECT 2, NULL, NULL, id, body FROM nodes WHERE id IN (%s, %s)", la, li);
+	r = run(s, sql, &p);
+	if (!res_ok(r)) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", r);
+		PQclear(r);
+		return rc;
+	}
+	for (int k = 0; k < 2; k++) {
+		struct prescope *ps = &s->pre[k];
+		ps->type = k == 0 ? SCOPE_ACT : SCOPE_INV;
+		memcpy(ps->key, k == 0 ? act : inv, RI_SCOPE_LEN);
+		ps->seq = 0;
+		ps->has = false;
+	}
+	for (int i = 0; i < PQntuples(r); i++) {
+		int64_t which = g_int(r, i, 0);
+		if (which > 1 || g_null(r, i, 1))
+			continue;
+		s->pre[which].seq = g_int(r, i, 1);
+		s->pre[which].has = g_bytes(r, i, 2, s->pre[which].hash, RI_HASH_LEN);
+	}
+	if ((rc = path_absorb(s, r, 3, ida)) == RI_ST_OK && (rc = path_absorb(s, r, 3, idi)) == RI_ST_OK)
+		s->pre[0].valid = s->pre[1].valid = true;
+	PQclear(r);
+	return rc;
+}
+
+/* The node store of the tree (heads.h). */
+static int
+node_get(void *ctx, const unsigned char *id, size_t idlen, unsigned char body[RI_NODE_MAX], size_t *len)
+{
+	struct pg *s = ctx;
+	struct params p = { 0 };
+	struct pnode *e = nmap_find(s, id, idlen);
+	PGresult *r;
+	int rc;
+
+	if (e != NULL) {
+		if (!e->present)
+			return RI_ST_NOT_KNOWN;
+		memcpy(body, e->body, e->len);
+		*len = e->len;
+		return RI_ST_OK;
+	}
+	p_bytes(&p, id, idlen);
+	r = run(s, "SELECT body FROM nodes WHERE id = $1", &p);
+	if (!res_ok(r))
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", r);
+	else if (PQntuples(r) == 0)
+		rc = RI_ST_NOT_KNOWN;
+	else if (!g_bytes_var(r, 0, 0, body, RI_NODE_MAX, len))
+		rc = st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a node of the scope heads' tree is malformed");
+	else
+		rc = RI_ST_OK;
+	PQclear(r);
+	return rc;
+}
+
+static int
+node_put(void *ctx, const unsigned char *id, size_t idlen, const unsigned char *body, size_t len)
+{
+	struct pg *s = ctx;
+	struct params p = { 0 };
+	struct pnode *e = len <= RI_NODE_MAX ? nmap_slot(s, id, idlen) : NULL;
+
+	if (e != NULL) {
+		/* sent with the head, by nodes_flush */
+		memcpy(e->body, body, len);
+		e->len = len;
+		e->present = e->dirty = true;
+		return RI_ST_OK;
+	}
+	p_bytes(&p, id, idlen);
+	p_bytes(&p, body, len);
+	return exec1(s, RI_ST_UNAVAILABLE, "write", "INSERT INTO nodes(id, body) VALUES ($1, $2)"
+	    " ON CONFLICT (id) DO UPDATE SET body = excluded.body", &p);
+}
+
+static int
+tree_get(struct pg *s, const struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], bool *present,
+    struct ri_leaf *leaf)
+{
+	struct ri_tree_io io = { s, node_get, node_put, &s->nodes };
+	char why[256] = "";
+	int rc = ri_tree_get(&io, jh->root, key, present, leaf, why, sizeof why);
+
+	if (rc == RI_ST_INTEGRITY && why[0] != '\0')
+		return st_fail(s, rc, 0, NULL, "journal integrity: %s", why);
+	return rc;
+}
+
+static int
+tree_put(struct pg *s, struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], int64_t seq,
+    const unsigned char hash[RI_HASH_LEN])
+{
+	struct ri_tree_io io = { s, node_get, node_put, &s->nodes };
+	struct ri_leaf leaf = { .last_seq = seq };
+	char why[256] = "";
+	int rc;
+
+	memcpy(leaf.hash, hash, RI_HASH_LEN);
+	rc = ri_tree_put(&io, jh->root, key, &leaf, why, sizeof why);
+	if (rc == RI_ST_INTEGRITY && why[0] != '\0')
+		return st_fail(s, rc, 0, NULL, "journal integrity: %s", why);
+	return rc;
+}
+
+/*
+ * The head row, read (and locked: lock) with what judging it needs in the
+ * same round trip -- the rows' newest seq, the hash at the head's seq, the
+ * hash at the witness's seq -- and the instance clock.
+ */
+struct head_read {
+	struct ri_jhead h;
+	unsigned char mac[RI_HASH_LEN], last_hash[RI_HASH_LEN], anchor_hash[RI_HASH_LEN];
+	bool present, shaped, has_last, has_anchor;
+	int64_t rows;
+	ri_ms now;
+};
+
+/*
+ * begin: open the transaction in the same round trip (a write: READ
+ * COMMITTED).  lock: take the head row's lock first -- the lock every
+ * writer takes before any other (the lock order, top of file) -- in a
+ * statement of its own: under READ COMMITTED a statement that waited for
+ * a row lock re-reads that row but keeps its snapshot for everything else,
+ * so the head and the records it names must be read by the NEXT statement,
+ * whose snapshot holds every transaction committed before the lock was
+ * granted.  One simple-query string, one round trip; the anchor seq is an
+ * integer of ours, printed in.
+ */
+static int
+jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
+{
+	char sql[1024], open[256] = "";
+	PGresult *r;
+	int rc = RI_ST_OK;
+
+	memset(hr, 0, sizeof *hr);
+	if (begin && (rc = begin_sql(s, true, false, open, sizeof open - 2)) != RI_ST_OK)
+		return rc;
+	if (begin)
+		strcat(open, "; ");
+	snprintf(sql, sizeof sql, "%s%s"
+	    "SELECT h.last_seq, h.root, h.open_count, h.open_acc, h.sealed_seq, h.grants, h.mac,"
+	    " (SELECT max(seq) FROM records), (SELECT hash FROM records WHERE seq = h.last_seq),"
+	    " (SELECT hash FROM records WHERE seq = %lld), ri_clock(),"
+	    " (SELECT recorded_at FROM records WHERE seq = h.last_seq) FROM heads h WHERE h.id = 1",
+	    open, lock ? "SELECT 1 FROM heads WHERE id = 1 FOR UPDATE; " : "",
+	    (long long)(s->anchored ? s->anchor_seq : 0));
+	s->round_trips++;
+	if (begin)
+		s->in_tx = true;        /* even should a later statement fail: rolled back */
+	r = PQexec(s->conn, sql);
+	if (!res_ok(r)) {
+		rc = db_fail(s, lock ? RI_ST_STEP2 : RI_ST_UNAVAILABLE, "journal head", r);
+		PQclear(r);
+		return rc;
+	}
+	if (PQntuples(r) == 1) {
+		hr->present = true;
+		hr->shaped = !g_null(r, 0, 0) && g_bytes(r, 0, 1, hr->h.root, RI_HASH_LEN) &&
+		    !g_null(r, 0, 2) && g_bytes(r, 0, 3, hr->h.open_acc, RI_HASH_LEN) &&
+		    !g_null(r, 0, 4) && !g_null(r, 0, 5) && g_bytes(r, 0, 6, hr->mac, RI_HASH_LEN);
+		hr->h.last_seq = g_int(r, 0, 0);
+		hr->h.open_count = g_int(r, 0, 2);
+		hr->h.sealed_seq = g_int(r, 0, 4);
+		hr->h.grants = g_int(r, 0, 5);
+		hr->rows = g_null(r, 0, 7) ? 0 : g_int(r, 0, 7);
+		hr->has_last = g_bytes(r, 0, 8, hr->last_hash, RI_HASH_LEN);
+		hr->has_anchor = g_bytes(r, 0, 9, hr->anchor_hash, RI_HASH_LEN);
+		hr->now = g_int(r, 0, 10);
+		s->last_at = g_null(r, 0, 11) ? RI_NONE : g_int(r, 0, 11);
+		if (hr->h.last_seq == 0) {
+			memcpy(hr->last_hash, s->genesis, RI_HASH_LEN);
+			hr->has_last = true;
+		}
+	}
+	PQclear(r);
+	if (!hr->present) {
+		ri_ms now;
+		int64_t rows;
+		if ((rc = clock_now(s, &now)) != RI_ST_OK ||
+		    (rc = scope_max(s, SCOPE_ALL, NULL, NULL, &rows, NULL, NULL, NULL)) != RI_ST_OK)
+			return rc;
+		hr->now = now;
+		hr->rows = rows;
+	}
+	return RI_ST_OK;
+}
+
+static int
+jhead_fetch(struct pg *s, bool lock, struct head_read *hr)
+{
+	return jhead_fetch_tx(s, false, lock, hr);
+}
+
+/*
+ * The verified journal head (see store_sqlite.c's jhead_get: the same
+ * judgement).  now: the instance clock in the same round trip (may be
+ * NULL).
+ */
+static int
+jhead_get_at(struct pg *s, bool lock, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN], ri_ms *now)
+{
+	struct head_read hr;
+	unsigned char want[RI_HASH_LEN];
+	int rc;
+
+	/* lock: a write's first round trip, which opens its transaction */
+	if ((rc = jhead_fetch_tx(s, lock, lock, &hr)) != RI_ST_OK)
+		return rc;
+	if (now != NULL)
+		*now = hr.now;
+	if (s->key == NULL) {
+		memset(h, 0, sizeof *h);
+		h->last_seq = hr.rows;
+		if ((rc = hash_at(s, hr.rows, last_hash)) != RI_ST_OK)
+			return rc;
+	} else {
+		if (!hr.present)
+			return st_fail(s, RI_ST_INTEGRITY, hr.rows, NULL,
+			    "journal integrity: the journal head is missing (a head row deleted)");
+		if (!hr.shaped)
+			return st_fail(s, RI_ST_INTEGRITY, hr.rows, NULL, "journal integrity: the journal head is malformed");
+		*h = hr.h;
+		if (!hr.has_last)
+			return st_fail(s, RI_ST_INTEGRITY, h->last_seq, NULL,
+			    "journal integrity: the journal's newest record (seq %lld) is missing (deleted rows)",
+			    (long long)h->last_seq);
+		memcpy(last_hash, hr.last_hash, RI_HASH_LEN);
+		ri_jhead_mac(s->key, s->keylen, s->instance_id, h, last_hash, want);
+		if (sodium_memcmp(want, hr.mac, RI_HASH_LEN) != 0)
+			return st_fail(s, RI_ST_INTEGRITY, h->last_seq, NULL,
+			    "journal integrity: the journal head (seq %lld) fails its MAC", (long long)h->last_seq);
+		if (hr.rows != h->last_seq)
+			return st_fail(s, RI_ST_INTEGRITY, hr.rows, NULL,
+			    "journal integrity: the journal ends at seq %lld but its authenticated head is seq %lld"
+			    " (the tail was truncated or extended)", (long long)hr.rows, (long long)h->last_seq);
+	}
+#ifndef RI_NC_NO_WITNESS_CHECK
+	if (s->anchored) {
+		if (h->last_seq < s->anchor_seq)
+			return st_fail(s, RI_ST_INTEGRITY, h->last_seq, NULL,
+			    "journal integrity: the journal ends at seq %lld, behind its witness (seq %lld):"
+			    " it was rolled back or restored (ri(7): restoring a journal)",
+			    (long long)h->last_seq, (long long)s->anchor_seq);
+		if (s->anchor_seq > 0 && (!hr.has_anchor || sodium_memcmp(hr.anchor_hash, s->anchor_hash, RI_HASH_LEN) != 0))
+			return st_fail(s, RI_ST_INTEGRITY, s->anchor_seq, NULL,
+			    "journal integrity: the record at seq %lld is not the one the witness names:"
+			    " the journal was rewritten behind its seal, or is another journal",
+			    (long long)s->anchor_seq);
+	}
+#endif
+	return RI_ST_OK;
+}
+
+static int
+jhead_get(struct pg *s, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN])
+{
+	return jhead_get_at(s, false, h, last_hash, NULL);
+}
+
+static int
+jhead_set(struct pg *s, const struct ri_jhead *h, const unsigned char last_hash[RI_HASH_LEN])
+{
+	struct params p = { 0 };
+	unsigned char mac[RI_HASH_LEN];
+	int rc;
+
+	if ((rc = nodes_flush(s)) != RI_ST_OK)
+		return rc;
+	ri_jhead_mac(s->key, s->keylen, s->instance_id, h, last_hash, mac);
+	p_int(&p, h->last_seq);
+	p_bytes(&p, h->root, RI_HASH_LEN);
+	p_int(&p, h->open_count);
+	p_bytes(&p, h->open_acc, RI_HASH_LEN);
+	p_int(&p, h->sealed_seq);
+	p_int(&p, h->grants);
+	p_bytes(&p, mac, RI_HASH_LEN);
+	/* deferred: the head row was read under FOR UPDATE in this
+	 * transaction (write_begin), so it is there when this lands */
+	return defer_write(s, RI_ST_UNAVAILABLE, "write", "UPDATE heads SET last_seq = $1, root = $2,"
+	    " open_count = $3, open_acc = $4, sealed_seq = $5, grants = $6, mac = $7 WHERE id = 1", &p);
+}
+
+/* The verified head of a scope under a verified journal head (see
+ * store_sqlite.c's scope_head: the same judgement). */
+static int
+scope_head(struct pg *s, const struct ri_jhead *jh, const struct scope *sc, const char *a, const char *b,
+    int64_t *last)
+{
+	struct ri_leaf leaf;
+	unsigned char h[RI_HASH_LEN];
+	int64_t rows = 0;
+	bool present, has;
+	int rc;
+
+	if (sc->type == SCOPE_ALL) {
+		*last = jh->last_seq;
+		return RI_ST_OK;
+	}
+	if ((rc = scope_max(s, sc->type, a, b, &rows, h, &has, sc->key)) != RI_ST_OK)
+		return rc;
+	if (s->key == NULL) {
+		*last = rows;
+		return RI_ST_OK;
+	}
+	if ((rc = tree_get(s, jh, sc->key, &present, &leaf)) != RI_ST_OK) {
+		if (rc == RI_ST_INTEGRITY)
+			s->err.seq = rows != 0 ? rows : jh->last_seq;
+		return rc;
+	}
+	if (!present) {
+		if (rows != 0)
+			return st_fail(s, RI_ST_INTEGRITY, rows, NULL,
+			    "journal integrity: %s has records (seq %lld) but no authenticated head", scope_name(sc),
+			    (long long)rows);
+		*last = 0;
+		return RI_ST_OK;
+	}
+	if (rows != leaf.last_seq)
+		return st_fail(s, RI_ST_INTEGRITY, leaf.last_seq, NULL,
+		    "journal integrity: %s ends at seq %lld but its authenticated head is seq %lld"
+		    " (its records were deleted, moved or re-typed)", scope_name(sc), (long long)rows,
+		    (long long)leaf.last_seq);
+	if (!has || sodium_memcmp(h, leaf.hash, RI_HASH_LEN) != 0)
+		return st_fail(s, RI_ST_INTEGRITY, leaf.last_seq, NULL,
+		    "journal integrity: the newest record of %s (seq %lld) is not the one its head names",
+		    scope_name(sc), (long long)leaf.last_seq);
+	*last = leaf.last_seq;
+	return RI_ST_OK;
+}
+
+static int
+head_get(struct pg *s, const struct scope *sc, const char *a, const char *b, int64_t *last)
+{
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN];
+	int rc;
+
+	if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK)
+		return rc;
+	return scope_head(s, &jh, sc, a, b, last);
+}
+
+/* ---- rows ------------------------------------------------------------------- */
+
+/* One row (REC_COLS, text form) decoded: PostgreSQL types every column, so
+ * what is left to check is each value's size and presence. */
+static void
+load_row(const PGresult *res, int i, struct ri_record *r, struct ri_raw *w)
+{
+	memset(r, 0, sizeof *r);
+	memset(w, 0, sizeof *w);
+	r->seq = g_int(res, i, 0);
+	snprintf(r->event_id, sizeof r->event_id, "%s", PQgetvalue(res, i, 1));
+	r->action_ref = g_dup(res, i, 2);
+	r->kind = g_dup(res, i, 3);
+	r->act_key = g_dup(res, i, 4);
+	r->invocation_id = g_dup(res, i, 5);
+	r->actor_ref = g_dup(res, i, 6);
+	snprintf(r->attestation_id, sizeof r->attestation_id, "%s", PQgetvalue(res, i, 7));
+	r->recorded_at = g_int(res, i, 8);
+	r->retention_until = g_ms(res, i, 9);
+	r->role = (int)g_int(res, i, 10);
+	w->act_prev = g_int(res, i, 11);
+	w->inv_prev = g_int(res, i, 12);
+	w->payload_text = g_dup(res, i, 13);
+	w->has_salt = !g_null(res, i, 14);
+	w->shapes_ok = strlen(PQgetvalue(res, i, 1)) <= RI_ID_LEN && strlen(PQgetvalue(res, i, 7)) <= RI_ID_LEN &&
+	    r->action_ref && r->kind && r->act_key && r->actor_ref &&
+	    (!w->has_salt || g_bytes(res, i, 14, w->salt, RI_SALT_LEN)) &&
+	    g_bytes(res, i, 15, w->digest, RI_HASH_LEN) && g_bytes(res, i, 16, w->hash, RI_HASH_LEN) &&
+	    g_bytes(res, i, 17, w->mac, RI_HASH_LEN);
+	w->shapes_ok = w->shapes_ok && r->role >= 0 && r->role <= RI_ROLE_MAX &&
+	    ri_vocab_role_fits(r->action_ref, r->role);
+	if (!w->shapes_ok)
+		g_bytes(res, i, 16, w->hash, RI_HASH_LEN);
+}
+
+static int
+verify_row(struct pg *s, struct ri_record *r, struct ri_raw *w, const unsigned char prev[RI_HASH_LEN], ri_ms now)
+{
+	const char *why = ri_raw_verify(s->instance_id, s->key, s->keylen, r, w, prev, now);
+
+	if (why != NULL)
+		return st_fail(s, RI_ST_INTEGRITY, r->seq, r->event_id,
+		    "journal integrity: record seq %lld (%s) fails verification: %s",
+		    (long long)r->seq, r->event_id, why);
+	return RI_ST_OK;
+}
+
+/* ---- read_record ------------------------------------------------------- */
+
+static int
+pg_read_record(struct ri_store *base, const char *event_id, struct ri_record *out)
+{
+	struct pg *s = (struct pg *)base;
+	struct params p = { 0 };
+	struct ri_raw w;
+	unsigned char prev[RI_HASH_LEN];
+	PGresult *r = NULL;
+	bool began;
+	ri_ms now;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	err_clear(s);
+	if ((rc = read_begin(s, &began)) != RI_ST_OK)
+		return rc;
+	if ((rc = clock_now(s, &now)) != RI_ST_OK)
+		goto out;
+	p_text(&p, event_id);
+	r = run(s, "SELECT " REC_COLS " FROM records WHERE event_id = $1", &p);
+	if (!res_ok(r)) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", r);
+		goto out;
+	}
+	if (PQntuples(r) == 0) {
+		rc = st_fail(s, RI_ST_NOT_KNOWN, 0, event_id, "no record %s", event_id);
+		goto out;
+	}
+	load_row(r, 0, out, &w);
+	if ((rc = hash_at(s, out->seq - 1, prev)) != RI_ST_OK) {
+		free(w.payload_text);
+		goto out;
+	}
+	if ((rc = verify_row(s, out, &w, prev, now)) != RI_ST_OK)
+		goto out;
+	/* the journal's own head must stand, so a truncated tail is seen */
+	struct scope sc;
+	int64_t last;
+	scope_make(&sc, SCOPE_ALL, NULL, NULL);
+	if ((rc = head_get(s, &sc, NULL, NULL, &last)) != RI_ST_OK)
+		goto out;
+	rc = out->purged ? RI_ST_PURGED : RI_ST_OK;
+out:
+	PQclear(r);
+	read_end(s, began);
+	if (rc != RI_ST_OK && rc != RI_ST_PURGED)
+		ri_record_clear(out);
+	return rc;
+}
+
+/* ---- range read ---------------------------------------------------------- */
+
+static void
+push_record(struct ri_records *rs, size_t *cap, struct ri_record *r)
+{
+	if (rs->n == *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		rs->v = realloc(rs->v, *cap * sizeof *rs->v);
+		if (rs->v == NULL)
+			abort();
+	}
+	rs->v[rs->n++] = *r;
+}
+
+/* The range read of store_sqlite.c (Capability requirement 1-3), the same
+ * walk of the scope's back pointers. */
+static int
+pg_range_read(struct ri_store *base, const struct ri_query *q, struct ri_records *out)
+{
+	struct pg *s = (struct pg *)base;
+	struct scope sc;
+	struct params p = { 0 };
+	PGresult *res = NULL;
+	char sql[512];
+	size_t limit = q->limit ? q->limit : PAGE_DEFAULT, cap = 0;
+	int64_t head = 0, expect_prev = 0;
+	bool began;
+	ri_ms now;
+	int rc, n = 1;
+
+	memset(out, 0, sizeof *out);
+	if (limit > PAGE_MAX || q->from < 0 || (q->kind == NULL) != (q->act_key == NULL) ||
+	    (q->kind != NULL && q->invocation_id != NULL) || q->action_ref != NULL)
+		return st_fail(s, RI_ST_INVALID_QUERY, 0, NULL,
+		    "invalid range query (page size 1..%d; one filter: an invocation or an act)", PAGE_MAX);
+	if (q->invocation_id != NULL)
+		scope_make(&sc, SCOPE_INV, q->invocation_id, NULL);
+	else if (q->kind != NULL)
+		scope_make(&sc, SCOPE_ACT, q->kind, q->act_key);
+	else
+		scope_make(&sc, SCOPE_ALL, NULL, NULL);
+	if (q->trusted && !s->in_tx)
+		return st_fail(s, RI_ST_INVALID_QUERY, 0, NULL, "a trusted read outside a traversal");
+	if ((rc = read_begin(s, &began)) != RI_ST_OK)
+		return rc;
+	if ((rc = clock_now(s, &now)) != RI_ST_OK)
+		goto out;
+	if (q->trusted)
+		head = INT64_MAX;
+	else if ((rc = head_get(s, &sc, sc.type == SCOPE_INV ? q->invocation_id : q->kind, q->act_key,
+	    &head)) != RI_ST_OK)
+		goto out;
+	bool desc = q->descending;
+	int64_t from = q->from;
+	if (desc && (from == 0 || from > head))
+		from = head;
+	if (!desc && from < 1)
+		from = 1;
+	snprintf(sql, sizeof sql, "SELECT " REC_COLS " FROM records WHERE seq %s $1%s ORDER BY seq %s LIMIT $%d",
+	    desc ? "<=" : ">=",
+	    sc.type == SCOPE_INV ? " AND invocation_id = $2" :
+	    sc.type == SCOPE_ACT ? " AND kind = $2 AND act_key = $3" : "",
+	    desc ? "DESC" : "ASC", sc.type == SCOPE_INV ? 3 : sc.type == SCOPE_ACT ? 4 : 2);
+	p_int(&p, from);
+	if (sc.type == SCOPE_INV)
+		p_text(&p, q->invocation_id);
+	if (sc.type == SCOPE_ACT) {
+		p_text(&p, q->kind);
+		p_text(&p, q->act_key);
+	}
+	p_int(&p, (int64_t)limit + 1);
+	res = run(s, sql, &p);
+	if (!res_ok(res)) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", res);
+		goto out;
+	}
+	if (desc)
+		expect_prev = from;
+	n = PQntuples(res);
+	for (int i = 0; i < n; i++) {
+		struct ri_record r;
+		struct ri_raw w;
+		unsigned char prev[RI_HASH_LEN];
+		int vr;
+
+		if (desc && out->n > 0 && expect_prev == 0) {
+			rc = st_fail(s, RI_ST_INTEGRITY, g_int(res, i, 0), NULL,
+			    "journal integrity: a row (seq %lld) of %s lies below its first record",
+			    (long long)g_int(res, i, 0), scope_name(&sc));
+			goto out;
+		}
+		if (out->n == limit) {
+			out->more = true;
+			break;
+		}
+		load_row(res, i, &r, &w);
+		int64_t link = sc.type == SCOPE_ACT ? w.act_prev : sc.type == SCOPE_INV ? w.inv_prev : r.seq - 1;
+		if (q->trusted) {
+			ri_raw_trusted(&r, &w);
+			expect_prev = link;
+			push_record(out, &cap, &r);
+			continue;
+		}
+		if (!desc) {
+			bool ok = out->n == 0 ? link < from : link == out->v[out->n - 1].seq;
+			if (!ok) {
+				free(w.payload_text);
+				rc = st_fail(s, RI_ST_INTEGRITY, r.seq, r.event_id,
+				    "journal integrity: a record of %s before seq %lld (%s) is missing (deleted rows)",
+				    scope_name(&sc), (long long)r.seq, r.event_id);
+				ri_record_clear(&r);
+				goto out;
+			}
+		} else if (r.seq != expect_prev) {
+			free(w.payload_text);
+			rc = st_fail(s, RI_ST_INTEGRITY, expect_prev, NULL,
+			    "journal integrity: record seq %lld of %s is missing (deleted rows)",
+			    (long long)expect_prev, scope_name(&sc));
+			ri_record_clear(&r);
+			goto out;
+		}
+		if ((vr = hash_at(s, r.seq - 1, prev)) != RI_ST_OK || (vr = verify_row(s, &r, &w, prev, now)) != RI_ST_OK) {
+			free(w.payload_text);
+			ri_record_clear(&r);
+			rc = vr;
+			goto out;
+		}
+		expect_prev = link;
+		push_record(out, &cap, &r);
+	}
+	rc = RI_ST_OK;
+	if (q->trusted) {
+		out->next = !desc ? (out->n ? out->v[out->n - 1].seq + 1 : from) : expect_prev;
+	} else if (!desc) {
+		out->next = out->n ? out->v[out->n - 1].seq + 1 : from;
+		if (!out->more && head >= from && (out->n == 0 || out->v[out->n - 1].seq != head))
+			rc = st_fail(s, RI_ST_INTEGRITY, head, NULL,
+			    "journal integrity: %s's head is seq %lld but the read ended before it (deleted rows)",
+			    scope_name(&sc), (long long)head);
+	} else {
+		out->next = expect_prev;
+		if (!out->more && expect_prev != 0)
+			rc = st_fail(s, RI_ST_INTEGRITY, expect_prev, NULL,
+			    "journal integrity: record seq %lld of %s is missing (deleted rows)",
+			    (long long)expect_prev, scope_name(&sc));
+	}
+out:
+	PQclear(res);
+	read_end(s, began);
+	if (rc != RI_ST_OK)
+		ri_records_clear(out);
+	return rc;
+}
+
+/* ---- open intents (derived index) ---------------------------------------- */
+
+/* Every row of the index, checked whole against the head's count and
+ * accumulator (heads.h), filtered after the check. */
+static int
+open_scan(struct pg *s, const struct ri_jhead *jh, const char *kind, const char *act_key, ri_ms aged_by,
+    struct ri_open_intent **out, size_t *n)
+{
+	unsigned char acc[RI_HASH_LEN] = { 0 }, elem[RI_HASH_LEN];
+	size_t cap = 0;
+	int64_t count = 0;
+	PGresult *r;
+	int rc = RI_ST_OK;
+
+	r = run(s, "SELECT invocation_id, seq, kind, act_key, event_id, recorded_at FROM open_intents ORDER BY seq",
+	    NULL);
+	if (!res_ok(r)) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", r);
+		PQclear(r);
+		return rc;
+	}
+	for (int i = 0; i < PQntuples(r); i++) {
+		const char *inv = PQgetvalue(r, i, 0), *k = PQgetvalue(r, i, 2), *ak = PQgetvalue(r, i, 3);
+		const char *ev = PQgetvalue(r, i, 4);
+		int64_t seq = g_int(r, i, 1), at = g_int(r, i, 5);
+
+		ri_open_elem(inv, seq, k, ak, ev, at, elem);
+		ri_acc_xor(acc, elem);
+		count++;
+		if (out == NULL || (kind != NULL && strcmp(k, kind) != 0) ||
+		    (act_key != NULL && strcmp(ak, act_key) != 0) || (aged_by != RI_NONE && at > aged_by))
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			*out = realloc(*out, cap * sizeof **out);
+			if (*out == NULL)
+				abort();
+		}
+		struct ri_open_intent *o = &(*out)[(*n)++];
+		o->seq = seq;
+		o->kind = ri_strdup(k);
+		o->act_key = ri_strdup(ak);
+		o->invocation_id = ri_strdup(inv);
+		o->event_id = ri_strdup(ev);
+		o->recorded_at = at;
+	}
+	PQclear(r);
+	if (s->key != NULL && (count != jh->open_count || sodium_memcmp(acc, jh->open_acc, RI_HASH_LEN) != 0))
+		rc = st_fail(s, RI_ST_INTEGRITY, 0, NULL,
+		    "journal integrity: the open-intents index (%lld rows) disagrees with its authenticated"
+		    " accumulator (%lld open intents): a row was deleted, added or altered"
+		    " (after investigating, ri-sweep --rebuild)", (long long)count, (long long)jh->open_count);
+	return rc;
+}
+
+static int
+pg_open_intents(struct ri_store *base, const char *kind, const char *act_key, ri_ms aged_by,
+    struct ri_open_intent **out, size_t *n)
+{
+	struct pg *s = (struct pg *)base;
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN];
+	bool began;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if ((rc = read_begin(s, &began)) != RI_ST_OK)
+		return rc;
+	if ((rc = jhead_get(s, &jh, lh)) == RI_ST_OK)
+		rc = open_scan(s, &jh, kind, act_key, aged_by, out, n);
+	read_end(s, began);
+	if (rc != RI_ST_OK) {
+		ri_open_intents_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+/* ---- actors, leases, the fence ------------------------------------------------ */
+
+static bool
+valid_ref(const char *v, int64_t cap)
+{
+	return v != NULL && *v != '\0' && (int64_t)strlen(v) <= cap;
+}
+
+static void
+cred_hash(struct pg *s, const char *cred, unsigned char out[32])
+{
+	crypto_generichash(out, 32, (const unsigned char *)cred, strlen(cred), s->cred_key, sizeof s->cred_key);
+}
+
+struct actor_row {
+	int service;
+	unsigned char cred_hash[32];
+	ri_ms created, revoked;
+	int64_t reg_seq;
+};
+
+/* An actor's registry row, verified as store_sqlite.c's actor_get does:
+ * MACed, and bound to the newest registry record of its scope. */
+static int
+actor_get(struct pg *s, const struct ri_jhead *jh, const char *actor, struct actor_row *row, bool *exists)
+{
+	struct params p = { 0 };
+	unsigned char mac[RI_HASH_LEN], calc[RI_HASH_LEN];
+	struct scope sc;
+	struct ri_leaf leaf;
+	bool present;
+	PGresult *r;
+	int rc;
+
+	*exists = false;
+	p_text(&p, actor);
+	r = run(s, "SELECT service, cred_hash, created_at, revoked_at, reg_seq, mac FROM actors WHERE actor_ref = $1",
+	    &p);
+	if (!res_ok(r)) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "actor read", r);
+		PQclear(r);
+		return rc;
+	}
+	if (PQntuples(r) == 1) {
+		bool ok = g_bytes(r, 0, 1, row->cred_hash, 32) && g_bytes(r, 0, 5, mac, RI_HASH_LEN);
+		row->service = (int)g_int(r, 0, 0);
+		row->created = g_int(r, 0, 2);
+		row->revoked = g_ms(r, 0, 3);
+		row->reg_seq = g_int(r, 0, 4);
+		PQclear(r);
+		if (!ok)
+			return st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: actor %s is malformed", actor);
+		*exists = true;
+	} else {
+		PQclear(r);
+	}
+	if (s->key == NULL)
+		return RI_ST_OK;
+	if (*exists) {
+		ri_actor_mac(s->key, s->keylen, s->instance_id, actor, row->service, row->cred_hash, row->created,
+		    row->revoked, row->reg_seq, calc);
+		if (sodium_memcmp(calc, mac, RI_HASH_LEN) != 0)
+			return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
+			    "journal integrity: actor %s fails its MAC (the registry was altered)", actor);
+	}
+	scope_make(&sc, SCOPE_ACT, "audit", actor);
+	if ((rc = prefetch(s, sc.key)) != RI_ST_OK || (rc = tree_get(s, jh, sc.key, &present, &leaf)) != RI_ST_OK)
+		return rc;
+	if (*exists && (!present || leaf.last_seq != row->reg_seq))
+		return st_fail(s, RI_ST_INTEGRITY, present ? leaf.last_seq : 0, NULL,
+		    "journal integrity: actor %s's registry row is bound to seq %lld but its newest registry"
+		    " record is seq %lld (an older row replayed)", actor, (long long)row->reg_seq,
+		    (long long)(present ? leaf.last_seq : 0));
+	if (!*exists && present)
+		return st_fail(s, RI_ST_INTEGRITY, leaf.last_seq, NULL,
+		    "journal integrity: actor %s has registry records (seq %lld) but no registry row (deleted)",
+		    actor, (long long)leaf.last_seq);
+	return RI_ST_OK;
+}
+
+static int
+check_credential(struct pg *s, const struct ri_jhead *jh, const char *actor, const char *cred, ri_ms now,
+    struct ri_actor *who)
+{
+	struct actor_row row;
+	unsigned char have[32];
+	bool exists;
+	int rc;
+
+	if ((rc = actor_get(s, jh, actor, &row, &exists)) != RI_ST_OK)
+		return rc == RI_ST_UNAVAILABLE ? recode(s, RI_ST_STEP2) : rc;
+	if (!exists)
+		return st_fail(s, RI_ST_INVALID_CREDENTIAL, 0, NULL, "actor %s is not registered", actor);
+	cred_hash(s, cred, have);
+	if (sodium_memcmp(have, row.cred_hash, 32) != 0)
+		return st_fail(s, RI_ST_INVALID_CREDENTIAL, 0, NULL, "wrong credential for actor %s", actor);
+	if (row.revoked != RI_NONE && row.revoked <= now)
+		return st_fail(s, RI_ST_INVALID_CREDENTIAL, 0, NULL, "actor %s is revoked", actor);
+	if (who != NULL) {
+		who->service = row.service != 0;
+		who->created_at = row.created;
+		who->revoked_at = row.revoked;
+	}
+	return RI_ST_OK;
+}
+
+struct lease_row {
+	char holder[512];
+	bool held;
+	ri_ms expires;
+	int64_t token;
+};
+
+/* A lease row, verified (MAC).  lock: FOR UPDATE -- taken after the head
+ * row's lock, never before (the lock order); fence: also set the
+ * transaction's fence (ri.fence) in the same statement. */
+static int
+lease_get_fence(struct pg *s, const char *kind, const char *act_key, bool lock, const char *fence,
+    struct lease_row *l, bool *exists)
+{
+	struct params p = { 0 };
+	unsigned char mac[RI_HASH_LEN], calc[RI_HASH_LEN];
+	PGresult *r;
+	int rc;
+
+	*exists = false;
+	memset(l, 0, sizeof *l);
+	p_text(&p, kind);
+	p_text(&p, act_key);
+	if (fence != NULL)
+		p_text(&p, fence);
+	r = run(s, fence != NULL ? "SELECT holder, expires_at, token, mac, set_config('ri.fence', $3, true)"
+	    " FROM leases WHERE kind = $1 AND act_key = $2 FOR UPDATE" : lock ?
+	    "SELECT holder, expires_at, token, mac FROM leases WHERE kind = $1 AND act_key = $2 FOR UPDATE" :
+	    "SELECT holder, expires_at, token, mac FROM leases WHERE kind = $1 AND act_key = $2", &p);
+	if (!res_ok(r)) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "lease read", r);
+		PQclear(r);
+		return rc;
+	}
+	if (PQntuples(r) == 0) {
+		PQclear(r);
+		return RI_ST_OK;
+	}
+	bool ok = (g_null(r, 0, 0) || strlen(PQgetvalue(r, 0, 0)) < sizeof l->holder) && g_bytes(r, 0, 3, mac, RI_HASH_LEN);
+	if (ok) {
+		l->held = !g_null(r, 0, 0);
+		if (l->held)
+			snprintf(l->holder, sizeof l->holder, "%s", PQgetvalue(r, 0, 0));
+		l->expires = g_int(r, 0, 1);
+		l->token = g_int(r, 0, 2);
+	}
+	PQclear(r);
+	if (!ok)
+		return st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: the lease of (%s, %s) is malformed",
+		    kind, act_key);
+	*exists = true;
+	if (s->key == NULL)
+		return RI_ST_OK;
+	ri_lease_mac(s->key, s->keylen, s->instance_id, kind, act_key, l->held ? l->holder : NULL, l->expires,
+	    l->token, calc);
+	if (sodium_memcmp(calc, mac, RI_HASH_LEN) != 0)
+		return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
+		    "journal integrity: the lease of (%s, %s) fails its MAC (altered, or an older row replayed)",
+		    kind, act_key);
+	return RI_ST_OK;
+}
+
+static int
+lease_get(struct pg *s, const char *kind, const char *act_key, bool lock, struct lease_row *l, bool *exists)
+{
+	return lease_get_fence(s, kind, act_key, lock, NULL, l, exists);
+}
+
+static int
+lease_put(struct pg *s, const char *kind, const char *act_key, const char *holder, ri_ms expires, int64_t token)
+{
+	struct params p = { 0 };
+	unsigned char mac[RI_HASH_LEN];
+
+	ri_lease_mac(s->key, s->keylen, s->instance_id, kind, act_key, holder, expires, token, mac);
+	p_text(&p, kind);
+	p_text(&p, act_key);
+	p_text(&p, holder);
+	p_int(&p, expires);
+	p_int(&p, token);
+	p_bytes(&p, mac, RI_HASH_LEN);
+	return defer_write(s, RI_ST_UNAVAILABLE, "lease write", "INSERT INTO leases(kind, act_key, holder, expires_at,"
+	    " token, mac) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (kind, act_key) DO UPDATE SET"
+	    " holder = excluded.holder, expires_at = excluded.expires_at, token = excluded.token, mac = excluded.mac",
+	    &p);
+}
+
+/*
+ * journal fence 1, Allowance 7-10, inside the append's transaction and
+ * under the lease row's lock (FOR UPDATE, after the head's): the writer
+ * still holds the act's lease with one allowance to spare, and the write's
+ * terminus has not passed -- both on the instance clock.  Then journal
+ * fence 3: the same condition is handed to the server (ri.fence), which
+ * checks it again at COMMIT (ri_fence_check, a deferred constraint
+ * trigger), so a writer stalled between here and its COMMIT is refused.
+ */
+static int
+check_fence(struct pg *s, const char *kind, const char *act_key, const struct ri_fence *f, ri_ms now)
+{
+	struct lease_row l;
+	bool exists, ok;
+	ri_ms a = s->cfg->clock_offset_allowance, until, host_now;
+	ri_err e;
+	char *txt;
+	int rc;
+
+	/* the write's terminus, issue + journal_write_bound - allowance, is a
+	 * reading of the writer's own clock: carried to the instance clock as
+	 * the time it has left */
+	if (ri_now(s->cfg, &host_now, &e) != RI_OK)
+		return st_fail(s, RI_ST_STEP2, 0, NULL, "%s", e.msg);
+	until = now + (f->issue + s->cfg->journal_write_bound - a - host_now);
+	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I}", "kind", kind, "act_key", act_key, "holder", f->holder,
+	    "allowance", (json_int_t)a, "until", (json_int_t)until);
+	txt = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	/* the lease row locked (after the head: the lock order) and the
+	 * COMMIT-time fence set, in one round trip */
+	rc = lease_get_fence(s, kind, act_key, true, txt, &l, &exists);
+	free(txt);
+	if (rc != RI_ST_OK)
+		return rc == RI_ST_UNAVAILABLE ? recode(s, RI_ST_STEP2) : rc;
+	ok = exists && l.held && strcmp(l.holder, f->holder) == 0 && now < l.expires - a;
+	if (!ok)
+		return st_fail(s, RI_ST_FENCED, 0, NULL,
+		    "journal fence: %s no longer holds the section with an allowance to spare", f->holder);
+	if (!(now < until))
+		return st_fail(s, RI_ST_FENCED, 0, NULL,
+		    "journal fence: the write's terminus (issue + journal_write_bound - allowance) has passed");
+	return RI_ST_OK;
+}
+
+static int
+kind_of(const char *action_ref, char *out, size_t n)
+{
+	const char *dot = strchr(action_ref, '.');
+
+	if (dot == NULL || dot == action_ref || (size_t)(dot - action_ref) >= n || dot[1] == '\0')
+		return -1;
+	memcpy(out, action_ref, (size_t)(dot - action_ref));
+	out[dot - action_ref] = '\0';
+	return 0;
+}
+
+static int
+open_add(struct pg *s, struct ri_jhead *jh, const char *inv, int64_t seq, const char *kind, const char *act_key,
+    const char *event_id, ri_ms recorded_at)
+{
+	struct params p = { 0 };
+	unsigned char elem[RI_HASH_LEN];
+	PGresult *r;
+
+	p_text(&p, inv);
+	p_int(&p, seq);
+	p_text(&p, kind);
+	p_text(&p, act_key);
+	p_text(&p, event_id);
+	p_int(&p, recorded_at);
+	r = run(s, "INSERT INTO open_intents VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING", &p);
+	if (!res_ok(r)) {
+		int rc = db_fail(s, RI_ST_UNAVAILABLE, "append", r);
+		PQclear(r);
+		return rc;
+	}
+	if (strcmp(PQcmdTuples(r), "1") == 0) {
+		ri_open_elem(inv, seq, kind, act_key, event_id, recorded_at, elem);
+		ri_acc_xor(jh->open_acc, elem);
+		jh->open_count++;
+	}
+	PQclear(r);
+	return RI_ST_OK;
+}
+
+/* The first record of an invocation is its intent: the authenticated
+ * scope head says it has none yet, so no index row can stand for it, and
+ * the row is written deferred with the append's other writes, no answer
+ * awaited.  A row there all the same is a corrupted index: the INSERT
+ * fails and the append with it (step 2, fail closed). */
+static int
+open_add_first(struct pg *s, struct ri_jhead *jh, const char *inv, int64_t seq, const char *kind,
+    const char *act_key, const char *event_id, ri_ms recorded_at)
+{
+	struct params p = { 0 };
+	unsigned char elem[RI_HASH_LEN];
+	int rc;
+
+	p_text(&p, inv);
+	p_int(&p, seq);
+	p_text(&p, kind);
+	p_text(&p, act_key);
+	p_text(&p, event_id);
+	p_int(&p, recorded_at);
+	if ((rc = defer_write(s, RI_ST_STEP2, "append", "INSERT INTO open_intents VALUES ($1, $2, $3, $4, $5, $6)",
+	    &p)) != RI_ST_OK)
+		return rc;
+	ri_open_elem(inv, seq, kind, act_key, event_id, recorded_at, elem);
+	ri_acc_xor(jh->open_acc, elem);
+	jh->open_count++;
+	return RI_ST_OK;
+}
+
+static int
+open_remove(struct pg *s, struct ri_jhead *jh, const char *inv)
+{
+	struct params p = { 0 };
+	unsigned char elem[RI_HASH_LEN];
+	PGresult *r;
+
+	p_text(&p, inv);
+	r = run(s, "DELETE FROM open_intents WHERE invocation_id = $1"
+	    " RETURNING seq, kind, act_key, event_id, recorded_at", &p);
+	if (!res_ok(r)) {
+		int rc = db_fail(s, RI_ST_UNAVAILABLE, "append", r);
+		PQclear(r);
+		return rc;
+	}
+	if (PQntuples(r) == 1) {
+		ri_open_elem(inv, g_int(r, 0, 0), PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3),
+		    g_int(r, 0, 4), elem);
+		ri_acc_xor(jh->open_acc, elem);
+		jh->open_count--;
+	}
+	PQclear(r);
+	return RI_ST_OK;
+}
+
+/* ---- record_action ------------------------------------------------------- */
+
+/*
+ * Append one record inside an open write transaction, under the journal
+ * head jh the caller verified (and locked) in it: the same record, chain,
+ * MAC, tree and head moves as store_sqlite.c's append_locked.  now is the
+ * instance clock; recorded_at never goes backwards.
+ */
+static int
+append_locked(struct pg *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN], const struct ri_append *a,
+    int role, bool unplaced, ri_ms now, struct ri_appended *out)
+{
+	char kind[128], attestation[RI_ID_LEN + 1], *payload;
+	struct scope act, inv;
+	struct params p = { 0 };
+	int64_t act_last = 0, inv_last = 0;
+	unsigned char salt[RI_SALT_LEN], digest[RI_HASH_LEN], hash[RI_HASH_LEN], mac[RI_HASH_LEN];
+	struct ri_header h;
+	ri_ms recorded_at = now, retention;
+	int rc;
+	const char *act_key = a->act_key ? a->act_key : "";
+
+	if (kind_of(a->action_ref, kind, sizeof kind) != 0)
+		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "malformed action ref");
+	scope_make(&act, SCOPE_ACT, kind, act_key);
+	if (a->invocation_id != NULL) {
+		scope_make(&inv, SCOPE_INV, a->invocation_id, NULL);
+		if ((rc = scopes_prefetch(s, act.key, kind, act_key, inv.key, a->invocation_id)) != RI_ST_OK)
+			return rc;
+	}
+	if ((rc = scope_head(s, jh, &act, kind, act_key, &act_last)) != RI_ST_OK)
+		return rc;
+	if (a->invocation_id != NULL) {
+		if ((rc = scope_head(s, jh, &inv, a->invocation_id, NULL, &inv_last)) != RI_ST_OK)
+			return rc;
+	}
+	if (jh->last_seq > 0 && s->last_at != RI_NONE && s->last_at > recorded_at)
+		recorded_at = s->last_at;
+	if (strcmp(kind, "audit") == 0) {
+		retention = INT64_MAX;
+	} else {
+		const struct ri_kind *k = ri_config_kind(s->cfg, kind);
+		retention = k == NULL || unplaced ? RI_NONE : recorded_at + k->retention_period;
+	}
+	if (a->event_id != NULL)
+		snprintf(out->event_id, sizeof out->event_id, "%s", a->event_id);
+	else
+		ri_mint_id("evt_", out->event_id);
+	ri_mint_id("att_", attestation);
+	payload = ri_json_canonical(a->data);
+	randombytes_buf(salt, sizeof salt);
+	ri_payload_digest(salt, payload, strlen(payload), digest);
+	h = (struct ri_header){
+		.instance_id = s->instance_id, .seq = jh->last_seq + 1, .event_id = out->event_id,
+		.action_ref = a->action_ref, .kind = kind, .act_key = act_key,
+		.invocation_id = a->invocation_id, .actor_ref = a->actor_ref,
+		.attestation_id = attestation, .recorded_at = recorded_at,
+		.retention_until = retention, .role = role, .act_prev = act_last,
+		.inv_prev = a->invocation_id ? inv_last : 0, .payload_digest = digest,
+	};
+	/* the key never leaves the host: hash and MAC are computed here */
+	ri_record_hash(lh, &h, hash);
+	ri_mac(s->key, s->keylen, hash, RI_HASH_LEN, mac);
+	p_int(&p, h.seq);
+	p_text(&p, h.event_id);
+	p_text(&p, h.action_ref);
+	p_text(&p, kind);
+	p_text(&p, act_key);
+	p_text(&p, a->invocation_id);
+	p_text(&p, a->actor_ref);
+	p_text(&p, attestation);
+	p_int(&p, recorded_at);
+	p_ms(&p, retention);
+	p_int(&p, role);
+	p_int(&p, h.act_prev);
+	p_int(&p, h.inv_prev);
+	p_text(&p, payload);
+	p_bytes(&p, salt, sizeof salt);
+	p_bytes(&p, digest, RI_HASH_LEN);
+	p_bytes(&p, hash, RI_HASH_LEN);
+	p_bytes(&p, mac, RI_HASH_LEN);
+	rc = defer_write(s, RI_ST_STEP2, "append", "INSERT INTO records(" REC_COLS ") VALUES ($1, $2, $3, $4, $5,"
+	    " $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)", &p);
+	free(payload);
+	if (rc != RI_ST_OK)
+		return rc;
+	if ((rc = tree_put(s, jh, act.key, h.seq, hash)) != RI_ST_OK ||
+	    (a->invocation_id && (rc = tree_put(s, jh, inv.key, h.seq, hash)) != RI_ST_OK))
+		return rc == RI_ST_UNAVAILABLE ? recode(s, RI_ST_STEP2) : rc;
+	if (role == RI_ROLE_INTENT && a->invocation_id != NULL && inv_last == 0)
+		rc = open_add_first(s, jh, a->invocation_id, h.seq, kind, act_key, h.event_id, recorded_at);
+	else if (role == RI_ROLE_INTENT && a->invocation_id != NULL)
+		rc = open_add(s, jh, a->invocation_id, h.seq, kind, act_key, h.event_id, recorded_at);
+	else if (ri_role_closing(role) && a->invocation_id != NULL)
+		rc = open_remove(s, jh, a->invocation_id);
+	if (rc != RI_ST_OK)
+		return rc == RI_ST_UNAVAILABLE ? recode(s, RI_ST_STEP2) : rc;
+	jh->last_seq = h.seq;
+	if (strcmp(a->action_ref, "audit.sealed") == 0)
+		jh->sealed_seq = h.seq;
+	if (strcmp(a->action_ref, "audit.restored") == 0 && jh->grants < recorded_at)
+		jh->grants = recorded_at;
+	if ((rc = jhead_set(s, jh, hash)) != RI_ST_OK)
+		return rc == RI_ST_UNAVAILABLE ? recode(s, RI_ST_STEP2) : rc;
+	s->last_at = recorded_at;
+	out->seq = h.seq;
+	out->recorded_at = recorded_at;
+	memcpy(out->hash, hash, RI_HASH_LEN);
+	return RI_ST_OK;
+}
+
+/* Open a write transaction and lock and verify the journal head in it:
+ * the first lock of every writer (the lock order). */
+static int
+write_begin(struct pg *s, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri_ms *now)
+{
+	int rc;
+
+	if (s->readonly)
+		return st_fail(s, RI_ST_READONLY, 0, NULL, "the journal is open read-only");
+	if ((rc = jhead_get_at(s, true, jh, lh, now)) != RI_ST_OK)
+		rollback_keep(s);
+	return rc;
+}
+
+/*
+ * record_action -- see store_sqlite.c for the contract.  Here: step 2 is
+ * any failure before COMMIT is sent (the server rolls the transaction
+ * back: nothing landed); journal fence 3 is checked twice, under the
+ * lease row's lock and again by the server at COMMIT; a COMMIT sent with
+ * no reply is a lost reply, read back by event id (resolve 24).
+ */
+static int
+pg_record_action(struct ri_store *base, const struct ri_append *a, struct ri_appended *out)
+{
+	struct pg *s = (struct pg *)base;
+	const struct ri_config *c = s->cfg;
+	char point[96], kind[128], why[512];
+	enum ri_fault_action fa = RI_FA_NONE;
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN];
+	ri_ms now;
+	int rc, role;
+
+	memset(out, 0, sizeof *out);
+	err_clear(s);
+	if (a->action_ref == NULL || kind_of(a->action_ref, kind, sizeof kind) != 0 ||
+	    a->data == NULL || !json_is_object(a->data) ||
+	    (a->invocation_id != NULL && !valid_ref(a->invocation_id, c->reference_length_cap)) ||
+	    (a->act_key != NULL && (int64_t)strlen(a->act_key) > c->reference_length_cap) ||
+	    (a->event_id != NULL && (strlen(a->event_id) != RI_ID_LEN || strncmp(a->event_id, "evt_", 4) != 0))) {
+		snprintf(out->cause, sizeof out->cause, "malformed");
+		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "malformed record request");
+	}
+	if (ri_vocab_role(c, a->action_ref, &role, why, sizeof why) != RI_OK) {
+		snprintf(out->cause, sizeof out->cause, "vocabulary");
+		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "%s", why);
+	}
+	if (!valid_ref(a->actor_ref, c->reference_length_cap) || a->credential == NULL || *a->credential == '\0') {
+		snprintf(out->cause, sizeof out->cause, "malformed");
+		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "actor ref or credential empty or too long");
+	}
+	if ((int64_t)ri_envelope_size(a->action_ref, a->actor_ref, a->data) > c->payload_cap) {
+		snprintf(out->cause, sizeof out->cause, "payload-cap");
+		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "the record exceeds payload_cap (%lld bytes)",
+		    (long long)c->payload_cap);
+	}
+	if (a->fault_tag != NULL) {
+		snprintf(point, sizeof point, "%s.before", a->fault_tag);
+		fa = ri_fault(point);
+		if (fa == RI_FA_FAIL)
+			return st_fail(s, RI_ST_STEP2, 0, NULL, "fault %s: the append did not land", point);
+		if (fa == RI_FA_FAIL3)
+			return st_fail(s, RI_ST_STEP3, 0, NULL, "fault %s: the commit did not land", point);
+		if (fa == RI_FA_LOSE)
+			return st_fail(s, RI_ST_LOST, 0, NULL, "fault %s: the reply was lost", point);
+	}
+	/* step 2 until COMMIT is sent: the journal head locked and verified
+	 * (nothing is appended to a journal that fails verification) */
+	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
+		return rc == RI_ST_UNAVAILABLE || rc == RI_ST_READONLY ? recode(s, RI_ST_STEP2) : rc;
+	if ((rc = check_credential(s, &jh, a->actor_ref, a->credential, now, NULL)) != RI_ST_OK)
+		goto fail;
+#ifdef RI_NC_NO_JOURNAL_FENCE
+	(void)check_fence;
+#else
+	if (a->fence != NULL && c->journal_fence &&
+	    (rc = check_fence(s, kind, a->act_key ? a->act_key : "", a->fence, now)) != RI_ST_OK)
+		goto fail;
+#endif
+	bool unplaced = fa == RI_FA_NORETENTION;
+	if ((rc = append_locked(s, &jh, lh, a, role, unplaced, now, out)) != RI_ST_OK)
+		goto fail;
+	if (a->fault_tag != NULL) {
+		/* the multi-node tests' seam: locks held, COMMIT not yet sent */
+		snprintf(point, sizeof point, "%s.locked", a->fault_tag);
+		ri_fault(point);
+	}
+	if ((rc = commit(s)) != RI_ST_OK)
+		return rc == RI_ST_LOST ? st_fail(s, RI_ST_LOST, out->seq, out->event_id, "%s", s->err.msg) : rc;
+	if (a->fault_tag != NULL) {
+		snprintf(point, sizeof point, "%s.after", a->fault_tag);
+		fa = ri_fault(point);
+		if (fa == RI_FA_LOSE)
+			return st_fail(s, RI_ST_LOST, out->seq, out->event_id,
+			    "fault %s: the record landed but the reply was lost", point);
+		if (fa == RI_FA_FAIL)
+			return st_fail(s, RI_ST_STEP4, out->seq, out->event_id,
+			    "fault %s: appended; retention placement failed", point);
+	}
+	if (unplaced) {
+		snprintf(out->cause, sizeof out->cause, "retention");
+		return st_fail(s, RI_ST_INVALID_REQUEST, out->seq, out->event_id,
+		    "appended, but kind %s has no retention policy", kind);
+	}
+	return RI_ST_OK;
+fail:
+	rollback_keep(s);
+	if (rc == RI_ST_UNAVAILABLE)
+		rc = RI_ST_STEP2;
+	return rc;
+}
+
+static int
+append_substrate(struct pg *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN], const char *action_ref,
+    const char *act_key, json_t *data, ri_ms now, struct ri_appended *out)
+{
+	struct ri_append a = { .action_ref = action_ref, .act_key = act_key, .actor_ref = SUBSTRATE_ACTOR,
+		.data = data };
+
+	return append_locked(s, jh, lh, &a, RI_ROLE_OTHER, false, now, out);
+}
+
+static int
+pg_substrate(struct ri_store *base, const char *action_ref, json_t *data, struct ri_appended *out)
+{
+	struct pg *s = (struct pg *)base;
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN];
+	ri_ms now;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	if (strncmp(action_ref, "audit.", 6) != 0)
+		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "a substrate record is audit.*");
+	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
+		return rc;
+	if ((rc = append_substrate(s, &jh, lh, action_ref, "", data, now, out)) != RI_ST_OK) {
+		rollback_keep(s);
+		return rc;
+	}
+	return commit(s);
+}
+
+/* ---- retention ------------------------------------------------------------- */
+
+static int
+pg_purge(struct ri_store *base, ri_ms now, int64_t *purged)
+{
+	struct pg *s = (struct pg *)base;
+	int rc;
+
+	*purged = 0;
+	for (;;) {
+		struct params p = { 0 };
+		int64_t first = 0, lastp = 0, n = 0;
+		json_t *kinds;
+		struct ri_jhead jh;
+		unsigned char lh[RI_HASH_LEN];
+		PGresult *sel;
+		ri_ms snow;
+
+		if ((rc = write_begin(s, &jh, lh, &snow)) != RI_ST_OK)
+			return rc == RI_ST_STEP2 ? RI_ST_UNAVAILABLE : rc;
+		p_int(&p, now);
+		sel = run(s, "SELECT seq, kind, invocation_id FROM records WHERE retention_until <= least($1, ri_clock())"
+		    " AND payload IS NOT NULL ORDER BY retention_until LIMIT 512", &p);
+		if (!res_ok(sel)) {
+			rc = db_fail(s, RI_ST_UNAVAILABLE, "purge", sel);
+			PQclear(sel);
+			rollback_keep(s);
+			return rc;
+		}
+		kinds = json_object();
+		int orc = RI_ST_OK;
+		for (int i = 0; i < PQntuples(sel) && orc == RI_ST_OK; i++) {
+			struct params u = { 0 };
+			int64_t seq = g_int(sel, i, 0);
+			const char *k = PQgetvalue(sel, i, 1);
+			const struct ri_kind *kd = ri_config_kind(s->cfg, k);
+			p_int(&u, seq);
+			if ((orc = exec1(s, RI_ST_UNAVAILABLE, "purge", "UPDATE records SET payload = NULL, salt = NULL"
+			    " WHERE seq = $1", &u)) != RI_ST_OK)
+				break;
+			if (!g_null(sel, i, 2) && (orc = open_remove(s, &jh, PQgetvalue(sel, i, 2))) != RI_ST_OK)
+				break;
+			if (n == 0)
+				first = seq;
+			lastp = seq > lastp ? seq : lastp;
+			first = seq < first ? seq : first;
+			n++;
+			if (json_object_get(kinds, k) == NULL) {
+				char buf[32];
+				ri_format_seconds(kd ? kd->retention_period : 0, buf, sizeof buf);
+				json_object_set_new(kinds, k, json_string(kd ? buf : "unbound"));
+			}
+		}
+		PQclear(sel);
+		if (orc != RI_ST_OK || n == 0) {
+			json_decref(kinds);
+			rollback_keep(s);
+			return orc;
+		}
+		struct ri_appended ap;
+		json_t *data = json_pack("{s:I, s:I, s:I, s:o}", "purged", (json_int_t)n,
+		    "first_seq", (json_int_t)first, "last_seq", (json_int_t)lastp, "retention_period_s", kinds);
+		ri_fault("purge.between");
+		rc = append_substrate(s, &jh, lh, "audit.purged", "", data, snow, &ap);
+		json_decref(data);
+		if (rc != RI_ST_OK) {
+			rollback_keep(s);
+			return rc;
+		}
+		if ((rc = commit(s)) != RI_ST_OK)
+			return RI_ST_UNAVAILABLE;
+		*purged += n;
+		if (n < 512)
+			return RI_ST_OK;
+	}
+}
+
+/* ---- Actor Identity --------------------------------------------------------- */
+
+static bool
+valid_actor_name(const char *n, int64_t cap)
+{
+	if (!valid_ref(n, cap) || strcmp(n, SUBSTRATE_ACTOR) == 0)
+		return false;
+	for (const char *p = n; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		    *p == '-' || *p == '_' || *p == '.' || *p == '@'))
+			return false;
+	return true;
+}
+
+static int
+pg_actor_add(struct ri_store *base, const char *actor, bool service, char credential[128])
+{
+	struct pg *s = (struct pg *)base;
+	unsigned char raw[32], ch[32], mac[RI_HASH_LEN], lh[RI_HASH_LEN];
+	struct params p = { 0 };
+	struct ri_appended ap;
+	struct ri_jhead jh;
+	struct actor_row row;
+	bool exists;
+	ri_ms now;
+	int rc;
+
+	if (!valid_actor_name(actor, s->cfg->reference_length_cap))
+		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL,
+		    "actor name must be 1..%lld of [A-Za-z0-9._@-] and not \"audit\"",
+		    (long long)s->cfg->reference_length_cap);
+	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
+		return rc;
+	if ((rc = actor_get(s, &jh, actor, &row, &exists)) != RI_ST_OK)
+		goto fail;
+	if (exists) {
+		rc = st_fail(s, RI_ST_EXISTS, 0, NULL, "actor %s already exists", actor);
+		goto fail;
+	}
+	json_t *data = json_pack("{s:s, s:s}", "actor_ref", actor, "type", service ? "service" : "human");
+	rc = append_substrate(s, &jh, lh, "audit.actor_registered", actor, data, now, &ap);
+	json_decref(data);
+	if (rc != RI_ST_OK)
+		goto fail;
+	randombytes_buf(raw, sizeof raw);
+	memcpy(credential, "ri1_", 4);
+	sodium_bin2hex(credential + 4, 128 - 4, raw, sizeof raw);
+	sodium_memzero(raw, sizeof raw);
+	cred_hash(s, credential, ch);
+	ri_actor_mac(s->key, s->keylen, s->instance_id, actor, service, ch, now, RI_NONE, ap.seq, mac);
+	p_text(&p, actor);
+	p_int(&p, service);
+	p_bytes(&p, ch, 32);
+	p_int(&p, now);
+	p_int(&p, ap.seq);
+	p_bytes(&p, mac, RI_HASH_LEN);
+	if ((rc = exec1(s, RI_ST_STEP2, "actor add", "INSERT INTO actors VALUES ($1, $2, $3, $4, NULL, $5, $6)",
+	    &p)) != RI_ST_OK)
+		goto fail;
+	if ((rc = commit(s)) == RI_ST_OK)
+		return RI_ST_OK;
+	sodium_memzero(credential, 128);
+	return rc;
+fail:
+	rollback_keep(s);
+	sodium_memzero(credential, 128);
+	return rc;
+}
+
+static int
+pg_actor_revoke(struct ri_store *base, const char *actor)
+{
+	struct pg *s = (struct pg *)base;
+	unsigned char mac[RI_HASH_LEN], lh[RI_HASH_LEN];
+	struct params p = { 0 };
+	struct ri_appended ap;
+	struct ri_jhead jh;
+	struct actor_row row;
+	bool exists;
+	ri_ms now;
+	int rc;
+
+	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
+		return rc;
+	if ((rc = actor_get(s, &jh, actor, &row, &exists)) != RI_ST_OK)
+		goto fail;
+	if (!exists) {
+		rc = st_fail(s, RI_ST_NOT_KNOWN, 0, NULL, "no actor %s", actor);
+		goto fail;
+	}
+	if (row.revoked != RI_NONE) {
+		rollback(s);
+		return RI_ST_OK;
+	}
+	json_t *data = json_pack("{s:s}", "actor_ref", actor);
+	rc = append_substrate(s, &jh, lh, "audit.actor_revoked", actor, data, now, &ap);
+	json_decref(data);
+	if (rc != RI_ST_OK)
+		goto fail;
+	ri_actor_mac(s->key, s->keylen, s->instance_id, actor, row.service, row.cred_hash, row.created, now, ap.seq,
+	    mac);
+	p_int(&p, now);
+	p_int(&p, ap.seq);
+	p_bytes(&p, mac, RI_HASH_LEN);
+	p_text(&p, actor);
+	if ((rc = exec1(s, RI_ST_STEP2, "actor revoke", "UPDATE actors SET revoked_at = $1, reg_seq = $2, mac = $3"
+	    " WHERE actor_ref = $4", &p)) != RI_ST_OK)
+		goto fail;
+	return commit(s);
+fail:
+	rollback_keep(s);
+	return rc;
+}
+
+/* Every actor name (actors_list, registry checks). */
+static int
+actor_names(struct pg *s, const char *sql, char ***names, size_t *n)
+{
+	PGresult *r = run(s, sql, NULL);
+	int rc = RI_ST_OK;
+
+	*names = NULL;
+	*n = 0;
+	if (!res_ok(r)) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", r);
+		PQclear(r);
+		return rc;
+	}
+	*names = ri_xcalloc((size_t)PQntuples(r) + 1, sizeof **names);
+	for (int i = 0; i < PQntuples(r); i++)
+		(*names)[(*n)++] = ri_strdup(PQgetvalue(r, i, 0));
+	PQclear(r);
+	return rc;
+}
+
+static int
+pg_actor_list(struct ri_store *base, struct ri_actor **out, size_t *n)
+{
+	struct pg *s = (struct pg *)base;
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN];
+	char **names = NULL;
+	size_t nn = 0;
+	bool began;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if ((rc = read_begin(s, &began)) != RI_ST_OK)
+		return rc;
+	if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK ||
+	    (rc = actor_names(s, "SELECT actor_ref FROM actors ORDER BY created_at, actor_ref", &names, &nn)) != RI_ST_OK)
+		goto out;
+	*out = ri_xcalloc(nn + 1, sizeof **out);
+	for (size_t i = 0; i < nn; i++) {
+		struct actor_row row;
+		bool exists;
+		if ((rc = actor_get(s, &jh, names[i], &row, &exists)) != RI_ST_OK)
+			goto out;
+		struct ri_actor *a = &(*out)[(*n)++];
+		a->actor_ref = ri_strdup(names[i]);
+		a->service = row.service != 0;
+		a->created_at = row.created;
+		a->revoked_at = row.revoked;
+	}
+out:
+	read_end(s, began);
+	ri_strings_free(names, nn);
+	if (rc != RI_ST_OK) {
+		ri_actors_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+static int
+pg_authenticate(struct ri_store *base, const char *actor, const char *cred, struct ri_actor *out)
+{
+	struct pg *s = (struct pg *)base;
+	struct ri_actor who = { 0 };
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN];
+	bool began;
+	ri_ms now;
+	int rc;
+
+	err_clear(s);
+	if (out != NULL)
+		memset(out, 0, sizeof *out);
+	if (!valid_ref(actor, s->cfg->reference_length_cap) || cred == NULL || *cred == '\0')
+		return st_fail(s, RI_ST_INVALID_CREDENTIAL, 0, NULL, "no actor ref or no credential");
+	if (s->key == NULL)
+		return st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "no integrity key: credentials cannot be checked");
+	if ((rc = read_begin(s, &began)) != RI_ST_OK)
+		return rc;
+	if ((rc = jhead_get_at(s, false, &jh, lh, &now)) == RI_ST_OK)
+		rc = check_credential(s, &jh, actor, cred, now, &who);
+	read_end(s, began);
+	if (rc == RI_ST_STEP2)
+		rc = recode(s, RI_ST_UNAVAILABLE);
+	if (rc == RI_ST_OK && out != NULL)
+		*out = who;
+	return rc;
+}
+
+static int
+pg_open_kinds(struct ri_store *base, ri_ms since, char ***kinds, size_t *n)
+{
+	struct pg *s = (struct pg *)base;
+	struct params p = { 0 };
+	PGresult *r;
+	bool began;
+	int rc;
+
+	*kinds = NULL;
+	*n = 0;
+	if ((rc = read_begin(s, &began)) != RI_ST_OK)
+		return rc;
+	p_int(&p, since);
+	r = run(s, "SELECT DISTINCT kind FROM open_intents WHERE recorded_at > $1 ORDER BY kind", &p);
+	if (!res_ok(r)) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", r);
+	} else {
+		*kinds = ri_xcalloc((size_t)PQntuples(r) + 1, sizeof **kinds);
+		for (int i = 0; i < PQntuples(r); i++)
+			(*kinds)[(*n)++] = ri_strdup(PQgetvalue(r, i, 0));
+	}
+	PQclear(r);
+	read_end(s, began);
+	return rc;
+}
+
+/* ---- the critical-section host (Lease) ---------------------------------------- */
+
+/*
+ * take -- store_sqlite.c's contract, on rows (never advisory locks: those
+ * die with the session, and a lease must outlive its holder's death).
+ * Expiry is minted on the instance clock; the fencing token is the journal
+ * head's grant counter, so it only grows, for every key, across crashes.
+ * Lock order: the head row, then the lease row.
+ */
+static int
+pg_take(struct ri_store *base, const char *kind, const char *act_key, const char *holder,
+    ri_ms duration, struct ri_grant *g)
+{
+	struct pg *s = (struct pg *)base;
+	int64_t deadline = -1, backoff = 1;
+	bool waited = false;    /* the caller's bound, not the lease, ends the wait */
+	int rc;
+
+	for (;;) {
+		struct ri_jhead jh;
+		struct lease_row l;
+		unsigned char lh[RI_HASH_LEN];
+		ri_ms now, expires = 0;
+		bool free_now = true, exists;
+
+		if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
+			return rc == RI_ST_INTEGRITY ? rc : recode(s, RI_ST_UNAVAILABLE);
+		if ((rc = lease_get(s, kind, act_key, true, &l, &exists)) != RI_ST_OK) {
+			rollback_keep(s);
+			return rc == RI_ST_INTEGRITY ? rc : recode(s, RI_ST_UNAVAILABLE);
+		}
+		if (exists) {
+			expires = l.expires;
+			free_now = !l.held || expires <= now || strcmp(l.holder, holder) == 0;
+#ifdef RI_NC_LEASE_IGNORES_HOLDER
+			free_now = true;
+#endif
+		}
+		if (free_now) {
+			jh.grants++;
+			if ((rc = lease_put(s, kind, act_key, holder, now + duration, jh.grants)) != RI_ST_OK ||
+			    (rc = jhead_set(s, &jh, lh)) != RI_ST_OK) {
+				rollback_keep(s);
+				return recode(s, RI_ST_UNAVAILABLE);
+			}
+			if ((rc = commit(s)) != RI_ST_OK)
+				return recode(s, RI_ST_UNAVAILABLE);
+			g->expires_at = now + duration;
+			g->token = jh.grants;
+			ri_fault("lease.after_take");
+			return RI_ST_OK;
+		}
+		rollback(s);
+#ifndef RI_NC_NO_LEASE_CAP
+		/* act section 11: a take waits at most the holder's remaining
+		 * lease, and no honest row expires past the longest lease this
+		 * config grants (store_sqlite.c says why) */
+		if (expires - now > ri_longest_lease(s->cfg))
+			return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
+			    "journal integrity: the lease row of (%s, %s) expires %lld ms ahead, beyond the"
+			    " longest lease this config grants (%lld ms): the leases table was altered",
+			    kind, act_key, (long long)(expires - now), (long long)ri_longest_lease(s->cfg));
+#endif
+		int64_t mono = ri_mono_ms();
+		if (deadline < 0)
+			deadline = ri_take_deadline(&s->base, mono, expires - now, &waited);
+		if (mono >= deadline)
+			return st_fail(s, RI_ST_SECTION_UNAVAILABLE, 0, NULL,
+			    "the section (%s, %s) is held; not granted within %s", kind, act_key,
+			    RI_TAKE_UNTIL(waited));
+		ri_sleep_ms(backoff < deadline - mono ? backoff : deadline - mono);
+		if (backoff < 25)
+			backoff *= 2;
+	}
+}
+
+static int
+pg_remaining(struct ri_store *base, const char *kind, const char *act_key, const char *holder, ri_ms *left)
+{
+	struct pg *s = (struct pg *)base;
+	struct lease_row l;
+	bool exists, began;
+	ri_ms now;
+	int rc;
+
+	*left = RI_NONE;
+	if ((rc = read_begin(s, &began)) != RI_ST_OK)
+		return rc;
+	if ((rc = clock_now(s, &now)) == RI_ST_OK && (rc = lease_get(s, kind, act_key, false, &l, &exists)) == RI_ST_OK &&
+	    exists && l.held && strcmp(l.holder, holder) == 0 && l.expires > now)
+		*left = l.expires - now;
+	read_end(s, began);
+	return rc;
+}
+
+static int
+pg_release(struct ri_store *base, const char *kind, const char *act_key, const char *holder)
+{
+	struct pg *s = (struct pg *)base;
+	struct ri_jhead jh;
+	struct lease_row l;
+	unsigned char lh[RI_HASH_LEN];
+	bool exists, held;
+	ri_ms now;
+	int rc;
+
+	/* the head first, as every writer (the lock order), though a release
+	 * does not move it */
+	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
+		return rc == RI_ST_INTEGRITY ? rc : recode(s, RI_ST_UNAVAILABLE);
+	if ((rc = lease_get(s, kind, act_key, true, &l, &exists)) != RI_ST_OK) {
+		rollback_keep(s);
+		return rc;
+	}
+	held = exists && l.held && strcmp(l.holder, holder) == 0;
+	if (held && (rc = lease_put(s, kind, act_key, NULL, 0, l.token)) != RI_ST_OK) {
+		rollback_keep(s);
+		return rc;
+	}
+	if ((rc = commit(s)) != RI_ST_OK)
+		return recode(s, RI_ST_UNAVAILABLE);
+	return held ? RI_ST_OK : st_fail(s, RI_ST_NOT_HELD, 0, NULL, "not held by %s", holder);
+}
+
+/* ---- marks, head ---------------------------------------------------------------- */
+
+static int
+pg_mark_get(struct ri_store *base, const char *name, int64_t *seq)
+{
+	struct pg *s = (struct pg *)base;
+	struct params p = { 0 };
+	unsigned char mac[RI_HASH_LEN], calc[RI_HASH_LEN];
+	PGresult *r;
+	bool ok = false, found;
+
+	*seq = 0;
+	if (!s->in_tx && connected(s) != RI_ST_OK)
+		return RI_ST_UNAVAILABLE;
+	p_text(&p, name);
+	r = run(s, "SELECT seq, mac FROM marks WHERE name = $1", &p);
+	if (!res_ok(r)) {
+		int rc = db_fail(s, RI_ST_UNAVAILABLE, "read", r);
+		PQclear(r);
+		return rc;
+	}
+	found = PQntuples(r) == 1;
+	if (found) {
+		*seq = g_int(r, 0, 0);
+		ok = g_bytes(r, 0, 1, mac, RI_HASH_LEN);
+	}
+	PQclear(r);
+	if (found && s->key != NULL) {
+		if (ok)
+			ri_mark_mac(s->key, s->keylen, s->instance_id, name, *seq, calc);
+		if (!ok || sodium_memcmp(calc, mac, RI_HASH_LEN) != 0) {
+			*seq = 0;
+			return st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: mark %s fails its MAC", name);
+		}
+	}
+	return RI_ST_OK;
+}
+
+static int
+pg_mark_set(struct ri_store *base, const char *name, int64_t seq)
+{
+	struct pg *s = (struct pg *)base;
+	struct params p = { 0 };
+	unsigned char mac[RI_HASH_LEN];
+	int rc;
+
+	if ((rc = tx_begin(s, true, false)) != RI_ST_OK)
+		return rc;
+	ri_mark_mac(s->key, s->keylen, s->instance_id, name, seq, mac);
+	p_text(&p, name);
+	p_int(&p, seq);
+	p_bytes(&p, mac, RI_HASH_LEN);
+	if ((rc = exec1(s, RI_ST_UNAVAILABLE, "write", "INSERT INTO marks VALUES ($1, $2, $3) ON CONFLICT (name)"
+	    " DO UPDATE SET seq = excluded.seq, mac = excluded.mac", &p)) != RI_ST_OK) {
+		rollback_keep(s);
+		return rc;
+	}
+	return commit(s) == RI_ST_OK ? RI_ST_OK : RI_ST_UNAVAILABLE;
+}
+
+static int
+pg_head(struct ri_store *base, int64_t *seq, unsigned char hash[32])
+{
+	struct pg *s = (struct pg *)base;
+	struct ri_jhead jh;
+	bool began;
+	int rc;
+
+	if ((rc = read_begin(s, &began)) != RI_ST_OK)
+		return rc;
+	if ((rc = jhead_get(s, &jh, hash)) == RI_ST_OK)
+		*seq = jh.last_seq;
+	read_end(s, began);
+	return rc;
+}
+
+/* ---- the traversal, peek ------------------------------------------------------- */
+
+/* Every row in seq order, each judged on its own (ri_raw_problems), in
+ * pages inside one snapshot. */
+static int
+pg_traverse(struct ri_store *base, ri_traverse_fn each, void *arg)
+{
+	struct pg *s = (struct pg *)base;
+	unsigned char prev[RI_HASH_LEN];
+	int64_t last = 0, after = 0;
+	bool stop = false;
+	ri_ms now;
+	int rc;
+
+	if ((rc = tx_begin(s, false, true)) != RI_ST_OK)
+		return rc;
+	if ((rc = clock_now(s, &now)) != RI_ST_OK) {
+		rollback_keep(s);
+		return rc;
+	}
+	memcpy(prev, s->genesis, RI_HASH_LEN);
+	while (!stop) {
+		struct params p = { 0 };
+		PGresult *res;
+		int n;
+
+		p_int(&p, after);
+		res = run(s, "SELECT " REC_COLS " FROM records WHERE seq > $1 ORDER BY seq LIMIT 1000", &p);
+		if (!res_ok(res)) {
+			rc = db_fail(s, RI_ST_UNAVAILABLE, "read", res);
+			PQclear(res);
+			rollback_keep(s);
+			return rc;
+		}
+		n = PQntuples(res);
+		for (int i = 0; i < n && !stop; i++) {
+			struct ri_record r;
+			struct ri_raw w;
+			unsigned problems = 0;
+
+			load_row(res, i, &r, &w);
+			if (r.seq != last + 1)
+				problems |= RI_P_GAP;
+			problems |= ri_raw_problems(s->instance_id, s->key, s->keylen, &r, &w, prev, now);
+			last = after = r.seq;
+			stop = each(&r, problems, arg) != 0;
+			ri_record_clear(&r);
+		}
+		PQclear(res);
+		if (n < 1000)
+			break;
+	}
+	if (!stop && s->key != NULL) {
+		struct scope sc;
+		int64_t head;
+		scope_make(&sc, SCOPE_ALL, NULL, NULL);
+		if ((rc = head_get(s, &sc, NULL, NULL, &head)) == RI_ST_INTEGRITY) {
+			struct ri_record r = { .seq = last };
+			each(&r, RI_P_HEAD, arg);
+		} else if (rc != RI_ST_OK) {
+			rollback_keep(s);
+			return rc;
+		}
+	}
+	rollback(s);
+	return RI_ST_OK;
+}
+
+static int
+pg_peek(struct ri_store *base, const char *event_id, struct ri_record *out)
+{
+	struct pg *s = (struct pg *)base;
+	struct params p = { 0 };
+	PGresult *r;
+	int rc = RI_ST_OK;
+
+	memset(out, 0, sizeof *out);
+	if (!s->in_tx)
+		return st_fail(s, RI_ST_INVALID_QUERY, 0, NULL, "peek outside a traversal");
+	p_text(&p, event_id);
+	r = run(s, "SELECT seq, action_ref, kind, act_key, invocation_id, actor_ref, role, recorded_at,"
+	    " (payload IS NULL)::int FROM records WHERE event_id = $1", &p);
+	if (!res_ok(r)) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", r);
+	} else if (PQntuples(r) == 0) {
+		rc = RI_ST_NOT_KNOWN;
+	} else {
+		out->seq = g_int(r, 0, 0);
+		snprintf(out->event_id, sizeof out->event_id, "%s", event_id);
+		out->action_ref = g_dup(r, 0, 1);
+		out->kind = g_dup(r, 0, 2);
+		out->act_key = g_dup(r, 0, 3);
+		out->invocation_id = g_dup(r, 0, 4);
+		out->actor_ref = g_dup(r, 0, 5);
+		out->role = (int)g_int(r, 0, 6);
+		out->recorded_at = g_int(r, 0, 7);
+		out->purged = g_int(r, 0, 8) != 0;
+	}
+	PQclear(r);
+	return rc;
+}
+
+/* ---- seals ------------------------------------------------------------------------ */
+
+/* Every actor row and every mark, verified (before a seal, in ri-audit). */
+static int
+registry_verify(struct pg *s, const struct ri_jhead *jh, ri_state_fn each, void *arg)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int rc, first = RI_ST_OK;
+
+	if ((rc = actor_names(s, "SELECT actor_ref FROM actors", &names, &n)) != RI_ST_OK)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		struct actor_row row;
+		bool exists;
+		if ((rc = actor_get(s, jh, names[i], &row, &exists)) != RI_ST_OK) {
+			if (each == NULL) {
+				ri_strings_free(names, n);
+				return rc;
+			}
+			each("8.1.3", 0, s->err.msg, arg);
+			first = first == RI_ST_OK ? rc : first;
+		}
+	}
+	ri_strings_free(names, n);
+	if ((rc = actor_names(s, "SELECT name FROM marks", &names, &n)) != RI_ST_OK)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		int64_t m;
+		if ((rc = pg_mark_get(&s->base, names[i], &m)) != RI_ST_OK) {
+			if (each == NULL) {
+				ri_strings_free(names, n);
+				return rc;
+			}
+			each("8.1.3", 0, s->err.msg, arg);
+			first = first == RI_ST_OK ? rc : first;
+		}
+	}
+	ri_strings_free(names, n);
+	return first;
+}
+
+static int
+scope_covers(struct pg *s, const struct ri_jhead *jh, int type, const char *a, const char *b, int64_t seq)
+{
+	struct scope sc;
+	struct ri_leaf leaf;
+	bool present;
+	int rc;
+
+	scope_make(&sc, type, a, b);
+	if ((rc = tree_get(s, jh, sc.key, &present, &leaf)) != RI_ST_OK)
+		return rc;
+	if (!present || leaf.last_seq < seq)
+		return st_fail(s, RI_ST_INTEGRITY, seq, NULL,
+		    "journal integrity: record seq %lld is newer than the head of %s (%lld)", (long long)seq,
+		    scope_name(&sc), (long long)(present ? leaf.last_seq : 0));
+	return RI_ST_OK;
+}
+
+/* Seals that mean something (store_sqlite.c's verify_since_seal). */
+static int
+verify_since_seal(struct pg *s, const struct ri_jhead *jh, ri_ms now)
+{
+	struct params p = { 0 };
+	unsigned char prev[RI_HASH_LEN];
+	int64_t expect = jh->sealed_seq + 1;
+	PGresult *res;
+	int rc;
+
+	if ((rc = hash_at(s, expect - 1, prev)) != RI_ST_OK)
+		return rc;
+	p_int(&p, expect);
+	res = run(s, "SELECT " REC_COLS " FROM records WHERE seq >= $1 ORDER BY seq", &p);
+	if (!res_ok(res)) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", res);
+		PQclear(res);
+		return rc;
+	}
+	for (int i = 0; i < PQntuples(res); i++) {
+		struct ri_record r;
+		struct ri_raw w;
+		int vr;
+
+		load_row(res, i, &r, &w);
+		if (r.seq != expect) {
+			free(w.payload_text);
+			ri_record_clear(&r);
+			PQclear(res);
+			return st_fail(s, RI_ST_INTEGRITY, expect, NULL,
+			    "journal integrity: record seq %lld is missing (deleted rows)", (long long)expect);
+		}
+		if ((vr = verify_row(s, &r, &w, prev, now)) == RI_ST_OK) {
+			vr = scope_covers(s, jh, SCOPE_ACT, r.kind, r.act_key, r.seq);
+			if (vr == RI_ST_OK && r.invocation_id != NULL)
+				vr = scope_covers(s, jh, SCOPE_INV, r.invocation_id, NULL, r.seq);
+		}
+		memcpy(prev, r.hash, RI_HASH_LEN);
+		ri_record_clear(&r);
+		if (vr != RI_ST_OK) {
+			PQclear(res);
+			return vr;
+		}
+		expect++;
+	}
+	PQclear(res);
+	if (expect - 1 != jh->last_seq)
+		return st_fail(s, RI_ST_INTEGRITY, jh->last_seq, NULL,
+		    "journal integrity: the journal ends at seq %lld before its head (seq %lld)",
+		    (long long)(expect - 1), (long long)jh->last_seq);
+	if (s->key != NULL && (rc = open_scan(s, jh, NULL, NULL, RI_NONE, NULL, NULL)) != RI_ST_OK)
+		return rc;
+	return registry_verify(s, jh, NULL, NULL);
+}
+
+static int
+pg_seal(struct ri_store *base, const unsigned char sk[64], struct ri_appended *out)
+{
+	struct pg *s = (struct pg *)base;
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN], msg[RI_SEAL_MSG_LEN], sig[crypto_sign_BYTES];
+	char hh[2 * RI_HASH_LEN + 1], sh[2 * crypto_sign_BYTES + 1], ih[2 * RI_INSTANCE_LEN + 1];
+	ri_ms now;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	if (s->key == NULL)
+		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "sealing needs the integrity key");
+	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
+		return rc;
+	if (jh.last_seq > 0 && jh.sealed_seq == jh.last_seq) {
+		struct params p = { 0 };
+		PGresult *r;
+		p_int(&p, jh.last_seq);
+		r = run(s, "SELECT event_id FROM records WHERE seq = $1", &p);
+		if (res_ok(r) && PQntuples(r) == 1)
+			snprintf(out->event_id, sizeof out->event_id, "%s", PQgetvalue(r, 0, 0));
+		PQclear(r);
+		out->seq = jh.last_seq;
+		memcpy(out->hash, lh, RI_HASH_LEN);
+		rollback(s);
+		return RI_ST_OK;
+	}
+	/* a seal's verification may outlast a write's budget */
+	if ((rc = exec1(s, RI_ST_UNAVAILABLE, "seal", "SET LOCAL statement_timeout = 0", NULL)) != RI_ST_OK)
+		goto fail;
+#ifndef RI_NC_NO_SEAL_VERIFY
+	if ((rc = verify_since_seal(s, &jh, now)) != RI_ST_OK)
+		goto fail;
+#else
+	(void)verify_since_seal;
+#endif
+	ri_seal_message(s->instance_id, jh.last_seq, lh, msg);
+	crypto_sign_detached(sig, NULL, msg, sizeof msg, sk);
+	ri_hex(lh, sizeof lh, hh);
+	ri_hex(sig, sizeof sig, sh);
+	ri_hex(s->instance_id, sizeof s->instance_id, ih);
+	json_t *data = json_pack("{s:s, s:I, s:s, s:s, s:s}", "instance_id", ih, "seq", (json_int_t)jh.last_seq,
+	    "head_hash", hh, "signature", sh, "algorithm", "ed25519");
+	rc = append_substrate(s, &jh, lh, "audit.sealed", "", data, now, out);
+	json_decref(data);
+	if (rc != RI_ST_OK)
+		goto fail;
+	return commit(s);
+fail:
+	rollback_keep(s);
+	return rc;
+}
+
+static int
+pg_sealed(struct ri_store *base, int64_t *seq, unsigned char hash[32])
+{
+	struct pg *s = (struct pg *)base;
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN];
+	bool began;
+	int rc;
+
+	*seq = 0;
+	if ((rc = read_begin(s, &began)) != RI_ST_OK)
+		return rc;
+	if ((rc = jhead_get(s, &jh, lh)) == RI_ST_OK && s->key == NULL) {
+		PGresult *r = run(s, "SELECT max(seq) FROM records WHERE action_ref = 'audit.sealed'", NULL);
+		if (!res_ok(r))
+			rc = db_fail(s, RI_ST_UNAVAILABLE, "read", r);
+		else if (!g_null(r, 0, 0))
+			jh.sealed_seq = g_int(r, 0, 0);
+		PQclear(r);
+	}
+	if (rc == RI_ST_OK && (rc = hash_at(s, jh.sealed_seq, hash)) == RI_ST_OK)
+		*seq = jh.sealed_seq;
+	read_end(s, began);
+	return rc;
+}
+
+/* A file copy of a PostgreSQL journal is the server's business: pg_dump
+ * (a consistent snapshot) or pg_basebackup. */
+static int
+pg_backup(struct ri_store *base, const char *dest)
+{
+	struct pg *s = (struct pg *)base;
+
+	(void)dest;
+	return st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "a PostgreSQL journal is backed up with the server's"
+	    " tools (pg_dump --serializable-deferrable, pg_basebackup): see docs/POSTGRESQL.md");
+}
+
+/* ---- rebuild ----------------------------------------------------------------- */
+
+/* ri-sweep --rebuild (store_sqlite.c's contract): the derived state again
+ * from a traversal that verifies every record; refuses on any failure. */
+static int
+pg_rebuild(struct ri_store *base, json_t **report)
+{
+	struct pg *s = (struct pg *)base;
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN], prev[RI_HASH_LEN];
+	json_t *open = json_object(), *purged = json_object(), *v;
+	const char *inv;
+	int64_t expect = 1, scopes = 0, leases_reset = 0, marks_reset = 0, before = 0;
+	PGresult *res = NULL;
+	ri_ms now;
+	int rc;
+
+	*report = NULL;
+	if (s->key == NULL) {
+		json_decref(open);
+		json_decref(purged);
+		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "rebuilding needs the integrity key");
+	}
+	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK) {
+		json_decref(open);
+		json_decref(purged);
+		return rc;
+	}
+	if ((rc = exec1(s, RI_ST_UNAVAILABLE, "rebuild", "SET LOCAL statement_timeout = 0", NULL)) != RI_ST_OK)
+		goto fail;
+	before = jh.open_count;
+	memcpy(prev, s->genesis, RI_HASH_LEN);
+	res = run(s, "SELECT " REC_COLS " FROM records ORDER BY seq", NULL);
+	if (!res_ok(res)) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", res);
+		goto fail;
+	}
+	for (int i = 0; i < PQntuples(res); i++) {
+		struct ri_record r;
+		struct ri_raw w;
+		load_row(res, i, &r, &w);
+		if (r.seq != expect) {
+			free(w.payload_text);
+			ri_record_clear(&r);
+			rc = st_fail(s, RI_ST_INTEGRITY, expect, NULL,
+			    "journal integrity: record seq %lld is missing (deleted rows)", (long long)expect);
+			goto fail;
+		}
+		if ((rc = verify_row(s, &r, &w, prev, now)) != RI_ST_OK) {
+			ri_record_clear(&r);
+			goto fail;
+		}
+		memcpy(prev, r.hash, RI_HASH_LEN);
+		if (r.invocation_id != NULL) {
+			if (r.role == RI_ROLE_INTENT && json_object_get(open, r.invocation_id) == NULL)
+				json_object_set_new(open, r.invocation_id, json_pack("{s:I, s:s, s:s, s:s, s:I}", "seq",
+				    (json_int_t)r.seq, "kind", r.kind, "act_key", r.act_key, "event_id", r.event_id,
+				    "recorded_at", (json_int_t)r.recorded_at));
+			else if (ri_role_closing(r.role))
+				json_object_del(open, r.invocation_id);
+			if (r.purged)
+				json_object_set_new(purged, r.invocation_id, json_true());
+		}
+		ri_record_clear(&r);
+		expect++;
+	}
+	PQclear(res);
+	res = NULL;
+	if (expect - 1 != jh.last_seq) {
+		rc = st_fail(s, RI_ST_INTEGRITY, jh.last_seq, NULL, "journal integrity: the journal ends before its head");
+		goto fail;
+	}
+	json_object_foreach(purged, inv, v)
+		json_object_del(open, inv);
+	memset(jh.open_acc, 0, RI_HASH_LEN);
+	jh.open_count = 0;
+	if ((rc = exec1(s, RI_ST_UNAVAILABLE, "rebuild", "DELETE FROM open_intents", NULL)) != RI_ST_OK)
+		goto fail;
+	json_object_foreach(open, inv, v) {
+		if ((rc = open_add(s, &jh, inv, json_integer_value(json_object_get(v, "seq")),
+		    json_string_value(json_object_get(v, "kind")), json_string_value(json_object_get(v, "act_key")),
+		    json_string_value(json_object_get(v, "event_id")),
+		    json_integer_value(json_object_get(v, "recorded_at")))) != RI_ST_OK)
+			goto fail;
+	}
+	if ((rc = exec1(s, RI_ST_UNAVAILABLE, "rebuild", "DELETE FROM nodes", NULL)) != RI_ST_OK)
+		goto fail;
+	ri_tree_cache_clear(&s->nodes);
+	s->nn = 0;
+	memset(jh.root, 0, RI_HASH_LEN);
+	for (int pass = 0; pass < 2; pass++) {
+		res = run(s, pass == 0 ? "SELECT kind, act_key, max(seq) FROM records GROUP BY kind, act_key" :
+		    "SELECT invocation_id, NULL, max(seq) FROM records WHERE invocation_id IS NOT NULL"
+		    " GROUP BY invocation_id", NULL);
+		if (!res_ok(res)) {
+			rc = db_fail(s, RI_ST_UNAVAILABLE, "rebuild", res);
+			goto fail;
+		}
+		for (int i = 0; i < PQntuples(res); i++) {
+			struct scope sc;
+			unsigned char h[RI_HASH_LEN];
+			int64_t last = g_int(res, i, 2);
+			scope_make(&sc, pass == 0 ? SCOPE_ACT : SCOPE_INV, PQgetvalue(res, i, 0),
+			    g_null(res, i, 1) ? NULL : PQgetvalue(res, i, 1));
+			if ((rc = hash_at(s, last, h)) != RI_ST_OK || (rc = tree_put(s, &jh, sc.key, last, h)) != RI_ST_OK)
+				goto fail;
+			scopes++;
+		}
+		PQclear(res);
+		res = NULL;
+	}
+	/* leases that fail their MAC: free, with a fresh token; marks: gone */
+	{
+		char **k = NULL;
+		size_t n = 0;
+		res = run(s, "SELECT kind, act_key FROM leases", NULL);
+		if (!res_ok(res)) {
+			rc = db_fail(s, RI_ST_UNAVAILABLE, "rebuild", res);
+			goto fail;
+		}
+		for (int i = 0; i < PQntuples(res); i++) {
+			struct lease_row l;
+			bool exists;
+			const char *kk = PQgetvalue(res, i, 0), *ak = PQgetvalue(res, i, 1);
+			if (lease_get(s, kk, ak, false, &l, &exists) == RI_ST_INTEGRITY) {
+				jh.grants++;
+				if ((rc = lease_put(s, kk, ak, NULL, 0, jh.grants)) != RI_ST_OK)
+					goto fail;
+				leases_reset++;
+			}
+		}
+		PQclear(res);
+		res = NULL;
+		if ((rc = actor_names(s, "SELECT name FROM marks", &k, &n)) != RI_ST_OK)
+			goto fail;
+		for (size_t i = 0; i < n; i++) {
+			int64_t m;
+			struct params p = { 0 };
+			if (pg_mark_get(base, k[i], &m) == RI_ST_OK)
+				continue;
+			p_text(&p, k[i]);
+			exec1(s, RI_ST_UNAVAILABLE, "rebuild", "DELETE FROM marks WHERE name = $1", &p);
+			marks_reset++;
+		}
+		ri_strings_free(k, n);
+	}
+	if ((rc = jhead_set(s, &jh, lh)) != RI_ST_OK)
+		goto fail;
+	if ((rc = commit(s)) != RI_ST_OK)
+		goto out;
+	*report = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "records", (json_int_t)jh.last_seq,
+	    "open_intents", (json_int_t)jh.open_count, "open_intents_before", (json_int_t)before,
+	    "scope_heads", (json_int_t)scopes, "leases_reset", (json_int_t)leases_reset,
+	    "marks_reset", (json_int_t)marks_reset);
+	goto out;
+fail:
+	PQclear(res);
+	rollback_keep(s);
+out:
+	json_decref(open);
+	json_decref(purged);
+	return rc;
+}
+
+/* ---- the schema ri creates ------------------------------------------------ */
+
+/* The catalog read is an open-time check, not a protocol read: the first
+ * in a session costs tens of ms of catalog-cache loading, so outside a
+ * transaction it runs under SCHEMA_BOUND_MS, not the session's budget (a
+ * 20 ms read_bound refused every open).  One round trip: SET, the read,
+ * SET back, in the simple protocol's implicit transaction (a failed read
+ * rolls the first SET back with it).  Inside a transaction its caller has
+ * set the bound. */
+#define SCHEMA_BOUND_MS 10000
+static char *
+schema_text(struct pg *s)
+{
+	PGresult *r, *got = NULL, *bad = NULL;
+	char *t = NULL, *sql;
+
+	if (s->in_tx || s->qn > 0) {
+		r = run(s, schema_sql, NULL);
+		if (res_ok(r) && PQntuples(r) == 1)
+			t = ri_strdup(PQgetvalue(r, 0, 0));
+		else
+			db_fail(s, RI_ST_UNAVAILABLE, "schema", r);
+		PQclear(r);
+		return t;
+	}
+	sql = ri_xcalloc(1, sizeof schema_sql + 128);
+	snprintf(sql, sizeof schema_sql + 128, "SET statement_timeout = %lld; %s; SET statement_timeout = %lld",
+	    (long long)(SCHEMA_BOUND_MS > s->budget ? SCHEMA_BOUND_MS : s->budget), schema_sql, (long long)s->budget);
+	s->round_trips++;
+	if (!PQsendQuery(s->conn, sql)) {
+		free(sql);
+		db_fail(s, RI_ST_UNAVAILABLE, "schema", NULL);
+		return NULL;
+	}
+	free(sql);
+	while ((r = PQgetResult(s->conn)) != NULL) {
+		if (PQresultStatus(r) == PGRES_TUPLES_OK && got == NULL)
+			got = r;
+		else if (!res_ok(r) && bad == NULL)
+			bad = r;
+		else
+			PQclear(r);
+	}
+	if (bad == NULL && got != NULL && PQntuples(got) == 1)
+		t = ri_strdup(PQgetvalue(got, 0, 0));
+	else
+		db_fail(s, RI_ST_UNAVAILABLE, "schema", bad);
+	PQclear(got);
+	PQclear(bad);
+	return t;
+}
+
+/* The schema's fingerprint under the key: a re-typed column, a dropped or
+ * disabled trigger, an added index or view is refused at open. */
+static void
+schema_mac(struct pg *s, const char *text, char hex[2 * RI_HASH_LEN + 1])
+{
+	unsigned char mac[RI_HASH_LEN];
+
+	ri_mac(s->key, s->keylen, text, strlen(text), mac);
+	ri_hex(mac, sizeof mac, hex);
+}
+
+/* RI_ST_OK, RI_ST_INTEGRITY (why says what differs) or RI_ST_UNAVAILABLE
+ * when the catalog could not be read at all: a timeout or a lost server is
+ * never reported as tampering (fail closed, but as what it is). */
+static int
+schema_check(struct pg *s, char *why, size_t n)
+{
+	struct params p = { 0 };
+	char want[2 * RI_HASH_LEN + 1], *have;
+	PGresult *r;
+	bool ok;
+
+	if (s->key == NULL)
+		return RI_ST_OK;
+	if ((have = schema_text(s)) == NULL) {
+		snprintf(why, n, "its schema cannot be read: %s", s->err.msg);
+		return RI_ST_UNAVAILABLE;
+	}
+	schema_mac(s, have, want);
+	free(have);
+	p_text(&p, "schema_mac");
+	r = run(s, "SELECT v FROM ri_meta WHERE k = $1", &p);
+	if (!res_ok(r)) {
+		db_fail(s, RI_ST_UNAVAILABLE, "schema", r);
+		PQclear(r);
+		snprintf(why, n, "its schema cannot be read: %s", s->err.msg);
+		return RI_ST_UNAVAILABLE;
+	}
+	ok = PQntuples(r) == 1 && sodium_memcmp(PQgetvalue(r, 0, 0), want, sizeof want - 1) == 0 &&
+	    strlen(PQgetvalue(r, 0, 0)) == sizeof want - 1;
+	PQclear(r);
+	if (!ok)
+		snprintf(why, n, "its schema is not the one ri creates: a table altered, a trigger dropped or"
+		    " disabled, or an object added");
+	return ok ? RI_ST_OK : RI_ST_INTEGRITY;
+}
+
+/* ---- ri-audit's state check -------------------------------------------------- */
+
+struct leaf_check {
+	struct pg *s;
+	ri_state_fn each;
+	void *arg;
+	int64_t acts, invs;
+};
+
+static int
+leaf_check(const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf, void *arg)
+{
+	struct leaf_check *c = arg;
+	struct params p = { 0 };
+	struct scope act, inv;
+	unsigned char h[RI_HASH_LEN];
+	char msg[512];
+	PGresult *r;
+
+	p_int(&p, leaf->last_seq);
+	r = run(c->s, "SELECT kind, act_key, invocation_id, hash FROM records WHERE seq = $1", &p);
+	if (!res_ok(r) || PQntuples(r) != 1 || !g_bytes(r, 0, 3, h, RI_HASH_LEN)) {
+		PQclear(r);
+		snprintf(msg, sizeof msg, "a scope's authenticated head names seq %lld, which the journal does not hold",
+		    (long long)leaf->last_seq);
+		c->each("8.1.1", leaf->last_seq, msg, c->arg);
+		return 0;
+	}
+	scope_make(&act, SCOPE_ACT, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1));
+	if (!g_null(r, 0, 2))
+		scope_make(&inv, SCOPE_INV, PQgetvalue(r, 0, 2), NULL);
+	if (memcmp(key, act.key, RI_SCOPE_LEN) == 0) {
+		c->acts++;
+	} else if (!g_null(r, 0, 2) && memcmp(key, inv.key, RI_SCOPE_LEN) == 0) {
+		c->invs++;
+	} else {
+		snprintf(msg, sizeof msg, "a head of the scope heads' tree names seq %lld, a record of another scope",
+		    (long long)leaf->last_seq);
+		c->each("8.1.1", leaf->last_seq, msg, c->arg);
+	}
+	if (memcmp(h, leaf->hash, RI_HASH_LEN) != 0) {
+		snprintf(msg, sizeof msg, "the head naming seq %lld binds another hash: the record was rewritten",
+		    (long long)leaf->last_seq);
+		c->each("8.1.1", leaf->last_seq, msg, c->arg);
+	}
+	PQclear(r);
+	return 0;
+}
+
+static int64_t
+count_of(struct pg *s, const char *sql)
+{
+	PGresult *r = run(s, sql, NULL);
+	int64_t n = res_ok(r) && PQntuples(r) == 1 ? g_int(r, 0, 0) : -1;
+
+	PQclear(r);
+	return n;
+}
+
+static int
+pg_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
+{
+	struct pg *s = (struct pg *)base;
+	struct head_read hr;
+	char why[1024];
+	int rc;
+
+	if ((rc = tx_begin(s, false, true)) != RI_ST_OK)
+		return rc;
+	if ((rc = schema_check(s, why, sizeof why)) == RI_ST_UNAVAILABLE) {
+		rollback(s);
+		return rc;
+	}
+	if (rc != RI_ST_OK)
+		each("8.1.8", 0, why, arg);
+	if ((rc = jhead_fetch(s, false, &hr)) != RI_ST_OK || !hr.present || !hr.shaped || !hr.has_last) {
+		each("8.1.1", 0, rc != RI_ST_OK ? s->err.msg : "the journal head is missing, malformed, or names"
+		    " a record the journal does not hold", arg);
+		goto out;
+	}
+	if (s->key != NULL) {
+		unsigned char want[RI_HASH_LEN];
+		ri_jhead_mac(s->key, s->keylen, s->instance_id, &hr.h, hr.last_hash, want);
+		if (sodium_memcmp(want, hr.mac, RI_HASH_LEN) != 0) {
+			each("8.1.3", 0, "the journal head fails its MAC", arg);
+			goto out;
+		}
+	}
+	{
+		struct ri_tree_io io = { s, node_get, node_put, NULL };
+		struct leaf_check c = { s, each, arg, 0, 0 };
+		why[0] = '\0';
+		if (ri_tree_walk(&io, hr.h.root, leaf_check, &c, why, sizeof why) != RI_ST_OK) {
+			each("8.1.1", 0, why[0] ? why : s->err.msg, arg);
+		} else {
+			int64_t acts = count_of(s, "SELECT count(*) FROM (SELECT 1 FROM records GROUP BY kind, act_key) x");
+			int64_t invs = count_of(s, "SELECT count(DISTINCT invocation_id) FROM records");
+			if (acts != c.acts || invs != c.invs) {
+				snprintf(why, sizeof why, "%lld acts and %lld invocations have records, but the tree holds"
+				    " %lld and %lld heads: a scope's head was deleted or its records hidden",
+				    (long long)acts, (long long)invs, (long long)c.acts, (long long)c.invs);
+				each("8.1.1", 0, why, arg);
+			}
+		}
+	}
+	if (s->key == NULL)
+		goto out;
+	if (open_scan(s, &hr.h, NULL, NULL, RI_NONE, NULL, NULL) != RI_ST_OK)
+		each("8.1.3", 0, s->err.msg, arg);
+	{
+		PGresult *r = run(s, "SELECT kind, act_key FROM leases", NULL);
+		for (int i = 0; res_ok(r) && i < PQntuples(r); i++) {
+			struct lease_row l;
+			bool exists;
+			if (lease_get(s, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), false, &l, &exists) != RI_ST_OK)
+				each("8.1.3", 0, s->err.msg, arg);
+		}
+		PQclear(r);
+	}
+	registry_verify(s, &hr.h, each, arg);
+out:
+	rollback(s);
+	return RI_ST_OK;
+}
+
+static const unsigned char *
+pg_instance_id(struct ri_store *base)
+{
+	return ((struct pg *)base)->instance_id;
+}
+
+static void
+pg_close(struct ri_store *base)
+{
+	struct pg *s = (struct pg *)base;
+
+	if (s == NULL)
+		return;
+	if (s->trace > 0)
+		fprintf(stderr, "ri: postgresql round trips: %lu\n", s->round_trips);
+	if (s->conn != NULL)
+		PQfinish(s->conn);
+	free(s->nmap);
+	free(s);
+}
+
+static const struct ri_store_ops pg_ops = {
+	.record_action = pg_record_action,
+	.read_record = pg_read_record,
+	.range_read = pg_range_read,
+	.open_intents = pg_open_intents,
+	.purge = pg_purge,
+	.actor_add = pg_actor_add,
+	.actor_revoke = pg_actor_revoke,
+	.actor_list = pg_actor_list,
+	.authenticate = pg_authenticate,
+	.open_kinds = pg_open_kinds,
+	.take = pg_take,
+	.remaining = pg_remaining,
+	.release = pg_release,
+	.mark_get = pg_mark_get,
+	.mark_set = pg_mark_set,
+	.traverse = pg_traverse,
+	.peek = pg_peek,
+	.seal = pg_seal,
+	.substrate = pg_substrate,
+	.backup = pg_backup,
+	.rebuild = pg_rebuild,
+	.audit_state = pg_audit_state,
+	.instance_id = pg_instance_id,
+	.head = pg_head,
+	.sealed = pg_sealed,
+	.error = pg_error,
+	.close = pg_close,
+};
+
+/* ---- open / create ---------------------------------------------------------------- */
+
+static int
+pg_connect(struct pg *s, ri_err *err)
+{
+	/* the per-write budget (store_sqlite.c's busy timeout): jwb, less the
+	 * allowance under a declared journal fence */
+	s->budget = s->cfg->journal_write_bound;
+	if (s->cfg->journal_fence)
+		s->budget -= s->cfg->clock_offset_allowance;
+	if (s->budget < 10)
+		s->budget = 10;
+	if (!pq_load(err))
+		return RI_JOURNAL_UNAVAILABLE;
+	s->conn = PQconnectdb(s->cfg->journal);
+	if (s->conn == NULL || PQstatus(s->conn) != CONNECTION_OK)
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s",
+		    s->conn ? PQerrorMessage(s->conn) : "cannot connect");
+	if (session_setup(s) != RI_ST_OK)
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "%s", s->err.msg);
+	return RI_OK;
+}
+
+static void
+derive_keys(struct pg *s)
+{
+	unsigned char full[RI_HASH_LEN];
+	static const char tag[] = "ri credential hash key";
+
+	ri_mac(s->key, s->keylen, tag, sizeof tag, full);
+	memcpy(s->cred_key, full, sizeof s->cred_key);
+	sodium_memzero(full, sizeof full);
+}
+
+static int
+load_meta(struct pg *s, ri_err *err)
+{
+	PGresult *r = run(s, "SELECT k, v FROM ri_meta", NULL);
+	bool fmt = false, inst = false;
+
+	if (!res_ok(r)) {
+		PQclear(r);
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): not an ri journal, or unreadable"
+		    " (run ri-init?)");
+	}
+	for (int i = 0; i < PQntuples(r); i++) {
+		const char *k = PQgetvalue(r, i, 0), *v = PQgetvalue(r, i, 1);
+		if (strcmp(k, "format") == 0)
+			fmt = atoi(v) == RI_FORMAT;
+		else if (strcmp(k, "instance_id") == 0)
+			inst = sodium_hex2bin(s->instance_id, sizeof s->instance_id, v, strlen(v), NULL, NULL, NULL) == 0;
+	}
+	PQclear(r);
+	if (!fmt || !inst)
+		return ri_fail(err, RI_INTEGRITY, "journal (postgresql): missing or unknown format/instance id");
+	ri_genesis(s->instance_id, s->genesis);
+	return RI_OK;
+}
+
+int
+ri_pg_open(const struct ri_config *c, const unsigned char *key, size_t keylen, unsigned flags,
+    struct ri_store **out, ri_err *err)
+{
+	struct pg *s;
+	int rc;
+
+	*out = NULL;
+	if (key == NULL && !(flags & RI_NO_KEY))
+		return ri_fail(err, RI_INTERNAL, "no integrity key");
+	s = ri_xcalloc(1, sizeof *s);
+	s->base.ops = &pg_ops;
+	s->nmap = ri_xcalloc(NMAP, sizeof *s->nmap);
+	s->trace = getenv("RI_PG_TRACE") ? atoi(getenv("RI_PG_TRACE")) : 0;
+	s->cfg = c;
+	s->readonly = (flags & RI_READONLY) != 0;
+	if (key != NULL) {
+		s->key = (unsigned char *)key;
+		s->keylen = keylen;
+		derive_keys(s);
+	}
+	if ((rc = pg_connect(s, err)) != RI_OK || (rc = load_meta(s, err)) != RI_OK) {
+		pg_close(&s->base);
+		return rc;
+	}
+	if (!(flags & RI_INSPECT)) {
+		char why[1024];
+		if ((rc = schema_check(s, why, sizeof why)) != RI_ST_OK) {
+			rc = rc == RI_ST_UNAVAILABLE ?
+			    ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s", why) :
+			    ri_fail(err, RI_INTEGRITY, "journal integrity: journal (postgresql): %s", why);
+			pg_close(&s->base);
+			return rc;
+		}
+		if (!(flags & RI_NO_WITNESS) && c->witness != NULL) {
+			struct ri_witness_line wl;
+			if ((rc = ri_witness_newest(c->witness, &wl, err)) != RI_OK) {
+				if (rc == RI_INTEGRITY) {
+					char msg[sizeof err->msg];
+					snprintf(msg, sizeof msg, "%s", err->msg);
+					ri_fail(err, RI_INTEGRITY, "journal integrity: %s", msg);
+				}
+				pg_close(&s->base);
+				return rc;
+			}
+			if (memcmp(wl.instance_id, s->instance_id, RI_INSTANCE_LEN) != 0) {
+				rc = ri_fail(err, RI_INTEGRITY, "journal integrity: the witness %s is another instance's"
+				    " (or the journal is)", c->witness);
+				pg_close(&s->base);
+				return rc;
+			}
+			s->anchored = true;
+			s->anchor_seq = wl.seq;
+			memcpy(s->anchor_hash, wl.hash, RI_HASH_LEN);
+		}
+	}
+	if (key != NULL && !(flags & RI_READONLY)) {
+		int64_t seq;
+		unsigned char h[RI_HASH_LEN];
+		if (pg_head(&s->base, &seq, h) == RI_ST_INTEGRITY) {
+			rc = ri_fail(err, RI_INTEGRITY, "%s", s->err.msg);
+			pg_close(&s->base);
+			return rc;
+		}
+	}
+	*out = &s->base;
+	return RI_OK;
+}
+
+/* ri-init: the schema, in one transaction, in a database that holds no
+ * table yet -- never over anything. */
+int
+ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
+    char instance_hex[2 * RI_INSTANCE_LEN + 1], ri_err *err)
+{
+	struct pg *s = ri_xcalloc(1, sizeof *s);
+	struct params p = { 0 };
+	struct ri_jhead jh = { 0 };
+
+	s->nmap = ri_xcalloc(NMAP, sizeof *s->nmap);
+	unsigned char mac[RI_HASH_LEN];
+	char fmt[16], smac[2 * RI_HASH_LEN + 1], *text = NULL;
+	PGresult *r;
+	int rc;
+
+	s->base.ops = &pg_ops;
+	s->cfg = c;
+	s->key = (unsigned char *)key;
+	s->keylen = keylen;
+	if ((rc = pg_connect(s, err)) != RI_OK)
+		goto out;
+	r = run(s, "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+	    " WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'v', 'm', 'p', 'f', 'S')", NULL);
+	if (!res_ok(r) || PQntuples(r) != 1 || g_int(r, 0, 0) != 0) {
+		rc = res_ok(r) ? ri_fail(err, RI_USAGE, "journal (postgresql): the database is not empty;"
+		    " refusing to create an instance in it") :
+		    ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s", PQresultErrorMessage(r));
+		PQclear(r);
+		goto out;
+	}
+	PQclear(r);
+	randombytes_buf(s->instance_id, sizeof s->instance_id);
+	ri_hex(s->instance_id, sizeof s->instance_id, instance_hex);
+	ri_genesis(s->instance_id, s->genesis);
+	s->round_trips++;
+	r = PQexec(s->conn, "BEGIN; SET LOCAL statement_timeout = 0");
+	PQclear(r);
+	s->in_tx = true;
+	r = PQexec(s->conn, schema_ddl);
+	if (!res_ok(r)) {
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s", PQresultErrorMessage(r));
+		PQclear(r);
+		goto out;
+	}
+	PQclear(r);
+	if ((text = schema_text(s)) == NULL) {
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "%s", s->err.msg);
+		goto out;
+	}
+	schema_mac(s, text, smac);
+	snprintf(fmt, sizeof fmt, "%d", RI_FORMAT);
+	p_text(&p, fmt);
+	p_text(&p, instance_hex);
+	p_text(&p, smac);
+	ri_jhead_mac(key, keylen, s->instance_id, &jh, s->genesis, mac);
+	p_bytes(&p, jh.root, RI_HASH_LEN);
+	p_bytes(&p, jh.open_acc, RI_HASH_LEN);
+	p_bytes(&p, mac, RI_HASH_LEN);
+	/* the journal head of an empty journal, under its MAC */
+	r = run(s, "WITH m AS (INSERT INTO ri_meta VALUES ('format', $1), ('instance_id', $2), ('schema_mac', $3))"
+	    " INSERT INTO heads VALUES (1, 0, $4, 0, $5, 0, 0, $6)", &p);
+	if (!res_ok(r)) {
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s", PQresultErrorMessage(r));
+		PQclear(r);
+		goto out;
+	}
+	PQclear(r);
+	if (commit(s) != RI_ST_OK) {
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "%s", s->err.msg);
+		goto out;
+	}
+	rc = RI_OK;
+out:
+	free(text);
+	if (s->in_tx)
+		rollback(s);
+	pg_close(&s->base);
+	return rc;
+}
+
+int
+ri_pg_server_info(struct ri_store *st, json_t **json, bool *durable)
+{
+	struct pg *s = (struct pg *)st;
+	PGresult *r;
+
+	*json = NULL;
+	*durable = false;
+	if (st == NULL || st->ops != &pg_ops)
+		return RI_ST_INVALID_QUERY;
+	if (connected(s) != RI_ST_OK)
+		return RI_ST_UNAVAILABLE;
+	r = run(s, "SELECT version(), current_setting('server_version'), current_setting('fsync'),"
+	    " current_setting('synchronous_commit'), current_setting('full_page_writes'),"
+	    " current_setting('synchronous_standby_names')", NULL);
+	if (!res_ok(r) || PQntuples(r) != 1) {
+		PQclear(r);
+		return RI_ST_UNAVAILABLE;
+	}
+	/* every synchronous_commit level but off flushes the commit's WAL
+	 * locally before answering; fsync off makes that flush a lie */
+	*durable = strcmp(PQgetvalue(r, 0, 2), "on") == 0 && strcmp(PQgetvalue(r, 0, 3), "off") != 0;
+	*json = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "backend", "postgresql",
+	    "server", PQgetvalue(r, 0, 0), "server_version", PQgetvalue(r, 0, 1), "fsync", PQgetvalue(r, 0, 2),
+	    "synchronous_commit", PQgetvalue(r, 0, 3), "full_page_writes", PQgetvalue(r, 0, 4),
+	    "synchronous_standby_names", PQgetvalue(r, 0, 5));
+	PQclear(r);
+	return RI_ST_OK;
+}

@@ -1,0 +1,89 @@
+# pg.bash -- the PostgreSQL switch of the bats suites (issue 13).
+#
+# With RI_TEST_PG_HOST set (tests/pg/run sets it: the socket directory of a
+# throwaway server, user "ri"), every instance a suite makes gets its own
+# new empty schema of one database as its journal
+# ("journal": "postgresql:///ri?host=...&options=-csearch_path%3Dri_...").
+# A test that reads or writes the SQLite file itself (the sqlite3 CLI, the
+# tamper helpers, the file's own name) cannot run against a server: it is
+# skipped as "sqlite file", and tests/pg/run counts the skips.
+
+# ri_pg_on -- is the switch on?
+ri_pg_on() {
+	[ -n "${RI_TEST_PG_HOST:-}" ]
+}
+
+# ri_pg_new_db -- a new empty schema in the server's "ri" database (a new
+# database per test costs a checkpoint's worth of I/O; a schema costs
+# nothing, and ri keeps all of an instance in its connection's current
+# schema); prints the journal URI
+ri_pg_new_db() {
+	local db
+	db=ri_$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+	psql -h "$RI_TEST_PG_HOST" -U ri -d ri -qAtc "CREATE SCHEMA $db" >/dev/null || return 1
+	printf 'postgresql:///ri?host=%s&user=ri&options=-csearch_path%%3D%s\n' "$RI_TEST_PG_HOST" "$db"
+}
+
+# ri_pg_file_pattern -- the pattern of what works on the SQLite file: the
+# file's own words, and every helper of the suite that uses them, however
+# deep (to a fixed point).  Computed once per .bats file, in-process (a
+# subprocess per function per test cost minutes a suite), and kept in
+# $BATS_FILE_TMPDIR.
+ri_pg_file_pattern() {
+	local cache=$BATS_FILE_TMPDIR/ri_pg_pattern
+	if [ -s "$cache" ]; then
+		printf '%s' "$(<"$cache")"
+		return
+	fi
+	local pat='sqlite3|journal\.db|attacker_sql|flip_mac|ri-rechain|ri-backup'
+	local f body helpers= p grew=1 all
+	all=$(compgen -A function)
+	while [ "$grew" = 1 ]; do
+		grew=0
+		p=$pat
+		[ -n "$helpers" ] && p="$pat|(^|[^A-Za-z0-9_-])(${helpers#|})([^A-Za-z0-9_-]|\$)"
+		for f in $all; do
+			# helpers that choose the backend themselves
+			case $f in test_*|ri_pg_*|bats_*|records|jsql|payload_at|intent_of|ri_instance|fnd_*|man_run) continue ;; esac
+			case "$helpers|" in *"|$f|"*) continue ;; esac
+			body=$(declare -f "$f")
+			body=${body#*$'\n'}
+			if [[ $body =~ $p ]]; then
+				helpers="$helpers|$f"
+				grew=1
+			fi
+		done
+	done
+	[ -n "$helpers" ] && pat="$pat|(^|[^A-Za-z0-9_-])(${helpers#|})([^A-Za-z0-9_-]|\$)"
+	printf '%s' "$pat" >"$cache"
+	printf '%s' "$pat"
+}
+
+# ri_pg_skip_file_tests -- skip the running test when its body works on the
+# SQLite file directly, or calls a helper of its suite that does; the skip
+# names the word that matched, so a reader can check the reason
+ri_pg_skip_file_tests() {
+	local pat body
+	pat=$(ri_pg_file_pattern)
+	body=$(declare -f "$BATS_TEST_NAME" 2>/dev/null) || return 0
+	body=${body#*$'\n'}
+	if [[ $body =~ $pat ]]; then
+		local why=${BASH_REMATCH[0]}
+		why=${why//[^A-Za-z0-9_.-]/}
+		skip "sqlite file ($why)"
+	fi
+	# RI_PG_SKIPS_ONLY=1: list what would skip, run nothing (a fast census)
+	[ -z "${RI_PG_SKIPS_ONLY:-}" ] || skip "would run"
+}
+
+# ri_pg_journal CONFIG -- point CONFIG's journal at a new database
+ri_pg_journal() {
+	local uri
+	uri=$(ri_pg_new_db) || return 1
+	jq --arg u "$uri" '.journal = $u' "$1" >"$1.new" && mv "$1.new" "$1"
+}
+
+# ri_pg_sql CONFIG SQL -- run SQL in CONFIG's journal database
+ri_pg_sql() {
+	psql "$(jq -r .journal "$1")" -qAtc "$2"
+}

@@ -1,0 +1,286 @@
+#!/usr/bin/env bats
+# multinode.bats -- one instance on PostgreSQL shared by two "hosts" (issue
+# 13): two configs in two directories, each with its own copy of the keys,
+# its own witness and findings register, one journal database.  Runs only
+# under tests/pg/run (make test-pg), which starts the server and exports
+# RI_TEST_PG_HOST, RI_TEST_PG_DATA and PGBIN.
+
+bats_require_minimum_version 1.5.0
+
+load "$BATS_TEST_DIRNAME/../lib/common"
+
+setup() {
+	ri_pg_on || skip "needs tests/pg/run (a PostgreSQL server)"
+}
+
+teardown() {
+	if [ -n "${T:-}" ] && [ -d "$T" ]; then
+		rm -rf "$T"
+	fi
+}
+
+# host_b -- a second host of the instance under $T/b: the same journal and
+# keys, its own config directory, witness and findings register
+host_b() {
+	B=$T/b
+	mkdir -p "$B"
+	cp "$T/journal.key" "$T/seal.key" "$T/seal.key.pub" "$T/journal.key.witness" "$T/reconciler.cred" "$B/"
+	cp "$T/findings.db" "$B/findings.db"
+	cp "$RI_CONFIG" "$B/ri.json"     # its paths are relative: B's own files
+	BCFG=$B/ri.json
+	export BCFG
+}
+
+# as_b CMD... -- run a command as host B
+as_b() {
+	RI_CONFIG=$BCFG "$@"
+}
+
+sql() {
+	ri_pg_sql "$RI_CONFIG" "$1"
+}
+
+# pause_point POINT -- arm a pause (lib/fault.c): the FIFO the paused
+# process blocks on
+pause_point() {
+	export RI_FAULT_DIR=$T/faults
+	mkdir -p "$RI_FAULT_DIR"
+	mkfifo "$RI_FAULT_DIR/$1"
+}
+
+# reached POINT -- wait (at most 60 s) until a process paused at POINT
+reached() {
+	local i
+	for i in $(seq 1 1200); do
+		[ -e "$RI_FAULT_DIR/$1.reached" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# wait_backend_in_tx -- wait until a backend of this schema's user is idle
+# in a transaction (a writer paused with its locks held); prints its pid
+wait_backend_in_tx() {
+	local pid i
+	for i in $(seq 1 200); do
+		pid=$(sql "SELECT pid FROM pg_stat_activity WHERE state LIKE 'idle in transaction%'
+		    AND pid <> pg_backend_pid() LIMIT 1")
+		if [ -n "$pid" ]; then
+			echo "$pid"
+			return 0
+		fi
+		sleep 0.05
+	done
+	return 1
+}
+
+@test "issue 13, two hosts: racing Opens on one act from two hosts land exactly one intent per act; every loser got 12 or 14" {
+	ri_instance
+	host_b
+	for k in 1 2 3 4 5 6; do
+		open_req "race$k" | ri-open >"$T/a$k" 2>/dev/null &
+		pa=$!
+		open_req "race$k" | as_b ri-open >"$T/b$k" 2>/dev/null &
+		pb=$!
+		ra=0 rb=0
+		wait "$pa" || ra=$?
+		wait "$pb" || rb=$?
+		# exactly one of the two was granted the act
+		[ $(( (ra == 0) + (rb == 0) )) -eq 1 ]
+		[ "$ra" -eq 0 ] || [ "$ra" -eq 12 ] || [ "$ra" -eq 14 ]
+		[ "$rb" -eq 0 ] || [ "$rb" -eq 12 ] || [ "$rb" -eq 14 ]
+		[ "$(records "kind = 'ledger' AND act_key = 'race$k' AND role = 1")" -eq 1 ]
+	done
+	[ "$(sql "SELECT count(*) FROM open_intents")" -eq 6 ]
+	run ri-audit
+	[ "$status" -eq 0 ]
+	run as_b ri-audit
+	[ "$status" -eq 0 ]
+}
+
+@test "issue 13, two hosts: 2 hosts x 2 processes x 15 open+close on one act never hold two open intents at once; every close of a granted open landed" {
+	ri_instance
+	host_b
+	worker() {
+		local i a rc
+		for i in $(seq 1 15); do
+			a=$(open_req same | RI_CONFIG=$1 ri-open 2>/dev/null) && rc=0 || rc=$?
+			echo "open $rc"
+			if [ "$rc" -eq 0 ]; then
+				close_req "$a" | RI_CONFIG=$1 ri-close >/dev/null 2>&1 && rc=0 || rc=$?
+				echo "close $rc"
+			fi
+		done >"$2"
+	}
+	worker "$RI_CONFIG" "$T/w1" & p1=$!
+	worker "$RI_CONFIG" "$T/w2" & p2=$!
+	worker "$BCFG" "$T/w3" & p3=$!
+	worker "$BCFG" "$T/w4" & p4=$!
+	wait $p1 $p2 $p3 $p4
+	[ -z "$(cat "$T"/w? | grep -v -E '^(open (0|12|14)|close 0)$' || true)" ]
+	opens=$(cat "$T"/w? | grep -c '^open 0$')
+	[ "$opens" -ge 1 ]
+	[ "$(records "role = 1 AND act_key = 'same'")" -eq "$opens" ]
+	[ "$(sql "SELECT count(*) FROM open_intents")" -eq 0 ]
+	run ri-audit
+	[ "$status" -eq 0 ]
+}
+
+@test "issue 13, server time: a host whose clock is 1 h ahead (libfaketime) stamps recorded_at and its lease expiry from the server's clock" {
+	[ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || skip "libfaketime (Debian faketime) not installed"
+	ri_instance
+	ri_cfg '.clock = "system"'
+	host_b
+	unset RI_NOW
+	server_ms() { sql "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"; }
+	before=$(server_ms)
+	a=$(open_req skew | LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 FAKETIME="+1h" \
+	    FAKETIME_DONT_FAKE_MONOTONIC=1 RI_CONFIG=$BCFG ri-open)
+	after=$(server_ms)
+	# the host's own clock is an hour ahead ...
+	[ "$(LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 FAKETIME="+1h" date +%s)" -gt $(( after / 1000 + 3000 )) ]
+	# ... but the intent's recorded_at is the server's
+	at=$(sql "SELECT recorded_at FROM records WHERE role = 1 AND act_key = 'skew'")
+	[ "$at" -ge "$before" ]
+	[ "$at" -le "$after" ]
+	# and so is the lease: the server's now + the lease (completion_bound 30 s)
+	exp=$(sql "SELECT expires_at FROM leases WHERE act_key = 'skew'")
+	[ "$exp" -ge $(( before + 30000 )) ]
+	[ "$exp" -le $(( after + 30000 )) ]
+	jq -e '.fencing_token >= 1' <<<"$a"
+}
+
+@test "issue 13, failure mapping: the backend killed mid-append (pg_terminate_backend, locks held, COMMIT not sent) -> recording-failure(intent) 20 after the read-back; nothing landed, nothing lost, the act opens again" {
+	ri_instance
+	pause_point open.intent.locked
+	n0=$(records)
+	open_req kill1 | RI_FAULT=open.intent.locked=pause ri-open >"$T/out" 2>"$T/err" &
+	p=$!
+	reached open.intent.locked
+	pid=$(wait_backend_in_tx)
+	[ -n "$pid" ]
+	# (the server may have ended it first: the write's budget, 1 s here, is
+	# its idle_in_transaction_session_timeout -- either way it is gone)
+	sql "SELECT pg_terminate_backend($pid)" >/dev/null 2>&1 || true
+	[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE pid = $pid")" -eq 0 ] ||
+	    { sleep 0.5; [ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE pid = $pid")" -eq 0 ]; }
+	# the writer resumes and sends its COMMIT to a dead session
+	echo go >"$RI_FAULT_DIR/open.intent.locked"
+	rc=0
+	wait "$p" || rc=$?
+	[ "$rc" -eq 20 ]
+	jq -e '.refused == "recording-failure"' "$T/out"
+	grep -q "reply was lost" "$T/err"
+	# nothing landed: the server rolled the transaction back
+	[ "$(records)" -eq "$n0" ]
+	[ "$(records "act_key = 'kill1'")" -eq 0 ]
+	# and the act is free again
+	open_req kill1 | ri-open >/dev/null
+	[ "$(records "act_key = 'kill1' AND role = 1")" -eq 1 ]
+	run ri-audit
+	[ "$status" -eq 0 ]
+}
+
+@test "issue 13, journal fence 3: a writer paused past its lease and its write's terminus cannot land -- the server ends the stalled transaction (idle_in_transaction_session_timeout) and refuses a late COMMIT (ri_fence_check)" {
+	ri_instance fast
+	ri_cfg '.clock = "system"'
+	unset RI_NOW
+	pause_point open.intent.locked
+	n0=$(records)
+	open_req late1 | RI_FAULT=open.intent.locked=pause ri-open >"$T/out" 2>"$T/err" &
+	p=$!
+	reached open.intent.locked
+	# past the lease (completion_bound 3 s) and the write's budget (300 ms)
+	sleep 3.5
+	echo go >"$RI_FAULT_DIR/open.intent.locked"
+	rc=0
+	wait "$p" || rc=$?
+	[ "$rc" -ne 0 ]
+	[ "$(records)" -eq "$n0" ]
+	[ "$(records "act_key = 'late1'")" -eq 0 ]
+	# the server's own check at COMMIT: a transaction whose fence has
+	# passed is refused even when its statements all ran
+	ri_pg_sql "$RI_CONFIG" "BEGIN;
+	    SELECT set_config('ri.fence', '{\"kind\":\"ledger\",\"act_key\":\"late1\",\"holder\":\"nobody\",\"allowance\":0,\"until\":0}', true);
+	    INSERT INTO records VALUES (1000000, 'evt_x', 'ledger.intended', 'ledger', 'late1', NULL, 'alice', 'att_x',
+	      0, NULL, 1, 0, 0, '{}', NULL, '\\x00', '\\x00', '\\x00');
+	    COMMIT;" >"$T/sql.out" 2>&1 || true
+	grep -q "journal fence" "$T/sql.out"
+	[ "$(records "seq = 1000000")" -eq 0 ]
+	run ri-audit
+	[ "$status" -eq 0 ]
+}
+
+@test "issue 13, server restart: pg_ctl restart -m immediate during a load run of two hosts -> every Open that answered 0 has its intent, every Close that answered 0 its outcome; ri-audit clean" {
+	[ -n "${RI_TEST_PG_DATA:-}" ] || skip "needs the server's data directory"
+	ri_instance
+	host_b
+	load() {
+		local i a rc
+		for i in $(seq 1 10); do
+			a=$(open_req "$2-$i" | RI_CONFIG=$1 ri-open 2>/dev/null) && rc=0 || rc=$?
+			echo "open $rc $(jq -r '.invocation_id // "-"' <<<"${a:-{\}}" 2>/dev/null)"
+			if [ "$rc" -eq 0 ]; then
+				close_req "$a" | RI_CONFIG=$1 ri-close >"$3.close" 2>/dev/null && rc=0 || rc=$?
+				echo "close $rc $(jq -r '.invocation_id' <<<"$a")"
+			fi
+		done >"$3"
+	}
+	load "$RI_CONFIG" a "$T/la" & p1=$!
+	load "$BCFG" b "$T/lb" & p2=$!
+	sleep 2
+	# the restarted server must not inherit bats's fd 3 (its TAP stream):
+	# bats waits for every holder of it, and the suite would never end
+	if [ "$(id -u)" = 0 ]; then
+		runuser -u postgres -- "$PGBIN/pg_ctl" -D "$RI_TEST_PG_DATA" -m immediate -w restart \
+		    -l "$RI_TEST_PG_HOST/server.log" \
+		    -o "-k $RI_TEST_PG_HOST -c listen_addresses='' -c max_connections=200" >/dev/null 2>&1 3>&-
+	else
+		"$PGBIN/pg_ctl" -D "$RI_TEST_PG_DATA" -m immediate -w restart -l "$RI_TEST_PG_HOST/server.log" \
+		    -o "-k $RI_TEST_PG_HOST -c listen_addresses='' -c max_connections=200" >/dev/null 2>&1 3>&-
+	fi
+	wait $p1 $p2 || true
+	# every answer is a protocol code, never a crash
+	[ -z "$(cat "$T"/la "$T"/lb | awk '{ print $1, $2 }' | grep -v -E '^(open (0|12|14|15|20)|close (0|15|21|40))$' || true)" ]
+	# every Open that answered 0 has its intent; every Close that answered 0 its outcome
+	for inv in $(cat "$T"/la "$T"/lb | awk '$1 == "open" && $2 == 0 { print $3 }'); do
+		[ "$(records "invocation_id = '$inv' AND role = 1")" -eq 1 ]
+	done
+	for inv in $(cat "$T"/la "$T"/lb | awk '$1 == "close" && $2 == 0 { print $3 }'); do
+		[ "$(records "invocation_id = '$inv' AND role <> 1")" -ge 1 ]
+	done
+	# the journal verifies whole (a Close cut by the restart leaves its
+	# intent open and in flight: the sweep's business, later)
+	run ri-audit
+	echo "$output" | jq -c '[.checks[] | select(.status == "fail")]'
+	[ "$status" -eq 0 ]
+}
+
+@test "issue 13, failure mapping with deferred writes: a write the server refuses (records locked by another session past lock_timeout) travels in one round trip with the statement after it, and is charged to the write -- a definite refusal (no read-back), nothing landed, the act opens once the lock is gone" {
+	ri_instance fast
+	n0=$(records)
+	# another session holds records against writers (readers pass) for 20 s
+	psql "$(jq -r .journal "$RI_CONFIG")" -qAt -c "BEGIN" -c "LOCK TABLE records IN EXCLUSIVE MODE" \
+	    -c "SELECT pg_sleep(20)" >/dev/null 2>&1 3>&- &
+	L=$!
+	for _ in $(seq 1 100); do
+		[ "$(sql "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+		    WHERE c.relname = 'records' AND l.mode = 'ExclusiveLock' AND l.granted")" -ge 1 ] && break
+		sleep 0.1
+	done
+	run --separate-stderr env RI_PG_TRACE=2 ri-open <<<"$(open_req boom)"
+	kill "$L" 2>/dev/null; wait "$L" 2>/dev/null || true
+	sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(20)%' AND pid <> pg_backend_pid()" >/dev/null
+	echo "exit $status: $output $stderr"
+	[[ " 14 15 20 " == *" $status "* ]]
+	# the record's INSERT went with the statement after it, not alone
+	grep -q "in one round trip\] INSERT INTO records" <<<"$stderr"
+	grep -Eq "append: .*(lock|statement) timeout" <<<"$stderr"
+	! grep -q "reply was lost" <<<"$stderr"
+	[ "$(records)" -eq "$n0" ]
+	[ "$(records "act_key = 'boom'")" -eq 0 ]
+	open_req boom | ri-open >/dev/null
+	[ "$(records "act_key = 'boom' AND role = 1")" -eq 1 ]
+	run ri-audit
+	[ "$status" -eq 0 ]
+}
