@@ -23,20 +23,11 @@ bench_header "06-pg-pair" \
     "two psql processes per pair, each INSERTing one journal-shaped row (one transaction each)" \
     "time per pair <= ${TARGET}x the baseline's (the issue's goal); reported: PG vs SQLite, round trips per append"
 
-PGBIN=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
-if [ ! -x "$PGBIN/initdb" ]; then
-	echo "no PostgreSQL server binaries (apt-get install postgresql): skipped"
-	bench_verdict 1
-fi
-PGD=$(mktemp -d /tmp/ri-bench-pg.XXXXXX)
-as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-[ "$(id -u)" = 0 ] && chown postgres "$PGD"
-pg_stop() { as_pg "$PGBIN/pg_ctl" -D "$PGD/data" -m immediate stop >/dev/null 2>&1; rm -rf "$PGD"; }
-trap 'pg_stop; bench_cleanup' EXIT
-as_pg "$PGBIN/initdb" -D "$PGD/data" -A trust -U ri >/dev/null 2>&1 || bench_die "initdb"
-as_pg "$PGBIN/pg_ctl" -D "$PGD/data" -w -l "$PGD/log" -o "-k $PGD -c listen_addresses=''" start >/dev/null ||
-    bench_die "cannot start the server"
-psql -h "$PGD" -U ri -d postgres -qc "CREATE DATABASE ri" >/dev/null || bench_die "createdb"
+bench_pg_start; case $? in
+0) ;;
+2) echo "no PostgreSQL server binaries (apt-get install postgresql): skipped"; bench_verdict 1 ;;
+*) bench_die "cannot start the server" ;;
+esac
 psql -h "$PGD" -U ri -d ri -qc "CREATE SCHEMA inst; CREATE SCHEMA base;
     CREATE TABLE base.records(seq bigserial PRIMARY KEY, event_id text NOT NULL UNIQUE, action_ref text NOT NULL,
       kind text NOT NULL, act_key text NOT NULL, invocation_id text, actor_ref text NOT NULL,
@@ -59,13 +50,7 @@ for d in "$P" "$S"; do
 	        >/dev/null || bench_die "postgresql instance"
 done
 
-ri_pair() { # DIR KEY
-	local o
-	o=$(RI_CONFIG=$1/ri.json RI_CREDENTIAL_FILE=$1/alice.cred "$RI_BIN/ri-open" --kind ledger --act-key "$2" \
-	    --actor alice --intent-data "{\"pairing_datum\":\"pd-$2\"}" </dev/null) || return 1
-	printf '%s' "${o%\}},\"outcome_action_ref\":\"ledger.disclosed\",\"outcome_data\":{\"disclosure_id\":\"dsc-$2\"}}" |
-	    RI_CONFIG=$1/ri.json RI_CREDENTIAL_FILE=$1/alice.cred "$RI_BIN/ri-close" >/dev/null
-}
+ri_pair() { bench_pair "$@"; }
 base_row() { # ACTION KEY SUFFIX
 	psql -h "$PGD" -U ri -d ri -qAtc "INSERT INTO base.records(event_id, action_ref, kind, act_key, invocation_id,
 	    actor_ref, attestation_id, recorded_at, retention_until, role, act_prev, inv_prev, payload, salt, digest,

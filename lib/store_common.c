@@ -1,4 +1,5 @@
 /* store_common.c -- the row verdicts every backend shares (store_common.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sodium.h>
@@ -131,4 +132,29 @@ ri_take_deadline(const struct ri_store *st, int64_t mono, ri_ms left, bool *boun
 	/* open step 2.2: a bound below the holder's lease is lawful */
 	*bounded = st->take_bounded && st->take_wait < left;
 	return mono + (*bounded ? st->take_wait : left);
+}
+
+int
+ri_st_failv(struct ri_store_error *e, int code, int64_t seq, const char *event_id, const char *fmt, va_list ap)
+{
+	e->seq = seq;
+	snprintf(e->event_id, sizeof e->event_id, "%s", event_id ? event_id : "");
+	vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+	if (code == RI_ST_INTEGRITY && !e->integrity) {
+		e->integrity = true;
+		snprintf(e->integrity_msg, sizeof e->integrity_msg, "%s", e->msg);
+	}
+	return code;
+}
+
+void
+ri_st_err_clear(struct ri_store_error *e)
+{
+	bool integrity = e->integrity;
+	char keep[sizeof e->integrity_msg];
+
+	memcpy(keep, e->integrity_msg, sizeof keep);
+	memset(e, 0, sizeof *e);
+	e->integrity = integrity;
+	memcpy(e->integrity_msg, keep, sizeof keep);
 }

@@ -8,6 +8,8 @@
 #ifndef RI_STORE_COMMON_H
 #define RI_STORE_COMMON_H
 
+#include <stdarg.h>
+
 #include "integrity.h"
 #include "store.h"
 
@@ -37,6 +39,14 @@ unsigned ri_raw_problems(const unsigned char instance[RI_INSTANCE_LEN], const un
     size_t keylen, struct ri_record *r, struct ri_raw *w, unsigned char prev[RI_HASH_LEN], ri_ms now);
 /* A row its caller verified already in the same snapshot: parsed only. */
 void ri_raw_trusted(struct ri_record *r, struct ri_raw *w);
+
+/* A backend's failure: e says what (and names the record), the code comes
+ * back.  The first integrity failure stays for the handle's life: a run
+ * that met one fails closed at its end (AMD-03); ri_st_err_clear starts
+ * a new operation's error and keeps it. */
+int ri_st_failv(struct ri_store_error *e, int code, int64_t seq, const char *event_id, const char *fmt,
+    va_list ap) __attribute__((format(printf, 5, 0)));
+void ri_st_err_clear(struct ri_store_error *e);
 
 /*
  * open step 2.2: the monotonic deadline of a take that found the section

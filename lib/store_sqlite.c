@@ -153,30 +153,16 @@ st_fail(struct sq *s, int code, int64_t seq, const char *event_id, const char *f
 {
 	va_list ap;
 
-	s->err.seq = seq;
-	snprintf(s->err.event_id, sizeof s->err.event_id, "%s", event_id ? event_id : "");
 	va_start(ap, fmt);
-	vsnprintf(s->err.msg, sizeof s->err.msg, fmt, ap);
+	code = ri_st_failv(&s->err, code, seq, event_id, fmt, ap);
 	va_end(ap);
-	if (code == RI_ST_INTEGRITY && !s->err.integrity) {
-		s->err.integrity = true;
-		snprintf(s->err.integrity_msg, sizeof s->err.integrity_msg, "%s", s->err.msg);
-	}
 	return code;
 }
 
-/* A new operation's error, keeping the first integrity failure this
- * handle met: a run that met one fails closed at its end (AMD-03). */
 static void
 err_clear(struct sq *s)
 {
-	bool integrity = s->err.integrity;
-	char keep[sizeof s->err.integrity_msg];
-
-	memcpy(keep, s->err.integrity_msg, sizeof keep);
-	memset(&s->err, 0, sizeof s->err);
-	s->err.integrity = integrity;
-	memcpy(s->err.integrity_msg, keep, sizeof keep);
+	ri_st_err_clear(&s->err);
 }
 
 static int

@@ -237,3 +237,39 @@ bench_copy() {
 	# write the copy back now, not while a measurement runs
 	sync "$2/journal.db"
 }
+
+# ---- PostgreSQL (issue 13) ---------------------------------------------------
+
+# bench_pg_start -- a throwaway server as tests/pg/run starts it (unix
+# socket only, fsync and synchronous_commit on) with a database "ri";
+# sets PGD (its directory) and stops it at exit.  Returns 2 when no server
+# binaries exist.
+bench_pg_start() {
+	PGBIN=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
+	[ -x "$PGBIN/initdb" ] || return 2
+	PGD=$(mktemp -d /tmp/ri-bench-pg.XXXXXX)
+	[ "$(id -u)" = 0 ] && chown postgres "$PGD"
+	trap 'bench_pg_stop; bench_cleanup' EXIT
+	bench_as_pg "$PGBIN/initdb" -D "$PGD/data" -A trust -U ri >/dev/null 2>&1 || return 1
+	bench_as_pg "$PGBIN/pg_ctl" -D "$PGD/data" -w -l "$PGD/log" \
+	    -o "-k $PGD -c listen_addresses='' -c max_connections=100" start >/dev/null || return 1
+	psql -h "$PGD" -U ri -d postgres -qc "CREATE DATABASE ri" >/dev/null
+}
+bench_as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+bench_pg_stop() { bench_as_pg "$PGBIN/pg_ctl" -D "$PGD/data" -m immediate stop >/dev/null 2>&1; rm -rf "$PGD"; }
+
+# bench_pg_uri SCHEMA -- the journal URI of a new schema of that name
+bench_pg_uri() {
+	psql -h "$PGD" -U ri -d ri -qc "CREATE SCHEMA $1" >/dev/null || return 1
+	printf 'postgresql:///ri?host=%s&user=ri&options=-csearch_path%%3D%s\n' "$PGD" "$1"
+}
+
+# bench_pair DIR KEY -- one ri-open + ri-close of act KEY as alice on the
+# instance whose files are in DIR
+bench_pair() {
+	local o
+	o=$(RI_CONFIG=$1/ri.json RI_CREDENTIAL_FILE=$1/alice.cred "$RI_BIN/ri-open" --kind ledger --act-key "$2" \
+	    --actor alice --intent-data "{\"pairing_datum\":\"pd-$2\"}" </dev/null) || return 1
+	printf '%s' "${o%\}},\"outcome_action_ref\":\"ledger.disclosed\",\"outcome_data\":{\"disclosure_id\":\"dsc-$2\"}}" |
+	    RI_CONFIG=$1/ri.json RI_CREDENTIAL_FILE=$1/alice.cred "$RI_BIN/ri-close" >/dev/null
+}
