@@ -57,7 +57,9 @@ check_config(const struct ri_config *c)
 
 	FZ_ASSERT(c->path != NULL && strcmp(c->path, CONFIG_PATH) == 0, "path");
 	FZ_ASSERT(c->dir != NULL && strcmp(c->dir, "/nonexistent/ri-fuzz") == 0, "dir %s", c->dir);
-	FZ_ASSERT(c->journal && c->journal[0] == '/', "journal not absolute");
+	/* a path is made absolute; a PostgreSQL URI (issue 13) is kept as given */
+	FZ_ASSERT(c->journal && (c->journal[0] == '/' || ri_journal_is_pg(c->journal)),
+	    "journal neither absolute nor a PostgreSQL URI");
 	FZ_ASSERT(c->findings && c->findings[0] == '/', "findings not absolute");
 	FZ_ASSERT(c->integrity_key_file && c->integrity_key_file[0] == '/', "key not absolute");
 	FZ_ASSERT(c->seal_key_file && c->seal_key_file[0] == '/', "seal key not absolute");
