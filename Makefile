@@ -110,7 +110,7 @@ unit: $(UNITS)
 
 bats: all $(TOOLS)
 	RI_BIN=$(abspath $(BINDIR)) RI_EXAMPLES=$(abspath $(EXBINDIR)) RI_TOOLS=$(abspath $(BUILD)/tools) \
-	    bats $(if $(filter-out 1,$(BATS_JOBS)),--jobs $(BATS_JOBS)) tests/*.bats
+	    bats $(if $(filter-out 1,$(BATS_JOBS)),--jobs $(BATS_JOBS) --no-parallelize-within-files) tests/*.bats
 
 test: all unit bats
 
