@@ -532,6 +532,16 @@ ri_actor_row_judge(struct ri_st_core *c, const char *actor, const struct ri_acto
 }
 
 int
+ri_authenticate_request_judge(struct ri_st_core *c, const char *actor, const char *cred)
+{
+	if (!ri_valid_ref(actor, c->cfg->reference_length_cap) || cred == NULL || *cred == '\0')
+		return ri_st_fail(c, RI_ST_INVALID_CREDENTIAL, 0, NULL, "no actor ref or no credential");
+	if (c->key == NULL)
+		return ri_st_fail(c, RI_ST_UNAVAILABLE, 0, NULL, "no integrity key: credentials cannot be checked");
+	return RI_ST_OK;
+}
+
+int
 ri_credential_judge(struct ri_st_core *c, const char *actor, const struct ri_actor_row *row, const char *cred,
     ri_ms now, struct ri_actor *who)
 {
@@ -694,6 +704,150 @@ ri_scope_head_judge(struct ri_st_core *c, const struct scope *sc, int64_t rows, 
 		    "journal integrity: the newest record of %s (seq %lld) is not the one its head names",
 		    scope_name(sc), (long long)leaf->last_seq);
 	*last = leaf->last_seq;
+	return RI_ST_OK;
+}
+
+/* ---- ri-audit's state check of the tree of scope heads ---------------------- */
+
+void
+ri_leaf_judge(struct ri_leaf_tally *t, const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf,
+    const char *kind, const char *act_key, const char *inv, const unsigned char *hash)
+{
+	struct scope act, iv;
+	char msg[512];
+
+	if (hash == NULL) {
+		snprintf(msg, sizeof msg, "a scope's authenticated head names seq %lld, which the journal does not hold",
+		    (long long)leaf->last_seq);
+		t->each("8.1.1", leaf->last_seq, msg, t->arg);
+		return;
+	}
+	scope_make(&act, SCOPE_ACT, kind, act_key);
+	if (inv != NULL)
+		scope_make(&iv, SCOPE_INV, inv, NULL);
+	/* (rows past the head would be records the traversal fails: no index
+	 * lookup per leaf is needed here) */
+	if (memcmp(key, act.key, RI_SCOPE_LEN) == 0) {
+		t->acts++;
+	} else if (inv != NULL && memcmp(key, iv.key, RI_SCOPE_LEN) == 0) {
+		t->invs++;
+	} else {
+		snprintf(msg, sizeof msg, "a head of the scope heads' tree names seq %lld, a record of another scope",
+		    (long long)leaf->last_seq);
+		t->each("8.1.1", leaf->last_seq, msg, t->arg);
+	}
+	if (memcmp(hash, leaf->hash, RI_HASH_LEN) != 0) {
+		snprintf(msg, sizeof msg, "the head naming seq %lld binds another hash: the record was rewritten",
+		    (long long)leaf->last_seq);
+		t->each("8.1.1", leaf->last_seq, msg, t->arg);
+	}
+}
+
+void
+ri_leaf_tally_judge(const struct ri_leaf_tally *t, int64_t acts, int64_t invs)
+{
+	char msg[512];
+
+	if (acts != t->acts || invs != t->invs) {
+		snprintf(msg, sizeof msg, "%lld acts and %lld invocations have records, but the tree holds"
+		    " %lld and %lld heads: a scope's head was deleted or its records hidden",
+		    (long long)acts, (long long)invs, (long long)t->acts, (long long)t->invs);
+		t->each("8.1.1", 0, msg, t->arg);
+	}
+}
+
+/* ---- the open-intents index ------------------------------------------------ */
+
+void
+ri_open_scan_row(struct ri_open_scan *os, const char *inv, int64_t seq, const char *kind, const char *act_key,
+    const char *event_id, ri_ms recorded_at)
+{
+	unsigned char elem[RI_HASH_LEN];
+
+	ri_open_elem(inv, seq, kind, act_key, event_id, recorded_at, elem);
+	ri_acc_xor(os->acc, elem);
+	os->count++;
+	if (os->out == NULL || (os->kind != NULL && strcmp(kind, os->kind) != 0) ||
+	    (os->act_key != NULL && strcmp(act_key, os->act_key) != 0) ||
+	    (os->aged_by != RI_NONE && recorded_at > os->aged_by))
+		return;
+	if (*os->n == os->cap) {
+		os->cap = os->cap ? os->cap * 2 : 16;
+		*os->out = realloc(*os->out, os->cap * sizeof **os->out);
+		if (*os->out == NULL)
+			abort();
+	}
+	struct ri_open_intent *o = &(*os->out)[(*os->n)++];
+	o->seq = seq;
+	o->kind = ri_strdup(kind);
+	o->act_key = ri_strdup(act_key);
+	o->invocation_id = ri_strdup(inv);
+	o->event_id = ri_strdup(event_id);
+	o->recorded_at = recorded_at;
+}
+
+int
+ri_open_scan_end(struct ri_st_core *c, struct ri_open_scan *os, const struct ri_jhead *jh)
+{
+	if (c->key != NULL && (os->count != jh->open_count || sodium_memcmp(os->acc, jh->open_acc, RI_HASH_LEN) != 0))
+		return ri_st_fail(c, RI_ST_INTEGRITY, 0, NULL,
+		    "journal integrity: the open-intents index (%lld rows) disagrees with its authenticated"
+		    " accumulator (%lld open intents): a row was deleted, added or altered"
+		    " (after investigating, ri-sweep --rebuild)", (long long)os->count, (long long)jh->open_count);
+	return RI_ST_OK;
+}
+
+/* ---- seals that mean something --------------------------------------------- */
+
+/* Does the tree hold scope sc's head at seq or later? */
+static int
+scope_covers(struct ri_st_core *c, struct ri_seal_walk *sw, int type, const char *a, const char *b, int64_t seq)
+{
+	struct scope sc;
+	struct ri_leaf leaf;
+	bool present;
+	int rc;
+
+	scope_make(&sc, type, a, b);
+	if ((rc = sw->tree_get(sw->backend, sw->jh, sc.key, &present, &leaf)) != RI_ST_OK)
+		return rc;
+	if (!present || leaf.last_seq < seq)
+		return ri_st_fail(c, RI_ST_INTEGRITY, seq, NULL,
+		    "journal integrity: record seq %lld is newer than the head of %s (%lld)", (long long)seq,
+		    scope_name(&sc), (long long)(present ? leaf.last_seq : 0));
+	return RI_ST_OK;
+}
+
+int
+ri_seal_walk_row(struct ri_st_core *c, struct ri_seal_walk *sw, struct ri_record *r, struct ri_raw *w)
+{
+	int rc;
+
+	if (r->seq != sw->expect) {
+		free(w->payload_text);
+		w->payload_text = NULL;
+		ri_record_clear(r);
+		return ri_st_fail(c, RI_ST_INTEGRITY, sw->expect, NULL,
+		    "journal integrity: record seq %lld is missing (deleted rows)", (long long)sw->expect);
+	}
+	if ((rc = ri_st_verify_row(c, r, w, sw->prev, sw->now)) == RI_ST_OK) {
+		rc = scope_covers(c, sw, SCOPE_ACT, r->kind, r->act_key, r->seq);
+		if (rc == RI_ST_OK && r->invocation_id != NULL)
+			rc = scope_covers(c, sw, SCOPE_INV, r->invocation_id, NULL, r->seq);
+	}
+	memcpy(sw->prev, r->hash, RI_HASH_LEN);
+	ri_record_clear(r);
+	sw->expect++;
+	return rc;
+}
+
+int
+ri_seal_walk_end(struct ri_st_core *c, struct ri_seal_walk *sw)
+{
+	if (sw->expect - 1 != sw->jh->last_seq)
+		return ri_st_fail(c, RI_ST_INTEGRITY, sw->jh->last_seq, NULL,
+		    "journal integrity: the journal ends at seq %lld before its head (seq %lld)",
+		    (long long)(sw->expect - 1), (long long)sw->jh->last_seq);
 	return RI_ST_OK;
 }
 

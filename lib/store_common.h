@@ -175,6 +175,9 @@ void ri_actor_row_mac(const struct ri_st_core *c, const char *actor, const struc
  */
 int ri_actor_row_judge(struct ri_st_core *c, const char *actor, const struct ri_actor_row *row, bool present,
     int64_t last_seq);
+/* authenticate's input check: an actor ref and a credential, and the key
+ * to check them with (none: unavailable, never "anyone"). */
+int ri_authenticate_request_judge(struct ri_st_core *c, const char *actor, const char *cred);
 /* The credential check at record_action: a verified row (NULL: none), the
  * credential compared in constant time, revoked from the instant of
  * revocation on.  who (may be NULL) gets the actor. */
@@ -228,6 +231,69 @@ int ri_witness_judge(struct ri_st_core *c, int64_t last_seq, const unsigned char
  */
 int ri_scope_head_judge(struct ri_st_core *c, const struct scope *sc, int64_t rows, const unsigned char *newest,
     bool present, const struct ri_leaf *leaf, int64_t *last);
+
+/* ---- ri-audit's state check of the tree of scope heads (Check 8.1.1) ------- */
+
+/*
+ * Each leaf of the tree against the record it names: that record (kind,
+ * act_key, inv -- NULL: none; hash NULL: the journal does not hold it) is
+ * of the leaf's own scope and is the one the leaf binds.  Then the
+ * tally: as many act and invocation heads as scopes with records (acts,
+ * invs), so a deleted head or hidden records are found.  Each problem goes
+ * to each("8.1.1", ...).
+ */
+struct ri_leaf_tally {
+	ri_state_fn each;
+	void *arg;
+	int64_t acts, invs;
+};
+void ri_leaf_judge(struct ri_leaf_tally *t, const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf,
+    const char *kind, const char *act_key, const char *inv, const unsigned char *hash);
+void ri_leaf_tally_judge(const struct ri_leaf_tally *t, int64_t acts, int64_t invs);
+
+/* ---- the open-intents index (heads.h) ------------------------------------- */
+
+/*
+ * Every row of the index folded into the count and accumulator the
+ * journal head binds, so a deleted, added or altered row is an integrity
+ * failure, not a crashed act the sweep never sees; the filters (kind,
+ * act, age; NULL / RI_NONE: none) choose what is returned into *out (NULL:
+ * verify only).  The cost is O(open intents), the sweep's own bound.
+ */
+struct ri_open_scan {
+	const char *kind, *act_key;
+	ri_ms aged_by;
+	struct ri_open_intent **out;
+	size_t *n;
+	unsigned char acc[RI_HASH_LEN];
+	int64_t count;
+	size_t cap;
+};
+void ri_open_scan_row(struct ri_open_scan *os, const char *inv, int64_t seq, const char *kind, const char *act_key,
+    const char *event_id, ri_ms recorded_at);
+int ri_open_scan_end(struct ri_st_core *c, struct ri_open_scan *os, const struct ri_jhead *jh);
+
+/* ---- seals that mean something --------------------------------------------- */
+
+/*
+ * Before a seal is signed, every record since the previous seal is
+ * verified: contiguous up to the authenticated head, each link, MAC and
+ * digest, each record's act and invocation heads in the tree no older
+ * than it.  The backend sets prev (the hash at jh->sealed_seq), reads
+ * the rows from sealed_seq + 1 in seq order and hands each to
+ * ri_seal_walk_row (consumed); ri_seal_walk_end after the last.
+ */
+struct ri_seal_walk {
+	const struct ri_jhead *jh;
+	int64_t expect;
+	unsigned char prev[RI_HASH_LEN];
+	ri_ms now;
+	int (*tree_get)(void *backend, const struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], bool *present,
+	    struct ri_leaf *leaf);
+	void *backend;
+};
+int ri_seal_walk_row(struct ri_st_core *c, struct ri_seal_walk *sw, struct ri_record *r, struct ri_raw *w);
+int ri_seal_walk_end(struct ri_st_core *c, struct ri_seal_walk *sw);
 
 /* ---- rebuild: the derived indexes from a whole verified traversal ------- */
 

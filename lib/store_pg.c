@@ -1185,6 +1185,13 @@ tree_get(struct pg *s, const struct ri_jhead *jh, const unsigned char key[RI_SCO
 }
 
 static int
+tree_get_cb(void *backend, const struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], bool *present,
+    struct ri_leaf *leaf)
+{
+	return tree_get(backend, jh, key, present, leaf);
+}
+
+static int
 tree_put(struct pg *s, struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], int64_t seq,
     const unsigned char hash[RI_HASH_LEN])
 {
@@ -1575,11 +1582,9 @@ static int
 open_scan(struct pg *s, const struct ri_jhead *jh, const char *kind, const char *act_key, ri_ms aged_by,
     struct ri_open_intent **out, size_t *n)
 {
-	unsigned char acc[RI_HASH_LEN] = { 0 }, elem[RI_HASH_LEN];
-	size_t cap = 0;
-	int64_t count = 0;
+	struct ri_open_scan os = { .kind = kind, .act_key = act_key, .aged_by = aged_by, .out = out, .n = n };
 	PGresult *r;
-	int rc = RI_ST_OK;
+	int rc;
 
 	r = run(s, "SELECT invocation_id, seq, kind, act_key, event_id, recorded_at FROM open_intents ORDER BY seq",
 	    NULL);
@@ -1588,38 +1593,11 @@ open_scan(struct pg *s, const struct ri_jhead *jh, const char *kind, const char 
 		PQclear(r);
 		return rc;
 	}
-	for (int i = 0; i < PQntuples(r); i++) {
-		const char *inv = PQgetvalue(r, i, 0), *k = PQgetvalue(r, i, 2), *ak = PQgetvalue(r, i, 3);
-		const char *ev = PQgetvalue(r, i, 4);
-		int64_t seq = g_int(r, i, 1), at = g_int(r, i, 5);
-
-		ri_open_elem(inv, seq, k, ak, ev, at, elem);
-		ri_acc_xor(acc, elem);
-		count++;
-		if (out == NULL || (kind != NULL && strcmp(k, kind) != 0) ||
-		    (act_key != NULL && strcmp(ak, act_key) != 0) || (aged_by != RI_NONE && at > aged_by))
-			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			*out = realloc(*out, cap * sizeof **out);
-			if (*out == NULL)
-				abort();
-		}
-		struct ri_open_intent *o = &(*out)[(*n)++];
-		o->seq = seq;
-		o->kind = ri_strdup(k);
-		o->act_key = ri_strdup(ak);
-		o->invocation_id = ri_strdup(inv);
-		o->event_id = ri_strdup(ev);
-		o->recorded_at = at;
-	}
+	for (int i = 0; i < PQntuples(r); i++)
+		ri_open_scan_row(&os, PQgetvalue(r, i, 0), g_int(r, i, 1), PQgetvalue(r, i, 2), PQgetvalue(r, i, 3),
+		    PQgetvalue(r, i, 4), g_int(r, i, 5));
 	PQclear(r);
-	if (s->core.key != NULL && (count != jh->open_count || sodium_memcmp(acc, jh->open_acc, RI_HASH_LEN) != 0))
-		rc = ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL,
-		    "journal integrity: the open-intents index (%lld rows) disagrees with its authenticated"
-		    " accumulator (%lld open intents): a row was deleted, added or altered"
-		    " (after investigating, ri-sweep --rebuild)", (long long)count, (long long)jh->open_count);
-	return rc;
+	return ri_open_scan_end(&s->core, &os, jh);
 }
 
 static int
@@ -2362,10 +2340,8 @@ pg_authenticate(struct ri_store *base, const char *actor, const char *cred, stru
 	ri_st_err_clear(&s->core.err);
 	if (out != NULL)
 		memset(out, 0, sizeof *out);
-	if (!ri_valid_ref(actor, s->core.cfg->reference_length_cap) || cred == NULL || *cred == '\0')
-		return ri_st_fail(&s->core, RI_ST_INVALID_CREDENTIAL, 0, NULL, "no actor ref or no credential");
-	if (s->core.key == NULL)
-		return ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "no integrity key: credentials cannot be checked");
+	if ((rc = ri_authenticate_request_judge(&s->core, actor, cred)) != RI_ST_OK)
+		return rc;
 	if ((rc = read_begin(s, &began)) != RI_ST_OK)
 		return rc;
 	if ((rc = jhead_get_at(s, false, &jh, lh, &now)) == RI_ST_OK)
@@ -2724,37 +2700,20 @@ registry_verify(struct pg *s, const struct ri_jhead *jh, ri_state_fn each, void 
 	return first;
 }
 
-static int
-scope_covers(struct pg *s, const struct ri_jhead *jh, int type, const char *a, const char *b, int64_t seq)
-{
-	struct scope sc;
-	struct ri_leaf leaf;
-	bool present;
-	int rc;
-
-	scope_make(&sc, type, a, b);
-	if ((rc = tree_get(s, jh, sc.key, &present, &leaf)) != RI_ST_OK)
-		return rc;
-	if (!present || leaf.last_seq < seq)
-		return ri_st_fail(&s->core, RI_ST_INTEGRITY, seq, NULL,
-		    "journal integrity: record seq %lld is newer than the head of %s (%lld)", (long long)seq,
-		    scope_name(&sc), (long long)(present ? leaf.last_seq : 0));
-	return RI_ST_OK;
-}
 
 /* Seals that mean something (store_sqlite.c's verify_since_seal). */
 static int
 verify_since_seal(struct pg *s, const struct ri_jhead *jh, ri_ms now)
 {
 	struct params p = { 0 };
-	unsigned char prev[RI_HASH_LEN];
-	int64_t expect = jh->sealed_seq + 1;
+	struct ri_seal_walk sw = { .jh = jh, .expect = jh->sealed_seq + 1, .now = now, .tree_get = tree_get_cb,
+		.backend = s };
 	PGresult *res;
 	int rc;
 
-	if ((rc = hash_at(s, expect - 1, prev)) != RI_ST_OK)
+	if ((rc = hash_at(s, sw.expect - 1, sw.prev)) != RI_ST_OK)
 		return rc;
-	p_int(&p, expect);
+	p_int(&p, sw.expect);
 	res = run(s, "SELECT " REC_COLS " FROM records WHERE seq >= $1 ORDER BY seq", &p);
 	if (!res_ok(res)) {
 		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", res);
@@ -2767,31 +2726,14 @@ verify_since_seal(struct pg *s, const struct ri_jhead *jh, ri_ms now)
 		int vr;
 
 		load_row(res, i, &r, &w);
-		if (r.seq != expect) {
-			free(w.payload_text);
-			ri_record_clear(&r);
-			PQclear(res);
-			return ri_st_fail(&s->core, RI_ST_INTEGRITY, expect, NULL,
-			    "journal integrity: record seq %lld is missing (deleted rows)", (long long)expect);
-		}
-		if ((vr = ri_st_verify_row(&s->core, &r, &w, prev, now)) == RI_ST_OK) {
-			vr = scope_covers(s, jh, SCOPE_ACT, r.kind, r.act_key, r.seq);
-			if (vr == RI_ST_OK && r.invocation_id != NULL)
-				vr = scope_covers(s, jh, SCOPE_INV, r.invocation_id, NULL, r.seq);
-		}
-		memcpy(prev, r.hash, RI_HASH_LEN);
-		ri_record_clear(&r);
-		if (vr != RI_ST_OK) {
+		if ((vr = ri_seal_walk_row(&s->core, &sw, &r, &w)) != RI_ST_OK) {
 			PQclear(res);
 			return vr;
 		}
-		expect++;
 	}
 	PQclear(res);
-	if (expect - 1 != jh->last_seq)
-		return ri_st_fail(&s->core, RI_ST_INTEGRITY, jh->last_seq, NULL,
-		    "journal integrity: the journal ends at seq %lld before its head (seq %lld)",
-		    (long long)(expect - 1), (long long)jh->last_seq);
+	if ((rc = ri_seal_walk_end(&s->core, &sw)) != RI_ST_OK)
+		return rc;
 	if (s->core.key != NULL && (rc = open_scan(s, jh, NULL, NULL, RI_NONE, NULL, NULL)) != RI_ST_OK)
 		return rc;
 	return registry_verify(s, jh, NULL, NULL);
@@ -3124,9 +3066,7 @@ schema_check(struct pg *s, char *why, size_t n)
 
 struct leaf_check {
 	struct pg *s;
-	ri_state_fn each;
-	void *arg;
-	int64_t acts, invs;
+	struct ri_leaf_tally t;
 };
 
 static int
@@ -3134,37 +3074,16 @@ leaf_check(const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf, vo
 {
 	struct leaf_check *c = arg;
 	struct params p = { 0 };
-	struct scope act, inv;
 	unsigned char h[RI_HASH_LEN];
-	char msg[512];
 	PGresult *r;
 
 	p_int(&p, leaf->last_seq);
 	r = run(c->s, "SELECT kind, act_key, invocation_id, hash FROM records WHERE seq = $1", &p);
-	if (!res_ok(r) || PQntuples(r) != 1 || !g_bytes(r, 0, 3, h, RI_HASH_LEN)) {
-		PQclear(r);
-		snprintf(msg, sizeof msg, "a scope's authenticated head names seq %lld, which the journal does not hold",
-		    (long long)leaf->last_seq);
-		c->each("8.1.1", leaf->last_seq, msg, c->arg);
-		return 0;
-	}
-	scope_make(&act, SCOPE_ACT, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1));
-	if (!g_null(r, 0, 2))
-		scope_make(&inv, SCOPE_INV, PQgetvalue(r, 0, 2), NULL);
-	if (memcmp(key, act.key, RI_SCOPE_LEN) == 0) {
-		c->acts++;
-	} else if (!g_null(r, 0, 2) && memcmp(key, inv.key, RI_SCOPE_LEN) == 0) {
-		c->invs++;
-	} else {
-		snprintf(msg, sizeof msg, "a head of the scope heads' tree names seq %lld, a record of another scope",
-		    (long long)leaf->last_seq);
-		c->each("8.1.1", leaf->last_seq, msg, c->arg);
-	}
-	if (memcmp(h, leaf->hash, RI_HASH_LEN) != 0) {
-		snprintf(msg, sizeof msg, "the head naming seq %lld binds another hash: the record was rewritten",
-		    (long long)leaf->last_seq);
-		c->each("8.1.1", leaf->last_seq, msg, c->arg);
-	}
+	if (!res_ok(r) || PQntuples(r) != 1 || !g_bytes(r, 0, 3, h, RI_HASH_LEN))
+		ri_leaf_judge(&c->t, key, leaf, NULL, NULL, NULL, NULL);
+	else
+		ri_leaf_judge(&c->t, key, leaf, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1),
+		    g_null(r, 0, 2) ? NULL : PQgetvalue(r, 0, 2), h);
 	PQclear(r);
 	return 0;
 }
@@ -3210,20 +3129,14 @@ pg_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 	}
 	{
 		struct ri_tree_io io = { s, node_get, node_put, NULL };
-		struct leaf_check c = { s, each, arg, 0, 0 };
+		struct leaf_check c = { s, { each, arg, 0, 0 } };
 		why[0] = '\0';
-		if (ri_tree_walk(&io, hr.h.root, leaf_check, &c, why, sizeof why) != RI_ST_OK) {
+		if (ri_tree_walk(&io, hr.h.root, leaf_check, &c, why, sizeof why) != RI_ST_OK)
 			each("8.1.1", 0, why[0] ? why : s->core.err.msg, arg);
-		} else {
-			int64_t acts = count_of(s, "SELECT count(*) FROM (SELECT 1 FROM records GROUP BY kind, act_key) x");
-			int64_t invs = count_of(s, "SELECT count(DISTINCT invocation_id) FROM records");
-			if (acts != c.acts || invs != c.invs) {
-				snprintf(why, sizeof why, "%lld acts and %lld invocations have records, but the tree holds"
-				    " %lld and %lld heads: a scope's head was deleted or its records hidden",
-				    (long long)acts, (long long)invs, (long long)c.acts, (long long)c.invs);
-				each("8.1.1", 0, why, arg);
-			}
-		}
+		else
+			ri_leaf_tally_judge(&c.t,
+			    count_of(s, "SELECT count(*) FROM (SELECT 1 FROM records GROUP BY kind, act_key) x"),
+			    count_of(s, "SELECT count(DISTINCT invocation_id) FROM records"));
 	}
 	if (s->core.key == NULL)
 		goto out;

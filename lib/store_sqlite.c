@@ -447,6 +447,13 @@ tree_get(struct sq *s, const struct ri_jhead *jh, const unsigned char key[RI_SCO
 }
 
 static int
+tree_get_cb(void *backend, const struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], bool *present,
+    struct ri_leaf *leaf)
+{
+	return tree_get(backend, jh, key, present, leaf);
+}
+
+static int
 tree_put(struct sq *s, struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], int64_t seq,
     const unsigned char hash[RI_HASH_LEN])
 {
@@ -914,15 +921,40 @@ out:
  * after the check; the cost is O(open intents), the sweep's own bound.
  */
 static int
+open_scan(struct sq *s, const struct ri_jhead *jh, const char *kind, const char *act_key, ri_ms aged_by,
+    struct ri_open_intent **out, size_t *n)
+{
+	struct ri_open_scan os = { .kind = kind, .act_key = act_key, .aged_by = aged_by, .out = out, .n = n };
+	sqlite3_stmt *st;
+	int rc;
+
+	if ((st = prep(s, "SELECT invocation_id, seq, kind, act_key, event_id, recorded_at FROM open_intents"
+	    " ORDER BY seq")) == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (!col_text_ok(st, 0, false) || !col_is(st, 1, SQLITE_INTEGER, false) || !col_text_ok(st, 2, false) ||
+		    !col_text_ok(st, 3, false) || !col_text_ok(st, 4, false) || !col_is(st, 5, SQLITE_INTEGER, false)) {
+			done(s, st);
+			return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL,
+			    "journal integrity: a row of the open-intents index is malformed");
+		}
+		ri_open_scan_row(&os, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1),
+		    (const char *)sqlite3_column_text(st, 2), (const char *)sqlite3_column_text(st, 3),
+		    (const char *)sqlite3_column_text(st, 4), sqlite3_column_int64(st, 5));
+	}
+	done(s, st);
+	if (rc != SQLITE_DONE)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	return ri_open_scan_end(&s->core, &os, jh);
+}
+
+static int
 sq_open_intents(struct ri_store *base, const char *kind, const char *act_key, ri_ms aged_by,
     struct ri_open_intent **out, size_t *n)
 {
 	struct sq *s = (struct sq *)base;
 	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN], acc[RI_HASH_LEN] = { 0 }, elem[RI_HASH_LEN];
-	sqlite3_stmt *st = NULL;
-	size_t cap = 0;
-	int64_t count = 0;
+	unsigned char lh[RI_HASH_LEN];
 	bool began;
 	int rc;
 
@@ -930,55 +962,8 @@ sq_open_intents(struct ri_store *base, const char *kind, const char *act_key, ri
 	*n = 0;
 	if (read_begin(s, &began) != SQLITE_OK)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK)
-		goto out;
-	if ((st = prep(s, "SELECT invocation_id, seq, kind, act_key, event_id, recorded_at FROM open_intents"
-	    " ORDER BY seq")) == NULL) {
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
-		goto out;
-	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (!col_text_ok(st, 0, false) || !col_is(st, 1, SQLITE_INTEGER, false) || !col_text_ok(st, 2, false) ||
-		    !col_text_ok(st, 3, false) || !col_text_ok(st, 4, false) || !col_is(st, 5, SQLITE_INTEGER, false)) {
-			rc = ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL,
-			    "journal integrity: a row of the open-intents index is malformed");
-			goto out;
-		}
-		const char *inv = (const char *)sqlite3_column_text(st, 0), *k = (const char *)sqlite3_column_text(st, 2);
-		const char *ak = (const char *)sqlite3_column_text(st, 3), *ev = (const char *)sqlite3_column_text(st, 4);
-		int64_t seq = sqlite3_column_int64(st, 1), at = sqlite3_column_int64(st, 5);
-		ri_open_elem(inv, seq, k, ak, ev, at, elem);
-		ri_acc_xor(acc, elem);
-		count++;
-		if ((kind != NULL && strcmp(k, kind) != 0) || (act_key != NULL && strcmp(ak, act_key) != 0) ||
-		    (aged_by != RI_NONE && at > aged_by))
-			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			*out = realloc(*out, cap * sizeof **out);
-			if (*out == NULL)
-				abort();
-		}
-		struct ri_open_intent *o = &(*out)[(*n)++];
-		o->seq = seq;
-		o->kind = ri_strdup(k);
-		o->act_key = ri_strdup(ak);
-		o->invocation_id = ri_strdup(inv);
-		o->event_id = ri_strdup(ev);
-		o->recorded_at = at;
-	}
-	if (rc != SQLITE_DONE) {
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
-		goto out;
-	}
-	rc = RI_ST_OK;
-	if (s->core.key != NULL && (count != jh.open_count || sodium_memcmp(acc, jh.open_acc, RI_HASH_LEN) != 0))
-		rc = ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL,
-		    "journal integrity: the open-intents index (%lld rows) disagrees with its authenticated"
-		    " accumulator (%lld open intents): a row was deleted, added or altered"
-		    " (after investigating, ri-sweep --rebuild)", (long long)count, (long long)jh.open_count);
-out:
-	done(s, st);
+	if ((rc = jhead_get(s, &jh, lh)) == RI_ST_OK)
+		rc = open_scan(s, &jh, kind, act_key, aged_by, out, n);
 	read_end(s, began);
 	if (rc != RI_ST_OK) {
 		ri_open_intents_free(*out, *n);
@@ -1776,10 +1761,8 @@ sq_authenticate(struct ri_store *base, const char *actor, const char *cred, stru
 	ri_st_err_clear(&s->core.err);
 	if (out != NULL)
 		memset(out, 0, sizeof *out);
-	if (!ri_valid_ref(actor, s->core.cfg->reference_length_cap) || cred == NULL || *cred == '\0')
-		return ri_st_fail(&s->core, RI_ST_INVALID_CREDENTIAL, 0, NULL, "no actor ref or no credential");
-	if (s->core.key == NULL)
-		return ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "no integrity key: credentials cannot be checked");
+	if ((rc = ri_authenticate_request_judge(&s->core, actor, cred)) != RI_ST_OK)
+		return rc;
 	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
 		return rc;
 	/* the registry row is bound to the verified head, as at the write */
@@ -2172,37 +2155,7 @@ sq_peek(struct ri_store *base, const char *event_id, struct ri_record *out)
 static int
 open_verify(struct sq *s, const struct ri_jhead *jh)
 {
-	sqlite3_stmt *st;
-	unsigned char acc[RI_HASH_LEN] = { 0 }, elem[RI_HASH_LEN];
-	int64_t count = 0;
-	int rc;
-
-	if (s->core.key == NULL)
-		return RI_ST_OK;
-	if ((st = prep(s, "SELECT invocation_id, seq, kind, act_key, event_id, recorded_at FROM open_intents")) == NULL)
-		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (!col_text_ok(st, 0, false) || !col_is(st, 1, SQLITE_INTEGER, false) || !col_text_ok(st, 2, false) ||
-		    !col_text_ok(st, 3, false) || !col_text_ok(st, 4, false) || !col_is(st, 5, SQLITE_INTEGER, false)) {
-			done(s, st);
-			return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL,
-			    "journal integrity: a row of the open-intents index is malformed");
-		}
-		ri_open_elem((const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1),
-		    (const char *)sqlite3_column_text(st, 2), (const char *)sqlite3_column_text(st, 3),
-		    (const char *)sqlite3_column_text(st, 4), sqlite3_column_int64(st, 5), elem);
-		ri_acc_xor(acc, elem);
-		count++;
-	}
-	done(s, st);
-	if (rc != SQLITE_DONE)
-		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	if (count != jh->open_count || sodium_memcmp(acc, jh->open_acc, RI_HASH_LEN) != 0)
-		return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL,
-		    "journal integrity: the open-intents index (%lld rows) disagrees with its authenticated"
-		    " accumulator (%lld open intents): a row was deleted, added or altered", (long long)count,
-		    (long long)jh->open_count);
-	return RI_ST_OK;
+	return s->core.key == NULL ? RI_ST_OK : open_scan(s, jh, NULL, NULL, RI_NONE, NULL, NULL);
 }
 
 /* Every actor row (MAC, and bound to its newest registry record) and every
@@ -2253,24 +2206,6 @@ registry_verify(struct sq *s, const struct ri_jhead *jh)
 	return rc;
 }
 
-/* Does the tree hold scope sc's head at seq or later? */
-static int
-scope_covers(struct sq *s, const struct ri_jhead *jh, int type, const char *a, const char *b, int64_t seq)
-{
-	struct scope sc;
-	struct ri_leaf leaf;
-	bool present;
-	int rc;
-
-	scope_make(&sc, type, a, b);
-	if ((rc = tree_get(s, jh, sc.key, &present, &leaf)) != RI_ST_OK)
-		return rc;
-	if (!present || leaf.last_seq < seq)
-		return ri_st_fail(&s->core, RI_ST_INTEGRITY, seq, NULL,
-		    "journal integrity: record seq %lld is newer than the head of %s (%lld)", (long long)seq,
-		    scope_name(&sc), (long long)(present ? leaf.last_seq : 0));
-	return RI_ST_OK;
-}
 
 /*
  * Seals that mean something: before a seal is signed, every record since
@@ -2283,48 +2218,31 @@ static int
 verify_since_seal(struct sq *s, const struct ri_jhead *jh, ri_ms now)
 {
 	sqlite3_stmt *st;
-	unsigned char prev[RI_HASH_LEN];
-	int64_t expect = jh->sealed_seq + 1;
+	struct ri_seal_walk sw = { .jh = jh, .expect = jh->sealed_seq + 1, .now = now, .tree_get = tree_get_cb,
+		.backend = s };
 	int rc;
 
-	if ((rc = hash_at(s, expect - 1, prev)) != RI_ST_OK)
+	if ((rc = hash_at(s, sw.expect - 1, sw.prev)) != RI_ST_OK)
 		return rc;
 	if ((st = prep(s, "SELECT " REC_COLS " FROM records WHERE seq >= ? ORDER BY seq")) == NULL)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	sqlite3_bind_int64(st, 1, expect);
+	sqlite3_bind_int64(st, 1, sw.expect);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct ri_record r;
 		struct ri_raw w;
 		int vr;
 
 		load_row(st, &r, &w);
-		if (r.seq != expect) {
-			free(w.payload_text);
-			ri_record_clear(&r);
-			done(s, st);
-			return ri_st_fail(&s->core, RI_ST_INTEGRITY, expect, NULL,
-			    "journal integrity: record seq %lld is missing (deleted rows)", (long long)expect);
-		}
-		if ((vr = ri_st_verify_row(&s->core, &r, &w, prev, now)) == RI_ST_OK) {
-			vr = scope_covers(s, jh, SCOPE_ACT, r.kind, r.act_key, r.seq);
-			if (vr == RI_ST_OK && r.invocation_id != NULL)
-				vr = scope_covers(s, jh, SCOPE_INV, r.invocation_id, NULL, r.seq);
-		}
-		memcpy(prev, r.hash, RI_HASH_LEN);
-		ri_record_clear(&r);
-		if (vr != RI_ST_OK) {
+		if ((vr = ri_seal_walk_row(&s->core, &sw, &r, &w)) != RI_ST_OK) {
 			done(s, st);
 			return vr;
 		}
-		expect++;
 	}
 	done(s, st);
 	if (rc != SQLITE_DONE)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	if (expect - 1 != jh->last_seq)
-		return ri_st_fail(&s->core, RI_ST_INTEGRITY, jh->last_seq, NULL,
-		    "journal integrity: the journal ends at seq %lld before its head (seq %lld)",
-		    (long long)(expect - 1), (long long)jh->last_seq);
+	if ((rc = ri_seal_walk_end(&s->core, &sw)) != RI_ST_OK)
+		return rc;
 	if ((rc = open_verify(s, jh)) != RI_ST_OK)
 		return rc;
 	return registry_verify(s, jh);
@@ -2754,9 +2672,7 @@ out:
 
 struct leaf_check {
 	struct sq *s;
-	ri_state_fn each;
-	void *arg;
-	int64_t acts, invs;
+	struct ri_leaf_tally t;
 };
 
 static int
@@ -2765,9 +2681,6 @@ leaf_check(const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf, vo
 	struct leaf_check *c = arg;
 	struct sq *s = c->s;
 	sqlite3_stmt *st = prep(s, "SELECT kind, act_key, invocation_id, hash FROM records WHERE seq = ?");
-	struct scope act, inv;
-	char msg[512];
-	bool found = false;
 
 	if (st == NULL)
 		return 1;
@@ -2775,38 +2688,16 @@ leaf_check(const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf, vo
 	if (sqlite3_step(st) == SQLITE_ROW && col_text_ok(st, 0, false) && col_text_ok(st, 1, false) &&
 	    col_text_ok(st, 2, true) && col_is(st, 3, SQLITE_BLOB, false) && sqlite3_column_bytes(st, 3) == RI_HASH_LEN) {
 		char *k = col_dup(st, 0), *ak = col_dup(st, 1), *iv = col_dup(st, 2);
-		bool hash_ok = memcmp(sqlite3_column_blob(st, 3), leaf->hash, RI_HASH_LEN) == 0;
+		unsigned char h[RI_HASH_LEN];
+		memcpy(h, sqlite3_column_blob(st, 3), RI_HASH_LEN);
 		done(s, st);
-		found = true;
-		scope_make(&act, SCOPE_ACT, k, ak);
-		if (iv != NULL)
-			scope_make(&inv, SCOPE_INV, iv, NULL);
-		/* (rows past the head would be records the traversal fails: no
-		 * index lookup per leaf is needed here) */
-		if (memcmp(key, act.key, RI_SCOPE_LEN) == 0) {
-			c->acts++;
-		} else if (iv != NULL && memcmp(key, inv.key, RI_SCOPE_LEN) == 0) {
-			c->invs++;
-		} else {
-			snprintf(msg, sizeof msg, "a head of the scope heads' tree names seq %lld, a record of another scope",
-			    (long long)leaf->last_seq);
-			c->each("8.1.1", leaf->last_seq, msg, c->arg);
-		}
-		if (!hash_ok) {
-			snprintf(msg, sizeof msg, "the head naming seq %lld binds another hash: the record was rewritten",
-			    (long long)leaf->last_seq);
-			c->each("8.1.1", leaf->last_seq, msg, c->arg);
-		}
+		ri_leaf_judge(&c->t, key, leaf, k, ak, iv, h);
 		free(k);
 		free(ak);
 		free(iv);
 	} else {
 		done(s, st);
-	}
-	if (!found) {
-		snprintf(msg, sizeof msg, "a scope's authenticated head names seq %lld, which the journal does not hold",
-		    (long long)leaf->last_seq);
-		c->each("8.1.1", leaf->last_seq, msg, c->arg);
+		ri_leaf_judge(&c->t, key, leaf, NULL, NULL, NULL, NULL);
 	}
 	return 0;
 }
@@ -2857,20 +2748,14 @@ sq_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 	/* the tree of scope heads against the records */
 	{
 		struct ri_tree_io io = { s, node_get, node_put, NULL };
-		struct leaf_check c = { s, each, arg, 0, 0 };
+		struct leaf_check c = { s, { each, arg, 0, 0 } };
 		why[0] = '\0';
-		if (ri_tree_walk(&io, jh.root, leaf_check, &c, why, sizeof why) != RI_ST_OK) {
+		if (ri_tree_walk(&io, jh.root, leaf_check, &c, why, sizeof why) != RI_ST_OK)
 			each("8.1.1", 0, why[0] ? why : s->core.err.msg, arg);
-		} else {
-			int64_t acts = count_of(s, "SELECT count(*) FROM (SELECT 1 FROM records GROUP BY kind, act_key)");
-			int64_t invs = count_of(s, "SELECT count(DISTINCT invocation_id) FROM records");
-			if (acts != c.acts || invs != c.invs) {
-				snprintf(why, sizeof why, "%lld acts and %lld invocations have records, but the tree holds"
-				    " %lld and %lld heads: a scope's head was deleted or its records hidden",
-				    (long long)acts, (long long)invs, (long long)c.acts, (long long)c.invs);
-				each("8.1.1", 0, why, arg);
-			}
-		}
+		else
+			ri_leaf_tally_judge(&c.t,
+			    count_of(s, "SELECT count(*) FROM (SELECT 1 FROM records GROUP BY kind, act_key)"),
+			    count_of(s, "SELECT count(DISTINCT invocation_id) FROM records"));
 	}
 	if (s->core.key == NULL)
 		goto out;
