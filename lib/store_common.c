@@ -1,10 +1,16 @@
-/* store_common.c -- the row verdicts every backend shares (store_common.h). */
+/* store_common.c -- the verdicts every backend shares (store_common.h). */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sodium.h>
 
+#include "clock.h"
+#include "config.h"
+#include "heads.h"
 #include "store_common.h"
+#include "util.h"
+#include "vocab.h"
 
 void
 ri_raw_header(const unsigned char instance[RI_INSTANCE_LEN], const struct ri_record *r,
@@ -127,12 +133,39 @@ ri_raw_trusted(struct ri_record *r, struct ri_raw *w)
 	w->payload_text = NULL;
 }
 
-int64_t
-ri_take_deadline(const struct ri_store *st, int64_t mono, ri_ms left, bool *bounded)
+bool
+ri_lease_free(const struct ri_lease_row *l, const char *holder, ri_ms now)
 {
-	/* open step 2.2: a bound below the holder's lease is lawful */
-	*bounded = st->take_bounded && st->take_wait < left;
-	return mono + (*bounded ? st->take_wait : left);
+#ifdef RI_NC_LEASE_IGNORES_HOLDER
+	(void)l, (void)holder, (void)now;
+	return true;                    /* negative control: no exclusion at all */
+#else
+	return l == NULL || !l->held || l->expires <= now || strcmp(l->holder, holder) == 0;
+#endif
+}
+
+int
+ri_take_wait(struct ri_st_core *c, const struct ri_store *st, struct ri_take_wait *w, const char *kind,
+    const char *act_key, ri_ms left)
+{
+	int64_t mono = ri_mono_ms();
+	int rc;
+
+	if ((rc = ri_lease_cap_judge(c, kind, act_key, left)) != RI_ST_OK)
+		return rc;
+	if (w->backoff == 0) {
+		/* open step 2.2: a bound below the holder's lease is lawful */
+		w->bounded = st->take_bounded && st->take_wait < left;
+		w->deadline = mono + (w->bounded ? st->take_wait : left);
+		w->backoff = 1;
+	}
+	if (mono >= w->deadline)
+		return ri_st_fail(c, RI_ST_SECTION_UNAVAILABLE, 0, NULL, "the section (%s, %s) is held; not granted within %s",
+		    kind, act_key, w->bounded ? "the wait asked for (--wait, -n)" : "the holder's remaining lease");
+	ri_sleep_ms(w->backoff < w->deadline - mono ? w->backoff : w->deadline - mono);
+	if (w->backoff < 25)
+		w->backoff *= 2;
+	return RI_ST_OK;
 }
 
 int
@@ -158,4 +191,738 @@ ri_st_err_clear(struct ri_store_error *e)
 	memset(e, 0, sizeof *e);
 	e->integrity = integrity;
 	memcpy(e->integrity_msg, keep, sizeof keep);
+}
+
+int
+ri_st_fail(struct ri_st_core *c, int code, int64_t seq, const char *event_id, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	code = ri_st_failv(&c->err, code, seq, event_id, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+int
+ri_st_recode(struct ri_st_core *c, int code)
+{
+	char msg[sizeof c->err.msg];
+
+	snprintf(msg, sizeof msg, "%s", c->err.msg);
+	return ri_st_fail(c, code, c->err.seq, c->err.event_id, "%s", msg);
+}
+
+int
+ri_st_verify_row(struct ri_st_core *c, struct ri_record *r, struct ri_raw *w, const unsigned char prev[RI_HASH_LEN],
+    ri_ms now)
+{
+	const char *why = ri_raw_verify(c->instance_id, c->key, c->keylen, r, w, prev, now);
+
+	if (why != NULL)
+		return ri_st_fail(c, RI_ST_INTEGRITY, r->seq, r->event_id,
+		    "journal integrity: record seq %lld (%s) fails verification: %s", (long long)r->seq, r->event_id,
+		    why);
+	return RI_ST_OK;
+}
+
+/* ---- scopes --------------------------------------------------------------- */
+
+void
+scope_make(struct scope *sc, int type, const char *a, const char *b)
+{
+	sc->type = type;
+	if (type == SCOPE_ACT)
+		ri_scope_act(a, b, sc->key);
+	else if (type == SCOPE_INV)
+		ri_scope_inv(a, sc->key);
+	else
+		memset(sc->key, 0, sizeof sc->key);
+}
+
+const char *
+scope_name(const struct scope *sc)
+{
+	return sc->type == SCOPE_ALL ? "the journal" : sc->type == SCOPE_ACT ? "the act" : "the invocation";
+}
+
+/* ---- a range read ---------------------------------------------------------- */
+
+#define PAGE_DEFAULT 256
+#define PAGE_MAX 4096
+
+int
+ri_walk_query(struct ri_st_core *c, const struct ri_query *q, struct scope *sc, struct ri_walk *wk)
+{
+	memset(wk, 0, sizeof *wk);
+	wk->limit = q->limit ? q->limit : PAGE_DEFAULT;
+	if (wk->limit > PAGE_MAX || q->from < 0 || (q->kind == NULL) != (q->act_key == NULL) ||
+	    (q->kind != NULL && q->invocation_id != NULL) || q->action_ref != NULL)
+		return ri_st_fail(c, RI_ST_INVALID_QUERY, 0, NULL,
+		    "invalid range query (page size 1..%d; one filter: an invocation or an act)", PAGE_MAX);
+	if (q->invocation_id != NULL)
+		scope_make(sc, SCOPE_INV, q->invocation_id, NULL);
+	else if (q->kind != NULL)
+		scope_make(sc, SCOPE_ACT, q->kind, q->act_key);
+	else
+		scope_make(sc, SCOPE_ALL, NULL, NULL);
+	wk->sc = sc;
+	wk->desc = q->descending;
+	wk->trusted = q->trusted;
+	return RI_ST_OK;
+}
+
+void
+ri_walk_begin(struct ri_walk *wk, int64_t from, int64_t head)
+{
+	if (wk->desc && (from == 0 || from > head))
+		from = head;
+	/* ascending from 0 (a zeroed query) is the beginning: without this the
+	 * first record's link (0) is not below `from` and an intact journal
+	 * reads as a deleted row */
+	if (!wk->desc && from < 1)
+		from = 1;
+	wk->from = from;
+	wk->head = head;
+	/* descending: from the head, or from a cursor that is the link of the
+	 * last record of the previous page -- either way the first record
+	 * must be exactly that seq */
+	wk->expect_prev = wk->desc ? from : 0;
+	wk->cap = 0;
+}
+
+int
+ri_walk_peek(struct ri_st_core *c, struct ri_walk *wk, struct ri_records *out, int64_t seq, bool *full)
+{
+	*full = false;
+	/* descending: once the scope's first record (link 0) is read, a
+	 * further row is none of the scope's -- never "more" with a cursor of
+	 * 0, which means the head again */
+	if (wk->desc && out->n > 0 && wk->expect_prev == 0)
+		return ri_st_fail(c, RI_ST_INTEGRITY, seq, NULL,
+		    "journal integrity: a row (seq %lld) of %s lies below its first record", (long long)seq,
+		    scope_name(wk->sc));
+	if (out->n == wk->limit) {
+		out->more = true;
+		*full = true;
+	}
+	return RI_ST_OK;
+}
+
+int
+ri_walk_take(struct ri_st_core *c, struct ri_walk *wk, struct ri_records *out, struct ri_record *r,
+    struct ri_raw *w)
+{
+	unsigned char prev[RI_HASH_LEN];
+	int64_t link = wk->sc->type == SCOPE_ACT ? w->act_prev : wk->sc->type == SCOPE_INV ? w->inv_prev : r->seq - 1;
+	int rc = RI_ST_OK;
+
+	if (wk->trusted) {
+		ri_raw_trusted(r, w);
+	} else if (!wk->desc) {
+		/* ascending: nothing of the scope between from and the first, and
+		 * each record links to the one before it */
+		if (!(out->n == 0 ? link < wk->from : link == out->v[out->n - 1].seq))
+			rc = ri_st_fail(c, RI_ST_INTEGRITY, r->seq, r->event_id,
+			    "journal integrity: a record of %s before seq %lld (%s) is missing (deleted rows)",
+			    scope_name(wk->sc), (long long)r->seq, r->event_id);
+	} else if (r->seq != wk->expect_prev) {
+		rc = ri_st_fail(c, RI_ST_INTEGRITY, wk->expect_prev, NULL,
+		    "journal integrity: record seq %lld of %s is missing (deleted rows)", (long long)wk->expect_prev,
+		    scope_name(wk->sc));
+	}
+	if (rc == RI_ST_OK && !wk->trusted && (rc = wk->hash_at(wk->backend, r->seq - 1, prev)) == RI_ST_OK)
+		rc = ri_st_verify_row(c, r, w, prev, wk->now);
+	if (rc != RI_ST_OK) {
+		free(w->payload_text);
+		w->payload_text = NULL;
+		ri_record_clear(r);
+		return rc;
+	}
+	wk->expect_prev = link;
+	ri_push_record(out, &wk->cap, r);
+	return RI_ST_OK;
+}
+
+int
+ri_walk_end(struct ri_st_core *c, struct ri_walk *wk, struct ri_records *out)
+{
+	if (wk->desc) {
+		out->next = wk->expect_prev;    /* 0: the scope's first record was read */
+		if (!wk->trusted && !out->more && wk->expect_prev != 0)
+			return ri_st_fail(c, RI_ST_INTEGRITY, wk->expect_prev, NULL,
+			    "journal integrity: record seq %lld of %s is missing (deleted rows)",
+			    (long long)wk->expect_prev, scope_name(wk->sc));
+		return RI_ST_OK;
+	}
+	out->next = out->n ? out->v[out->n - 1].seq + 1 : wk->from;
+	/* the last page ends at the scope's authenticated head */
+	if (!wk->trusted && !out->more && wk->head >= wk->from && (out->n == 0 || out->v[out->n - 1].seq != wk->head))
+		return ri_st_fail(c, RI_ST_INTEGRITY, wk->head, NULL,
+		    "journal integrity: %s's head is seq %lld but the read ended before it (deleted rows)",
+		    scope_name(wk->sc), (long long)wk->head);
+	return RI_ST_OK;
+}
+
+/* ---- the request an append is asked for --------------------------------- */
+
+bool
+ri_valid_ref(const char *v, int64_t cap)
+{
+	return v != NULL && *v != '\0' && (int64_t)strlen(v) <= cap;
+}
+
+bool
+ri_valid_actor_name(const char *n, int64_t cap)
+{
+	if (!ri_valid_ref(n, cap) || strcmp(n, RI_SUBSTRATE_ACTOR) == 0)
+		return false;
+	for (const char *p = n; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		    *p == '-' || *p == '_' || *p == '.' || *p == '@'))
+			return false;
+	return true;
+}
+
+int
+ri_kind_of(const char *action_ref, char *out, size_t n)
+{
+	const char *dot = strchr(action_ref, '.');
+
+	if (dot == NULL || dot == action_ref || (size_t)(dot - action_ref) >= n || dot[1] == '\0')
+		return -1;
+	memcpy(out, action_ref, (size_t)(dot - action_ref));
+	out[dot - action_ref] = '\0';
+	return 0;
+}
+
+int
+ri_append_request_judge(struct ri_st_core *c, const struct ri_append *a, char *kind, size_t kindlen, int *role,
+    struct ri_appended *out)
+{
+	const struct ri_config *cfg = c->cfg;
+	char why[512];
+
+	if (a->action_ref == NULL || ri_kind_of(a->action_ref, kind, kindlen) != 0 ||
+	    a->data == NULL || !json_is_object(a->data) ||
+	    (a->invocation_id != NULL && !ri_valid_ref(a->invocation_id, cfg->reference_length_cap)) ||
+	    (a->act_key != NULL && (int64_t)strlen(a->act_key) > cfg->reference_length_cap) ||
+	    (a->event_id != NULL && (strlen(a->event_id) != RI_ID_LEN || strncmp(a->event_id, "evt_", 4) != 0))) {
+		snprintf(out->cause, sizeof out->cause, "malformed");
+		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "malformed record request");
+	}
+	/* one vocabulary: a writer appends only its kind's refs, and the role
+	 * each gets is fixed here, from the binding in force, and stored under
+	 * the MAC (journal 2-5; the closings issue's ruling) */
+	if (ri_vocab_role(cfg, a->action_ref, role, why, sizeof why) != RI_OK) {
+		snprintf(out->cause, sizeof out->cause, "vocabulary");
+		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "%s", why);
+	}
+	/* Actor Identity's input check */
+	if (!ri_valid_ref(a->actor_ref, cfg->reference_length_cap) || a->credential == NULL ||
+	    *a->credential == '\0') {
+		snprintf(out->cause, sizeof out->cause, "malformed");
+		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "actor ref or credential empty or too long");
+	}
+	if ((int64_t)ri_envelope_size(a->action_ref, a->actor_ref, a->data) > cfg->payload_cap) {
+		snprintf(out->cause, sizeof out->cause, "payload-cap");
+		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "the record exceeds payload_cap (%lld bytes)",
+		    (long long)cfg->payload_cap);
+	}
+	return RI_ST_OK;
+}
+
+int
+ri_append_fault_before(struct ri_st_core *c, const struct ri_append *a, enum ri_fault_action *fa)
+{
+	char point[96];
+
+	*fa = RI_FA_NONE;
+	if (a->fault_tag == NULL)
+		return RI_ST_OK;
+	snprintf(point, sizeof point, "%s.before", a->fault_tag);
+	*fa = ri_fault(point);
+	if (*fa == RI_FA_FAIL)
+		return ri_st_fail(c, RI_ST_STEP2, 0, NULL, "fault %s: the append did not land", point);
+	if (*fa == RI_FA_FAIL3)
+		return ri_st_fail(c, RI_ST_STEP3, 0, NULL, "fault %s: the commit did not land", point);
+	if (*fa == RI_FA_LOSE)
+		return ri_st_fail(c, RI_ST_LOST, 0, NULL, "fault %s: the reply was lost", point);
+	return RI_ST_OK;
+}
+
+int
+ri_append_landed(struct ri_st_core *c, const struct ri_append *a, enum ri_fault_action fa, const char *kind,
+    struct ri_appended *out)
+{
+	char point[96];
+
+	if (a->fault_tag != NULL) {
+		snprintf(point, sizeof point, "%s.after", a->fault_tag);
+		enum ri_fault_action after = ri_fault(point);
+		if (after == RI_FA_LOSE)
+			return ri_st_fail(c, RI_ST_LOST, out->seq, out->event_id,
+			    "fault %s: the record landed but the reply was lost", point);
+		if (after == RI_FA_FAIL)
+			return ri_st_fail(c, RI_ST_STEP4, out->seq, out->event_id,
+			    "fault %s: appended; retention placement failed", point);
+	}
+	if (fa == RI_FA_NORETENTION) {
+		/* the retention source: appended, but on no policy */
+		snprintf(out->cause, sizeof out->cause, "retention");
+		return ri_st_fail(c, RI_ST_INVALID_REQUEST, out->seq, out->event_id,
+		    "appended, but kind %s has no retention policy", kind);
+	}
+	return RI_ST_OK;
+}
+
+/* ---- the actor registry (Actor Identity) -------------------------------- */
+
+void
+ri_cred_hash(const struct ri_st_core *c, const char *cred, unsigned char out[32])
+{
+	crypto_generichash(out, 32, (const unsigned char *)cred, strlen(cred), c->cred_key, sizeof c->cred_key);
+}
+
+void
+ri_credential_mint(const struct ri_st_core *c, const char *actor, char credential[128], struct ri_actor_row *row)
+{
+	unsigned char raw[32];
+
+	randombytes_buf(raw, sizeof raw);
+	memcpy(credential, "ri1_", 4);
+	sodium_bin2hex(credential + 4, 128 - 4, raw, sizeof raw);
+	sodium_memzero(raw, sizeof raw);
+	ri_cred_hash(c, credential, row->cred_hash);
+	ri_actor_row_mac(c, actor, row, row->mac);
+}
+
+void
+ri_actor_row_mac(const struct ri_st_core *c, const char *actor, const struct ri_actor_row *row,
+    unsigned char out[RI_HASH_LEN])
+{
+	ri_actor_mac(c->key, c->keylen, c->instance_id, actor, row->service, row->cred_hash, row->created, row->revoked,
+	    row->reg_seq, out);
+}
+
+int
+ri_actor_row_judge(struct ri_st_core *c, const char *actor, const struct ri_actor_row *row, bool present,
+    int64_t last_seq)
+{
+	unsigned char calc[RI_HASH_LEN];
+
+	if (c->key == NULL)
+		return RI_ST_OK;
+	if (row != NULL) {
+		ri_actor_row_mac(c, actor, row, calc);
+		if (sodium_memcmp(calc, row->mac, RI_HASH_LEN) != 0)
+			return ri_st_fail(c, RI_ST_INTEGRITY, 0, NULL,
+			    "journal integrity: actor %s fails its MAC (the registry was altered)", actor);
+	}
+	if (row != NULL && (!present || last_seq != row->reg_seq))
+		return ri_st_fail(c, RI_ST_INTEGRITY, present ? last_seq : 0, NULL,
+		    "journal integrity: actor %s's registry row is bound to seq %lld but its newest registry"
+		    " record is seq %lld (an older row replayed)", actor, (long long)row->reg_seq,
+		    (long long)(present ? last_seq : 0));
+	if (row == NULL && present)
+		return ri_st_fail(c, RI_ST_INTEGRITY, last_seq, NULL,
+		    "journal integrity: actor %s has registry records (seq %lld) but no registry row (deleted)",
+		    actor, (long long)last_seq);
+	return RI_ST_OK;
+}
+
+int
+ri_authenticate_request_judge(struct ri_st_core *c, const char *actor, const char *cred)
+{
+	if (!ri_valid_ref(actor, c->cfg->reference_length_cap) || cred == NULL || *cred == '\0')
+		return ri_st_fail(c, RI_ST_INVALID_CREDENTIAL, 0, NULL, "no actor ref or no credential");
+	if (c->key == NULL)
+		return ri_st_fail(c, RI_ST_UNAVAILABLE, 0, NULL, "no integrity key: credentials cannot be checked");
+	return RI_ST_OK;
+}
+
+int
+ri_credential_judge(struct ri_st_core *c, const char *actor, const struct ri_actor_row *row, const char *cred,
+    ri_ms now, struct ri_actor *who)
+{
+	unsigned char have[32];
+
+	if (row == NULL)
+		return ri_st_fail(c, RI_ST_INVALID_CREDENTIAL, 0, NULL, "actor %s is not registered", actor);
+	ri_cred_hash(c, cred, have);
+	if (sodium_memcmp(have, row->cred_hash, 32) != 0)
+		return ri_st_fail(c, RI_ST_INVALID_CREDENTIAL, 0, NULL, "wrong credential for actor %s", actor);
+	if (row->revoked != RI_NONE && row->revoked <= now)
+		return ri_st_fail(c, RI_ST_INVALID_CREDENTIAL, 0, NULL, "actor %s is revoked", actor);
+	if (who != NULL) {
+		who->service = row->service != 0;
+		who->created_at = row->created;
+		who->revoked_at = row->revoked;
+	}
+	return RI_ST_OK;
+}
+
+/* ---- leases and the journal fence --------------------------------------- */
+
+int
+ri_lease_row_judge(struct ri_st_core *c, const char *kind, const char *act_key, const struct ri_lease_row *l)
+{
+	unsigned char calc[RI_HASH_LEN];
+
+	if (c->key == NULL)
+		return RI_ST_OK;
+	ri_lease_mac(c->key, c->keylen, c->instance_id, kind, act_key, l->held ? l->holder : NULL, l->expires, l->token,
+	    calc);
+	if (sodium_memcmp(calc, l->mac, RI_HASH_LEN) != 0)
+		return ri_st_fail(c, RI_ST_INTEGRITY, 0, NULL,
+		    "journal integrity: the lease of (%s, %s) fails its MAC (altered, or an older row replayed)",
+		    kind, act_key);
+	return RI_ST_OK;
+}
+
+int
+ri_lease_cap_judge(struct ri_st_core *c, const char *kind, const char *act_key, ri_ms left)
+{
+#ifndef RI_NC_NO_LEASE_CAP
+	/*
+	 * act section 11, resolve 5, reconcile step 2.2: a take waits at most
+	 * the holder's remaining lease -- and no honest holder's remaining
+	 * exceeds the longest lease this config grants.  A row past that cap
+	 * -- forged, or written by a host of the same instance run under a
+	 * longer-leased config -- is an integrity failure, surfaced at once,
+	 * never a wait (it would otherwise hold the act, and a hung sweep its
+	 * run lock, for as long as it says).
+	 *
+	 * A holder the journal never named is NOT judged here, because it
+	 * cannot be judged soundly: Open takes the section before it writes
+	 * its intent (open step 2 before 4), so an inv_ holder legitimately
+	 * has no intent for a moment -- and forever, if that Open died in
+	 * between; a sweep run's and an operator's holders are never
+	 * journaled at all.  The cap is what bounds a forged holder: the
+	 * wait ends within one longest lease.
+	 */
+	if (left > ri_longest_lease(c->cfg))
+		return ri_st_fail(c, RI_ST_INTEGRITY, 0, NULL,
+		    "journal integrity: the lease row of (%s, %s) expires %lld ms ahead, beyond the"
+		    " longest lease this config grants (%lld ms): the leases table was altered",
+		    kind, act_key, (long long)left, (long long)ri_longest_lease(c->cfg));
+#else
+	(void)c, (void)kind, (void)act_key, (void)left;
+#endif
+	return RI_ST_OK;
+}
+
+int
+ri_fence_judge(struct ri_st_core *c, const struct ri_lease_row *l, const struct ri_fence *f, ri_ms now, ri_ms until)
+{
+	ri_ms a = c->cfg->clock_offset_allowance;
+
+	if (l == NULL || !l->held || strcmp(l->holder, f->holder) != 0 || !(now < l->expires - a))
+		return ri_st_fail(c, RI_ST_FENCED, 0, NULL,
+		    "journal fence: %s no longer holds the section with an allowance to spare", f->holder);
+	if (!(now < until))
+		return ri_st_fail(c, RI_ST_FENCED, 0, NULL,
+		    "journal fence: the write's terminus (issue + journal_write_bound - allowance) has passed");
+	return RI_ST_OK;
+}
+
+/* ---- the journal head and its witness ---------------------------------- */
+
+int
+ri_jhead_judge(struct ri_st_core *c, const struct ri_jhead *h, const unsigned char mac[RI_HASH_LEN],
+    const unsigned char *last_hash, int64_t rows)
+{
+	unsigned char want[RI_HASH_LEN];
+
+	if (last_hash == NULL)
+		return ri_st_fail(c, RI_ST_INTEGRITY, h->last_seq, NULL,
+		    "journal integrity: the journal's newest record (seq %lld) is missing (deleted rows)",
+		    (long long)h->last_seq);
+	ri_jhead_mac(c->key, c->keylen, c->instance_id, h, last_hash, want);
+	if (sodium_memcmp(want, mac, RI_HASH_LEN) != 0)
+		return ri_st_fail(c, RI_ST_INTEGRITY, h->last_seq, NULL,
+		    "journal integrity: the journal head (seq %lld) fails its MAC", (long long)h->last_seq);
+	if (rows != h->last_seq)
+		return ri_st_fail(c, RI_ST_INTEGRITY, rows, NULL,
+		    "journal integrity: the journal ends at seq %lld but its authenticated head is seq %lld"
+		    " (the tail was truncated or extended)", (long long)rows, (long long)h->last_seq);
+	return RI_ST_OK;
+}
+
+bool
+ri_witness_wants(const struct ri_st_core *c, int64_t last_seq)
+{
+#ifndef RI_NC_NO_WITNESS_CHECK
+	return c->anchored && last_seq >= c->anchor_seq;
+#else
+	(void)c, (void)last_seq;
+	return false;
+#endif
+}
+
+int
+ri_witness_judge(struct ri_st_core *c, int64_t last_seq, const unsigned char *at)
+{
+#ifndef RI_NC_NO_WITNESS_CHECK
+	if (!c->anchored)
+		return RI_ST_OK;
+	if (last_seq < c->anchor_seq)
+		return ri_st_fail(c, RI_ST_INTEGRITY, last_seq, NULL,
+		    "journal integrity: the journal ends at seq %lld, behind its witness (seq %lld):"
+		    " it was rolled back or restored (ri(7): restoring a journal)",
+		    (long long)last_seq, (long long)c->anchor_seq);
+	if (at != NULL ? sodium_memcmp(at, c->anchor_hash, RI_HASH_LEN) != 0 : c->anchor_seq > 0)
+		return ri_st_fail(c, RI_ST_INTEGRITY, c->anchor_seq, NULL,
+		    "journal integrity: the record at seq %lld is not the one the witness names:"
+		    " the journal was rewritten behind its seal, or is another journal",
+		    (long long)c->anchor_seq);
+#else
+	(void)c, (void)last_seq, (void)at;
+#endif
+	return RI_ST_OK;
+}
+
+int
+ri_scope_head_judge(struct ri_st_core *c, const struct scope *sc, int64_t rows, const unsigned char *newest,
+    bool present, const struct ri_leaf *leaf, int64_t *last)
+{
+	if (!present) {
+		if (rows != 0)
+			return ri_st_fail(c, RI_ST_INTEGRITY, rows, NULL,
+			    "journal integrity: %s has records (seq %lld) but no authenticated head", scope_name(sc),
+			    (long long)rows);
+		*last = 0;
+		return RI_ST_OK;
+	}
+	if (rows != leaf->last_seq)
+		return ri_st_fail(c, RI_ST_INTEGRITY, leaf->last_seq, NULL,
+		    "journal integrity: %s ends at seq %lld but its authenticated head is seq %lld"
+		    " (its records were deleted, moved or re-typed)", scope_name(sc), (long long)rows,
+		    (long long)leaf->last_seq);
+	if (newest == NULL || sodium_memcmp(newest, leaf->hash, RI_HASH_LEN) != 0)
+		return ri_st_fail(c, RI_ST_INTEGRITY, leaf->last_seq, NULL,
+		    "journal integrity: the newest record of %s (seq %lld) is not the one its head names",
+		    scope_name(sc), (long long)leaf->last_seq);
+	*last = leaf->last_seq;
+	return RI_ST_OK;
+}
+
+/* ---- ri-audit's state check of the tree of scope heads ---------------------- */
+
+void
+ri_leaf_judge(struct ri_leaf_tally *t, const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf,
+    const char *kind, const char *act_key, const char *inv, const unsigned char *hash)
+{
+	struct scope act, iv;
+	char msg[512];
+
+	if (hash == NULL) {
+		snprintf(msg, sizeof msg, "a scope's authenticated head names seq %lld, which the journal does not hold",
+		    (long long)leaf->last_seq);
+		t->each("8.1.1", leaf->last_seq, msg, t->arg);
+		return;
+	}
+	scope_make(&act, SCOPE_ACT, kind, act_key);
+	if (inv != NULL)
+		scope_make(&iv, SCOPE_INV, inv, NULL);
+	/* (rows past the head would be records the traversal fails: no index
+	 * lookup per leaf is needed here) */
+	if (memcmp(key, act.key, RI_SCOPE_LEN) == 0) {
+		t->acts++;
+	} else if (inv != NULL && memcmp(key, iv.key, RI_SCOPE_LEN) == 0) {
+		t->invs++;
+	} else {
+		snprintf(msg, sizeof msg, "a head of the scope heads' tree names seq %lld, a record of another scope",
+		    (long long)leaf->last_seq);
+		t->each("8.1.1", leaf->last_seq, msg, t->arg);
+	}
+	if (memcmp(hash, leaf->hash, RI_HASH_LEN) != 0) {
+		snprintf(msg, sizeof msg, "the head naming seq %lld binds another hash: the record was rewritten",
+		    (long long)leaf->last_seq);
+		t->each("8.1.1", leaf->last_seq, msg, t->arg);
+	}
+}
+
+void
+ri_leaf_tally_judge(const struct ri_leaf_tally *t, int64_t acts, int64_t invs)
+{
+	char msg[512];
+
+	if (acts != t->acts || invs != t->invs) {
+		snprintf(msg, sizeof msg, "%lld acts and %lld invocations have records, but the tree holds"
+		    " %lld and %lld heads: a scope's head was deleted or its records hidden",
+		    (long long)acts, (long long)invs, (long long)t->acts, (long long)t->invs);
+		t->each("8.1.1", 0, msg, t->arg);
+	}
+}
+
+/* ---- the open-intents index ------------------------------------------------ */
+
+void
+ri_open_scan_row(struct ri_open_scan *os, const char *inv, int64_t seq, const char *kind, const char *act_key,
+    const char *event_id, ri_ms recorded_at)
+{
+	unsigned char elem[RI_HASH_LEN];
+
+	ri_open_elem(inv, seq, kind, act_key, event_id, recorded_at, elem);
+	ri_acc_xor(os->acc, elem);
+	os->count++;
+	if (os->out == NULL || (os->kind != NULL && strcmp(kind, os->kind) != 0) ||
+	    (os->act_key != NULL && strcmp(act_key, os->act_key) != 0) ||
+	    (os->aged_by != RI_NONE && recorded_at > os->aged_by))
+		return;
+	if (*os->n == os->cap) {
+		os->cap = os->cap ? os->cap * 2 : 16;
+		*os->out = realloc(*os->out, os->cap * sizeof **os->out);
+		if (*os->out == NULL)
+			abort();
+	}
+	struct ri_open_intent *o = &(*os->out)[(*os->n)++];
+	o->seq = seq;
+	o->kind = ri_strdup(kind);
+	o->act_key = ri_strdup(act_key);
+	o->invocation_id = ri_strdup(inv);
+	o->event_id = ri_strdup(event_id);
+	o->recorded_at = recorded_at;
+}
+
+int
+ri_open_scan_end(struct ri_st_core *c, struct ri_open_scan *os, const struct ri_jhead *jh)
+{
+	if (c->key != NULL && (os->count != jh->open_count || sodium_memcmp(os->acc, jh->open_acc, RI_HASH_LEN) != 0))
+		return ri_st_fail(c, RI_ST_INTEGRITY, 0, NULL,
+		    "journal integrity: the open-intents index (%lld rows) disagrees with its authenticated"
+		    " accumulator (%lld open intents): a row was deleted, added or altered"
+		    " (after investigating, ri-sweep --rebuild)", (long long)os->count, (long long)jh->open_count);
+	return RI_ST_OK;
+}
+
+/* ---- seals that mean something --------------------------------------------- */
+
+/* Does the tree hold scope sc's head at seq or later? */
+static int
+scope_covers(struct ri_st_core *c, struct ri_seal_walk *sw, int type, const char *a, const char *b, int64_t seq)
+{
+	struct scope sc;
+	struct ri_leaf leaf;
+	bool present;
+	int rc;
+
+	scope_make(&sc, type, a, b);
+	if ((rc = sw->tree_get(sw->backend, sw->jh, sc.key, &present, &leaf)) != RI_ST_OK)
+		return rc;
+	if (!present || leaf.last_seq < seq)
+		return ri_st_fail(c, RI_ST_INTEGRITY, seq, NULL,
+		    "journal integrity: record seq %lld is newer than the head of %s (%lld)", (long long)seq,
+		    scope_name(&sc), (long long)(present ? leaf.last_seq : 0));
+	return RI_ST_OK;
+}
+
+int
+ri_seal_walk_row(struct ri_st_core *c, struct ri_seal_walk *sw, struct ri_record *r, struct ri_raw *w)
+{
+	int rc;
+
+	if (r->seq != sw->expect) {
+		free(w->payload_text);
+		w->payload_text = NULL;
+		ri_record_clear(r);
+		return ri_st_fail(c, RI_ST_INTEGRITY, sw->expect, NULL,
+		    "journal integrity: record seq %lld is missing (deleted rows)", (long long)sw->expect);
+	}
+	if ((rc = ri_st_verify_row(c, r, w, sw->prev, sw->now)) == RI_ST_OK) {
+		rc = scope_covers(c, sw, SCOPE_ACT, r->kind, r->act_key, r->seq);
+		if (rc == RI_ST_OK && r->invocation_id != NULL)
+			rc = scope_covers(c, sw, SCOPE_INV, r->invocation_id, NULL, r->seq);
+	}
+	memcpy(sw->prev, r->hash, RI_HASH_LEN);
+	ri_record_clear(r);
+	sw->expect++;
+	return rc;
+}
+
+int
+ri_seal_walk_end(struct ri_st_core *c, struct ri_seal_walk *sw)
+{
+	if (sw->expect - 1 != sw->jh->last_seq)
+		return ri_st_fail(c, RI_ST_INTEGRITY, sw->jh->last_seq, NULL,
+		    "journal integrity: the journal ends at seq %lld before its head (seq %lld)",
+		    (long long)(sw->expect - 1), (long long)sw->jh->last_seq);
+	return RI_ST_OK;
+}
+
+/* ---- rebuild ------------------------------------------------------------ */
+
+void
+ri_rebuild_begin(struct ri_rebuild *rb, const struct ri_st_core *c)
+{
+	rb->open = json_object();
+	rb->purged = json_object();
+	rb->expect = 1;
+	memcpy(rb->prev, c->genesis, RI_HASH_LEN);
+}
+
+int
+ri_rebuild_row(struct ri_st_core *c, struct ri_rebuild *rb, struct ri_record *r, struct ri_raw *w, ri_ms now)
+{
+	int rc;
+
+	if (r->seq != rb->expect) {
+		free(w->payload_text);
+		w->payload_text = NULL;
+		ri_record_clear(r);
+		return ri_st_fail(c, RI_ST_INTEGRITY, rb->expect, NULL,
+		    "journal integrity: record seq %lld is missing (deleted rows)", (long long)rb->expect);
+	}
+	if ((rc = ri_st_verify_row(c, r, w, rb->prev, now)) != RI_ST_OK) {
+		ri_record_clear(r);
+		return rc;
+	}
+	memcpy(rb->prev, r->hash, RI_HASH_LEN);
+	if (r->invocation_id != NULL) {
+		if (r->role == RI_ROLE_INTENT && json_object_get(rb->open, r->invocation_id) == NULL)
+			json_object_set_new(rb->open, r->invocation_id, json_pack("{s:I, s:s, s:s, s:s, s:I}", "seq",
+			    (json_int_t)r->seq, "kind", r->kind, "act_key", r->act_key, "event_id", r->event_id,
+			    "recorded_at", (json_int_t)r->recorded_at));
+		else if (ri_role_closing(r->role))
+			json_object_del(rb->open, r->invocation_id);
+		if (r->purged)
+			json_object_set_new(rb->purged, r->invocation_id, json_true());
+	}
+	ri_record_clear(r);
+	rb->expect++;
+	return RI_ST_OK;
+}
+
+int
+ri_rebuild_end(struct ri_st_core *c, struct ri_rebuild *rb, int64_t last_seq)
+{
+	const char *inv;
+	json_t *v;
+
+	if (rb->expect - 1 != last_seq)
+		return ri_st_fail(c, RI_ST_INTEGRITY, last_seq, NULL, "journal integrity: the journal ends before its head");
+	json_object_foreach(rb->purged, inv, v)
+		json_object_del(rb->open, inv);
+	return RI_ST_OK;
+}
+
+void
+ri_rebuild_free(struct ri_rebuild *rb)
+{
+	json_decref(rb->open);
+	json_decref(rb->purged);
+	rb->open = rb->purged = NULL;
+}
+
+void
+ri_push_record(struct ri_records *rs, size_t *cap, struct ri_record *r)
+{
+	if (rs->n == *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		rs->v = realloc(rs->v, *cap * sizeof *rs->v);
+		if (rs->v == NULL)
+			abort();
+	}
+	rs->v[rs->n++] = *r;
 }

@@ -9,9 +9,32 @@
 #define RI_STORE_COMMON_H
 
 #include <stdarg.h>
+#include <sodium.h>
 
+#include "fault.h"
 #include "integrity.h"
 #include "store.h"
+
+/*
+ * What every backend's handle holds to judge a row the same way: the
+ * configuration, the keys, the instance, the witness's anchor and the
+ * error of the operation.  Each backend's handle begins its own fields
+ * after it (store_sqlite.c's struct sq, store_pg.c's struct pg).
+ */
+struct ri_st_core {
+	const struct ri_config *cfg;
+	unsigned char *key;             /* NULL: chain-only (RI_NO_KEY) */
+	size_t keylen;
+	unsigned char cred_key[crypto_generichash_KEYBYTES];
+	unsigned char instance_id[RI_INSTANCE_LEN];
+	unsigned char genesis[RI_HASH_LEN];
+	/* the witness's newest line (the anchor): the journal may not be
+	 * behind it nor disagree with it */
+	bool anchored;
+	int64_t anchor_seq;
+	unsigned char anchor_hash[RI_HASH_LEN];
+	struct ri_store_error err;
+};
 
 /* A row's stored integrity columns, beside the record they belong to. */
 struct ri_raw {
@@ -48,13 +71,263 @@ int ri_st_failv(struct ri_store_error *e, int code, int64_t seq, const char *eve
     va_list ap) __attribute__((format(printf, 5, 0)));
 void ri_st_err_clear(struct ri_store_error *e);
 
+/* ri_st_failv over a handle's core; ri_st_recode keeps the message and
+ * names another code (an unavailable journal met before the append is
+ * step 2). */
+int ri_st_fail(struct ri_st_core *c, int code, int64_t seq, const char *event_id, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+int ri_st_recode(struct ri_st_core *c, int code);
+/* One row against its predecessor (ri_raw_verify), as a store code. */
+int ri_st_verify_row(struct ri_st_core *c, struct ri_record *r, struct ri_raw *w, const unsigned char prev[RI_HASH_LEN],
+    ri_ms now);
+
+/* ---- scopes (heads.h) ----------------------------------------------------- */
+
+enum { SCOPE_ALL, SCOPE_ACT, SCOPE_INV };
+
+struct scope {
+	int type;
+	unsigned char key[RI_SCOPE_LEN];        /* heads.h: SHA-256 of the scope's fields */
+};
+
+void scope_make(struct scope *sc, int type, const char *a, const char *b);
+const char *scope_name(const struct scope *sc);
+
+/* ---- a range read: one scope's records walked by their back links ---- */
+
 /*
- * open step 2.2: the monotonic deadline of a take that found the section
- * held with `left` ms of the holder's lease to run -- that lease, or the
- * caller's shorter bound (--wait, -n; *bounded set then) -- and the words
- * for a take refused at it.
+ * Capability requirement 1-3: a page of a scope's records, each verified
+ * against its predecessor's hash, each linked to the one before it in the
+ * scope, the last page ending at the scope's authenticated head -- a
+ * deleted row is an integrity failure, never a shorter answer.  The
+ * backend fills the fixed fields, runs its query (limit + 1 rows, from
+ * `from`, in the walk's order) and hands over each row: ri_walk_peek with
+ * its seq before decoding it (*full: the page is full, stop), then
+ * ri_walk_take with the decoded row (consumed); ri_walk_end after the last.
  */
-int64_t ri_take_deadline(const struct ri_store *st, int64_t mono, ri_ms left, bool *bounded);
-#define RI_TAKE_UNTIL(bounded) ((bounded) ? "the wait asked for (--wait, -n)" : "the holder's remaining lease")
+struct ri_walk {
+	const struct scope *sc;
+	bool desc, trusted;
+	int64_t from, head;             /* head: the scope's authenticated head seq */
+	size_t limit, cap;
+	ri_ms now;
+	/* the stored hash of the record at seq (0: the genesis) */
+	int (*hash_at)(void *backend, int64_t seq, unsigned char out[RI_HASH_LEN]);
+	void *backend;
+	int64_t expect_prev;            /* the walk's state */
+};
+/* The query's shape (page size, one filter) and its scope into sc and wk;
+ * then, with the scope's head known, the walk's start. */
+int ri_walk_query(struct ri_st_core *c, const struct ri_query *q, struct scope *sc, struct ri_walk *wk);
+void ri_walk_begin(struct ri_walk *wk, int64_t from, int64_t head);
+int ri_walk_peek(struct ri_st_core *c, struct ri_walk *wk, struct ri_records *out, int64_t seq, bool *full);
+int ri_walk_take(struct ri_st_core *c, struct ri_walk *wk, struct ri_records *out, struct ri_record *r,
+    struct ri_raw *w);
+int ri_walk_end(struct ri_st_core *c, struct ri_walk *wk, struct ri_records *out);
+
+/* ---- the request an append is asked for --------------------------------- */
+
+bool ri_valid_ref(const char *v, int64_t cap);
+/* an actor's name: a reference of [A-Za-z0-9._@-], never the substrate's */
+bool ri_valid_actor_name(const char *n, int64_t cap);
+#define RI_SUBSTRATE_ACTOR "audit"
+/* "kind.verb" -> "kind"; -1 when the ref has no kind */
+int ri_kind_of(const char *action_ref, char *out, size_t n);
+/*
+ * record_action's checks before any storage is touched: the request's
+ * shape, the vocabulary (journal 2-5: the role is fixed here, from the
+ * binding in force), Actor Identity's input check, payload_cap.  kind
+ * and role are set; out->cause names a refusal.
+ */
+int ri_append_request_judge(struct ri_st_core *c, const struct ri_append *a, char *kind, size_t kindlen, int *role,
+    struct ri_appended *out);
+/* The fault points "<tag>.before" (before storage) and "<tag>.after" (the
+ * record landed), and the retention source (*fa RI_FA_NORETENTION: landed
+ * on no policy). */
+int ri_append_fault_before(struct ri_st_core *c, const struct ri_append *a, enum ri_fault_action *fa);
+int ri_append_landed(struct ri_st_core *c, const struct ri_append *a, enum ri_fault_action fa, const char *kind,
+    struct ri_appended *out);
+
+/* ---- the actor registry (Actor Identity) -------------------------------- */
+
+/* A registry row as the backend decoded it (its types checked there). */
+struct ri_actor_row {
+	int service;
+	unsigned char cred_hash[32];
+	ri_ms created, revoked;
+	int64_t reg_seq;
+	unsigned char mac[RI_HASH_LEN];
+};
+
+/* The stored credential hash: keyed BLAKE2b under the instance's
+ * credential key. */
+void ri_cred_hash(const struct ri_st_core *c, const char *cred, unsigned char out[32]);
+/* A new credential ("ri1_" and 64 hex digits) into credential[128]; its
+ * hash and the row's MAC into row (the rest of row set by the caller). */
+void ri_credential_mint(const struct ri_st_core *c, const char *actor, char credential[128], struct ri_actor_row *row);
+void ri_actor_row_mac(const struct ri_st_core *c, const char *actor, const struct ri_actor_row *row,
+    unsigned char out[RI_HASH_LEN]);
+/*
+ * An actor's row (NULL: none) against its MAC, and its binding to the
+ * newest registry record of its scope ("audit", actor; present/last_seq
+ * from the tree): an older row replayed (Alice before her revocation) or
+ * a deleted row is an integrity failure, never "not registered".
+ */
+int ri_actor_row_judge(struct ri_st_core *c, const char *actor, const struct ri_actor_row *row, bool present,
+    int64_t last_seq);
+/* authenticate's input check: an actor ref and a credential, and the key
+ * to check them with (none: unavailable, never "anyone"). */
+int ri_authenticate_request_judge(struct ri_st_core *c, const char *actor, const char *cred);
+/* The credential check at record_action: a verified row (NULL: none), the
+ * credential compared in constant time, revoked from the instant of
+ * revocation on.  who (may be NULL) gets the actor. */
+int ri_credential_judge(struct ri_st_core *c, const char *actor, const struct ri_actor_row *row, const char *cred,
+    ri_ms now, struct ri_actor *who);
+
+/* ---- leases and the journal fence --------------------------------------- */
+
+struct ri_lease_row {
+	char holder[512];
+	bool held;                      /* holder not NULL */
+	ri_ms expires;
+	int64_t token;
+	unsigned char mac[RI_HASH_LEN];
+};
+
+/* A lease row (heads.h) against its MAC: altered, or an older row replayed. */
+int ri_lease_row_judge(struct ri_st_core *c, const char *kind, const char *act_key, const struct ri_lease_row *l);
+/* A held lease longer than any this config grants: the leases table was
+ * altered (open step 2.2's wait is bounded by the longest lease). */
+int ri_lease_cap_judge(struct ri_st_core *c, const char *kind, const char *act_key, ri_ms left);
+/* journal fence 3: the writer (f) still holds the section (l; NULL: no
+ * row) with the allowance to spare at now, and its write's terminus
+ * (until, on the same clock as now) has not passed. */
+int ri_fence_judge(struct ri_st_core *c, const struct ri_lease_row *l, const struct ri_fence *f, ri_ms now,
+    ri_ms until);
+
+/* ---- the journal head and its witness ---------------------------------- */
+
+/*
+ * The journal head (h, its stored mac) against what the rows say: the MAC
+ * over the head and the hash of its newest record (last_hash; NULL: that
+ * record is missing), and the newest row (rows) is the head's last_seq --
+ * a truncated or extended tail is an integrity failure.
+ */
+int ri_jhead_judge(struct ri_st_core *c, const struct ri_jhead *h, const unsigned char mac[RI_HASH_LEN],
+    const unsigned char *last_hash, int64_t rows);
+/* The witness's newest line agrees with the journal: ri_witness_wants says
+ * whether the record at c->anchor_seq must be read (its hash is `at` for
+ * ri_witness_judge; NULL: none there), and the judge refuses a journal
+ * behind its witness (rolled back) or disagreeing with it (rewritten). */
+bool ri_witness_wants(const struct ri_st_core *c, int64_t last_seq);
+int ri_witness_judge(struct ri_st_core *c, int64_t last_seq, const unsigned char *at);
+
+/*
+ * A scope's authenticated head (leaf, from the tree; present false: none)
+ * against its rows: the newest row's seq (rows; 0: none) and that row's
+ * hash (newest; NULL: not there).  *last gets the scope's head seq.  A
+ * scope with rows and no head, or a head its rows disagree with, is an
+ * integrity failure: its records were deleted, moved or re-typed.
+ */
+int ri_scope_head_judge(struct ri_st_core *c, const struct scope *sc, int64_t rows, const unsigned char *newest,
+    bool present, const struct ri_leaf *leaf, int64_t *last);
+
+/* ---- ri-audit's state check of the tree of scope heads (Check 8.1.1) ------- */
+
+/*
+ * Each leaf of the tree against the record it names: that record (kind,
+ * act_key, inv -- NULL: none; hash NULL: the journal does not hold it) is
+ * of the leaf's own scope and is the one the leaf binds.  Then the
+ * tally: as many act and invocation heads as scopes with records (acts,
+ * invs), so a deleted head or hidden records are found.  Each problem goes
+ * to each("8.1.1", ...).
+ */
+struct ri_leaf_tally {
+	ri_state_fn each;
+	void *arg;
+	int64_t acts, invs;
+};
+void ri_leaf_judge(struct ri_leaf_tally *t, const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf,
+    const char *kind, const char *act_key, const char *inv, const unsigned char *hash);
+void ri_leaf_tally_judge(const struct ri_leaf_tally *t, int64_t acts, int64_t invs);
+
+/* ---- the open-intents index (heads.h) ------------------------------------- */
+
+/*
+ * Every row of the index folded into the count and accumulator the
+ * journal head binds, so a deleted, added or altered row is an integrity
+ * failure, not a crashed act the sweep never sees; the filters (kind,
+ * act, age; NULL / RI_NONE: none) choose what is returned into *out (NULL:
+ * verify only).  The cost is O(open intents), the sweep's own bound.
+ */
+struct ri_open_scan {
+	const char *kind, *act_key;
+	ri_ms aged_by;
+	struct ri_open_intent **out;
+	size_t *n;
+	unsigned char acc[RI_HASH_LEN];
+	int64_t count;
+	size_t cap;
+};
+void ri_open_scan_row(struct ri_open_scan *os, const char *inv, int64_t seq, const char *kind, const char *act_key,
+    const char *event_id, ri_ms recorded_at);
+int ri_open_scan_end(struct ri_st_core *c, struct ri_open_scan *os, const struct ri_jhead *jh);
+
+/* ---- seals that mean something --------------------------------------------- */
+
+/*
+ * Before a seal is signed, every record since the previous seal is
+ * verified: contiguous up to the authenticated head, each link, MAC and
+ * digest, each record's act and invocation heads in the tree no older
+ * than it.  The backend sets prev (the hash at jh->sealed_seq), reads
+ * the rows from sealed_seq + 1 in seq order and hands each to
+ * ri_seal_walk_row (consumed); ri_seal_walk_end after the last.
+ */
+struct ri_seal_walk {
+	const struct ri_jhead *jh;
+	int64_t expect;
+	unsigned char prev[RI_HASH_LEN];
+	ri_ms now;
+	int (*tree_get)(void *backend, const struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], bool *present,
+	    struct ri_leaf *leaf);
+	void *backend;
+};
+int ri_seal_walk_row(struct ri_st_core *c, struct ri_seal_walk *sw, struct ri_record *r, struct ri_raw *w);
+int ri_seal_walk_end(struct ri_st_core *c, struct ri_seal_walk *sw);
+
+/* ---- rebuild: the derived indexes from a whole verified traversal ------- */
+
+struct ri_rebuild {
+	json_t *open, *purged;          /* invocation -> its intent; invocations purged */
+	int64_t expect;                 /* the next seq the traversal must meet */
+	unsigned char prev[RI_HASH_LEN];
+};
+
+void ri_rebuild_begin(struct ri_rebuild *rb, const struct ri_st_core *c);
+/* The next row of the traversal (seq order): no gap, verified, folded in.
+ * Consumes the row. */
+int ri_rebuild_row(struct ri_st_core *c, struct ri_rebuild *rb, struct ri_record *r, struct ri_raw *w, ri_ms now);
+/* The traversal ended at the head's last_seq: the open intents left (an
+ * intent whose invocation was purged is not open). */
+int ri_rebuild_end(struct ri_st_core *c, struct ri_rebuild *rb, int64_t last_seq);
+void ri_rebuild_free(struct ri_rebuild *rb);
+
+void ri_push_record(struct ri_records *rs, size_t *cap, struct ri_record *r);
+
+/*
+ * The take (act section 1-2, open step 2.2).  ri_lease_free: the section
+ * is free to holder at now -- no row, no holder, expired, or its own.
+ * ri_take_wait: the section was found held `left` ms more; the lease cap
+ * first (ri_lease_cap_judge), then a backoff nap bounded by the deadline
+ * -- the holder's lease, or the caller's shorter bound (--wait, -n) --
+ * and RI_ST_SECTION_UNAVAILABLE once it has passed.  w starts zeroed.
+ */
+struct ri_take_wait {
+	int64_t deadline, backoff;      /* monotonic ms; 0 before the first wait */
+	bool bounded;                   /* the caller's bound ends the wait */
+};
+bool ri_lease_free(const struct ri_lease_row *l, const char *holder, ri_ms now);
+int ri_take_wait(struct ri_st_core *c, const struct ri_store *st, struct ri_take_wait *w, const char *kind,
+    const char *act_key, ri_ms left);
 
 #endif

@@ -128,26 +128,15 @@ pq_load(ri_err *err)
 #define PQgetResult pq.getResult
 #define PQclear(r) do { if (pq.clear != NULL) pq.clear(r); } while (0)
 
-#define PAGE_DEFAULT 256
-#define PAGE_MAX 4096
-#define SUBSTRATE_ACTOR "audit"
 #define SQLSTATE_FENCE "RIF01"          /* raised by ri_fence_check() at COMMIT */
 #define QMAX 16                         /* deferred writes held at most (then sent) */
 
 struct pg {
 	struct ri_store base;
+	struct ri_st_core core;        /* store_common.h */
 	PGconn *conn;
-	const struct ri_config *cfg;
-	unsigned char *key;             /* NULL: chain-only (RI_NO_KEY) */
-	size_t keylen;
-	unsigned char cred_key[crypto_generichash_KEYBYTES];
-	unsigned char instance_id[RI_INSTANCE_LEN];
-	unsigned char genesis[RI_HASH_LEN];
 	bool readonly;
 	bool in_tx;                     /* a transaction of ours is open */
-	bool anchored;                  /* the witness's newest line (see store_sqlite.c) */
-	int64_t anchor_seq;
-	unsigned char anchor_hash[RI_HASH_LEN];
 	ri_ms budget;                   /* the per-write budget: jwb (less the allowance) */
 	struct ri_tree_cache nodes;
 	/* tree nodes of the open transaction by id: the paths a read fetched
@@ -168,7 +157,6 @@ struct pg {
 		unsigned char key[RI_SCOPE_LEN], hash[RI_HASH_LEN];
 		int64_t seq;
 	} pre[2];
-	struct ri_store_error err;
 	ri_ms last_at;                  /* recorded_at of the head's record, as last fetched */
 	/* writes nobody reads the answer of, waiting to go with the next
 	 * statement that must answer or with COMMIT (defer_write) */
@@ -294,26 +282,8 @@ static const char schema_sql[] =
 
 /* ---- errors ---------------------------------------------------------- */
 
-static int
-st_fail(struct pg *s, int code, int64_t seq, const char *event_id, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
 
-static int
-st_fail(struct pg *s, int code, int64_t seq, const char *event_id, const char *fmt, ...)
-{
-	va_list ap;
 
-	va_start(ap, fmt);
-	code = ri_st_failv(&s->err, code, seq, event_id, fmt, ap);
-	va_end(ap);
-	return code;
-}
-
-static void
-err_clear(struct pg *s)
-{
-	ri_st_err_clear(&s->err);
-}
 
 /* The server's (or libpq's) message for a failed statement, one line. */
 static int
@@ -330,22 +300,14 @@ db_fail(struct pg *s, int code, const char *what, const PGresult *res)
 	for (char *p = line; *p; p++)
 		if (*p == '\n')
 			*p = ' ';
-	return st_fail(s, code, 0, NULL, "journal (postgresql): %s: %s", what, line);
+	return ri_st_fail(&s->core, code, 0, NULL, "journal (postgresql): %s: %s", what, line);
 }
 
-static int
-recode(struct pg *s, int code)
-{
-	char msg[sizeof s->err.msg];
-
-	snprintf(msg, sizeof msg, "%s", s->err.msg);
-	return st_fail(s, code, s->err.seq, s->err.event_id, "%s", msg);
-}
 
 static const struct ri_store_error *
 pg_error(struct ri_store *st)
 {
-	return &((struct pg *)st)->err;
+	return &((struct pg *)st)->core.err;
 }
 
 /* ---- parameters and results -------------------------------------------- */
@@ -478,7 +440,7 @@ static bool res_ok(const PGresult *r);
 /*
  * Send the queue and the statement already appended after it (counted in
  * s->qn + 1 statements when with_last) in one round trip.  A queued
- * write's failure is charged to it (s->err, its code; s->qfailed); the
+ * write's failure is charged to it (s->core.err, its code; s->qfailed); the
  * last statement's own result is returned (NULL when a write before it
  * failed, or no answer came).  *answered: how many statements answered.
  */
@@ -534,7 +496,7 @@ defer_write(struct pg *s, int code, const char *what, const char *sql, const str
 			return db_fail(s, code, what, NULL);
 	}
 	if (!q_inline(s, sql, p))
-		return st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "journal (postgresql): %s: out of memory", what);
+		return ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "journal (postgresql): %s: out of memory", what);
 	s->qi[s->qn].code = code;
 	s->qi[s->qn].what = what;
 	s->qn++;
@@ -684,10 +646,10 @@ clock_clause(struct pg *s, char *out, size_t n)
 	ri_err e;
 
 	out[0] = '\0';
-	if (!s->cfg->clock_env)
+	if (!s->core.cfg->clock_env)
 		return RI_ST_OK;
-	if (ri_now(s->cfg, &now, &e) != RI_OK)
-		return st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "%s", e.msg);
+	if (ri_now(s->core.cfg, &now, &e) != RI_OK)
+		return ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "%s", e.msg);
 	snprintf(out, n, "; SELECT set_config('ri.clock', '%lld', true)", (long long)now);
 	return RI_ST_OK;
 }
@@ -750,10 +712,10 @@ rollback(struct pg *s)
 static void
 rollback_keep(struct pg *s)
 {
-	struct ri_store_error keep = s->err;
+	struct ri_store_error keep = s->core.err;
 
 	rollback(s);
-	s->err = keep;
+	s->core.err = keep;
 }
 
 /*
@@ -773,14 +735,14 @@ commit(struct pg *s)
 	for (size_t i = 0; i < s->nn; i++)
 		if (s->nmap[i].dirty) {
 			rollback(s);
-			return st_fail(s, RI_ST_STEP2, 0, NULL, "internal: a tree node was not written");
+			return ri_st_fail(&s->core, RI_ST_STEP2, 0, NULL, "internal: a tree node was not written");
 		}
 	ri_tree_cache_clear(&s->nodes);
 	s->nn = 0;
 	s->pre[0].valid = s->pre[1].valid = false;
 	if (s->qfailed) {
 		/* a deferred write failed and the server ran nothing after it */
-		rc = recode(s, RI_ST_STEP2);
+		rc = ri_st_recode(&s->core, RI_ST_STEP2);
 		rollback(s);
 		return rc;
 	}
@@ -803,7 +765,7 @@ commit(struct pg *s)
 		if (s->qfailed) {
 			/* a write the server refused: it ran nothing after it, so
 			 * COMMIT never ran -- nothing landed */
-			rc = recode(s, RI_ST_STEP2);
+			rc = ri_st_recode(&s->core, RI_ST_STEP2);
 			s->in_tx = true;
 			rollback(s);
 			return rc;
@@ -869,31 +831,6 @@ clock_now(struct pg *s, ri_ms *now)
 
 /* ---- the journal head, the tree of scope heads, the witness ------------ */
 
-enum { SCOPE_ALL, SCOPE_ACT, SCOPE_INV };
-
-struct scope {
-	int type;
-	unsigned char key[RI_SCOPE_LEN];
-};
-
-static void
-scope_make(struct scope *sc, int type, const char *a, const char *b)
-{
-	sc->type = type;
-	if (type == SCOPE_ACT)
-		ri_scope_act(a, b, sc->key);
-	else if (type == SCOPE_INV)
-		ri_scope_inv(a, sc->key);
-	else
-		memset(sc->key, 0, sizeof sc->key);
-}
-
-static const char *
-scope_name(const struct scope *sc)
-{
-	return sc->type == SCOPE_ALL ? "the journal" : sc->type == SCOPE_ACT ? "the act" : "the invocation";
-}
-
 /* Stored hash of the record at seq (0 = the genesis). */
 static int
 hash_at(struct pg *s, int64_t seq, unsigned char out[RI_HASH_LEN])
@@ -903,7 +840,7 @@ hash_at(struct pg *s, int64_t seq, unsigned char out[RI_HASH_LEN])
 	int rc;
 
 	if (seq == 0) {
-		memcpy(out, s->genesis, RI_HASH_LEN);
+		memcpy(out, s->core.genesis, RI_HASH_LEN);
 		return RI_ST_OK;
 	}
 	p_int(&p, seq);
@@ -913,7 +850,7 @@ hash_at(struct pg *s, int64_t seq, unsigned char out[RI_HASH_LEN])
 	else if (PQntuples(r) == 1 && g_bytes(r, 0, 0, out, RI_HASH_LEN))
 		rc = RI_ST_OK;
 	else
-		rc = st_fail(s, RI_ST_INTEGRITY, seq, NULL,
+		rc = ri_st_fail(&s->core, RI_ST_INTEGRITY, seq, NULL,
 		    "journal integrity: record seq %lld is missing or has no hash (a deleted row)", (long long)seq);
 	PQclear(r);
 	return rc;
@@ -992,7 +929,7 @@ path_absorb(struct pg *s, const PGresult *r, int idcol, unsigned char ids[PREFET
 		if (idlen >= PREFETCH_DEPTH)
 			continue;
 		if (!g_bytes_var(r, i, idcol + 1, body, RI_NODE_MAX, &len))
-			return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
+			return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL,
 			    "journal integrity: a node of the scope heads' tree is malformed");
 		/* (rows of another path fetched in the same statement are
 		 * kept too, but say nothing of this path's absent nodes) */
@@ -1024,7 +961,7 @@ prefetch(struct pg *s, const unsigned char key[RI_SCOPE_LEN])
 	PGresult *r;
 	int rc;
 
-	if (s->key == NULL || !s->in_tx)
+	if (s->core.key == NULL || !s->in_tx)
 		return RI_ST_OK;
 	path_params(&p, key, ids, list, sizeof list);
 	snprintf(sql, sizeof sql, "SELECT id, body FROM nodes WHERE id IN (%s)", list);
@@ -1100,7 +1037,7 @@ scope_max(struct pg *s, int type, const char *a, const char *b, int64_t *out, un
 		p_text(&p, a);
 	if (type == SCOPE_ACT)
 		p_text(&p, b);
-	if (path != NULL && s->key != NULL && s->in_tx) {
+	if (path != NULL && s->core.key != NULL && s->in_tx) {
 		path_params(&p, path, ids, list, sizeof list);
 		snprintf(sql, sizeof sql, "SELECT seq, hash, NULL::bytea, NULL::bytea FROM (%s) r"
 		    " UNION ALL SELECT NULL, NULL, id, body FROM nodes WHERE id IN (%s)", q, list);
@@ -1144,7 +1081,7 @@ scopes_prefetch(struct pg *s, const unsigned char act[RI_SCOPE_LEN], const char 
 	int rc = RI_ST_OK;
 
 	s->pre[0].valid = s->pre[1].valid = false;
-	if (s->key == NULL || !s->in_tx)
+	if (s->core.key == NULL || !s->in_tx)
 		return RI_ST_OK;
 	p_text(&p, kind);
 	p_text(&p, act_key);
@@ -1207,7 +1144,7 @@ node_get(void *ctx, const unsigned char *id, size_t idlen, unsigned char body[RI
 	else if (PQntuples(r) == 0)
 		rc = RI_ST_NOT_KNOWN;
 	else if (!g_bytes_var(r, 0, 0, body, RI_NODE_MAX, len))
-		rc = st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a node of the scope heads' tree is malformed");
+		rc = ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a node of the scope heads' tree is malformed");
 	else
 		rc = RI_ST_OK;
 	PQclear(r);
@@ -1243,8 +1180,15 @@ tree_get(struct pg *s, const struct ri_jhead *jh, const unsigned char key[RI_SCO
 	int rc = ri_tree_get(&io, jh->root, key, present, leaf, why, sizeof why);
 
 	if (rc == RI_ST_INTEGRITY && why[0] != '\0')
-		return st_fail(s, rc, 0, NULL, "journal integrity: %s", why);
+		return ri_st_fail(&s->core, rc, 0, NULL, "journal integrity: %s", why);
 	return rc;
+}
+
+static int
+tree_get_cb(void *backend, const struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], bool *present,
+    struct ri_leaf *leaf)
+{
+	return tree_get(backend, jh, key, present, leaf);
 }
 
 static int
@@ -1259,7 +1203,7 @@ tree_put(struct pg *s, struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN
 	memcpy(leaf.hash, hash, RI_HASH_LEN);
 	rc = ri_tree_put(&io, jh->root, key, &leaf, why, sizeof why);
 	if (rc == RI_ST_INTEGRITY && why[0] != '\0')
-		return st_fail(s, rc, 0, NULL, "journal integrity: %s", why);
+		return ri_st_fail(&s->core, rc, 0, NULL, "journal integrity: %s", why);
 	return rc;
 }
 
@@ -1305,7 +1249,7 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 	    " (SELECT hash FROM records WHERE seq = %lld), ri_clock(),"
 	    " (SELECT recorded_at FROM records WHERE seq = h.last_seq) FROM heads h WHERE h.id = 1",
 	    open, lock ? "SELECT 1 FROM heads WHERE id = 1 FOR UPDATE; " : "",
-	    (long long)(s->anchored ? s->anchor_seq : 0));
+	    (long long)(s->core.anchored ? s->core.anchor_seq : 0));
 	s->round_trips++;
 	if (begin)
 		s->in_tx = true;        /* even should a later statement fail: rolled back */
@@ -1330,7 +1274,7 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 		hr->now = g_int(r, 0, 10);
 		s->last_at = g_null(r, 0, 11) ? RI_NONE : g_int(r, 0, 11);
 		if (hr->h.last_seq == 0) {
-			memcpy(hr->last_hash, s->genesis, RI_HASH_LEN);
+			memcpy(hr->last_hash, s->core.genesis, RI_HASH_LEN);
 			hr->has_last = true;
 		}
 	}
@@ -1362,7 +1306,6 @@ static int
 jhead_get_at(struct pg *s, bool lock, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN], ri_ms *now)
 {
 	struct head_read hr;
-	unsigned char want[RI_HASH_LEN];
 	int rc;
 
 	/* lock: a write's first round trip, which opens its transaction */
@@ -1370,47 +1313,24 @@ jhead_get_at(struct pg *s, bool lock, struct ri_jhead *h, unsigned char last_has
 		return rc;
 	if (now != NULL)
 		*now = hr.now;
-	if (s->key == NULL) {
+	if (s->core.key == NULL) {
 		memset(h, 0, sizeof *h);
 		h->last_seq = hr.rows;
 		if ((rc = hash_at(s, hr.rows, last_hash)) != RI_ST_OK)
 			return rc;
 	} else {
 		if (!hr.present)
-			return st_fail(s, RI_ST_INTEGRITY, hr.rows, NULL,
+			return ri_st_fail(&s->core, RI_ST_INTEGRITY, hr.rows, NULL,
 			    "journal integrity: the journal head is missing (a head row deleted)");
 		if (!hr.shaped)
-			return st_fail(s, RI_ST_INTEGRITY, hr.rows, NULL, "journal integrity: the journal head is malformed");
+			return ri_st_fail(&s->core, RI_ST_INTEGRITY, hr.rows, NULL, "journal integrity: the journal head is malformed");
 		*h = hr.h;
-		if (!hr.has_last)
-			return st_fail(s, RI_ST_INTEGRITY, h->last_seq, NULL,
-			    "journal integrity: the journal's newest record (seq %lld) is missing (deleted rows)",
-			    (long long)h->last_seq);
 		memcpy(last_hash, hr.last_hash, RI_HASH_LEN);
-		ri_jhead_mac(s->key, s->keylen, s->instance_id, h, last_hash, want);
-		if (sodium_memcmp(want, hr.mac, RI_HASH_LEN) != 0)
-			return st_fail(s, RI_ST_INTEGRITY, h->last_seq, NULL,
-			    "journal integrity: the journal head (seq %lld) fails its MAC", (long long)h->last_seq);
-		if (hr.rows != h->last_seq)
-			return st_fail(s, RI_ST_INTEGRITY, hr.rows, NULL,
-			    "journal integrity: the journal ends at seq %lld but its authenticated head is seq %lld"
-			    " (the tail was truncated or extended)", (long long)hr.rows, (long long)h->last_seq);
+		if ((rc = ri_jhead_judge(&s->core, h, hr.mac, hr.has_last ? last_hash : NULL, hr.rows)) != RI_ST_OK)
+			return rc;
 	}
-#ifndef RI_NC_NO_WITNESS_CHECK
-	if (s->anchored) {
-		if (h->last_seq < s->anchor_seq)
-			return st_fail(s, RI_ST_INTEGRITY, h->last_seq, NULL,
-			    "journal integrity: the journal ends at seq %lld, behind its witness (seq %lld):"
-			    " it was rolled back or restored (ri(7): restoring a journal)",
-			    (long long)h->last_seq, (long long)s->anchor_seq);
-		if (s->anchor_seq > 0 && (!hr.has_anchor || sodium_memcmp(hr.anchor_hash, s->anchor_hash, RI_HASH_LEN) != 0))
-			return st_fail(s, RI_ST_INTEGRITY, s->anchor_seq, NULL,
-			    "journal integrity: the record at seq %lld is not the one the witness names:"
-			    " the journal was rewritten behind its seal, or is another journal",
-			    (long long)s->anchor_seq);
-	}
-#endif
-	return RI_ST_OK;
+	/* the anchor's hash came in the head's round trip (jhead_fetch_tx) */
+	return ri_witness_judge(&s->core, h->last_seq, hr.has_anchor ? hr.anchor_hash : NULL);
 }
 
 static int
@@ -1428,7 +1348,7 @@ jhead_set(struct pg *s, const struct ri_jhead *h, const unsigned char last_hash[
 
 	if ((rc = nodes_flush(s)) != RI_ST_OK)
 		return rc;
-	ri_jhead_mac(s->key, s->keylen, s->instance_id, h, last_hash, mac);
+	ri_jhead_mac(s->core.key, s->core.keylen, s->core.instance_id, h, last_hash, mac);
 	p_int(&p, h->last_seq);
 	p_bytes(&p, h->root, RI_HASH_LEN);
 	p_int(&p, h->open_count);
@@ -1460,34 +1380,16 @@ scope_head(struct pg *s, const struct ri_jhead *jh, const struct scope *sc, cons
 	}
 	if ((rc = scope_max(s, sc->type, a, b, &rows, h, &has, sc->key)) != RI_ST_OK)
 		return rc;
-	if (s->key == NULL) {
+	if (s->core.key == NULL) {
 		*last = rows;
 		return RI_ST_OK;
 	}
 	if ((rc = tree_get(s, jh, sc->key, &present, &leaf)) != RI_ST_OK) {
 		if (rc == RI_ST_INTEGRITY)
-			s->err.seq = rows != 0 ? rows : jh->last_seq;
+			s->core.err.seq = rows != 0 ? rows : jh->last_seq;
 		return rc;
 	}
-	if (!present) {
-		if (rows != 0)
-			return st_fail(s, RI_ST_INTEGRITY, rows, NULL,
-			    "journal integrity: %s has records (seq %lld) but no authenticated head", scope_name(sc),
-			    (long long)rows);
-		*last = 0;
-		return RI_ST_OK;
-	}
-	if (rows != leaf.last_seq)
-		return st_fail(s, RI_ST_INTEGRITY, leaf.last_seq, NULL,
-		    "journal integrity: %s ends at seq %lld but its authenticated head is seq %lld"
-		    " (its records were deleted, moved or re-typed)", scope_name(sc), (long long)rows,
-		    (long long)leaf.last_seq);
-	if (!has || sodium_memcmp(h, leaf.hash, RI_HASH_LEN) != 0)
-		return st_fail(s, RI_ST_INTEGRITY, leaf.last_seq, NULL,
-		    "journal integrity: the newest record of %s (seq %lld) is not the one its head names",
-		    scope_name(sc), (long long)leaf.last_seq);
-	*last = leaf.last_seq;
-	return RI_ST_OK;
+	return ri_scope_head_judge(&s->core, sc, rows, has ? h : NULL, present, &leaf, last);
 }
 
 static int
@@ -1537,17 +1439,6 @@ load_row(const PGresult *res, int i, struct ri_record *r, struct ri_raw *w)
 		g_bytes(res, i, 16, w->hash, RI_HASH_LEN);
 }
 
-static int
-verify_row(struct pg *s, struct ri_record *r, struct ri_raw *w, const unsigned char prev[RI_HASH_LEN], ri_ms now)
-{
-	const char *why = ri_raw_verify(s->instance_id, s->key, s->keylen, r, w, prev, now);
-
-	if (why != NULL)
-		return st_fail(s, RI_ST_INTEGRITY, r->seq, r->event_id,
-		    "journal integrity: record seq %lld (%s) fails verification: %s",
-		    (long long)r->seq, r->event_id, why);
-	return RI_ST_OK;
-}
 
 /* ---- read_record ------------------------------------------------------- */
 
@@ -1564,7 +1455,7 @@ pg_read_record(struct ri_store *base, const char *event_id, struct ri_record *ou
 	int rc;
 
 	memset(out, 0, sizeof *out);
-	err_clear(s);
+	ri_st_err_clear(&s->core.err);
 	if ((rc = read_begin(s, &began)) != RI_ST_OK)
 		return rc;
 	if ((rc = clock_now(s, &now)) != RI_ST_OK)
@@ -1576,7 +1467,7 @@ pg_read_record(struct ri_store *base, const char *event_id, struct ri_record *ou
 		goto out;
 	}
 	if (PQntuples(r) == 0) {
-		rc = st_fail(s, RI_ST_NOT_KNOWN, 0, event_id, "no record %s", event_id);
+		rc = ri_st_fail(&s->core, RI_ST_NOT_KNOWN, 0, event_id, "no record %s", event_id);
 		goto out;
 	}
 	load_row(r, 0, out, &w);
@@ -1584,7 +1475,7 @@ pg_read_record(struct ri_store *base, const char *event_id, struct ri_record *ou
 		free(w.payload_text);
 		goto out;
 	}
-	if ((rc = verify_row(s, out, &w, prev, now)) != RI_ST_OK)
+	if ((rc = ri_st_verify_row(&s->core, out, &w, prev, now)) != RI_ST_OK)
 		goto out;
 	/* the journal's own head must stand, so a truncated tail is seen */
 	struct scope sc;
@@ -1603,20 +1494,15 @@ out:
 
 /* ---- range read ---------------------------------------------------------- */
 
-static void
-push_record(struct ri_records *rs, size_t *cap, struct ri_record *r)
-{
-	if (rs->n == *cap) {
-		*cap = *cap ? *cap * 2 : 16;
-		rs->v = realloc(rs->v, *cap * sizeof *rs->v);
-		if (rs->v == NULL)
-			abort();
-	}
-	rs->v[rs->n++] = *r;
-}
 
 /* The range read of store_sqlite.c (Capability requirement 1-3), the same
  * walk of the scope's back pointers. */
+static int
+hash_at_cb(void *backend, int64_t seq, unsigned char out[RI_HASH_LEN])
+{
+	return hash_at(backend, seq, out);
+}
+
 static int
 pg_range_read(struct ri_store *base, const struct ri_query *q, struct ri_records *out)
 {
@@ -1625,128 +1511,61 @@ pg_range_read(struct ri_store *base, const struct ri_query *q, struct ri_records
 	struct params p = { 0 };
 	PGresult *res = NULL;
 	char sql[512];
-	size_t limit = q->limit ? q->limit : PAGE_DEFAULT, cap = 0;
-	int64_t head = 0, expect_prev = 0;
+	struct ri_walk wk;
+	int64_t head = 0;
 	bool began;
-	ri_ms now;
-	int rc, n = 1;
+	int rc, n;
 
 	memset(out, 0, sizeof *out);
-	if (limit > PAGE_MAX || q->from < 0 || (q->kind == NULL) != (q->act_key == NULL) ||
-	    (q->kind != NULL && q->invocation_id != NULL) || q->action_ref != NULL)
-		return st_fail(s, RI_ST_INVALID_QUERY, 0, NULL,
-		    "invalid range query (page size 1..%d; one filter: an invocation or an act)", PAGE_MAX);
-	if (q->invocation_id != NULL)
-		scope_make(&sc, SCOPE_INV, q->invocation_id, NULL);
-	else if (q->kind != NULL)
-		scope_make(&sc, SCOPE_ACT, q->kind, q->act_key);
-	else
-		scope_make(&sc, SCOPE_ALL, NULL, NULL);
+	if ((rc = ri_walk_query(&s->core, q, &sc, &wk)) != RI_ST_OK)
+		return rc;
+	wk.hash_at = hash_at_cb;
+	wk.backend = s;
 	if (q->trusted && !s->in_tx)
-		return st_fail(s, RI_ST_INVALID_QUERY, 0, NULL, "a trusted read outside a traversal");
+		return ri_st_fail(&s->core, RI_ST_INVALID_QUERY, 0, NULL, "a trusted read outside a traversal");
 	if ((rc = read_begin(s, &began)) != RI_ST_OK)
 		return rc;
-	if ((rc = clock_now(s, &now)) != RI_ST_OK)
+	if ((rc = clock_now(s, &wk.now)) != RI_ST_OK)
 		goto out;
 	if (q->trusted)
 		head = INT64_MAX;
 	else if ((rc = head_get(s, &sc, sc.type == SCOPE_INV ? q->invocation_id : q->kind, q->act_key,
 	    &head)) != RI_ST_OK)
 		goto out;
-	bool desc = q->descending;
-	int64_t from = q->from;
-	if (desc && (from == 0 || from > head))
-		from = head;
-	if (!desc && from < 1)
-		from = 1;
+	ri_walk_begin(&wk, q->from, head);
 	snprintf(sql, sizeof sql, "SELECT " REC_COLS " FROM records WHERE seq %s $1%s ORDER BY seq %s LIMIT $%d",
-	    desc ? "<=" : ">=",
+	    wk.desc ? "<=" : ">=",
 	    sc.type == SCOPE_INV ? " AND invocation_id = $2" :
 	    sc.type == SCOPE_ACT ? " AND kind = $2 AND act_key = $3" : "",
-	    desc ? "DESC" : "ASC", sc.type == SCOPE_INV ? 3 : sc.type == SCOPE_ACT ? 4 : 2);
-	p_int(&p, from);
+	    wk.desc ? "DESC" : "ASC", sc.type == SCOPE_INV ? 3 : sc.type == SCOPE_ACT ? 4 : 2);
+	p_int(&p, wk.from);
 	if (sc.type == SCOPE_INV)
 		p_text(&p, q->invocation_id);
 	if (sc.type == SCOPE_ACT) {
 		p_text(&p, q->kind);
 		p_text(&p, q->act_key);
 	}
-	p_int(&p, (int64_t)limit + 1);
+	p_int(&p, (int64_t)wk.limit + 1);
 	res = run(s, sql, &p);
 	if (!res_ok(res)) {
 		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", res);
 		goto out;
 	}
-	if (desc)
-		expect_prev = from;
 	n = PQntuples(res);
 	for (int i = 0; i < n; i++) {
 		struct ri_record r;
 		struct ri_raw w;
-		unsigned char prev[RI_HASH_LEN];
-		int vr;
+		bool full;
 
-		if (desc && out->n > 0 && expect_prev == 0) {
-			rc = st_fail(s, RI_ST_INTEGRITY, g_int(res, i, 0), NULL,
-			    "journal integrity: a row (seq %lld) of %s lies below its first record",
-			    (long long)g_int(res, i, 0), scope_name(&sc));
+		if ((rc = ri_walk_peek(&s->core, &wk, out, g_int(res, i, 0), &full)) != RI_ST_OK)
 			goto out;
-		}
-		if (out->n == limit) {
-			out->more = true;
+		if (full)
 			break;
-		}
 		load_row(res, i, &r, &w);
-		int64_t link = sc.type == SCOPE_ACT ? w.act_prev : sc.type == SCOPE_INV ? w.inv_prev : r.seq - 1;
-		if (q->trusted) {
-			ri_raw_trusted(&r, &w);
-			expect_prev = link;
-			push_record(out, &cap, &r);
-			continue;
-		}
-		if (!desc) {
-			bool ok = out->n == 0 ? link < from : link == out->v[out->n - 1].seq;
-			if (!ok) {
-				free(w.payload_text);
-				rc = st_fail(s, RI_ST_INTEGRITY, r.seq, r.event_id,
-				    "journal integrity: a record of %s before seq %lld (%s) is missing (deleted rows)",
-				    scope_name(&sc), (long long)r.seq, r.event_id);
-				ri_record_clear(&r);
-				goto out;
-			}
-		} else if (r.seq != expect_prev) {
-			free(w.payload_text);
-			rc = st_fail(s, RI_ST_INTEGRITY, expect_prev, NULL,
-			    "journal integrity: record seq %lld of %s is missing (deleted rows)",
-			    (long long)expect_prev, scope_name(&sc));
-			ri_record_clear(&r);
+		if ((rc = ri_walk_take(&s->core, &wk, out, &r, &w)) != RI_ST_OK)
 			goto out;
-		}
-		if ((vr = hash_at(s, r.seq - 1, prev)) != RI_ST_OK || (vr = verify_row(s, &r, &w, prev, now)) != RI_ST_OK) {
-			free(w.payload_text);
-			ri_record_clear(&r);
-			rc = vr;
-			goto out;
-		}
-		expect_prev = link;
-		push_record(out, &cap, &r);
 	}
-	rc = RI_ST_OK;
-	if (q->trusted) {
-		out->next = !desc ? (out->n ? out->v[out->n - 1].seq + 1 : from) : expect_prev;
-	} else if (!desc) {
-		out->next = out->n ? out->v[out->n - 1].seq + 1 : from;
-		if (!out->more && head >= from && (out->n == 0 || out->v[out->n - 1].seq != head))
-			rc = st_fail(s, RI_ST_INTEGRITY, head, NULL,
-			    "journal integrity: %s's head is seq %lld but the read ended before it (deleted rows)",
-			    scope_name(&sc), (long long)head);
-	} else {
-		out->next = expect_prev;
-		if (!out->more && expect_prev != 0)
-			rc = st_fail(s, RI_ST_INTEGRITY, expect_prev, NULL,
-			    "journal integrity: record seq %lld of %s is missing (deleted rows)",
-			    (long long)expect_prev, scope_name(&sc));
-	}
+	rc = ri_walk_end(&s->core, &wk, out);
 out:
 	PQclear(res);
 	read_end(s, began);
@@ -1763,11 +1582,9 @@ static int
 open_scan(struct pg *s, const struct ri_jhead *jh, const char *kind, const char *act_key, ri_ms aged_by,
     struct ri_open_intent **out, size_t *n)
 {
-	unsigned char acc[RI_HASH_LEN] = { 0 }, elem[RI_HASH_LEN];
-	size_t cap = 0;
-	int64_t count = 0;
+	struct ri_open_scan os = { .kind = kind, .act_key = act_key, .aged_by = aged_by, .out = out, .n = n };
 	PGresult *r;
-	int rc = RI_ST_OK;
+	int rc;
 
 	r = run(s, "SELECT invocation_id, seq, kind, act_key, event_id, recorded_at FROM open_intents ORDER BY seq",
 	    NULL);
@@ -1776,38 +1593,11 @@ open_scan(struct pg *s, const struct ri_jhead *jh, const char *kind, const char 
 		PQclear(r);
 		return rc;
 	}
-	for (int i = 0; i < PQntuples(r); i++) {
-		const char *inv = PQgetvalue(r, i, 0), *k = PQgetvalue(r, i, 2), *ak = PQgetvalue(r, i, 3);
-		const char *ev = PQgetvalue(r, i, 4);
-		int64_t seq = g_int(r, i, 1), at = g_int(r, i, 5);
-
-		ri_open_elem(inv, seq, k, ak, ev, at, elem);
-		ri_acc_xor(acc, elem);
-		count++;
-		if (out == NULL || (kind != NULL && strcmp(k, kind) != 0) ||
-		    (act_key != NULL && strcmp(ak, act_key) != 0) || (aged_by != RI_NONE && at > aged_by))
-			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			*out = realloc(*out, cap * sizeof **out);
-			if (*out == NULL)
-				abort();
-		}
-		struct ri_open_intent *o = &(*out)[(*n)++];
-		o->seq = seq;
-		o->kind = ri_strdup(k);
-		o->act_key = ri_strdup(ak);
-		o->invocation_id = ri_strdup(inv);
-		o->event_id = ri_strdup(ev);
-		o->recorded_at = at;
-	}
+	for (int i = 0; i < PQntuples(r); i++)
+		ri_open_scan_row(&os, PQgetvalue(r, i, 0), g_int(r, i, 1), PQgetvalue(r, i, 2), PQgetvalue(r, i, 3),
+		    PQgetvalue(r, i, 4), g_int(r, i, 5));
 	PQclear(r);
-	if (s->key != NULL && (count != jh->open_count || sodium_memcmp(acc, jh->open_acc, RI_HASH_LEN) != 0))
-		rc = st_fail(s, RI_ST_INTEGRITY, 0, NULL,
-		    "journal integrity: the open-intents index (%lld rows) disagrees with its authenticated"
-		    " accumulator (%lld open intents): a row was deleted, added or altered"
-		    " (after investigating, ri-sweep --rebuild)", (long long)count, (long long)jh->open_count);
-	return rc;
+	return ri_open_scan_end(&s->core, &os, jh);
 }
 
 static int
@@ -1837,34 +1627,17 @@ pg_open_intents(struct ri_store *base, const char *kind, const char *act_key, ri
 
 /* ---- actors, leases, the fence ------------------------------------------------ */
 
-static bool
-valid_ref(const char *v, int64_t cap)
-{
-	return v != NULL && *v != '\0' && (int64_t)strlen(v) <= cap;
-}
 
-static void
-cred_hash(struct pg *s, const char *cred, unsigned char out[32])
-{
-	crypto_generichash(out, 32, (const unsigned char *)cred, strlen(cred), s->cred_key, sizeof s->cred_key);
-}
 
-struct actor_row {
-	int service;
-	unsigned char cred_hash[32];
-	ri_ms created, revoked;
-	int64_t reg_seq;
-};
-
-/* An actor's registry row, verified as store_sqlite.c's actor_get does:
- * MACed, and bound to the newest registry record of its scope. */
+/* An actor's registry row, read and judged as store_sqlite.c's actor_get
+ * does (ri_actor_row_judge): MACed, and bound to the newest registry
+ * record of its scope. */
 static int
-actor_get(struct pg *s, const struct ri_jhead *jh, const char *actor, struct actor_row *row, bool *exists)
+actor_get(struct pg *s, const struct ri_jhead *jh, const char *actor, struct ri_actor_row *row, bool *exists)
 {
 	struct params p = { 0 };
-	unsigned char mac[RI_HASH_LEN], calc[RI_HASH_LEN];
 	struct scope sc;
-	struct ri_leaf leaf;
+	struct ri_leaf leaf = { 0 };
 	bool present;
 	PGresult *r;
 	int rc;
@@ -1879,84 +1652,47 @@ actor_get(struct pg *s, const struct ri_jhead *jh, const char *actor, struct act
 		return rc;
 	}
 	if (PQntuples(r) == 1) {
-		bool ok = g_bytes(r, 0, 1, row->cred_hash, 32) && g_bytes(r, 0, 5, mac, RI_HASH_LEN);
+		bool ok = g_bytes(r, 0, 1, row->cred_hash, 32) && g_bytes(r, 0, 5, row->mac, RI_HASH_LEN);
 		row->service = (int)g_int(r, 0, 0);
 		row->created = g_int(r, 0, 2);
 		row->revoked = g_ms(r, 0, 3);
 		row->reg_seq = g_int(r, 0, 4);
 		PQclear(r);
 		if (!ok)
-			return st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: actor %s is malformed", actor);
+			return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: actor %s is malformed", actor);
 		*exists = true;
 	} else {
 		PQclear(r);
 	}
-	if (s->key == NULL)
+	if (s->core.key == NULL)
 		return RI_ST_OK;
-	if (*exists) {
-		ri_actor_mac(s->key, s->keylen, s->instance_id, actor, row->service, row->cred_hash, row->created,
-		    row->revoked, row->reg_seq, calc);
-		if (sodium_memcmp(calc, mac, RI_HASH_LEN) != 0)
-			return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
-			    "journal integrity: actor %s fails its MAC (the registry was altered)", actor);
-	}
 	scope_make(&sc, SCOPE_ACT, "audit", actor);
 	if ((rc = prefetch(s, sc.key)) != RI_ST_OK || (rc = tree_get(s, jh, sc.key, &present, &leaf)) != RI_ST_OK)
 		return rc;
-	if (*exists && (!present || leaf.last_seq != row->reg_seq))
-		return st_fail(s, RI_ST_INTEGRITY, present ? leaf.last_seq : 0, NULL,
-		    "journal integrity: actor %s's registry row is bound to seq %lld but its newest registry"
-		    " record is seq %lld (an older row replayed)", actor, (long long)row->reg_seq,
-		    (long long)(present ? leaf.last_seq : 0));
-	if (!*exists && present)
-		return st_fail(s, RI_ST_INTEGRITY, leaf.last_seq, NULL,
-		    "journal integrity: actor %s has registry records (seq %lld) but no registry row (deleted)",
-		    actor, (long long)leaf.last_seq);
-	return RI_ST_OK;
+	return ri_actor_row_judge(&s->core, actor, *exists ? row : NULL, present, leaf.last_seq);
 }
 
 static int
 check_credential(struct pg *s, const struct ri_jhead *jh, const char *actor, const char *cred, ri_ms now,
     struct ri_actor *who)
 {
-	struct actor_row row;
-	unsigned char have[32];
+	struct ri_actor_row row;
 	bool exists;
 	int rc;
 
 	if ((rc = actor_get(s, jh, actor, &row, &exists)) != RI_ST_OK)
-		return rc == RI_ST_UNAVAILABLE ? recode(s, RI_ST_STEP2) : rc;
-	if (!exists)
-		return st_fail(s, RI_ST_INVALID_CREDENTIAL, 0, NULL, "actor %s is not registered", actor);
-	cred_hash(s, cred, have);
-	if (sodium_memcmp(have, row.cred_hash, 32) != 0)
-		return st_fail(s, RI_ST_INVALID_CREDENTIAL, 0, NULL, "wrong credential for actor %s", actor);
-	if (row.revoked != RI_NONE && row.revoked <= now)
-		return st_fail(s, RI_ST_INVALID_CREDENTIAL, 0, NULL, "actor %s is revoked", actor);
-	if (who != NULL) {
-		who->service = row.service != 0;
-		who->created_at = row.created;
-		who->revoked_at = row.revoked;
-	}
-	return RI_ST_OK;
+		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
+	return ri_credential_judge(&s->core, actor, exists ? &row : NULL, cred, now, who);
 }
-
-struct lease_row {
-	char holder[512];
-	bool held;
-	ri_ms expires;
-	int64_t token;
-};
 
 /* A lease row, verified (MAC).  lock: FOR UPDATE -- taken after the head
  * row's lock, never before (the lock order); fence: also set the
  * transaction's fence (ri.fence) in the same statement. */
 static int
 lease_get_fence(struct pg *s, const char *kind, const char *act_key, bool lock, const char *fence,
-    struct lease_row *l, bool *exists)
+    struct ri_lease_row *l, bool *exists)
 {
 	struct params p = { 0 };
-	unsigned char mac[RI_HASH_LEN], calc[RI_HASH_LEN];
 	PGresult *r;
 	int rc;
 
@@ -1979,7 +1715,7 @@ lease_get_fence(struct pg *s, const char *kind, const char *act_key, bool lock, 
 		PQclear(r);
 		return RI_ST_OK;
 	}
-	bool ok = (g_null(r, 0, 0) || strlen(PQgetvalue(r, 0, 0)) < sizeof l->holder) && g_bytes(r, 0, 3, mac, RI_HASH_LEN);
+	bool ok = (g_null(r, 0, 0) || strlen(PQgetvalue(r, 0, 0)) < sizeof l->holder) && g_bytes(r, 0, 3, l->mac, RI_HASH_LEN);
 	if (ok) {
 		l->held = !g_null(r, 0, 0);
 		if (l->held)
@@ -1989,22 +1725,14 @@ lease_get_fence(struct pg *s, const char *kind, const char *act_key, bool lock, 
 	}
 	PQclear(r);
 	if (!ok)
-		return st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: the lease of (%s, %s) is malformed",
+		return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: the lease of (%s, %s) is malformed",
 		    kind, act_key);
 	*exists = true;
-	if (s->key == NULL)
-		return RI_ST_OK;
-	ri_lease_mac(s->key, s->keylen, s->instance_id, kind, act_key, l->held ? l->holder : NULL, l->expires,
-	    l->token, calc);
-	if (sodium_memcmp(calc, mac, RI_HASH_LEN) != 0)
-		return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
-		    "journal integrity: the lease of (%s, %s) fails its MAC (altered, or an older row replayed)",
-		    kind, act_key);
-	return RI_ST_OK;
+	return ri_lease_row_judge(&s->core, kind, act_key, l);
 }
 
 static int
-lease_get(struct pg *s, const char *kind, const char *act_key, bool lock, struct lease_row *l, bool *exists)
+lease_get(struct pg *s, const char *kind, const char *act_key, bool lock, struct ri_lease_row *l, bool *exists)
 {
 	return lease_get_fence(s, kind, act_key, lock, NULL, l, exists);
 }
@@ -2015,7 +1743,7 @@ lease_put(struct pg *s, const char *kind, const char *act_key, const char *holde
 	struct params p = { 0 };
 	unsigned char mac[RI_HASH_LEN];
 
-	ri_lease_mac(s->key, s->keylen, s->instance_id, kind, act_key, holder, expires, token, mac);
+	ri_lease_mac(s->core.key, s->core.keylen, s->core.instance_id, kind, act_key, holder, expires, token, mac);
 	p_text(&p, kind);
 	p_text(&p, act_key);
 	p_text(&p, holder);
@@ -2040,9 +1768,9 @@ lease_put(struct pg *s, const char *kind, const char *act_key, const char *holde
 static int
 check_fence(struct pg *s, const char *kind, const char *act_key, const struct ri_fence *f, ri_ms now)
 {
-	struct lease_row l;
-	bool exists, ok;
-	ri_ms a = s->cfg->clock_offset_allowance, until, host_now;
+	struct ri_lease_row l;
+	bool exists;
+	ri_ms a = s->core.cfg->clock_offset_allowance, until, host_now;
 	ri_err e;
 	char *txt;
 	int rc;
@@ -2050,9 +1778,9 @@ check_fence(struct pg *s, const char *kind, const char *act_key, const struct ri
 	/* the write's terminus, issue + journal_write_bound - allowance, is a
 	 * reading of the writer's own clock: carried to the instance clock as
 	 * the time it has left */
-	if (ri_now(s->cfg, &host_now, &e) != RI_OK)
-		return st_fail(s, RI_ST_STEP2, 0, NULL, "%s", e.msg);
-	until = now + (f->issue + s->cfg->journal_write_bound - a - host_now);
+	if (ri_now(s->core.cfg, &host_now, &e) != RI_OK)
+		return ri_st_fail(&s->core, RI_ST_STEP2, 0, NULL, "%s", e.msg);
+	until = now + (f->issue + s->core.cfg->journal_write_bound - a - host_now);
 	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I}", "kind", kind, "act_key", act_key, "holder", f->holder,
 	    "allowance", (json_int_t)a, "until", (json_int_t)until);
 	txt = json_dumps(j, JSON_COMPACT);
@@ -2062,28 +1790,10 @@ check_fence(struct pg *s, const char *kind, const char *act_key, const struct ri
 	rc = lease_get_fence(s, kind, act_key, true, txt, &l, &exists);
 	free(txt);
 	if (rc != RI_ST_OK)
-		return rc == RI_ST_UNAVAILABLE ? recode(s, RI_ST_STEP2) : rc;
-	ok = exists && l.held && strcmp(l.holder, f->holder) == 0 && now < l.expires - a;
-	if (!ok)
-		return st_fail(s, RI_ST_FENCED, 0, NULL,
-		    "journal fence: %s no longer holds the section with an allowance to spare", f->holder);
-	if (!(now < until))
-		return st_fail(s, RI_ST_FENCED, 0, NULL,
-		    "journal fence: the write's terminus (issue + journal_write_bound - allowance) has passed");
-	return RI_ST_OK;
+		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
+	return ri_fence_judge(&s->core, exists ? &l : NULL, f, now, until);
 }
 
-static int
-kind_of(const char *action_ref, char *out, size_t n)
-{
-	const char *dot = strchr(action_ref, '.');
-
-	if (dot == NULL || dot == action_ref || (size_t)(dot - action_ref) >= n || dot[1] == '\0')
-		return -1;
-	memcpy(out, action_ref, (size_t)(dot - action_ref));
-	out[dot - action_ref] = '\0';
-	return 0;
-}
 
 static int
 open_add(struct pg *s, struct ri_jhead *jh, const char *inv, int64_t seq, const char *kind, const char *act_key,
@@ -2189,8 +1899,8 @@ append_locked(struct pg *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 	int rc;
 	const char *act_key = a->act_key ? a->act_key : "";
 
-	if (kind_of(a->action_ref, kind, sizeof kind) != 0)
-		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "malformed action ref");
+	if (ri_kind_of(a->action_ref, kind, sizeof kind) != 0)
+		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "malformed action ref");
 	scope_make(&act, SCOPE_ACT, kind, act_key);
 	if (a->invocation_id != NULL) {
 		scope_make(&inv, SCOPE_INV, a->invocation_id, NULL);
@@ -2208,7 +1918,7 @@ append_locked(struct pg *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 	if (strcmp(kind, "audit") == 0) {
 		retention = INT64_MAX;
 	} else {
-		const struct ri_kind *k = ri_config_kind(s->cfg, kind);
+		const struct ri_kind *k = ri_config_kind(s->core.cfg, kind);
 		retention = k == NULL || unplaced ? RI_NONE : recorded_at + k->retention_period;
 	}
 	if (a->event_id != NULL)
@@ -2220,7 +1930,7 @@ append_locked(struct pg *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 	randombytes_buf(salt, sizeof salt);
 	ri_payload_digest(salt, payload, strlen(payload), digest);
 	h = (struct ri_header){
-		.instance_id = s->instance_id, .seq = jh->last_seq + 1, .event_id = out->event_id,
+		.instance_id = s->core.instance_id, .seq = jh->last_seq + 1, .event_id = out->event_id,
 		.action_ref = a->action_ref, .kind = kind, .act_key = act_key,
 		.invocation_id = a->invocation_id, .actor_ref = a->actor_ref,
 		.attestation_id = attestation, .recorded_at = recorded_at,
@@ -2229,7 +1939,7 @@ append_locked(struct pg *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 	};
 	/* the key never leaves the host: hash and MAC are computed here */
 	ri_record_hash(lh, &h, hash);
-	ri_mac(s->key, s->keylen, hash, RI_HASH_LEN, mac);
+	ri_mac(s->core.key, s->core.keylen, hash, RI_HASH_LEN, mac);
 	p_int(&p, h.seq);
 	p_text(&p, h.event_id);
 	p_text(&p, h.action_ref);
@@ -2255,7 +1965,7 @@ append_locked(struct pg *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 		return rc;
 	if ((rc = tree_put(s, jh, act.key, h.seq, hash)) != RI_ST_OK ||
 	    (a->invocation_id && (rc = tree_put(s, jh, inv.key, h.seq, hash)) != RI_ST_OK))
-		return rc == RI_ST_UNAVAILABLE ? recode(s, RI_ST_STEP2) : rc;
+		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
 	if (role == RI_ROLE_INTENT && a->invocation_id != NULL && inv_last == 0)
 		rc = open_add_first(s, jh, a->invocation_id, h.seq, kind, act_key, h.event_id, recorded_at);
 	else if (role == RI_ROLE_INTENT && a->invocation_id != NULL)
@@ -2263,14 +1973,14 @@ append_locked(struct pg *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 	else if (ri_role_closing(role) && a->invocation_id != NULL)
 		rc = open_remove(s, jh, a->invocation_id);
 	if (rc != RI_ST_OK)
-		return rc == RI_ST_UNAVAILABLE ? recode(s, RI_ST_STEP2) : rc;
+		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
 	jh->last_seq = h.seq;
 	if (strcmp(a->action_ref, "audit.sealed") == 0)
 		jh->sealed_seq = h.seq;
 	if (strcmp(a->action_ref, "audit.restored") == 0 && jh->grants < recorded_at)
 		jh->grants = recorded_at;
 	if ((rc = jhead_set(s, jh, hash)) != RI_ST_OK)
-		return rc == RI_ST_UNAVAILABLE ? recode(s, RI_ST_STEP2) : rc;
+		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
 	s->last_at = recorded_at;
 	out->seq = h.seq;
 	out->recorded_at = recorded_at;
@@ -2286,7 +1996,7 @@ write_begin(struct pg *s, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri
 	int rc;
 
 	if (s->readonly)
-		return st_fail(s, RI_ST_READONLY, 0, NULL, "the journal is open read-only");
+		return ri_st_fail(&s->core, RI_ST_READONLY, 0, NULL, "the journal is open read-only");
 	if ((rc = jhead_get_at(s, true, jh, lh, now)) != RI_ST_OK)
 		rollback_keep(s);
 	return rc;
@@ -2303,8 +2013,8 @@ static int
 pg_record_action(struct ri_store *base, const struct ri_append *a, struct ri_appended *out)
 {
 	struct pg *s = (struct pg *)base;
-	const struct ri_config *c = s->cfg;
-	char point[96], kind[128], why[512];
+	const struct ri_config *c = s->core.cfg;
+	char point[96], kind[128];
 	enum ri_fault_action fa = RI_FA_NONE;
 	struct ri_jhead jh;
 	unsigned char lh[RI_HASH_LEN];
@@ -2312,42 +2022,14 @@ pg_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 	int rc, role;
 
 	memset(out, 0, sizeof *out);
-	err_clear(s);
-	if (a->action_ref == NULL || kind_of(a->action_ref, kind, sizeof kind) != 0 ||
-	    a->data == NULL || !json_is_object(a->data) ||
-	    (a->invocation_id != NULL && !valid_ref(a->invocation_id, c->reference_length_cap)) ||
-	    (a->act_key != NULL && (int64_t)strlen(a->act_key) > c->reference_length_cap) ||
-	    (a->event_id != NULL && (strlen(a->event_id) != RI_ID_LEN || strncmp(a->event_id, "evt_", 4) != 0))) {
-		snprintf(out->cause, sizeof out->cause, "malformed");
-		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "malformed record request");
-	}
-	if (ri_vocab_role(c, a->action_ref, &role, why, sizeof why) != RI_OK) {
-		snprintf(out->cause, sizeof out->cause, "vocabulary");
-		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "%s", why);
-	}
-	if (!valid_ref(a->actor_ref, c->reference_length_cap) || a->credential == NULL || *a->credential == '\0') {
-		snprintf(out->cause, sizeof out->cause, "malformed");
-		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "actor ref or credential empty or too long");
-	}
-	if ((int64_t)ri_envelope_size(a->action_ref, a->actor_ref, a->data) > c->payload_cap) {
-		snprintf(out->cause, sizeof out->cause, "payload-cap");
-		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "the record exceeds payload_cap (%lld bytes)",
-		    (long long)c->payload_cap);
-	}
-	if (a->fault_tag != NULL) {
-		snprintf(point, sizeof point, "%s.before", a->fault_tag);
-		fa = ri_fault(point);
-		if (fa == RI_FA_FAIL)
-			return st_fail(s, RI_ST_STEP2, 0, NULL, "fault %s: the append did not land", point);
-		if (fa == RI_FA_FAIL3)
-			return st_fail(s, RI_ST_STEP3, 0, NULL, "fault %s: the commit did not land", point);
-		if (fa == RI_FA_LOSE)
-			return st_fail(s, RI_ST_LOST, 0, NULL, "fault %s: the reply was lost", point);
-	}
+	ri_st_err_clear(&s->core.err);
+	if ((rc = ri_append_request_judge(&s->core, a, kind, sizeof kind, &role, out)) != RI_ST_OK ||
+	    (rc = ri_append_fault_before(&s->core, a, &fa)) != RI_ST_OK)
+		return rc;
 	/* step 2 until COMMIT is sent: the journal head locked and verified
 	 * (nothing is appended to a journal that fails verification) */
 	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
-		return rc == RI_ST_UNAVAILABLE || rc == RI_ST_READONLY ? recode(s, RI_ST_STEP2) : rc;
+		return rc == RI_ST_UNAVAILABLE || rc == RI_ST_READONLY ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
 	if ((rc = check_credential(s, &jh, a->actor_ref, a->credential, now, NULL)) != RI_ST_OK)
 		goto fail;
 #ifdef RI_NC_NO_JOURNAL_FENCE
@@ -2357,8 +2039,7 @@ pg_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 	    (rc = check_fence(s, kind, a->act_key ? a->act_key : "", a->fence, now)) != RI_ST_OK)
 		goto fail;
 #endif
-	bool unplaced = fa == RI_FA_NORETENTION;
-	if ((rc = append_locked(s, &jh, lh, a, role, unplaced, now, out)) != RI_ST_OK)
+	if ((rc = append_locked(s, &jh, lh, a, role, fa == RI_FA_NORETENTION, now, out)) != RI_ST_OK)
 		goto fail;
 	if (a->fault_tag != NULL) {
 		/* the multi-node tests' seam: locks held, COMMIT not yet sent */
@@ -2366,23 +2047,8 @@ pg_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 		ri_fault(point);
 	}
 	if ((rc = commit(s)) != RI_ST_OK)
-		return rc == RI_ST_LOST ? st_fail(s, RI_ST_LOST, out->seq, out->event_id, "%s", s->err.msg) : rc;
-	if (a->fault_tag != NULL) {
-		snprintf(point, sizeof point, "%s.after", a->fault_tag);
-		fa = ri_fault(point);
-		if (fa == RI_FA_LOSE)
-			return st_fail(s, RI_ST_LOST, out->seq, out->event_id,
-			    "fault %s: the record landed but the reply was lost", point);
-		if (fa == RI_FA_FAIL)
-			return st_fail(s, RI_ST_STEP4, out->seq, out->event_id,
-			    "fault %s: appended; retention placement failed", point);
-	}
-	if (unplaced) {
-		snprintf(out->cause, sizeof out->cause, "retention");
-		return st_fail(s, RI_ST_INVALID_REQUEST, out->seq, out->event_id,
-		    "appended, but kind %s has no retention policy", kind);
-	}
-	return RI_ST_OK;
+		return rc == RI_ST_LOST ? ri_st_fail(&s->core, RI_ST_LOST, out->seq, out->event_id, "%s", s->core.err.msg) : rc;
+	return ri_append_landed(&s->core, a, fa, kind, out);
 fail:
 	rollback_keep(s);
 	if (rc == RI_ST_UNAVAILABLE)
@@ -2394,7 +2060,7 @@ static int
 append_substrate(struct pg *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN], const char *action_ref,
     const char *act_key, json_t *data, ri_ms now, struct ri_appended *out)
 {
-	struct ri_append a = { .action_ref = action_ref, .act_key = act_key, .actor_ref = SUBSTRATE_ACTOR,
+	struct ri_append a = { .action_ref = action_ref, .act_key = act_key, .actor_ref = RI_SUBSTRATE_ACTOR,
 		.data = data };
 
 	return append_locked(s, jh, lh, &a, RI_ROLE_OTHER, false, now, out);
@@ -2411,7 +2077,7 @@ pg_substrate(struct ri_store *base, const char *action_ref, json_t *data, struct
 
 	memset(out, 0, sizeof *out);
 	if (strncmp(action_ref, "audit.", 6) != 0)
-		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "a substrate record is audit.*");
+		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "a substrate record is audit.*");
 	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
 		return rc;
 	if ((rc = append_substrate(s, &jh, lh, action_ref, "", data, now, out)) != RI_ST_OK) {
@@ -2456,7 +2122,7 @@ pg_purge(struct ri_store *base, ri_ms now, int64_t *purged)
 			struct params u = { 0 };
 			int64_t seq = g_int(sel, i, 0);
 			const char *k = PQgetvalue(sel, i, 1);
-			const struct ri_kind *kd = ri_config_kind(s->cfg, k);
+			const struct ri_kind *kd = ri_config_kind(s->core.cfg, k);
 			p_int(&u, seq);
 			if ((orc = exec1(s, RI_ST_UNAVAILABLE, "purge", "UPDATE records SET payload = NULL, salt = NULL"
 			    " WHERE seq = $1", &u)) != RI_ST_OK)
@@ -2500,41 +2166,30 @@ pg_purge(struct ri_store *base, ri_ms now, int64_t *purged)
 
 /* ---- Actor Identity --------------------------------------------------------- */
 
-static bool
-valid_actor_name(const char *n, int64_t cap)
-{
-	if (!valid_ref(n, cap) || strcmp(n, SUBSTRATE_ACTOR) == 0)
-		return false;
-	for (const char *p = n; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-		    *p == '-' || *p == '_' || *p == '.' || *p == '@'))
-			return false;
-	return true;
-}
 
 static int
 pg_actor_add(struct ri_store *base, const char *actor, bool service, char credential[128])
 {
 	struct pg *s = (struct pg *)base;
-	unsigned char raw[32], ch[32], mac[RI_HASH_LEN], lh[RI_HASH_LEN];
+	unsigned char lh[RI_HASH_LEN];
 	struct params p = { 0 };
 	struct ri_appended ap;
 	struct ri_jhead jh;
-	struct actor_row row;
+	struct ri_actor_row row;
 	bool exists;
 	ri_ms now;
 	int rc;
 
-	if (!valid_actor_name(actor, s->cfg->reference_length_cap))
-		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL,
+	if (!ri_valid_actor_name(actor, s->core.cfg->reference_length_cap))
+		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL,
 		    "actor name must be 1..%lld of [A-Za-z0-9._@-] and not \"audit\"",
-		    (long long)s->cfg->reference_length_cap);
+		    (long long)s->core.cfg->reference_length_cap);
 	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
 		return rc;
 	if ((rc = actor_get(s, &jh, actor, &row, &exists)) != RI_ST_OK)
 		goto fail;
 	if (exists) {
-		rc = st_fail(s, RI_ST_EXISTS, 0, NULL, "actor %s already exists", actor);
+		rc = ri_st_fail(&s->core, RI_ST_EXISTS, 0, NULL, "actor %s already exists", actor);
 		goto fail;
 	}
 	json_t *data = json_pack("{s:s, s:s}", "actor_ref", actor, "type", service ? "service" : "human");
@@ -2542,18 +2197,14 @@ pg_actor_add(struct ri_store *base, const char *actor, bool service, char creden
 	json_decref(data);
 	if (rc != RI_ST_OK)
 		goto fail;
-	randombytes_buf(raw, sizeof raw);
-	memcpy(credential, "ri1_", 4);
-	sodium_bin2hex(credential + 4, 128 - 4, raw, sizeof raw);
-	sodium_memzero(raw, sizeof raw);
-	cred_hash(s, credential, ch);
-	ri_actor_mac(s->key, s->keylen, s->instance_id, actor, service, ch, now, RI_NONE, ap.seq, mac);
+	row = (struct ri_actor_row){ .service = service, .created = now, .revoked = RI_NONE, .reg_seq = ap.seq };
+	ri_credential_mint(&s->core, actor, credential, &row);
 	p_text(&p, actor);
 	p_int(&p, service);
-	p_bytes(&p, ch, 32);
+	p_bytes(&p, row.cred_hash, 32);
 	p_int(&p, now);
 	p_int(&p, ap.seq);
-	p_bytes(&p, mac, RI_HASH_LEN);
+	p_bytes(&p, row.mac, RI_HASH_LEN);
 	if ((rc = exec1(s, RI_ST_STEP2, "actor add", "INSERT INTO actors VALUES ($1, $2, $3, $4, NULL, $5, $6)",
 	    &p)) != RI_ST_OK)
 		goto fail;
@@ -2571,11 +2222,11 @@ static int
 pg_actor_revoke(struct ri_store *base, const char *actor)
 {
 	struct pg *s = (struct pg *)base;
-	unsigned char mac[RI_HASH_LEN], lh[RI_HASH_LEN];
+	unsigned char lh[RI_HASH_LEN];
 	struct params p = { 0 };
 	struct ri_appended ap;
 	struct ri_jhead jh;
-	struct actor_row row;
+	struct ri_actor_row row;
 	bool exists;
 	ri_ms now;
 	int rc;
@@ -2585,7 +2236,7 @@ pg_actor_revoke(struct ri_store *base, const char *actor)
 	if ((rc = actor_get(s, &jh, actor, &row, &exists)) != RI_ST_OK)
 		goto fail;
 	if (!exists) {
-		rc = st_fail(s, RI_ST_NOT_KNOWN, 0, NULL, "no actor %s", actor);
+		rc = ri_st_fail(&s->core, RI_ST_NOT_KNOWN, 0, NULL, "no actor %s", actor);
 		goto fail;
 	}
 	if (row.revoked != RI_NONE) {
@@ -2597,11 +2248,12 @@ pg_actor_revoke(struct ri_store *base, const char *actor)
 	json_decref(data);
 	if (rc != RI_ST_OK)
 		goto fail;
-	ri_actor_mac(s->key, s->keylen, s->instance_id, actor, row.service, row.cred_hash, row.created, now, ap.seq,
-	    mac);
+	row.revoked = now;
+	row.reg_seq = ap.seq;
+	ri_actor_row_mac(&s->core, actor, &row, row.mac);
 	p_int(&p, now);
 	p_int(&p, ap.seq);
-	p_bytes(&p, mac, RI_HASH_LEN);
+	p_bytes(&p, row.mac, RI_HASH_LEN);
 	p_text(&p, actor);
 	if ((rc = exec1(s, RI_ST_STEP2, "actor revoke", "UPDATE actors SET revoked_at = $1, reg_seq = $2, mac = $3"
 	    " WHERE actor_ref = $4", &p)) != RI_ST_OK)
@@ -2653,7 +2305,7 @@ pg_actor_list(struct ri_store *base, struct ri_actor **out, size_t *n)
 		goto out;
 	*out = ri_xcalloc(nn + 1, sizeof **out);
 	for (size_t i = 0; i < nn; i++) {
-		struct actor_row row;
+		struct ri_actor_row row;
 		bool exists;
 		if ((rc = actor_get(s, &jh, names[i], &row, &exists)) != RI_ST_OK)
 			goto out;
@@ -2685,20 +2337,18 @@ pg_authenticate(struct ri_store *base, const char *actor, const char *cred, stru
 	ri_ms now;
 	int rc;
 
-	err_clear(s);
+	ri_st_err_clear(&s->core.err);
 	if (out != NULL)
 		memset(out, 0, sizeof *out);
-	if (!valid_ref(actor, s->cfg->reference_length_cap) || cred == NULL || *cred == '\0')
-		return st_fail(s, RI_ST_INVALID_CREDENTIAL, 0, NULL, "no actor ref or no credential");
-	if (s->key == NULL)
-		return st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "no integrity key: credentials cannot be checked");
+	if ((rc = ri_authenticate_request_judge(&s->core, actor, cred)) != RI_ST_OK)
+		return rc;
 	if ((rc = read_begin(s, &began)) != RI_ST_OK)
 		return rc;
 	if ((rc = jhead_get_at(s, false, &jh, lh, &now)) == RI_ST_OK)
 		rc = check_credential(s, &jh, actor, cred, now, &who);
 	read_end(s, began);
 	if (rc == RI_ST_STEP2)
-		rc = recode(s, RI_ST_UNAVAILABLE);
+		rc = ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
 	if (rc == RI_ST_OK && out != NULL)
 		*out = who;
 	return rc;
@@ -2745,65 +2395,40 @@ pg_take(struct ri_store *base, const char *kind, const char *act_key, const char
     ri_ms duration, struct ri_grant *g)
 {
 	struct pg *s = (struct pg *)base;
-	int64_t deadline = -1, backoff = 1;
-	bool waited = false;    /* the caller's bound, not the lease, ends the wait */
+	struct ri_take_wait w = { 0 };
 	int rc;
 
 	for (;;) {
 		struct ri_jhead jh;
-		struct lease_row l;
+		struct ri_lease_row l;
 		unsigned char lh[RI_HASH_LEN];
-		ri_ms now, expires = 0;
-		bool free_now = true, exists;
+		ri_ms now;
+		bool exists;
 
 		if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
-			return rc == RI_ST_INTEGRITY ? rc : recode(s, RI_ST_UNAVAILABLE);
+			return rc == RI_ST_INTEGRITY ? rc : ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
 		if ((rc = lease_get(s, kind, act_key, true, &l, &exists)) != RI_ST_OK) {
 			rollback_keep(s);
-			return rc == RI_ST_INTEGRITY ? rc : recode(s, RI_ST_UNAVAILABLE);
+			return rc == RI_ST_INTEGRITY ? rc : ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
 		}
-		if (exists) {
-			expires = l.expires;
-			free_now = !l.held || expires <= now || strcmp(l.holder, holder) == 0;
-#ifdef RI_NC_LEASE_IGNORES_HOLDER
-			free_now = true;
-#endif
-		}
-		if (free_now) {
+		if (ri_lease_free(exists ? &l : NULL, holder, now)) {
 			jh.grants++;
 			if ((rc = lease_put(s, kind, act_key, holder, now + duration, jh.grants)) != RI_ST_OK ||
 			    (rc = jhead_set(s, &jh, lh)) != RI_ST_OK) {
 				rollback_keep(s);
-				return recode(s, RI_ST_UNAVAILABLE);
+				return ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
 			}
 			if ((rc = commit(s)) != RI_ST_OK)
-				return recode(s, RI_ST_UNAVAILABLE);
+				return ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
 			g->expires_at = now + duration;
 			g->token = jh.grants;
 			ri_fault("lease.after_take");
 			return RI_ST_OK;
 		}
 		rollback(s);
-#ifndef RI_NC_NO_LEASE_CAP
-		/* act section 11: a take waits at most the holder's remaining
-		 * lease, and no honest row expires past the longest lease this
-		 * config grants (store_sqlite.c says why) */
-		if (expires - now > ri_longest_lease(s->cfg))
-			return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
-			    "journal integrity: the lease row of (%s, %s) expires %lld ms ahead, beyond the"
-			    " longest lease this config grants (%lld ms): the leases table was altered",
-			    kind, act_key, (long long)(expires - now), (long long)ri_longest_lease(s->cfg));
-#endif
-		int64_t mono = ri_mono_ms();
-		if (deadline < 0)
-			deadline = ri_take_deadline(&s->base, mono, expires - now, &waited);
-		if (mono >= deadline)
-			return st_fail(s, RI_ST_SECTION_UNAVAILABLE, 0, NULL,
-			    "the section (%s, %s) is held; not granted within %s", kind, act_key,
-			    RI_TAKE_UNTIL(waited));
-		ri_sleep_ms(backoff < deadline - mono ? backoff : deadline - mono);
-		if (backoff < 25)
-			backoff *= 2;
+		/* act section 11, open step 2.2 */
+		if ((rc = ri_take_wait(&s->core, &s->base, &w, kind, act_key, l.expires - now)) != RI_ST_OK)
+			return rc;
 	}
 }
 
@@ -2811,7 +2436,7 @@ static int
 pg_remaining(struct ri_store *base, const char *kind, const char *act_key, const char *holder, ri_ms *left)
 {
 	struct pg *s = (struct pg *)base;
-	struct lease_row l;
+	struct ri_lease_row l;
 	bool exists, began;
 	ri_ms now;
 	int rc;
@@ -2831,7 +2456,7 @@ pg_release(struct ri_store *base, const char *kind, const char *act_key, const c
 {
 	struct pg *s = (struct pg *)base;
 	struct ri_jhead jh;
-	struct lease_row l;
+	struct ri_lease_row l;
 	unsigned char lh[RI_HASH_LEN];
 	bool exists, held;
 	ri_ms now;
@@ -2840,7 +2465,7 @@ pg_release(struct ri_store *base, const char *kind, const char *act_key, const c
 	/* the head first, as every writer (the lock order), though a release
 	 * does not move it */
 	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
-		return rc == RI_ST_INTEGRITY ? rc : recode(s, RI_ST_UNAVAILABLE);
+		return rc == RI_ST_INTEGRITY ? rc : ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
 	if ((rc = lease_get(s, kind, act_key, true, &l, &exists)) != RI_ST_OK) {
 		rollback_keep(s);
 		return rc;
@@ -2851,8 +2476,8 @@ pg_release(struct ri_store *base, const char *kind, const char *act_key, const c
 		return rc;
 	}
 	if ((rc = commit(s)) != RI_ST_OK)
-		return recode(s, RI_ST_UNAVAILABLE);
-	return held ? RI_ST_OK : st_fail(s, RI_ST_NOT_HELD, 0, NULL, "not held by %s", holder);
+		return ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
+	return held ? RI_ST_OK : ri_st_fail(&s->core, RI_ST_NOT_HELD, 0, NULL, "not held by %s", holder);
 }
 
 /* ---- marks, head ---------------------------------------------------------------- */
@@ -2882,12 +2507,12 @@ pg_mark_get(struct ri_store *base, const char *name, int64_t *seq)
 		ok = g_bytes(r, 0, 1, mac, RI_HASH_LEN);
 	}
 	PQclear(r);
-	if (found && s->key != NULL) {
+	if (found && s->core.key != NULL) {
 		if (ok)
-			ri_mark_mac(s->key, s->keylen, s->instance_id, name, *seq, calc);
+			ri_mark_mac(s->core.key, s->core.keylen, s->core.instance_id, name, *seq, calc);
 		if (!ok || sodium_memcmp(calc, mac, RI_HASH_LEN) != 0) {
 			*seq = 0;
-			return st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: mark %s fails its MAC", name);
+			return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: mark %s fails its MAC", name);
 		}
 	}
 	return RI_ST_OK;
@@ -2903,7 +2528,7 @@ pg_mark_set(struct ri_store *base, const char *name, int64_t seq)
 
 	if ((rc = tx_begin(s, true, false)) != RI_ST_OK)
 		return rc;
-	ri_mark_mac(s->key, s->keylen, s->instance_id, name, seq, mac);
+	ri_mark_mac(s->core.key, s->core.keylen, s->core.instance_id, name, seq, mac);
 	p_text(&p, name);
 	p_int(&p, seq);
 	p_bytes(&p, mac, RI_HASH_LEN);
@@ -2951,7 +2576,7 @@ pg_traverse(struct ri_store *base, ri_traverse_fn each, void *arg)
 		rollback_keep(s);
 		return rc;
 	}
-	memcpy(prev, s->genesis, RI_HASH_LEN);
+	memcpy(prev, s->core.genesis, RI_HASH_LEN);
 	while (!stop) {
 		struct params p = { 0 };
 		PGresult *res;
@@ -2974,7 +2599,7 @@ pg_traverse(struct ri_store *base, ri_traverse_fn each, void *arg)
 			load_row(res, i, &r, &w);
 			if (r.seq != last + 1)
 				problems |= RI_P_GAP;
-			problems |= ri_raw_problems(s->instance_id, s->key, s->keylen, &r, &w, prev, now);
+			problems |= ri_raw_problems(s->core.instance_id, s->core.key, s->core.keylen, &r, &w, prev, now);
 			last = after = r.seq;
 			stop = each(&r, problems, arg) != 0;
 			ri_record_clear(&r);
@@ -2983,7 +2608,7 @@ pg_traverse(struct ri_store *base, ri_traverse_fn each, void *arg)
 		if (n < 1000)
 			break;
 	}
-	if (!stop && s->key != NULL) {
+	if (!stop && s->core.key != NULL) {
 		struct scope sc;
 		int64_t head;
 		scope_make(&sc, SCOPE_ALL, NULL, NULL);
@@ -3009,7 +2634,7 @@ pg_peek(struct ri_store *base, const char *event_id, struct ri_record *out)
 
 	memset(out, 0, sizeof *out);
 	if (!s->in_tx)
-		return st_fail(s, RI_ST_INVALID_QUERY, 0, NULL, "peek outside a traversal");
+		return ri_st_fail(&s->core, RI_ST_INVALID_QUERY, 0, NULL, "peek outside a traversal");
 	p_text(&p, event_id);
 	r = run(s, "SELECT seq, action_ref, kind, act_key, invocation_id, actor_ref, role, recorded_at,"
 	    " (payload IS NULL)::int FROM records WHERE event_id = $1", &p);
@@ -3046,14 +2671,14 @@ registry_verify(struct pg *s, const struct ri_jhead *jh, ri_state_fn each, void 
 	if ((rc = actor_names(s, "SELECT actor_ref FROM actors", &names, &n)) != RI_ST_OK)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
-		struct actor_row row;
+		struct ri_actor_row row;
 		bool exists;
 		if ((rc = actor_get(s, jh, names[i], &row, &exists)) != RI_ST_OK) {
 			if (each == NULL) {
 				ri_strings_free(names, n);
 				return rc;
 			}
-			each("8.1.3", 0, s->err.msg, arg);
+			each("8.1.3", 0, s->core.err.msg, arg);
 			first = first == RI_ST_OK ? rc : first;
 		}
 	}
@@ -3067,7 +2692,7 @@ registry_verify(struct pg *s, const struct ri_jhead *jh, ri_state_fn each, void 
 				ri_strings_free(names, n);
 				return rc;
 			}
-			each("8.1.3", 0, s->err.msg, arg);
+			each("8.1.3", 0, s->core.err.msg, arg);
 			first = first == RI_ST_OK ? rc : first;
 		}
 	}
@@ -3075,37 +2700,20 @@ registry_verify(struct pg *s, const struct ri_jhead *jh, ri_state_fn each, void 
 	return first;
 }
 
-static int
-scope_covers(struct pg *s, const struct ri_jhead *jh, int type, const char *a, const char *b, int64_t seq)
-{
-	struct scope sc;
-	struct ri_leaf leaf;
-	bool present;
-	int rc;
-
-	scope_make(&sc, type, a, b);
-	if ((rc = tree_get(s, jh, sc.key, &present, &leaf)) != RI_ST_OK)
-		return rc;
-	if (!present || leaf.last_seq < seq)
-		return st_fail(s, RI_ST_INTEGRITY, seq, NULL,
-		    "journal integrity: record seq %lld is newer than the head of %s (%lld)", (long long)seq,
-		    scope_name(&sc), (long long)(present ? leaf.last_seq : 0));
-	return RI_ST_OK;
-}
 
 /* Seals that mean something (store_sqlite.c's verify_since_seal). */
 static int
 verify_since_seal(struct pg *s, const struct ri_jhead *jh, ri_ms now)
 {
 	struct params p = { 0 };
-	unsigned char prev[RI_HASH_LEN];
-	int64_t expect = jh->sealed_seq + 1;
+	struct ri_seal_walk sw = { .jh = jh, .expect = jh->sealed_seq + 1, .now = now, .tree_get = tree_get_cb,
+		.backend = s };
 	PGresult *res;
 	int rc;
 
-	if ((rc = hash_at(s, expect - 1, prev)) != RI_ST_OK)
+	if ((rc = hash_at(s, sw.expect - 1, sw.prev)) != RI_ST_OK)
 		return rc;
-	p_int(&p, expect);
+	p_int(&p, sw.expect);
 	res = run(s, "SELECT " REC_COLS " FROM records WHERE seq >= $1 ORDER BY seq", &p);
 	if (!res_ok(res)) {
 		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", res);
@@ -3118,32 +2726,15 @@ verify_since_seal(struct pg *s, const struct ri_jhead *jh, ri_ms now)
 		int vr;
 
 		load_row(res, i, &r, &w);
-		if (r.seq != expect) {
-			free(w.payload_text);
-			ri_record_clear(&r);
-			PQclear(res);
-			return st_fail(s, RI_ST_INTEGRITY, expect, NULL,
-			    "journal integrity: record seq %lld is missing (deleted rows)", (long long)expect);
-		}
-		if ((vr = verify_row(s, &r, &w, prev, now)) == RI_ST_OK) {
-			vr = scope_covers(s, jh, SCOPE_ACT, r.kind, r.act_key, r.seq);
-			if (vr == RI_ST_OK && r.invocation_id != NULL)
-				vr = scope_covers(s, jh, SCOPE_INV, r.invocation_id, NULL, r.seq);
-		}
-		memcpy(prev, r.hash, RI_HASH_LEN);
-		ri_record_clear(&r);
-		if (vr != RI_ST_OK) {
+		if ((vr = ri_seal_walk_row(&s->core, &sw, &r, &w)) != RI_ST_OK) {
 			PQclear(res);
 			return vr;
 		}
-		expect++;
 	}
 	PQclear(res);
-	if (expect - 1 != jh->last_seq)
-		return st_fail(s, RI_ST_INTEGRITY, jh->last_seq, NULL,
-		    "journal integrity: the journal ends at seq %lld before its head (seq %lld)",
-		    (long long)(expect - 1), (long long)jh->last_seq);
-	if (s->key != NULL && (rc = open_scan(s, jh, NULL, NULL, RI_NONE, NULL, NULL)) != RI_ST_OK)
+	if ((rc = ri_seal_walk_end(&s->core, &sw)) != RI_ST_OK)
+		return rc;
+	if (s->core.key != NULL && (rc = open_scan(s, jh, NULL, NULL, RI_NONE, NULL, NULL)) != RI_ST_OK)
 		return rc;
 	return registry_verify(s, jh, NULL, NULL);
 }
@@ -3159,8 +2750,8 @@ pg_seal(struct ri_store *base, const unsigned char sk[64], struct ri_appended *o
 	int rc;
 
 	memset(out, 0, sizeof *out);
-	if (s->key == NULL)
-		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "sealing needs the integrity key");
+	if (s->core.key == NULL)
+		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "sealing needs the integrity key");
 	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
 		return rc;
 	if (jh.last_seq > 0 && jh.sealed_seq == jh.last_seq) {
@@ -3185,11 +2776,11 @@ pg_seal(struct ri_store *base, const unsigned char sk[64], struct ri_appended *o
 #else
 	(void)verify_since_seal;
 #endif
-	ri_seal_message(s->instance_id, jh.last_seq, lh, msg);
+	ri_seal_message(s->core.instance_id, jh.last_seq, lh, msg);
 	crypto_sign_detached(sig, NULL, msg, sizeof msg, sk);
 	ri_hex(lh, sizeof lh, hh);
 	ri_hex(sig, sizeof sig, sh);
-	ri_hex(s->instance_id, sizeof s->instance_id, ih);
+	ri_hex(s->core.instance_id, sizeof s->core.instance_id, ih);
 	json_t *data = json_pack("{s:s, s:I, s:s, s:s, s:s}", "instance_id", ih, "seq", (json_int_t)jh.last_seq,
 	    "head_hash", hh, "signature", sh, "algorithm", "ed25519");
 	rc = append_substrate(s, &jh, lh, "audit.sealed", "", data, now, out);
@@ -3214,7 +2805,7 @@ pg_sealed(struct ri_store *base, int64_t *seq, unsigned char hash[32])
 	*seq = 0;
 	if ((rc = read_begin(s, &began)) != RI_ST_OK)
 		return rc;
-	if ((rc = jhead_get(s, &jh, lh)) == RI_ST_OK && s->key == NULL) {
+	if ((rc = jhead_get(s, &jh, lh)) == RI_ST_OK && s->core.key == NULL) {
 		PGresult *r = run(s, "SELECT max(seq) FROM records WHERE action_ref = 'audit.sealed'", NULL);
 		if (!res_ok(r))
 			rc = db_fail(s, RI_ST_UNAVAILABLE, "read", r);
@@ -3236,7 +2827,7 @@ pg_backup(struct ri_store *base, const char *dest)
 	struct pg *s = (struct pg *)base;
 
 	(void)dest;
-	return st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "a PostgreSQL journal is backed up with the server's"
+	return ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "a PostgreSQL journal is backed up with the server's"
 	    " tools (pg_dump --serializable-deferrable, pg_basebackup): see docs/POSTGRESQL.md");
 }
 
@@ -3249,29 +2840,24 @@ pg_rebuild(struct ri_store *base, json_t **report)
 {
 	struct pg *s = (struct pg *)base;
 	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN], prev[RI_HASH_LEN];
-	json_t *open = json_object(), *purged = json_object(), *v;
+	unsigned char lh[RI_HASH_LEN];
+	struct ri_rebuild rb;
+	json_t *v;
 	const char *inv;
-	int64_t expect = 1, scopes = 0, leases_reset = 0, marks_reset = 0, before = 0;
+	int64_t scopes = 0, leases_reset = 0, marks_reset = 0, before = 0;
 	PGresult *res = NULL;
 	ri_ms now;
 	int rc;
 
 	*report = NULL;
-	if (s->key == NULL) {
-		json_decref(open);
-		json_decref(purged);
-		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "rebuilding needs the integrity key");
-	}
-	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK) {
-		json_decref(open);
-		json_decref(purged);
+	if (s->core.key == NULL)
+		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "rebuilding needs the integrity key");
+	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
 		return rc;
-	}
+	ri_rebuild_begin(&rb, &s->core);
 	if ((rc = exec1(s, RI_ST_UNAVAILABLE, "rebuild", "SET LOCAL statement_timeout = 0", NULL)) != RI_ST_OK)
 		goto fail;
 	before = jh.open_count;
-	memcpy(prev, s->genesis, RI_HASH_LEN);
 	res = run(s, "SELECT " REC_COLS " FROM records ORDER BY seq", NULL);
 	if (!res_ok(res)) {
 		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", res);
@@ -3281,44 +2867,18 @@ pg_rebuild(struct ri_store *base, json_t **report)
 		struct ri_record r;
 		struct ri_raw w;
 		load_row(res, i, &r, &w);
-		if (r.seq != expect) {
-			free(w.payload_text);
-			ri_record_clear(&r);
-			rc = st_fail(s, RI_ST_INTEGRITY, expect, NULL,
-			    "journal integrity: record seq %lld is missing (deleted rows)", (long long)expect);
+		if ((rc = ri_rebuild_row(&s->core, &rb, &r, &w, now)) != RI_ST_OK)
 			goto fail;
-		}
-		if ((rc = verify_row(s, &r, &w, prev, now)) != RI_ST_OK) {
-			ri_record_clear(&r);
-			goto fail;
-		}
-		memcpy(prev, r.hash, RI_HASH_LEN);
-		if (r.invocation_id != NULL) {
-			if (r.role == RI_ROLE_INTENT && json_object_get(open, r.invocation_id) == NULL)
-				json_object_set_new(open, r.invocation_id, json_pack("{s:I, s:s, s:s, s:s, s:I}", "seq",
-				    (json_int_t)r.seq, "kind", r.kind, "act_key", r.act_key, "event_id", r.event_id,
-				    "recorded_at", (json_int_t)r.recorded_at));
-			else if (ri_role_closing(r.role))
-				json_object_del(open, r.invocation_id);
-			if (r.purged)
-				json_object_set_new(purged, r.invocation_id, json_true());
-		}
-		ri_record_clear(&r);
-		expect++;
 	}
 	PQclear(res);
 	res = NULL;
-	if (expect - 1 != jh.last_seq) {
-		rc = st_fail(s, RI_ST_INTEGRITY, jh.last_seq, NULL, "journal integrity: the journal ends before its head");
+	if ((rc = ri_rebuild_end(&s->core, &rb, jh.last_seq)) != RI_ST_OK)
 		goto fail;
-	}
-	json_object_foreach(purged, inv, v)
-		json_object_del(open, inv);
 	memset(jh.open_acc, 0, RI_HASH_LEN);
 	jh.open_count = 0;
 	if ((rc = exec1(s, RI_ST_UNAVAILABLE, "rebuild", "DELETE FROM open_intents", NULL)) != RI_ST_OK)
 		goto fail;
-	json_object_foreach(open, inv, v) {
+	json_object_foreach(rb.open, inv, v) {
 		if ((rc = open_add(s, &jh, inv, json_integer_value(json_object_get(v, "seq")),
 		    json_string_value(json_object_get(v, "kind")), json_string_value(json_object_get(v, "act_key")),
 		    json_string_value(json_object_get(v, "event_id")),
@@ -3361,7 +2921,7 @@ pg_rebuild(struct ri_store *base, json_t **report)
 			goto fail;
 		}
 		for (int i = 0; i < PQntuples(res); i++) {
-			struct lease_row l;
+			struct ri_lease_row l;
 			bool exists;
 			const char *kk = PQgetvalue(res, i, 0), *ak = PQgetvalue(res, i, 1);
 			if (lease_get(s, kk, ak, false, &l, &exists) == RI_ST_INTEGRITY) {
@@ -3399,8 +2959,7 @@ fail:
 	PQclear(res);
 	rollback_keep(s);
 out:
-	json_decref(open);
-	json_decref(purged);
+	ri_rebuild_free(&rb);
 	return rc;
 }
 
@@ -3463,7 +3022,7 @@ schema_mac(struct pg *s, const char *text, char hex[2 * RI_HASH_LEN + 1])
 {
 	unsigned char mac[RI_HASH_LEN];
 
-	ri_mac(s->key, s->keylen, text, strlen(text), mac);
+	ri_mac(s->core.key, s->core.keylen, text, strlen(text), mac);
 	ri_hex(mac, sizeof mac, hex);
 }
 
@@ -3478,10 +3037,10 @@ schema_check(struct pg *s, char *why, size_t n)
 	PGresult *r;
 	bool ok;
 
-	if (s->key == NULL)
+	if (s->core.key == NULL)
 		return RI_ST_OK;
 	if ((have = schema_text(s)) == NULL) {
-		snprintf(why, n, "its schema cannot be read: %s", s->err.msg);
+		snprintf(why, n, "its schema cannot be read: %s", s->core.err.msg);
 		return RI_ST_UNAVAILABLE;
 	}
 	schema_mac(s, have, want);
@@ -3491,7 +3050,7 @@ schema_check(struct pg *s, char *why, size_t n)
 	if (!res_ok(r)) {
 		db_fail(s, RI_ST_UNAVAILABLE, "schema", r);
 		PQclear(r);
-		snprintf(why, n, "its schema cannot be read: %s", s->err.msg);
+		snprintf(why, n, "its schema cannot be read: %s", s->core.err.msg);
 		return RI_ST_UNAVAILABLE;
 	}
 	ok = PQntuples(r) == 1 && sodium_memcmp(PQgetvalue(r, 0, 0), want, sizeof want - 1) == 0 &&
@@ -3507,9 +3066,7 @@ schema_check(struct pg *s, char *why, size_t n)
 
 struct leaf_check {
 	struct pg *s;
-	ri_state_fn each;
-	void *arg;
-	int64_t acts, invs;
+	struct ri_leaf_tally t;
 };
 
 static int
@@ -3517,37 +3074,16 @@ leaf_check(const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf, vo
 {
 	struct leaf_check *c = arg;
 	struct params p = { 0 };
-	struct scope act, inv;
 	unsigned char h[RI_HASH_LEN];
-	char msg[512];
 	PGresult *r;
 
 	p_int(&p, leaf->last_seq);
 	r = run(c->s, "SELECT kind, act_key, invocation_id, hash FROM records WHERE seq = $1", &p);
-	if (!res_ok(r) || PQntuples(r) != 1 || !g_bytes(r, 0, 3, h, RI_HASH_LEN)) {
-		PQclear(r);
-		snprintf(msg, sizeof msg, "a scope's authenticated head names seq %lld, which the journal does not hold",
-		    (long long)leaf->last_seq);
-		c->each("8.1.1", leaf->last_seq, msg, c->arg);
-		return 0;
-	}
-	scope_make(&act, SCOPE_ACT, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1));
-	if (!g_null(r, 0, 2))
-		scope_make(&inv, SCOPE_INV, PQgetvalue(r, 0, 2), NULL);
-	if (memcmp(key, act.key, RI_SCOPE_LEN) == 0) {
-		c->acts++;
-	} else if (!g_null(r, 0, 2) && memcmp(key, inv.key, RI_SCOPE_LEN) == 0) {
-		c->invs++;
-	} else {
-		snprintf(msg, sizeof msg, "a head of the scope heads' tree names seq %lld, a record of another scope",
-		    (long long)leaf->last_seq);
-		c->each("8.1.1", leaf->last_seq, msg, c->arg);
-	}
-	if (memcmp(h, leaf->hash, RI_HASH_LEN) != 0) {
-		snprintf(msg, sizeof msg, "the head naming seq %lld binds another hash: the record was rewritten",
-		    (long long)leaf->last_seq);
-		c->each("8.1.1", leaf->last_seq, msg, c->arg);
-	}
+	if (!res_ok(r) || PQntuples(r) != 1 || !g_bytes(r, 0, 3, h, RI_HASH_LEN))
+		ri_leaf_judge(&c->t, key, leaf, NULL, NULL, NULL, NULL);
+	else
+		ri_leaf_judge(&c->t, key, leaf, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1),
+		    g_null(r, 0, 2) ? NULL : PQgetvalue(r, 0, 2), h);
 	PQclear(r);
 	return 0;
 }
@@ -3579,13 +3115,13 @@ pg_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 	if (rc != RI_ST_OK)
 		each("8.1.8", 0, why, arg);
 	if ((rc = jhead_fetch(s, false, &hr)) != RI_ST_OK || !hr.present || !hr.shaped || !hr.has_last) {
-		each("8.1.1", 0, rc != RI_ST_OK ? s->err.msg : "the journal head is missing, malformed, or names"
+		each("8.1.1", 0, rc != RI_ST_OK ? s->core.err.msg : "the journal head is missing, malformed, or names"
 		    " a record the journal does not hold", arg);
 		goto out;
 	}
-	if (s->key != NULL) {
+	if (s->core.key != NULL) {
 		unsigned char want[RI_HASH_LEN];
-		ri_jhead_mac(s->key, s->keylen, s->instance_id, &hr.h, hr.last_hash, want);
+		ri_jhead_mac(s->core.key, s->core.keylen, s->core.instance_id, &hr.h, hr.last_hash, want);
 		if (sodium_memcmp(want, hr.mac, RI_HASH_LEN) != 0) {
 			each("8.1.3", 0, "the journal head fails its MAC", arg);
 			goto out;
@@ -3593,32 +3129,26 @@ pg_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 	}
 	{
 		struct ri_tree_io io = { s, node_get, node_put, NULL };
-		struct leaf_check c = { s, each, arg, 0, 0 };
+		struct leaf_check c = { s, { each, arg, 0, 0 } };
 		why[0] = '\0';
-		if (ri_tree_walk(&io, hr.h.root, leaf_check, &c, why, sizeof why) != RI_ST_OK) {
-			each("8.1.1", 0, why[0] ? why : s->err.msg, arg);
-		} else {
-			int64_t acts = count_of(s, "SELECT count(*) FROM (SELECT 1 FROM records GROUP BY kind, act_key) x");
-			int64_t invs = count_of(s, "SELECT count(DISTINCT invocation_id) FROM records");
-			if (acts != c.acts || invs != c.invs) {
-				snprintf(why, sizeof why, "%lld acts and %lld invocations have records, but the tree holds"
-				    " %lld and %lld heads: a scope's head was deleted or its records hidden",
-				    (long long)acts, (long long)invs, (long long)c.acts, (long long)c.invs);
-				each("8.1.1", 0, why, arg);
-			}
-		}
+		if (ri_tree_walk(&io, hr.h.root, leaf_check, &c, why, sizeof why) != RI_ST_OK)
+			each("8.1.1", 0, why[0] ? why : s->core.err.msg, arg);
+		else
+			ri_leaf_tally_judge(&c.t,
+			    count_of(s, "SELECT count(*) FROM (SELECT 1 FROM records GROUP BY kind, act_key) x"),
+			    count_of(s, "SELECT count(DISTINCT invocation_id) FROM records"));
 	}
-	if (s->key == NULL)
+	if (s->core.key == NULL)
 		goto out;
 	if (open_scan(s, &hr.h, NULL, NULL, RI_NONE, NULL, NULL) != RI_ST_OK)
-		each("8.1.3", 0, s->err.msg, arg);
+		each("8.1.3", 0, s->core.err.msg, arg);
 	{
 		PGresult *r = run(s, "SELECT kind, act_key FROM leases", NULL);
 		for (int i = 0; res_ok(r) && i < PQntuples(r); i++) {
-			struct lease_row l;
+			struct ri_lease_row l;
 			bool exists;
 			if (lease_get(s, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), false, &l, &exists) != RI_ST_OK)
-				each("8.1.3", 0, s->err.msg, arg);
+				each("8.1.3", 0, s->core.err.msg, arg);
 		}
 		PQclear(r);
 	}
@@ -3631,7 +3161,7 @@ out:
 static const unsigned char *
 pg_instance_id(struct ri_store *base)
 {
-	return ((struct pg *)base)->instance_id;
+	return ((struct pg *)base)->core.instance_id;
 }
 
 static void
@@ -3686,19 +3216,19 @@ pg_connect(struct pg *s, ri_err *err)
 {
 	/* the per-write budget (store_sqlite.c's busy timeout): jwb, less the
 	 * allowance under a declared journal fence */
-	s->budget = s->cfg->journal_write_bound;
-	if (s->cfg->journal_fence)
-		s->budget -= s->cfg->clock_offset_allowance;
+	s->budget = s->core.cfg->journal_write_bound;
+	if (s->core.cfg->journal_fence)
+		s->budget -= s->core.cfg->clock_offset_allowance;
 	if (s->budget < 10)
 		s->budget = 10;
 	if (!pq_load(err))
 		return RI_JOURNAL_UNAVAILABLE;
-	s->conn = PQconnectdb(s->cfg->journal);
+	s->conn = PQconnectdb(s->core.cfg->journal);
 	if (s->conn == NULL || PQstatus(s->conn) != CONNECTION_OK)
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s",
 		    s->conn ? PQerrorMessage(s->conn) : "cannot connect");
 	if (session_setup(s) != RI_ST_OK)
-		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "%s", s->err.msg);
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "%s", s->core.err.msg);
 	return RI_OK;
 }
 
@@ -3708,8 +3238,8 @@ derive_keys(struct pg *s)
 	unsigned char full[RI_HASH_LEN];
 	static const char tag[] = "ri credential hash key";
 
-	ri_mac(s->key, s->keylen, tag, sizeof tag, full);
-	memcpy(s->cred_key, full, sizeof s->cred_key);
+	ri_mac(s->core.key, s->core.keylen, tag, sizeof tag, full);
+	memcpy(s->core.cred_key, full, sizeof s->core.cred_key);
 	sodium_memzero(full, sizeof full);
 }
 
@@ -3729,12 +3259,12 @@ load_meta(struct pg *s, ri_err *err)
 		if (strcmp(k, "format") == 0)
 			fmt = atoi(v) == RI_FORMAT;
 		else if (strcmp(k, "instance_id") == 0)
-			inst = sodium_hex2bin(s->instance_id, sizeof s->instance_id, v, strlen(v), NULL, NULL, NULL) == 0;
+			inst = sodium_hex2bin(s->core.instance_id, sizeof s->core.instance_id, v, strlen(v), NULL, NULL, NULL) == 0;
 	}
 	PQclear(r);
 	if (!fmt || !inst)
 		return ri_fail(err, RI_INTEGRITY, "journal (postgresql): missing or unknown format/instance id");
-	ri_genesis(s->instance_id, s->genesis);
+	ri_genesis(s->core.instance_id, s->core.genesis);
 	return RI_OK;
 }
 
@@ -3752,11 +3282,11 @@ ri_pg_open(const struct ri_config *c, const unsigned char *key, size_t keylen, u
 	s->base.ops = &pg_ops;
 	s->nmap = ri_xcalloc(NMAP, sizeof *s->nmap);
 	s->trace = getenv("RI_PG_TRACE") ? atoi(getenv("RI_PG_TRACE")) : 0;
-	s->cfg = c;
+	s->core.cfg = c;
 	s->readonly = (flags & RI_READONLY) != 0;
 	if (key != NULL) {
-		s->key = (unsigned char *)key;
-		s->keylen = keylen;
+		s->core.key = (unsigned char *)key;
+		s->core.keylen = keylen;
 		derive_keys(s);
 	}
 	if ((rc = pg_connect(s, err)) != RI_OK || (rc = load_meta(s, err)) != RI_OK) {
@@ -3783,22 +3313,22 @@ ri_pg_open(const struct ri_config *c, const unsigned char *key, size_t keylen, u
 				pg_close(&s->base);
 				return rc;
 			}
-			if (memcmp(wl.instance_id, s->instance_id, RI_INSTANCE_LEN) != 0) {
+			if (memcmp(wl.instance_id, s->core.instance_id, RI_INSTANCE_LEN) != 0) {
 				rc = ri_fail(err, RI_INTEGRITY, "journal integrity: the witness %s is another instance's"
 				    " (or the journal is)", c->witness);
 				pg_close(&s->base);
 				return rc;
 			}
-			s->anchored = true;
-			s->anchor_seq = wl.seq;
-			memcpy(s->anchor_hash, wl.hash, RI_HASH_LEN);
+			s->core.anchored = true;
+			s->core.anchor_seq = wl.seq;
+			memcpy(s->core.anchor_hash, wl.hash, RI_HASH_LEN);
 		}
 	}
 	if (key != NULL && !(flags & RI_READONLY)) {
 		int64_t seq;
 		unsigned char h[RI_HASH_LEN];
 		if (pg_head(&s->base, &seq, h) == RI_ST_INTEGRITY) {
-			rc = ri_fail(err, RI_INTEGRITY, "%s", s->err.msg);
+			rc = ri_fail(err, RI_INTEGRITY, "%s", s->core.err.msg);
 			pg_close(&s->base);
 			return rc;
 		}
@@ -3824,9 +3354,9 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	int rc;
 
 	s->base.ops = &pg_ops;
-	s->cfg = c;
-	s->key = (unsigned char *)key;
-	s->keylen = keylen;
+	s->core.cfg = c;
+	s->core.key = (unsigned char *)key;
+	s->core.keylen = keylen;
 	if ((rc = pg_connect(s, err)) != RI_OK)
 		goto out;
 	r = run(s, "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
@@ -3839,9 +3369,9 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 		goto out;
 	}
 	PQclear(r);
-	randombytes_buf(s->instance_id, sizeof s->instance_id);
-	ri_hex(s->instance_id, sizeof s->instance_id, instance_hex);
-	ri_genesis(s->instance_id, s->genesis);
+	randombytes_buf(s->core.instance_id, sizeof s->core.instance_id);
+	ri_hex(s->core.instance_id, sizeof s->core.instance_id, instance_hex);
+	ri_genesis(s->core.instance_id, s->core.genesis);
 	s->round_trips++;
 	r = PQexec(s->conn, "BEGIN; SET LOCAL statement_timeout = 0");
 	PQclear(r);
@@ -3854,7 +3384,7 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	}
 	PQclear(r);
 	if ((text = schema_text(s)) == NULL) {
-		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "%s", s->err.msg);
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "%s", s->core.err.msg);
 		goto out;
 	}
 	schema_mac(s, text, smac);
@@ -3862,7 +3392,7 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	p_text(&p, fmt);
 	p_text(&p, instance_hex);
 	p_text(&p, smac);
-	ri_jhead_mac(key, keylen, s->instance_id, &jh, s->genesis, mac);
+	ri_jhead_mac(key, keylen, s->core.instance_id, &jh, s->core.genesis, mac);
 	p_bytes(&p, jh.root, RI_HASH_LEN);
 	p_bytes(&p, jh.open_acc, RI_HASH_LEN);
 	p_bytes(&p, mac, RI_HASH_LEN);
@@ -3876,7 +3406,7 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	}
 	PQclear(r);
 	if (commit(s) != RI_ST_OK) {
-		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "%s", s->err.msg);
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "%s", s->core.err.msg);
 		goto out;
 	}
 	rc = RI_OK;

@@ -37,31 +37,17 @@
 #include "store_sqlite.h"
 #include "witness.h"
 
-#define PAGE_DEFAULT 256
-#define PAGE_MAX 4096
-#define SUBSTRATE_ACTOR "audit"
 
 struct sq {
 	struct ri_store base;
+	struct ri_st_core core;        /* store_common.h */
 	sqlite3 *db;
-	const struct ri_config *cfg;
-	unsigned char *key;             /* NULL: chain-only (RI_NO_KEY) */
-	size_t keylen;
-	unsigned char cred_key[crypto_generichash_KEYBYTES];
-	unsigned char instance_id[RI_INSTANCE_LEN];
-	unsigned char genesis[RI_HASH_LEN];
 	bool readonly;
 	bool nosync;                    /* bench fill only: see setup_connection */
 	int64_t busy_ms;                /* a lock wait's budget (setup_connection) */
 	int64_t busy_since;             /* when the current lock wait began (mono ms) */
-	/* the witness's newest line (the anchor): the journal may not be
-	 * behind it nor disagree with it */
-	bool anchored;
-	int64_t anchor_seq;
-	unsigned char anchor_hash[RI_HASH_LEN];
 	/* tree nodes verified or written in the current transaction (heads.h) */
 	struct ri_tree_cache nodes;
-	struct ri_store_error err;
 	/* prepared statements, kept for the connection's life: preparing costs
 	 * more than most of the queries themselves */
 	struct cached {
@@ -144,49 +130,21 @@ static const char schema_ddl[] =
 
 /* ---- errors ---------------------------------------------------------- */
 
-static int
-st_fail(struct sq *s, int code, int64_t seq, const char *event_id, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
 
-static int
-st_fail(struct sq *s, int code, int64_t seq, const char *event_id, const char *fmt, ...)
-{
-	va_list ap;
 
-	va_start(ap, fmt);
-	code = ri_st_failv(&s->err, code, seq, event_id, fmt, ap);
-	va_end(ap);
-	return code;
-}
-
-static void
-err_clear(struct sq *s)
-{
-	ri_st_err_clear(&s->err);
-}
 
 static int
 db_fail(struct sq *s, int code, const char *what)
 {
-	return st_fail(s, code, 0, NULL, "journal %s: %s: %s", s->cfg->journal, what,
+	return ri_st_fail(&s->core, code, 0, NULL, "journal %s: %s: %s", s->core.cfg->journal, what,
 	    sqlite3_errmsg(s->db));
 }
 
-/* Keep the message, change the code (the message is read before it is
- * written over, unlike st_fail(s, code, ..., "%s", s->err.msg)). */
-static int
-recode(struct sq *s, int code)
-{
-	char msg[sizeof s->err.msg];
-
-	snprintf(msg, sizeof msg, "%s", s->err.msg);
-	return st_fail(s, code, s->err.seq, s->err.event_id, "%s", msg);
-}
 
 static const struct ri_store_error *
 sq_error(struct ri_store *st)
 {
-	return &((struct sq *)st)->err;
+	return &((struct sq *)st)->core.err;
 }
 
 /* ---- small SQL helpers ------------------------------------------------ */
@@ -351,10 +309,10 @@ rollback(struct sq *s)
 static int
 abandon(struct sq *s, int rc)
 {
-	struct ri_store_error keep = s->err;
+	struct ri_store_error keep = s->core.err;
 
 	rollback(s);
-	s->err = keep;
+	s->core.err = keep;
 	return rc;
 }
 
@@ -366,7 +324,7 @@ sql_now(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 
 	(void)argc;
 	(void)argv;
-	if (ri_now(s->cfg, &now, NULL) != RI_OK) {
+	if (ri_now(s->core.cfg, &now, NULL) != RI_OK) {
 		sqlite3_result_error(ctx, "ri_now: no clock reading", -1);
 		return;
 	}
@@ -374,31 +332,6 @@ sql_now(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 }
 
 /* ---- the journal head, the tree of scope heads, the witness ------------ */
-
-enum { SCOPE_ALL, SCOPE_ACT, SCOPE_INV };
-
-struct scope {
-	int type;
-	unsigned char key[RI_SCOPE_LEN];        /* heads.h: SHA-256 of the scope's fields */
-};
-
-static void
-scope_make(struct scope *sc, int type, const char *a, const char *b)
-{
-	sc->type = type;
-	if (type == SCOPE_ACT)
-		ri_scope_act(a, b, sc->key);
-	else if (type == SCOPE_INV)
-		ri_scope_inv(a, sc->key);
-	else
-		memset(sc->key, 0, sizeof sc->key);
-}
-
-static const char *
-scope_name(const struct scope *sc)
-{
-	return sc->type == SCOPE_ALL ? "the journal" : sc->type == SCOPE_ACT ? "the act" : "the invocation";
-}
 
 /* Stored hash of the record at seq (0 = the genesis). */
 static int
@@ -408,7 +341,7 @@ hash_at(struct sq *s, int64_t seq, unsigned char out[RI_HASH_LEN])
 	int rc;
 
 	if (seq == 0) {
-		memcpy(out, s->genesis, RI_HASH_LEN);
+		memcpy(out, s->core.genesis, RI_HASH_LEN);
 		return RI_ST_OK;
 	}
 	if ((st = prep(s, "SELECT hash FROM records WHERE seq = ?")) == NULL)
@@ -421,7 +354,7 @@ hash_at(struct sq *s, int64_t seq, unsigned char out[RI_HASH_LEN])
 	}
 	done(s, st);
 	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
-		return st_fail(s, RI_ST_INTEGRITY, seq, NULL,
+		return ri_st_fail(&s->core, RI_ST_INTEGRITY, seq, NULL,
 		    "journal integrity: record seq %lld is missing or has no hash (a deleted row)",
 		    (long long)seq);
 	return db_fail(s, RI_ST_UNAVAILABLE, "read");
@@ -448,7 +381,7 @@ scope_max(struct sq *s, int type, const char *a, const char *b, int64_t *out)
 	}
 	if (!col_is(st, 0, SQLITE_INTEGER, true)) {
 		done(s, st);
-		return st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a record's seq is not an integer");
+		return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a record's seq is not an integer");
 	}
 	*out = sqlite3_column_int64(st, 0);
 	done(s, st);
@@ -471,7 +404,7 @@ node_get(void *ctx, const unsigned char *id, size_t idlen, unsigned char body[RI
 		int n = sqlite3_column_bytes(st, 0);
 		if (!col_is(st, 0, SQLITE_BLOB, false) || n < 1 || n > RI_NODE_MAX) {
 			done(s, st);
-			return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
+			return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL,
 			    "journal integrity: a node of the scope heads' tree is malformed");
 		}
 		memcpy(body, sqlite3_column_blob(st, 0), (size_t)n);
@@ -509,8 +442,15 @@ tree_get(struct sq *s, const struct ri_jhead *jh, const unsigned char key[RI_SCO
 	int rc = ri_tree_get(&io, jh->root, key, present, leaf, why, sizeof why);
 
 	if (rc == RI_ST_INTEGRITY && why[0] != '\0')
-		return st_fail(s, rc, 0, NULL, "journal integrity: %s", why);
+		return ri_st_fail(&s->core, rc, 0, NULL, "journal integrity: %s", why);
 	return rc;
+}
+
+static int
+tree_get_cb(void *backend, const struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], bool *present,
+    struct ri_leaf *leaf)
+{
+	return tree_get(backend, jh, key, present, leaf);
 }
 
 static int
@@ -525,7 +465,7 @@ tree_put(struct sq *s, struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN
 	memcpy(leaf.hash, hash, RI_HASH_LEN);
 	rc = ri_tree_put(&io, jh->root, key, &leaf, why, sizeof why);
 	if (rc == RI_ST_INTEGRITY && why[0] != '\0')
-		return st_fail(s, rc, 0, NULL, "journal integrity: %s", why);
+		return ri_st_fail(&s->core, rc, 0, NULL, "journal integrity: %s", why);
 	return rc;
 }
 
@@ -552,12 +492,12 @@ jhead_read(struct sq *s, struct ri_jhead *h, unsigned char mac[RI_HASH_LEN])
 		h->grants = sqlite3_column_int64(st, 5);
 		done(s, st);
 		if (!ok)
-			return st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: the journal head is malformed");
+			return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: the journal head is malformed");
 		return RI_ST_OK;
 	}
 	done(s, st);
 	if (rc == SQLITE_DONE)
-		return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
+		return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL,
 		    "journal integrity: the journal head is missing (a head row deleted)");
 	return db_fail(s, RI_ST_UNAVAILABLE, "read");
 }
@@ -571,13 +511,13 @@ jhead_read(struct sq *s, struct ri_jhead *h, unsigned char mac[RI_HASH_LEN])
 static int
 jhead_get(struct sq *s, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN])
 {
-	unsigned char mac[RI_HASH_LEN], want[RI_HASH_LEN];
+	unsigned char mac[RI_HASH_LEN], at[RI_HASH_LEN];
 	int64_t rows;
 	int rc;
 
 	if ((rc = scope_max(s, SCOPE_ALL, NULL, NULL, &rows)) != RI_ST_OK)
 		return rc;
-	if (s->key == NULL) {
+	if (s->core.key == NULL) {
 		memset(h, 0, sizeof *h);
 		h->last_seq = rows;
 		if ((rc = hash_at(s, rows, last_hash)) != RI_ST_OK)
@@ -585,40 +525,20 @@ jhead_get(struct sq *s, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN]
 	} else {
 		if ((rc = jhead_read(s, h, mac)) != RI_ST_OK) {
 			if (rc == RI_ST_INTEGRITY)
-				s->err.seq = rows;      /* name the journal's newest record */
+				s->core.err.seq = rows;      /* name the journal's newest record */
 			return rc;
 		}
-		if ((rc = hash_at(s, h->last_seq, last_hash)) != RI_ST_OK)
-			return rc == RI_ST_INTEGRITY ? st_fail(s, rc, h->last_seq, NULL,
-			    "journal integrity: the journal's newest record (seq %lld) is missing (deleted rows)",
-			    (long long)h->last_seq) : rc;
-		ri_jhead_mac(s->key, s->keylen, s->instance_id, h, last_hash, want);
-		if (sodium_memcmp(want, mac, RI_HASH_LEN) != 0)
-			return st_fail(s, RI_ST_INTEGRITY, h->last_seq, NULL,
-			    "journal integrity: the journal head (seq %lld) fails its MAC", (long long)h->last_seq);
-		if (rows != h->last_seq)
-			return st_fail(s, RI_ST_INTEGRITY, rows, NULL,
-			    "journal integrity: the journal ends at seq %lld but its authenticated head is seq %lld"
-			    " (the tail was truncated or extended)", (long long)rows, (long long)h->last_seq);
-	}
-#ifndef RI_NC_NO_WITNESS_CHECK
-	if (s->anchored) {
-		unsigned char at[RI_HASH_LEN];
-		if (h->last_seq < s->anchor_seq)
-			return st_fail(s, RI_ST_INTEGRITY, h->last_seq, NULL,
-			    "journal integrity: the journal ends at seq %lld, behind its witness (seq %lld):"
-			    " it was rolled back or restored (ri(7): restoring a journal)",
-			    (long long)h->last_seq, (long long)s->anchor_seq);
-		if ((rc = hash_at(s, s->anchor_seq, at)) != RI_ST_OK)
+		rc = hash_at(s, h->last_seq, last_hash);
+		if (rc != RI_ST_OK && rc != RI_ST_INTEGRITY)
 			return rc;
-		if (sodium_memcmp(at, s->anchor_hash, RI_HASH_LEN) != 0)
-			return st_fail(s, RI_ST_INTEGRITY, s->anchor_seq, NULL,
-			    "journal integrity: the record at seq %lld is not the one the witness names:"
-			    " the journal was rewritten behind its seal, or is another journal",
-			    (long long)s->anchor_seq);
+		if ((rc = ri_jhead_judge(&s->core, h, mac, rc == RI_ST_OK ? last_hash : NULL, rows)) != RI_ST_OK)
+			return rc;
 	}
-#endif
-	return RI_ST_OK;
+	if (!ri_witness_wants(&s->core, h->last_seq))
+		return ri_witness_judge(&s->core, h->last_seq, NULL);
+	if ((rc = hash_at(s, s->core.anchor_seq, at)) != RI_ST_OK)
+		return rc;
+	return ri_witness_judge(&s->core, h->last_seq, at);
 }
 
 static int
@@ -628,7 +548,7 @@ jhead_set(struct sq *s, const struct ri_jhead *h, const unsigned char last_hash[
 	unsigned char mac[RI_HASH_LEN];
 	int rc;
 
-	ri_jhead_mac(s->key, s->keylen, s->instance_id, h, last_hash, mac);
+	ri_jhead_mac(s->core.key, s->core.keylen, s->core.instance_id, h, last_hash, mac);
 	if ((st = prep(s, "UPDATE heads SET last_seq = ?, root = ?, open_count = ?, open_acc = ?,"
 	    " sealed_seq = ?, grants = ?, mac = ? WHERE id = 1")) == NULL)
 		return db_fail(s, RI_ST_UNAVAILABLE, "write");
@@ -644,7 +564,7 @@ jhead_set(struct sq *s, const struct ri_jhead *h, const unsigned char last_hash[
 	if (rc != SQLITE_DONE)
 		return db_fail(s, RI_ST_UNAVAILABLE, "write");
 	if (sqlite3_changes(s->db) != 1)
-		return st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: the journal head is missing");
+		return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: the journal head is missing");
 	return RI_ST_OK;
 }
 
@@ -671,36 +591,19 @@ scope_head(struct sq *s, const struct ri_jhead *jh, const struct scope *sc, cons
 	}
 	if ((rc = scope_max(s, sc->type, a, b, &rows)) != RI_ST_OK)
 		return rc;
-	if (s->key == NULL) {
+	if (s->core.key == NULL) {
 		*last = rows;
 		return RI_ST_OK;
 	}
 	if ((rc = tree_get(s, jh, sc->key, &present, &leaf)) != RI_ST_OK) {
 		if (rc == RI_ST_INTEGRITY)      /* name the scope's newest record, or the journal's */
-			s->err.seq = rows != 0 ? rows : jh->last_seq;
+			s->core.err.seq = rows != 0 ? rows : jh->last_seq;
 		return rc;
 	}
-	if (!present) {
-		if (rows != 0)
-			return st_fail(s, RI_ST_INTEGRITY, rows, NULL,
-			    "journal integrity: %s has records (seq %lld) but no authenticated head", scope_name(sc),
-			    (long long)rows);
-		*last = 0;
-		return RI_ST_OK;
-	}
-	if (rows != leaf.last_seq)
-		return st_fail(s, RI_ST_INTEGRITY, leaf.last_seq, NULL,
-		    "journal integrity: %s ends at seq %lld but its authenticated head is seq %lld"
-		    " (its records were deleted, moved or re-typed)", scope_name(sc), (long long)rows,
-		    (long long)leaf.last_seq);
-	if ((rc = hash_at(s, leaf.last_seq, h)) != RI_ST_OK)
+	/* the newest row's hash (rows 0: the genesis, no read) */
+	if ((rc = hash_at(s, rows, h)) != RI_ST_OK)
 		return rc;
-	if (sodium_memcmp(h, leaf.hash, RI_HASH_LEN) != 0)
-		return st_fail(s, RI_ST_INTEGRITY, leaf.last_seq, NULL,
-		    "journal integrity: the newest record of %s (seq %lld) is not the one its head names",
-		    scope_name(sc), (long long)leaf.last_seq);
-	*last = leaf.last_seq;
-	return RI_ST_OK;
+	return ri_scope_head_judge(&s->core, sc, rows, h, present, &leaf, last);
 }
 
 /* The same, with the journal's own head verified first (the root hangs
@@ -797,30 +700,6 @@ load_row(sqlite3_stmt *st, struct ri_record *r, struct ri_raw *w)
 	}
 }
 
-/*
- * Verify one row against the hash of its predecessor: shape, payload
- * digest, chain link, MAC.  A payload missing before its retention ended is
- * a destroyed record, not a purge.  On success the record owns its payload.
- */
-static int
-verify_row(struct sq *s, struct ri_record *r, struct ri_raw *w, const unsigned char prev[RI_HASH_LEN],
-    ri_ms now)
-{
-	const char *why = ri_raw_verify(s->instance_id, s->key, s->keylen, r, w, prev, now);
-
-	if (why != NULL)
-		return st_fail(s, RI_ST_INTEGRITY, r->seq, r->event_id,
-		    "journal integrity: record seq %lld (%s) fails verification: %s",
-		    (long long)r->seq, r->event_id, why);
-	return RI_ST_OK;
-}
-
-/* A row the caller has verified already (ri-audit's traversal): parsed only. */
-static void
-trusted_row(struct ri_record *r, struct ri_raw *w)
-{
-	ri_raw_trusted(r, w);
-}
 
 void
 ri_record_clear(struct ri_record *r)
@@ -876,8 +755,8 @@ now_or_fail(struct sq *s, ri_ms *now)
 {
 	ri_err e;
 
-	if (ri_now(s->cfg, now, &e) != RI_OK)
-		return st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "%s", e.msg);
+	if (ri_now(s->core.cfg, now, &e) != RI_OK)
+		return ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "%s", e.msg);
 	return RI_ST_OK;
 }
 
@@ -907,7 +786,7 @@ sq_read_record(struct ri_store *base, const char *event_id, struct ri_record *ou
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_DONE) {
 		done(s, st);
-		rc = st_fail(s, RI_ST_NOT_KNOWN, 0, event_id, "no record %s", event_id);
+		rc = ri_st_fail(&s->core, RI_ST_NOT_KNOWN, 0, event_id, "no record %s", event_id);
 		goto out;
 	}
 	if (rc != SQLITE_ROW) {
@@ -921,7 +800,7 @@ sq_read_record(struct ri_store *base, const char *event_id, struct ri_record *ou
 		free(w.payload_text);
 		goto out;
 	}
-	if ((rc = verify_row(s, out, &w, prev, now)) != RI_ST_OK)
+	if ((rc = ri_st_verify_row(&s->core, out, &w, prev, now)) != RI_ST_OK)
 		goto out;
 	/* the journal's own head must stand, so a truncated tail is seen */
 	struct scope sc;
@@ -939,18 +818,6 @@ out:
 
 /* ---- range read ---------------------------------------------------------- */
 
-static int
-push_record(struct ri_records *rs, size_t *cap, struct ri_record *r)
-{
-	if (rs->n == *cap) {
-		*cap = *cap ? *cap * 2 : 16;
-		rs->v = realloc(rs->v, *cap * sizeof *rs->v);
-		if (rs->v == NULL)
-			abort();
-	}
-	rs->v[rs->n++] = *r;
-	return 0;
-}
 
 /*
  * The open-upper-bound sequence-range read (Capability requirement 1-3):
@@ -960,37 +827,36 @@ push_record(struct ri_records *rs, size_t *cap, struct ri_record *r)
  * is an integrity failure.
  */
 static int
+hash_at_cb(void *backend, int64_t seq, unsigned char out[RI_HASH_LEN])
+{
+	return hash_at(backend, seq, out);
+}
+
+static int
 sq_range_read(struct ri_store *base, const struct ri_query *q, struct ri_records *out)
 {
 	struct sq *s = (struct sq *)base;
 	struct scope sc;
+	struct ri_walk wk;
 	sqlite3_stmt *st = NULL;
 	char sql[512];
-	size_t limit = q->limit ? q->limit : PAGE_DEFAULT, cap = 0;
-	int64_t head = 0, expect_prev = 0;
+	int64_t head = 0;
 	bool began;
-	ri_ms now;
-	int rc, idx = 1;
+	int rc, step, idx = 1;
 
 	memset(out, 0, sizeof *out);
-	if (limit > PAGE_MAX || q->from < 0 || (q->kind == NULL) != (q->act_key == NULL) ||
-	    (q->kind != NULL && q->invocation_id != NULL) || q->action_ref != NULL)
-		return st_fail(s, RI_ST_INVALID_QUERY, 0, NULL,
-		    "invalid range query (page size 1..%d; one filter: an invocation or an act)", PAGE_MAX);
-	if (q->invocation_id != NULL)
-		scope_make(&sc, SCOPE_INV, q->invocation_id, NULL);
-	else if (q->kind != NULL)
-		scope_make(&sc, SCOPE_ACT, q->kind, q->act_key);
-	else
-		scope_make(&sc, SCOPE_ALL, NULL, NULL);
-	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
+	if ((rc = ri_walk_query(&s->core, q, &sc, &wk)) != RI_ST_OK)
+		return rc;
+	wk.hash_at = hash_at_cb;
+	wk.backend = s;
+	if ((rc = now_or_fail(s, &wk.now)) != RI_ST_OK)
 		return rc;
 	if (read_begin(s, &began) != SQLITE_OK)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
 	if (q->trusted) {
 		if (sqlite3_get_autocommit(s->db)) {
 			/* trust holds only inside the traversal's own snapshot */
-			rc = st_fail(s, RI_ST_INVALID_QUERY, 0, NULL, "a trusted read outside a traversal");
+			rc = ri_st_fail(&s->core, RI_ST_INVALID_QUERY, 0, NULL, "a trusted read outside a traversal");
 			goto out;
 		}
 		head = INT64_MAX;
@@ -1001,117 +867,42 @@ sq_range_read(struct ri_store *base, const struct ri_query *q, struct ri_records
 		 * not ours, truncated, or hiding the scope is not an absence) */
 		goto out;
 	}
-	{
-		bool desc = q->descending;
-		int64_t from = q->from;
-		if (desc && (from == 0 || from > head))
-			from = head;
-		/* ascending from 0 (a zeroed query) is the beginning: without this
-		 * the first record's link (0) is not below `from` and an intact
-		 * journal reads as a deleted row */
-		if (!desc && from < 1)
-			from = 1;
-		snprintf(sql, sizeof sql, "SELECT " REC_COLS " FROM records WHERE seq %s ?%s ORDER BY seq %s LIMIT ?",
-		    desc ? "<=" : ">=",
-		    sc.type == SCOPE_INV ? " AND invocation_id = ?" :
-		    sc.type == SCOPE_ACT ? " AND kind = ? AND act_key = ?" : "",
-		    desc ? "DESC" : "ASC");
-		if ((st = prep(s, sql)) == NULL) {
-			rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
-			goto out;
-		}
-		sqlite3_bind_int64(st, idx++, from);
-		if (sc.type == SCOPE_INV)
-			bind_text(st, idx++, q->invocation_id);
-		if (sc.type == SCOPE_ACT) {
-			bind_text(st, idx++, q->kind);
-			bind_text(st, idx++, q->act_key);
-		}
-		sqlite3_bind_int64(st, idx++, (sqlite3_int64)limit + 1);
-		/* descending: from the head, or from a cursor that is the link of
-		 * the last record of the previous page -- either way the first
-		 * record must be exactly that seq */
-		if (desc)
-			expect_prev = from;
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-			struct ri_record r;
-			struct ri_raw w;
-			unsigned char prev[RI_HASH_LEN];
-			int vr;
-
-			/* descending: once the scope's first record (link 0) is read,
-			 * a further row is none of the scope's -- never "more" with a
-			 * cursor of 0, which means the head again */
-			if (desc && out->n > 0 && expect_prev == 0) {
-				rc = st_fail(s, RI_ST_INTEGRITY, sqlite3_column_int64(st, 0), NULL,
-				    "journal integrity: a row (seq %lld) of %s lies below its first record",
-				    (long long)sqlite3_column_int64(st, 0), scope_name(&sc));
-				goto out;
-			}
-			if (out->n == limit) {
-				out->more = true;
-				break;
-			}
-			load_row(st, &r, &w);
-			int64_t link = sc.type == SCOPE_ACT ? w.act_prev : sc.type == SCOPE_INV ? w.inv_prev : r.seq - 1;
-			if (q->trusted) {
-				trusted_row(&r, &w);
-				expect_prev = link;
-				push_record(out, &cap, &r);
-				continue;
-			}
-			if (!desc) {
-				/* ascending: nothing of the scope between from and the first,
-				 * and each record links to the one before it */
-				bool ok = out->n == 0 ? link < from : link == out->v[out->n - 1].seq;
-				if (!ok) {
-					free(w.payload_text);
-					rc = st_fail(s, RI_ST_INTEGRITY, r.seq, r.event_id,
-					    "journal integrity: a record of %s before seq %lld (%s) is missing (deleted rows)",
-					    scope_name(&sc), (long long)r.seq, r.event_id);
-					ri_record_clear(&r);
-					goto out;
-				}
-			} else if (r.seq != expect_prev) {
-				free(w.payload_text);
-				rc = st_fail(s, RI_ST_INTEGRITY, expect_prev, NULL,
-				    "journal integrity: record seq %lld of %s is missing (deleted rows)",
-				    (long long)expect_prev, scope_name(&sc));
-				ri_record_clear(&r);
-				goto out;
-			}
-			if ((vr = hash_at(s, r.seq - 1, prev)) != RI_ST_OK ||
-			    (vr = verify_row(s, &r, &w, prev, now)) != RI_ST_OK) {
-				free(w.payload_text);
-				ri_record_clear(&r);
-				rc = vr;
-				goto out;
-			}
-			expect_prev = link;
-			push_record(out, &cap, &r);
-		}
-		if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-			rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
-			goto out;
-		}
-		rc = RI_ST_OK;
-		if (q->trusted) {
-			out->next = !desc ? (out->n ? out->v[out->n - 1].seq + 1 : from) : expect_prev;
-		} else if (!desc) {
-			out->next = out->n ? out->v[out->n - 1].seq + 1 : from;
-			/* the last page ends at the scope's authenticated head */
-			if (!out->more && head >= from && (out->n == 0 || out->v[out->n - 1].seq != head))
-				rc = st_fail(s, RI_ST_INTEGRITY, head, NULL,
-				    "journal integrity: %s's head is seq %lld but the read ended before it (deleted rows)",
-				    scope_name(&sc), (long long)head);
-		} else {
-			out->next = expect_prev;        /* 0: the scope's first record was read */
-			if (!out->more && expect_prev != 0)
-				rc = st_fail(s, RI_ST_INTEGRITY, expect_prev, NULL,
-				    "journal integrity: record seq %lld of %s is missing (deleted rows)",
-				    (long long)expect_prev, scope_name(&sc));
-		}
+	ri_walk_begin(&wk, q->from, head);
+	snprintf(sql, sizeof sql, "SELECT " REC_COLS " FROM records WHERE seq %s ?%s ORDER BY seq %s LIMIT ?",
+	    wk.desc ? "<=" : ">=",
+	    sc.type == SCOPE_INV ? " AND invocation_id = ?" :
+	    sc.type == SCOPE_ACT ? " AND kind = ? AND act_key = ?" : "",
+	    wk.desc ? "DESC" : "ASC");
+	if ((st = prep(s, sql)) == NULL) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
+		goto out;
 	}
+	sqlite3_bind_int64(st, idx++, wk.from);
+	if (sc.type == SCOPE_INV)
+		bind_text(st, idx++, q->invocation_id);
+	if (sc.type == SCOPE_ACT) {
+		bind_text(st, idx++, q->kind);
+		bind_text(st, idx++, q->act_key);
+	}
+	sqlite3_bind_int64(st, idx++, (sqlite3_int64)wk.limit + 1);
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		struct ri_record r;
+		struct ri_raw w;
+		bool full;
+
+		if ((rc = ri_walk_peek(&s->core, &wk, out, sqlite3_column_int64(st, 0), &full)) != RI_ST_OK)
+			goto out;
+		if (full)
+			break;
+		load_row(st, &r, &w);
+		if ((rc = ri_walk_take(&s->core, &wk, out, &r, &w)) != RI_ST_OK)
+			goto out;
+	}
+	if (step != SQLITE_ROW && step != SQLITE_DONE) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
+		goto out;
+	}
+	rc = ri_walk_end(&s->core, &wk, out);
 out:
 	done(s, st);
 	read_end(s, began);
@@ -1130,15 +921,40 @@ out:
  * after the check; the cost is O(open intents), the sweep's own bound.
  */
 static int
+open_scan(struct sq *s, const struct ri_jhead *jh, const char *kind, const char *act_key, ri_ms aged_by,
+    struct ri_open_intent **out, size_t *n)
+{
+	struct ri_open_scan os = { .kind = kind, .act_key = act_key, .aged_by = aged_by, .out = out, .n = n };
+	sqlite3_stmt *st;
+	int rc;
+
+	if ((st = prep(s, "SELECT invocation_id, seq, kind, act_key, event_id, recorded_at FROM open_intents"
+	    " ORDER BY seq")) == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (!col_text_ok(st, 0, false) || !col_is(st, 1, SQLITE_INTEGER, false) || !col_text_ok(st, 2, false) ||
+		    !col_text_ok(st, 3, false) || !col_text_ok(st, 4, false) || !col_is(st, 5, SQLITE_INTEGER, false)) {
+			done(s, st);
+			return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL,
+			    "journal integrity: a row of the open-intents index is malformed");
+		}
+		ri_open_scan_row(&os, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1),
+		    (const char *)sqlite3_column_text(st, 2), (const char *)sqlite3_column_text(st, 3),
+		    (const char *)sqlite3_column_text(st, 4), sqlite3_column_int64(st, 5));
+	}
+	done(s, st);
+	if (rc != SQLITE_DONE)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	return ri_open_scan_end(&s->core, &os, jh);
+}
+
+static int
 sq_open_intents(struct ri_store *base, const char *kind, const char *act_key, ri_ms aged_by,
     struct ri_open_intent **out, size_t *n)
 {
 	struct sq *s = (struct sq *)base;
 	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN], acc[RI_HASH_LEN] = { 0 }, elem[RI_HASH_LEN];
-	sqlite3_stmt *st = NULL;
-	size_t cap = 0;
-	int64_t count = 0;
+	unsigned char lh[RI_HASH_LEN];
 	bool began;
 	int rc;
 
@@ -1146,55 +962,8 @@ sq_open_intents(struct ri_store *base, const char *kind, const char *act_key, ri
 	*n = 0;
 	if (read_begin(s, &began) != SQLITE_OK)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK)
-		goto out;
-	if ((st = prep(s, "SELECT invocation_id, seq, kind, act_key, event_id, recorded_at FROM open_intents"
-	    " ORDER BY seq")) == NULL) {
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
-		goto out;
-	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (!col_text_ok(st, 0, false) || !col_is(st, 1, SQLITE_INTEGER, false) || !col_text_ok(st, 2, false) ||
-		    !col_text_ok(st, 3, false) || !col_text_ok(st, 4, false) || !col_is(st, 5, SQLITE_INTEGER, false)) {
-			rc = st_fail(s, RI_ST_INTEGRITY, 0, NULL,
-			    "journal integrity: a row of the open-intents index is malformed");
-			goto out;
-		}
-		const char *inv = (const char *)sqlite3_column_text(st, 0), *k = (const char *)sqlite3_column_text(st, 2);
-		const char *ak = (const char *)sqlite3_column_text(st, 3), *ev = (const char *)sqlite3_column_text(st, 4);
-		int64_t seq = sqlite3_column_int64(st, 1), at = sqlite3_column_int64(st, 5);
-		ri_open_elem(inv, seq, k, ak, ev, at, elem);
-		ri_acc_xor(acc, elem);
-		count++;
-		if ((kind != NULL && strcmp(k, kind) != 0) || (act_key != NULL && strcmp(ak, act_key) != 0) ||
-		    (aged_by != RI_NONE && at > aged_by))
-			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			*out = realloc(*out, cap * sizeof **out);
-			if (*out == NULL)
-				abort();
-		}
-		struct ri_open_intent *o = &(*out)[(*n)++];
-		o->seq = seq;
-		o->kind = ri_strdup(k);
-		o->act_key = ri_strdup(ak);
-		o->invocation_id = ri_strdup(inv);
-		o->event_id = ri_strdup(ev);
-		o->recorded_at = at;
-	}
-	if (rc != SQLITE_DONE) {
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
-		goto out;
-	}
-	rc = RI_ST_OK;
-	if (s->key != NULL && (count != jh.open_count || sodium_memcmp(acc, jh.open_acc, RI_HASH_LEN) != 0))
-		rc = st_fail(s, RI_ST_INTEGRITY, 0, NULL,
-		    "journal integrity: the open-intents index (%lld rows) disagrees with its authenticated"
-		    " accumulator (%lld open intents): a row was deleted, added or altered"
-		    " (after investigating, ri-sweep --rebuild)", (long long)count, (long long)jh.open_count);
-out:
-	done(s, st);
+	if ((rc = jhead_get(s, &jh, lh)) == RI_ST_OK)
+		rc = open_scan(s, &jh, kind, act_key, aged_by, out, n);
 	read_end(s, began);
 	if (rc != RI_ST_OK) {
 		ri_open_intents_free(*out, *n);
@@ -1235,44 +1004,17 @@ lease_sync(struct sq *s, bool durable)
 	    NULL, NULL, NULL);
 }
 
-static bool
-valid_ref(const char *v, int64_t cap)
-{
-	return v != NULL && *v != '\0' && (int64_t)strlen(v) <= cap;
-}
 
-static void
-cred_hash(struct sq *s, const char *cred, unsigned char out[32])
-{
-	crypto_generichash(out, 32, (const unsigned char *)cred, strlen(cred), s->cred_key,
-	    sizeof s->cred_key);
-}
 
-static void
-actor_mac(struct sq *s, const char *actor, int service, const unsigned char ch[32],
-    ri_ms created, ri_ms revoked, int64_t reg_seq, unsigned char out[RI_HASH_LEN])
-{
-	ri_actor_mac(s->key, s->keylen, s->instance_id, actor, service, ch, created, revoked, reg_seq, out);
-}
-
-/* An actor's registry row, verified: typed, MACed, and bound to the newest
- * registry record of the actor's scope ("audit", actor) -- so an older row
- * (Alice before her revocation) cannot be replayed, and a deleted row is
- * not "never registered" while the scope has records. */
-struct actor_row {
-	int service;
-	unsigned char cred_hash[32];
-	ri_ms created, revoked;
-	int64_t reg_seq;
-};
-
+/* An actor's registry row, read and judged (ri_actor_row_judge): typed,
+ * MACed, and bound to the newest registry record of the actor's scope
+ * ("audit", actor).  *exists false when there is none. */
 static int
-actor_get(struct sq *s, const struct ri_jhead *jh, const char *actor, struct actor_row *row, bool *exists)
+actor_get(struct sq *s, const struct ri_jhead *jh, const char *actor, struct ri_actor_row *row, bool *exists)
 {
 	sqlite3_stmt *st;
-	unsigned char mac[RI_HASH_LEN], calc[RI_HASH_LEN];
 	struct scope sc;
-	struct ri_leaf leaf;
+	struct ri_leaf leaf = { 0 };
 	bool present;
 	int rc;
 
@@ -1285,7 +1027,7 @@ actor_get(struct sq *s, const struct ri_jhead *jh, const char *actor, struct act
 	if (rc == SQLITE_ROW) {
 		bool ok = col_is(st, 0, SQLITE_INTEGER, false) && col_is(st, 1, SQLITE_BLOB, false) &&
 		    sqlite3_column_bytes(st, 1) == 32 && col_is(st, 2, SQLITE_INTEGER, false) &&
-		    col_is(st, 3, SQLITE_INTEGER, true) && col_is(st, 4, SQLITE_INTEGER, false) && col_h32(st, 5, mac);
+		    col_is(st, 3, SQLITE_INTEGER, true) && col_is(st, 4, SQLITE_INTEGER, false) && col_h32(st, 5, row->mac);
 		if (ok) {
 			row->service = sqlite3_column_int(st, 0);
 			memcpy(row->cred_hash, sqlite3_column_blob(st, 1), 32);
@@ -1295,79 +1037,42 @@ actor_get(struct sq *s, const struct ri_jhead *jh, const char *actor, struct act
 		}
 		done(s, st);
 		if (!ok)
-			return st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: actor %s is malformed", actor);
+			return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: actor %s is malformed", actor);
 		*exists = true;
 	} else {
 		done(s, st);
 		if (rc != SQLITE_DONE)
 			return db_fail(s, RI_ST_UNAVAILABLE, "actor read");
 	}
-	if (s->key == NULL)
+	if (s->core.key == NULL)
 		return RI_ST_OK;
-	if (*exists) {
-		actor_mac(s, actor, row->service, row->cred_hash, row->created, row->revoked, row->reg_seq, calc);
-		if (sodium_memcmp(calc, mac, RI_HASH_LEN) != 0)
-			return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
-			    "journal integrity: actor %s fails its MAC (the registry was altered)", actor);
-	}
 	scope_make(&sc, SCOPE_ACT, "audit", actor);
 	if ((rc = tree_get(s, jh, sc.key, &present, &leaf)) != RI_ST_OK)
 		return rc;
-	if (*exists && (!present || leaf.last_seq != row->reg_seq))
-		return st_fail(s, RI_ST_INTEGRITY, present ? leaf.last_seq : 0, NULL,
-		    "journal integrity: actor %s's registry row is bound to seq %lld but its newest registry"
-		    " record is seq %lld (an older row replayed)", actor, (long long)row->reg_seq,
-		    (long long)(present ? leaf.last_seq : 0));
-	if (!*exists && present)
-		return st_fail(s, RI_ST_INTEGRITY, leaf.last_seq, NULL,
-		    "journal integrity: actor %s has registry records (seq %lld) but no registry row (deleted)",
-		    actor, (long long)leaf.last_seq);
-	return RI_ST_OK;
+	return ri_actor_row_judge(&s->core, actor, *exists ? row : NULL, present, leaf.last_seq);
 }
 
-/* Actor Identity: the credential check at record_action.  The stored hash
- * is keyed (BLAKE2b) and compared in constant time; a revoked actor fails
- * from the instant of revocation on. */
+/* Actor Identity: the credential check at record_action
+ * (ri_credential_judge). */
 static int
 check_credential(struct sq *s, const struct ri_jhead *jh, const char *actor, const char *cred, ri_ms now,
     struct ri_actor *who)
 {
-	struct actor_row row;
-	unsigned char have[32];
+	struct ri_actor_row row;
 	bool exists;
 	int rc;
 
 	if ((rc = actor_get(s, jh, actor, &row, &exists)) != RI_ST_OK)
-		return rc == RI_ST_UNAVAILABLE ? recode(s, RI_ST_STEP2) : rc;
-	if (!exists)
-		return st_fail(s, RI_ST_INVALID_CREDENTIAL, 0, NULL, "actor %s is not registered", actor);
-	cred_hash(s, cred, have);
-	if (sodium_memcmp(have, row.cred_hash, 32) != 0)
-		return st_fail(s, RI_ST_INVALID_CREDENTIAL, 0, NULL, "wrong credential for actor %s", actor);
-	if (row.revoked != RI_NONE && row.revoked <= now)
-		return st_fail(s, RI_ST_INVALID_CREDENTIAL, 0, NULL, "actor %s is revoked", actor);
-	if (who != NULL) {
-		who->service = row.service != 0;
-		who->created_at = row.created;
-		who->revoked_at = row.revoked;
-	}
-	return RI_ST_OK;
+		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
+	return ri_credential_judge(&s->core, actor, exists ? &row : NULL, cred, now, who);
 }
 
-/* A lease row, verified: typed and MACed (heads.h).  *exists false when
- * there is none. */
-struct lease_row {
-	char holder[512];
-	bool held;                      /* holder not NULL */
-	ri_ms expires;
-	int64_t token;
-};
-
+/* A lease row, read and judged (ri_lease_row_judge): typed and MACed
+ * (heads.h).  *exists false when there is none. */
 static int
-lease_get(struct sq *s, const char *kind, const char *act_key, struct lease_row *l, bool *exists)
+lease_get(struct sq *s, const char *kind, const char *act_key, struct ri_lease_row *l, bool *exists)
 {
 	sqlite3_stmt *st;
-	unsigned char mac[RI_HASH_LEN], calc[RI_HASH_LEN];
 	int rc;
 
 	*exists = false;
@@ -1382,7 +1087,7 @@ lease_get(struct sq *s, const char *kind, const char *act_key, struct lease_row 
 		return rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "lease read");
 	}
 	bool ok = col_text_ok(st, 0, true) && (size_t)sqlite3_column_bytes(st, 0) < sizeof l->holder &&
-	    col_is(st, 1, SQLITE_INTEGER, false) && col_is(st, 2, SQLITE_INTEGER, false) && col_h32(st, 3, mac);
+	    col_is(st, 1, SQLITE_INTEGER, false) && col_is(st, 2, SQLITE_INTEGER, false) && col_h32(st, 3, l->mac);
 	if (ok) {
 		l->held = sqlite3_column_type(st, 0) != SQLITE_NULL;
 		if (l->held)
@@ -1392,18 +1097,10 @@ lease_get(struct sq *s, const char *kind, const char *act_key, struct lease_row 
 	}
 	done(s, st);
 	if (!ok)
-		return st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: the lease of (%s, %s) is malformed",
+		return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: the lease of (%s, %s) is malformed",
 		    kind, act_key);
 	*exists = true;
-	if (s->key == NULL)
-		return RI_ST_OK;
-	ri_lease_mac(s->key, s->keylen, s->instance_id, kind, act_key, l->held ? l->holder : NULL, l->expires,
-	    l->token, calc);
-	if (sodium_memcmp(calc, mac, RI_HASH_LEN) != 0)
-		return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
-		    "journal integrity: the lease of (%s, %s) fails its MAC (altered, or an older row replayed)",
-		    kind, act_key);
-	return RI_ST_OK;
+	return ri_lease_row_judge(&s->core, kind, act_key, l);
 }
 
 static int
@@ -1413,7 +1110,7 @@ lease_put(struct sq *s, const char *kind, const char *act_key, const char *holde
 	unsigned char mac[RI_HASH_LEN];
 	int rc;
 
-	ri_lease_mac(s->key, s->keylen, s->instance_id, kind, act_key, holder, expires, token, mac);
+	ri_lease_mac(s->core.key, s->core.keylen, s->core.instance_id, kind, act_key, holder, expires, token, mac);
 	if ((st = prep(s, "INSERT INTO leases(kind, act_key, holder, expires_at, token, mac)"
 	    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(kind, act_key) DO UPDATE SET"
 	    " holder = excluded.holder, expires_at = excluded.expires_at,"
@@ -1437,33 +1134,14 @@ lease_put(struct sq *s, const char *kind, const char *act_key, const char *holde
 static int
 check_fence(struct sq *s, const char *kind, const char *act_key, const struct ri_fence *f, ri_ms now)
 {
-	struct lease_row l;
-	bool exists, ok;
-	ri_ms a = s->cfg->clock_offset_allowance;
+	struct ri_lease_row l;
+	bool exists;
 	int rc;
 
 	if ((rc = lease_get(s, kind, act_key, &l, &exists)) != RI_ST_OK)
-		return rc == RI_ST_UNAVAILABLE ? recode(s, RI_ST_STEP2) : rc;
-	ok = exists && l.held && strcmp(l.holder, f->holder) == 0 && now < l.expires - a;
-	if (!ok)
-		return st_fail(s, RI_ST_FENCED, 0, NULL,
-		    "journal fence: %s no longer holds the section with an allowance to spare", f->holder);
-	if (!(now < f->issue + s->cfg->journal_write_bound - a))
-		return st_fail(s, RI_ST_FENCED, 0, NULL,
-		    "journal fence: the write's terminus (issue + journal_write_bound - allowance) has passed");
-	return RI_ST_OK;
-}
-
-static int
-kind_of(const char *action_ref, char *out, size_t n)
-{
-	const char *dot = strchr(action_ref, '.');
-
-	if (dot == NULL || dot == action_ref || (size_t)(dot - action_ref) >= n || dot[1] == '\0')
-		return -1;
-	memcpy(out, action_ref, (size_t)(dot - action_ref));
-	out[dot - action_ref] = '\0';
-	return 0;
+		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
+	return ri_fence_judge(&s->core, exists ? &l : NULL, f, now,
+	    f->issue + s->core.cfg->journal_write_bound - s->core.cfg->clock_offset_allowance);
 }
 
 /* The open-intents index moves in the append's transaction, and its count
@@ -1519,7 +1197,7 @@ open_remove(struct sq *s, struct ri_jhead *jh, const char *inv)
 	if (!col_is(st, 0, SQLITE_INTEGER, false) || !col_text_ok(st, 1, false) || !col_text_ok(st, 2, false) ||
 	    !col_text_ok(st, 3, false) || !col_is(st, 4, SQLITE_INTEGER, false)) {
 		done(s, st);
-		return st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a row of the open-intents index is malformed");
+		return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a row of the open-intents index is malformed");
 	}
 	ri_open_elem(inv, sqlite3_column_int64(st, 0), (const char *)sqlite3_column_text(st, 1),
 	    (const char *)sqlite3_column_text(st, 2), (const char *)sqlite3_column_text(st, 3),
@@ -1558,8 +1236,8 @@ append_locked(struct sq *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 	int rc;
 	const char *act_key = a->act_key ? a->act_key : "";
 
-	if (kind_of(a->action_ref, kind, sizeof kind) != 0)
-		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "malformed action ref");
+	if (ri_kind_of(a->action_ref, kind, sizeof kind) != 0)
+		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "malformed action ref");
 	scope_make(&act, SCOPE_ACT, kind, act_key);
 	if ((rc = scope_head(s, jh, &act, kind, act_key, &act_last)) != RI_ST_OK)
 		return rc;
@@ -1581,7 +1259,7 @@ append_locked(struct sq *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 	if (strcmp(kind, "audit") == 0) {
 		retention = INT64_MAX;          /* the substrate's own records are kept */
 	} else {
-		const struct ri_kind *k = ri_config_kind(s->cfg, kind);
+		const struct ri_kind *k = ri_config_kind(s->core.cfg, kind);
 		retention = k == NULL || unplaced ? RI_NONE : recorded_at + k->retention_period;
 	}
 	if (a->event_id != NULL)
@@ -1594,7 +1272,7 @@ append_locked(struct sq *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 	randombytes_buf(salt, sizeof salt);
 	ri_payload_digest(salt, payload, strlen(payload), digest);
 	h = (struct ri_header){
-		.instance_id = s->instance_id, .seq = last + 1, .event_id = out->event_id,
+		.instance_id = s->core.instance_id, .seq = last + 1, .event_id = out->event_id,
 		.action_ref = a->action_ref, .kind = kind, .act_key = act_key,
 		.invocation_id = a->invocation_id, .actor_ref = a->actor_ref,
 		.attestation_id = attestation, .recorded_at = recorded_at,
@@ -1602,7 +1280,7 @@ append_locked(struct sq *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 		.inv_prev = a->invocation_id ? inv_last : 0, .payload_digest = digest,
 	};
 	ri_record_hash(lh, &h, hash);
-	ri_mac(s->key, s->keylen, hash, RI_HASH_LEN, mac);
+	ri_mac(s->core.key, s->core.keylen, hash, RI_HASH_LEN, mac);
 	if ((st = prep(s, "INSERT INTO records(" REC_COLS ") VALUES"
 	    " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) == NULL) {
 		free(payload);
@@ -1633,14 +1311,14 @@ append_locked(struct sq *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 	/* the heads of its scopes, then the journal's: one MAC binds them all */
 	if ((rc = tree_put(s, jh, act.key, h.seq, hash)) != RI_ST_OK ||
 	    (a->invocation_id && (rc = tree_put(s, jh, inv.key, h.seq, hash)) != RI_ST_OK))
-		return rc == RI_ST_UNAVAILABLE ? recode(s, RI_ST_STEP2) : rc;
+		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
 	/* the derived index of open intents moves in the same transaction */
 	if (role == RI_ROLE_INTENT && a->invocation_id != NULL)
 		rc = open_add(s, jh, a->invocation_id, h.seq, kind, act_key, h.event_id, recorded_at);
 	else if (ri_role_closing(role) && a->invocation_id != NULL)
 		rc = open_remove(s, jh, a->invocation_id);
 	if (rc != RI_ST_OK)
-		return rc == RI_ST_UNAVAILABLE ? recode(s, RI_ST_STEP2) : rc;
+		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
 	jh->last_seq = h.seq;
 	if (strcmp(a->action_ref, "audit.sealed") == 0)
 		jh->sealed_seq = h.seq;
@@ -1651,7 +1329,7 @@ append_locked(struct sq *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 	if (strcmp(a->action_ref, "audit.restored") == 0 && jh->grants < recorded_at)
 		jh->grants = recorded_at;
 	if ((rc = jhead_set(s, jh, hash)) != RI_ST_OK)
-		return rc == RI_ST_UNAVAILABLE ? recode(s, RI_ST_STEP2) : rc;
+		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
 	out->seq = h.seq;
 	out->recorded_at = recorded_at;
 	memcpy(out->hash, hash, RI_HASH_LEN);
@@ -1680,8 +1358,8 @@ static int
 sq_record_action(struct ri_store *base, const struct ri_append *a, struct ri_appended *out)
 {
 	struct sq *s = (struct sq *)base;
-	const struct ri_config *c = s->cfg;
-	char point[96], kind[128], why[512];
+	const struct ri_config *c = s->core.cfg;
+	char kind[128];
 	enum ri_fault_action fa = RI_FA_NONE;
 	struct ri_jhead jh;
 	unsigned char lh[RI_HASH_LEN];
@@ -1689,45 +1367,12 @@ sq_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 	int rc, role;
 
 	memset(out, 0, sizeof *out);
-	err_clear(s);
-	if (a->action_ref == NULL || kind_of(a->action_ref, kind, sizeof kind) != 0 ||
-	    a->data == NULL || !json_is_object(a->data) ||
-	    (a->invocation_id != NULL && !valid_ref(a->invocation_id, c->reference_length_cap)) ||
-	    (a->act_key != NULL && (int64_t)strlen(a->act_key) > c->reference_length_cap) ||
-	    (a->event_id != NULL && (strlen(a->event_id) != RI_ID_LEN || strncmp(a->event_id, "evt_", 4) != 0))) {
-		snprintf(out->cause, sizeof out->cause, "malformed");
-		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "malformed record request");
-	}
-	/* one vocabulary: a writer appends only its kind's refs, and the role
-	 * each gets is fixed here, from the binding in force, and stored under
-	 * the MAC (journal 2-5; the closings issue's ruling) */
-	if (ri_vocab_role(c, a->action_ref, &role, why, sizeof why) != RI_OK) {
-		snprintf(out->cause, sizeof out->cause, "vocabulary");
-		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "%s", why);
-	}
-	/* Actor Identity's input check */
-	if (!valid_ref(a->actor_ref, c->reference_length_cap) || a->credential == NULL ||
-	    *a->credential == '\0') {
-		snprintf(out->cause, sizeof out->cause, "malformed");
-		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "actor ref or credential empty or too long");
-	}
-	if ((int64_t)ri_envelope_size(a->action_ref, a->actor_ref, a->data) > c->payload_cap) {
-		snprintf(out->cause, sizeof out->cause, "payload-cap");
-		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "the record exceeds payload_cap (%lld bytes)",
-		    (long long)c->payload_cap);
-	}
-	if (a->fault_tag != NULL) {
-		snprintf(point, sizeof point, "%s.before", a->fault_tag);
-		fa = ri_fault(point);
-		if (fa == RI_FA_FAIL)
-			return st_fail(s, RI_ST_STEP2, 0, NULL, "fault %s: the append did not land", point);
-		if (fa == RI_FA_FAIL3)
-			return st_fail(s, RI_ST_STEP3, 0, NULL, "fault %s: the commit did not land", point);
-		if (fa == RI_FA_LOSE)
-			return st_fail(s, RI_ST_LOST, 0, NULL, "fault %s: the reply was lost", point);
-	}
+	ri_st_err_clear(&s->core.err);
+	if ((rc = ri_append_request_judge(&s->core, a, kind, sizeof kind, &role, out)) != RI_ST_OK ||
+	    (rc = ri_append_fault_before(&s->core, a, &fa)) != RI_ST_OK)
+		return rc;
 	if ((rc = begin_immediate(s)) != RI_ST_OK)
-		return rc == RI_ST_UNAVAILABLE || rc == RI_ST_READONLY ? recode(s, RI_ST_STEP2) : rc;
+		return rc == RI_ST_UNAVAILABLE || rc == RI_ST_READONLY ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
 	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
 		goto fail;
 	/* the journal head, verified inside the write transaction: nothing is
@@ -1748,23 +1393,7 @@ sq_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 		goto fail;
 	if ((rc = commit(s)) != RI_ST_OK)
 		return rc;
-	if (a->fault_tag != NULL) {
-		snprintf(point, sizeof point, "%s.after", a->fault_tag);
-		fa = ri_fault(point);
-		if (fa == RI_FA_LOSE)
-			return st_fail(s, RI_ST_LOST, out->seq, out->event_id,
-			    "fault %s: the record landed but the reply was lost", point);
-		if (fa == RI_FA_FAIL)
-			return st_fail(s, RI_ST_STEP4, out->seq, out->event_id,
-			    "fault %s: appended; retention placement failed", point);
-	}
-	if (unplaced) {
-		/* the retention source: appended, but on no policy */
-		snprintf(out->cause, sizeof out->cause, "retention");
-		return st_fail(s, RI_ST_INVALID_REQUEST, out->seq, out->event_id,
-		    "appended, but kind %s has no retention policy", kind);
-	}
-	return RI_ST_OK;
+	return ri_append_landed(&s->core, a, fa, kind, out);
 fail:
 	if (rc == RI_ST_INVALID_CREDENTIAL || rc == RI_ST_FENCED || rc == RI_ST_INTEGRITY)
 		abandon(s, rc);
@@ -1782,7 +1411,7 @@ static int
 append_substrate(struct sq *s, const char *action_ref, const char *act_key, json_t *data, ri_ms now,
     struct ri_appended *out)
 {
-	struct ri_append a = { .action_ref = action_ref, .act_key = act_key, .actor_ref = SUBSTRATE_ACTOR,
+	struct ri_append a = { .action_ref = action_ref, .act_key = act_key, .actor_ref = RI_SUBSTRATE_ACTOR,
 		.data = data };
 	struct ri_jhead jh;
 	unsigned char lh[RI_HASH_LEN];
@@ -1802,7 +1431,7 @@ sq_substrate(struct ri_store *base, const char *action_ref, json_t *data, struct
 
 	memset(out, 0, sizeof *out);
 	if (strncmp(action_ref, "audit.", 6) != 0)
-		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "a substrate record is audit.*");
+		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "a substrate record is audit.*");
 	if ((rc = begin_immediate(s)) != RI_ST_OK)
 		return rc;
 	if ((rc = now_or_fail(s, &now)) != RI_ST_OK || (rc = append_substrate(s, action_ref, "", data, now, out)) != RI_ST_OK) {
@@ -1857,12 +1486,12 @@ sq_purge(struct ri_store *base, ri_ms now, int64_t *purged)
 		while ((rc = sqlite3_step(sel)) == SQLITE_ROW) {
 			if (!col_is(sel, 0, SQLITE_INTEGER, false) || !col_text_ok(sel, 1, false) ||
 			    !col_text_ok(sel, 2, true)) {
-				orc = st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a record is malformed");
+				orc = ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a record is malformed");
 				break;
 			}
 			int64_t seq = sqlite3_column_int64(sel, 0);
 			const char *k = (const char *)sqlite3_column_text(sel, 1);
-			const struct ri_kind *kd = ri_config_kind(s->cfg, k);
+			const struct ri_kind *kd = ri_config_kind(s->core.cfg, k);
 			sqlite3_reset(upd);
 			sqlite3_bind_int64(upd, 1, seq);
 			if (sqlite3_step(upd) != SQLITE_DONE)
@@ -1921,17 +1550,6 @@ sq_purge(struct ri_store *base, ri_ms now, int64_t *purged)
 
 /* ---- Actor Identity --------------------------------------------------------- */
 
-static bool
-valid_actor_name(const char *n, int64_t cap)
-{
-	if (!valid_ref(n, cap) || strcmp(n, SUBSTRATE_ACTOR) == 0)
-		return false;
-	for (const char *p = n; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-		    *p == '-' || *p == '_' || *p == '.' || *p == '@'))
-			return false;
-	return true;
-}
 
 /*
  * Actor Identity: an actor's registry records (audit.actor_registered,
@@ -1943,26 +1561,26 @@ static int
 sq_actor_add(struct ri_store *base, const char *actor, bool service, char credential[128])
 {
 	struct sq *s = (struct sq *)base;
-	unsigned char raw[32], ch[32], mac[RI_HASH_LEN], lh[RI_HASH_LEN];
+	unsigned char lh[RI_HASH_LEN];
 	sqlite3_stmt *st;
 	struct ri_appended ap;
 	struct ri_jhead jh;
-	struct actor_row row;
+	struct ri_actor_row row;
 	bool exists;
 	ri_ms now;
 	int rc;
 
-	if (!valid_actor_name(actor, s->cfg->reference_length_cap))
-		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL,
+	if (!ri_valid_actor_name(actor, s->core.cfg->reference_length_cap))
+		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL,
 		    "actor name must be 1..%lld of [A-Za-z0-9._@-] and not \"audit\"",
-		    (long long)s->cfg->reference_length_cap);
+		    (long long)s->core.cfg->reference_length_cap);
 	if ((rc = begin_immediate(s)) != RI_ST_OK)
 		return rc;
 	if ((rc = now_or_fail(s, &now)) != RI_ST_OK || (rc = jhead_get(s, &jh, lh)) != RI_ST_OK ||
 	    (rc = actor_get(s, &jh, actor, &row, &exists)) != RI_ST_OK)
 		goto fail;
 	if (exists) {
-		rc = st_fail(s, RI_ST_EXISTS, 0, NULL, "actor %s already exists", actor);
+		rc = ri_st_fail(&s->core, RI_ST_EXISTS, 0, NULL, "actor %s already exists", actor);
 		goto fail;
 	}
 	json_t *data = json_pack("{s:s, s:s}", "actor_ref", actor, "type", service ? "service" : "human");
@@ -1970,26 +1588,22 @@ sq_actor_add(struct ri_store *base, const char *actor, bool service, char creden
 	json_decref(data);
 	if (rc != RI_ST_OK)
 		goto fail;
-	randombytes_buf(raw, sizeof raw);
-	memcpy(credential, "ri1_", 4);
-	sodium_bin2hex(credential + 4, 128 - 4, raw, sizeof raw);
-	sodium_memzero(raw, sizeof raw);
-	cred_hash(s, credential, ch);
-	actor_mac(s, actor, service, ch, now, RI_NONE, ap.seq, mac);
+	row = (struct ri_actor_row){ .service = service, .created = now, .revoked = RI_NONE, .reg_seq = ap.seq };
+	ri_credential_mint(&s->core, actor, credential, &row);
 	if ((st = prep(s, "INSERT INTO actors VALUES (?, ?, ?, ?, NULL, ?, ?)")) == NULL) {
 		rc = db_fail(s, RI_ST_STEP2, "actor add");
 		goto fail;
 	}
 	bind_text(st, 1, actor);
 	sqlite3_bind_int(st, 2, service);
-	sqlite3_bind_blob(st, 3, ch, 32, SQLITE_TRANSIENT);
+	sqlite3_bind_blob(st, 3, row.cred_hash, 32, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, 4, now);
 	sqlite3_bind_int64(st, 5, ap.seq);
-	sqlite3_bind_blob(st, 6, mac, RI_HASH_LEN, SQLITE_TRANSIENT);
+	sqlite3_bind_blob(st, 6, row.mac, RI_HASH_LEN, SQLITE_TRANSIENT);
 	rc = sqlite3_step(st);
 	done(s, st);
 	if ((rc & 0xff) == SQLITE_CONSTRAINT) {
-		rc = st_fail(s, RI_ST_EXISTS, 0, NULL, "actor %s already exists", actor);
+		rc = ri_st_fail(&s->core, RI_ST_EXISTS, 0, NULL, "actor %s already exists", actor);
 		goto fail;
 	}
 	if (rc != SQLITE_DONE) {
@@ -2007,10 +1621,10 @@ sq_actor_revoke(struct ri_store *base, const char *actor)
 {
 	struct sq *s = (struct sq *)base;
 	sqlite3_stmt *st;
-	unsigned char mac[RI_HASH_LEN], lh[RI_HASH_LEN];
+	unsigned char lh[RI_HASH_LEN];
 	struct ri_appended ap;
 	struct ri_jhead jh;
-	struct actor_row row;
+	struct ri_actor_row row;
 	bool exists;
 	ri_ms now;
 	int rc;
@@ -2021,7 +1635,7 @@ sq_actor_revoke(struct ri_store *base, const char *actor)
 	    (rc = actor_get(s, &jh, actor, &row, &exists)) != RI_ST_OK)
 		goto fail;
 	if (!exists) {
-		rc = st_fail(s, RI_ST_NOT_KNOWN, 0, NULL, "no actor %s", actor);
+		rc = ri_st_fail(&s->core, RI_ST_NOT_KNOWN, 0, NULL, "no actor %s", actor);
 		goto fail;
 	}
 	if (row.revoked != RI_NONE) {
@@ -2033,14 +1647,16 @@ sq_actor_revoke(struct ri_store *base, const char *actor)
 	json_decref(data);
 	if (rc != RI_ST_OK)
 		goto fail;
-	actor_mac(s, actor, row.service, row.cred_hash, row.created, now, ap.seq, mac);
+	row.revoked = now;
+	row.reg_seq = ap.seq;
+	ri_actor_row_mac(&s->core, actor, &row, row.mac);
 	if ((st = prep(s, "UPDATE actors SET revoked_at = ?, reg_seq = ?, mac = ? WHERE actor_ref = ?")) == NULL) {
 		rc = db_fail(s, RI_ST_STEP2, "actor revoke");
 		goto fail;
 	}
 	sqlite3_bind_int64(st, 1, now);
 	sqlite3_bind_int64(st, 2, ap.seq);
-	sqlite3_bind_blob(st, 3, mac, RI_HASH_LEN, SQLITE_TRANSIENT);
+	sqlite3_bind_blob(st, 3, row.mac, RI_HASH_LEN, SQLITE_TRANSIENT);
 	bind_text(st, 4, actor);
 	rc = sqlite3_step(st);
 	done(s, st);
@@ -2077,7 +1693,7 @@ sq_actor_list(struct ri_store *base, struct ri_actor **out, size_t *n)
 	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (!col_text_ok(st, 0, false)) {
-			rc = st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: an actor registry row is malformed");
+			rc = ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: an actor registry row is malformed");
 			goto out;
 		}
 		names = realloc(names, (nn + 1) * sizeof *names);
@@ -2094,7 +1710,7 @@ sq_actor_list(struct ri_store *base, struct ri_actor **out, size_t *n)
 	rc = RI_ST_OK;
 	/* each row verified as record_action would: MAC and registry head */
 	for (size_t i = 0; i < nn; i++) {
-		struct actor_row row;
+		struct ri_actor_row row;
 		bool exists;
 		if ((rc = actor_get(s, &jh, names[i], &row, &exists)) != RI_ST_OK)
 			goto out;
@@ -2142,13 +1758,11 @@ sq_authenticate(struct ri_store *base, const char *actor, const char *cred, stru
 	ri_ms now;
 	int rc;
 
-	err_clear(s);
+	ri_st_err_clear(&s->core.err);
 	if (out != NULL)
 		memset(out, 0, sizeof *out);
-	if (!valid_ref(actor, s->cfg->reference_length_cap) || cred == NULL || *cred == '\0')
-		return st_fail(s, RI_ST_INVALID_CREDENTIAL, 0, NULL, "no actor ref or no credential");
-	if (s->key == NULL)
-		return st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "no integrity key: credentials cannot be checked");
+	if ((rc = ri_authenticate_request_judge(&s->core, actor, cred)) != RI_ST_OK)
+		return rc;
 	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
 		return rc;
 	/* the registry row is bound to the verified head, as at the write */
@@ -2158,7 +1772,7 @@ sq_authenticate(struct ri_store *base, const char *actor, const char *cred, stru
 		rc = check_credential(s, &jh, actor, cred, now, &who);
 	read_end(s, began);
 	if (rc == RI_ST_STEP2)
-		rc = recode(s, RI_ST_UNAVAILABLE);
+		rc = ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
 	if (rc == RI_ST_OK && out != NULL)
 		*out = who;
 	return rc;
@@ -2253,19 +1867,18 @@ static int
 take_loop(struct sq *s, const char *kind, const char *act_key, const char *holder,
     ri_ms duration, struct ri_grant *g)
 {
-	int64_t deadline = -1, backoff = 1;
-	bool waited = false;    /* the caller's bound, not the lease, ends the wait */
+	struct ri_take_wait w = { 0 };
 	int rc;
 
 	for (;;) {
 		struct ri_jhead jh;
-		struct lease_row l;
+		struct ri_lease_row l;
 		unsigned char lh[RI_HASH_LEN];
-		ri_ms now, expires = 0;
-		bool free_now = true, exists;
+		ri_ms now;
+		bool exists;
 
 		if ((rc = begin_immediate(s)) != RI_ST_OK)
-			return recode(s, RI_ST_UNAVAILABLE);
+			return ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
 		if ((rc = now_or_fail(s, &now)) != RI_ST_OK) {
 			rollback(s);
 			return rc;
@@ -2274,69 +1887,30 @@ take_loop(struct sq *s, const char *kind, const char *act_key, const char *holde
 		 * lease row, each verified: a forged or replayed row never grants */
 		if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK || (rc = lease_get(s, kind, act_key, &l, &exists)) != RI_ST_OK) {
 			abandon(s, rc);
-			return rc == RI_ST_INTEGRITY ? rc : recode(s, RI_ST_UNAVAILABLE);
+			return rc == RI_ST_INTEGRITY ? rc : ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
 		}
-		if (exists) {
-			expires = l.expires;
-			free_now = !l.held || expires <= now || strcmp(l.holder, holder) == 0;
-#ifdef RI_NC_LEASE_IGNORES_HOLDER
-			free_now = true;        /* negative control: no exclusion at all */
-#endif
-		}
-		if (free_now) {
+		if (ri_lease_free(exists ? &l : NULL, holder, now)) {
 			/* the fencing token: the instance's grant counter, under the
 			 * journal head's MAC -- it only ever increases, for every key,
 			 * even should a lease row be deleted */
 			jh.grants++;
 			if ((rc = lease_put(s, kind, act_key, holder, now + duration, jh.grants)) != RI_ST_OK ||
 			    (rc = jhead_set(s, &jh, lh)) != RI_ST_OK) {
-				rc = recode(s, RI_ST_UNAVAILABLE);
+				rc = ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
 				rollback(s);
 				return rc;
 			}
 			if ((rc = commit(s)) != RI_ST_OK)
-				return recode(s, RI_ST_UNAVAILABLE);
+				return ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
 			g->expires_at = now + duration;
 			g->token = jh.grants;
 			ri_fault("lease.after_take");
 			return RI_ST_OK;
 		}
 		rollback(s);
-#ifndef RI_NC_NO_LEASE_CAP
-		/*
-		 * act section 11, resolve 5, reconcile step 2.2: a take waits at
-		 * most the holder's remaining lease -- and no honest holder's
-		 * remaining exceeds the longest lease this config grants.  A
-		 * lease row is MACed (lease_get), so only a key holder -- or an
-		 * instance run under a longer-leased config -- writes one past
-		 * that cap; it is an integrity failure, surfaced at once, never
-		 * a wait (it would otherwise hold the act, and a hung sweep its
-		 * run lock, for as long as it says).
-		 *
-		 * A holder the journal never named is NOT judged here, because
-		 * it cannot be judged soundly: Open takes the section before it
-		 * writes its intent (open step 2 before 4), so an inv_ holder
-		 * legitimately has no intent for a moment -- and forever, if that
-		 * Open died in between; a sweep run's and an operator's holders
-		 * are never journaled at all.  The cap is what bounds a forged
-		 * holder: the wait ends within one longest lease.
-		 */
-		if (expires - now > ri_longest_lease(s->cfg))
-			return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
-			    "journal integrity: the lease row of (%s, %s) expires %lld ms ahead, beyond the"
-			    " longest lease this config grants (%lld ms): the leases table was altered",
-			    kind, act_key, (long long)(expires - now), (long long)ri_longest_lease(s->cfg));
-#endif
-		int64_t mono = ri_mono_ms();
-		if (deadline < 0)
-			deadline = ri_take_deadline(&s->base, mono, expires - now, &waited);
-		if (mono >= deadline)
-			return st_fail(s, RI_ST_SECTION_UNAVAILABLE, 0, NULL,
-			    "the section (%s, %s) is held; not granted within %s", kind, act_key,
-			    RI_TAKE_UNTIL(waited));
-		ri_sleep_ms(backoff < deadline - mono ? backoff : deadline - mono);
-		if (backoff < 25)
-			backoff *= 2;
+		/* act section 11, open step 2.2 */
+		if ((rc = ri_take_wait(&s->core, &s->base, &w, kind, act_key, l.expires - now)) != RI_ST_OK)
+			return rc;
 	}
 }
 
@@ -2344,7 +1918,7 @@ static int
 sq_remaining(struct ri_store *base, const char *kind, const char *act_key, const char *holder, ri_ms *left)
 {
 	struct sq *s = (struct sq *)base;
-	struct lease_row l;
+	struct ri_lease_row l;
 	bool exists;
 	ri_ms now;
 	int rc;
@@ -2376,12 +1950,12 @@ sq_release(struct ri_store *base, const char *kind, const char *act_key, const c
 static int
 release_locked(struct sq *s, const char *kind, const char *act_key, const char *holder)
 {
-	struct lease_row l;
+	struct ri_lease_row l;
 	bool exists, held;
 	int rc;
 
 	if ((rc = begin_immediate(s)) != RI_ST_OK)
-		return recode(s, RI_ST_UNAVAILABLE);
+		return ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
 	if ((rc = lease_get(s, kind, act_key, &l, &exists)) != RI_ST_OK)
 		return abandon(s, rc);
 	held = exists && l.held && strcmp(l.holder, holder) == 0;
@@ -2390,8 +1964,8 @@ release_locked(struct sq *s, const char *kind, const char *act_key, const char *
 		return rc;
 	}
 	if ((rc = commit(s)) != RI_ST_OK)
-		return recode(s, RI_ST_UNAVAILABLE);
-	return held ? RI_ST_OK : st_fail(s, RI_ST_NOT_HELD, 0, NULL, "not held by %s", holder);
+		return ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
+	return held ? RI_ST_OK : ri_st_fail(&s->core, RI_ST_NOT_HELD, 0, NULL, "not held by %s", holder);
 }
 
 /* ---- marks, head ---------------------------------------------------------------- */
@@ -2420,12 +1994,12 @@ sq_mark_get(struct ri_store *base, const char *name, int64_t *seq)
 	done(s, st);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	if (rc == SQLITE_ROW && s->key != NULL) {
+	if (rc == SQLITE_ROW && s->core.key != NULL) {
 		if (ok)
-			ri_mark_mac(s->key, s->keylen, s->instance_id, name, *seq, calc);
+			ri_mark_mac(s->core.key, s->core.keylen, s->core.instance_id, name, *seq, calc);
 		if (!ok || sodium_memcmp(calc, mac, RI_HASH_LEN) != 0) {
 			*seq = 0;
-			return st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: mark %s fails its MAC", name);
+			return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: mark %s fails its MAC", name);
 		}
 	}
 	return RI_ST_OK;
@@ -2441,7 +2015,7 @@ sq_mark_set(struct ri_store *base, const char *name, int64_t seq)
 
 	if ((rc = begin_immediate(s)) != RI_ST_OK)
 		return rc;
-	ri_mark_mac(s->key, s->keylen, s->instance_id, name, seq, mac);
+	ri_mark_mac(s->core.key, s->core.keylen, s->core.instance_id, name, seq, mac);
 	st = prep(s, "INSERT INTO marks VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET seq = excluded.seq,"
 	    " mac = excluded.mac");
 	if (st == NULL) {
@@ -2502,7 +2076,7 @@ sq_traverse(struct ri_store *base, ri_traverse_fn each, void *arg)
 		read_end(s, began);
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
 	}
-	memcpy(prev, s->genesis, RI_HASH_LEN);
+	memcpy(prev, s->core.genesis, RI_HASH_LEN);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct ri_record r;
 		struct ri_raw w;
@@ -2511,7 +2085,7 @@ sq_traverse(struct ri_store *base, ri_traverse_fn each, void *arg)
 		load_row(st, &r, &w);
 		if (r.seq != last + 1)
 			problems |= RI_P_GAP;
-		problems |= ri_raw_problems(s->instance_id, s->key, s->keylen, &r, &w, prev, now);
+		problems |= ri_raw_problems(s->core.instance_id, s->core.key, s->core.keylen, &r, &w, prev, now);
 		last = r.seq;
 		int stop = each(&r, problems, arg);
 		ri_record_clear(&r);
@@ -2526,7 +2100,7 @@ sq_traverse(struct ri_store *base, ri_traverse_fn each, void *arg)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
 	}
 	/* the authenticated head: a truncated tail is seen here */
-	if (s->key != NULL) {
+	if (s->core.key != NULL) {
 		struct scope sc;
 		int64_t head;
 		scope_make(&sc, SCOPE_ALL, NULL, NULL);
@@ -2552,7 +2126,7 @@ sq_peek(struct ri_store *base, const char *event_id, struct ri_record *out)
 
 	memset(out, 0, sizeof *out);
 	if (sqlite3_get_autocommit(s->db))
-		return st_fail(s, RI_ST_INVALID_QUERY, 0, NULL, "peek outside a traversal");
+		return ri_st_fail(&s->core, RI_ST_INVALID_QUERY, 0, NULL, "peek outside a traversal");
 	if ((st = prep(s, "SELECT seq, action_ref, kind, act_key, invocation_id, actor_ref, role,"
 	    " recorded_at, payload IS NULL FROM records WHERE event_id = ?")) == NULL)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
@@ -2581,37 +2155,7 @@ sq_peek(struct ri_store *base, const char *event_id, struct ri_record *out)
 static int
 open_verify(struct sq *s, const struct ri_jhead *jh)
 {
-	sqlite3_stmt *st;
-	unsigned char acc[RI_HASH_LEN] = { 0 }, elem[RI_HASH_LEN];
-	int64_t count = 0;
-	int rc;
-
-	if (s->key == NULL)
-		return RI_ST_OK;
-	if ((st = prep(s, "SELECT invocation_id, seq, kind, act_key, event_id, recorded_at FROM open_intents")) == NULL)
-		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (!col_text_ok(st, 0, false) || !col_is(st, 1, SQLITE_INTEGER, false) || !col_text_ok(st, 2, false) ||
-		    !col_text_ok(st, 3, false) || !col_text_ok(st, 4, false) || !col_is(st, 5, SQLITE_INTEGER, false)) {
-			done(s, st);
-			return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
-			    "journal integrity: a row of the open-intents index is malformed");
-		}
-		ri_open_elem((const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1),
-		    (const char *)sqlite3_column_text(st, 2), (const char *)sqlite3_column_text(st, 3),
-		    (const char *)sqlite3_column_text(st, 4), sqlite3_column_int64(st, 5), elem);
-		ri_acc_xor(acc, elem);
-		count++;
-	}
-	done(s, st);
-	if (rc != SQLITE_DONE)
-		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	if (count != jh->open_count || sodium_memcmp(acc, jh->open_acc, RI_HASH_LEN) != 0)
-		return st_fail(s, RI_ST_INTEGRITY, 0, NULL,
-		    "journal integrity: the open-intents index (%lld rows) disagrees with its authenticated"
-		    " accumulator (%lld open intents): a row was deleted, added or altered", (long long)count,
-		    (long long)jh->open_count);
-	return RI_ST_OK;
+	return s->core.key == NULL ? RI_ST_OK : open_scan(s, jh, NULL, NULL, RI_NONE, NULL, NULL);
 }
 
 /* Every actor row (MAC, and bound to its newest registry record) and every
@@ -2633,10 +2177,10 @@ registry_verify(struct sq *s, const struct ri_jhead *jh)
 		    json_null());
 	done(s, st);
 	json_array_foreach(names, i, v) {
-		struct actor_row row;
+		struct ri_actor_row row;
 		bool exists;
 		if (!json_is_string(v))
-			rc = st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: an actor registry row is malformed");
+			rc = ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: an actor registry row is malformed");
 		else
 			rc = actor_get(s, jh, json_string_value(v), &row, &exists);
 		if (rc != RI_ST_OK)
@@ -2651,7 +2195,7 @@ registry_verify(struct sq *s, const struct ri_jhead *jh)
 		json_array_foreach(names, i, v) {
 			int64_t m;
 			if (!json_is_string(v))
-				rc = st_fail(s, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a mark is malformed");
+				rc = ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a mark is malformed");
 			else
 				rc = sq_mark_get(&s->base, json_string_value(v), &m);
 			if (rc != RI_ST_OK)
@@ -2662,24 +2206,6 @@ registry_verify(struct sq *s, const struct ri_jhead *jh)
 	return rc;
 }
 
-/* Does the tree hold scope sc's head at seq or later? */
-static int
-scope_covers(struct sq *s, const struct ri_jhead *jh, int type, const char *a, const char *b, int64_t seq)
-{
-	struct scope sc;
-	struct ri_leaf leaf;
-	bool present;
-	int rc;
-
-	scope_make(&sc, type, a, b);
-	if ((rc = tree_get(s, jh, sc.key, &present, &leaf)) != RI_ST_OK)
-		return rc;
-	if (!present || leaf.last_seq < seq)
-		return st_fail(s, RI_ST_INTEGRITY, seq, NULL,
-		    "journal integrity: record seq %lld is newer than the head of %s (%lld)", (long long)seq,
-		    scope_name(&sc), (long long)(present ? leaf.last_seq : 0));
-	return RI_ST_OK;
-}
 
 /*
  * Seals that mean something: before a seal is signed, every record since
@@ -2692,48 +2218,31 @@ static int
 verify_since_seal(struct sq *s, const struct ri_jhead *jh, ri_ms now)
 {
 	sqlite3_stmt *st;
-	unsigned char prev[RI_HASH_LEN];
-	int64_t expect = jh->sealed_seq + 1;
+	struct ri_seal_walk sw = { .jh = jh, .expect = jh->sealed_seq + 1, .now = now, .tree_get = tree_get_cb,
+		.backend = s };
 	int rc;
 
-	if ((rc = hash_at(s, expect - 1, prev)) != RI_ST_OK)
+	if ((rc = hash_at(s, sw.expect - 1, sw.prev)) != RI_ST_OK)
 		return rc;
 	if ((st = prep(s, "SELECT " REC_COLS " FROM records WHERE seq >= ? ORDER BY seq")) == NULL)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	sqlite3_bind_int64(st, 1, expect);
+	sqlite3_bind_int64(st, 1, sw.expect);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct ri_record r;
 		struct ri_raw w;
 		int vr;
 
 		load_row(st, &r, &w);
-		if (r.seq != expect) {
-			free(w.payload_text);
-			ri_record_clear(&r);
-			done(s, st);
-			return st_fail(s, RI_ST_INTEGRITY, expect, NULL,
-			    "journal integrity: record seq %lld is missing (deleted rows)", (long long)expect);
-		}
-		if ((vr = verify_row(s, &r, &w, prev, now)) == RI_ST_OK) {
-			vr = scope_covers(s, jh, SCOPE_ACT, r.kind, r.act_key, r.seq);
-			if (vr == RI_ST_OK && r.invocation_id != NULL)
-				vr = scope_covers(s, jh, SCOPE_INV, r.invocation_id, NULL, r.seq);
-		}
-		memcpy(prev, r.hash, RI_HASH_LEN);
-		ri_record_clear(&r);
-		if (vr != RI_ST_OK) {
+		if ((vr = ri_seal_walk_row(&s->core, &sw, &r, &w)) != RI_ST_OK) {
 			done(s, st);
 			return vr;
 		}
-		expect++;
 	}
 	done(s, st);
 	if (rc != SQLITE_DONE)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	if (expect - 1 != jh->last_seq)
-		return st_fail(s, RI_ST_INTEGRITY, jh->last_seq, NULL,
-		    "journal integrity: the journal ends at seq %lld before its head (seq %lld)",
-		    (long long)(expect - 1), (long long)jh->last_seq);
+	if ((rc = ri_seal_walk_end(&s->core, &sw)) != RI_ST_OK)
+		return rc;
 	if ((rc = open_verify(s, jh)) != RI_ST_OK)
 		return rc;
 	return registry_verify(s, jh);
@@ -2752,8 +2261,8 @@ sq_seal(struct ri_store *base, const unsigned char sk[64], struct ri_appended *o
 	int rc;
 
 	memset(out, 0, sizeof *out);
-	if (s->key == NULL)
-		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "sealing needs the integrity key");
+	if (s->core.key == NULL)
+		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "sealing needs the integrity key");
 	if ((rc = begin_immediate(s)) != RI_ST_OK)
 		return rc;
 	if ((rc = now_or_fail(s, &now)) != RI_ST_OK || (rc = jhead_get(s, &jh, lh)) != RI_ST_OK)
@@ -2778,14 +2287,14 @@ sq_seal(struct ri_store *base, const unsigned char sk[64], struct ri_appended *o
 #else
 	(void)verify_since_seal;        /* negative control: seal whatever head there is */
 #endif
-	ri_seal_message(s->instance_id, jh.last_seq, lh, msg);
+	ri_seal_message(s->core.instance_id, jh.last_seq, lh, msg);
 	crypto_sign_detached(sig, NULL, msg, sizeof msg, sk);
 	ri_hex(lh, sizeof lh, hh);
 	ri_hex(sig, sizeof sig, sh);
-	ri_hex(s->instance_id, sizeof s->instance_id, ih);
+	ri_hex(s->core.instance_id, sizeof s->core.instance_id, ih);
 	json_t *data = json_pack("{s:s, s:I, s:s, s:s, s:s}", "instance_id", ih, "seq", (json_int_t)jh.last_seq,
 	    "head_hash", hh, "signature", sh, "algorithm", "ed25519");
-	struct ri_append a = { .action_ref = "audit.sealed", .act_key = "", .actor_ref = SUBSTRATE_ACTOR,
+	struct ri_append a = { .action_ref = "audit.sealed", .act_key = "", .actor_ref = RI_SUBSTRATE_ACTOR,
 		.data = data };
 	rc = append_locked(s, &jh, lh, &a, RI_ROLE_OTHER, false, now, out);
 	json_decref(data);
@@ -2808,7 +2317,7 @@ sq_sealed(struct ri_store *base, int64_t *seq, unsigned char hash[32])
 	*seq = 0;
 	if (read_begin(s, &began) != SQLITE_OK)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	if ((rc = jhead_get(s, &jh, lh)) == RI_ST_OK && s->key == NULL) {
+	if ((rc = jhead_get(s, &jh, lh)) == RI_ST_OK && s->core.key == NULL) {
 		/* without the key, the newest seal is what the rows say */
 		sqlite3_stmt *st = prep(s, "SELECT max(seq) FROM records WHERE action_ref = 'audit.sealed'");
 		if (st == NULL)
@@ -2949,35 +2458,35 @@ sq_backup(struct ri_store *base, const char *dest)
 	int fd, rc;
 
 	if ((fd = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0)
-		return st_fail(s, errno == EEXIST ? RI_ST_EXISTS : RI_ST_UNAVAILABLE, 0, NULL, "%s: %s", dest,
+		return ri_st_fail(&s->core, errno == EEXIST ? RI_ST_EXISTS : RI_ST_UNAVAILABLE, 0, NULL, "%s: %s", dest,
 		    errno == EEXIST ? "already exists; refusing to overwrite" : strerror(errno));
 	close(fd);
 	if (sqlite3_open_v2(dest, &d, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
-		rc = st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "%s: %s", dest, d ? sqlite3_errmsg(d) : "cannot open");
+		rc = ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "%s: %s", dest, d ? sqlite3_errmsg(d) : "cannot open");
 		goto fail;
 	}
 	if ((b = sqlite3_backup_init(d, "main", s->db, "main")) == NULL) {
-		rc = st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "backup to %s: %s", dest, sqlite3_errmsg(d));
+		rc = ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "backup to %s: %s", dest, sqlite3_errmsg(d));
 		goto fail;
 	}
 	rc = sqlite3_backup_step(b, -1);
 	sqlite3_backup_finish(b);
 	if (rc != SQLITE_DONE) {
-		rc = st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "backup to %s: %s", dest, sqlite3_errstr(rc));
+		rc = ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "backup to %s: %s", dest, sqlite3_errstr(rc));
 		goto fail;
 	}
 	if (sqlite3_exec(d, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL) != SQLITE_OK) {
-		rc = st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "backup to %s: %s", dest, sqlite3_errmsg(d));
+		rc = ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "backup to %s: %s", dest, sqlite3_errmsg(d));
 		goto fail;
 	}
 	if (sqlite3_close(d) != SQLITE_OK) {
 		d = NULL;
-		rc = st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "backup to %s: close failed", dest);
+		rc = ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "backup to %s: close failed", dest);
 		goto fail;
 	}
 	d = NULL;
 	if ((fd = open(dest, O_RDONLY | O_CLOEXEC)) < 0 || fsync(fd) != 0) {
-		rc = st_fail(s, RI_ST_UNAVAILABLE, 0, NULL, "backup to %s: %s", dest, strerror(errno));
+		rc = ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "backup to %s: %s", dest, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		goto fail;
@@ -3004,26 +2513,24 @@ sq_rebuild(struct ri_store *base, json_t **report)
 {
 	struct sq *s = (struct sq *)base;
 	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN], prev[RI_HASH_LEN];
+	unsigned char lh[RI_HASH_LEN];
 	sqlite3_stmt *st = NULL;
-	json_t *open = json_object(), *purged = json_object(), *v;
+	struct ri_rebuild rb;
+	json_t *v;
 	const char *inv;
-	int64_t expect = 1, scopes = 0, leases_reset = 0, marks_reset = 0, before = 0;
+	int64_t scopes = 0, leases_reset = 0, marks_reset = 0, before = 0;
 	ri_ms now;
 	int rc;
 
 	*report = NULL;
-	if (s->key == NULL)
-		return st_fail(s, RI_ST_INVALID_REQUEST, 0, NULL, "rebuilding needs the integrity key");
-	if ((rc = begin_immediate(s)) != RI_ST_OK) {
-		json_decref(open);
-		json_decref(purged);
+	if (s->core.key == NULL)
+		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "rebuilding needs the integrity key");
+	if ((rc = begin_immediate(s)) != RI_ST_OK)
 		return rc;
-	}
+	ri_rebuild_begin(&rb, &s->core);
 	if ((rc = now_or_fail(s, &now)) != RI_ST_OK || (rc = jhead_get(s, &jh, lh)) != RI_ST_OK)
 		goto fail;
 	before = jh.open_count;
-	memcpy(prev, s->genesis, RI_HASH_LEN);
 	if ((st = prep(s, "SELECT " REC_COLS " FROM records ORDER BY seq")) == NULL) {
 		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
 		goto fail;
@@ -3032,30 +2539,8 @@ sq_rebuild(struct ri_store *base, json_t **report)
 		struct ri_record r;
 		struct ri_raw w;
 		load_row(st, &r, &w);
-		if (r.seq != expect) {
-			free(w.payload_text);
-			ri_record_clear(&r);
-			rc = st_fail(s, RI_ST_INTEGRITY, expect, NULL,
-			    "journal integrity: record seq %lld is missing (deleted rows)", (long long)expect);
+		if ((rc = ri_rebuild_row(&s->core, &rb, &r, &w, now)) != RI_ST_OK)
 			goto fail;
-		}
-		if ((rc = verify_row(s, &r, &w, prev, now)) != RI_ST_OK) {
-			ri_record_clear(&r);
-			goto fail;
-		}
-		memcpy(prev, r.hash, RI_HASH_LEN);
-		if (r.invocation_id != NULL) {
-			if (r.role == RI_ROLE_INTENT && json_object_get(open, r.invocation_id) == NULL)
-				json_object_set_new(open, r.invocation_id, json_pack("{s:I, s:s, s:s, s:s, s:I}", "seq",
-				    (json_int_t)r.seq, "kind", r.kind, "act_key", r.act_key, "event_id", r.event_id,
-				    "recorded_at", (json_int_t)r.recorded_at));
-			else if (ri_role_closing(r.role))
-				json_object_del(open, r.invocation_id);
-			if (r.purged)
-				json_object_set_new(purged, r.invocation_id, json_true());
-		}
-		ri_record_clear(&r);
-		expect++;
 	}
 	done(s, st);
 	st = NULL;
@@ -3063,20 +2548,16 @@ sq_rebuild(struct ri_store *base, json_t **report)
 		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
 		goto fail;
 	}
-	if (expect - 1 != jh.last_seq) {
-		rc = st_fail(s, RI_ST_INTEGRITY, jh.last_seq, NULL, "journal integrity: the journal ends before its head");
+	if ((rc = ri_rebuild_end(&s->core, &rb, jh.last_seq)) != RI_ST_OK)
 		goto fail;
-	}
 	/* the open-intents index and its accumulator */
-	json_object_foreach(purged, inv, v)
-		json_object_del(open, inv);
 	memset(jh.open_acc, 0, RI_HASH_LEN);
 	jh.open_count = 0;
 	if (sqlite3_exec(s->db, "DELETE FROM open_intents", NULL, NULL, NULL) != SQLITE_OK) {
 		rc = db_fail(s, RI_ST_UNAVAILABLE, "rebuild");
 		goto fail;
 	}
-	json_object_foreach(open, inv, v) {
+	json_object_foreach(rb.open, inv, v) {
 		if ((rc = open_add(s, &jh, inv, json_integer_value(json_object_get(v, "seq")),
 		    json_string_value(json_object_get(v, "kind")), json_string_value(json_object_get(v, "act_key")),
 		    json_string_value(json_object_get(v, "event_id")),
@@ -3122,7 +2603,7 @@ sq_rebuild(struct ri_store *base, json_t **report)
 		size_t i;
 		st = prep(s, "SELECT kind, act_key FROM leases");
 		while (st != NULL && sqlite3_step(st) == SQLITE_ROW) {
-			struct lease_row l;
+			struct ri_lease_row l;
 			bool exists;
 			if (!col_text_ok(st, 0, false) || !col_text_ok(st, 1, false)) {
 				json_array_append_new(bad, json_null());
@@ -3183,8 +2664,7 @@ fail:
 	done(s, st);
 	abandon(s, rc);
 out:
-	json_decref(open);
-	json_decref(purged);
+	ri_rebuild_free(&rb);
 	return rc;
 }
 
@@ -3192,9 +2672,7 @@ out:
 
 struct leaf_check {
 	struct sq *s;
-	ri_state_fn each;
-	void *arg;
-	int64_t acts, invs;
+	struct ri_leaf_tally t;
 };
 
 static int
@@ -3203,9 +2681,6 @@ leaf_check(const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf, vo
 	struct leaf_check *c = arg;
 	struct sq *s = c->s;
 	sqlite3_stmt *st = prep(s, "SELECT kind, act_key, invocation_id, hash FROM records WHERE seq = ?");
-	struct scope act, inv;
-	char msg[512];
-	bool found = false;
 
 	if (st == NULL)
 		return 1;
@@ -3213,38 +2688,16 @@ leaf_check(const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf, vo
 	if (sqlite3_step(st) == SQLITE_ROW && col_text_ok(st, 0, false) && col_text_ok(st, 1, false) &&
 	    col_text_ok(st, 2, true) && col_is(st, 3, SQLITE_BLOB, false) && sqlite3_column_bytes(st, 3) == RI_HASH_LEN) {
 		char *k = col_dup(st, 0), *ak = col_dup(st, 1), *iv = col_dup(st, 2);
-		bool hash_ok = memcmp(sqlite3_column_blob(st, 3), leaf->hash, RI_HASH_LEN) == 0;
+		unsigned char h[RI_HASH_LEN];
+		memcpy(h, sqlite3_column_blob(st, 3), RI_HASH_LEN);
 		done(s, st);
-		found = true;
-		scope_make(&act, SCOPE_ACT, k, ak);
-		if (iv != NULL)
-			scope_make(&inv, SCOPE_INV, iv, NULL);
-		/* (rows past the head would be records the traversal fails: no
-		 * index lookup per leaf is needed here) */
-		if (memcmp(key, act.key, RI_SCOPE_LEN) == 0) {
-			c->acts++;
-		} else if (iv != NULL && memcmp(key, inv.key, RI_SCOPE_LEN) == 0) {
-			c->invs++;
-		} else {
-			snprintf(msg, sizeof msg, "a head of the scope heads' tree names seq %lld, a record of another scope",
-			    (long long)leaf->last_seq);
-			c->each("8.1.1", leaf->last_seq, msg, c->arg);
-		}
-		if (!hash_ok) {
-			snprintf(msg, sizeof msg, "the head naming seq %lld binds another hash: the record was rewritten",
-			    (long long)leaf->last_seq);
-			c->each("8.1.1", leaf->last_seq, msg, c->arg);
-		}
+		ri_leaf_judge(&c->t, key, leaf, k, ak, iv, h);
 		free(k);
 		free(ak);
 		free(iv);
 	} else {
 		done(s, st);
-	}
-	if (!found) {
-		snprintf(msg, sizeof msg, "a scope's authenticated head names seq %lld, which the journal does not hold",
-		    (long long)leaf->last_seq);
-		c->each("8.1.1", leaf->last_seq, msg, c->arg);
+		ri_leaf_judge(&c->t, key, leaf, NULL, NULL, NULL, NULL);
 	}
 	return 0;
 }
@@ -3282,11 +2735,11 @@ sq_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 	 * stored: the tree is public hashes, so an auditor holding only the
 	 * public key still sees a head deleted or rows hidden from it. */
 	if (jhead_read(s, &jh, mac) != RI_ST_OK || hash_at(s, jh.last_seq, lh) != RI_ST_OK) {
-		each("8.1.1", 0, s->err.msg, arg);
+		each("8.1.1", 0, s->core.err.msg, arg);
 		goto out;
 	}
-	if (s->key != NULL) {
-		ri_jhead_mac(s->key, s->keylen, s->instance_id, &jh, lh, want);
+	if (s->core.key != NULL) {
+		ri_jhead_mac(s->core.key, s->core.keylen, s->core.instance_id, &jh, lh, want);
 		if (sodium_memcmp(want, mac, RI_HASH_LEN) != 0) {
 			each("8.1.3", 0, "the journal head fails its MAC", arg);
 			goto out;
@@ -3295,25 +2748,19 @@ sq_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 	/* the tree of scope heads against the records */
 	{
 		struct ri_tree_io io = { s, node_get, node_put, NULL };
-		struct leaf_check c = { s, each, arg, 0, 0 };
+		struct leaf_check c = { s, { each, arg, 0, 0 } };
 		why[0] = '\0';
-		if (ri_tree_walk(&io, jh.root, leaf_check, &c, why, sizeof why) != RI_ST_OK) {
-			each("8.1.1", 0, why[0] ? why : s->err.msg, arg);
-		} else {
-			int64_t acts = count_of(s, "SELECT count(*) FROM (SELECT 1 FROM records GROUP BY kind, act_key)");
-			int64_t invs = count_of(s, "SELECT count(DISTINCT invocation_id) FROM records");
-			if (acts != c.acts || invs != c.invs) {
-				snprintf(why, sizeof why, "%lld acts and %lld invocations have records, but the tree holds"
-				    " %lld and %lld heads: a scope's head was deleted or its records hidden",
-				    (long long)acts, (long long)invs, (long long)c.acts, (long long)c.invs);
-				each("8.1.1", 0, why, arg);
-			}
-		}
+		if (ri_tree_walk(&io, jh.root, leaf_check, &c, why, sizeof why) != RI_ST_OK)
+			each("8.1.1", 0, why[0] ? why : s->core.err.msg, arg);
+		else
+			ri_leaf_tally_judge(&c.t,
+			    count_of(s, "SELECT count(*) FROM (SELECT 1 FROM records GROUP BY kind, act_key)"),
+			    count_of(s, "SELECT count(DISTINCT invocation_id) FROM records"));
 	}
-	if (s->key == NULL)
+	if (s->core.key == NULL)
 		goto out;
 	if (open_verify(s, &jh) != RI_ST_OK)
-		each("8.1.3", 0, s->err.msg, arg);
+		each("8.1.3", 0, s->core.err.msg, arg);
 	/* leases, marks, actors: each row verified */
 	names = json_array();
 	{
@@ -3325,13 +2772,13 @@ sq_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 		done(s, st);
 	}
 	json_array_foreach(names, i, v) {
-		struct lease_row l;
+		struct ri_lease_row l;
 		bool exists;
 		const char *k = json_string_value(json_array_get(v, 0)), *ak = json_string_value(json_array_get(v, 1));
 		if (k == NULL || ak == NULL)
 			each("8.1.3", 0, "journal integrity: a lease row is malformed", arg);
 		else if (lease_get(s, k, ak, &l, &exists) != RI_ST_OK)
-			each("8.1.3", 0, s->err.msg, arg);
+			each("8.1.3", 0, s->core.err.msg, arg);
 	}
 	json_array_clear(names);
 	{
@@ -3346,7 +2793,7 @@ sq_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 		if (!json_is_string(v))
 			each("8.1.3", 0, "journal integrity: a mark is malformed", arg);
 		else if (sq_mark_get(base, json_string_value(v), &m) != RI_ST_OK)
-			each("8.1.3", 0, s->err.msg, arg);
+			each("8.1.3", 0, s->core.err.msg, arg);
 	}
 	json_array_clear(names);
 	{
@@ -3357,12 +2804,12 @@ sq_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 		done(s, st);
 	}
 	json_array_foreach(names, i, v) {
-		struct actor_row row;
+		struct ri_actor_row row;
 		bool exists;
 		if (!json_is_string(v))
 			each("8.1.3", 0, "journal integrity: an actor registry row is malformed", arg);
 		else if (actor_get(s, &jh, json_string_value(v), &row, &exists) != RI_ST_OK)
-			each("8.1.3", 0, s->err.msg, arg);
+			each("8.1.3", 0, s->core.err.msg, arg);
 	}
 	json_decref(names);
 out:
@@ -3373,7 +2820,7 @@ out:
 static const unsigned char *
 sq_instance_id(struct ri_store *base)
 {
-	return ((struct sq *)base)->instance_id;
+	return ((struct sq *)base)->core.instance_id;
 }
 
 static void
@@ -3453,10 +2900,10 @@ setup_connection(struct sq *s, ri_err *err)
 	 * declared journal fence that is journal_write_bound less the allowance
 	 * (the per-write terminus), so a long lock wait is a step-2 failure a
 	 * writer may retry under its section, never a write that lands fenced */
-	ri_ms busy = s->cfg->journal_write_bound;
+	ri_ms busy = s->core.cfg->journal_write_bound;
 
-	if (s->cfg->journal_fence)
-		busy -= s->cfg->clock_offset_allowance;
+	if (s->core.cfg->journal_fence)
+		busy -= s->core.cfg->clock_offset_allowance;
 	if (busy < 10)
 		busy = 10;
 	s->busy_ms = busy;
@@ -3469,11 +2916,11 @@ setup_connection(struct sq *s, ri_err *err)
 	/* RI_UNSAFE_NOSYNC=1 with "fault_injection": true -- a test seam that
 	 * only the benchmarks' journal fill uses, to build 10^6 records in
 	 * minutes; ri-startcheck flags fault injection as not for production */
-	s->nosync = s->cfg->fault_injection && getenv("RI_UNSAFE_NOSYNC") != NULL &&
+	s->nosync = s->core.cfg->fault_injection && getenv("RI_UNSAFE_NOSYNC") != NULL &&
 	    strcmp(getenv("RI_UNSAFE_NOSYNC"), "1") == 0;
 	if (sqlite3_exec(s->db, s->nosync ? "PRAGMA synchronous=OFF" : "PRAGMA synchronous=FULL",
 	    NULL, NULL, NULL) != SQLITE_OK)
-		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s", s->cfg->journal, sqlite3_errmsg(s->db));
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s", s->core.cfg->journal, sqlite3_errmsg(s->db));
 	return RI_OK;
 }
 
@@ -3483,8 +2930,8 @@ derive_keys(struct sq *s)
 	unsigned char full[RI_HASH_LEN];
 	static const char tag[] = "ri credential hash key";
 
-	ri_mac(s->key, s->keylen, tag, sizeof tag, full);
-	memcpy(s->cred_key, full, sizeof s->cred_key);
+	ri_mac(s->core.key, s->core.keylen, tag, sizeof tag, full);
+	memcpy(s->core.cred_key, full, sizeof s->core.cred_key);
 	sodium_memzero(full, sizeof full);
 }
 
@@ -3498,7 +2945,7 @@ load_meta(struct sq *s, ri_err *err)
 
 	if (st == NULL)
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: not an ri journal, or unreadable: %s",
-		    s->cfg->journal, sqlite3_errmsg(s->db));
+		    s->core.cfg->journal, sqlite3_errmsg(s->db));
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (!col_text_ok(st, 0, false) || !col_text_ok(st, 1, false))
 			continue;
@@ -3509,18 +2956,18 @@ load_meta(struct sq *s, ri_err *err)
 			other = atoi(v);
 		}
 		else if (strcmp(k, "instance_id") == 0)
-			inst = sodium_hex2bin(s->instance_id, sizeof s->instance_id, v, strlen(v), NULL, NULL, NULL) == 0;
+			inst = sodium_hex2bin(s->core.instance_id, sizeof s->core.instance_id, v, strlen(v), NULL, NULL, NULL) == 0;
 	}
 	done(s, st);
 	if (rc != SQLITE_DONE)
-		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s", s->cfg->journal, sqlite3_errmsg(s->db));
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s", s->core.cfg->journal, sqlite3_errmsg(s->db));
 	if (!fmt && other > 0 && other < RI_FORMAT)
 		return ri_fail(err, RI_CONFIG, "journal %s is format %d; this ri (%s) reads format %d only:"
 		    " keep the old release to audit it, and start a new instance with ri-init",
-		    s->cfg->journal, other, ri_version(), RI_FORMAT);
+		    s->core.cfg->journal, other, ri_version(), RI_FORMAT);
 	if (!fmt || !inst)
-		return ri_fail(err, RI_INTEGRITY, "journal %s: missing or unknown format/instance id", s->cfg->journal);
-	ri_genesis(s->instance_id, s->genesis);
+		return ri_fail(err, RI_INTEGRITY, "journal %s: missing or unknown format/instance id", s->core.cfg->journal);
+	ri_genesis(s->core.instance_id, s->core.genesis);
 	return RI_OK;
 }
 
@@ -3540,11 +2987,11 @@ ri_sqlite_open(const struct ri_config *c, const unsigned char *key, size_t keyle
 		    strerror(errno));
 	s = ri_xcalloc(1, sizeof *s);
 	s->base.ops = &sqlite_ops;
-	s->cfg = c;
+	s->core.cfg = c;
 	s->readonly = (flags & RI_READONLY) != 0;
 	if (key != NULL) {
-		s->key = (unsigned char *)key;
-		s->keylen = keylen;
+		s->core.key = (unsigned char *)key;
+		s->core.keylen = keylen;
 		derive_keys(s);
 	}
 	oflags |= SQLITE_OPEN_NOMUTEX;
@@ -3579,15 +3026,15 @@ ri_sqlite_open(const struct ri_config *c, const unsigned char *key, size_t keyle
 				sq_close(&s->base);
 				return rc;
 			}
-			if (memcmp(wl.instance_id, s->instance_id, RI_INSTANCE_LEN) != 0) {
+			if (memcmp(wl.instance_id, s->core.instance_id, RI_INSTANCE_LEN) != 0) {
 				rc = ri_fail(err, RI_INTEGRITY, "journal integrity: the witness %s is another instance's"
 				    " (or the journal %s is)", c->witness, c->journal);
 				sq_close(&s->base);
 				return rc;
 			}
-			s->anchored = true;
-			s->anchor_seq = wl.seq;
-			memcpy(s->anchor_hash, wl.hash, RI_HASH_LEN);
+			s->core.anchored = true;
+			s->core.anchor_seq = wl.seq;
+			memcpy(s->core.anchor_hash, wl.hash, RI_HASH_LEN);
 		}
 	}
 	/* fail closed at once on a journal this key did not write (a
@@ -3600,7 +3047,7 @@ ri_sqlite_open(const struct ri_config *c, const unsigned char *key, size_t keyle
 		unsigned char h[RI_HASH_LEN];
 		int st = sq_head(&s->base, &seq, h);
 		if (st == RI_ST_INTEGRITY) {
-			rc = ri_fail(err, RI_INTEGRITY, "%s", s->err.msg);
+			rc = ri_fail(err, RI_INTEGRITY, "%s", s->core.err.msg);
 			sq_close(&s->base);
 			return rc;
 		}
@@ -3624,9 +3071,9 @@ ri_sqlite_create(const struct ri_config *c, const unsigned char *key, size_t key
 		    "journal %s: %s", c->journal, errno == EEXIST ? "already exists; refusing to overwrite" :
 		    strerror(errno));
 	close(fd);
-	s.cfg = c;
-	s.key = (unsigned char *)key;
-	s.keylen = keylen;
+	s.core.cfg = c;
+	s.core.key = (unsigned char *)key;
+	s.core.keylen = keylen;
 	if (sqlite3_open_v2(c->journal, &s.db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
 		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s", c->journal, sqlite3_errmsg(s.db));
 		sqlite3_close(s.db);
@@ -3635,9 +3082,9 @@ ri_sqlite_create(const struct ri_config *c, const unsigned char *key, size_t key
 	}
 	if ((rc = setup_connection(&s, err)) != RI_OK)
 		goto fail;
-	randombytes_buf(s.instance_id, sizeof s.instance_id);
-	ri_hex(s.instance_id, sizeof s.instance_id, instance_hex);
-	ri_genesis(s.instance_id, s.genesis);
+	randombytes_buf(s.core.instance_id, sizeof s.core.instance_id);
+	ri_hex(s.core.instance_id, sizeof s.core.instance_id, instance_hex);
+	ri_genesis(s.core.instance_id, s.core.genesis);
 	snprintf(sql, sizeof sql,
 	    "INSERT INTO meta VALUES ('format', '%d'), ('instance_id', '%s');", RI_FORMAT, instance_hex);
 	if (sqlite3_exec(s.db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) != SQLITE_OK ||
@@ -3653,7 +3100,7 @@ ri_sqlite_create(const struct ri_config *c, const unsigned char *key, size_t key
 		struct ri_jhead jh = { 0 };
 		unsigned char mac[RI_HASH_LEN];
 		sqlite3_stmt *st;
-		ri_jhead_mac(key, keylen, s.instance_id, &jh, s.genesis, mac);
+		ri_jhead_mac(key, keylen, s.core.instance_id, &jh, s.core.genesis, mac);
 		if (sqlite3_prepare_v2(s.db, "INSERT INTO heads VALUES (1, 0, ?, 0, ?, 0, 0, ?)", -1, &st, NULL) != SQLITE_OK) {
 			rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s", c->journal, sqlite3_errmsg(s.db));
 			goto fail;

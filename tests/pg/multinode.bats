@@ -4,6 +4,8 @@
 # its own witness and findings register, one journal database.  Runs only
 # under tests/pg/run (make test-pg), which starts the server and exports
 # RI_TEST_PG_HOST, RI_TEST_PG_DATA and PGBIN.
+# test-pg: alone -- its server-restart test restarts the server every suite
+# shares, so tests/pg/run runs this file after the others, by itself.
 
 bats_require_minimum_version 1.5.0
 

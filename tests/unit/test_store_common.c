@@ -1,0 +1,344 @@
+/*
+ * test_store_common.c -- the verdicts both backends share (store_common.h),
+ * each at its edge: the journal fence (journal fence 3, Allowance 7-10),
+ * the take (act section 1-2, 11; open step 2.2), Actor Identity (the
+ * registry row's MAC and binding, the credential, revocation from its
+ * instant on), the journal head and its witness, a scope's head, a range
+ * read's links (Capability requirement 1-3) and the open-intents
+ * accumulator.  Pure: the rows are built here as a backend would decode
+ * them, so one verdict holds for SQLite and PostgreSQL alike.
+ */
+#include <sodium.h>
+
+#include "clock.h"
+#include "config.h"
+#include "heads.h"
+#include "store_common.h"
+#include "testlib.h"
+
+static struct ri_st_core core;
+static unsigned char key[32];
+
+static void
+core_init(const char *dir)
+{
+	struct tl_cfg tc = { .allowance = "2s", .journal_write_bound = "3s" };
+	char path[PATH_MAX];
+	struct ri_config *cfg;
+	ri_err e;
+
+	tl_write_config(dir, &tc, path);
+	CHECK(ri_config_load(path, &cfg, &e) == RI_OK, "config: %s", e.msg);
+	memset(&core, 0, sizeof core);
+	core.cfg = cfg;
+	randombytes_buf(key, sizeof key);
+	core.key = key;
+	core.keylen = sizeof key;
+	randombytes_buf(core.cred_key, sizeof core.cred_key);
+	randombytes_buf(core.instance_id, sizeof core.instance_id);
+	ri_genesis(core.instance_id, core.genesis);
+}
+
+static int
+answer(int rc)
+{
+	ri_st_err_clear(&core.err);
+	return rc;
+}
+
+static void
+fence_edges(void)
+{
+	ri_ms a = core.cfg->clock_offset_allowance;
+	struct ri_lease_row l = { .held = true, .expires = 100000, .token = 7 };
+	struct ri_fence f = { .holder = "inv_a", .issue = 0 };
+	ri_ms until = 200000;
+
+	snprintf(l.holder, sizeof l.holder, "inv_a");
+	CHECK(answer(ri_fence_judge(&core, &l, &f, l.expires - a - 1, until)) == RI_ST_OK,
+	    "the holder with one ms of allowance to spare may write");
+	CHECK(ri_fence_judge(&core, &l, &f, l.expires - a, until) == RI_ST_FENCED,
+	    "at expires - allowance the lease terminus has come: fenced");
+	CHECK(ri_fence_judge(&core, NULL, &f, 0, until) == RI_ST_FENCED, "no lease row: fenced");
+	snprintf(l.holder, sizeof l.holder, "inv_b");
+	CHECK(ri_fence_judge(&core, &l, &f, 0, until) == RI_ST_FENCED, "another holder: fenced");
+	snprintf(l.holder, sizeof l.holder, "inv_a");
+	l.held = false;
+	CHECK(ri_fence_judge(&core, &l, &f, 0, until) == RI_ST_FENCED, "a released lease: fenced");
+	l.held = true;
+	l.expires = until + a + 1000;   /* the lease outlives the write's terminus */
+	CHECK(ri_fence_judge(&core, &l, &f, until, until) == RI_ST_FENCED,
+	    "at the write's terminus (issue + jwb - allowance): fenced");
+	CHECK(answer(ri_fence_judge(&core, &l, &f, until - 1, until)) == RI_ST_OK, "a ms before the terminus");
+	PASS("journal fence 3: the lease terminus and the write terminus, each at its edge");
+}
+
+static void
+take_edges(void)
+{
+	struct ri_lease_row l = { .held = true, .expires = 5000 };
+	ri_ms longest = ri_longest_lease(core.cfg);
+
+	snprintf(l.holder, sizeof l.holder, "inv_a");
+	CHECK(ri_lease_free(NULL, "inv_b", 0), "no row: free");
+	CHECK(!ri_lease_free(&l, "inv_b", 4999), "held by another, unexpired: not free");
+	CHECK(ri_lease_free(&l, "inv_b", 5000), "expired at its instant: free");
+	CHECK(ri_lease_free(&l, "inv_a", 0), "its own holder takes it again");
+	l.held = false;
+	CHECK(ri_lease_free(&l, "inv_b", 0), "released: free");
+	PASS("act section 1-2: the section is free when no other holds it unexpired");
+
+	CHECK(answer(ri_lease_cap_judge(&core, "ledger", "k", longest)) == RI_ST_OK,
+	    "a lease of the longest grant + allowance is honest");
+	CHECK(answer(ri_lease_cap_judge(&core, "ledger", "k", longest + 1)) == RI_ST_INTEGRITY,
+	    "one ms past the longest lease: the leases table was altered");
+	PASS("act section 11: the lease cap at its edge");
+
+	struct ri_store st = { .take_bounded = true, .take_wait = 0 };
+	struct ri_take_wait w = { 0 };
+	CHECK(ri_take_wait(&core, &st, &w, "ledger", "k", 1000) == RI_ST_SECTION_UNAVAILABLE && w.bounded &&
+	    strstr(core.err.msg, "--wait") != NULL, "-n: refused at once, naming the caller's bound: %s",
+	    core.err.msg);
+	answer(0);
+	memset(&w, 0, sizeof w);
+	st.take_bounded = false;
+	int64_t t0 = ri_mono_ms();
+	CHECK(ri_take_wait(&core, &st, &w, "ledger", "k", 1000) == RI_ST_OK && !w.bounded &&
+	    w.deadline >= t0 + 1000, "unbounded: waits to the holder's lease");
+	CHECK(ri_take_wait(&core, &st, &w, "ledger", "k", longest + 1) == RI_ST_INTEGRITY,
+	    "a held row past the cap is never waited on");
+	answer(0);
+	PASS("open step 2.2: the take's deadline -- the holder's lease, or a shorter --wait");
+}
+
+static void
+actor_edges(void)
+{
+	struct ri_actor_row row = { .service = 0, .created = 10, .revoked = RI_NONE, .reg_seq = 4 };
+	char cred[128];
+	struct ri_actor who;
+
+	ri_credential_mint(&core, "alice", cred, &row);
+	CHECK(strncmp(cred, "ri1_", 4) == 0 && strlen(cred) == 68, "minted credential: %s", cred);
+	CHECK(answer(ri_actor_row_judge(&core, "alice", &row, true, 4)) == RI_ST_OK, "bound to its newest record");
+	CHECK(answer(ri_actor_row_judge(&core, "alice", &row, true, 5)) == RI_ST_INTEGRITY,
+	    "an older row replayed (its newest registry record is later)");
+	CHECK(answer(ri_actor_row_judge(&core, "alice", NULL, true, 4)) == RI_ST_INTEGRITY,
+	    "a deleted row while the scope has records is not 'never registered'");
+	CHECK(answer(ri_actor_row_judge(&core, "alice", NULL, false, 0)) == RI_ST_OK, "never registered");
+	struct ri_actor_row forged = row;
+	forged.service = 1;
+	CHECK(answer(ri_actor_row_judge(&core, "alice", &forged, true, 4)) == RI_ST_INTEGRITY,
+	    "a row altered under its MAC");
+	PASS("Actor Identity: the registry row's MAC and its binding to the newest registry record");
+
+	CHECK(answer(ri_credential_judge(&core, "alice", &row, cred, 100, &who)) == RI_ST_OK && !who.service &&
+	    who.created_at == 10, "the right credential");
+	cred[10] ^= 1;
+	CHECK(answer(ri_credential_judge(&core, "alice", &row, cred, 100, NULL)) == RI_ST_INVALID_CREDENTIAL,
+	    "one character changed");
+	cred[10] ^= 1;
+	CHECK(answer(ri_credential_judge(&core, "bob", NULL, cred, 100, NULL)) == RI_ST_INVALID_CREDENTIAL,
+	    "not registered");
+	row.revoked = 100;
+	CHECK(answer(ri_credential_judge(&core, "alice", &row, cred, 99, NULL)) == RI_ST_OK,
+	    "a ms before its revocation");
+	CHECK(answer(ri_credential_judge(&core, "alice", &row, cred, 100, NULL)) == RI_ST_INVALID_CREDENTIAL,
+	    "revoked from the instant of revocation on");
+	CHECK(answer(ri_authenticate_request_judge(&core, "alice", "")) == RI_ST_INVALID_CREDENTIAL,
+	    "no credential");
+	core.key = NULL;
+	CHECK(answer(ri_authenticate_request_judge(&core, "alice", cred)) == RI_ST_UNAVAILABLE,
+	    "no key: unavailable, never 'anyone'");
+	core.key = key;
+	PASS("Actor Identity: the credential, revocation at its instant, no key never means anyone");
+}
+
+static void
+head_edges(void)
+{
+	struct ri_jhead h = { .last_seq = 3 };
+	unsigned char last[RI_HASH_LEN], mac[RI_HASH_LEN], other[RI_HASH_LEN];
+
+	randombytes_buf(last, sizeof last);
+	randombytes_buf(other, sizeof other);
+	ri_jhead_mac(core.key, core.keylen, core.instance_id, &h, last, mac);
+	CHECK(answer(ri_jhead_judge(&core, &h, mac, last, 3)) == RI_ST_OK, "an intact head");
+	CHECK(answer(ri_jhead_judge(&core, &h, mac, NULL, 3)) == RI_ST_INTEGRITY, "its newest record deleted");
+	CHECK(answer(ri_jhead_judge(&core, &h, mac, other, 3)) == RI_ST_INTEGRITY, "its newest record rewritten");
+	CHECK(answer(ri_jhead_judge(&core, &h, mac, last, 2)) == RI_ST_INTEGRITY, "the tail truncated");
+	CHECK(answer(ri_jhead_judge(&core, &h, mac, last, 4)) == RI_ST_INTEGRITY, "the tail extended");
+	PASS("the journal head: its MAC over the newest record, and the rows end at it");
+
+	core.anchored = true;
+	core.anchor_seq = 3;
+	memcpy(core.anchor_hash, last, RI_HASH_LEN);
+	CHECK(ri_witness_wants(&core, 3) && !ri_witness_wants(&core, 2), "the anchor's record is read when held");
+	CHECK(answer(ri_witness_judge(&core, 3, last)) == RI_ST_OK, "the journal agrees with its witness");
+	CHECK(answer(ri_witness_judge(&core, 2, NULL)) == RI_ST_INTEGRITY, "behind its witness: rolled back");
+	CHECK(answer(ri_witness_judge(&core, 5, other)) == RI_ST_INTEGRITY, "rewritten behind its seal");
+	CHECK(answer(ri_witness_judge(&core, 5, NULL)) == RI_ST_INTEGRITY, "the anchor's record missing");
+	core.anchored = false;
+	PASS("the witness: a journal behind it or disagreeing with it fails closed");
+
+	struct scope sc;
+	struct ri_leaf leaf = { .last_seq = 9 };
+	int64_t at = -1;
+	memcpy(leaf.hash, last, RI_HASH_LEN);
+	scope_make(&sc, SCOPE_ACT, "ledger", "k");
+	CHECK(answer(ri_scope_head_judge(&core, &sc, 9, last, true, &leaf, &at)) == RI_ST_OK && at == 9,
+	    "an intact scope head");
+	CHECK(answer(ri_scope_head_judge(&core, &sc, 0, NULL, false, NULL, &at)) == RI_ST_OK && at == 0,
+	    "proved absent: no rows, no head");
+	CHECK(answer(ri_scope_head_judge(&core, &sc, 9, last, false, NULL, &at)) == RI_ST_INTEGRITY,
+	    "rows and no head: the head was deleted");
+	CHECK(answer(ri_scope_head_judge(&core, &sc, 8, last, true, &leaf, &at)) == RI_ST_INTEGRITY,
+	    "the newest row deleted or moved");
+	CHECK(answer(ri_scope_head_judge(&core, &sc, 9, other, true, &leaf, &at)) == RI_ST_INTEGRITY,
+	    "the newest row rewritten");
+	PASS("a scope's head: authenticated absence, deletion, rewriting");
+}
+
+/* A walk over rows built here: hash_at answers from the fixture. */
+static unsigned char walk_hash[8][RI_HASH_LEN];
+
+static int
+walk_hash_at(void *backend, int64_t seq, unsigned char out[RI_HASH_LEN])
+{
+	(void)backend;
+	memcpy(out, seq == 0 ? core.genesis : walk_hash[seq], RI_HASH_LEN);
+	return RI_ST_OK;
+}
+
+/* record seq of the act scope (ledger, k) whose previous record of the
+ * scope is act_prev; hashed onto the record before it */
+static void
+walk_row(int64_t seq, int64_t act_prev, struct ri_record *r, struct ri_raw *w)
+{
+	const char *payload = "{}";
+	struct ri_header h;
+
+	memset(r, 0, sizeof *r);
+	memset(w, 0, sizeof *w);
+	r->seq = seq;
+	snprintf(r->event_id, sizeof r->event_id, "evt_%028lld", (long long)seq);
+	r->action_ref = ri_strdup("ledger.intended");
+	r->kind = ri_strdup("ledger");
+	r->act_key = ri_strdup("k");
+	r->actor_ref = ri_strdup("alice");
+	r->recorded_at = seq;
+	r->retention_until = RI_NONE;
+	w->act_prev = act_prev;
+	w->has_salt = true;
+	w->shapes_ok = true;
+	randombytes_buf(w->salt, sizeof w->salt);
+	w->payload_text = ri_strdup(payload);
+	ri_payload_digest(w->salt, payload, strlen(payload), w->digest);
+	ri_raw_header(core.instance_id, r, w, &h);
+	ri_record_hash(seq == 1 ? core.genesis : walk_hash[seq - 1], &h, w->hash);
+	memcpy(walk_hash[seq], w->hash, RI_HASH_LEN);
+	ri_mac(core.key, core.keylen, w->hash, RI_HASH_LEN, w->mac);
+}
+
+static int
+walk(bool desc, int64_t from, int64_t head, const int64_t *seqs, const int64_t *links, size_t n,
+    struct ri_records *out)
+{
+	struct ri_query q = { .from = from, .kind = "ledger", .act_key = "k", .descending = desc, .limit = 16 };
+	struct ri_record rows[8];
+	struct ri_raw raws[8];
+	struct scope sc;
+	struct ri_walk wk;
+	int rc;
+
+	/* every row of the fixture is hashed in seq order, whatever the walk */
+	for (int64_t s = 1; s <= 5; s++)
+		walk_row(s, s - 1, &rows[s], &raws[s]);
+	memset(out, 0, sizeof *out);
+	CHECK(ri_walk_query(&core, &q, &sc, &wk) == RI_ST_OK, "a valid query");
+	wk.hash_at = walk_hash_at;
+	ri_walk_begin(&wk, from, head);
+	rc = RI_ST_OK;
+	for (size_t i = 0; i < n && rc == RI_ST_OK; i++) {
+		bool full;
+		if ((rc = ri_walk_peek(&core, &wk, out, seqs[i], &full)) != RI_ST_OK || full)
+			break;
+		raws[seqs[i]].act_prev = links[i];
+		rc = ri_walk_take(&core, &wk, out, &rows[seqs[i]], &raws[seqs[i]]);
+		rows[seqs[i]].seq = 0;          /* taken (or freed) */
+	}
+	if (rc == RI_ST_OK)
+		rc = ri_walk_end(&core, &wk, out);
+	for (int64_t s = 1; s <= 5; s++)
+		if (rows[s].seq != 0) {
+			free(raws[s].payload_text);
+			ri_record_clear(&rows[s]);
+		}
+	ri_records_clear(out);
+	return answer(rc);
+}
+
+static void
+walk_edges(void)
+{
+	struct ri_records out;
+	const int64_t all[] = { 1, 2, 3, 4, 5 }, links[] = { 0, 1, 2, 3, 4 };
+	const int64_t gap[] = { 1, 2, 4, 5 }, gap_links[] = { 0, 1, 3, 4 };
+	const int64_t down[] = { 5, 4, 3, 2, 1 }, down_links[] = { 4, 3, 2, 1, 0 };
+
+	CHECK(walk(false, 1, 5, all, links, 5, &out) == RI_ST_OK, "an intact ascending walk");
+	CHECK(walk(false, 1, 5, gap, gap_links, 4, &out) == RI_ST_INTEGRITY, "a row deleted (seq 3)");
+	CHECK(walk(false, 1, 5, all, links, 4, &out) == RI_ST_INTEGRITY, "the read ends before the scope's head");
+	CHECK(walk(true, 0, 5, down, down_links, 5, &out) == RI_ST_OK, "an intact descending walk from the head");
+	CHECK(walk(true, 0, 5, down, down_links, 4, &out) == RI_ST_INTEGRITY,
+	    "descending: the scope's first record missing");
+	PASS("Capability requirement 1-3: a range read's links, each way, and its end at the scope's head");
+}
+
+static void
+open_scan_edges(void)
+{
+	struct ri_open_intent *v = NULL;
+	size_t n = 0;
+	struct ri_open_scan os = { .kind = "ledger", .aged_by = RI_NONE, .out = &v, .n = &n };
+	struct ri_jhead h = { 0 };
+	unsigned char elem[RI_HASH_LEN];
+
+	ri_open_elem("inv_1", 1, "ledger", "k", "evt_1", 10, elem);
+	ri_acc_xor(h.open_acc, elem);
+	ri_open_elem("inv_2", 2, "other", "k", "evt_2", 20, elem);
+	ri_acc_xor(h.open_acc, elem);
+	h.open_count = 2;
+	ri_open_scan_row(&os, "inv_1", 1, "ledger", "k", "evt_1", 10);
+	ri_open_scan_row(&os, "inv_2", 2, "other", "k", "evt_2", 20);
+	CHECK(answer(ri_open_scan_end(&core, &os, &h)) == RI_ST_OK && n == 1 && strcmp(v[0].invocation_id, "inv_1") == 0,
+	    "the whole index verified, the filter applied after");
+	ri_open_intents_free(v, n);
+	struct ri_open_scan os2 = { .aged_by = RI_NONE };
+	ri_open_scan_row(&os2, "inv_1", 1, "ledger", "k", "evt_1", 10);
+	CHECK(answer(ri_open_scan_end(&core, &os2, &h)) == RI_ST_INTEGRITY, "a row deleted from the index");
+	struct ri_open_scan os3 = { .aged_by = RI_NONE };
+	ri_open_scan_row(&os3, "inv_1", 1, "ledger", "k", "evt_1", 10);
+	ri_open_scan_row(&os3, "inv_2", 2, "other", "k", "evt_2", 21);
+	CHECK(answer(ri_open_scan_end(&core, &os3, &h)) == RI_ST_INTEGRITY, "a row altered in the index");
+	PASS("the open-intents index against its authenticated accumulator");
+}
+
+int
+main(void)
+{
+	char dir[PATH_MAX];
+
+	tl_owner = getpid();
+	CHECK(sodium_init() >= 0, "sodium_init");
+	tl_tmpdir(dir, "common");
+	core_init(dir);
+	fence_edges();
+	take_edges();
+	actor_edges();
+	head_edges();
+	walk_edges();
+	open_scan_edges();
+	ri_config_free((struct ri_config *)core.cfg);
+	return 0;
+}
