@@ -130,6 +130,7 @@ pq_load(ri_err *err)
 
 #define SQLSTATE_FENCE "RIF01"          /* raised by ri_fence_check() at COMMIT */
 #define QMAX 16                         /* deferred writes held at most (then sent) */
+#define AHEAD_MAX 6                     /* reads sent ahead in one round trip at most */
 
 struct pg {
 	struct ri_store base;
@@ -166,6 +167,17 @@ struct pg {
 	bool qfailed;                   /* a deferred write failed: the transaction is lost */
 	int qcode;                      /* ... with this code (its own) */
 	struct { int code; const char *what; } qi[QMAX];
+	/* reads sent ahead in a write's first round trip (ahead_queue), each
+	 * answered from here when its own statement runs (run) */
+	struct ahead {
+		char *sql;              /* the statement, its values inlined */
+		const char *tables;     /* what it reads: " records nodes " */
+		PGresult *r;            /* its answer (NULL: none came) */
+	} ahead[AHEAD_MAX];
+	int nahead;
+	char written[128];              /* the tables this transaction wrote: " records nodes " */
+	bool written_all;
+	char *fence;                    /* journal fence 3: ri.fence's value, sent with the writes */
 	unsigned long round_trips;      /* RI_PG_TRACE: counted, printed at close */
 	int trace;                      /* RI_PG_TRACE=2: every statement too */
 };
@@ -437,6 +449,178 @@ q_clear(struct pg *s)
 static int db_fail(struct pg *s, int code, const char *what, const PGresult *res);
 static bool res_ok(const PGresult *r);
 
+/* sql with p's values inlined (as q_inline writes it), in a new string */
+static char *
+q_text(struct pg *s, const char *sql, const struct params *p)
+{
+	size_t mark = s->qlen;
+	char *t = NULL;
+
+	if (q_inline(s, sql, p))
+		t = ri_strdup(s->q + mark);
+	s->qlen = mark;
+	if (s->q != NULL)
+		s->q[mark] = '\0';
+	return t;
+}
+
+/*
+ * Read-ahead (issue 13: round trips per append).  A write that knows the
+ * reads it will make queues them before it begins; its first round trip
+ * (jhead_fetch_tx) carries them after the head's lock and read, in order,
+ * each a statement of its own (READ COMMITTED: each sees every commit
+ * before the head's lock was granted, as when sent one by one).  When the
+ * code then runs the same statement with the same values, run() answers
+ * from here -- once, and only while no write of the same transaction has
+ * touched a table it reads (note_write), so an answer never predates a
+ * change it would see.  Every writer takes the head's lock first, so no
+ * other transaction changes what was read.  What is not asked for is
+ * dropped at the transaction's end.
+ */
+static void
+ahead_queue(struct pg *s, const char *tables, const char *sql, const struct params *p)
+{
+	char *t;
+
+	if (s->nahead == AHEAD_MAX || (t = q_text(s, sql, p)) == NULL)
+		return;
+	s->ahead[s->nahead].sql = t;
+	s->ahead[s->nahead].tables = tables;
+	s->ahead[s->nahead].r = NULL;
+	s->nahead++;
+}
+
+/* A write of this transaction: the table it changes is noted, so no read
+ * sent ahead of it answers for that table afterwards. */
+static void
+note_write(struct pg *s, const char *sql)
+{
+	static const char *const verbs[] = { "INSERT INTO ", "UPDATE ", "DELETE FROM " };
+	char name[40];
+	size_t len = strlen(s->written);
+
+	for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
+		size_t n = strlen(verbs[i]), k = 0;
+		if (strncmp(sql, verbs[i], n) != 0)
+			continue;
+		name[k++] = ' ';
+		for (const char *c = sql + n; *c != '\0' && *c != ' ' && *c != '(' && k < sizeof name - 2; c++)
+			name[k++] = *c;
+		name[k++] = ' ';
+		name[k] = '\0';
+		if (strstr(s->written, name) != NULL)
+			return;
+		if (len + k < sizeof s->written)
+			memcpy(s->written + (len ? len - 1 : 0), name, k + 1);
+		else
+			s->written_all = true;  /* cannot tell: no read answers from ahead any more */
+		return;
+	}
+}
+
+/* Is one of the tables (" a b ") written in this transaction? */
+static bool
+written_any(const struct pg *s, const char *tables)
+{
+	char name[40];
+
+	for (const char *c = tables; *c != '\0';) {
+		size_t k = 0;
+		while (*c == ' ')
+			c++;
+		if (*c == '\0')
+			break;
+		name[k++] = ' ';
+		while (*c != '\0' && *c != ' ' && k < sizeof name - 2)
+			name[k++] = *c++;
+		name[k++] = ' ';
+		name[k] = '\0';
+		if (strstr(s->written, name) != NULL)
+			return true;
+	}
+	return false;
+}
+
+static void
+ahead_clear(struct pg *s)
+{
+	for (int i = 0; i < s->nahead; i++) {
+		free(s->ahead[i].sql);
+		PQclear(s->ahead[i].r);
+	}
+	s->nahead = 0;
+	s->written[0] = '\0';
+	s->written_all = false;
+}
+
+/* the answer sent ahead for this statement, or false */
+static bool
+ahead_take(struct pg *s, const char *sql, const struct params *p, PGresult **r)
+{
+	char *t;
+	bool found = false;
+
+	if (s->nahead == 0 || s->written_all || (t = q_text(s, sql, p)) == NULL)
+		return false;
+	for (int i = 0; i < s->nahead && !found; i++) {
+		if (s->ahead[i].sql == NULL || s->ahead[i].r == NULL || strcmp(s->ahead[i].sql, t) != 0 ||
+		    written_any(s, s->ahead[i].tables))
+			continue;
+		*r = s->ahead[i].r;
+		s->ahead[i].r = NULL;
+		free(s->ahead[i].sql);
+		s->ahead[i].sql = NULL;
+		found = true;
+	}
+	free(t);
+	return found;
+}
+
+/*
+ * sql -- statements separated by "; ", the last of which answers -- with
+ * the reads queued ahead after it, in one round trip.  The last statement's
+ * answer is returned; each read's answer is kept for run().  Once a
+ * statement fails the server runs none after it: those reads have no
+ * answer, and run() sends them itself (to a transaction that has failed).
+ */
+static PGresult *
+exec_ahead(struct pg *s, const char *sql)
+{
+	PGresult *r, *last = NULL;
+	size_t n = strlen(sql) + 3;
+	int base = 1, i = 0;
+	char *all;
+
+	s->round_trips++;
+	if (s->nahead == 0)
+		return PQexec(s->conn, sql);
+	for (const char *c = sql; (c = strstr(c, "; ")) != NULL; c += 2)
+		base++;
+	for (int k = 0; k < s->nahead; k++)
+		n += strlen(s->ahead[k].sql);
+	all = ri_xcalloc(1, n);
+	strcat(strcat(all, sql), ";\n");
+	for (int k = 0; k < s->nahead; k++)
+		strcat(all, s->ahead[k].sql);
+	if (s->trace > 1)
+		fprintf(stderr, "ri: pg: [%d in one round trip] %.50s\n", base + s->nahead, all);
+	if (!PQsendQuery(s->conn, all)) {
+		free(all);
+		return NULL;
+	}
+	free(all);
+	while ((r = PQgetResult(s->conn)) != NULL) {
+		if (i == base - 1)
+			last = r;
+		else if (i >= base && i - base < s->nahead)
+			s->ahead[i - base].r = r;
+		else
+			PQclear(r);
+		i++;
+	}
+	return last;
+}
+
 /*
  * Send the queue and the statement already appended after it (counted in
  * s->qn + 1 statements when with_last) in one round trip.  A queued
@@ -497,6 +681,7 @@ defer_write(struct pg *s, int code, const char *what, const char *sql, const str
 	}
 	if (!q_inline(s, sql, p))
 		return ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "journal (postgresql): %s: out of memory", what);
+	note_write(s, sql);
 	s->qi[s->qn].code = code;
 	s->qi[s->qn].what = what;
 	s->qn++;
@@ -511,6 +696,11 @@ run(struct pg *s, const char *sql, const struct params *p)
 {
 	int answered;
 
+	PGresult *r;
+
+	if (ahead_take(s, sql, p, &r))
+		return r;
+	note_write(s, sql);
 	if (s->qn > 0) {
 		if (!q_inline(s, sql, p))
 			return NULL;
@@ -706,6 +896,9 @@ rollback(struct pg *s)
 	q_clear(s);
 	s->qfailed = false;
 	ri_tree_cache_clear(&s->nodes);
+	ahead_clear(s);
+	free(s->fence);
+	s->fence = NULL;
 }
 
 /* keep the failing call's error over the rollback's */
@@ -740,6 +933,9 @@ commit(struct pg *s)
 	ri_tree_cache_clear(&s->nodes);
 	s->nn = 0;
 	s->pre[0].valid = s->pre[1].valid = false;
+	ahead_clear(s);
+	free(s->fence);
+	s->fence = NULL;
 	if (s->qfailed) {
 		/* a deferred write failed and the server ran nothing after it */
 		rc = ri_st_recode(&s->core, RI_ST_STEP2);
@@ -951,6 +1147,15 @@ path_absorb(struct pg *s, const PGresult *r, int idcol, unsigned char ids[PREFET
 	return RI_ST_OK;
 }
 
+/* the statement of prefetch (and of its read sent ahead) */
+static void
+prefetch_sql(const unsigned char key[RI_SCOPE_LEN], struct params *p, unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX],
+    char *list, size_t listlen, char *sql, size_t n)
+{
+	path_params(p, key, ids, list, listlen);
+	snprintf(sql, n, "SELECT id, body FROM nodes WHERE id IN (%s)", list);
+}
+
 /* Fetch key's path in one statement (a lookup then costs no round trip). */
 static int
 prefetch(struct pg *s, const unsigned char key[RI_SCOPE_LEN])
@@ -963,8 +1168,7 @@ prefetch(struct pg *s, const unsigned char key[RI_SCOPE_LEN])
 
 	if (s->core.key == NULL || !s->in_tx)
 		return RI_ST_OK;
-	path_params(&p, key, ids, list, sizeof list);
-	snprintf(sql, sizeof sql, "SELECT id, body FROM nodes WHERE id IN (%s)", list);
+	prefetch_sql(key, &p, ids, list, sizeof list, sql, sizeof sql);
 	r = run(s, sql, &p);
 	if (!res_ok(r))
 		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", r);
@@ -1067,6 +1271,28 @@ scope_max(struct pg *s, int type, const char *a, const char *b, int64_t *out, un
 	return rc;
 }
 
+/* the statement of scopes_prefetch (and of its read sent ahead) */
+static void
+scopes_sql(const unsigned char act[RI_SCOPE_LEN], const char *kind, const char *act_key,
+    const unsigned char inv[RI_SCOPE_LEN], const char *invocation_id, struct params *p,
+    unsigned char ida[PREFETCH_DEPTH][RI_NODE_ID_MAX], unsigned char idi[PREFETCH_DEPTH][RI_NODE_ID_MAX],
+    char *sql, size_t n)
+{
+	char la[256], li[256];
+
+	p_text(p, kind);
+	p_text(p, act_key);
+	p_text(p, invocation_id);
+	path_params(p, act, ida, la, sizeof la);
+	path_params(p, inv, idi, li, sizeof li);
+	snprintf(sql, n,
+	    "SELECT 0, seq, hash, NULL::bytea, NULL::bytea FROM (SELECT seq, hash FROM records WHERE kind = $1"
+	    " AND act_key = $2 ORDER BY seq DESC LIMIT 1) a"
+	    " UNION ALL SELECT 1, seq, hash, NULL, NULL FROM (SELECT seq, hash FROM records"
+	    " WHERE invocation_id = $3 ORDER BY seq DESC LIMIT 1) i"
+	    " UNION ALL SELECT 2, NULL, NULL, id, body FROM nodes WHERE id IN (%s, %s)", la, li);
+}
+
 /* An append's act and invocation scopes: both newest rows and both paths
  * of the tree in one statement (issue 13, round trips per append); the
  * rows wait in s->pre for the two scope_max calls that follow. */
@@ -1076,24 +1302,14 @@ scopes_prefetch(struct pg *s, const unsigned char act[RI_SCOPE_LEN], const char 
 {
 	struct params p = { 0 };
 	unsigned char ida[PREFETCH_DEPTH][RI_NODE_ID_MAX], idi[PREFETCH_DEPTH][RI_NODE_ID_MAX];
-	char la[256], li[256], sql[1200];
+	char sql[1200];
 	PGresult *r;
 	int rc = RI_ST_OK;
 
 	s->pre[0].valid = s->pre[1].valid = false;
 	if (s->core.key == NULL || !s->in_tx)
 		return RI_ST_OK;
-	p_text(&p, kind);
-	p_text(&p, act_key);
-	p_text(&p, invocation_id);
-	path_params(&p, act, ida, la, sizeof la);
-	path_params(&p, inv, idi, li, sizeof li);
-	snprintf(sql, sizeof sql,
-	    "SELECT 0, seq, hash, NULL::bytea, NULL::bytea FROM (SELECT seq, hash FROM records WHERE kind = $1"
-	    " AND act_key = $2 ORDER BY seq DESC LIMIT 1) a"
-	    " UNION ALL SELECT 1, seq, hash, NULL, NULL FROM (SELECT seq, hash FROM records"
-	    " WHERE invocation_id = $3 ORDER BY seq DESC LIMIT 1) i"
-	    " UNION ALL SELECT 2, NULL, NULL, id, body FROM nodes WHERE id IN (%s, %s)", la, li);
+	scopes_sql(act, kind, act_key, inv, invocation_id, &p, ida, idi, sql, sizeof sql);
 	r = run(s, sql, &p);
 	if (!res_ok(r)) {
 		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", r);
@@ -1250,10 +1466,9 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 	    " (SELECT recorded_at FROM records WHERE seq = h.last_seq) FROM heads h WHERE h.id = 1",
 	    open, lock ? "SELECT 1 FROM heads WHERE id = 1 FOR UPDATE; " : "",
 	    (long long)(s->core.anchored ? s->core.anchor_seq : 0));
-	s->round_trips++;
 	if (begin)
 		s->in_tx = true;        /* even should a later statement fail: rolled back */
-	r = PQexec(s->conn, sql);
+	r = exec_ahead(s, sql);
 	if (!res_ok(r)) {
 		rc = db_fail(s, lock ? RI_ST_STEP2 : RI_ST_UNAVAILABLE, "journal head", r);
 		PQclear(r);
@@ -1629,6 +1844,8 @@ pg_open_intents(struct ri_store *base, const char *kind, const char *act_key, ri
 
 
 
+#define ACTOR_SQL "SELECT service, cred_hash, created_at, revoked_at, reg_seq, mac FROM actors WHERE actor_ref = $1"
+
 /* An actor's registry row, read and judged as store_sqlite.c's actor_get
  * does (ri_actor_row_judge): MACed, and bound to the newest registry
  * record of its scope. */
@@ -1644,8 +1861,7 @@ actor_get(struct pg *s, const struct ri_jhead *jh, const char *actor, struct ri_
 
 	*exists = false;
 	p_text(&p, actor);
-	r = run(s, "SELECT service, cred_hash, created_at, revoked_at, reg_seq, mac FROM actors WHERE actor_ref = $1",
-	    &p);
+	r = run(s, ACTOR_SQL, &p);
 	if (!res_ok(r)) {
 		rc = db_fail(s, RI_ST_UNAVAILABLE, "actor read", r);
 		PQclear(r);
@@ -1685,12 +1901,13 @@ check_credential(struct pg *s, const struct ri_jhead *jh, const char *actor, con
 	return ri_credential_judge(&s->core, actor, exists ? &row : NULL, cred, now, who);
 }
 
+#define LEASE_SQL "SELECT holder, expires_at, token, mac FROM leases WHERE kind = $1 AND act_key = $2"
+#define LEASE_LOCK_SQL LEASE_SQL " FOR UPDATE"
+
 /* A lease row, verified (MAC).  lock: FOR UPDATE -- taken after the head
- * row's lock, never before (the lock order); fence: also set the
- * transaction's fence (ri.fence) in the same statement. */
+ * row's lock, never before (the lock order). */
 static int
-lease_get_fence(struct pg *s, const char *kind, const char *act_key, bool lock, const char *fence,
-    struct ri_lease_row *l, bool *exists)
+lease_get(struct pg *s, const char *kind, const char *act_key, bool lock, struct ri_lease_row *l, bool *exists)
 {
 	struct params p = { 0 };
 	PGresult *r;
@@ -1700,12 +1917,7 @@ lease_get_fence(struct pg *s, const char *kind, const char *act_key, bool lock, 
 	memset(l, 0, sizeof *l);
 	p_text(&p, kind);
 	p_text(&p, act_key);
-	if (fence != NULL)
-		p_text(&p, fence);
-	r = run(s, fence != NULL ? "SELECT holder, expires_at, token, mac, set_config('ri.fence', $3, true)"
-	    " FROM leases WHERE kind = $1 AND act_key = $2 FOR UPDATE" : lock ?
-	    "SELECT holder, expires_at, token, mac FROM leases WHERE kind = $1 AND act_key = $2 FOR UPDATE" :
-	    "SELECT holder, expires_at, token, mac FROM leases WHERE kind = $1 AND act_key = $2", &p);
+	r = run(s, lock ? LEASE_LOCK_SQL : LEASE_SQL, &p);
 	if (!res_ok(r)) {
 		rc = db_fail(s, RI_ST_UNAVAILABLE, "lease read", r);
 		PQclear(r);
@@ -1729,12 +1941,6 @@ lease_get_fence(struct pg *s, const char *kind, const char *act_key, bool lock, 
 		    kind, act_key);
 	*exists = true;
 	return ri_lease_row_judge(&s->core, kind, act_key, l);
-}
-
-static int
-lease_get(struct pg *s, const char *kind, const char *act_key, bool lock, struct ri_lease_row *l, bool *exists)
-{
-	return lease_get_fence(s, kind, act_key, lock, NULL, l, exists);
 }
 
 static int
@@ -1785,13 +1991,20 @@ check_fence(struct pg *s, const char *kind, const char *act_key, const struct ri
 	    "allowance", (json_int_t)a, "until", (json_int_t)until);
 	txt = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
-	/* the lease row locked (after the head: the lock order) and the
-	 * COMMIT-time fence set, in one round trip */
-	rc = lease_get_fence(s, kind, act_key, true, txt, &l, &exists);
-	free(txt);
-	if (rc != RI_ST_OK)
+	/* the lease row locked (after the head: the lock order; sent ahead in
+	 * the head's round trip), and the COMMIT-time fence kept to be set
+	 * with the writes (pg_record_action) */
+	if ((rc = lease_get(s, kind, act_key, true, &l, &exists)) != RI_ST_OK) {
+		free(txt);
 		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
-	return ri_fence_judge(&s->core, exists ? &l : NULL, f, now, until);
+	}
+	if ((rc = ri_fence_judge(&s->core, exists ? &l : NULL, f, now, until)) != RI_ST_OK) {
+		free(txt);
+		return rc;
+	}
+	free(s->fence);
+	s->fence = txt;
+	return RI_ST_OK;
 }
 
 
@@ -1852,6 +2065,8 @@ open_add_first(struct pg *s, struct ri_jhead *jh, const char *inv, int64_t seq, 
 	return RI_ST_OK;
 }
 
+#define OPEN_ROW_SQL "SELECT seq, kind, act_key, event_id, recorded_at FROM open_intents WHERE invocation_id = $1"
+
 static int
 open_remove(struct pg *s, struct ri_jhead *jh, const char *inv)
 {
@@ -1859,11 +2074,14 @@ open_remove(struct pg *s, struct ri_jhead *jh, const char *inv)
 	unsigned char elem[RI_HASH_LEN];
 	PGresult *r;
 
+	int rc = RI_ST_OK;
+
+	/* the row read (sent ahead by an append: reads_ahead), then deleted
+	 * with the writes -- under the head's lock nobody else changes it */
 	p_text(&p, inv);
-	r = run(s, "DELETE FROM open_intents WHERE invocation_id = $1"
-	    " RETURNING seq, kind, act_key, event_id, recorded_at", &p);
+	r = run(s, OPEN_ROW_SQL, &p);
 	if (!res_ok(r)) {
-		int rc = db_fail(s, RI_ST_UNAVAILABLE, "append", r);
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "append", r);
 		PQclear(r);
 		return rc;
 	}
@@ -1872,9 +2090,10 @@ open_remove(struct pg *s, struct ri_jhead *jh, const char *inv)
 		    g_int(r, 0, 4), elem);
 		ri_acc_xor(jh->open_acc, elem);
 		jh->open_count--;
+		rc = defer_write(s, RI_ST_UNAVAILABLE, "append", "DELETE FROM open_intents WHERE invocation_id = $1", &p);
 	}
 	PQclear(r);
-	return RI_ST_OK;
+	return rc;
 }
 
 /* ---- record_action ------------------------------------------------------- */
@@ -2003,6 +2222,48 @@ write_begin(struct pg *s, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri
 }
 
 /*
+ * The reads an append will make, sent ahead in its first round trip
+ * (ahead_queue): the actor's registry row and its scope's tree path
+ * (the credential check), the act's lease locked (the journal fence),
+ * the act's and the invocation's newest rows and paths (the append).
+ * With the writes and COMMIT in the second, an append is two round trips.
+ */
+static void
+reads_ahead(struct pg *s, const struct ri_append *a, const char *kind)
+{
+	unsigned char ida[PREFETCH_DEPTH][RI_NODE_ID_MAX], idi[PREFETCH_DEPTH][RI_NODE_ID_MAX];
+	const char *act_key = a->act_key ? a->act_key : "";
+	char list[256], sql[1200];
+	struct scope sc, inv;
+	struct params p = { 0 };
+
+	p_text(&p, a->actor_ref);
+	ahead_queue(s, " actors ", ACTOR_SQL, &p);
+	if (s->core.key == NULL)
+		return;
+	scope_make(&sc, SCOPE_ACT, "audit", a->actor_ref);
+	p = (struct params){ 0 };
+	prefetch_sql(sc.key, &p, ida, list, sizeof list, sql, sizeof sql);
+	ahead_queue(s, " nodes ", sql, &p);
+	if (a->fence != NULL && s->core.cfg->journal_fence) {
+		p = (struct params){ 0 };
+		p_text(&p, kind);
+		p_text(&p, act_key);
+		ahead_queue(s, " leases ", LEASE_LOCK_SQL, &p);
+	}
+	if (a->invocation_id != NULL) {
+		scope_make(&sc, SCOPE_ACT, kind, act_key);
+		scope_make(&inv, SCOPE_INV, a->invocation_id, NULL);
+		p = (struct params){ 0 };
+		scopes_sql(sc.key, kind, act_key, inv.key, a->invocation_id, &p, ida, idi, sql, sizeof sql);
+		ahead_queue(s, " records nodes ", sql, &p);
+		p = (struct params){ 0 };
+		p_text(&p, a->invocation_id);
+		ahead_queue(s, " open_intents ", OPEN_ROW_SQL, &p);
+	}
+}
+
+/*
  * record_action -- see store_sqlite.c for the contract.  Here: step 2 is
  * any failure before COMMIT is sent (the server rolls the transaction
  * back: nothing landed); journal fence 3 is checked twice, under the
@@ -2018,6 +2279,7 @@ pg_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 	enum ri_fault_action fa = RI_FA_NONE;
 	struct ri_jhead jh;
 	unsigned char lh[RI_HASH_LEN];
+	unsigned long rt0 = s->round_trips;
 	ri_ms now;
 	int rc, role;
 
@@ -2027,7 +2289,9 @@ pg_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 	    (rc = ri_append_fault_before(&s->core, a, &fa)) != RI_ST_OK)
 		return rc;
 	/* step 2 until COMMIT is sent: the journal head locked and verified
-	 * (nothing is appended to a journal that fails verification) */
+	 * (nothing is appended to a journal that fails verification); the
+	 * append's reads travel with it, judged only after it is */
+	reads_ahead(s, a, kind);
 	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
 		return rc == RI_ST_UNAVAILABLE || rc == RI_ST_READONLY ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
 	if ((rc = check_credential(s, &jh, a->actor_ref, a->credential, now, NULL)) != RI_ST_OK)
@@ -2046,8 +2310,18 @@ pg_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 		snprintf(point, sizeof point, "%s.locked", a->fault_tag);
 		ri_fault(point);
 	}
+	/* journal fence 3 at COMMIT: the server's own check (ri_fence_check)
+	 * reads this setting, sent with the writes */
+	if (s->fence != NULL) {
+		struct params p = { 0 };
+		p_text(&p, s->fence);
+		if ((rc = defer_write(s, RI_ST_STEP2, "fence", "SELECT set_config('ri.fence', $1, true)", &p)) != RI_ST_OK)
+			goto fail;
+	}
 	if ((rc = commit(s)) != RI_ST_OK)
 		return rc == RI_ST_LOST ? ri_st_fail(&s->core, RI_ST_LOST, out->seq, out->event_id, "%s", s->core.err.msg) : rc;
+	if (s->trace > 0)
+		fprintf(stderr, "ri: pg: record_action %s: %lu round trips\n", a->action_ref, s->round_trips - rt0);
 	return ri_append_landed(&s->core, a, fa, kind, out);
 fail:
 	rollback_keep(s);
@@ -3173,6 +3447,8 @@ pg_close(struct ri_store *base)
 		return;
 	if (s->trace > 0)
 		fprintf(stderr, "ri: postgresql round trips: %lu\n", s->round_trips);
+	ahead_clear(s);
+	free(s->fence);
 	if (s->conn != NULL)
 		PQfinish(s->conn);
 	free(s->nmap);

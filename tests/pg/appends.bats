@@ -1,0 +1,47 @@
+#!/usr/bin/env bats
+# appends.bats -- what one append costs on PostgreSQL (issue 13, "round
+# trips per append (goal <= 2)"): the head's lock with every read the
+# append's checks make, then the writes with COMMIT.  Counted by the
+# backend itself (RI_PG_TRACE), so the test holds with no clock.  Runs
+# only under tests/pg/run (make test-pg).
+
+bats_require_minimum_version 1.5.0
+
+load "$BATS_TEST_DIRNAME/../lib/common"
+
+setup() {
+	ri_pg_on || skip "needs tests/pg/run (a PostgreSQL server)"
+}
+
+teardown() {
+	if [ -n "${T:-}" ] && [ -d "$T" ]; then
+		rm -rf "$T"
+	fi
+}
+
+# appended TRACE REF -- the round trips the trace says REF's append took
+appended() {
+	sed -n "s/.*record_action $2: \([0-9]*\) round trips.*/\1/p" "$1"
+}
+
+@test "issue 13: an intent's and an outcome's append are two round trips each, with the journal fence declared (the reads ride with the head's lock, the writes with COMMIT)" {
+	ri_instance
+	[ "$(jq -r '.instance.journal_fence' "$RI_CONFIG")" = declared ]
+	o=$(open_req k1 | RI_PG_TRACE=1 ri-open 2>"$T/open.trace")
+	[ "$(appended "$T/open.trace" ledger.intended)" -eq 2 ]
+	close_req "$o" '{"disclosure_id":"d1"}' | RI_PG_TRACE=1 ri-close 2>"$T/close.trace" >/dev/null
+	[ "$(appended "$T/close.trace" ledger.disclosed)" -eq 2 ]
+	# and what they wrote verifies
+	[ "$(records "act_key = 'k1'")" -eq 2 ]
+	ri-audit >/dev/null
+}
+
+@test "issue 13: a repeatable act opened and closed three times over the read-ahead -- each Open sees the last closed (open step 3), every append verifies" {
+	ri_instance
+	for i in 1 2 3; do
+		o=$(open_req rep | ri-open)
+		close_req "$o" "{\"disclosure_id\":\"d$i\"}" | ri-close >/dev/null
+	done
+	[ "$(records "act_key = 'rep' AND role = 1")" -eq 3 ]
+	ri-audit >/dev/null
+}
