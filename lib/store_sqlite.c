@@ -1383,6 +1383,7 @@ sq_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 		goto fail;
 #ifdef RI_NC_NO_JOURNAL_FENCE
 	(void)check_fence;              /* negative control: the fence is never checked */
+	(void)c;
 #else
 	if (a->fence != NULL && c->journal_fence &&
 	    (rc = check_fence(s, kind, a->act_key ? a->act_key : "", a->fence, now)) != RI_ST_OK)
