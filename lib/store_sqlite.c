@@ -48,6 +48,7 @@ struct sq {
 	int64_t busy_since;             /* when the current lock wait began (mono ms) */
 	/* tree nodes verified or written in the current transaction (heads.h) */
 	struct ri_tree_cache nodes;
+	int wal_frames;                 /* the WAL's frames at our last commit (wal_trim) */
 	/* prepared statements, kept for the connection's life: preparing costs
 	 * more than most of the queries themselves */
 	struct cached {
@@ -975,10 +976,52 @@ sq_open_intents(struct ri_store *base, const char *kind, const char *act_key, ri
 
 /* ---- record_action ------------------------------------------------------- */
 
+/*
+ * The WAL kept short (issue 15).  Every ri command is a new connection, and
+ * the first connection to open a journal rebuilds the WAL index from the
+ * WAL file: it reads and checksums every frame written since the WAL last
+ * restarted, ~2 us a frame -- about 1 ms a process at SQLite's default
+ * 1,000-frame autocheckpoint, in a process whose own work is a few ms.
+ * The WAL restarts at its first frame only when a connection writes after
+ * a checkpoint that copied every frame, and a rebuild forgets what was
+ * copied: so SQLite's autocheckpoint, at a process's last commit, leaves
+ * the next process the whole WAL again.  Instead, a write transaction that
+ * follows one of our own commits (every command writes twice: the take and
+ * the intent, the outcome and the release; the sweep many times) first
+ * checkpoints when that commit left WAL_TRIM_FRAMES or more; the write then
+ * restarts the WAL.  PASSIVE: the checkpoint never waits for a reader or a
+ * writer, and stops where one is in its way.  No sync is relaxed: the
+ * checkpoint syncs the WAL before it copies a page, and the database after.
+ */
+#define WAL_TRIM_FRAMES 64
+#define WAL_BACKSTOP_FRAMES 1000        /* SQLite's own autocheckpoint */
+
+static int
+wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
+{
+	struct sq *s = arg;
+
+	s->wal_frames = frames;
+	/* a process that never writes again still checkpoints a long WAL */
+	if (frames >= WAL_BACKSTOP_FRAMES)
+		(void)sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	return SQLITE_OK;
+}
+
+static void
+wal_trim(struct sq *s)
+{
+	if (s->wal_frames < WAL_TRIM_FRAMES)
+		return;
+	(void)sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	s->wal_frames = 0;
+}
+
 static int
 begin_immediate(struct sq *s)
 {
 	ri_tree_cache_clear(&s->nodes);
+	wal_trim(s);
 	int rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 
 	if (rc == SQLITE_OK)
@@ -2912,6 +2955,7 @@ setup_connection(struct sq *s, ri_err *err)
 	sqlite3_extended_result_codes(s->db, 1);
 	/* checkpoints ride the autocheckpoint, not every short process's exit */
 	sqlite3_db_config(s->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
+	sqlite3_wal_hook(s->db, wal_hook, s);
 	if (sqlite3_create_function(s->db, "ri_now", 0, SQLITE_UTF8, s, sql_now, NULL, NULL) != SQLITE_OK)
 		return ri_fail(err, RI_INTERNAL, "sqlite: cannot register ri_now");
 	/* RI_UNSAFE_NOSYNC=1 with "fault_injection": true -- a test seam that
