@@ -12,15 +12,14 @@
 # Variables a sub-build overrides: BUILD (objects), LIBA, BINDIR, EXBINDIR,
 # SAN (sanitizer flags), EXTRA_CFLAGS (e.g. a negative-control -D).
 #
-# STATIC=1 links the commands and examples statically (libc, SQLite,
-# libsodium, jansson: needs their .a files; never with SAN).  Each command
-# is a short process, and a static one starts in ~0.8x the CPU of a
-# dynamic one (issue 15: the pair's cost is process start-up as much as
-# fsync).  glibc's linker prints notices that SQLite's extension loading
-# (dlopen, which ri never enables) and getpwuid (ri-seal's operator name)
-# need glibc's shared NSS modules at run time -- those of the same glibc.
-# A static build still opens libpq.so.5 with dlopen for a PostgreSQL
-# journal (lib/store_pg.c), under the same caveat.
+# DEPS_STATIC (below) links SQLite, libsodium and jansson into each
+# command by default, libc shared.  STATIC=1 links libc statically too
+# (needs its .a files; never with SAN): glibc's linker then prints notices
+# that SQLite's extension loading (dlopen, which ri never enables) and
+# getpwuid (ri-seal's operator name) need glibc's shared NSS modules at run
+# time -- those of the same glibc -- and a PostgreSQL journal's libpq.so.5,
+# which lib/store_pg.c opens with dlopen, is under the same caveat; the
+# default keeps libc shared for that reason.
 
 PREFIX   ?= /usr/local
 DESTDIR  ?=
@@ -39,7 +38,19 @@ PQ_CFLAGS  ?= $(shell pkg-config --cflags libpq 2>/dev/null || echo -I$$(pg_conf
 STATIC   ?= 0
 # libpq's headers only: lib/store_pg.c loads libpq.so.5 when a PostgreSQL
 # journal is opened (dlopen), so a SQLite host's commands never load it
-LDLIBS_RI   = $(LDFLAGS) -lsqlite3 -lsodium -ljansson -ldl
+# DEPS_STATIC=1 (the default where the three archives are installed, as
+# Debian's -dev packages install them): SQLite, libsodium and jansson are
+# linked into each command, libc stays shared.  A command is a short
+# process, and resolving three shared libraries' symbols at every start
+# cost ~0.5 ms of a pair's ~4 ms (issue 15: ~1.4 M instructions a
+# process).  DEPS_STATIC=0 links them shared, as a distribution packages
+# them.
+DEPS_FOUND  := $(foreach l,libsqlite3.a libsodium.a libjansson.a,$(findstring /,$(shell $(CC) -print-file-name=$(l) 2>/dev/null)))
+DEPS_STATIC ?= $(if $(filter 3,$(words $(DEPS_FOUND))),1,0)
+LDDEPS_1    = -Wl,-Bstatic -lsqlite3 -lsodium -ljansson -Wl,-Bdynamic -lm -lpthread
+LDDEPS_0    = -lsqlite3 -lsodium -ljansson
+LDDEPS      = $(if $(and $(filter 1,$(DEPS_STATIC)),$(filter-out 1,$(STATIC))),$(LDDEPS_1),$(LDDEPS_0))
+LDLIBS_RI   = $(LDFLAGS) $(LDDEPS) -ldl
 LDSTATIC    = $(if $(and $(filter 1,$(STATIC)),$(if $(SAN),,1)),-static)
 
 LIB_SRC  := $(sort $(wildcard lib/*.c))
