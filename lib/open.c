@@ -27,19 +27,6 @@ release(struct ri *r, struct open_req *o)
 	(void)r->st->ops->release(r->st, o->kind, o->act_key, o->inv);
 }
 
-static json_t *
-placeholder(int64_t len)
-{
-	char *s = ri_xmalloc((size_t)len + 1);
-	json_t *j;
-
-	memset(s, 'x', (size_t)len);
-	s[len] = '\0';
-	j = json_string(s);
-	free(s);
-	return j;
-}
-
 /*
  * Primitive policy 12, Invariant 6: the intent record, and the kind's
  * largest record -- an outcome carrying outcome_envelope bytes of data
@@ -47,6 +34,12 @@ placeholder(int64_t len)
  * resolved_by, supersedes), or an escalation naming intent_candidates_cap
  * candidates of reference_length_cap each -- each as the substrate
  * measures a payload, with the longest actor ref that may write it.
+ *
+ * The largest records are measured with their placeholder strings empty,
+ * and each placeholder's length then added: a string of n 'x' serializes
+ * to n + 2 bytes and "" to 2, wherever it stands, so the sum is exactly
+ * the size of the record built with the placeholders -- without
+ * serializing some 8 KiB of 'x' at every Open (issue 15).
  */
 static bool
 fits(struct ri *r, struct open_req *o, json_t *intent_payload, char *why, size_t n)
@@ -54,32 +47,34 @@ fits(struct ri *r, struct open_req *o, json_t *intent_payload, char *why, size_t
 	const struct ri_config *c = r->cfg;
 	const struct ri_kind *k = o->k;
 	char ref[160];
-	int64_t actor_len = c->reference_length_cap;
-	json_t *big_actor = placeholder(actor_len);
-	const char *actor = json_string_value(big_actor);
-	json_t *outcome_data = json_pack("{s:o}", "x", placeholder(k->outcome_envelope > 8 ?
-	    k->outcome_envelope - 8 : 1));
+	size_t actor_len = (size_t)c->reference_length_cap;
+	size_t data_len = k->outcome_envelope > 8 ? (size_t)k->outcome_envelope - 8 : 1;
+	size_t cands_len = (size_t)c->intent_candidates_cap * (size_t)c->reference_length_cap;
 	json_t *common = json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:s}",
 	    "invocation_id", o->inv, "intent_event_id", "evt_00000000000000000000000000000000",
-	    "kind", k->name, "act_key", o->act_key, "recovery", 1, "acting_actor_ref", actor,
-	    "resolved_by", actor, "supersedes", "evt_00000000000000000000000000000000");
+	    "kind", k->name, "act_key", o->act_key, "recovery", 1, "acting_actor_ref", "",
+	    "resolved_by", "", "supersedes", "evt_00000000000000000000000000000000");
 	json_t *outcome = json_deep_copy(common), *esc = json_deep_copy(common), *cands = json_array();
 	size_t intent_sz, outcome_sz = 0, esc_sz;
 	bool ok;
 
 	intent_sz = ri_envelope_size(ri_action_ref(k, "intended", ref, sizeof ref), o->actor_ref,
 	    intent_payload);
-	json_object_set(outcome, "data", outcome_data);
+	/* the envelope's actor_ref, acting_actor_ref and resolved_by: the
+	 * longest actor ref each */
+	json_object_set_new(outcome, "data", json_pack("{s:s}", "x", ""));
 	for (size_t i = 0; i < k->n_outcomes; i++) {
-		size_t sz = ri_envelope_size(ri_action_ref(k, k->outcomes[i], ref, sizeof ref), actor, outcome);
+		size_t sz = ri_envelope_size(ri_action_ref(k, k->outcomes[i], ref, sizeof ref), "", outcome) +
+		    3 * actor_len + data_len;
 		if (sz > outcome_sz)
 			outcome_sz = sz;
 	}
 	for (int64_t i = 0; i < c->intent_candidates_cap; i++)
-		json_array_append_new(cands, placeholder(c->reference_length_cap));
+		json_array_append_new(cands, json_string(""));
 	json_object_set_new(esc, "store_candidates", cands);
 	json_object_set_new(esc, "cause", json_string("outcome-unrecordable"));
-	esc_sz = ri_envelope_size(ri_action_ref(k, "escalated", ref, sizeof ref), actor, esc);
+	esc_sz = ri_envelope_size(ri_action_ref(k, "escalated", ref, sizeof ref), "", esc) + 3 * actor_len +
+	    cands_len;
 	ok = (int64_t)intent_sz <= c->payload_cap && (int64_t)outcome_sz <= c->payload_cap &&
 	    (int64_t)esc_sz <= c->payload_cap;
 	if ((int64_t)intent_sz > c->payload_cap)
@@ -88,11 +83,9 @@ fits(struct ri *r, struct open_req *o, json_t *intent_payload, char *why, size_t
 	else if (!ok)
 		snprintf(why, n, "the kind's largest record (outcome %zu, escalation %zu bytes) would "
 		    "exceed payload_cap %lld (Invariant 6)", outcome_sz, esc_sz, (long long)c->payload_cap);
-	json_decref(outcome_data);
 	json_decref(common);
 	json_decref(outcome);
 	json_decref(esc);
-	json_decref(big_actor);
 	return ok;
 }
 

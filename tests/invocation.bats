@@ -223,6 +223,55 @@ need_sweep() {
 	[ "$(lease_rows k1)" -eq 0 ]
 }
 
+# largest_record KEY INV ACTION -- the kind's largest record (Primitive
+# policy 12, Invariant 6) built whole with its placeholder strings, as the
+# substrate measures a payload: the canonical envelope's length in bytes.
+# ACTION outcome: the outcome carrying outcome_envelope bytes of data with
+# every field a writer may add; ACTION escalation: intent_candidates_cap
+# candidates of reference_length_cap each.  Built here with jq, so the
+# test checks ri's own arithmetic (lib/open.c fits) against the records.
+largest_record() {
+	jq -nc --arg k "$1" --arg inv "$2" --arg what "$3" \
+	    --argjson refcap "$(jq .instance.reference_length_cap "$RI_CONFIG")" \
+	    --argjson env "$(jq .kinds.ledger.outcome_envelope "$RI_CONFIG")" \
+	    --argjson ncand "$(jq .instance.intent_candidates_cap "$RI_CONFIG")" '
+	    def xs(n): [range(n)] | map("x") | join("");
+	    xs($refcap) as $actor | "evt_00000000000000000000000000000000" as $ev |
+	    {invocation_id: $inv, intent_event_id: $ev, kind: "ledger", act_key: $k, recovery: true,
+	     acting_actor_ref: $actor, resolved_by: $actor, supersedes: $ev} as $common |
+	    (if $what == "outcome" then
+	        ["ledger.disclosed", $common + {data: {x: xs($env - 8)}}]
+	     else
+	        ["ledger.escalated", $common + {store_candidates: [range($ncand)] | map(xs($refcap)),
+	                                         cause: "outcome-unrecordable"}]
+	     end) as [$ref, $payload] |
+	    {action_ref: $ref, actor_ref: $actor, attestation_id: "att_00000000000000000000000000000000",
+	     data: $payload} | tojson | length'
+}
+
+@test "Primitive policy 12, Invariant 6: payload_cap at exactly the kind's largest record opens; one byte less is invalid-request (11, cause payload-cap), nothing written" {
+	ri_instance
+	# the sizes do not depend on the invocation id's value, only its length
+	inv=inv_00000000000000000000000000000000
+	out=$(largest_record k1 "$inv" outcome)
+	esc=$(largest_record k1 "$inv" escalation)
+	big=$(( out > esc ? out : esc ))
+	[ "$big" -gt 1024 ]
+	ri_cfg ".instance.payload_cap = $((big - 1))"
+	n=$(records)
+	run --separate-stderr ri-open <<<"$(open_req k1)"
+	[ "$status" -eq 11 ]
+	[ "$(field refused)" = invalid-request ]
+	[ "$(field cause)" = payload-cap ]
+	[[ "$stderr" == *"outcome $out, escalation $esc bytes"* ]]
+	[ "$(records)" -eq "$n" ]
+	[ "$(lease_rows k1)" -eq 0 ]
+	ri_cfg ".instance.payload_cap = $big"
+	run --separate-stderr ri-open <<<"$(open_req k1)"
+	[ "$status" -eq 0 ]
+	[ "$(records)" -eq $((n + 1)) ]
+}
+
 @test "Binding 1, INTERFACE 11: a kind the config does not bind is invalid-request (11, cause unbound-kind), nothing written" {
 	ri_instance
 	n=$(records)
