@@ -20,6 +20,7 @@ ri_instance_open(const char *config_path, unsigned flags, ri **out, ri_err *err)
 	*out = NULL;
 	if (sodium_init() < 0)
 		return ri_fail(err, RI_INTERNAL, "libsodium failed to initialise");
+	ri_sqlite_process_init();
 	r = ri_xcalloc(1, sizeof *r);
 	r->flags = flags;
 	if ((rc = ri_config_load(ri_config_path(config_path), &r->cfg, err)) != RI_OK)

@@ -3016,6 +3016,20 @@ load_meta(struct sq *s, ri_err *err)
 	return RI_OK;
 }
 
+void
+ri_sqlite_process_init(void)
+{
+	static bool done_once;
+
+	if (done_once)
+		return;
+	done_once = true;
+	/* refused (SQLITE_MISUSE) once SQLite is initialised: it then keeps
+	 * its defaults, which are as correct, only slower */
+	(void)sqlite3_config(SQLITE_CONFIG_SINGLETHREAD);
+	(void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 int
 ri_sqlite_open(const struct ri_config *c, const unsigned char *key, size_t keylen, unsigned flags,
     struct ri_store **out, ri_err *err)
