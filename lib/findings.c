@@ -10,6 +10,7 @@
 
 #include "findings.h"
 #include "heads.h"
+#include "sha256.h"
 
 struct ri_findings {
 	sqlite3 *db;
@@ -66,18 +67,18 @@ static const char schema[] =
 	" last_seen, last_seen_at, closed_at, run_id, detail, mac"
 
 static void
-fm_str(crypto_auth_hmacsha256_state *st, sqlite3_stmt *q, int i)
+fm_str(ri_hmac_state *st, sqlite3_stmt *q, int i)
 {
 	unsigned char tag = (unsigned char)sqlite3_column_type(q, i), len[8];
 	int n = sqlite3_column_bytes(q, i);
 	const unsigned char *v = sqlite3_column_blob(q, i);
 
-	crypto_auth_hmacsha256_update(st, &tag, 1);
+	ri_hmac_update(st, &tag, 1);
 	for (int k = 7; k >= 0; k--)
 		len[7 - k] = (unsigned char)((uint64_t)n >> (8 * k));
-	crypto_auth_hmacsha256_update(st, len, 8);
+	ri_hmac_update(st, len, 8);
 	if (n > 0 && v != NULL)
-		crypto_auth_hmacsha256_update(st, v, (size_t)n);
+		ri_hmac_update(st, v, (size_t)n);
 }
 
 /* The MAC of a row as selected with ROW_COLS (all but the mac), under the
@@ -85,23 +86,23 @@ fm_str(crypto_auth_hmacsha256_state *st, sqlite3_stmt *q, int i)
 static void
 row_mac(sqlite3_stmt *q, unsigned char out[RI_HASH_LEN])
 {
-	crypto_auth_hmacsha256_state st;
+	ri_hmac_state st;
 
-	crypto_auth_hmacsha256_init(&st, fkey, sizeof fkey);
-	crypto_auth_hmacsha256_update(&st, (const unsigned char *)"ri finding", 11);
+	ri_hmac_init_raw(&st, fkey, sizeof fkey);
+	ri_hmac_update(&st, (const unsigned char *)"ri finding", 11);
 	for (int i = 0; i < 13; i++) {
 		if (sqlite3_column_type(q, i) == SQLITE_INTEGER) {
 			unsigned char tag = SQLITE_INTEGER, b[8];
 			uint64_t v = (uint64_t)sqlite3_column_int64(q, i);
 			for (int k = 7; k >= 0; k--, v >>= 8)
 				b[k] = (unsigned char)(v & 0xff);
-			crypto_auth_hmacsha256_update(&st, &tag, 1);
-			crypto_auth_hmacsha256_update(&st, b, 8);
+			ri_hmac_update(&st, &tag, 1);
+			ri_hmac_update(&st, b, 8);
 		} else {
 			fm_str(&st, q, i);
 		}
 	}
-	crypto_auth_hmacsha256_final(&st, out);
+	ri_hmac_final(&st, out);
 }
 
 static bool

@@ -6,6 +6,7 @@
 #include <sodium.h>
 
 #include "heads.h"
+#include "sha256.h"
 #include "store.h"
 
 const unsigned char ri_tree_empty[RI_HASH_LEN];
@@ -32,71 +33,71 @@ get_be64(const unsigned char b[8])
 /* Length-prefixed with a presence byte: "" and absent differ, and no field
  * bleeds into the next. */
 static void
-mac_str(crypto_auth_hmacsha256_state *st, const char *s)
+mac_str(ri_hmac_state *st, const char *s)
 {
 	unsigned char present = s != NULL, len[8];
 
-	crypto_auth_hmacsha256_update(st, &present, 1);
+	ri_hmac_update(st, &present, 1);
 	if (s == NULL)
 		return;
 	be64(len, strlen(s));
-	crypto_auth_hmacsha256_update(st, len, 8);
-	crypto_auth_hmacsha256_update(st, (const unsigned char *)s, strlen(s));
+	ri_hmac_update(st, len, 8);
+	ri_hmac_update(st, (const unsigned char *)s, strlen(s));
 }
 
 static void
-mac_i64(crypto_auth_hmacsha256_state *st, int64_t v)
+mac_i64(ri_hmac_state *st, int64_t v)
 {
 	unsigned char b[8];
 
 	be64(b, (uint64_t)v);
-	crypto_auth_hmacsha256_update(st, b, 8);
+	ri_hmac_update(st, b, 8);
 }
 
 static void
-mac_begin(crypto_auth_hmacsha256_state *st, const unsigned char *key, size_t keylen, const char *tag,
+mac_begin(ri_hmac_state *st, const unsigned char *key, size_t keylen, const char *tag,
     const unsigned char instance[RI_INSTANCE_LEN])
 {
-	crypto_auth_hmacsha256_init(st, key, keylen);
-	crypto_auth_hmacsha256_update(st, (const unsigned char *)tag, strlen(tag) + 1);
-	crypto_auth_hmacsha256_update(st, instance, RI_INSTANCE_LEN);
+	ri_mac_init(st, key, keylen);
+	ri_hmac_update(st, (const unsigned char *)tag, strlen(tag) + 1);
+	ri_hmac_update(st, instance, RI_INSTANCE_LEN);
 }
 
 /* ---- scope keys ---- */
 
 static void
-scope_add(crypto_hash_sha256_state *st, const char *v)
+scope_add(ri_sha256_state *st, const char *v)
 {
 	size_t n = v ? strlen(v) : 0;
 	unsigned char len[8];
 
 	be64(len, n);
-	crypto_hash_sha256_update(st, len, 8);
+	ri_sha256_update(st, len, 8);
 	if (n > 0)
-		crypto_hash_sha256_update(st, (const unsigned char *)v, n);
+		ri_sha256_update(st, (const unsigned char *)v, n);
 }
 
 void
 ri_scope_act(const char *kind, const char *act_key, unsigned char out[RI_SCOPE_LEN])
 {
-	crypto_hash_sha256_state st;
+	ri_sha256_state st;
 
-	crypto_hash_sha256_init(&st);
-	crypto_hash_sha256_update(&st, (const unsigned char *)"ri scope act", 13);
+	ri_sha256_init(&st);
+	ri_sha256_update(&st, (const unsigned char *)"ri scope act", 13);
 	scope_add(&st, kind);
 	scope_add(&st, act_key);
-	crypto_hash_sha256_final(&st, out);
+	ri_sha256_final(&st, out);
 }
 
 void
 ri_scope_inv(const char *invocation_id, unsigned char out[RI_SCOPE_LEN])
 {
-	crypto_hash_sha256_state st;
+	ri_sha256_state st;
 
-	crypto_hash_sha256_init(&st);
-	crypto_hash_sha256_update(&st, (const unsigned char *)"ri scope inv", 13);
+	ri_sha256_init(&st);
+	ri_sha256_update(&st, (const unsigned char *)"ri scope inv", 13);
 	scope_add(&st, invocation_id);
-	crypto_hash_sha256_final(&st, out);
+	ri_sha256_final(&st, out);
 }
 
 /* ---- the tree ----------------------------------------------------------
@@ -132,12 +133,12 @@ node_id(const unsigned char key[RI_SCOPE_LEN], int d, unsigned char id[RI_NODE_I
 static void
 node_hash(const unsigned char *body, size_t len, unsigned char out[RI_HASH_LEN])
 {
-	crypto_hash_sha256_state st;
+	ri_sha256_state st;
 
-	crypto_hash_sha256_init(&st);
-	crypto_hash_sha256_update(&st, (const unsigned char *)"ri tree", 8);
-	crypto_hash_sha256_update(&st, body, len);
-	crypto_hash_sha256_final(&st, out);
+	ri_sha256_init(&st);
+	ri_sha256_update(&st, (const unsigned char *)"ri tree", 8);
+	ri_sha256_update(&st, body, len);
+	ri_sha256_final(&st, out);
 }
 
 static bool
@@ -498,37 +499,37 @@ void
 ri_jhead_mac(const unsigned char *key, size_t keylen, const unsigned char instance[RI_INSTANCE_LEN],
     const struct ri_jhead *h, const unsigned char last_hash[RI_HASH_LEN], unsigned char out[RI_HASH_LEN])
 {
-	crypto_auth_hmacsha256_state st;
+	ri_hmac_state st;
 
 	mac_begin(&st, key, keylen, "ri journal head 3", instance);
 	mac_i64(&st, h->last_seq);
-	crypto_auth_hmacsha256_update(&st, last_hash, RI_HASH_LEN);
-	crypto_auth_hmacsha256_update(&st, h->root, RI_HASH_LEN);
+	ri_hmac_update(&st, last_hash, RI_HASH_LEN);
+	ri_hmac_update(&st, h->root, RI_HASH_LEN);
 	mac_i64(&st, h->open_count);
-	crypto_auth_hmacsha256_update(&st, h->open_acc, RI_HASH_LEN);
+	ri_hmac_update(&st, h->open_acc, RI_HASH_LEN);
 	mac_i64(&st, h->sealed_seq);
 	mac_i64(&st, h->grants);
-	crypto_auth_hmacsha256_final(&st, out);
+	ri_hmac_final(&st, out);
 }
 
 void
 ri_open_elem(const char *invocation_id, int64_t seq, const char *kind, const char *act_key,
     const char *event_id, int64_t recorded_at, unsigned char out[RI_HASH_LEN])
 {
-	crypto_hash_sha256_state st;
+	ri_sha256_state st;
 	unsigned char b[8];
 
-	crypto_hash_sha256_init(&st);
-	crypto_hash_sha256_update(&st, (const unsigned char *)"ri open intent", 15);
+	ri_sha256_init(&st);
+	ri_sha256_update(&st, (const unsigned char *)"ri open intent", 15);
 	scope_add(&st, invocation_id);
 	be64(b, (uint64_t)seq);
-	crypto_hash_sha256_update(&st, b, 8);
+	ri_sha256_update(&st, b, 8);
 	scope_add(&st, kind);
 	scope_add(&st, act_key);
 	scope_add(&st, event_id);
 	be64(b, (uint64_t)recorded_at);
-	crypto_hash_sha256_update(&st, b, 8);
-	crypto_hash_sha256_final(&st, out);
+	ri_sha256_update(&st, b, 8);
+	ri_sha256_final(&st, out);
 }
 
 void
@@ -545,7 +546,7 @@ ri_lease_mac(const unsigned char *key, size_t keylen, const unsigned char instan
     const char *kind, const char *act_key, const char *holder, int64_t expires_at, int64_t token,
     unsigned char out[RI_HASH_LEN])
 {
-	crypto_auth_hmacsha256_state st;
+	ri_hmac_state st;
 
 	mac_begin(&st, key, keylen, "ri lease", instance);
 	mac_str(&st, kind);
@@ -553,19 +554,19 @@ ri_lease_mac(const unsigned char *key, size_t keylen, const unsigned char instan
 	mac_str(&st, holder);
 	mac_i64(&st, expires_at);
 	mac_i64(&st, token);
-	crypto_auth_hmacsha256_final(&st, out);
+	ri_hmac_final(&st, out);
 }
 
 void
 ri_mark_mac(const unsigned char *key, size_t keylen, const unsigned char instance[RI_INSTANCE_LEN],
     const char *name, int64_t seq, unsigned char out[RI_HASH_LEN])
 {
-	crypto_auth_hmacsha256_state st;
+	ri_hmac_state st;
 
 	mac_begin(&st, key, keylen, "ri mark", instance);
 	mac_str(&st, name);
 	mac_i64(&st, seq);
-	crypto_auth_hmacsha256_final(&st, out);
+	ri_hmac_final(&st, out);
 }
 
 void
@@ -573,16 +574,16 @@ ri_actor_mac(const unsigned char *key, size_t keylen, const unsigned char instan
     const char *actor, int service, const unsigned char cred_hash[32], int64_t created_at,
     int64_t revoked_at, int64_t reg_seq, unsigned char out[RI_HASH_LEN])
 {
-	crypto_auth_hmacsha256_state st;
+	ri_hmac_state st;
 
 	mac_begin(&st, key, keylen, "ri actor", instance);
 	mac_str(&st, actor);
 	mac_i64(&st, service);
-	crypto_auth_hmacsha256_update(&st, cred_hash, 32);
+	ri_hmac_update(&st, cred_hash, 32);
 	mac_i64(&st, created_at);
 	mac_i64(&st, revoked_at);
 	mac_i64(&st, reg_seq);
-	crypto_auth_hmacsha256_final(&st, out);
+	ri_hmac_final(&st, out);
 }
 
 void

@@ -58,8 +58,10 @@ ri_instance_attach(struct ri *r, unsigned flags, ri_err *err)
 		return rc;
 	}
 	/* the findings register's rows are MACed under a key derived from it */
-	if (r->key != NULL)
+	if (r->key != NULL) {
 		ri_findings_use_key(r->key, r->keylen);
+		ri_mac_key_use(r->key, r->keylen);
+	}
 	/* the backend: a postgresql:// journal is shared by several hosts
 	 * (store_pg.c); a path is one host's SQLite file (store_sqlite.c) */
 	rc = ri_journal_is_pg(r->cfg->journal) ? ri_pg_open(r->cfg, r->key, r->keylen, flags, &r->st, err) :
@@ -83,6 +85,7 @@ ri_instance_key(struct ri *r, ri_err *err)
 	if (r->key == NULL && (rc = ri_key_load(r->cfg->integrity_key_file, &r->key, &r->keylen, err)) != RI_OK)
 		return rc;
 	ri_findings_use_key(r->key, r->keylen);
+	ri_mac_key_use(r->key, r->keylen);
 	return RI_OK;
 }
 
@@ -93,8 +96,10 @@ ri_instance_close(ri *r)
 		return;
 	if (r->st != NULL)
 		r->st->ops->close(r->st);
-	if (r->key != NULL)
+	if (r->key != NULL) {
+		ri_mac_key_use(NULL, 0);
 		sodium_free(r->key);
+	}
 	ri_config_free(r->cfg);
 	free(r);
 }

@@ -9,9 +9,10 @@
 #include <sodium.h>
 
 #include "integrity.h"
+#include "sha256.h"
 
 static void
-put_u64(crypto_hash_sha256_state *st, uint64_t v)
+put_u64(ri_sha256_state *st, uint64_t v)
 {
 	unsigned char b[8];
 
@@ -19,60 +20,60 @@ put_u64(crypto_hash_sha256_state *st, uint64_t v)
 		b[i] = (unsigned char)(v & 0xff);
 		v >>= 8;
 	}
-	crypto_hash_sha256_update(st, b, sizeof b);
+	ri_sha256_update(st, b, sizeof b);
 }
 
 /* Length-prefixed, with a presence byte, so "" and "absent" differ and no
  * field can bleed into the next. */
 static void
-put_str(crypto_hash_sha256_state *st, const char *s)
+put_str(ri_sha256_state *st, const char *s)
 {
 	unsigned char present = s != NULL;
 
-	crypto_hash_sha256_update(st, &present, 1);
+	ri_sha256_update(st, &present, 1);
 	if (s == NULL)
 		return;
 	put_u64(st, strlen(s));
-	crypto_hash_sha256_update(st, (const unsigned char *)s, strlen(s));
+	ri_sha256_update(st, (const unsigned char *)s, strlen(s));
 }
 
 void
 ri_genesis(const unsigned char instance_id[RI_INSTANCE_LEN], unsigned char out[RI_HASH_LEN])
 {
-	crypto_hash_sha256_state st;
+	ri_sha256_state st;
 	static const char tag[] = "ri journal genesis";
 	unsigned char fmt = RI_FORMAT;
 
-	crypto_hash_sha256_init(&st);
-	crypto_hash_sha256_update(&st, (const unsigned char *)tag, sizeof tag);
-	crypto_hash_sha256_update(&st, &fmt, 1);
-	crypto_hash_sha256_update(&st, instance_id, RI_INSTANCE_LEN);
-	crypto_hash_sha256_final(&st, out);
+	ri_sha256_init(&st);
+	ri_sha256_update(&st, (const unsigned char *)tag, sizeof tag);
+	ri_sha256_update(&st, &fmt, 1);
+	ri_sha256_update(&st, instance_id, RI_INSTANCE_LEN);
+	ri_sha256_final(&st, out);
 }
 
 void
 ri_payload_digest(const unsigned char salt[RI_SALT_LEN], const char *payload, size_t n,
     unsigned char out[RI_HASH_LEN])
 {
-	crypto_hash_sha256_state st;
+	ri_sha256_state st;
 
-	crypto_hash_sha256_init(&st);
-	crypto_hash_sha256_update(&st, salt, RI_SALT_LEN);
-	crypto_hash_sha256_update(&st, (const unsigned char *)payload, n);
-	crypto_hash_sha256_final(&st, out);
+	ri_sha256_init(&st);
+	ri_sha256_update(&st, salt, RI_SALT_LEN);
+	ri_sha256_update(&st, (const unsigned char *)payload, n);
+	ri_sha256_final(&st, out);
 }
 
 void
 ri_record_hash(const unsigned char prev[RI_HASH_LEN], const struct ri_header *h,
     unsigned char out[RI_HASH_LEN])
 {
-	crypto_hash_sha256_state st;
+	ri_sha256_state st;
 	unsigned char fmt = RI_FORMAT;
 
-	crypto_hash_sha256_init(&st);
-	crypto_hash_sha256_update(&st, prev, RI_HASH_LEN);
-	crypto_hash_sha256_update(&st, &fmt, 1);
-	crypto_hash_sha256_update(&st, h->instance_id, RI_INSTANCE_LEN);
+	ri_sha256_init(&st);
+	ri_sha256_update(&st, prev, RI_HASH_LEN);
+	ri_sha256_update(&st, &fmt, 1);
+	ri_sha256_update(&st, h->instance_id, RI_INSTANCE_LEN);
 	put_u64(&st, (uint64_t)h->seq);
 	put_str(&st, h->event_id);
 	put_str(&st, h->action_ref);
@@ -86,19 +87,53 @@ ri_record_hash(const unsigned char prev[RI_HASH_LEN], const struct ri_header *h,
 	put_u64(&st, (uint64_t)h->role);
 	put_u64(&st, (uint64_t)h->act_prev);
 	put_u64(&st, (uint64_t)h->inv_prev);
-	crypto_hash_sha256_update(&st, h->payload_digest, RI_HASH_LEN);
-	crypto_hash_sha256_final(&st, out);
+	ri_sha256_update(&st, h->payload_digest, RI_HASH_LEN);
+	ri_sha256_final(&st, out);
+}
+
+/*
+ * The instance's integrity key, its HMAC states computed once (issue 15):
+ * every record, head, lease and tree check MACs under that one key, and a
+ * MAC of a 32-byte hash is then two compressions instead of four.  The
+ * key is named by its buffer, which the instance owns from its load to
+ * its free (instance.c registers it after ri_key_load and forgets it
+ * before sodium_free), so another key -- a test's, the findings key --
+ * never matches it.
+ */
+static struct {
+	const unsigned char *key;
+	size_t keylen;
+	ri_hmac_key st;
+} instance_key;
+
+void
+ri_mac_key_use(const unsigned char *key, size_t keylen)
+{
+	ri_hmac_key_wipe(&instance_key.st);
+	instance_key.key = key;
+	instance_key.keylen = keylen;
+	if (key != NULL)
+		ri_hmac_key_init(&instance_key.st, key, keylen);
+}
+
+void
+ri_mac_init(ri_hmac_state *st, const unsigned char *key, size_t keylen)
+{
+	if (key != NULL && key == instance_key.key && keylen == instance_key.keylen)
+		ri_hmac_init(st, &instance_key.st);
+	else
+		ri_hmac_init_raw(st, key, keylen);
 }
 
 void
 ri_mac(const unsigned char *key, size_t keylen, const void *msg, size_t n,
     unsigned char out[RI_HASH_LEN])
 {
-	crypto_auth_hmacsha256_state st;
+	ri_hmac_state st;
 
-	crypto_auth_hmacsha256_init(&st, key, keylen);
-	crypto_auth_hmacsha256_update(&st, msg, n);
-	crypto_auth_hmacsha256_final(&st, out);
+	ri_mac_init(&st, key, keylen);
+	ri_hmac_update(&st, msg, n);
+	ri_hmac_final(&st, out);
 }
 
 bool

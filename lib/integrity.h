@@ -15,6 +15,7 @@
 #ifndef RI_INTEGRITY_H
 #define RI_INTEGRITY_H
 
+#include "sha256.h"
 #include "util.h"
 
 #define RI_FORMAT 3             /* 2: the record roles of vocab.h; 3: typed (STRICT)
@@ -50,6 +51,13 @@ void ri_record_hash(const unsigned char prev[RI_HASH_LEN], const struct ri_heade
     unsigned char out[RI_HASH_LEN]);
 void ri_mac(const unsigned char *key, size_t keylen, const void *msg, size_t n,
     unsigned char out[RI_HASH_LEN]);
+/* The instance's key, whose HMAC states ri_mac then computes once: key is
+ * the buffer ri_key_load returned, registered while it lives (NULL
+ * forgets it, before the buffer is freed). */
+void ri_mac_key_use(const unsigned char *key, size_t keylen);
+/* An HMAC state under key (the instance's precomputed states when key is
+ * that buffer): for MACs over several fields (heads.h). */
+void ri_mac_init(ri_hmac_state *st, const unsigned char *key, size_t keylen);
 bool ri_mac_ok(const unsigned char *key, size_t keylen, const void *msg, size_t n,
     const unsigned char *mac, size_t maclen);
 
