@@ -47,10 +47,10 @@ STATIC   ?= 0
 # them.
 DEPS_FOUND  := $(foreach l,libsqlite3.a libsodium.a libjansson.a,$(findstring /,$(shell $(CC) -print-file-name=$(l) 2>/dev/null)))
 DEPS_STATIC ?= $(if $(filter 3,$(words $(DEPS_FOUND))),1,0)
-LDDEPS_1    = -Wl,-Bstatic -lsqlite3 -lsodium -ljansson -Wl,-Bdynamic -lm -lpthread
+LDDEPS_1    = -Wl,-Bstatic -lsqlite3 -lsodium -ljansson -Wl,-Bdynamic -lm
 LDDEPS_0    = -lsqlite3 -lsodium -ljansson
 LDDEPS      = $(if $(and $(filter 1,$(DEPS_STATIC)),$(filter-out 1,$(STATIC))),$(LDDEPS_1),$(LDDEPS_0))
-LDLIBS_RI   = $(LDFLAGS) $(LDDEPS) -ldl
+LDLIBS_RI   = $(LDFLAGS) $(LDDEPS) -ldl -lpthread
 LDSTATIC    = $(if $(and $(filter 1,$(STATIC)),$(if $(SAN),,1)),-static)
 
 LIB_SRC  := $(sort $(wildcard lib/*.c))

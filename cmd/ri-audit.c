@@ -68,7 +68,8 @@ main(int argc, char **argv)
 	}
 	if (optind != argc)
 		ri_usage(usage);
-	if ((rc = ri_instance_open(config, RI_CONFIG_ONLY, &r, &err)) != RI_OK)
+	/* RI_THREADED: the state checks run beside the traversal (ri_audit) */
+	if ((rc = ri_instance_open(config, RI_CONFIG_ONLY | RI_THREADED, &r, &err)) != RI_OK)
 		ri_die(rc, "%s", err.msg);
 	if (journal != NULL) {
 		/* a file other than the live journal is a copy: it is judged as a
@@ -87,7 +88,8 @@ main(int argc, char **argv)
 	/* --public-key: an outside auditor without the integrity key.  The
 	 * journal is opened as it is (RI_INSPECT): what is wrong with it is
 	 * reported, check by check */
-	if ((rc = ri_instance_attach(r, RI_READONLY | RI_INSPECT | (o.public_key ? RI_NO_KEY : 0), &err)) != RI_OK) {
+	if ((rc = ri_instance_attach(r, RI_READONLY | RI_INSPECT | RI_THREADED | (o.public_key ? RI_NO_KEY : 0),
+	    &err)) != RI_OK) {
 		ri_instance_close(r);
 		ri_die(rc, "%s", err.msg);
 	}

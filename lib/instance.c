@@ -20,7 +20,7 @@ ri_instance_open(const char *config_path, unsigned flags, ri **out, ri_err *err)
 	*out = NULL;
 	if (sodium_init() < 0)
 		return ri_fail(err, RI_INTERNAL, "libsodium failed to initialise");
-	ri_sqlite_process_init();
+	ri_sqlite_process_init((flags & RI_THREADED) != 0);
 	r = ri_xcalloc(1, sizeof *r);
 	r->flags = flags;
 	if ((rc = ri_config_load(ri_config_path(config_path), &r->cfg, err)) != RI_OK)
@@ -62,11 +62,7 @@ ri_instance_attach(struct ri *r, unsigned flags, ri_err *err)
 		ri_findings_use_key(r->key, r->keylen);
 		ri_mac_key_use(r->key, r->keylen);
 	}
-	/* the backend: a postgresql:// journal is shared by several hosts
-	 * (store_pg.c); a path is one host's SQLite file (store_sqlite.c) */
-	rc = ri_journal_is_pg(r->cfg->journal) ? ri_pg_open(r->cfg, r->key, r->keylen, flags, &r->st, err) :
-	    ri_sqlite_open(r->cfg, r->key, r->keylen, flags, &r->st, err);
-	if (rc != RI_OK)
+	if ((rc = ri_instance_store(r, &r->st, err)) != RI_OK)
 		return rc;
 	/* the rest of the start gate a writer shares with ri-startcheck */
 	if ((flags & RI_WRITER) && (rc = ri_gate_journal(r, flags, err)) != RI_OK) {
@@ -75,6 +71,15 @@ ri_instance_attach(struct ri *r, unsigned flags, ri_err *err)
 		return rc;
 	}
 	return RI_OK;
+}
+
+int
+ri_instance_store(struct ri *r, struct ri_store **out, ri_err *err)
+{
+	/* the backend: a postgresql:// journal is shared by several hosts
+	 * (store_pg.c); a path is one host's SQLite file (store_sqlite.c) */
+	return ri_journal_is_pg(r->cfg->journal) ? ri_pg_open(r->cfg, r->key, r->keylen, r->flags, out, err) :
+	    ri_sqlite_open(r->cfg, r->key, r->keylen, r->flags, out, err);
 }
 
 int

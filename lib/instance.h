@@ -17,6 +17,10 @@ struct ri {
 /* Open the key and the journal of an instance opened RI_CONFIG_ONLY (after,
  * say, pointing cfg->journal at a copy an auditor was handed). */
 int ri_instance_attach(struct ri *r, unsigned flags, ri_err *err);
+/* Another handle on the instance's journal, opened as ri_instance_attach
+ * opened the first (its backend, key and flags): for a second thread,
+ * which never shares a handle (ri-audit's state checks). */
+int ri_instance_store(struct ri *r, struct ri_store **out, ri_err *err);
 /* Load the integrity key of an instance opened RI_CONFIG_ONLY (for the
  * findings register's MACs, when the journal itself cannot be opened). */
 int ri_instance_key(struct ri *r, ri_err *err);

@@ -60,6 +60,8 @@ typedef struct ri ri;           /* one instance: config, journal, register, keys
 #define RI_NO_WITNESS  0x40u    /* do not compare the journal with its witness */
 #define RI_INSPECT     0x80u    /* open the journal as it is, to report on it (ri-audit): no
                                  * refusal at open for its schema or its witness */
+#define RI_THREADED    0x100u   /* the command runs a second thread (ri-audit): SQLite keeps
+                                 * its mutexes (ri_instance_open, before any file is opened) */
 
 int  ri_instance_open(const char *config_path, unsigned flags, ri **out, ri_err *err);
 void ri_instance_close(ri *r);

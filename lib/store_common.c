@@ -82,10 +82,100 @@ ri_raw_verify(const unsigned char instance[RI_INSTANCE_LEN], const unsigned char
 	return why;
 }
 
-unsigned
-ri_raw_problems(const unsigned char instance[RI_INSTANCE_LEN], const unsigned char *key, size_t keylen,
-    struct ri_record *r, struct ri_raw *w, unsigned char prev[RI_HASH_LEN], ri_ms now)
+/* ---- payloads parsed once in a traversal (ri_payloads_begin) ---- */
+
+#define PAYLOAD_SLOTS (2 * RI_PAYLOADS_MAX)     /* a power of two, at most half full */
+
+struct ri_payloads {
+	size_t n;
+	struct { int64_t seq; json_t *v; } slot[PAYLOAD_SLOTS];    /* v NULL: empty */
+};
+
+static size_t
+payload_home(int64_t seq)
 {
+	return ((uint64_t)seq * 0x9e3779b97f4a7c15ull) >> 51 & (PAYLOAD_SLOTS - 1);
+}
+
+void
+ri_payloads_begin(struct ri_st_core *c)
+{
+	ri_payloads_end(c);
+	c->payloads = ri_xcalloc(1, sizeof *c->payloads);
+}
+
+void
+ri_payloads_end(struct ri_st_core *c)
+{
+	if (c->payloads == NULL)
+		return;
+	for (size_t i = 0; i < PAYLOAD_SLOTS; i++)
+		json_decref(c->payloads->slot[i].v);
+	free(c->payloads);
+	c->payloads = NULL;
+}
+
+/* linear probing; a removal shifts back the entries its slot displaced,
+ * so a probe never stops early at a hole */
+static size_t
+payload_find(const struct ri_payloads *p, int64_t seq)
+{
+	size_t i = payload_home(seq);
+
+	while (p->slot[i].v != NULL && p->slot[i].seq != seq)
+		i = (i + 1) & (PAYLOAD_SLOTS - 1);
+	return i;
+}
+
+void
+ri_payloads_drop(struct ri_st_core *c, int64_t seq)
+{
+	struct ri_payloads *p = c->payloads;
+	size_t i, j;
+
+	if (p == NULL || p->slot[i = payload_find(p, seq)].v == NULL)
+		return;
+	json_decref(p->slot[i].v);
+	p->slot[i].v = NULL;
+	p->n--;
+	for (j = (i + 1) & (PAYLOAD_SLOTS - 1); p->slot[j].v != NULL; j = (j + 1) & (PAYLOAD_SLOTS - 1)) {
+		size_t h = payload_home(p->slot[j].seq);
+		/* j's entry may move to the hole at i unless its home lies
+		 * cyclically in (i, j] */
+		if ((j > i && (h <= i || h > j)) || (j < i && h <= i && h > j)) {
+			p->slot[i] = p->slot[j];
+			p->slot[j].v = NULL;
+			i = j;
+		}
+	}
+}
+
+/* The row's payload (a new reference): the one already parsed in this
+ * traversal, or parsed now and kept for the rest of it. */
+static json_t *
+payload_parse(struct ri_st_core *c, int64_t seq, const char *text)
+{
+	struct ri_payloads *p = c->payloads;
+	json_t *v;
+	size_t i;
+
+	if (p != NULL && p->slot[i = payload_find(p, seq)].v != NULL)
+		return json_incref(p->slot[i].v);
+	v = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+	if (p != NULL && v != NULL && p->n < RI_PAYLOADS_MAX) {
+		p->slot[i].seq = seq;
+		p->slot[i].v = json_incref(v);
+		p->n++;
+	}
+	return v;
+}
+
+unsigned
+ri_raw_problems(struct ri_st_core *c, struct ri_record *r, struct ri_raw *w, unsigned char prev[RI_HASH_LEN],
+    ri_ms now)
+{
+	const unsigned char *instance = c->instance_id, *key = c->key;
+	size_t keylen = c->keylen;
 	unsigned problems = 0;
 	unsigned char calc[RI_HASH_LEN];
 	struct ri_header h;
@@ -103,8 +193,7 @@ ri_raw_problems(const unsigned char instance[RI_INSTANCE_LEN], const unsigned ch
 			ri_payload_digest(w->salt, w->payload_text, strlen(w->payload_text), calc);
 			if (!w->has_salt || sodium_memcmp(calc, w->digest, RI_HASH_LEN) != 0)
 				problems |= RI_P_DIGEST;
-			json_error_t je;
-			r->payload = json_loads(w->payload_text, JSON_REJECT_DUPLICATES, &je);
+			r->payload = payload_parse(c, r->seq, w->payload_text);
 			if (r->payload == NULL || !json_is_object(r->payload))
 				problems |= RI_P_SHAPE;
 			r->payload_bytes = strlen(w->payload_text);
@@ -121,10 +210,10 @@ ri_raw_problems(const unsigned char instance[RI_INSTANCE_LEN], const unsigned ch
 }
 
 void
-ri_raw_trusted(struct ri_record *r, struct ri_raw *w)
+ri_raw_trusted(struct ri_st_core *c, struct ri_record *r, struct ri_raw *w)
 {
 	if (w->payload_text != NULL) {
-		r->payload = json_loads(w->payload_text, JSON_REJECT_DUPLICATES, NULL);
+		r->payload = payload_parse(c, r->seq, w->payload_text);
 		r->payload_bytes = strlen(w->payload_text);
 	}
 	r->purged = w->payload_text == NULL;
@@ -318,7 +407,7 @@ ri_walk_take(struct ri_st_core *c, struct ri_walk *wk, struct ri_records *out, s
 	int rc = RI_ST_OK;
 
 	if (wk->trusted) {
-		ri_raw_trusted(r, w);
+		ri_raw_trusted(c, r, w);
 	} else if (!wk->desc) {
 		/* ascending: nothing of the scope between from and the first, and
 		 * each record links to the one before it */

@@ -34,6 +34,7 @@ struct ri_st_core {
 	int64_t anchor_seq;
 	unsigned char anchor_hash[RI_HASH_LEN];
 	struct ri_store_error err;
+	struct ri_payloads *payloads;   /* inside a traversal: ri_payloads_begin */
 };
 
 /* A row's stored integrity columns, beside the record they belong to. */
@@ -58,10 +59,27 @@ const char *ri_raw_verify(const unsigned char instance[RI_INSTANCE_LEN], const u
 /* The traversal's judgement (Check 8.1): every problem of the row, the
  * payload parsed when it is there; prev moves to the row's hash when the
  * row has one.  Consumes the payload text. */
-unsigned ri_raw_problems(const unsigned char instance[RI_INSTANCE_LEN], const unsigned char *key,
-    size_t keylen, struct ri_record *r, struct ri_raw *w, unsigned char prev[RI_HASH_LEN], ri_ms now);
+unsigned ri_raw_problems(struct ri_st_core *c, struct ri_record *r, struct ri_raw *w,
+    unsigned char prev[RI_HASH_LEN], ri_ms now);
 /* A row its caller verified already in the same snapshot: parsed only. */
-void ri_raw_trusted(struct ri_record *r, struct ri_raw *w);
+void ri_raw_trusted(struct ri_st_core *c, struct ri_record *r, struct ri_raw *w);
+
+/*
+ * Inside a traversal every payload is parsed once (issue 15: twice was a
+ * sixth of an audit).  The audit reads each intent's invocation ahead of
+ * the traversal, in the traversal's own snapshot (a trusted read); the
+ * records it parsed there wait here, by seq, until the traversal reaches
+ * them, and the traversal's own record waits here while its callback
+ * runs, for the invocation read it makes.  One snapshot, one row, one
+ * text: the parse is the same value, shared (readers never change a
+ * payload).  Bounded: past RI_PAYLOADS_MAX waiting records, a payload is
+ * parsed again rather than kept.  begin/end bracket the traversal; the
+ * traversal drops each record's entry after its callback.
+ */
+#define RI_PAYLOADS_MAX 4096
+void ri_payloads_begin(struct ri_st_core *c);
+void ri_payloads_end(struct ri_st_core *c);
+void ri_payloads_drop(struct ri_st_core *c, int64_t seq);
 
 /* A backend's failure: e says what (and names the record), the code comes
  * back.  The first integrity failure stays for the handle's life: a run

@@ -2852,6 +2852,7 @@ pg_traverse(struct ri_store *base, ri_traverse_fn each, void *arg)
 		return rc;
 	}
 	memcpy(prev, s->core.genesis, RI_HASH_LEN);
+	ri_payloads_begin(&s->core);
 	while (!stop) {
 		struct params p = { 0 };
 		PGresult *res;
@@ -2862,6 +2863,7 @@ pg_traverse(struct ri_store *base, ri_traverse_fn each, void *arg)
 		if (!res_ok(res)) {
 			rc = db_fail(s, RI_ST_UNAVAILABLE, "read", res);
 			PQclear(res);
+			ri_payloads_end(&s->core);
 			rollback_keep(s);
 			return rc;
 		}
@@ -2874,15 +2876,17 @@ pg_traverse(struct ri_store *base, ri_traverse_fn each, void *arg)
 			load_row(res, i, &r, &w);
 			if (r.seq != last + 1)
 				problems |= RI_P_GAP;
-			problems |= ri_raw_problems(s->core.instance_id, s->core.key, s->core.keylen, &r, &w, prev, now);
+			problems |= ri_raw_problems(&s->core, &r, &w, prev, now);
 			last = after = r.seq;
 			stop = each(&r, problems, arg) != 0;
+			ri_payloads_drop(&s->core, r.seq);
 			ri_record_clear(&r);
 		}
 		PQclear(res);
 		if (n < 1000)
 			break;
 	}
+	ri_payloads_end(&s->core);
 	if (!stop && s->core.key != NULL) {
 		struct scope sc;
 		int64_t head;
@@ -3449,6 +3453,7 @@ pg_close(struct ri_store *base)
 	if (s->trace > 0)
 		fprintf(stderr, "ri: postgresql round trips: %lu\n", s->round_trips);
 	ahead_clear(s);
+	ri_payloads_end(&s->core);
 	free(s->fence);
 	if (s->conn != NULL)
 		PQfinish(s->conn);

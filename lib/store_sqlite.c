@@ -2121,6 +2121,7 @@ sq_traverse(struct ri_store *base, ri_traverse_fn each, void *arg)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
 	}
 	memcpy(prev, s->core.genesis, RI_HASH_LEN);
+	ri_payloads_begin(&s->core);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct ri_record r;
 		struct ri_raw w;
@@ -2129,15 +2130,17 @@ sq_traverse(struct ri_store *base, ri_traverse_fn each, void *arg)
 		load_row(st, &r, &w);
 		if (r.seq != last + 1)
 			problems |= RI_P_GAP;
-		problems |= ri_raw_problems(s->core.instance_id, s->core.key, s->core.keylen, &r, &w, prev, now);
+		problems |= ri_raw_problems(&s->core, &r, &w, prev, now);
 		last = r.seq;
 		int stop = each(&r, problems, arg);
+		ri_payloads_drop(&s->core, r.seq);
 		ri_record_clear(&r);
 		if (stop) {
 			rc = SQLITE_DONE;
 			break;
 		}
 	}
+	ri_payloads_end(&s->core);
 	done(s, st);
 	if (rc != SQLITE_DONE) {
 		read_end(s, began);
@@ -2415,19 +2418,18 @@ cmp_text(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The schema as ri creates it, in the same form, computed once per process
- * from schema_ddl: SQLite stores each CREATE statement's text as written
- * (ours have no TEMP, no IF NOT EXISTS, single spaces in their heads) less
- * the trailing semicolon; sqlite3_complete() finds where each ends. */
-static const char *
+/* The schema as ri creates it, in the same form, computed from schema_ddl
+ * (the caller frees it; no process-wide copy, as ri-audit's state checks
+ * run in a thread of their own): SQLite stores each CREATE statement's
+ * text as written (ours have no TEMP, no IF NOT EXISTS, single spaces in
+ * their heads) less the trailing semicolon; sqlite3_complete() finds
+ * where each ends. */
+static char *
 schema_expected(void)
 {
-	static char *text;
-	char *stmts[32], buf[sizeof schema_ddl];
+	char *text, *stmts[32], buf[sizeof schema_ddl];
 	size_t n = 0, len = 0, total = 0;
 
-	if (text != NULL)
-		return text;
 	for (const char *p = schema_ddl; *p != '\0'; p++) {
 		buf[len++] = *p;
 		buf[len] = '\0';
@@ -2461,7 +2463,7 @@ schema_expected(void)
 static bool
 schema_check(struct sq *s, char *why, size_t n)
 {
-	const char *want = schema_expected();
+	char *want = schema_expected();
 	char *have = schema_text(s->db);
 	bool ok = want != NULL && have != NULL && strcmp(want, have) == 0;
 
@@ -2484,6 +2486,7 @@ schema_check(struct sq *s, char *why, size_t n)
 			if (*p == '\n')
 				*p = ' ';
 	}
+	free(want);
 	free(have);
 	return ok;
 }
@@ -2874,6 +2877,7 @@ sq_close(struct ri_store *base)
 
 	if (s == NULL)
 		return;
+	ri_payloads_end(&s->core);
 	cache_clear(s);
 	sqlite3_close(s->db);
 	free(s);
@@ -3017,7 +3021,7 @@ load_meta(struct sq *s, ri_err *err)
 }
 
 void
-ri_sqlite_process_init(void)
+ri_sqlite_process_init(bool threaded)
 {
 	static bool done_once;
 
@@ -3025,8 +3029,8 @@ ri_sqlite_process_init(void)
 		return;
 	done_once = true;
 	/* refused (SQLITE_MISUSE) once SQLite is initialised: it then keeps
-	 * its defaults, which are as correct, only slower */
-	(void)sqlite3_config(SQLITE_CONFIG_SINGLETHREAD);
+	 * its defaults (serialized), which are as correct, only slower */
+	(void)sqlite3_config(threaded ? SQLITE_CONFIG_MULTITHREAD : SQLITE_CONFIG_SINGLETHREAD);
 	(void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
 

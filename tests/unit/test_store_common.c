@@ -324,6 +324,84 @@ open_scan_edges(void)
 	PASS("the open-intents index against its authenticated accumulator");
 }
 
+/* a trusted parse of {"n": seq} at seq, as a traversal's read makes it */
+static json_t *
+parsed_at(int64_t seq)
+{
+	struct ri_record r = { .seq = seq };
+	struct ri_raw w = { 0 };
+	char text[64];
+
+	snprintf(text, sizeof text, "{\"n\": %lld}", (long long)seq);
+	w.payload_text = ri_strdup(text);
+	ri_raw_trusted(&core, &r, &w);
+	free(w.payload_text);
+	CHECK(r.payload != NULL && json_integer_value(json_object_get(r.payload, "n")) == seq, "parse %lld",
+	    (long long)seq);
+	return r.payload;
+}
+
+/*
+ * Inside a traversal a payload is parsed once (ri_payloads_begin): the
+ * same row read twice is the same value until the traversal drops it;
+ * entries displaced by collisions stay findable as others are dropped
+ * (the table's backward shift); past RI_PAYLOADS_MAX nothing more is
+ * kept, and outside a traversal nothing is.
+ */
+static void
+payload_cache(void)
+{
+	enum { N = 3000 };
+	static json_t *first[N + 1];
+	static int64_t key[N + 1];
+	uint64_t x = 88172645463325252ull;
+	int64_t seq;
+
+	json_decref(parsed_at(1));
+	CHECK(parsed_at(1) != NULL, "no cache outside a traversal");
+	/* scattered seqs, so that entries collide and are displaced (a
+	 * traversal's consecutive seqs spread without a collision) */
+	for (seq = 1; seq <= N; seq++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		key[seq] = (int64_t)(x >> 2);
+	}
+	ri_payloads_begin(&core);
+	for (seq = 1; seq <= N; seq++)
+		first[seq] = parsed_at(key[seq]);
+	for (seq = 1; seq <= N; seq++) {
+		json_t *again = parsed_at(key[seq]);
+		CHECK(again == first[seq], "seq %lld parsed once", (long long)key[seq]);
+		json_decref(again);
+	}
+	/* drop every third, then every other entry must still be found */
+	for (seq = 3; seq <= N; seq += 3)
+		ri_payloads_drop(&core, key[seq]);
+	for (seq = 1; seq <= N; seq++) {
+		json_t *again = parsed_at(key[seq]);
+		CHECK((seq % 3 == 0) == (again != first[seq]), "seq %lld after the drops", (long long)key[seq]);
+		json_decref(again);
+	}
+	for (seq = 1; seq <= N; seq++) {
+		ri_payloads_drop(&core, key[seq]);
+		json_decref(first[seq]);
+	}
+	/* the bound: RI_PAYLOADS_MAX kept, the next one parsed afresh each time */
+	for (seq = 1; seq <= RI_PAYLOADS_MAX; seq++)
+		json_decref(parsed_at(seq));
+	json_t *a = parsed_at(RI_PAYLOADS_MAX + 1), *b = parsed_at(RI_PAYLOADS_MAX + 1);
+	CHECK(a != b, "past RI_PAYLOADS_MAX a payload is not kept");
+	json_decref(a);
+	json_decref(b);
+	a = parsed_at(RI_PAYLOADS_MAX);
+	b = parsed_at(RI_PAYLOADS_MAX);
+	CHECK(a == b, "what was kept stays kept");
+	json_decref(a);
+	json_decref(b);
+	ri_payloads_end(&core);
+	CHECK(core.payloads == NULL, "the traversal's end frees what waited");
+	PASS("a traversal parses each payload once (issue 15): kept by seq until dropped, bounded");
+}
+
 int
 main(void)
 {
@@ -339,6 +417,7 @@ main(void)
 	head_edges();
 	walk_edges();
 	open_scan_edges();
+	payload_cache();
 	ri_config_free((struct ri_config *)core.cfg);
 	return 0;
 }
