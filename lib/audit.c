@@ -103,7 +103,75 @@ struct audit {
 	/* the open intents as the records say (the derived index is compared
 	 * with it): invocation id -> {seq, event_id} */
 	json_t *open_set;
+	struct intent_memo *memo;       /* the traversal's recent intents (intent_of) */
 };
+
+/*
+ * The traversal's recent intents, by event id, so that Check 1.2's
+ * read_record(intent event id) of a closing that follows its intent --
+ * nearly every closing -- is answered from the record the traversal
+ * already verified in the same snapshot, not by another read of it (issue
+ * 15).  Direct-mapped: an intent pushed out by a later one is read again,
+ * as every intent was before.  A hit is exactly the row read_record would
+ * return: event ids are unique, and the traversal saw this one.
+ */
+#define MEMO_SLOTS 16384                /* a power of two */
+
+struct intent_memo {
+	struct memo_slot {
+		char event_id[RI_ID_LEN + 1];   /* "": empty */
+		int64_t seq;
+		bool purged;
+		char *invocation_id, *kind, *act_key;
+	} slot[MEMO_SLOTS];
+};
+
+static struct memo_slot *
+memo_slot(struct intent_memo *m, const char *event_id)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (const char *p = event_id; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	return &m->slot[h & (MEMO_SLOTS - 1)];
+}
+
+static void
+memo_clear_slot(struct memo_slot *sl)
+{
+	free(sl->invocation_id);
+	free(sl->kind);
+	free(sl->act_key);
+	memset(sl, 0, sizeof *sl);
+}
+
+static void
+memo_put(struct audit *a, const struct ri_record *rec)
+{
+	struct memo_slot *sl;
+
+	if (a->memo == NULL || rec->invocation_id == NULL)
+		return;
+	sl = memo_slot(a->memo, rec->event_id);
+	memo_clear_slot(sl);
+	snprintf(sl->event_id, sizeof sl->event_id, "%s", rec->event_id);
+	sl->seq = rec->seq;
+	sl->purged = rec->purged;
+	sl->invocation_id = ri_strdup(rec->invocation_id);
+	sl->kind = ri_strdup(rec->kind);
+	sl->act_key = ri_strdup(rec->act_key);
+}
+
+static void
+memo_free(struct audit *a)
+{
+	if (a->memo == NULL)
+		return;
+	for (size_t i = 0; i < MEMO_SLOTS; i++)
+		memo_clear_slot(&a->memo->slot[i]);
+	free(a->memo);
+	a->memo = NULL;
+}
 
 /* Closure latency buckets, as fractions of the compensation window: the
  * last bounded bucket ends at the window itself (Check 3.1's bound less
@@ -629,10 +697,25 @@ judge_invocation(struct audit *a, const struct ri_record *intent_row)
  * snapshot, whose pass already verified the row: the record's header |
  * not-known | purged. */
 static int
-intent_of(struct audit *a, const char *iev, struct ri_record *out)
+intent_of(struct audit *a, const char *iev, struct ri_record *out, bool *memo)
 {
-	int st = a->r->st->ops->peek(a->r->st, iev, out);
+	struct memo_slot *sl = a->memo ? memo_slot(a->memo, iev) : NULL;
+	int st;
 
+	*memo = sl != NULL && strcmp(sl->event_id, iev) == 0;
+	if (*memo) {
+		/* the header fields judge_named compares, borrowed from the memo */
+		memset(out, 0, sizeof *out);
+		snprintf(out->event_id, sizeof out->event_id, "%s", sl->event_id);
+		out->seq = sl->seq;
+		out->role = RI_ROLE_INTENT;
+		out->purged = sl->purged;
+		out->invocation_id = sl->invocation_id;
+		out->kind = sl->kind;
+		out->act_key = sl->act_key;
+		return sl->purged ? RI_ST_PURGED : RI_ST_OK;
+	}
+	st = a->r->st->ops->peek(a->r->st, iev, out);
 	if (st == RI_ST_OK && out->purged)
 		return RI_ST_PURGED;
 	return st;
@@ -645,6 +728,7 @@ judge_named(struct audit *a, const struct ri_record *rec)
 	const char *iev = pstr(rec, "intent_event_id");
 	struct ri_record in;
 	bool service = k != NULL ? streq(rec->actor_ref, k->service_actor) : service_actor(a, rec->actor_ref);
+	bool memo = false;
 	int st;
 
 	if (!ri_role_closing(rec->role) && rec->role != RI_ROLE_RECOVERY)
@@ -660,11 +744,12 @@ judge_named(struct audit *a, const struct ri_record *rec)
 	 * Retained -- never by arithmetic or by the presence of an answer.
 	 * The intent is earlier in the stream, already judged by the
 	 * traversal, so its header is read in the same snapshot. */
-	st = iev ? intent_of(a, iev, &in) : RI_ST_NOT_KNOWN;
+	st = iev ? intent_of(a, iev, &in, &memo) : RI_ST_NOT_KNOWN;
 	if (st == RI_ST_PURGED) {
 		/* Checks 1.4, 5.3: purged, never absent */
 		note(a, service ? "5.1" : "1.1", "purged intent (answered purged, excluded)");
-		ri_record_clear(&in);
+		if (!memo)
+			ri_record_clear(&in);
 		return;
 	}
 	bool ok = st == RI_ST_OK && in.role == RI_ROLE_INTENT && streq(in.invocation_id, rec->invocation_id) &&
@@ -682,7 +767,7 @@ judge_named(struct audit *a, const struct ri_record *rec)
 			fail(a, "1.1", rec->invocation_id, rec->event_id, iev,
 			    "a %s record naming no readable intent", rec->action_ref);
 	}
-	if (st == RI_ST_OK)
+	if (st == RI_ST_OK && !memo)
 		ri_record_clear(&in);
 }
 
@@ -976,6 +1061,7 @@ each_record(const struct ri_record *rec, unsigned problems, void *arg)
 			if (retained)
 				json_array_append_new(open, json_string(rec->invocation_id));
 			json_object_set_new(a->inv_act, rec->invocation_id, json_string(actkey));
+			memo_put(a, rec);
 			judge_invocation(a, rec);
 		} else {
 			if (ri_role_closing(rec->role)) {
@@ -1155,6 +1241,7 @@ ri_audit(ri *r, const struct ri_audit_opts *o, json_t **ans, ri_err *err)
 	 * the records, the open-intents accumulator, leases, marks, actors --
 	 * beside the traversal */
 	struct state_run sr;
+	a.memo = ri_xcalloc(1, sizeof *a.memo);
 	state_begin(&a, &sr);
 	st = r->st->ops->traverse(r->st, each_record, &a);
 	ri_progress_end(&a.prog, a.records);
@@ -1272,6 +1359,7 @@ out:
 	}
 	free(a.spans);
 	ri_findings_close(a.reg);
+	memo_free(&a);
 	json_decref(a.checks);
 	json_decref(a.actors);
 	json_decref(a.open_by_act);

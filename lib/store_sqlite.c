@@ -49,6 +49,7 @@ struct sq {
 	/* tree nodes verified or written in the current transaction (heads.h) */
 	struct ri_tree_cache nodes;
 	int wal_frames;                 /* the WAL's frames at our last commit (wal_trim) */
+	int wal_trims;                  /* checkpoints wal_trim made on this connection */
 	/* prepared statements, kept for the connection's life: preparing costs
 	 * more than most of the queries themselves */
 	struct cached {
@@ -1003,7 +1004,7 @@ wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 
 	s->wal_frames = frames;
 	/* a process that never writes again still checkpoints a long WAL */
-	if (frames >= WAL_BACKSTOP_FRAMES)
+	if (frames >= 2 * WAL_BACKSTOP_FRAMES)
 		(void)sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
 	return SQLITE_OK;
 }
@@ -1011,10 +1012,14 @@ wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 static void
 wal_trim(struct sq *s)
 {
-	if (s->wal_frames < WAL_TRIM_FRAMES)
+	/* a long-running writer (the sweep, a fill) trims at SQLite's own
+	 * threshold after its first trim: a checkpoint every few appends
+	 * would write the same hot pages over and over (bench_append) */
+	if (s->wal_frames < (s->wal_trims == 0 ? WAL_TRIM_FRAMES : WAL_BACKSTOP_FRAMES))
 		return;
 	(void)sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
 	s->wal_frames = 0;
+	s->wal_trims++;
 }
 
 static int
