@@ -228,8 +228,14 @@ leaf_prefix_ok(const unsigned char *b, const unsigned char key[RI_SCOPE_LEN], in
 void
 ri_tree_cache_clear(struct ri_tree_cache *c)
 {
-	if (c != NULL)
-		c->n = c->next = 0;
+	if (c != NULL && ++c->gen == (unsigned)-1)
+		memset(c, 0, sizeof *c);        /* gen + 1 must never wrap to an empty entry's 0 */
+}
+
+static unsigned
+cache_slot(const unsigned char h[RI_HASH_LEN])
+{
+	return ((unsigned)h[0] | (unsigned)h[1] << 8) & (RI_TREE_CACHE - 1);
 }
 
 static bool
@@ -238,13 +244,14 @@ cache_find(struct ri_tree_cache *c, const unsigned char *id, size_t idlen, const
 {
 	if (c == NULL)
 		return false;
-	for (unsigned i = 0; i < c->n; i++)
-		if (c->e[i].idlen == idlen && memcmp(c->e[i].hash, want, RI_HASH_LEN) == 0 &&
-		    memcmp(c->e[i].id, id, idlen) == 0) {
-			memcpy(body, c->e[i].body, c->e[i].len);
-			*len = c->e[i].len;
-			return true;
-		}
+	unsigned i = cache_slot(want);
+	/* gen 0 never matches: a zeroed cache is empty */
+	if (c->e[i].gen == c->gen + 1 && c->e[i].idlen == idlen && memcmp(c->e[i].hash, want, RI_HASH_LEN) == 0 &&
+	    memcmp(c->e[i].id, id, idlen) == 0) {
+		memcpy(body, c->e[i].body, c->e[i].len);
+		*len = c->e[i].len;
+		return true;
+	}
 	return false;
 }
 
@@ -252,20 +259,10 @@ static void
 cache_add(struct ri_tree_cache *c, const unsigned char *id, size_t idlen, const unsigned char h[RI_HASH_LEN],
     const unsigned char *body, size_t len)
 {
-	unsigned i;
-
 	if (c == NULL)
 		return;
-	/* a node id holds one body at a time: a rewrite replaces its entry */
-	for (i = 0; i < c->n; i++)
-		if (c->e[i].idlen == idlen && memcmp(c->e[i].id, id, idlen) == 0)
-			break;
-	if (i == c->n) {
-		if (c->n < RI_TREE_CACHE)
-			i = c->n++;
-		else
-			i = c->next++ % RI_TREE_CACHE;
-	}
+	unsigned i = cache_slot(h);
+	c->e[i].gen = c->gen + 1;
 	memcpy(c->e[i].hash, h, RI_HASH_LEN);
 	memcpy(c->e[i].id, id, idlen);
 	c->e[i].idlen = idlen;
@@ -284,7 +281,7 @@ read_node(const struct ri_tree_io *io, const unsigned char key[RI_SCOPE_LEN], in
 	int rc;
 
 #ifndef RI_NC_NO_ABSENCE_PROOF
-	/* verified, or written, at this id in this same transaction */
+	/* verified, or written, at this id: the body its parent names */
 	if (cache_find(io->cache, id, idlen, want, body, len))
 		return RI_ST_OK;
 #endif

@@ -55,17 +55,24 @@ struct ri_tree_io {
 	int (*get)(void *ctx, const unsigned char *id, size_t idlen, unsigned char body[RI_NODE_MAX],
 	    size_t *len);
 	int (*put)(void *ctx, const unsigned char *id, size_t idlen, const unsigned char *body, size_t len);
-	/* optional: nodes already verified (or written) in the caller's current
-	 * transaction, by their hash -- content-addressed, so a hit is exactly
-	 * the node a parent names.  The caller empties it at every transaction
-	 * boundary (ri_tree_cache_clear), so nothing outlives its snapshot. */
+	/* optional: nodes already verified (or written), by their hash --
+	 * content-addressed: a hit is a body that hashes to exactly what its
+	 * verified parent names, so it is that node whenever it was read.  A
+	 * backend whose transactions decide more than a node's content (the
+	 * PostgreSQL batch) empties it at their boundaries
+	 * (ri_tree_cache_clear); SQLite keeps it for the handle's life, so a
+	 * long run (the sweep) reads the tree's upper levels once, not at
+	 * every append (issue 15). */
 	struct ri_tree_cache *cache;
 };
 
-#define RI_TREE_CACHE 48
+/* Direct-mapped by the node's hash: a later node of the same slot
+ * replaces an earlier one. */
+#define RI_TREE_CACHE 1024      /* a power of two */
 struct ri_tree_cache {
-	unsigned n, next;
+	unsigned gen;                   /* entries of another generation are empty */
 	struct {
+		unsigned gen;
 		unsigned char hash[RI_HASH_LEN];
 		unsigned char id[RI_NODE_ID_MAX];
 		size_t idlen, len;

@@ -46,7 +46,8 @@ struct sq {
 	bool nosync;                    /* bench fill only: see setup_connection */
 	int64_t busy_ms;                /* a lock wait's budget (setup_connection) */
 	int64_t busy_since;             /* when the current lock wait began (mono ms) */
-	/* tree nodes verified or written in the current transaction (heads.h) */
+	/* tree nodes verified or written, for the handle's life: content-
+	 * addressed, a hit is what its verified parent names (heads.h) */
 	struct ri_tree_cache nodes;
 	int wal_frames;                 /* the WAL's frames at our last commit (wal_trim) */
 	int wal_trims;                  /* checkpoints wal_trim made on this connection */
@@ -282,7 +283,6 @@ read_begin(struct sq *s, bool *began)
 	*began = false;
 	if (!sqlite3_get_autocommit(s->db))
 		return SQLITE_OK;
-	ri_tree_cache_clear(&s->nodes);
 	int rc = sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL);
 	if (rc == SQLITE_OK)
 		*began = true;
@@ -292,10 +292,8 @@ read_begin(struct sq *s, bool *began)
 static void
 read_end(struct sq *s, bool began)
 {
-	if (began) {
+	if (began)
 		sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
-		ri_tree_cache_clear(&s->nodes);
-	}
 }
 
 static void
@@ -303,7 +301,6 @@ rollback(struct sq *s)
 {
 	if (!sqlite3_get_autocommit(s->db))
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-	ri_tree_cache_clear(&s->nodes);
 }
 
 /* Roll back a write that failed, keeping the error that made it fail (the
@@ -1025,7 +1022,6 @@ wal_trim(struct sq *s)
 static int
 begin_immediate(struct sq *s)
 {
-	ri_tree_cache_clear(&s->nodes);
 	wal_trim(s);
 	int rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 
@@ -1387,7 +1383,6 @@ append_locked(struct sq *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 static int
 commit(struct sq *s)
 {
-	ri_tree_cache_clear(&s->nodes);
 	if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
 		int rc = db_fail(s, RI_ST_STEP3, "commit");
 		rollback(s);
