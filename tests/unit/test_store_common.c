@@ -357,8 +357,10 @@ payload_cache(void)
 	uint64_t x = 88172645463325252ull;
 	int64_t seq;
 
-	json_decref(parsed_at(1));
-	CHECK(parsed_at(1) != NULL, "no cache outside a traversal");
+	json_t *a = parsed_at(1), *b = parsed_at(1);
+	CHECK(a != b, "no cache outside a traversal");
+	json_decref(a);
+	json_decref(b);
 	/* scattered seqs, so that entries collide and are displaced (a
 	 * traversal's consecutive seqs spread without a collision) */
 	for (seq = 1; seq <= N; seq++) {
@@ -388,7 +390,8 @@ payload_cache(void)
 	/* the bound: RI_PAYLOADS_MAX kept, the next one parsed afresh each time */
 	for (seq = 1; seq <= RI_PAYLOADS_MAX; seq++)
 		json_decref(parsed_at(seq));
-	json_t *a = parsed_at(RI_PAYLOADS_MAX + 1), *b = parsed_at(RI_PAYLOADS_MAX + 1);
+	a = parsed_at(RI_PAYLOADS_MAX + 1);
+	b = parsed_at(RI_PAYLOADS_MAX + 1);
 	CHECK(a != b, "past RI_PAYLOADS_MAX a payload is not kept");
 	json_decref(a);
 	json_decref(b);
