@@ -18,8 +18,8 @@
  * Nesting uses an explicit stack of open containers, at most
  * JSON_PARSER_MAX_DEPTH deep (jansson's limit), so hostile input cannot
  * exhaust the C stack.  Memory: the values themselves, that stack beyond
- * JF_SMALLSTACK levels, a scratch buffer for strings with escapes (never
- * more than twice the longest such string) and a copy of a number that
+ * JF_SMALLSTACK levels, a scratch buffer for strings with escapes (at most
+ * twice what one member's key and string value decode to) and a copy of a number that
  * needs strtod; each is bounded by the input's length.
  */
 #include <errno.h>
@@ -41,6 +41,15 @@
 #define JF_SMALLSTACK   32              /* levels kept on the C stack */
 #define JF_SCRATCH      256             /* decoded string bytes on the C stack */
 #define JF_EXPCAP       100000000000000000LL  /* 1e17: beyond any double's */
+
+#if defined(__GNUC__) || defined(__clang__)
+#define JF_COLD __attribute__((noinline, cold))
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define JF_CTZ(m)       ((size_t)__builtin_ctzll(m) >> 3)
+#endif
+#else
+#define JF_COLD
+#endif
 
 struct jf {
 	const unsigned char *end;
@@ -73,8 +82,8 @@ static const unsigned char plain[256] = {
 
 #define ONES    0x0101010101010101ULL
 #define HIGHS   0x8080808080808080ULL
-/* a byte of x is zero (exact for the lowest such byte; the borrow may
- * mark bytes above it, which only makes the caller look closer) */
+/* a byte of x is zero: exact for the lowest such byte (the borrow may
+ * mark bytes above it, so only the lowest mark is ever used) */
 #define HASZERO(x)      (((x) - ONES) & ~(x) & HIGHS)
 
 /* RFC 8259 section 2: insignificant whitespace is space, tab, LF, CR. */
@@ -87,8 +96,10 @@ jf_ws(const unsigned char *p, const unsigned char *end)
 }
 
 /* The first byte at or after p that is not plain (or end).  Eight bytes
- * at a time while eight remain: a word with a quote, a backslash, a
- * control character or a byte >= 0x80 is finished byte by byte. */
+ * at a time while eight remain: in a word with a quote, a backslash, a
+ * control character or a byte >= 0x80 the lowest marked byte is the first
+ * such one (little-endian: the lowest set bit), else it is found byte by
+ * byte. */
 static inline const unsigned char *
 jf_plain(const unsigned char *p, const unsigned char *end)
 {
@@ -98,8 +109,13 @@ jf_plain(const unsigned char *p, const unsigned char *end)
 		memcpy(&x, p, sizeof x);
 		m = HASZERO(x ^ (ONES * '"')) | HASZERO(x ^ (ONES * '\\')) |
 		    ((x - ONES * 0x20) & ~x & HIGHS) | (x & HIGHS);
-		if (m != 0)
+		if (m != 0) {
+#ifdef JF_CTZ
+			return p + JF_CTZ(m);
+#else
 			break;
+#endif
+		}
 		p += 8;
 	}
 	while (p < end && plain[*p])
@@ -149,7 +165,7 @@ jf_utf8(const unsigned char *p, const unsigned char *end)
 /* The longest run from p of string bytes that need no decoding (plain
  * bytes and well-formed UTF-8); it stops at a quote, a backslash, a
  * control character, a bad UTF-8 byte or the end. */
-static const unsigned char *
+static inline const unsigned char *
 jf_span(const unsigned char *p, const unsigned char *end)
 {
 	const unsigned char *q;
@@ -293,27 +309,17 @@ jf_escape(const unsigned char *p, const unsigned char *end, char *out,
 }
 
 /*
- * A string whose opening quote is just before p.  The byte after its
- * closing quote, or NULL.  *sp, *np: its bytes -- inside the input when it
- * has no escape, else decoded into the scratch buffer at offset base
- * (*decoded = 1; that pointer is good until the buffer next grows).
+ * The rest of a string with an escape at q (p: its first byte after the
+ * quote), decoded into the scratch buffer at offset base; as jf_string.
+ * Kept out of line so the common string, without escapes, costs little.
  */
-static const unsigned char *
-jf_string(struct jf *jf, const unsigned char *p, size_t base,
-    const char **sp, size_t *np, int *decoded)
+static JF_COLD const unsigned char *
+jf_unescape(struct jf *jf, const unsigned char *p, const unsigned char *q,
+    size_t base, const char **sp, size_t *np)
 {
-	const unsigned char *end = jf->end, *q, *run;
+	const unsigned char *end = jf->end, *run;
 	size_t o, n, k;
 
-	q = jf_span(p, end);
-	if (q < end && *q == '"') {
-		*sp = (const char *)p;
-		*np = (size_t)(q - p);
-		*decoded = 0;
-		return q + 1;
-	}
-	if (q == end || *q != '\\')
-		return NULL;    /* a control character, bad UTF-8, the end */
 	for (o = base, run = p;;) {
 		n = (size_t)(q - run);
 		/* the run, and the at most 4 bytes an escape decodes to */
@@ -335,8 +341,31 @@ jf_string(struct jf *jf, const unsigned char *p, size_t base,
 		return NULL;
 	*sp = jf->buf + base;
 	*np = o - base;
-	*decoded = 1;
 	return q + 1;
+}
+
+/*
+ * A string whose opening quote is just before p.  The byte after its
+ * closing quote, or NULL.  *sp, *np: its bytes -- inside the input when it
+ * has no escape, else decoded into the scratch buffer at offset base
+ * (*decoded = 1; that pointer is good until the buffer next grows).
+ */
+static inline const unsigned char *
+jf_string(struct jf *jf, const unsigned char *p, size_t base,
+    const char **sp, size_t *np, int *decoded)
+{
+	const unsigned char *q = jf_span(p, jf->end);
+
+	if (q < jf->end && *q == '"') {
+		*sp = (const char *)p;
+		*np = (size_t)(q - p);
+		*decoded = 0;
+		return q + 1;
+	}
+	if (q == jf->end || *q != '\\')
+		return NULL;    /* a control character, bad UTF-8, the end */
+	*decoded = 1;
+	return jf_unescape(jf, p, q, base, sp, np);
 }
 
 /* Decimal digits of v at q; the byte after them. */
