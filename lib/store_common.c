@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "config.h"
 #include "heads.h"
+#include "jsonfast.h"
 #include "store_common.h"
 #include "util.h"
 #include "vocab.h"
@@ -69,8 +70,8 @@ ri_raw_verify(const unsigned char instance[RI_INSTANCE_LEN], const unsigned char
 #endif
 	}
 	if (why == NULL && w->payload_text != NULL) {
-		json_error_t je;
-		r->payload = json_loads(w->payload_text, JSON_REJECT_DUPLICATES, &je);
+		/* ri_json_parse: what json_loads(JSON_REJECT_DUPLICATES) reads */
+		r->payload = ri_json_parse(w->payload_text, strlen(w->payload_text));
 		if (r->payload == NULL || !json_is_object(r->payload))
 			why = "its payload is not a JSON object";
 		r->payload_bytes = strlen(w->payload_text);
@@ -161,7 +162,7 @@ payload_parse(struct ri_st_core *c, int64_t seq, const char *text)
 
 	if (p != NULL && p->slot[i = payload_find(p, seq)].v != NULL)
 		return json_incref(p->slot[i].v);
-	v = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+	v = ri_json_parse(text, strlen(text));
 	if (p != NULL && v != NULL && p->n < RI_PAYLOADS_MAX) {
 		p->slot[i].seq = seq;
 		p->slot[i].v = json_incref(v);
