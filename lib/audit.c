@@ -778,6 +778,8 @@ traversal(struct audit *a, const struct ri_record *rec, unsigned problems)
 {
 	char seq[32];
 
+	if (problems == 0)
+		return;
 	snprintf(seq, sizeof seq, "seq %lld", (long long)rec->seq);
 	if (problems & RI_P_GAP)
 		fail(a, "8.1.1", rec->invocation_id, rec->event_id, NULL, "%s follows seq %lld: rows are missing",

@@ -308,7 +308,7 @@ read_node(const struct ri_tree_io *io, const unsigned char key[RI_SCOPE_LEN], in
 	if (rc != RI_ST_OK)
 		return rc;
 	node_hash(body, *len, h);
-	if (!body_ok(body, *len) || sodium_memcmp(h, want, RI_HASH_LEN) != 0) {
+	if (!body_ok(body, *len) || !ri_eq32(h, want)) {
 		snprintf(why, n, "a node of the scope heads' tree (depth %d) is not the one its parent names"
 		    " (a head altered, replaced or rolled back)", d);
 		return RI_ST_INTEGRITY;

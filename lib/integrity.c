@@ -145,7 +145,7 @@ ri_mac_ok(const unsigned char *key, size_t keylen, const void *msg, size_t n,
 	if (mac == NULL || maclen != RI_HASH_LEN)
 		return false;
 	ri_mac(key, keylen, msg, n, want);
-	return sodium_memcmp(want, mac, RI_HASH_LEN) == 0;
+	return ri_eq32(want, mac);
 }
 
 int

@@ -15,6 +15,9 @@
 #ifndef RI_INTEGRITY_H
 #define RI_INTEGRITY_H
 
+#include <stdint.h>
+#include <string.h>
+
 #include "sha256.h"
 #include "util.h"
 
@@ -84,5 +87,21 @@ void ri_seal_pub_text(const unsigned char pk[32], const unsigned char instance[R
     size_t n);
 
 void ri_hex(const unsigned char *b, size_t n, char *out);  /* out: 2n + 1 */
+
+/* Two hashes or MACs equal, in time that does not depend on where they
+ * differ (as sodium_memcmp, whose byte loop and zero check were ~5% of an
+ * audit: four 8-byte words here). */
+static inline bool
+ri_eq32(const unsigned char *a, const unsigned char *b)
+{
+	uint64_t d = 0, x, y;
+
+	for (int i = 0; i < RI_HASH_LEN; i += 8) {
+		memcpy(&x, a + i, 8);
+		memcpy(&y, b + i, 8);
+		d |= x ^ y;
+	}
+	return d == 0;
+}
 
 #endif

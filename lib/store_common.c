@@ -52,7 +52,7 @@ ri_raw_verify(const unsigned char instance[RI_INSTANCE_LEN], const unsigned char
 		why = "a malformed row";
 	} else if (w->payload_text != NULL) {
 		ri_payload_digest(w->salt, w->payload_text, strlen(w->payload_text), calc);
-		if (!w->has_salt || sodium_memcmp(calc, w->digest, RI_HASH_LEN) != 0)
+		if (!w->has_salt || !ri_eq32(calc, w->digest))
 			why = "its payload does not match its digest (a changed payload)";
 	} else if (w->has_salt) {
 		why = "a payload without its salt";
@@ -62,7 +62,7 @@ ri_raw_verify(const unsigned char instance[RI_INSTANCE_LEN], const unsigned char
 	if (why == NULL) {
 		ri_raw_header(instance, r, w, &h);
 		ri_record_hash(prev, &h, calc);
-		if (sodium_memcmp(calc, w->hash, RI_HASH_LEN) != 0)
+		if (!ri_eq32(calc, w->hash))
 			why = "its header or chain link is wrong (altered, moved or copied, or a row before it deleted)";
 #ifndef RI_NC_NO_MAC_CHECK
 		else if (key != NULL && !ri_mac_ok(key, keylen, w->hash, RI_HASH_LEN, w->mac, RI_HASH_LEN))
@@ -186,13 +186,13 @@ ri_raw_problems(struct ri_st_core *c, struct ri_record *r, struct ri_raw *w, uns
 	} else {
 		ri_raw_header(instance, r, w, &h);
 		ri_record_hash(prev, &h, calc);
-		if (sodium_memcmp(calc, w->hash, RI_HASH_LEN) != 0)
+		if (!ri_eq32(calc, w->hash))
 			problems |= RI_P_LINK;
 		if (key != NULL && !ri_mac_ok(key, keylen, w->hash, RI_HASH_LEN, w->mac, RI_HASH_LEN))
 			problems |= RI_P_MAC;
 		if (w->payload_text != NULL) {
 			ri_payload_digest(w->salt, w->payload_text, strlen(w->payload_text), calc);
-			if (!w->has_salt || sodium_memcmp(calc, w->digest, RI_HASH_LEN) != 0)
+			if (!w->has_salt || !ri_eq32(calc, w->digest))
 				problems |= RI_P_DIGEST;
 			r->payload = payload_parse(c, r->seq, w->payload_text);
 			if (r->payload == NULL || !json_is_object(r->payload))
@@ -793,7 +793,7 @@ ri_scope_head_judge(struct ri_st_core *c, const struct scope *sc, int64_t rows, 
 		    "journal integrity: %s ends at seq %lld but its authenticated head is seq %lld"
 		    " (its records were deleted, moved or re-typed)", scope_name(sc), (long long)rows,
 		    (long long)leaf->last_seq);
-	if (newest == NULL || sodium_memcmp(newest, leaf->hash, RI_HASH_LEN) != 0)
+	if (newest == NULL || !ri_eq32(newest, leaf->hash))
 		return ri_st_fail(c, RI_ST_INTEGRITY, leaf->last_seq, NULL,
 		    "journal integrity: the newest record of %s (seq %lld) is not the one its head names",
 		    scope_name(sc), (long long)leaf->last_seq);

@@ -639,6 +639,18 @@ exact_text(sqlite3_stmt *st, int i, size_t max, bool null_ok)
 /* One row, decoded only if every column is exactly of its type: a value
  * re-typed behind ri's back (a TEXT act key stored as a BLOB, say) is a
  * malformed row, never read as the text it resembles. */
+/* An id column into its fixed buffer, cut at the buffer as snprintf would
+ * (an overlong one fails exact_text, and so the row's shape) -- without a
+ * format parse a row */
+static void
+copy_id(char *dst, size_t n, const char *src)
+{
+	size_t k = src ? strnlen(src, n - 1) : 0;
+
+	memcpy(dst, src ? src : "", k);
+	dst[k] = '\0';
+}
+
 static void
 load_row(sqlite3_stmt *st, struct ri_record *r, struct ri_raw *w)
 {
@@ -660,14 +672,14 @@ load_row(sqlite3_stmt *st, struct ri_record *r, struct ri_raw *w)
 	memset(r, 0, sizeof *r);
 	memset(w, 0, sizeof *w);
 	r->seq = sqlite3_column_int64(st, 0);
-	snprintf(r->event_id, sizeof r->event_id, "%s", ev ? ev : "");
+	copy_id(r->event_id, sizeof r->event_id, ev);
 	r->action_ref = col_dup(st, 2);
 	r->kind = col_dup(st, 3);
 	r->act_key = col_dup(st, 4);
 	r->invocation_id = col_dup(st, 5);
 	r->actor_ref = col_dup(st, 6);
 	att = (const char *)sqlite3_column_text(st, 7);
-	snprintf(r->attestation_id, sizeof r->attestation_id, "%s", att ? att : "");
+	copy_id(r->attestation_id, sizeof r->attestation_id, att);
 	r->recorded_at = sqlite3_column_int64(st, 8);
 	r->retention_until = col_ms(st, 9);
 	r->role = sqlite3_column_int(st, 10);
