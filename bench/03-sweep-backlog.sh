@@ -34,6 +34,14 @@
 # /usr/bin/time for its peak RSS.  Target: <= 16 MiB (bounded by the open
 # intents, not the records); its time is reported.
 #
+# And (issue 15, target 4) the floor of one orphan's closure, measured
+# after every sweep (100 each time; the median is used): the probe's own process run -- the same argv with a
+# request of the same shape on its stdin, spawned with no shell as the
+# sweep spawns it (bench/floor.c orphan) -- plus two O_DSYNC 4 KiB
+# appends (recovery_intended and the outcome, each one fsync'd commit).
+# Target: the per-orphan cost on the 10^3 journal <= 1.3x that floor; the
+# 10^6 journal's ratio is shown beside it (its own growth is the 1.2 above).
+#
 # BENCH_SWEEP_ROUNDS (default 4: S L L S S L L S); BENCH_SWEEP_CALLGRIND=0
 # skips the diagnostic (about a minute per journal); BENCH_SWEEP_UNMARKED=0
 # skips the unmarked sweep.
@@ -41,12 +49,14 @@
 
 ROUNDS=${BENCH_SWEEP_ROUNDS:-4}
 TARGET=1.2
+FLOOR_TARGET=1.3
 ORPHANS=1000
+FLOOR=${RI_BENCH:-$BENCH_ROOT/build/default/bench}/floor
 
 bench_header "03-sweep-backlog" \
     "one ri-sweep run closing a backlog of $ORPHANS orphans (trivial probe answering committed)" \
     "the same sweep over the same backlog in a journal with 10^3 closed records, interleaved" \
-    "per-orphan cost with 10^6 closed records <= ${TARGET}x the cost with 10^3"
+    "per-orphan cost with 10^6 closed records <= ${TARGET}x the cost with 10^3; per orphan <= ${FLOOR_TARGET}x the probe's own run + 2 fsync'd appends"
 
 echo "  (each copy's duplicate-scan mark is set to its last closed record, as earlier cron runs leave it)"
 small=$(bench_journal small "$SMALL_CLOSED" "$OPEN_INTENTS") || bench_die "cannot build the small journal"
@@ -85,12 +95,23 @@ sweep_once() {
 : >"$BT/small.res"
 : >"$BT/large.res"
 fails=0
+# the floor of an orphan's closure (below), measured after every sweep so
+# drift and load fall on both alike
+req=$BT/probe-request.json
+jq -nc '{kind:"ledger", act_key:"bench-000001", intent:{act_key:"bench-000001", data:{pairing_datum:"pd-000001"},
+    invocation_id:"inv_00000000000000000000000000000001", kind:"ledger"}}' >"$req"
+mapfile -t probe_argv < <(jq -r '.[]' <<<"$BENCH_PROBE")
+: >"$BT/floor.res"
+floor_once() {
+	[ -x "$FLOOR" ] && "$FLOOR" orphan 100 "$req" "${probe_argv[@]}" >>"$BT/floor.res"
+}
 for ((r = 0; r < ROUNDS; r++)); do
 	if ((r % 2 == 0)); then order="small large"; else order="large small"; fi
 	for which in $order; do
 		src=$small
 		[ "$which" = large ] && src=$large
 		sweep_once "$src" "$which-$r" "$which" || fails=$((fails + 1))
+		floor_once
 	done
 done
 
@@ -135,6 +156,22 @@ if [ "${BENCH_SWEEP_CALLGRIND:-1}" != 0 ] && command -v valgrind >/dev/null 2>&1
 fi
 echo "  cpu ratio (diagnostic): $(ratio "$cpu_large" "$cpu_small")"
 echo "  ratio (per-orphan cost with 10^6 closed / with 10^3 closed, wall): $R   target <= $TARGET"
+# the floor of an orphan's closure: the probe's own run + two O_DSYNC
+# appends, the median of the blocks measured between the sweeps
+FR=
+if [ -s "$BT/floor.res" ]; then
+	fmed() { awk -v c="$1" '{ print $c }' "$BT/floor.res" | sort -g |
+	    awk '{ v[NR] = $1 } END { printf "%.3f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+	fprobe=$(fmed 1)
+	fappend=$(fmed 2)
+	fl=$(awk -v a="$fprobe" -v b="$fappend" 'BEGIN { printf "%.3f", a + b }')
+	FR=$(ratio "$ms_small" "$fl")
+	echo "  floor of one orphan ($(wc -l <"$BT/floor.res") blocks of 100, median): the probe's own run $fprobe ms" \
+	    "+ two O_DSYNC appends $fappend ms = $fl ms"
+	echo "  ratio (per-orphan cost / floor): 10^3: $FR   target <= $FLOOR_TARGET   (10^6: $(ratio "$ms_large" "$fl"))"
+else
+	echo "  floor of one orphan: could not be measured ($FLOOR orphan)"
+fi
 [ "$fails" = 0 ] || echo "  $fails sweep runs FAILED"
 ok=1
 if [ "${BENCH_SWEEP_UNMARKED:-1}" != 0 ]; then
@@ -157,5 +194,6 @@ if [ "${BENCH_SWEEP_UNMARKED:-1}" != 0 ]; then
 fi
 [ "$fails" = 0 ] || ok=0
 le "$R" "$TARGET" || ok=0
+{ [ -n "$FR" ] && le "$FR" "$FLOOR_TARGET"; } || ok=0
 [ "$ms_small" != 0 ] || ok=0
 bench_verdict "$ok"

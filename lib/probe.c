@@ -1,13 +1,15 @@
 /*
- * probe.c -- run a kind's probe: fork/exec its argv (no shell), one JSON
+ * probe.c -- run a kind's probe: spawn its argv (no shell), one JSON
  * request on stdin, one JSON answer on stdout, a probe_round_trip timeout
  * and an output cap.  Anything but exactly one of the four shapes is
  * unavailable -- never not-committed (probe 4, probe 5).
  */
+#define _GNU_SOURCE     /* pipe2 */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,20 +121,54 @@ ri_probe_parse(const struct ri_config *c, const struct ri_kind *k, const char *t
 	return 0;
 }
 
-static void
-probe_child(const struct ri_kind *k, int in_fd, int out_fd)
+/*
+ * The probe's environment: ours without what is the journal's alone (the
+ * probe reads the store; it gets nothing of the journal's).
+ */
+static char **
+probe_env(void)
 {
-	(void)setpgid(0, 0);
-	if (dup2(in_fd, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0)
-		_exit(127);
-	/* the probe reads the store; it gets nothing of the journal's */
-	unsetenv("RI_CREDENTIAL");
-	unsetenv("RI_CREDENTIAL_FILE");
-	unsetenv("RI_FAULT");
-	execvp(k->probe[0], k->probe);
-	_exit(127);
+	extern char **environ;
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (environ[n] != NULL)
+		n++;
+	env = ri_xcalloc(n + 1, sizeof *env);
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "RI_CREDENTIAL=", 14) != 0 && strncmp(environ[i], "RI_CREDENTIAL_FILE=", 19) != 0 &&
+		    strncmp(environ[i], "RI_FAULT=", 9) != 0)
+			env[k++] = environ[i];
+	return env;
 }
 
+/*
+ * Spawn the probe: its own process group, the two pipes as its stdin and
+ * stdout.  posix_spawn, not fork: the sweep's pages are not copied for a
+ * child that only execs, nor write-faulted back afterwards (issue 15: the
+ * copy and the faults were a sixth of a sweep's own time an orphan).  A
+ * probe that cannot be executed is an error here, as its exit 127 was.
+ */
+static int
+probe_spawn(const struct ri_kind *k, int in_fd, int out_fd, pid_t *pid)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	char **env = probe_env();
+	int rc;
+
+	posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_init(&at);
+	posix_spawn_file_actions_adddup2(&fa, in_fd, STDIN_FILENO);
+	posix_spawn_file_actions_adddup2(&fa, out_fd, STDOUT_FILENO);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+	posix_spawnattr_setpgroup(&at, 0);
+	rc = posix_spawnp(pid, k->probe[0], &fa, &at, k->probe, env);
+	posix_spawnattr_destroy(&at);
+	posix_spawn_file_actions_destroy(&fa);
+	free(env);
+	return rc;
+}
 
 /*
  * Sweep never 1: the probe is the only adopter code the sweep runs.  The
@@ -154,19 +190,21 @@ ri_probe_run(const struct ri_config *c, const struct ri_kind *k, const char *act
 
 	json_decref(req);
 	memset(p, 0, sizeof *p);
-	if (pipe(to) != 0 || pipe(from) != 0) {
+	/* close-on-exec: only the ends dup2'd onto the probe's stdin and
+	 * stdout reach it */
+	if (pipe2(to, O_CLOEXEC) != 0 || pipe2(from, O_CLOEXEC) != 0) {
 		free(in);
 		return unavailable(p, "pipe: %s", strerror(errno));
 	}
 	fflush(NULL);
-	if ((pid = fork()) < 0) {
-		free(in);
-		return unavailable(p, "fork: %s", strerror(errno));
-	}
-	if (pid == 0) {
+	if ((errno = probe_spawn(k, to[0], from[1], &pid)) != 0) {
+		int e = errno;
+		close(to[0]);
 		close(to[1]);
 		close(from[0]);
-		probe_child(k, to[0], from[1]);
+		close(from[1]);
+		free(in);
+		return unavailable(p, "the probe %s could not be run: %s", k->probe[0], strerror(e));
 	}
 	(void)setpgid(pid, pid);
 	close(to[0]);
