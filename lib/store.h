@@ -223,6 +223,13 @@ struct ri_store_ops {
 	 * of scope heads against the records, the open-intents accumulator,
 	 * leases, marks, actors -- reporting each problem. */
 	int (*audit_state)(struct ri_store *, ri_state_fn each, void *arg);
+	/* Optional (NULL: not offered).  Hold one read snapshot across the
+	 * reads that follow, until read_session(st, false): inside it a
+	 * verified read passes over a record this snapshot has verified
+	 * already, reusing the verification and the parse (the sweep's
+	 * duplicate scan, whose invocation reads meet the records its pass
+	 * just read).  No write may start inside a session. */
+	int (*read_session)(struct ri_store *, bool on);
 	/* The instance id (16 bytes). */
 	const unsigned char *(*instance_id)(struct ri_store *);
 	/* the current head: highest seq (0 when empty) and its hash */

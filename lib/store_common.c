@@ -89,7 +89,7 @@ ri_raw_verify(const unsigned char instance[RI_INSTANCE_LEN], const unsigned char
 
 struct ri_payloads {
 	size_t n;
-	struct { int64_t seq; json_t *v; } slot[PAYLOAD_SLOTS];    /* v NULL: empty */
+	struct { int64_t seq; json_t *v; bool verified; } slot[PAYLOAD_SLOTS];    /* v NULL: empty */
 };
 
 static size_t
@@ -151,6 +151,43 @@ ri_payloads_drop(struct ri_st_core *c, int64_t seq)
 	}
 }
 
+bool
+ri_payloads_verified(struct ri_st_core *c, int64_t seq)
+{
+	struct ri_payloads *p = c->payloads;
+	size_t i;
+
+	return p != NULL && p->slot[i = payload_find(p, seq)].v != NULL && p->slot[i].verified;
+}
+
+/* A row a verified read verified in a read session: kept with its parse. */
+static void
+payload_verified(struct ri_st_core *c, int64_t seq, json_t *v)
+{
+	struct ri_payloads *p = c->payloads;
+	size_t i;
+
+	if (p == NULL || v == NULL)
+		return;
+	if (p->slot[i = payload_find(p, seq)].v != NULL) {
+		p->slot[i].verified = true;
+		return;
+	}
+	if (p->n >= RI_PAYLOADS_MAX) {
+		/* full: a session's pass has moved on; start again from here */
+		for (size_t k = 0; k < PAYLOAD_SLOTS; k++) {
+			json_decref(p->slot[k].v);
+			p->slot[k].v = NULL;
+		}
+		p->n = 0;
+		i = payload_find(p, seq);
+	}
+	p->slot[i].seq = seq;
+	p->slot[i].v = json_incref(v);
+	p->slot[i].verified = true;
+	p->n++;
+}
+
 /* The row's payload (a new reference): the one already parsed in this
  * traversal, or parsed now and kept for the rest of it. */
 static json_t *
@@ -166,6 +203,7 @@ payload_parse(struct ri_st_core *c, int64_t seq, const char *text)
 	if (p != NULL && v != NULL && p->n < RI_PAYLOADS_MAX) {
 		p->slot[i].seq = seq;
 		p->slot[i].v = json_incref(v);
+		p->slot[i].verified = false;
 		p->n++;
 	}
 	return v;
@@ -425,8 +463,16 @@ ri_walk_take(struct ri_st_core *c, struct ri_walk *wk, struct ri_records *out, s
 		    "journal integrity: record seq %lld of %s is missing (deleted rows)", (long long)wk->expect_prev,
 		    scope_name(wk->sc));
 	}
-	if (rc == RI_ST_OK && !wk->trusted && (rc = wk->hash_at(wk->backend, r->seq - 1, prev)) == RI_ST_OK)
-		rc = ri_st_verify_row(c, r, w, prev, wk->now);
+	if (rc == RI_ST_OK && !wk->trusted) {
+		if (ri_payloads_verified(c, r->seq)) {
+			/* this row, verified in this same snapshot (a read session):
+			 * its links were walked above; its parse is reused */
+			ri_raw_trusted(c, r, w);
+		} else if ((rc = wk->hash_at(wk->backend, r->seq - 1, prev)) == RI_ST_OK &&
+		    (rc = ri_st_verify_row(c, r, w, prev, wk->now)) == RI_ST_OK) {
+			payload_verified(c, r->seq, r->payload);
+		}
+	}
 	if (rc != RI_ST_OK) {
 		free(w->payload_text);
 		w->payload_text = NULL;

@@ -80,6 +80,11 @@ void ri_raw_trusted(struct ri_st_core *c, struct ri_record *r, struct ri_raw *w)
 void ri_payloads_begin(struct ri_st_core *c);
 void ri_payloads_end(struct ri_st_core *c);
 void ri_payloads_drop(struct ri_st_core *c, int64_t seq);
+/* Inside a read session (store.h read_session), the records a verified
+ * read verified in the session's snapshot, by seq, with their parse: a
+ * later verified read of the same row takes it as it stands (the same
+ * snapshot holds the same row) and only walks its links. */
+bool ri_payloads_verified(struct ri_st_core *c, int64_t seq);
 
 /* A backend's failure: e says what (and names the record), the code comes
  * back.  The first integrity failure stays for the handle's life: a run

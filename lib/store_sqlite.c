@@ -51,6 +51,10 @@ struct sq {
 	struct ri_tree_cache nodes;
 	int wal_frames;                 /* the WAL's frames at our last commit (wal_trim) */
 	int wal_trims;                  /* checkpoints wal_trim made on this connection */
+	/* a read session (sq_read_session): one snapshot, so one verified head */
+	bool in_session, session_head;
+	struct ri_jhead session_jh;
+	unsigned char session_lh[RI_HASH_LEN];
 	/* prepared statements, kept for the connection's life: preparing costs
 	 * more than most of the queries themselves */
 	struct cached {
@@ -507,8 +511,29 @@ jhead_read(struct sq *s, struct ri_jhead *h, unsigned char mac[RI_HASH_LEN])
  * witness's newest line agrees with the journal.  Without a key only the
  * rows and the witness are consulted (and the root is unknown).
  */
+static int jhead_verify(struct sq *s, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN]);
+
 static int
 jhead_get(struct sq *s, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN])
+{
+	int rc;
+
+	/* a read session's snapshot has one head: verified once */
+	if (s->in_session && s->session_head) {
+		*h = s->session_jh;
+		memcpy(last_hash, s->session_lh, RI_HASH_LEN);
+		return RI_ST_OK;
+	}
+	if ((rc = jhead_verify(s, h, last_hash)) == RI_ST_OK && s->in_session) {
+		s->session_jh = *h;
+		memcpy(s->session_lh, last_hash, RI_HASH_LEN);
+		s->session_head = true;
+	}
+	return rc;
+}
+
+static int
+jhead_verify(struct sq *s, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN])
 {
 	unsigned char mac[RI_HASH_LEN], at[RI_HASH_LEN];
 	int64_t rows;
@@ -2876,6 +2901,32 @@ out:
 	return RI_ST_OK;
 }
 
+/* store.h read_session: one snapshot, and the rows verified in it */
+static int
+sq_read_session(struct ri_store *base, bool on)
+{
+	struct sq *s = (struct sq *)base;
+
+	if (on) {
+		if (!sqlite3_get_autocommit(s->db))
+			return ri_st_fail(&s->core, RI_ST_INVALID_QUERY, 0, NULL, "a read session inside a transaction");
+		if (sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+			return db_fail(s, RI_ST_UNAVAILABLE, "read");
+		ri_payloads_begin(&s->core);
+		s->in_session = true;
+		s->session_head = false;
+		return RI_ST_OK;
+	}
+	s->in_session = s->session_head = false;
+#ifndef RI_NC_SESSION_OUTLIVES_SNAPSHOT
+	/* what was verified was verified in this snapshot only */
+	ri_payloads_end(&s->core);
+#endif
+	if (!sqlite3_get_autocommit(s->db))
+		sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+	return RI_ST_OK;
+}
+
 static const unsigned char *
 sq_instance_id(struct ri_store *base)
 {
@@ -2918,6 +2969,7 @@ static const struct ri_store_ops sqlite_ops = {
 	.backup = sq_backup,
 	.rebuild = sq_rebuild,
 	.audit_state = sq_audit_state,
+	.read_session = sq_read_session,
 	.instance_id = sq_instance_id,
 	.head = sq_head,
 	.sealed = sq_sealed,

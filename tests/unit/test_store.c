@@ -1767,6 +1767,52 @@ test_open_intents(void)
 	PASS("open intents: an intent appears, recovery_intended keeps it, a closing (outcome, refused, abandoned, escalated) removes it -- same transaction as the append");
 }
 
+/*
+ * A read session (store.h read_session): inside its one snapshot a
+ * verified read reuses what an earlier verified read of the same row
+ * verified -- and only there.  A row tampered after the session began is
+ * not what the session reads (the snapshot holds the row as it was, which
+ * verifies); once the session ends, every read meets the tampered row and
+ * fails closed.  And a row verified in the session is read again the
+ * same: same records, same payloads.
+ */
+static void
+test_read_session(const struct base *b)
+{
+	struct tl_instance t;
+	struct ri_records all, inv1, inv2;
+	struct ri_query qa = { .from = 1, .limit = 64 }, qi = { .from = 1, .invocation_id = "inv_A" };
+	sqlite3 *db;
+
+	tl_clone(&b->ti, &t, "t-session");
+	ri *r = open_ri(t.config, RI_READONLY);
+	CHECK(r->st->ops->read_session != NULL, "the SQLite backend offers read sessions");
+	CHECK(r->st->ops->read_session(r->st, true) == RI_ST_OK, "read_session on: %s", st_err(r)->msg);
+	CHECK(r->st->ops->range_read(r->st, &qa, &all) == RI_ST_OK && all.n == (size_t)b->last, "the whole journal, verified");
+	/* the attacker changes the target (of inv_A) while the session holds its snapshot */
+	db = attacker(&t, true);
+	flip(db, "payload", TARGET, -1);
+	attacker_close(db);
+	CHECK(r->st->ops->range_read(r->st, &qi, &inv1) == RI_ST_OK, "inside the session: the snapshot's rows: %s",
+	    st_err(r)->msg);
+	CHECK(r->st->ops->range_read(r->st, &qi, &inv2) == RI_ST_OK && inv1.n == inv2.n && inv1.n == 4,
+	    "the invocation read twice in the session");
+	for (size_t i = 0; i < inv1.n; i++)
+		CHECK(inv1.v[i].seq == inv2.v[i].seq && json_equal(inv1.v[i].payload, inv2.v[i].payload) &&
+		    json_equal(inv1.v[i].payload, all.v[inv1.v[i].seq - 1].payload), "seq %lld the same each read",
+		    (long long)inv1.v[i].seq);
+	ri_records_clear(&inv1);
+	ri_records_clear(&inv2);
+	ri_records_clear(&all);
+	CHECK(r->st->ops->read_session(r->st, false) == RI_ST_OK, "read_session off");
+	/* the session over: the tampered row is met, and fails closed */
+	int rc = r->st->ops->range_read(r->st, &qi, &inv1);
+	CHECK(rc == RI_ST_INTEGRITY && st_err(r)->seq == TARGET, "after the session: integrity at seq %d, got %d (seq %lld)",
+	    TARGET, rc, (long long)st_err(r)->seq);
+	ri_instance_close(r);
+	PASS("read_session: a verified row is reused only inside its own snapshot; after it, a tampered row fails closed");
+}
+
 int
 main(void)
 {
@@ -1783,6 +1829,7 @@ main(void)
 	test_range_read();
 	make_base(&b);
 	test_tamper(&b);
+	test_read_session(&b);
 	test_append_only(&b);
 	test_retention();
 	test_lease();
