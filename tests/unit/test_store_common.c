@@ -324,6 +324,82 @@ open_scan_edges(void)
 	PASS("the open-intents index against its authenticated accumulator");
 }
 
+/* ---- the tree's node cache: an in-memory node store behind two ios ---- */
+
+static struct mem_node {
+	unsigned char id[RI_NODE_ID_MAX], body[RI_NODE_MAX];
+	size_t idlen, len;
+} mem_nodes[256];
+static size_t n_mem_nodes;
+
+static int
+mem_get(void *ctx, const unsigned char *id, size_t idlen, unsigned char body[RI_NODE_MAX], size_t *len)
+{
+	(void)ctx;
+	for (size_t i = 0; i < n_mem_nodes; i++)
+		if (mem_nodes[i].idlen == idlen && memcmp(mem_nodes[i].id, id, idlen) == 0) {
+			memcpy(body, mem_nodes[i].body, mem_nodes[i].len);
+			*len = mem_nodes[i].len;
+			return RI_ST_OK;
+		}
+	return RI_ST_NOT_KNOWN;
+}
+
+static int
+mem_put(void *ctx, const unsigned char *id, size_t idlen, const unsigned char *body, size_t len)
+{
+	size_t i;
+
+	(void)ctx;
+	for (i = 0; i < n_mem_nodes; i++)
+		if (mem_nodes[i].idlen == idlen && memcmp(mem_nodes[i].id, id, idlen) == 0)
+			break;
+	if (i == n_mem_nodes) {
+		CHECK(n_mem_nodes < sizeof mem_nodes / sizeof mem_nodes[0], "too many nodes");
+		n_mem_nodes++;
+	}
+	memcpy(mem_nodes[i].id, id, idlen);
+	mem_nodes[i].idlen = idlen;
+	memcpy(mem_nodes[i].body, body, len);
+	mem_nodes[i].len = len;
+	return RI_ST_OK;
+}
+
+/*
+ * The node cache outlives a transaction on SQLite (heads.h): it answers
+ * only for the body its verified parent names by hash.  A writer that
+ * changed the tree behind this cache (another process: another io on the
+ * same nodes) leaves cached bodies under ids whose hashes moved on; a
+ * read under the new root must take the new nodes, never the cached ones.
+ */
+static void
+tree_cache_edges(void)
+{
+	static struct ri_tree_cache cache;
+	struct ri_tree_io mine = { NULL, mem_get, mem_put, &cache }, theirs = { NULL, mem_get, mem_put, NULL };
+	unsigned char root[RI_HASH_LEN] = { 0 }, key[RI_SCOPE_LEN], other[RI_SCOPE_LEN];
+	struct ri_leaf l1 = { .last_seq = 1 }, l2 = { .last_seq = 2 }, got;
+	char why[256];
+	bool present;
+
+	ri_scope_act("ledger", "k1", key);
+	ri_scope_act("ledger", "k2", other);
+	memset(l1.hash, 1, sizeof l1.hash);
+	memset(l2.hash, 2, sizeof l2.hash);
+	CHECK(ri_tree_put(&mine, root, key, &l1, why, sizeof why) == RI_ST_OK, "put: %s", why);
+	CHECK(ri_tree_put(&mine, root, other, &l1, why, sizeof why) == RI_ST_OK, "put: %s", why);
+	CHECK(ri_tree_get(&mine, root, key, &present, &got, why, sizeof why) == RI_ST_OK && present &&
+	    got.last_seq == 1, "read through the cache");
+	/* another writer moves k1's head on, behind this cache */
+	CHECK(ri_tree_put(&theirs, root, key, &l2, why, sizeof why) == RI_ST_OK, "their put: %s", why);
+	CHECK(ri_tree_get(&mine, root, key, &present, &got, why, sizeof why) == RI_ST_OK && present &&
+	    got.last_seq == 2 && memcmp(got.hash, l2.hash, sizeof got.hash) == 0,
+	    "under the new root the cache answers nothing stale: got seq %lld", (long long)got.last_seq);
+	CHECK(ri_tree_get(&mine, root, other, &present, &got, why, sizeof why) == RI_ST_OK && present &&
+	    got.last_seq == 1, "an unchanged subtree still reads");
+	PASS("the tree's node cache: content-addressed, it outlives a transaction and never answers stale (heads.h)");
+}
+
 /* a trusted parse of {"n": seq} at seq, as a traversal's read makes it */
 static json_t *
 parsed_at(int64_t seq)
@@ -421,6 +497,7 @@ main(void)
 	walk_edges();
 	open_scan_edges();
 	payload_cache();
+	tree_cache_edges();
 	ri_config_free((struct ri_config *)core.cfg);
 	return 0;
 }
