@@ -12,6 +12,7 @@
 
 #include "audit.h"
 #include "cli.h"
+#include "jsonfast.h"
 #include "instance.h"
 #include "util.h"
 
@@ -172,7 +173,10 @@ ri_cli_request(bool flags_given, bool dash, size_t max, json_t **req, ri_err *er
 		return ri_fail(err, RI_MALFORMED, "expected one JSON object on stdin, got nothing: pass the"
 		    " request on stdin, or give its fields as flags");
 	}
-	*req = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	/* ri_json_parse reads what jansson would; jansson parses again only
+	 * what that refuses, for its line and column */
+	if ((*req = ri_json_parse(text, len)) == NULL)
+		*req = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	free(text);
 	if (*req == NULL)
 		return ri_fail(err, RI_MALFORMED, "stdin is not JSON (line %d column %d: %s): pass one JSON"

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "jsonfast.h"
 
 #define PATHBUF 512             /* a JSON path in a message */
 #define NAMELEN 64              /* kind and outcome names */
@@ -638,6 +639,8 @@ ri_config_from_json(json_t *root, const char *path, struct ri_config **out, ri_e
 	return RI_OK;
 }
 
+#define CONFIG_MAX (1024 * 1024)
+
 int
 ri_config_load(const char *path, struct ri_config **out, ri_err *err)
 {
@@ -658,7 +661,24 @@ ri_config_load(const char *path, struct ri_config **out, ri_err *err)
 		fclose(f);
 		return ri_fail(err, RI_CONFIG, "%s: %s", path, strerror(EISDIR));
 	}
-	root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+	/* read whole and parsed by ri_json_parse (every command parses its
+	 * config: issue 15); jansson parses again only what that refuses, so
+	 * a bad config is answered with jansson's line and column, as ever.
+	 * A config past CONFIG_MAX is streamed to jansson. */
+	{
+		size_t len = 0;
+		bool too_big = false;
+		char *text = ri_slurp_fd(fileno(f), CONFIG_MAX, &len, &too_big);
+
+		if (text == NULL || too_big) {
+			free(text);
+			rewind(f);
+			root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+		} else if ((root = ri_json_parse(text, len)) == NULL) {
+			root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+		}
+		free(text);
+	}
 	fclose(f);
 	if (root == NULL)
 		return ri_fail(err, RI_CONFIG, "%s:%d:%d: %s", path, je.line, je.column, je.text);
