@@ -433,12 +433,16 @@ number_cases(void)
 			continue;
 		/* %.17g: the exact double back; sometimes fewer digits */
 		tl_fmt(t, sizeof t, "[%.*g]", i % 3 ? 17 : (int)(1 + rndn(17)), d);
+		/* fewer digits can round a double near DBL_MAX past it ("-2e+308"):
+		 * then it overflows, and both must refuse it (strtod reads what
+		 * printf wrote, in the same locale) */
+		bool over = isinf(strtod(t + 1, NULL));
 		/* under a ',' locale (locale_cases) printf writes one: JSON's is '.' */
 		for (char *c = strchr(t, ','); c != NULL; c = strchr(c, ','))
 			*c = '.';
 		if (strchr(t, '.') == NULL && strchr(t, 'e') == NULL)
 			continue;       /* printed as an integer */
-		check(t, strlen(t), 1, "random double");
+		check(t, strlen(t), over ? 0 : 1, "random double");
 		n++;
 	}
 	for (i = 0; i < 6000; i++) {
