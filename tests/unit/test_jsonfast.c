@@ -38,17 +38,8 @@
 #include "testlib.h"
 
 static struct jd_stats st;
-static uint64_t rng;
-
-/* xorshift64*: reproducible from the printed seed */
-static uint64_t
-rnd(void)
-{
-	rng ^= rng >> 12;
-	rng ^= rng << 25;
-	rng ^= rng >> 27;
-	return rng * 0x2545f4914f6cdd1dULL;
-}
+/* the seeded generator of testlib.h */
+#define rnd tl_rnd
 
 static size_t
 rndn(size_t n)
@@ -873,7 +864,7 @@ main(void)
 		seed = (uint64_t)ts.tv_sec * 1000000007ULL ^ (uint64_t)ts.tv_nsec ^
 		    (uint64_t)getpid() << 32;
 	}
-	rng = seed ? seed : 1;
+	tl_seed(seed);
 	printf("# TEST_JSONFAST_SEED=%llu\n", (unsigned long long)seed);
 
 	table_cases();

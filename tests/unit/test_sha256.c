@@ -24,17 +24,8 @@
 
 #define MAXLEN 1100
 
-static uint64_t rng;
-
-/* xorshift64*: reproducible data and piece sizes from the printed seed */
-static uint64_t
-rnd(void)
-{
-	rng ^= rng >> 12;
-	rng ^= rng << 25;
-	rng ^= rng >> 27;
-	return rng * 0x2545f4914f6cdd1dULL;
-}
+/* the seeded generator of testlib.h: reproducible data and piece sizes */
+#define rnd tl_rnd
 
 static void
 rnd_fill(unsigned char *p, size_t n)
@@ -372,10 +363,8 @@ main(int argc, char **argv)
 		return env_child();
 	tl_init();
 	CHECK(sodium_init() >= 0, "sodium_init");
-	rng = s != NULL && *s != '\0' ? strtoull(s, NULL, 0) : 0x5eed5a256ULL;
-	if (rng == 0)
-		rng = 1;
-	printf("# seed %llu (TEST_SHA256_SEED)\n", (unsigned long long)rng);
+	tl_seed(s != NULL && *s != '\0' ? strtoull(s, NULL, 0) : 0x5eed5a256ULL);
+	printf("# seed %llu (TEST_SHA256_SEED)\n", (unsigned long long)*tl_rng());
 
 	ri_sha256_force_portable(0);
 	accel = ri_sha256_accelerated();

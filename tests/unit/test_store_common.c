@@ -430,7 +430,6 @@ payload_cache(void)
 	enum { N = 3000 };
 	static json_t *first[N + 1];
 	static int64_t key[N + 1];
-	uint64_t x = 88172645463325252ull;
 	int64_t seq;
 
 	json_t *a = parsed_at(1), *b = parsed_at(1);
@@ -439,10 +438,9 @@ payload_cache(void)
 	json_decref(b);
 	/* scattered seqs, so that entries collide and are displaced (a
 	 * traversal's consecutive seqs spread without a collision) */
-	for (seq = 1; seq <= N; seq++) {
-		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-		key[seq] = (int64_t)(x >> 2);
-	}
+	tl_seed(88172645463325252ull);
+	for (seq = 1; seq <= N; seq++)
+		key[seq] = (int64_t)(tl_rnd() >> 2);
 	ri_payloads_begin(&core);
 	for (seq = 1; seq <= N; seq++)
 		first[seq] = parsed_at(key[seq]);

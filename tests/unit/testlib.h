@@ -307,6 +307,32 @@ tl_add_actor(const char *config, const char *name, char cred[128])
 	json_decref(j);
 }
 
+/* xorshift64*: a test's random inputs, reproducible from the seed it
+ * prints (tl_seed: 0 is taken as 1, the generator's one fixed point) */
+static inline uint64_t *
+tl_rng(void)
+{
+	static uint64_t state = 1;
+	return &state;
+}
+
+static inline void
+tl_seed(uint64_t seed)
+{
+	*tl_rng() = seed ? seed : 1;
+}
+
+static inline uint64_t
+tl_rnd(void)
+{
+	uint64_t *x = tl_rng();
+
+	*x ^= *x >> 12;
+	*x ^= *x << 25;
+	*x ^= *x >> 27;
+	return *x * 0x2545f4914f6cdd1dULL;
+}
+
 struct tl_instance {
 	char dir[PATH_MAX];
 	char config[PATH_MAX];
