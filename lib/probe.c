@@ -192,19 +192,26 @@ ri_probe_run(const struct ri_config *c, const struct ri_kind *k, const char *act
 	memset(p, 0, sizeof *p);
 	/* close-on-exec: only the ends dup2'd onto the probe's stdin and
 	 * stdout reach it */
-	if (pipe2(to, O_CLOEXEC) != 0 || pipe2(from, O_CLOEXEC) != 0) {
+	if (pipe2(to, O_CLOEXEC) != 0) {
 		free(in);
 		return unavailable(p, "pipe: %s", strerror(errno));
 	}
-	fflush(NULL);
-	if ((errno = probe_spawn(k, to[0], from[1], &pid)) != 0) {
+	if (pipe2(from, O_CLOEXEC) != 0) {
 		int e = errno;
+		close(to[0]);
+		close(to[1]);
+		free(in);
+		return unavailable(p, "pipe: %s", strerror(e));
+	}
+	fflush(NULL);
+	int src = probe_spawn(k, to[0], from[1], &pid);
+	if (src != 0) {
 		close(to[0]);
 		close(to[1]);
 		close(from[0]);
 		close(from[1]);
 		free(in);
-		return unavailable(p, "the probe %s could not be run: %s", k->probe[0], strerror(e));
+		return unavailable(p, "the probe %s could not be run: %s", k->probe[0], strerror(src));
 	}
 	(void)setpgid(pid, pid);
 	close(to[0]);

@@ -388,11 +388,11 @@ ri_walk_query(struct ri_st_core *c, const struct ri_query *q, struct scope *sc, 
 	    (q->kind != NULL && q->invocation_id != NULL) || q->action_ref != NULL)
 		return ri_st_fail(c, RI_ST_INVALID_QUERY, 0, NULL,
 		    "invalid range query (page size 1..%d; one filter: an invocation or an act)", PAGE_MAX);
-	if (q->trusted)
+	if (q->trusted) {
 		/* a trusted read consults no scope head: its key is not needed */
-		scope_make(sc, SCOPE_ALL, NULL, NULL), sc->type = q->invocation_id != NULL ? SCOPE_INV :
-		    q->kind != NULL ? SCOPE_ACT : SCOPE_ALL;
-	else if (q->invocation_id != NULL)
+		memset(sc->key, 0, sizeof sc->key);
+		sc->type = q->invocation_id != NULL ? SCOPE_INV : q->kind != NULL ? SCOPE_ACT : SCOPE_ALL;
+	} else if (q->invocation_id != NULL)
 		scope_make(sc, SCOPE_INV, q->invocation_id, NULL);
 	else if (q->kind != NULL)
 		scope_make(sc, SCOPE_ACT, q->kind, q->act_key);
