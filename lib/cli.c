@@ -17,19 +17,23 @@
 #include "util.h"
 
 const char *ri_progname = "ri";
-bool ri_utf8 = true;
 
 /* The locale's character set, as setlocale(3) finds it: only LC_CTYPE is
- * taken from the environment (numbers and messages stay "C"). */
+ * taken from the environment (numbers and messages stay "C").  Asked the
+ * first time a message is printed, not at every start: setlocale reads
+ * the locale's files, ~60 K instructions and four system calls of a
+ * command whose answer is pure ASCII (issue 15). */
 static bool
 locale_utf8(void)
 {
+	static int utf8 = -1;
 	const char *cs;
 
-	if (setlocale(LC_CTYPE, "") == NULL)
-		return false;
-	cs = nl_langinfo(CODESET);
-	return cs != NULL && (strcasecmp(cs, "UTF-8") == 0 || strcasecmp(cs, "utf8") == 0);
+	if (utf8 < 0) {
+		utf8 = setlocale(LC_CTYPE, "") != NULL && (cs = nl_langinfo(CODESET)) != NULL &&
+		    (strcasecmp(cs, "UTF-8") == 0 || strcasecmp(cs, "utf8") == 0);
+	}
+	return utf8 == 1;
 }
 
 void
@@ -41,7 +45,6 @@ ri_cli_init(int argc, char **argv)
 		p = strrchr(argv[0], '/');
 		ri_progname = p ? p + 1 : argv[0];
 	}
-	ri_utf8 = locale_utf8();
 }
 
 const char *
@@ -55,7 +58,7 @@ ri_local(const char *s, char *buf, size_t n)
 	};
 	size_t o = 0;
 
-	if (ri_utf8 || n == 0)
+	if (n == 0 || locale_utf8())
 		return s;
 	while (*s != '\0' && o + 1 < n) {
 		size_t i, len = 0;

@@ -7,14 +7,11 @@
 #include "ri.h"
 
 extern const char *ri_progname;
-/* Does the locale (LC_ALL, LC_CTYPE, LANG) speak UTF-8?  Set by
- * ri_cli_init; when it does not, text for people (stderr, --text) falls
- * back to ASCII: x for U+00D7, >= for U+2265, <= for U+2264, -- for a dash.
- * JSON stays UTF-8, as JSON is. */
-extern bool ri_utf8;
-
 void ri_cli_init(int argc, char **argv);
-/* s for a person in this locale: s itself, or its ASCII fallback in buf. */
+/* s for a person in this locale: s itself, or its ASCII fallback in buf
+ * when the locale (LC_ALL, LC_CTYPE, LANG) does not speak UTF-8 -- x for
+ * U+00D7, >= for U+2265, <= for U+2264, -- for a dash.  JSON stays UTF-8,
+ * as JSON is. */
 const char *ri_local(const char *s, char *buf, size_t n);
 /* "ri-open: message" on stderr, then exit(code). */
 _Noreturn void ri_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -2,6 +2,7 @@
  * journal head's MAC, the open-intents accumulator, and the MACs of the
  * side tables.  Pure functions over bytes and a node store (heads.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sodium.h>
 
@@ -228,8 +229,22 @@ leaf_prefix_ok(const unsigned char *b, const unsigned char key[RI_SCOPE_LEN], in
 void
 ri_tree_cache_clear(struct ri_tree_cache *c)
 {
-	if (c != NULL && ++c->gen == (unsigned)-1)
-		memset(c, 0, sizeof *c);        /* gen + 1 must never wrap to an empty entry's 0 */
+	/* gen + 1 must never wrap to an empty entry's 0: on the wrap every
+	 * slot is emptied (the pool is kept, its entries reused) */
+	if (c != NULL && ++c->gen == (unsigned)-1) {
+		c->gen = 0;
+		c->used = 0;
+		memset(c->slot, 0, sizeof c->slot);
+	}
+}
+
+void
+ri_tree_cache_free(struct ri_tree_cache *c)
+{
+	if (c == NULL)
+		return;
+	free(c->pool);
+	memset(c, 0, sizeof *c);
 }
 
 static unsigned
@@ -238,27 +253,40 @@ cache_slot(const unsigned char h[RI_HASH_LEN])
 	return ((unsigned)h[0] | (unsigned)h[1] << 8) & (RI_TREE_CACHE - 1);
 }
 
+/* the live entry of slot i, or NULL */
+static struct ri_tree_entry *
+cache_entry(struct ri_tree_cache *c, unsigned i)
+{
+	struct ri_tree_entry *e;
+
+	if (c->slot[i] == 0)
+		return NULL;
+	e = &c->pool[c->slot[i] - 1];
+	return e->gen == c->gen + 1 ? e : NULL;
+}
+
 static bool
 cache_find(struct ri_tree_cache *c, const unsigned char *id, size_t idlen, const unsigned char want[RI_HASH_LEN],
     unsigned char body[RI_NODE_MAX], size_t *len)
 {
+	struct ri_tree_entry *e = NULL;
+
 	if (c == NULL)
 		return false;
-	unsigned i = cache_slot(want);
 	/* gen 0 never matches: a zeroed cache is empty.  The hash decides:
 	 * the body is the one its verified parent names, whenever it was read */
 #ifndef RI_NC_TREE_CACHE_BY_ID
-	if (c->e[i].gen == c->gen + 1 && c->e[i].idlen == idlen && memcmp(c->e[i].hash, want, RI_HASH_LEN) == 0 &&
-	    memcmp(c->e[i].id, id, idlen) == 0) {
+	e = cache_entry(c, cache_slot(want));
+	if (e != NULL && e->idlen == idlen && memcmp(e->hash, want, RI_HASH_LEN) == 0 && memcmp(e->id, id, idlen) == 0) {
 #else
 	/* negative control: any node once cached at this id, by id alone */
-	for (i = 0; i < RI_TREE_CACHE; i++)
-		if (c->e[i].gen == c->gen + 1 && c->e[i].idlen == idlen && memcmp(c->e[i].id, id, idlen) == 0)
-			break;
-	if (i < RI_TREE_CACHE) {
+	for (unsigned i = 0; i < RI_TREE_CACHE && e == NULL; i++)
+		if ((e = cache_entry(c, i)) != NULL && !(e->idlen == idlen && memcmp(e->id, id, idlen) == 0))
+			e = NULL;
+	if (e != NULL) {
 #endif
-		memcpy(body, c->e[i].body, c->e[i].len);
-		*len = c->e[i].len;
+		memcpy(body, e->body, e->len);
+		*len = e->len;
 		return true;
 	}
 	return false;
@@ -268,15 +296,24 @@ static void
 cache_add(struct ri_tree_cache *c, const unsigned char *id, size_t idlen, const unsigned char h[RI_HASH_LEN],
     const unsigned char *body, size_t len)
 {
+	struct ri_tree_entry *e;
+	unsigned i;
+
 	if (c == NULL)
 		return;
-	unsigned i = cache_slot(h);
-	c->e[i].gen = c->gen + 1;
-	memcpy(c->e[i].hash, h, RI_HASH_LEN);
-	memcpy(c->e[i].id, id, idlen);
-	c->e[i].idlen = idlen;
-	memcpy(c->e[i].body, body, len);
-	c->e[i].len = len;
+	/* a cache that cannot have its pool is only slower */
+	if (c->pool == NULL && (c->pool = malloc(RI_TREE_CACHE * sizeof *c->pool)) == NULL)
+		return;
+	i = cache_slot(h);
+	if (c->slot[i] == 0)
+		c->slot[i] = (unsigned short)(++c->used);       /* at most one entry a slot */
+	e = &c->pool[c->slot[i] - 1];
+	e->gen = c->gen + 1;
+	memcpy(e->hash, h, RI_HASH_LEN);
+	memcpy(e->id, id, idlen);
+	e->idlen = idlen;
+	memcpy(e->body, body, len);
+	e->len = len;
 }
 
 /* Read the node at (d, key's prefix) that its parent names by `want`:

@@ -67,19 +67,27 @@ struct ri_tree_io {
 };
 
 /* Direct-mapped by the node's hash: a later node of the same slot
- * replaces an earlier one. */
-#define RI_TREE_CACHE 1024      /* a power of two */
+ * replaces an earlier one.  A slot names its entry in a pool allocated at
+ * the first entry and filled in order, so a short command touches a few
+ * pages of it, not one page per node (issue 15: the pool spread over
+ * 1,024 slots was ~30 page faults a command).  Zeroed, a cache is empty;
+ * ri_tree_cache_free releases the pool. */
+#define RI_TREE_CACHE 1024      /* a power of two, at most 65,535 */
+struct ri_tree_entry {
+	unsigned gen;
+	unsigned char hash[RI_HASH_LEN];
+	unsigned char id[RI_NODE_ID_MAX];
+	size_t idlen, len;
+	unsigned char body[RI_NODE_MAX];
+};
 struct ri_tree_cache {
 	unsigned gen;                   /* entries of another generation are empty */
-	struct {
-		unsigned gen;
-		unsigned char hash[RI_HASH_LEN];
-		unsigned char id[RI_NODE_ID_MAX];
-		size_t idlen, len;
-		unsigned char body[RI_NODE_MAX];
-	} e[RI_TREE_CACHE];
+	unsigned used;                  /* pool entries handed to a slot */
+	unsigned short slot[RI_TREE_CACHE];     /* 1 + its entry's index, or 0 */
+	struct ri_tree_entry *pool;     /* RI_TREE_CACHE entries, or NULL */
 };
 void ri_tree_cache_clear(struct ri_tree_cache *c);
+void ri_tree_cache_free(struct ri_tree_cache *c);
 
 /* The empty tree's root (and an empty child): 32 zero bytes. */
 extern const unsigned char ri_tree_empty[RI_HASH_LEN];

@@ -3454,6 +3454,7 @@ pg_close(struct ri_store *base)
 		fprintf(stderr, "ri: postgresql round trips: %lu\n", s->round_trips);
 	ahead_clear(s);
 	ri_payloads_end(&s->core);
+	ri_tree_cache_free(&s->nodes);
 	free(s->fence);
 	if (s->conn != NULL)
 		PQfinish(s->conn);

@@ -202,6 +202,23 @@ done(struct sq *s, sqlite3_stmt *st)
 	sqlite3_finalize(st);
 }
 
+/* A statement without parameters or rows (BEGIN, COMMIT), run from the
+ * statement cache: sqlite3_exec would parse it again at every transaction
+ * (issue 15: a dozen transactions a command).  Not for a PRAGMA, which
+ * takes effect when it is prepared.  SQLITE_OK, or the step's code. */
+static int
+exec1(struct sq *s, const char *sql)
+{
+	sqlite3_stmt *st = prep(s, sql);
+	int rc;
+
+	if (st == NULL)
+		return sqlite3_extended_errcode(s->db) != SQLITE_OK ? sqlite3_extended_errcode(s->db) : SQLITE_ERROR;
+	rc = sqlite3_step(st);
+	done(s, st);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
 static void
 cache_clear(struct sq *s)
 {
@@ -287,7 +304,7 @@ read_begin(struct sq *s, bool *began)
 	*began = false;
 	if (!sqlite3_get_autocommit(s->db))
 		return SQLITE_OK;
-	int rc = sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL);
+	int rc = exec1(s, "BEGIN");
 	if (rc == SQLITE_OK)
 		*began = true;
 	return rc;
@@ -297,14 +314,14 @@ static void
 read_end(struct sq *s, bool began)
 {
 	if (began)
-		sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+		(void)exec1(s, "COMMIT");
 }
 
 static void
 rollback(struct sq *s)
 {
 	if (!sqlite3_get_autocommit(s->db))
-		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		(void)exec1(s, "ROLLBACK");
 }
 
 /* Roll back a write that failed, keeping the error that made it fail (the
@@ -1060,7 +1077,7 @@ static int
 begin_immediate(struct sq *s)
 {
 	wal_trim(s);
-	int rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	int rc = exec1(s, "BEGIN IMMEDIATE");
 
 	if (rc == SQLITE_OK)
 		return RI_ST_OK;
@@ -1420,7 +1437,7 @@ append_locked(struct sq *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 static int
 commit(struct sq *s)
 {
-	if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+	if (exec1(s, "COMMIT") != SQLITE_OK) {
 		int rc = db_fail(s, RI_ST_STEP3, "commit");
 		rollback(s);
 		return rc;
@@ -2941,6 +2958,7 @@ sq_close(struct ri_store *base)
 	if (s == NULL)
 		return;
 	ri_payloads_end(&s->core);
+	ri_tree_cache_free(&s->nodes);
 	cache_clear(s);
 	sqlite3_close(s->db);
 	free(s);

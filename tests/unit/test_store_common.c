@@ -397,6 +397,7 @@ tree_cache_edges(void)
 	    "under the new root the cache answers nothing stale: got seq %lld", (long long)got.last_seq);
 	CHECK(ri_tree_get(&mine, root, other, &present, &got, why, sizeof why) == RI_ST_OK && present &&
 	    got.last_seq == 1, "an unchanged subtree still reads");
+	ri_tree_cache_free(&cache);
 	PASS("the tree's node cache: content-addressed, it outlives a transaction and never answers stale (heads.h)");
 }
 
