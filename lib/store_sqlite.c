@@ -35,6 +35,7 @@
 #include "integrity.h"
 #include "store_common.h"
 #include "store_sqlite.h"
+#include "sqlite_mem.h"
 #include "witness.h"
 
 
@@ -3112,7 +3113,9 @@ ri_sqlite_process_init(bool threaded)
 	done_once = true;
 	/* refused (SQLITE_MISUSE) once SQLite is initialised: it then keeps
 	 * its defaults (serialized), which are as correct, only slower */
-	(void)sqlite3_config(threaded ? SQLITE_CONFIG_MULTITHREAD : SQLITE_CONFIG_SINGLETHREAD);
+	if (sqlite3_config(threaded ? SQLITE_CONFIG_MULTITHREAD : SQLITE_CONFIG_SINGLETHREAD) == SQLITE_OK &&
+	    !threaded)
+		(void)ri_sqlite_mem_install();          /* it runs under no mutex */
 	(void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
 
