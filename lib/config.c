@@ -670,8 +670,9 @@ ri_config_load(const char *path, struct ri_config **out, ri_err *err)
 		bool too_big = false;
 		char *text = ri_slurp_fd(fileno(f), CONFIG_MAX, &len, &too_big);
 
+		/* (freed once, after either branch: ri_slurp_fd returns the
+		 * bytes it read even when they are too many) */
 		if (text == NULL || too_big) {
-			free(text);
 			rewind(f);
 			root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
 		} else if ((root = ri_json_parse(text, len)) == NULL) {

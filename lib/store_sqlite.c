@@ -2482,7 +2482,7 @@ cmp_text(const void *a, const void *b)
 static char *
 schema_expected(void)
 {
-	char *text, *stmts[32], buf[sizeof schema_ddl];
+	char *text, *stmts[32] = { NULL }, buf[sizeof schema_ddl];
 	size_t n = 0, len = 0, total = 0;
 
 	for (const char *p = schema_ddl; *p != '\0'; p++) {

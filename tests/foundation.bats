@@ -222,6 +222,25 @@ teardown() {
 	[[ "$output" == *nonexistent.json* ]]
 }
 
+@test "a config past 1 MiB (whitespace padding) is read whole by jansson's stream and works; past 1 MiB and malformed it is 78 with jansson's line (INTERFACE: Common conventions, config)" {
+	fnd_instance
+	# 1.2 MiB of blank lines after the object: valid JSON, past the
+	# in-memory parser's bound, so it is streamed to jansson
+	{ cat "$CFG"; head -c 1258291 /dev/zero | tr '\0' '\n'; } >"$T/big.json"
+	[ "$(stat -c %s "$T/big.json")" -gt 1048576 ]
+	run --separate-stderr ri-startcheck -c "$T/big.json"
+	[ "$status" -eq 0 ]
+	RI_CREDENTIAL=$ALICE run --separate-stderr ri-open -c "$T/big.json" --kind ledger --act-key big-1 --actor alice
+	[ "$status" -eq 0 ]
+	echo "$output" | jq -e '.invocation_id | startswith("inv_")'
+
+	# the same padding, then a stray brace: jansson's line and column
+	{ cat "$T/big.json"; echo '}'; } >"$T/bad.json"
+	run --separate-stderr ri-startcheck -c "$T/bad.json"
+	[ "$status" -eq 78 ]
+	[[ "$stderr" == *"bad.json:"* ]]
+}
+
 @test "ri-startcheck: a missing journal exits 1 with the journal capability failing (Capability requirement 11)" {
 	fnd_instance
 	rm -f "$T"/journal.db*
