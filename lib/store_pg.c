@@ -670,7 +670,7 @@ q_send(struct pg *s, bool with_last, int *answered)
 static int
 defer_write(struct pg *s, int code, const char *what, const char *sql, const struct params *p)
 {
-	int answered;
+	int answered = 0;
 
 	if (s->qn == QMAX) {
 		PQclear(q_send(s, false, &answered));
