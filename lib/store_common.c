@@ -926,9 +926,19 @@ ri_open_scan_row(struct ri_open_scan *os, const char *inv, int64_t seq, const ch
 	o->recorded_at = recorded_at;
 }
 
+static int
+by_seq(const void *a, const void *b)
+{
+	const struct ri_open_intent *x = a, *y = b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
 int
 ri_open_scan_end(struct ri_st_core *c, struct ri_open_scan *os, const struct ri_jhead *jh)
 {
+	if (os->out != NULL && *os->n > 1)
+		qsort(*os->out, *os->n, sizeof **os->out, by_seq);
 	if (c->key != NULL && (os->count != jh->open_count || sodium_memcmp(os->acc, jh->open_acc, RI_HASH_LEN) != 0))
 		return ri_st_fail(c, RI_ST_INTEGRITY, 0, NULL,
 		    "journal integrity: the open-intents index (%lld rows) disagrees with its authenticated"

@@ -982,8 +982,7 @@ open_scan(struct sq *s, const struct ri_jhead *jh, const char *kind, const char 
 	sqlite3_stmt *st;
 	int rc;
 
-	if ((st = prep(s, "SELECT invocation_id, seq, kind, act_key, event_id, recorded_at FROM open_intents"
-	    " ORDER BY seq")) == NULL)
+	if ((st = prep(s, "SELECT invocation_id, seq, kind, act_key, event_id, recorded_at FROM open_intents")) == NULL)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (!col_text_ok(st, 0, false) || !col_is(st, 1, SQLITE_INTEGER, false) || !col_text_ok(st, 2, false) ||

@@ -1763,8 +1763,21 @@ test_open_intents(void)
 		append_ok(r, ti.cred, closings[i], "k2", inv, "{}", NULL);
 		CHECK(!is_open(r, inv, NULL, RI_NONE), "%s did not close it", closings[i]);
 	}
+	/* oldest first, whatever the invocation ids' order: the index is read
+	 * in its key's order (invocation_id) and sorted by seq after (issue 15:
+	 * no sort of every row of the index at every Open) */
+	static const char *const late[] = { "inv_z9", "inv_m5", "inv_a1" };
+	for (size_t i = 0; i < 3; i++)
+		append_ok(r, ti.cred, "ledger.intended", "k3", late[i], "{}", NULL);
+	CHECK(r->st->ops->open_intents(r->st, NULL, NULL, RI_NONE, &v, &n) == RI_ST_OK && n == 4, "four open: %zu", n);
+	for (size_t i = 1; i < n; i++)
+		CHECK(v[i - 1].seq < v[i].seq, "open intents out of seq order: %s (seq %lld) before %s (seq %lld)",
+		    v[i - 1].invocation_id, (long long)v[i - 1].seq, v[i].invocation_id, (long long)v[i].seq);
+	CHECK(strcmp(v[0].invocation_id, "inv_Y") == 0 && strcmp(v[3].invocation_id, "inv_a1") == 0,
+	    "oldest first: %s .. %s", v[0].invocation_id, v[3].invocation_id);
+	ri_open_intents_free(v, n);
 	ri_instance_close(r);
-	PASS("open intents: an intent appears, recovery_intended keeps it, a closing (outcome, refused, abandoned, escalated) removes it -- same transaction as the append");
+	PASS("open intents: an intent appears, recovery_intended keeps it, a closing (outcome, refused, abandoned, escalated) removes it -- same transaction as the append; listed oldest first");
 }
 
 /*
