@@ -125,14 +125,16 @@ static void *
 mem_realloc(void *p, int n)
 {
 	void *q;
+	int old;
 
 	if (p == NULL)
 		return mem_malloc(n);
-	if (n <= mem_size(p) && hdr_of(p)->cls != LARGE)
+	old = mem_size(p);
+	if (n <= old && hdr_of(p)->cls != LARGE)
 		return p;
 	if ((q = mem_malloc(n)) == NULL)
 		return NULL;
-	memcpy(q, p, (size_t)(mem_size(p) < n ? mem_size(p) : n));
+	memcpy(q, p, (size_t)(old < n ? old : n));
 	mem_free(p);
 	return q;
 }

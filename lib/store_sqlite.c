@@ -214,7 +214,7 @@ exec1(struct sq *s, const char *sql)
 	int rc;
 
 	if (st == NULL)
-		return sqlite3_extended_errcode(s->db) != SQLITE_OK ? sqlite3_extended_errcode(s->db) : SQLITE_ERROR;
+		return (rc = sqlite3_extended_errcode(s->db)) != SQLITE_OK ? rc : SQLITE_ERROR;
 	rc = sqlite3_step(st);
 	done(s, st);
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
