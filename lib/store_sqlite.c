@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <sodium.h>
@@ -47,6 +48,12 @@ struct sq {
 	bool nosync;                    /* bench fill only: see setup_connection */
 	int64_t busy_ms;                /* a lock wait's budget (setup_connection) */
 	int64_t busy_since;             /* when the current lock wait began (mono ms) */
+	bool busy_preset;               /* busy_since was set by begin_immediate */
+	/* the writers' queue (begin_immediate): a descriptor of the journal
+	 * file whose flock(2) ri's writers take before BEGIN IMMEDIATE; -1
+	 * without one.  queued: we hold it, until the transaction ends */
+	int queue_fd;
+	bool queued;
 	/* tree nodes verified or written, for the handle's life: content-
 	 * addressed, a hit is what its verified parent names (heads.h) */
 	struct ri_tree_cache nodes;
@@ -318,11 +325,14 @@ read_end(struct sq *s, bool began)
 		(void)exec1(s, "COMMIT");
 }
 
+static void queue_leave(struct sq *s);
+
 static void
 rollback(struct sq *s)
 {
 	if (!sqlite3_get_autocommit(s->db))
 		(void)exec1(s, "ROLLBACK");
+	queue_leave(s);
 }
 
 /* Roll back a write that failed, keeping the error that made it fail (the
@@ -1073,17 +1083,79 @@ wal_trim(struct sq *s)
 	s->wal_trims++;
 }
 
+/*
+ * The writers' queue (issue 15, target 4: no naps in a wait for a lock).
+ * SQLite has no event for the release of its write lock: a writer that
+ * finds it taken can only sleep and try again, and under 8 writers the
+ * lock sits free through much of each nap.  So ri's writers queue first
+ * on a lock the kernel hands over: flock(2) on the journal file itself,
+ * taken before BEGIN IMMEDIATE and dropped when the transaction ends, so
+ * a waiter wakes at the holder's release, never later.  Its wait and the
+ * SQLite lock's that follows share one budget (busy_ms).  flock locks are
+ * independent of the POSIX locks SQLite takes on the same file, and the
+ * descriptor is closed only after SQLite's connection is (a close of any
+ * descriptor of the file would drop the process's POSIX locks on it).
+ * A journal whose file cannot take it (flock refused) is served by
+ * SQLite's own lock and busy handler alone, as any writer that is not
+ * ri's -- the sqlite3 shell -- always is.
+ */
+static int
+contended(struct sq *s)
+{
+	return ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "journal %s is locked: another writer held its"
+	    " write lock through this write's whole wait of %lld ms (journal_write_bound%s) -- if this load"
+	    " is ordinary, raise journal_write_bound", s->core.cfg->journal,
+	    (long long)s->busy_ms, s->core.cfg->journal_fence ? " less clock_offset_allowance" : "");
+}
+
+static int
+queue_take(struct sq *s)
+{
+	if (s->queue_fd < 0 || s->queued)
+		return RI_ST_OK;
+	if (ri_lock_wait(s->queue_fd, s->busy_ms) == 0) {
+		s->queued = true;
+		return RI_ST_OK;
+	}
+	if (errno == ETIMEDOUT)
+		return contended(s);
+	close(s->queue_fd);
+	s->queue_fd = -1;
+	return RI_ST_OK;
+}
+
+static void
+queue_leave(struct sq *s)
+{
+	if (s->queued && sqlite3_get_autocommit(s->db)) {
+		(void)flock(s->queue_fd, LOCK_UN);
+		s->queued = false;
+	}
+}
+
 static int
 begin_immediate(struct sq *s)
 {
-	wal_trim(s);
-	int rc = exec1(s, "BEGIN IMMEDIATE");
+	int64_t t0 = ri_mono_ms();
+	int rc;
 
+	/* the checkpoint first, outside the queue: it never holds the
+	 * writers up (PASSIVE), and its database fsync is no write's */
+	wal_trim(s);
+	if ((rc = queue_take(s)) != RI_ST_OK)
+		return rc;
+	s->busy_since = t0;
+	s->busy_preset = true;
+	rc = exec1(s, "BEGIN IMMEDIATE");
+	s->busy_preset = false;
 	if (rc == SQLITE_OK)
 		return RI_ST_OK;
+	queue_leave(s);
 	if ((rc & 0xff) == SQLITE_READONLY)
 		return db_fail(s, RI_ST_READONLY, "begin");
-	return db_fail(s, (rc & 0xff) == SQLITE_BUSY ? RI_ST_UNAVAILABLE : RI_ST_STEP2, "begin");
+	if ((rc & 0xff) == SQLITE_BUSY)
+		return contended(s);
+	return db_fail(s, RI_ST_STEP2, "begin");
 }
 
 /*
@@ -1442,6 +1514,7 @@ commit(struct sq *s)
 		rollback(s);
 		return rc;
 	}
+	queue_leave(s);
 	return RI_ST_OK;
 }
 
@@ -2961,6 +3034,8 @@ sq_close(struct ri_store *base)
 	ri_tree_cache_free(&s->nodes);
 	cache_clear(s);
 	sqlite3_close(s->db);
+	if (s->queue_fd >= 0)
+		close(s->queue_fd);     /* after SQLite's own descriptors */
 	free(s);
 }
 
@@ -3015,7 +3090,7 @@ busy_wait(void *arg, int count)
 	struct sq *s = arg;
 	int64_t now = ri_mono_ms();
 
-	if (count == 0)
+	if (count == 0 && !s->busy_preset)
 		s->busy_since = now;
 	if (now - s->busy_since >= s->busy_ms)
 		return 0;
@@ -3136,6 +3211,7 @@ ri_sqlite_open(const struct ri_config *c, const unsigned char *key, size_t keyle
 	s->base.ops = &sqlite_ops;
 	s->core.cfg = c;
 	s->readonly = (flags & RI_READONLY) != 0;
+	s->queue_fd = -1;
 	if (key != NULL) {
 		s->core.key = (unsigned char *)key;
 		s->core.keylen = keylen;
@@ -3199,6 +3275,12 @@ ri_sqlite_open(const struct ri_config *c, const unsigned char *key, size_t keyle
 			return rc;
 		}
 	}
+	/* the writers' queue (begin_immediate); not in a threaded command,
+	 * whose other thread could take the deadline's SIGALRM */
+#ifndef RI_NC_NO_WRITER_QUEUE
+	if (!s->readonly && !(flags & RI_THREADED))
+		s->queue_fd = open(c->journal, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+#endif
 	*out = &s->base;
 	return RI_OK;
 }
@@ -3207,7 +3289,7 @@ int
 ri_sqlite_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
     char instance_hex[2 * RI_INSTANCE_LEN + 1], ri_err *err)
 {
-	struct sq s = { 0 };
+	struct sq s = { .queue_fd = -1 };
 	char sql[256];
 	int fd, rc;
 

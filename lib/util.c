@@ -6,8 +6,11 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 #include <sodium.h>
@@ -366,6 +369,50 @@ ri_sleep_ms(int64_t ms)
 
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
+}
+
+static void
+on_lock_deadline(int sig)
+{
+	(void)sig;              /* only to interrupt flock(2) */
+}
+
+int
+ri_lock_wait(int fd, int64_t budget_ms)
+{
+	struct sigaction sa = { .sa_handler = on_lock_deadline }, old;
+	const struct itimerval off = { { 0, 0 }, { 0, 0 } };
+	int64_t deadline = ri_mono_ms() + budget_ms;
+	int rc, e;
+
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return 0;
+	if (errno != EWOULDBLOCK)
+		return -1;
+	/* no SA_RESTART: the deadline's SIGALRM makes flock return EINTR */
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGALRM, &sa, &old) != 0)
+		return -1;
+	for (;;) {
+		int64_t left = deadline - ri_mono_ms();
+		if (left <= 0) {
+			rc = -1;
+			e = ETIMEDOUT;
+			break;
+		}
+		/* the interval re-arms it: a SIGALRM that lands before flock
+		 * blocks is followed by another, so the wait still ends */
+		struct itimerval at = { { 0, 10000 }, { left / 1000, (long)(left % 1000) * 1000 } };
+		(void)setitimer(ITIMER_REAL, &at, NULL);
+		rc = flock(fd, LOCK_EX);
+		e = errno;
+		(void)setitimer(ITIMER_REAL, &off, NULL);
+		if (rc == 0 || e != EINTR)
+			break;
+	}
+	(void)sigaction(SIGALRM, &old, NULL);
+	errno = e;
+	return rc;
 }
 
 void *

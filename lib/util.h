@@ -71,6 +71,12 @@ bool ri_which(const char *prog, char *out, size_t n);
 /* Monotonic milliseconds, for bounding waits (never for protocol time). */
 int64_t ri_mono_ms(void);
 void ri_sleep_ms(int64_t ms);
+/* Take an exclusive flock(2) on fd, waiting on the holder's release
+ * itself -- the kernel wakes the waiter -- but never past budget_ms: 0,
+ * or -1 with errno (ETIMEDOUT at the budget).  The deadline interrupts
+ * the wait with SIGALRM (an interval timer of this process, its handler
+ * restored after), so it is for single-threaded processes only. */
+int ri_lock_wait(int fd, int64_t budget_ms);
 /* A descriptor that polls readable when child pid exits (pidfd_open), so a
  * wait for a child ends on the exit itself, never on a nap; -1 where the
  * kernel has none (the caller then falls back to short polls). */

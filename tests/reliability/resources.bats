@@ -420,6 +420,50 @@ sys_open() {
 	intact "$T/before"
 }
 
+# ---- the writers' queue (issue 15, target 4) ----------------------------------------
+
+# hold_queue SECONDS -- another writer of the queue (flock(1) on the journal,
+# as ri's writers take it) holds it SECONDS, then leaves $T/released;
+# returns once it holds
+hold_queue() {
+	rm -f "$T/held" "$T/released"
+	flock "$T/journal.db" sh -c ": >'$T/held'; sleep $1; : >'$T/released'" &
+	QUEUE_PID=$!
+	BG_PIDS="$BG_PIDS $QUEUE_PID"
+	for _ in $(seq 200); do
+		[ -e "$T/held" ] && return 0
+		sleep 0.01
+	done
+	echo "flock never took the queue"
+	return 1
+}
+
+@test "the writers' queue: a writer waits on the queue's holder and goes at its release -- no nap, no refusal, within one budget (store_sqlite.c begin_immediate)" {
+	act k1
+	hold_queue 0.1
+	run --separate-stderr ri-open --kind ledger --act-key k2 --actor alice --intent-data '{}' </dev/null
+	[ "$status" -eq 0 ] || { echo "ri-open: exit $status: $stderr"; false; }
+	# it went after the holder's release, not beside it
+	[ -e "$T/released" ]
+	wait "$QUEUE_PID"
+	[ "$(jq -r .act_key <<<"$output")" = k2 ]
+}
+
+@test "the writers' queue held past a write's budget: ri-open 14 naming the contention and the bound to raise, nothing written; the queue released, it lands" {
+	act k1
+	snap >"$T/before"
+	hold_queue 2
+	run --separate-stderr ri-open --kind ledger --act-key k2 --actor alice --intent-data '{}' </dev/null
+	[ "$status" -eq 14 ] || { echo "ri-open: exit $status: $output $stderr"; false; }
+	[ ! -e "$T/released" ]
+	grep -q 'is locked: another writer held its write lock' <<<"$stderr"
+	grep -q 'raise journal_write_bound' <<<"$stderr"
+	[ "$(snap)" = "$(cat "$T/before")" ]
+	wait "$QUEUE_PID"
+	run --separate-stderr ri-open --kind ledger --act-key k2 --actor alice --intent-data '{}' </dev/null
+	[ "$status" -eq 0 ]
+}
+
 # ---- the journal replaced or deleted under a running process ----------------------
 
 # other_journal -- a second instance (another ri-init: its own instance id
