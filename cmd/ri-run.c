@@ -86,6 +86,9 @@ main(int argc, char **argv)
 	if ((rc = ri_run_resolve(o.argv[0], path, sizeof path, &err)) != RI_OK)
 		ri_die(rc, "%s", err.msg);
 	o.path = path;
+	struct ri_watchdog w;
+	if ((rc = ri_watchdog_start(&w, &err)) != RI_OK)
+		ri_die(rc, "%s", err.msg);
 	if ((rc = ri_instance_open(config, RI_WRITER, &r, &err)) != RI_OK) {
 		/* the journal cannot be opened: ri-run's position is Open's --
 		 * journal-unavailable, and the command never runs */
@@ -95,10 +98,12 @@ main(int argc, char **argv)
 		if (rc == RI_INTEGRITY)
 			json_object_set_new(ans, "cause", json_string("integrity"));
 		json_decref(o.intent_data);
+		ri_watchdog_end(&w);
 		return ri_cli_finish(RI_JOURNAL_UNAVAILABLE, ans, &err);
 	}
 	ri_cli_set_wait(r, wait);
-	rc = ri_run(r, &o, &ans, &code, &err);
+	rc = ri_run(r, &o, &w, &ans, &code, &err);
+	ri_watchdog_end(&w);
 	ri_instance_close(r);
 	json_decref(o.intent_data);
 	ri_cli_finish(rc, ans, &err);

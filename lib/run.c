@@ -27,6 +27,8 @@
 #include "proto.h"
 #include "run.h"
 
+extern char **environ;
+
 static volatile sig_atomic_t interrupted;
 
 static void
@@ -55,11 +57,69 @@ close_from(int low)
 		(void)close(fd);
 }
 
-static void
-child(const struct ri_run_opts *o, const char *inv, const char *ev, const char *datum,
-    const char *deadline, const char *token, int out_fd, int go_fd, pid_t parent)
+/* The job's environment, built before the vfork: ri-run's own, less the
+ * journal credential (the caller's, not the job's) and what ri-run sets,
+ * plus what the job is told (ri-run(1)).  The caller frees it. */
+static char **
+job_env(const struct ri_run_opts *o, const char *inv, const char *ev, const char *datum,
+    const char *deadline, const char *token)
 {
-	char go;
+	static const char *const drop[] = { "RI_CREDENTIAL=", "RI_CREDENTIAL_FILE=", "RI_OUTCOME_FD=",
+		"RI_INVOCATION_ID=", "RI_INTENT_EVENT_ID=", "RI_COMMIT_DEADLINE=", "RI_FENCING_TOKEN=",
+		"RI_PAIRING_DATUM=" };
+	const char *const set[][2] = { { "RI_INVOCATION_ID", inv }, { "RI_INTENT_EVENT_ID", ev },
+		{ "RI_COMMIT_DEADLINE", deadline }, { "RI_FENCING_TOKEN", token },
+		{ "RI_PAIRING_DATUM", datum }, { "RI_OUTCOME_FD", o->outcome_stdout ? NULL : "3" } };
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (environ[n] != NULL)
+		n++;
+	env = ri_xcalloc(n + sizeof set / sizeof set[0] + 1, sizeof *env);
+	for (size_t i = 0; i < n; i++) {
+		bool keep = true;
+		for (size_t j = 0; j < sizeof drop / sizeof drop[0] && keep; j++)
+			keep = strncmp(environ[i], drop[j], strlen(drop[j])) != 0;
+		if (keep)
+			env[k++] = ri_strdup(environ[i]);
+	}
+	for (size_t j = 0; j < sizeof set / sizeof set[0]; j++) {
+		if (set[j][1] == NULL)
+			continue;
+		size_t len = strlen(set[j][0]) + strlen(set[j][1]) + 2;
+		env[k] = ri_xmalloc(len);
+		snprintf(env[k++], len, "%s=%s", set[j][0], set[j][1]);
+	}
+	return env;
+}
+
+static void
+job_env_free(char **env)
+{
+	for (size_t i = 0; env[i] != NULL; i++)
+		free(env[i]);
+	free(env);
+}
+
+static void
+say(const char *s)
+{
+	(void)!write(STDERR_FILENO, s, strlen(s));
+}
+
+/*
+ * The job's first process, a vfork(2) child: it shares ri-run's memory
+ * until it executes CMD (ri-run waits suspended meanwhile), so it only
+ * makes system calls -- no allocation, no stdio -- and copies none of
+ * ri-run's pages (issue 15: a fork copied the page tables of the whole
+ * process, ~0.2 ms an act).  It tells the watchdog its process group
+ * before it runs anything: nothing of the job runs unwatched.
+ */
+static _Noreturn void
+child(const struct ri_run_opts *o, char **env, const sigset_t *mask, int out_fd, int lifeline, pid_t parent)
+{
+	char jw[1 + sizeof(int32_t)] = { 'j' };
+	int32_t self;
 
 	(void)setpgid(0, 0);
 	/* the job dies with ri-run (ri-run(1)): its leader by the kernel's
@@ -67,22 +127,22 @@ child(const struct ri_run_opts *o, const char *inv, const char *ev, const char *
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
 		_exit(127);     /* ri-run died before the signal was armed */
-	/* wait until the watchdog stands: nothing of the job runs unwatched */
-	while (read(go_fd, &go, 1) < 0 && errno == EINTR)
-		;
-	if (getppid() != parent)
+	self = (int32_t)getpid();
+	memcpy(jw + 1, &self, sizeof self);
+	/* one write of 5 bytes, atomic on a pipe; no watchdog, no job */
+	if (write(lifeline, jw, sizeof jw) != (ssize_t)sizeof jw)
 		_exit(127);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
 	signal(SIGPIPE, SIG_DFL);
+	(void)sigprocmask(SIG_SETMASK, mask, NULL);
 	if (o->outcome_stdout) {
 		/* --outcome-stdout: stdout is the outcome, as before fd 3 */
 		if (dup2(out_fd, STDOUT_FILENO) < 0)
 			_exit(127);
 		(void)fcntl(STDOUT_FILENO, F_SETFD, 0);
 		close_from(STDERR_FILENO + 1);
-		unsetenv("RI_OUTCOME_FD");
 	} else {
 		/* stdout and stderr pass through; the outcome pipe becomes fd 3
 		 * -- moved there first, so closing the rest above it keeps it */
@@ -90,42 +150,77 @@ child(const struct ri_run_opts *o, const char *inv, const char *ev, const char *
 			_exit(127);
 		(void)fcntl(RI_OUTCOME_FD, F_SETFD, 0);
 		close_from(RI_OUTCOME_FD + 1);
-		setenv("RI_OUTCOME_FD", "3", 1);
 	}
-	/* the journal credential is the caller's, not the job's */
-	unsetenv("RI_CREDENTIAL");
-	unsetenv("RI_CREDENTIAL_FILE");
-	setenv("RI_INVOCATION_ID", inv, 1);
-	setenv("RI_INTENT_EVENT_ID", ev, 1);
-	setenv("RI_COMMIT_DEADLINE", deadline, 1);
-	setenv("RI_FENCING_TOKEN", token, 1);
-	if (datum != NULL)
-		setenv("RI_PAIRING_DATUM", datum, 1);
-	else
-		unsetenv("RI_PAIRING_DATUM");
-	if (o->path != NULL)
-		execv(o->path, o->argv);
-	else
-		execvp(o->argv[0], o->argv);
-	fprintf(stderr, "ri-run: %s: %s\n", o->argv[0], strerror(errno));
+	execve(o->path, o->argv, env);
+	/* no strerror here: it may translate, and allocate */
+	char num[16], *p = num + sizeof num;
+	int e = errno;
+	*--p = '\0';
+	do
+		*--p = (char)('0' + e % 10);
+	while ((e /= 10) > 0 && p > num);
+	say("ri-run: ");
+	say(o->argv[0]);
+	say(": cannot execute it (errno ");
+	say(p);
+	say(")\n");
 	_exit(127);
+}
+
+/* vfork the job's first process (child); its pid, or -1.  A function of
+ * its own: nothing of the caller's frame lives across the vfork. */
+static __attribute__((noinline)) pid_t
+spawn_job(const struct ri_run_opts *o, char **env, int out_fd, int lifeline, pid_t parent)
+{
+	sigset_t all, mask;
+	pid_t pid;
+
+	fflush(NULL);
+	/* no handler of ri-run's runs in the child before it executes CMD */
+	sigfillset(&all);
+	(void)sigprocmask(SIG_SETMASK, &all, &mask);
+	if ((pid = vfork()) == 0)
+		child(o, env, &mask, out_fd, lifeline, parent);
+	(void)sigprocmask(SIG_SETMASK, &mask, NULL);
+	return pid;
 }
 
 /*
  * The watchdog: a small process of its own group that outlives ri-run by
  * an instant.  It holds the read end of a lifeline whose only write end is
- * ri-run's; ri-run writes one byte once the job has ended and its group
- * is stopped.  End of file without that byte means ri-run died -- by any
- * signal, SIGKILL included -- and the watchdog kills the job's whole
- * process group at once, long before the lease ends, so no process of the
- * job outlives the invocation's standing.  It runs nothing and touches no
- * journal: it inherited the connection's descriptor and closes it.
+ * ri-run's.  Before the job runs anything, the job's first process writes
+ * 'j' and its process group there; once the job has ended and its group
+ * is stopped, ri-run writes 'd'.  End of file without 'd' means ri-run
+ * died -- by any signal, SIGKILL included -- and the watchdog kills the
+ * job's whole process group at once, long before the lease ends, so no
+ * process of the job outlives the invocation's standing.  It runs
+ * nothing; it is forked before the journal is opened, so it never held a
+ * journal descriptor, and while ri-run is small, so the fork copies few
+ * page tables and the watchdog shares few of the pages ri-run writes
+ * later (issue 15).
  */
-static _Noreturn void
-watchdog(pid_t job, int lifeline)
+static bool
+read_full(int fd, void *buf, size_t n)
 {
-	char b;
-	ssize_t n;
+	char *p = buf;
+
+	while (n > 0) {
+		ssize_t k = read(fd, p, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return false;
+		p += k;
+		n -= (size_t)k;
+	}
+	return true;
+}
+
+static _Noreturn void
+watchdog(int lifeline)
+{
+	int32_t job = 0;
+	char c;
 
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
@@ -138,11 +233,58 @@ watchdog(pid_t job, int lifeline)
 		_exit(1);
 	(void)fcntl(STDIN_FILENO, F_SETFD, 0);
 	close_from(STDIN_FILENO + 1);
-	while ((n = read(STDIN_FILENO, &b, 1)) < 0 && errno == EINTR)
-		;
-	if (n != 1)
+	while (read_full(STDIN_FILENO, &c, 1)) {
+		if (c == 'd')
+			_exit(0);
+		if (c != 'j' || !read_full(STDIN_FILENO, &job, sizeof job))
+			break;
+	}
+	if (job > 0)
 		(void)kill(-job, SIGKILL);
 	_exit(0);
+}
+
+int
+ri_watchdog_start(struct ri_watchdog *w, ri_err *err)
+{
+	int life[2];
+
+	w->pid = -1;
+	w->lifeline = -1;
+	/* a watchdog gone answers EPIPE, and never kills ri-run */
+	signal(SIGPIPE, SIG_IGN);
+	if (pipe(life) != 0)
+		return ri_fail(err, RI_INTERNAL, "cannot make the watchdog's lifeline: %s -- nothing was"
+		    " opened or written", strerror(errno));
+	(void)fcntl(life[1], F_SETFD, FD_CLOEXEC);
+	fflush(NULL);
+	if ((w->pid = fork()) < 0) {
+		int e = errno;
+		close(life[0]);
+		close(life[1]);
+		return ri_fail(err, RI_INTERNAL, "cannot fork the watchdog: %s -- nothing was opened or"
+		    " written", strerror(e));
+	}
+	if (w->pid == 0) {
+		close(life[1]);
+		watchdog(life[0]);
+	}
+	close(life[0]);
+	w->lifeline = life[1];
+	return RI_OK;
+}
+
+void
+ri_watchdog_end(struct ri_watchdog *w)
+{
+	if (w->lifeline < 0)
+		return;
+	if (write(w->lifeline, "d", 1) != 1)
+		(void)kill(w->pid, SIGKILL);
+	close(w->lifeline);
+	w->lifeline = -1;
+	while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
+		;
 }
 
 static int
@@ -153,16 +295,6 @@ cloexec_pipe(int fds[2])
 	(void)fcntl(fds[0], F_SETFD, FD_CLOEXEC);
 	(void)fcntl(fds[1], F_SETFD, FD_CLOEXEC);
 	return 0;
-}
-
-static void
-close_pair(int fds[2])
-{
-	if (fds[0] >= 0)
-		close(fds[0]);
-	if (fds[1] >= 0)
-		close(fds[1]);
-	fds[0] = fds[1] = -1;
 }
 
 struct outcome {
@@ -178,58 +310,28 @@ struct outcome {
 /* Run CMD until it ends or the stop instant arrives; capture stdout up to
  * cap bytes and drain the rest. */
 static int
-run_child(const struct ri_run_opts *o, const char *inv, const char *ev, const char *datum,
-    const char *deadline, const char *token, int64_t budget, struct outcome *res)
+run_child(const struct ri_run_opts *o, struct ri_watchdog *w, const char *inv, const char *ev,
+    const char *datum, const char *deadline, const char *token, int64_t budget, struct outcome *res)
 {
-	int fds[2] = { -1, -1 }, go[2] = { -1, -1 }, life[2] = { -1, -1 };
-	pid_t pid, dog, self = getpid();
+	int fds[2] = { -1, -1 };
+	pid_t pid, self = getpid();
 	size_t cap = res->len;
 	int64_t stop_at = ri_mono_ms() + budget, term_at = 0;
 	bool done = false, eof = false, killed = false;
+	char **env;
 
 	res->len = 0;
 	res->out = ri_xmalloc(cap + 1);
-	if (cloexec_pipe(fds) != 0 || cloexec_pipe(go) != 0 || cloexec_pipe(life) != 0) {
-		close_pair(fds);
-		close_pair(go);
-		close_pair(life);
+	if (o->path == NULL || cloexec_pipe(fds) != 0)
 		return -1;
-	}
-	fflush(NULL);
-	if ((pid = fork()) < 0) {
-		close_pair(fds);
-		close_pair(go);
-		close_pair(life);
-		return -1;
-	}
-	if (pid == 0) {
-		close(fds[0]);
-		close(go[1]);
-		close_pair(life);
-		child(o, inv, ev, datum, deadline, token, fds[1], go[0], self);
-	}
-	(void)setpgid(pid, pid);
+	env = job_env(o, inv, ev, datum, deadline, token);
+	pid = spawn_job(o, env, fds[1], w->lifeline, self);
+	job_env_free(env);
 	close(fds[1]);
-	close(go[0]);
-	if ((dog = fork()) < 0) {
-		/* no watchdog, no job: it never left its wait */
-		(void)kill(-pid, SIGKILL);
-		(void)kill(pid, SIGKILL);
-		(void)waitpid(pid, NULL, 0);
+	if (pid < 0) {
 		close(fds[0]);
-		close(go[1]);
-		close_pair(life);
 		return -1;
 	}
-	if (dog == 0) {
-		close(life[1]);
-		watchdog(pid, life[0]);
-	}
-	close(life[0]);
-	/* the watchdog stands: let the job run */
-	if (write(go[1], "g", 1) != 1)
-		(void)kill(-pid, SIGKILL);
-	close(go[1]);
 	(void)fcntl(fds[0], F_SETFL, O_NONBLOCK);
 	/* every wait ends on its event -- output, EOF, the job's exit (a
 	 * pidfd) -- or on the next instant this loop acts at (the stop
@@ -298,15 +400,10 @@ run_child(const struct ri_run_opts *o, const char *inv, const char *ev, const ch
 		close(xfd);
 	close(fds[0]);
 	res->out[res->len] = '\0';
-	/* nothing of the job outlives it: its group is stopped either way */
+	/* nothing of the job outlives it: its group is stopped either way;
+	 * then the watchdog is told ri-run saw it end, and goes */
 	(void)kill(-pid, SIGKILL);
-	/* then the watchdog is told ri-run saw it end, and goes (a watchdog
-	 * already gone answers EPIPE: SIGPIPE is ignored while ri-run runs) */
-	if (write(life[1], "d", 1) != 1)
-		(void)kill(dog, SIGKILL);
-	close(life[1]);
-	while (waitpid(dog, NULL, 0) < 0 && errno == EINTR)
-		;
+	ri_watchdog_end(w);
 	return 0;
 }
 
@@ -359,7 +456,7 @@ yield_unknown(struct ri *r, json_t *opened, json_t **ans, ri_err *err, const cha
 }
 
 int
-ri_run(ri *r, const struct ri_run_opts *o, json_t **ans, int *exit_code, ri_err *err)
+ri_run(ri *r, const struct ri_run_opts *o, struct ri_watchdog *w, json_t **ans, int *exit_code, ri_err *err)
 {
 	const struct ri_kind *k = ri_config_kind(r->cfg, o->kind);
 	json_t *intent_data = NULL, *req = NULL, *opened = NULL, *data = NULL;
@@ -430,7 +527,7 @@ ri_run(ri *r, const struct ri_run_opts *o, json_t **ans, int *exit_code, ri_err 
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
 	signal(SIGPIPE, SIG_IGN);
-	if (run_child(o, json_string_value(json_object_get(opened, "invocation_id")),
+	if (run_child(o, w, json_string_value(json_object_get(opened, "invocation_id")),
 	    json_string_value(json_object_get(opened, "intent_event_id")), datum, deadline, token,
 	    stop - now, &res) != 0) {
 		/* nothing was started: the act did not happen, but the intent
