@@ -15,20 +15,30 @@
 # intent and one outcome, no intent left open, no refusal, abandonment or
 # escalation, and ri-audit exits 0.
 #
-# The baseline, measured in the same run before the load (the same 8
-# processes, the same number of acts): per act two sqlite3 CLI processes,
-# each an fsync'd INSERT (synchronous=FULL, WAL) of a journal-shaped row
-# into one shared database -- the journal writes of an act with nothing
-# of ri around them.  Its failures (SQLITE_BUSY past the CLI's 300 ms
-# busy timeout, the same bound) are counted and shown.
+# The baseline, measured in the same run (the same 8 processes, the same
+# number of acts): per act two sqlite3 CLI processes, each an fsync'd
+# INSERT (synchronous=FULL, WAL) of a journal-shaped row into one shared
+# database -- the journal writes of an act with nothing of ri around them.
+# Its failures (SQLITE_BUSY past the CLI's 300 ms busy timeout, the same
+# bound) are counted and shown.
+#
+# The two alternate in rounds, baseline/ri then ri/baseline (ABBA), each
+# round a quarter of the acts: a machine whose speed drifts over a minute
+# (a shared VM's does, by a third) then weighs on both alike.  The ratio
+# is of the acts/s over all rounds; each round's ratio is shown, with the
+# min and median.
 #
 # BENCH_LOAD_ACTS=N runs N acts per process (default 500; the table then
-# says the size is reduced); BENCH_LOAD_WRITERS (default 8).
+# says the size is reduced); BENCH_LOAD_WRITERS (default 8);
+# BENCH_LOAD_ROUNDS (default 4, even: ABBA).
 . "$(dirname "$0")/lib/common.bash"
 
 W=${BENCH_LOAD_WRITERS:-8}
 ACTS=${BENCH_LOAD_ACTS:-500}
+ROUNDS=${BENCH_LOAD_ROUNDS:-4}
 TOTAL=$((W * ACTS))
+PER=$((ACTS / ROUNDS))          # acts per process per round
+[ $((PER * ROUNDS)) -eq "$ACTS" ] || bench_die "BENCH_LOAD_ACTS ($ACTS) must be a multiple of BENCH_LOAD_ROUNDS ($ROUNDS)"
 TARGET=1.3
 
 bench_header "05-load" \
@@ -59,9 +69,9 @@ CREATE TABLE records(seq INTEGER PRIMARY KEY, event_id TEXT NOT NULL UNIQUE, act
 CREATE INDEX records_invocation ON records(invocation_id, seq);
 CREATE INDEX records_act ON records(kind, act_key, seq);
 SQL
-base_worker() { # N
+base_worker() { # N ROUND
 	local i sql
-	for ((i = 0; i < ACTS; i++)); do
+	for ((i = $2 * PER; i < ($2 + 1) * PER; i++)); do
 		for a in intended disclosed; do
 			printf -v sql "PRAGMA synchronous=FULL; INSERT INTO records(event_id, action_ref, kind, act_key,
 			    invocation_id, actor_ref, recorded_at, payload, digest, mac) VALUES ('evt_%s_%s_%s',
@@ -73,20 +83,10 @@ base_worker() { # N
 	done
 }
 : >"$BT/basefail"
-b0=${EPOCHREALTIME/[.,]/}
-pids=()
-for ((w = 0; w < W; w++)); do
-	base_worker "$w" &
-	pids+=($!)
-done
-wait "${pids[@]}"
-b1=${EPOCHREALTIME/[.,]/}
-base_ms=$(( (b1 - b0) / 1000 ))
-base_fail=$(wc -l <"$BT/basefail")
 
-worker() { # N
+worker() { # N ROUND
 	local i rc t0 t1
-	for ((i = 0; i < ACTS; i++)); do
+	for ((i = $2 * PER; i < ($2 + 1) * PER; i++)); do
 		t0=${EPOCHREALTIME/[.,]/}
 		"$RI_BIN/ri-run" --kind ledger --act-key "load-$1-$i" --actor alice -- true \
 		    </dev/null >/dev/null 2>>"$BT/w$1.err"
@@ -107,21 +107,45 @@ sweeper() { # NODE
 	done
 }
 
+# round_of KIND ROUND -- W processes of KIND (base_worker or worker) for
+# one round; the round's wall ms appended to $BT/round-KIND.ms
+round_of() {
+	local r0 r1 w pids=() sa=
+	if [ "$1" = worker ]; then
+		touch "$BT/running"
+		sweeper a &
+		sa=$!
+	fi
+	r0=${EPOCHREALTIME/[.,]/}
+	for ((w = 0; w < W; w++)); do
+		"$1" "$w" "$2" &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	r1=${EPOCHREALTIME/[.,]/}
+	if [ -n "$sa" ]; then
+		rm -f "$BT/running"
+		wait "$sa"
+	fi
+	echo $(( (r1 - r0) / 1000 )) >>"$BT/round-$1.ms"
+}
+
 : >"$BT/fail"
-touch "$BT/running"
-sweeper a &
-sa=$!
-t0=${EPOCHREALTIME/[.,]/}
-pids=()
-for ((w = 0; w < W; w++)); do
-	worker "$w" &
-	pids+=($!)
+: >"$BT/round-base_worker.ms"
+: >"$BT/round-worker.ms"
+for ((r = 0; r < ROUNDS; r++)); do
+	if ((r % 2 == 0)); then
+		round_of base_worker "$r"
+		round_of worker "$r"
+	else
+		round_of worker "$r"
+		round_of base_worker "$r"
+	fi
 done
-wait "${pids[@]}"
-t1=${EPOCHREALTIME/[.,]/}
-rm -f "$BT/running"
-wait "$sa"
-wall_ms=$(( (t1 - t0) / 1000 ))
+base_ms=$(awk '{ s += $1 } END { print s }' "$BT/round-base_worker.ms")
+wall_ms=$(awk '{ s += $1 } END { print s }' "$BT/round-worker.ms")
+base_fail=$(wc -l <"$BT/basefail")
+paste "$BT/round-worker.ms" "$BT/round-base_worker.ms" | awk '{ printf "%.4f\n", $2 / $1 }' >"$BT/round.ratio"
 
 cat "$BT"/w*.ms >"$BT/all.ms"
 read -r n mean med p90 min max < <(stats "$BT/all.ms")
@@ -152,7 +176,9 @@ bthr=$(awk -v n="$TOTAL" -v ms="$base_ms" 'BEGIN { printf "%.1f", n / (ms / 1000
 printf '  %-34s %s\n' "throughput" "$thr acts/s"
 printf '  %-34s %s\n' "baseline (2 sqlite3 inserts/act)" "$bthr acts/s in $(ratio "$base_ms" 1000 1) s; its failed inserts (busy): $base_fail"
 R=$(ratio "$thr" "$bthr")
-echo "  ratio (ri acts/s / baseline acts/s): $R   target >= $TARGET"
+read -r _ _ rmed _ rmin _ < <(stats "$BT/round.ratio")
+printf '  %-34s %s\n' "rounds (ABBA, $W x $PER acts each)" "ri ms: $(tr '\n' ' ' <"$BT/round-worker.ms") baseline ms: $(tr '\n' ' ' <"$BT/round-base_worker.ms")"
+echo "  ratio (ri acts/s / baseline acts/s, all rounds): $R   (per round: median $(ratio "$rmed" 1), min $(ratio "$rmin" 1))   target >= $TARGET"
 printf '  %-34s mean %.1f  median %.1f  p90 %.1f  max %.1f  (%s acts over 1 s)\n' "act latency ms (one ri-run)" \
     "$mean" "$med" "$p90" "$max" "$(awk '$1 > 1000' "$BT/all.ms" | wc -l)"
 printf '  %-34s %s\n' "sweep runs (1 sweeper)" "$runs, exits: $(cat "$BT"/s*.rc 2>/dev/null | sort | uniq -c | awk '{ printf "%s x %s  ", $1, $2 }')"
