@@ -290,6 +290,11 @@ ri_take_wait(struct ri_st_core *c, const struct ri_store *st, struct ri_take_wai
 	if (mono >= w->deadline)
 		return ri_st_fail(c, RI_ST_SECTION_UNAVAILABLE, 0, NULL, "the section (%s, %s) is held; not granted within %s",
 		    kind, act_key, w->bounded ? "the wait asked for (--wait, -n)" : "the holder's remaining lease");
+	/* issue 15, target 4: on the event -- a commit, the holder's release
+	 * among them -- or the first instant the answer can change */
+	int64_t until = w->deadline - mono < left ? w->deadline - mono : left;
+	if (w->change != NULL && w->change(w->arg, until > 0 ? until : 1))
+		return RI_ST_OK;
 	ri_sleep_ms(w->backoff < w->deadline - mono ? w->backoff : w->deadline - mono);
 	if (w->backoff < 25)
 		w->backoff *= 2;

@@ -341,13 +341,21 @@ void ri_push_record(struct ri_records *rs, size_t *cap, struct ri_record *r);
  * The take (act section 1-2, open step 2.2).  ri_lease_free: the section
  * is free to holder at now -- no row, no holder, expired, or its own.
  * ri_take_wait: the section was found held `left` ms more; the lease cap
- * first (ri_lease_cap_judge), then a backoff nap bounded by the deadline
- * -- the holder's lease, or the caller's shorter bound (--wait, -n) --
- * and RI_ST_SECTION_UNAVAILABLE once it has passed.  w starts zeroed.
+ * first (ri_lease_cap_judge), then a wait bounded by the deadline -- the
+ * holder's lease, or the caller's shorter bound (--wait, -n) -- and
+ * RI_ST_SECTION_UNAVAILABLE once it has passed.  The wait is the store's
+ * change wait when it has one (w->change: until the journal may have
+ * changed -- the holder's release is a commit -- or the holder's lease
+ * ends, whichever first), else a backoff nap.  w starts zeroed but for
+ * change and arg.
  */
 struct ri_take_wait {
 	int64_t deadline, backoff;      /* monotonic ms; 0 before the first wait */
 	bool bounded;                   /* the caller's bound ends the wait */
+	/* true when it waited on an event (or need not wait at all); false:
+	 * no event to wait on here, nap instead */
+	bool (*change)(void *arg, int64_t ms);
+	void *arg;
 };
 bool ri_lease_free(const struct ri_lease_row *l, const char *holder, ri_ms now);
 int ri_take_wait(struct ri_st_core *c, const struct ri_store *st, struct ri_take_wait *w, const char *kind,

@@ -24,7 +24,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <poll.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <sodium.h>
@@ -54,6 +57,10 @@ struct sq {
 	 * without one.  queued: we hold it, until the transaction ends */
 	int queue_fd;
 	bool queued;
+	/* the lease wait's inotify watch on the WAL (change_wait); -1 until
+	 * the first wait.  watch_failed: none can be had, the wait naps */
+	int watch_fd;
+	bool watch_failed;
 	/* tree nodes verified or written, for the handle's life: content-
 	 * addressed, a hit is what its verified parent names (heads.h) */
 	struct ri_tree_cache nodes;
@@ -2021,6 +2028,90 @@ fail:
 static int take_loop(struct sq *, const char *, const char *, const char *, ri_ms,
     struct ri_grant *);
 
+/*
+ * The lease wait, on the event (issue 15, target 4).  Every commit writes
+ * the WAL -- the holder's release among them -- so an inotify watch on
+ * the WAL file wakes a waiter at that release, and nothing else need wake
+ * it but the end of the holder's lease (ri_take_wait's bound).  The watch
+ * is set up at the first wait, which then returns at once: a release
+ * between the check that found the section held and the watch would go
+ * unseen, so the section is checked once more under the watch.  A WAL
+ * that goes (a client that checkpoints and deletes it on close) drops the
+ * watch, set up again at the next wait; where none can be had (no WAL
+ * yet, no inotify), the wait naps as before.
+ */
+static bool
+change_wait(void *arg, int64_t ms)
+{
+	struct sq *s = arg;
+	union {
+		struct inotify_event e;
+		char b[4096];
+	} buf;
+	struct pollfd p;
+	ssize_t n;
+
+#ifdef RI_NC_LEASE_WAIT_NAPS
+	(void)s, (void)buf, (void)p, (void)n, (void)ms;
+	return false;                   /* negative control: the backoff naps */
+#else
+	if (s->watch_fd < 0) {
+		char wal[4096];
+		if (s->watch_failed)
+			return false;
+		snprintf(wal, sizeof wal, "%s-wal", s->core.cfg->journal);
+		if ((s->watch_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK)) < 0 ||
+		    inotify_add_watch(s->watch_fd, wal, IN_MODIFY | IN_DELETE_SELF | IN_MOVE_SELF) < 0) {
+			if (s->watch_fd >= 0)
+				close(s->watch_fd);
+			s->watch_fd = -1;
+			s->watch_failed = true;
+			return false;
+		}
+		return true;
+	}
+	p = (struct pollfd){ .fd = s->watch_fd, .events = POLLIN };
+	if (poll(&p, 1, ms > INT32_MAX ? INT32_MAX : (int)ms) <= 0)
+		return true;
+	bool gone = false;
+	while ((n = read(s->watch_fd, buf.b, sizeof buf.b)) > 0) {
+		for (ssize_t at = 0; at + (ssize_t)sizeof(struct inotify_event) <= n;) {
+			const struct inotify_event *e = (const struct inotify_event *)(void *)(buf.b + at);
+			gone |= (e->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) != 0;
+			at += (ssize_t)(sizeof *e + e->len);
+		}
+	}
+	if (gone) {
+		close(s->watch_fd);
+		s->watch_fd = -1;
+	}
+	return true;
+#endif
+}
+
+/* After a wake: still held by another, and unexpired?  Read in a plain
+ * read transaction, so a waiter woken by others' commits re-checks without
+ * taking the writers' queue; *left is then the holder's remaining lease.
+ * false also when the read fails: the write path reads it again, and says
+ * why. */
+static bool
+held_elsewhere(struct sq *s, const char *kind, const char *act_key, const char *holder, ri_ms *left)
+{
+	struct ri_lease_row l;
+	bool began, exists, held = false;
+	ri_ms now;
+
+	if (read_begin(s, &began) != SQLITE_OK)
+		return false;
+	if (now_or_fail(s, &now) == RI_ST_OK && lease_get(s, kind, act_key, &l, &exists) == RI_ST_OK &&
+	    !ri_lease_free(exists ? &l : NULL, holder, now)) {
+		held = true;
+		*left = l.expires - now;
+	}
+	read_end(s, began);
+	return held;
+}
+
 static int
 sq_take(struct ri_store *base, const char *kind, const char *act_key, const char *holder,
     ri_ms duration, struct ri_grant *g)
@@ -2038,7 +2129,7 @@ static int
 take_loop(struct sq *s, const char *kind, const char *act_key, const char *holder,
     ri_ms duration, struct ri_grant *g)
 {
-	struct ri_take_wait w = { 0 };
+	struct ri_take_wait w = { .change = change_wait, .arg = s };
 	int rc;
 
 	for (;;) {
@@ -2079,9 +2170,13 @@ take_loop(struct sq *s, const char *kind, const char *act_key, const char *holde
 			return RI_ST_OK;
 		}
 		rollback(s);
-		/* act section 11, open step 2.2 */
-		if ((rc = ri_take_wait(&s->core, &s->base, &w, kind, act_key, l.expires - now)) != RI_ST_OK)
-			return rc;
+		/* act section 11, open step 2.2: wait until the section may be
+		 * free, then take it under the write lock */
+		ri_ms left = l.expires - now;
+		do {
+			if ((rc = ri_take_wait(&s->core, &s->base, &w, kind, act_key, left)) != RI_ST_OK)
+				return rc;
+		} while (s->watch_fd >= 0 && held_elsewhere(s, kind, act_key, holder, &left));
 	}
 }
 
@@ -3036,6 +3131,8 @@ sq_close(struct ri_store *base)
 	sqlite3_close(s->db);
 	if (s->queue_fd >= 0)
 		close(s->queue_fd);     /* after SQLite's own descriptors */
+	if (s->watch_fd >= 0)
+		close(s->watch_fd);
 	free(s);
 }
 
@@ -3212,6 +3309,7 @@ ri_sqlite_open(const struct ri_config *c, const unsigned char *key, size_t keyle
 	s->core.cfg = c;
 	s->readonly = (flags & RI_READONLY) != 0;
 	s->queue_fd = -1;
+	s->watch_fd = -1;
 	if (key != NULL) {
 		s->core.key = (unsigned char *)key;
 		s->core.keylen = keylen;
@@ -3289,7 +3387,7 @@ int
 ri_sqlite_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
     char instance_hex[2 * RI_INSTANCE_LEN + 1], ri_err *err)
 {
-	struct sq s = { .queue_fd = -1 };
+	struct sq s = { .queue_fd = -1, .watch_fd = -1 };
 	char sql[256];
 	int fd, rc;
 

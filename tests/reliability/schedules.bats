@@ -245,6 +245,23 @@ sweep_points=(sweep.after_enumerate sweep.after_take sweep.after_reread sweep.af
 	[ "$(records "action_ref = 'ledger.intended'")" -eq 0 ]
 }
 
+@test "act section 11, open step 2.2, issue 15 target 4: a take waiting on a live holder's section wakes at the holder's release -- a change of the journal -- never in naps" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	A=$(open_req k1 '{}' | ri-open)
+	open_req k1 '{}' >"$T/second.json"
+	# the holder yields half a second into the second Open's wait
+	( sleep 0.5; jq -c '{kind, act_key, invocation_id, actor_ref}' <<<"$A" | ri-yield >/dev/null ) &
+	bats_require_minimum_version 1.5.0
+	run --separate-stderr strace -f -qq -e trace=nanosleep,clock_nanosleep,poll -o "$T/wait.st" \
+	    ri-open <"$T/second.json"
+	wait
+	# it took the released section and found the open intent in flight
+	[ "$status" -eq 12 ] || { echo "ri-open: exit $status: $stderr"; false; }
+	# the wait was a poll that the release ended, not naps
+	[ "$(grep -c 'nanosleep(' "$T/wait.st")" -eq 0 ]
+	grep -q '^[0-9]* *poll(' "$T/wait.st"
+}
+
 @test "act section 14, open step 2: a second Open while the first is between its gate and its write waits and lands nothing -- one intent (journal fence none)" {
 	ri_cfg '.instance.journal_fence = "none"'
 	d=$(pause_dir po open.intent.before)
