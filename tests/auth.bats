@@ -641,7 +641,7 @@ opened_ahead() {
 		kill -0 -- "-$JOBPG" 2>/dev/null || break
 		sleep 0.05
 	done
-	! kill -0 -- "-$JOBPG" 2>/dev/null       # the group is gone within 2 s
+	! kill -0 -- "-$JOBPG" 2>/dev/null || false       # the group is gone within 2 s
 	JOBPG=
 	sleep 3
 	[ ! -e "$T/after" ]

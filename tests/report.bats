@@ -73,9 +73,9 @@ x() { xmllint --xpath "string($2)" "$1"; }
 	J=$output
 	xmllint --noout "$T/report.html"
 	# self-contained: no script, no stylesheet or image fetched, no link out
-	! grep -qi '<script' "$T/report.html"
+	! grep -qi '<script' "$T/report.html" || false
 	! grep -Eqi '(src|href)=' "$T/report.html"
-	! grep -Eqi '@import|url\(' "$T/report.html"
+	! grep -Eqi '@import|url\(' "$T/report.html" || false
 	[ "$(x "$T/report.html" "count(//*[local-name()='svg'])")" -ge 2 ]
 	# the tally and the head
 	[ "$(x "$T/report.html" "//*[@id='tally']/@data-pass")" = "$(jq .tally.pass <<<"$J")" ]

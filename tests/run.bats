@@ -297,7 +297,7 @@ xrun() {
 	[ "$took" -lt 3000 ]                   # ...still inside the lease
 	[ "$(latest r1 | jq -r .state)" = open ]
 	sleep 0.2
-	! pgrep -f "ri-marker-$mark"
+	! pgrep -f "ri-marker-$mark" || false
 	! pgrep -f "3[12].$mark"
 }
 

@@ -278,7 +278,7 @@ wait_backend_in_tx() {
 	# the record's INSERT went with the statement after it, not alone
 	grep -q "in one round trip\] INSERT INTO records" <<<"$stderr"
 	grep -Eq "append: .*(lock|statement) timeout" <<<"$stderr"
-	! grep -q "reply was lost" <<<"$stderr"
+	! grep -q "reply was lost" <<<"$stderr" || false
 	[ "$(records)" -eq "$n0" ]
 	[ "$(records "act_key = 'boom'")" -eq 0 ]
 	open_req boom | ri-open >/dev/null
