@@ -63,6 +63,15 @@ LDDEPS      = $(if $(and $(filter 1,$(DEPS_STATIC)),$(filter-out 1,$(STATIC))),$
 LDLIBS_RI   = $(LDFLAGS) $(LDDEPS) -ldl -lpthread
 LDSTATIC    = $(if $(and $(filter 1,$(STATIC)),$(if $(SAN),,1)),-static)
 
+# glibc's linker notes at every static link that dlopen and getpwuid need
+# its shared objects at run time -- the caveat stated once above, not 33
+# times in the build's output.  A failed link shows all it said; a good
+# one everything but those notes (each with its "in function" line).
+LINK_NOTES = 2>$@.ld || { cat $@.ld >&2; rm -f $@.ld; exit 1; }; \
+	awk '/in statically linked applications requires at runtime/ { held = ""; next } \
+	    held != "" { print held; held = "" } /: in function / { held = $$0; next } { print } \
+	    END { if (held != "") print held }' $@.ld >&2; rm -f $@.ld
+
 LIB_SRC  := $(sort $(wildcard lib/*.c))
 LIB_OBJ  := $(LIB_SRC:lib/%.c=$(BUILD)/lib/%.o)
 CMD_SRC  := $(sort $(wildcard cmd/ri-*.c))
@@ -92,7 +101,7 @@ $(LIBA): $(LIB_OBJ)
 
 $(BINDIR)/%: cmd/%.c $(LIBA) $(HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_RI) $(CFLAGS_RI) -o $@ $< $(LIBA) $(LDSTATIC) $(LDLIBS_RI) $(if $(LDSTATIC),-lm)
+	$(CC) $(CPPFLAGS_RI) $(CFLAGS_RI) -o $@ $< $(LIBA) $(LDSTATIC) $(LDLIBS_RI) $(if $(LDSTATIC),-lm) $(LINK_NOTES)
 
 # ri-init --example-config prints examples/ri.json.example, compiled in
 $(BUILD)/gen/example_config.h: examples/ri.json.example
@@ -103,7 +112,7 @@ $(BINDIR)/ri-init: $(BUILD)/gen/example_config.h
 
 $(EXBINDIR)/%: examples/%.c $(LIBA) $(HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_RI) $(CFLAGS_RI) -o $@ $< $(LIBA) $(LDSTATIC) $(LDLIBS_RI) $(if $(LDSTATIC),-lm)
+	$(CC) $(CPPFLAGS_RI) $(CFLAGS_RI) -o $@ $< $(LIBA) $(LDSTATIC) $(LDLIBS_RI) $(if $(LDSTATIC),-lm) $(LINK_NOTES)
 
 $(BUILD)/unit/%: tests/unit/%.c $(LIBA) $(HDRS)
 	@mkdir -p $(@D)
