@@ -247,6 +247,8 @@ sweep_points=(sweep.after_enumerate sweep.after_take sweep.after_reread sweep.af
 
 @test "act section 11, open step 2.2, issue 15 target 4: a take waiting on a live holder's section wakes at the holder's release -- a change of the journal -- never in naps" {
 	command -v strace >/dev/null || skip "strace is not installed"
+	# the watch is on the SQLite journal's WAL; a PostgreSQL take backs off
+	[ -z "${RI_TEST_PG_HOST:-}" ] || skip "sqlite file (the wait watches journal.db-wal)"
 	A=$(open_req k1 '{}' | ri-open)
 	open_req k1 '{}' >"$T/second.json"
 	# the holder yields half a second into the second Open's wait
