@@ -389,10 +389,15 @@ ri_lock_wait(int fd, int64_t budget_ms)
 		return 0;
 	if (errno != EWOULDBLOCK)
 		return -1;
-	/* no SA_RESTART: the deadline's SIGALRM makes flock return EINTR */
+	/* no SA_RESTART: the deadline's SIGALRM makes flock return EINTR --
+	 * unblocked for the wait, as a mask inherited across exec may block it */
+	sigset_t alrm, mask;
 	sigemptyset(&sa.sa_mask);
+	sigemptyset(&alrm);
+	sigaddset(&alrm, SIGALRM);
 	if (sigaction(SIGALRM, &sa, &old) != 0)
 		return -1;
+	(void)sigprocmask(SIG_UNBLOCK, &alrm, &mask);
 	for (;;) {
 		int64_t left = deadline - ri_mono_ms();
 		if (left <= 0) {
@@ -410,6 +415,7 @@ ri_lock_wait(int fd, int64_t budget_ms)
 		if (rc == 0 || e != EINTR)
 			break;
 	}
+	(void)sigprocmask(SIG_SETMASK, &mask, NULL);
 	(void)sigaction(SIGALRM, &old, NULL);
 	errno = e;
 	return rc;

@@ -464,6 +464,19 @@ hold_queue() {
 	[ "$status" -eq 0 ]
 }
 
+@test "the writers' queue keeps its budget when SIGALRM is blocked -- a signal mask is inherited across exec (util.c ri_lock_wait)" {
+	command -v python3 >/dev/null || skip "python3 is not installed"
+	act k1
+	hold_queue 2
+	run --separate-stderr python3 -c 'import os, signal, sys
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM])
+os.execvp("ri-open", ["ri-open", "--kind", "ledger", "--act-key", "k2", "--actor", "alice", "--intent-data", "{}"])' </dev/null
+	# refused at its budget, not let through at the holder's release
+	[ "$status" -eq 14 ] || { echo "ri-open: exit $status: $output $stderr"; false; }
+	[ ! -e "$T/released" ]
+	wait "$QUEUE_PID"
+}
+
 # ---- the journal replaced or deleted under a running process ----------------------
 
 # other_journal -- a second instance (another ri-init: its own instance id
