@@ -128,18 +128,10 @@ ri_probe_parse(const struct ri_config *c, const struct ri_kind *k, const char *t
 static char **
 probe_env(void)
 {
-	extern char **environ;
-	size_t n = 0, k = 0;
-	char **env;
+	static const char *const drop[] = { "RI_CREDENTIAL=", "RI_CREDENTIAL_FILE=", "RI_FAULT=", NULL };
+	size_t kept;
 
-	while (environ[n] != NULL)
-		n++;
-	env = ri_xcalloc(n + 1, sizeof *env);
-	for (size_t i = 0; i < n; i++)
-		if (strncmp(environ[i], "RI_CREDENTIAL=", 14) != 0 && strncmp(environ[i], "RI_CREDENTIAL_FILE=", 19) != 0 &&
-		    strncmp(environ[i], "RI_FAULT=", 9) != 0)
-			env[k++] = environ[i];
-	return env;
+	return ri_env_without(drop, 0, &kept);
 }
 
 /*

@@ -27,8 +27,6 @@
 #include "proto.h"
 #include "run.h"
 
-extern char **environ;
-
 static volatile sig_atomic_t interrupted;
 
 static void
@@ -59,30 +57,22 @@ close_from(int low)
 
 /* The job's environment, built before the vfork: ri-run's own, less the
  * journal credential (the caller's, not the job's) and what ri-run sets,
- * plus what the job is told (ri-run(1)).  The caller frees it. */
+ * plus what the job is told (ri-run(1)).  *added: the entries from which
+ * on this allocated (job_env_free). */
 static char **
 job_env(const struct ri_run_opts *o, const char *inv, const char *ev, const char *datum,
-    const char *deadline, const char *token)
+    const char *deadline, const char *token, size_t *added)
 {
 	static const char *const drop[] = { "RI_CREDENTIAL=", "RI_CREDENTIAL_FILE=", "RI_OUTCOME_FD=",
 		"RI_INVOCATION_ID=", "RI_INTENT_EVENT_ID=", "RI_COMMIT_DEADLINE=", "RI_FENCING_TOKEN=",
-		"RI_PAIRING_DATUM=" };
+		"RI_PAIRING_DATUM=", NULL };
 	const char *const set[][2] = { { "RI_INVOCATION_ID", inv }, { "RI_INTENT_EVENT_ID", ev },
 		{ "RI_COMMIT_DEADLINE", deadline }, { "RI_FENCING_TOKEN", token },
 		{ "RI_PAIRING_DATUM", datum }, { "RI_OUTCOME_FD", o->outcome_stdout ? NULL : "3" } };
-	size_t n = 0, k = 0;
-	char **env;
+	size_t k;
+	char **env = ri_env_without(drop, sizeof set / sizeof set[0], &k);
 
-	while (environ[n] != NULL)
-		n++;
-	env = ri_xcalloc(n + sizeof set / sizeof set[0] + 1, sizeof *env);
-	for (size_t i = 0; i < n; i++) {
-		bool keep = true;
-		for (size_t j = 0; j < sizeof drop / sizeof drop[0] && keep; j++)
-			keep = strncmp(environ[i], drop[j], strlen(drop[j])) != 0;
-		if (keep)
-			env[k++] = ri_strdup(environ[i]);
-	}
+	*added = k;
 	for (size_t j = 0; j < sizeof set / sizeof set[0]; j++) {
 		if (set[j][1] == NULL)
 			continue;
@@ -94,9 +84,9 @@ job_env(const struct ri_run_opts *o, const char *inv, const char *ev, const char
 }
 
 static void
-job_env_free(char **env)
+job_env_free(char **env, size_t added)
 {
-	for (size_t i = 0; env[i] != NULL; i++)
+	for (size_t i = added; env[i] != NULL; i++)
 		free(env[i]);
 	free(env);
 }
@@ -318,15 +308,16 @@ run_child(const struct ri_run_opts *o, struct ri_watchdog *w, const char *inv, c
 	size_t cap = res->len;
 	int64_t stop_at = ri_mono_ms() + budget, term_at = 0;
 	bool done = false, eof = false, killed = false;
+	size_t added;
 	char **env;
 
 	res->len = 0;
 	res->out = ri_xmalloc(cap + 1);
 	if (o->path == NULL || cloexec_pipe(fds) != 0)
 		return -1;
-	env = job_env(o, inv, ev, datum, deadline, token);
+	env = job_env(o, inv, ev, datum, deadline, token, &added);
 	pid = spawn_job(o, env, fds[1], w->lifeline, self);
-	job_env_free(env);
+	job_env_free(env, added);
 	close(fds[1]);
 	if (pid < 0) {
 		close(fds[0]);

@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <limits.h>
 #include <poll.h>
 #include <sys/file.h>
 #include <sys/inotify.h>

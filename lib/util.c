@@ -371,6 +371,27 @@ ri_sleep_ms(int64_t ms)
 		;
 }
 
+char **
+ri_env_without(const char *const drop[], size_t room, size_t *kept)
+{
+	extern char **environ;
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (environ[n] != NULL)
+		n++;
+	env = ri_xcalloc(n + room + 1, sizeof *env);
+	for (size_t i = 0; i < n; i++) {
+		bool keep = true;
+		for (size_t j = 0; drop[j] != NULL && keep; j++)
+			keep = strncmp(environ[i], drop[j], strlen(drop[j])) != 0;
+		if (keep)
+			env[k++] = environ[i];
+	}
+	*kept = k;
+	return env;
+}
+
 static void
 on_lock_deadline(int sig)
 {

@@ -71,6 +71,11 @@ bool ri_which(const char *prog, char *out, size_t n);
 /* Monotonic milliseconds, for bounding waits (never for protocol time). */
 int64_t ri_mono_ms(void);
 void ri_sleep_ms(int64_t ms);
+/* The environment for a child: environ's entries less those that start
+ * with one of drop's prefixes ("NAME=", NULL-terminated), pointing into
+ * environ, with room for `room` more entries and a NULL after *kept.  The
+ * caller frees the array (not the entries it did not add). */
+char **ri_env_without(const char *const drop[], size_t room, size_t *kept);
 /* Take an exclusive flock(2) on fd, waiting on the holder's release
  * itself -- the kernel wakes the waiter -- but never past budget_ms: 0,
  * or -1 with errno (ETIMEDOUT at the budget).  The deadline interrupts

@@ -449,7 +449,7 @@ hold_queue() {
 	[ "$(jq -r .act_key <<<"$output")" = k2 ]
 }
 
-@test "the writers' queue held past a write's budget: ri-open 14 naming the contention and the bound to raise, nothing written; the queue released, it lands" {
+@test "act section 5: the writers' queue held past a write's budget: ri-open 14 (the host's unavailable arm) naming the contention and the bound to raise, nothing written; the queue released, it lands" {
 	act k1
 	snap >"$T/before"
 	hold_queue 2
