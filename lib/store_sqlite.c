@@ -1060,8 +1060,13 @@ sq_open_intents(struct ri_store *base, const char *kind, const char *act_key, ri
  * restarts the WAL.  PASSIVE: the checkpoint never waits for a reader or a
  * writer, and stops where one is in its way.  No sync is relaxed: the
  * checkpoint syncs the WAL before it copies a page, and the database after.
+ * The threshold weighs the rebuild (~2 us a frame, in every process)
+ * against a checkpoint's three syncs (the WAL's, the database's, and the
+ * restarted WAL's header): an Open + Close pair writes ~32 frames, so at
+ * 128 a checkpoint comes every ~4 pairs.  Measured against 64, pairs
+ * interleaved in one run: 5-13% less time a pair, in each of four runs.
  */
-#define WAL_TRIM_FRAMES 64
+#define WAL_TRIM_FRAMES 128
 #define WAL_BACKSTOP_FRAMES 1000        /* SQLite's own autocheckpoint */
 
 static int
