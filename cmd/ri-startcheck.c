@@ -419,12 +419,15 @@ main(int argc, char **argv)
 	const char *config = NULL;
 	bool as_json = false;
 	struct ri *r, *full = NULL;
-	struct report rep = { json_array(), json_array(), true, false, false };
+	struct report rep = { NULL, NULL, true, false, false };
 	ri_err err = { 0 };
-	json_t *kinds = json_array();
+	json_t *kinds;
 	int ch, rc;
 
-	ri_cli_init(argc, argv);
+	ri_cli_init(argc, argv);        /* before any JSON value (cli.h) */
+	rep.caps = json_array();
+	rep.warnings = json_array();
+	kinds = json_array();
 	while ((ch = getopt_long(argc, argv, RI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
 		if (ri_cli_common(ch, optarg, &config, usage))
 			continue;

@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "jsonfast.h"
 #include "instance.h"
+#include "mem.h"
 #include "util.h"
 
 const char *ri_progname = "ri";
@@ -41,6 +42,8 @@ ri_cli_init(int argc, char **argv)
 {
 	const char *p;
 
+	/* first: jansson's allocator before any JSON value exists (mem.h) */
+	(void)ri_json_mem_install();
 	if (argc > 0 && argv[0] != NULL) {
 		p = strrchr(argv[0], '/');
 		ri_progname = p ? p + 1 : argv[0];
@@ -209,7 +212,7 @@ ri_cli_flag(json_t *req, const char *field, json_t *value, ri_err *err)
 void
 ri_cli_print(json_t *ans)
 {
-	char *s = json_dumps(ans, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+	char *s = ri_json_dumps(ans, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
 
 	if (s != NULL) {
 		fputs(s, stdout);

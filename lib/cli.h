@@ -7,6 +7,8 @@
 #include "ri.h"
 
 extern const char *ri_progname;
+/* A command's first statement: its name for messages, and jansson's
+ * allocator (mem.h) -- so no JSON value may exist before it. */
 void ri_cli_init(int argc, char **argv);
 /* s for a person in this locale: s itself, or its ASCII fallback in buf
  * when the locale (LC_ALL, LC_CTYPE, LANG) does not speak UTF-8 -- x for

@@ -134,7 +134,7 @@ sub(char *dst, const char *parent, const char *key)
 		return;
 	}
 	s = json_string(key);
-	q = s != NULL ? json_dumps(s, JSON_ENCODE_ANY | JSON_ENSURE_ASCII) : NULL;
+	q = s != NULL ? ri_json_dumps(s, JSON_ENCODE_ANY | JSON_ENSURE_ASCII) : NULL;
 	if (q != NULL && strlen(q) > 80)
 		snprintf(dst, PATHBUF, "%.400s[%.76s...\"]", parent, q);
 	else

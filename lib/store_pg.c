@@ -1989,7 +1989,7 @@ check_fence(struct pg *s, const char *kind, const char *act_key, const struct ri
 	until = now + (f->issue + s->core.cfg->journal_write_bound - a - host_now);
 	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I}", "kind", kind, "act_key", act_key, "holder", f->holder,
 	    "allowance", (json_int_t)a, "until", (json_int_t)until);
-	txt = json_dumps(j, JSON_COMPACT);
+	txt = ri_json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	/* the lease row locked (after the head: the lock order; sent ahead in
 	 * the head's round trip), and the COMMIT-time fence kept to be set

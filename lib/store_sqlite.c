@@ -38,7 +38,7 @@
 #include "integrity.h"
 #include "store_common.h"
 #include "store_sqlite.h"
-#include "sqlite_mem.h"
+#include "mem.h"
 #include "witness.h"
 
 

@@ -10,7 +10,7 @@
 /* Once per process, before any SQLite file is opened (ri_instance_open):
  * a command is one thread, so SQLite runs without its mutexes and its
  * memory statistics (~0.4 M instructions a command, issue 15) and takes
- * its blocks from size classes (sqlite_mem.h); threaded (ri-audit's second
+ * its blocks from size classes (mem.h); threaded (ri-audit's second
  * thread, each thread its own connection) keeps the mutexes SQLite needs
  * for that, and malloc. */
 void ri_sqlite_process_init(bool threaded);

@@ -335,9 +335,25 @@ ri_secret_read(const char *path, size_t max, size_t *len, char *why, size_t n)
 }
 
 char *
+ri_json_dumps(const json_t *j, size_t flags)
+{
+	char *s = json_dumps(j, flags), *out;
+	json_malloc_t m;
+	json_free_t f;
+
+	if (s == NULL)
+		return NULL;
+	/* jansson's block goes back to jansson's allocator (mem.h) */
+	out = ri_strdup(s);
+	json_get_alloc_funcs(&m, &f);
+	f(s);
+	return out;
+}
+
+char *
 ri_json_canonical(const json_t *j)
 {
-	char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS |
+	char *s = ri_json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS |
 	    JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
 	if (s == NULL)
 		abort();

@@ -55,6 +55,10 @@ int ri_secret_open(const char *path, char *why, size_t n);
  * stripped; NULL with why. */
 char *ri_secret_read(const char *path, size_t max, size_t *len, char *why, size_t n);
 
+/* json_dumps, in a block the caller frees with free(): every command's
+ * jansson has its own allocator (mem.h), so no caller may free what
+ * json_dumps returns itself.  NULL when json_dumps fails. */
+char *ri_json_dumps(const json_t *j, size_t flags);
 /* Canonical JSON (compact, sorted keys): what is hashed and stored. */
 char *ri_json_canonical(const json_t *j);
 json_t *ri_json_instant(ri_ms t);

@@ -61,7 +61,7 @@ ri_witness_append(const char *path, const struct ri_witness_line *l, json_t *res
 	    "signature", sh);
 	if (restore != NULL)
 		json_object_set(j, "restore", restore);
-	text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+	text = ri_json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(j);
 	size_t n = strlen(text);
 	text = realloc(text, n + 2);

@@ -1,28 +1,39 @@
-/* sqlite_mem.c -- SQLite's allocator in a single-threaded command (issue 15).
+/* mem.c -- the size classes: SQLite's allocator in a single-threaded
+ * command, and jansson's in every command (issue 15).
  *
  * A command makes some 1,800 small SQLite allocations -- the schema's
  * objects, which SQLite never takes from its lookaside, and each
  * statement's parse tree -- and glibc's malloc and free spent ~0.45 M
- * instructions on them, an eighth of an ri-open.  Here a block of up to
- * 4 KiB comes from one of sixteen size classes: a LIFO list of the class's
- * freed blocks, else carved from a 64 KiB chunk; a larger block (a page of
- * the page cache) is malloc's.  A freed block stays in its class for the
- * next block of that size, and chunks go back only at exit, so the memory
- * held is the peak of each class -- a long run (the sweep) allocates and
- * frees the same shapes over and over.
+ * instructions on them, an eighth of an ri-open.  jansson allocates each
+ * JSON value, key and string on its own: ~25 blocks a record in ri-audit,
+ * where malloc's per-size caches (seven blocks each) overflow and free
+ * takes its slow path -- 12% of the audit's time (bench/04).  Here a block
+ * of up to 4 KiB comes from one of sixteen size classes: a LIFO list of
+ * the class's freed blocks, else carved from a 64 KiB chunk; a larger
+ * block is malloc's.  A freed block stays in its class for the next block
+ * of that size, and chunks go back only at exit, so the memory held is
+ * the peak of each class -- a long run (the sweep, the audit) allocates
+ * and frees the same shapes over and over.
  *
- * Only where nothing else can call it at once: SQLite in single-thread
- * mode calls its allocator under no mutex, and ri_sqlite_process_init
- * installs this only then.  A sanitizer build, and RI_SQLITE_MALLOC=system
- * (what tests/valgrind/run sets), keep malloc for every block, so ASan and
- * valgrind see each SQLite block on its own.
+ * The lists and the chunk are each thread's own: no lock, and a block
+ * freed by another thread than the one that carved it joins the freeing
+ * thread's list (ri-audit's two threads share JSON values).  SQLite gets
+ * them only in single-thread mode, which calls its allocator under no
+ * mutex (ri_sqlite_process_init); jansson from the first statement of
+ * every command (ri_cli_init), before any JSON value exists -- a value
+ * made by malloc and freed here, or the reverse, corrupts both heaps.
+ * So a string jansson returns to be freed (json_dumps) is copied to a
+ * malloc'd one at the only call, ri_json_dumps.  A sanitizer build, and
+ * RI_MALLOC=system (what tests/valgrind/run sets), keep malloc for every
+ * block, so ASan and valgrind see each block on its own.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <jansson.h>
 #include <sqlite3.h>
 
-#include "sqlite_mem.h"
+#include "mem.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define SANITIZED 1
@@ -51,9 +62,9 @@ struct hdr {
 _Static_assert(sizeof(struct hdr) == HDR, "the header keeps 16-byte alignment");
 
 static unsigned char class_of[SMALL_MAX / 16 + 1];      /* (n + 15) / 16 -> class */
-static void *free_list[NCLASS];                          /* the next free block's user pointer */
-static char *chunk;
-static size_t chunk_left;
+static _Thread_local void *free_list[NCLASS];            /* the next free block's user pointer */
+static _Thread_local char *chunk;
+static _Thread_local size_t chunk_left;
 
 static struct hdr *
 hdr_of(void *p)
@@ -162,20 +173,52 @@ mem_shutdown(void *arg)
 	(void)arg;
 }
 
+/* jansson's sizes are size_t: one past what a block can hold fails */
+static void *
+json_mem_malloc(size_t n)
+{
+	return n > (size_t)INT32_MAX - HDR ? NULL : mem_malloc((int)n);
+}
+
+/* The classes' table, and whether they are wanted: never under a
+ * sanitizer or RI_MALLOC=system.  Called before a second thread exists. */
+static bool
+classes_ready(void)
+{
+	static int ready;       /* 0 unknown, 1 on, -1 off */
+	const char *e;
+
+	if (ready == 0) {
+		e = getenv("RI_MALLOC");
+		ready = SANITIZED || (e != NULL && strcmp(e, "system") == 0) ? -1 : 1;
+		for (int i = 0, c = 0; ready == 1 && i <= SMALL_MAX / 16; i++) {
+			while (class_size[c] < i * 16)
+				c++;
+			class_of[i] = (unsigned char)c;
+		}
+	}
+	return ready == 1;
+}
+
 bool
 ri_sqlite_mem_install(void)
 {
 	static const sqlite3_mem_methods m = {
 		mem_malloc, mem_free, mem_realloc, mem_size, mem_roundup, mem_init, mem_shutdown, NULL
 	};
-	const char *e = getenv("RI_SQLITE_MALLOC");
 
-	if (SANITIZED || (e != NULL && strcmp(e, "system") == 0))
+	return classes_ready() && sqlite3_config(SQLITE_CONFIG_MALLOC, &m) == SQLITE_OK;
+}
+
+bool
+ri_json_mem_install(void)
+{
+	static bool done;
+
+	if (!classes_ready())
 		return false;
-	for (int i = 0, c = 0; i <= SMALL_MAX / 16; i++) {
-		while (class_size[c] < i * 16)
-			c++;
-		class_of[i] = (unsigned char)c;
-	}
-	return sqlite3_config(SQLITE_CONFIG_MALLOC, &m) == SQLITE_OK;
+	if (!done)
+		json_set_alloc_funcs(json_mem_malloc, mem_free);
+	done = true;
+	return true;
 }
