@@ -353,8 +353,7 @@ ri_json_dumps(const json_t *j, size_t flags)
 char *
 ri_json_canonical(const json_t *j)
 {
-	char *s = ri_json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS |
-	    JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+	char *s = ri_json_dumps(j, RI_JSON_CANONICAL);
 	if (s == NULL)
 		abort();
 	return s;
@@ -494,14 +493,15 @@ ri_envelope_size(const char *action_ref, const char *actor_ref, const json_t *da
 	json_t *env = json_pack("{s:s, s:s, s:s, s:O}", "action_ref", action_ref,
 	    "actor_ref", actor_ref, "attestation_id", "att_00000000000000000000000000000000",
 	    "data", data);
-	char *t;
 	size_t n;
 
 	if (env == NULL)
 		abort();
-	t = ri_json_canonical(env);
-	n = strlen(t);
-	free(t);
+	/* the canonical text's length, counted as jansson writes it: no
+	 * buffer, no copy (an Open sizes three envelopes, issue 15) */
+	n = json_dumpb(env, NULL, 0, RI_JSON_CANONICAL);
+	if (n == 0)
+		abort();
 	json_decref(env);
 	return n;
 }

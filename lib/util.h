@@ -60,6 +60,7 @@ char *ri_secret_read(const char *path, size_t max, size_t *len, char *why, size_
  * json_dumps returns itself.  NULL when json_dumps fails. */
 char *ri_json_dumps(const json_t *j, size_t flags);
 /* Canonical JSON (compact, sorted keys): what is hashed and stored. */
+#define RI_JSON_CANONICAL (JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17))
 char *ri_json_canonical(const json_t *j);
 json_t *ri_json_instant(ri_ms t);
 
