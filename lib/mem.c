@@ -7,7 +7,8 @@
  * instructions on them, an eighth of an ri-open.  jansson allocates each
  * JSON value, key and string on its own: ~25 blocks a record in ri-audit,
  * where malloc's per-size caches (seven blocks each) overflow and free
- * takes its slow path -- 12% of the audit's time (bench/04).  Here a block
+ * takes its slow path: on its own allocator the audit takes 6-9% less
+ * time (bench/04's journal, runs interleaved).  Here a block
  * of up to 4 KiB comes from one of sixteen size classes: a LIFO list of
  * the class's freed blocks, else carved from a 64 KiB chunk; a larger
  * block is malloc's.  A freed block stays in its class for the next block
