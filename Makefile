@@ -255,6 +255,11 @@ lint: $(BUILD)/gen/example_config.h
 	cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability,performance \
 	    --inline-suppr -Ilib -I$(BUILD)/gen --include=/usr/include/jansson.h -D_POSIX_C_SOURCE=200809L \
 	    lib cmd examples tests/tools
+	@# a command's jansson has its own allocator (lib/mem.h): json_dumps'
+	@# text is freed only through ri_json_dumps (util.c)
+	@if grep -nE '(^|[^_[:alnum:]])json_dumps[[:space:]]*\(' lib/*.c cmd/*.c tests/tools/*.c | \
+	    grep -v '^lib/util\.c:'; then \
+	    echo "lint: json_dumps outside ri_json_dumps: its text must not reach free() (lib/mem.h)" >&2; exit 1; fi
 
 clean:
 	rm -rf build $(LIBA) $(BINDIR)/ri-* $(EXBINDIR)
