@@ -1064,7 +1064,7 @@ sq_open_intents(struct ri_store *base, const char *kind, const char *act_key, ri
  * against a checkpoint's three syncs (the WAL's, the database's, and the
  * restarted WAL's header): an Open + Close pair writes ~32 frames, so at
  * 128 a checkpoint comes every ~4 pairs.  Measured against 64, pairs
- * interleaved in one run: 5-13% less time a pair, in each of four runs.
+ * interleaved in one run: 3-13% less time a pair, in each of five runs.
  */
 #define WAL_TRIM_FRAMES 128
 #define WAL_BACKSTOP_FRAMES 1000        /* SQLite's own autocheckpoint */
