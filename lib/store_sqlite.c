@@ -2423,6 +2423,31 @@ sq_peek(struct ri_store *base, const char *event_id, struct ri_record *out)
 	return rc == SQLITE_ROW ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "read");
 }
 
+/* store.h inv_span: the invocation index alone (covering), in the
+ * traversal's snapshot */
+static int
+sq_inv_span(struct ri_store *base, const char *invocation_id, int64_t *first, int64_t *last, int64_t *n)
+{
+	struct sq *s = (struct sq *)base;
+	sqlite3_stmt *st;
+	int rc;
+
+	*first = *last = *n = 0;
+	if (sqlite3_get_autocommit(s->db))
+		return ri_st_fail(&s->core, RI_ST_INVALID_QUERY, 0, NULL, "an invocation's span outside a traversal");
+	if ((st = prep(s, "SELECT min(seq), max(seq), count(*) FROM records WHERE invocation_id = ?")) == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	bind_text(st, 1, invocation_id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*first = sqlite3_column_int64(st, 0);
+		*last = sqlite3_column_int64(st, 1);
+		*n = sqlite3_column_int64(st, 2);
+	}
+	done(s, st);
+	return rc == SQLITE_ROW ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "read");
+}
+
 /* The open-intents index against the journal head's count and
  * accumulator (see sq_open_intents), inside the caller's transaction. */
 static int
@@ -3163,6 +3188,7 @@ static const struct ri_store_ops sqlite_ops = {
 	.mark_set = sq_mark_set,
 	.traverse = sq_traverse,
 	.peek = sq_peek,
+	.inv_span = sq_inv_span,
 	.seal = sq_seal,
 	.substrate = sq_substrate,
 	.backup = sq_backup,

@@ -307,6 +307,45 @@ every_path() {
 	chain_clean
 }
 
+# Issue 15: ri-audit judges an invocation from the rows its traversal
+# streams, once the last has passed, instead of reading them again at the
+# intent; it still reads them where the stream cannot stand in (lib/audit.c,
+# "invocations judged from the stream").  The Check 2.1 test above is judged
+# from the stream (the duplicate is the invocation's last row); each test
+# below sends a duplicate closing down one of those reads: judged from a
+# part of the rows, the duplicate would not be seen.
+
+@test "Check 2.1, issue 15: a duplicate closing that lands after 4,500 other invocations were open at once (the audit's waiting room overflows, so the invocation is read) still fails 2.1" {
+	! ri_pg_on || skip "PostgreSQL: ri-audit reads each invocation at its intent (store.h inv_span is SQLite's)"
+	opened crowded
+	printf '%s\n' "$ALICE" >"$T/alice.cred"
+	RI_UNSAFE_NOSYNC=1 "$RI_TOOLS/ri-fill" -c "$RI_CONFIG" --credential-file "$T/alice.cred" \
+	    --closed 4600 --window 4500 --prefix crowd >/dev/null
+	first=$(ri-close <<<"$(close_req "$OPEN" '{"n":1}')" | jq -r .outcome_event_id)
+	second=$(forge ledger.disclosed alice "$(pl "$INV" "$IEV" crowded '{"data":{"n":2}}')")
+	ri_at 33
+	audit
+	names 2.1 "$first" "$second" "$INV"
+	message 2.1 "2 chains of closings stand"
+	chain_clean
+	# and the 4,600 that waited beside it, read or streamed, are judged clean
+	passes 1.1 2.2 2.3 2.5 5.1
+}
+
+@test "Check 2.1, issue 15: an invocation with more rows than the audit holds for one (64) is read whole -- all 70 standing closings are counted" {
+	opened many
+	first=$(ri-close <<<"$(close_req "$OPEN" '{"n":0}')" | jq -r .outcome_event_id)
+	for n in $(seq 1 69); do
+		forge ledger.disclosed alice "$(pl "$INV" "$IEV" many "{\"data\":{\"n\":$n}}")" >/dev/null
+	done
+	last=$(forge ledger.disclosed alice "$(pl "$INV" "$IEV" many '{"data":{"n":70}}')")
+	ri_at 33
+	audit
+	names 2.1 "$first" "$INV"
+	message 2.1 "71 chains of closings stand"
+	chain_clean
+}
+
 @test "Check 2.2: a second ledger.intended carrying one invocation id fails 2.2, naming the invocation" {
 	opened twice
 	again=$(forge ledger.intended alice "$(intent_pl "$INV" twice)")

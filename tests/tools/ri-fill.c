@@ -7,11 +7,16 @@
  * config) the fill skips fsync; nothing else does.
  *
  *   ri-fill -c CONFIG --actor A --credential-file F --closed N [--open M]
- *           [--prefix P] [--act-key K] [--recorded-at-step-ms S] [--mark]
+ *           [--prefix P] [--act-key K] [--window W] [--mark]
  *
  * --act-key K puts every closed invocation on the one act key K (a hot
  * repeatable key used for years: bench/06-history.sh); the open intents
  * keep their own keys.
+ *
+ * --window W lands each closed invocation's outcome W intents after its
+ * own, so W invocations are open at once (as under load; the audit's
+ * waiting room for invocations it judges from the stream overflows past
+ * 4,096: tests/audit.bats).
  *
  * --mark sets the sweep's duplicate-scan mark to the last closed record,
  * through the store (the mark is MACed), as earlier cron sweeps of a live
@@ -45,6 +50,16 @@ append(struct ri *r, const char *ref, const char *key, const char *inv, const ch
 	return 0;
 }
 
+static void
+disclose(struct ri *r, const char *actor, const char *cred, const char *key, const char *inv, const char *ev)
+{
+	char ev2[RI_ID_LEN + 1];
+
+	append(r, "ledger.disclosed", key, inv, actor, cred, json_pack("{s:s, s:s, s:s, s:s, s:{s:s}}",
+	    "invocation_id", inv, "intent_event_id", ev, "kind", "ledger", "act_key", key,
+	    "data", "disclosure_id", key), ev2);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -56,11 +71,13 @@ main(int argc, char **argv)
 		{ "prefix", required_argument, NULL, 'p' },
 		{ "mark", no_argument, NULL, 'm' },
 		{ "act-key", required_argument, NULL, 'k' },
+		{ "window", required_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 } };
 	bool mark = false;
 	const char *config = NULL, *actor = "alice", *file = NULL, *prefix = "fill", *hot = NULL;
-	long closed = 0, open = 0;
-	char *cred, key[64], inv[RI_ID_LEN + 1], ev[RI_ID_LEN + 1], ev2[RI_ID_LEN + 1];
+	long closed = 0, open = 0, window = 0;
+	struct waiting { char key[64], inv[RI_ID_LEN + 1], ev[RI_ID_LEN + 1]; } *w = NULL;
+	char *cred, key[64], inv[RI_ID_LEN + 1], ev[RI_ID_LEN + 1];
 	size_t len;
 	ri_err err;
 	struct ri *r;
@@ -78,12 +95,15 @@ main(int argc, char **argv)
 		case 'p': prefix = optarg; break;
 		case 'm': mark = true; break;
 		case 'k': hot = optarg; break;
+		case 'w': window = atol(optarg); break;
 		}
 	}
 	if (file == NULL || (cred = ri_slurp(file, 4096, &len)) == NULL)
 		ri_die(RI_USAGE, "--credential-file: cannot read");
 	while (len > 0 && (cred[len - 1] == '\n'))
 		cred[--len] = '\0';
+	if (window < 0 || (window > 0 && (w = calloc((size_t)window, sizeof *w)) == NULL))
+		ri_die(RI_USAGE, "--window: a count of intents");
 	if ((rc = ri_instance_open(config, 0, &r, &err)) != RI_OK)
 		ri_die(rc, "%s", err.msg);
 	for (long i = 0; i < closed + open; i++) {
@@ -94,11 +114,23 @@ main(int argc, char **argv)
 		ri_mint_id("inv_", inv);
 		append(r, "ledger.intended", key, inv, actor, cred, json_pack("{s:s, s:s, s:s, s:{s:s}}",
 		    "invocation_id", inv, "kind", "ledger", "act_key", key, "data", "pairing_datum", key), ev);
-		if (i < closed)
-			append(r, "ledger.disclosed", key, inv, actor, cred, json_pack("{s:s, s:s, s:s, s:s, s:{s:s}}",
-			    "invocation_id", inv, "intent_event_id", ev, "kind", "ledger", "act_key", key,
-			    "data", "disclosure_id", key), ev2);
+		if (i >= closed)
+			continue;
+		if (window > 0) {
+			/* the one W intents back closes now; this one waits in its slot */
+			struct waiting *slot = &w[i % window];
+			if (i >= window)
+				disclose(r, actor, cred, slot->key, slot->inv, slot->ev);
+			snprintf(slot->key, sizeof slot->key, "%s", key);
+			snprintf(slot->inv, sizeof slot->inv, "%s", inv);
+			snprintf(slot->ev, sizeof slot->ev, "%s", ev);
+		} else {
+			disclose(r, actor, cred, key, inv, ev);
+		}
 	}
+	for (long i = closed > window ? closed - window : 0; window > 0 && i < closed; i++)
+		disclose(r, actor, cred, w[i % window].key, w[i % window].inv, w[i % window].ev);
+	free(w);
 	if (mark && last_closed > 0 && r->st->ops->mark_set(r->st, "sweep.duplicate_scan", last_closed) != RI_ST_OK)
 		ri_die(RI_INTERNAL, "mark: %s", r->st->ops->error(r->st)->msg);
 	ri_instance_close(r);
