@@ -1826,6 +1826,39 @@ test_read_session(const struct base *b)
 	PASS("read_session: a verified row is reused only inside its own snapshot; after it, a tampered row fails closed");
 }
 
+/*
+ * store.h inv_span (issue 15): what the invocation index holds of one
+ * invocation -- ri-audit judges an invocation from its stream once the
+ * last of these has passed -- and only inside a snapshot, as the trusted
+ * reads it stands beside.
+ */
+static void
+test_inv_span(const struct base *b)
+{
+	static const struct { const char *inv; int64_t first, last, n; } want[] = {
+		{ "inv_A", 4, 10, 4 }, { "inv_B", 5, 9, 2 }, { "inv_C", 7, 11, 2 }, { "inv_D", 12, 13, 2 },
+		{ "inv_none", 0, 0, 0 },
+	};
+	struct tl_instance t;
+	int64_t first, last, n;
+
+	tl_clone(&b->ti, &t, "t-span");
+	ri *r = open_ri(t.config, RI_READONLY);
+	CHECK(r->st->ops->inv_span != NULL, "the SQLite backend offers inv_span");
+	CHECK(r->st->ops->inv_span(r->st, "inv_A", &first, &last, &n) == RI_ST_INVALID_QUERY,
+	    "outside a snapshot: refused");
+	CHECK(r->st->ops->read_session(r->st, true) == RI_ST_OK, "read_session on: %s", st_err(r)->msg);
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+		CHECK(r->st->ops->inv_span(r->st, want[i].inv, &first, &last, &n) == RI_ST_OK && first == want[i].first &&
+		    last == want[i].last && n == want[i].n, "%s: first %lld last %lld n %lld, want %lld %lld %lld",
+		    want[i].inv, (long long)first, (long long)last, (long long)n, (long long)want[i].first,
+		    (long long)want[i].last, (long long)want[i].n);
+	CHECK(r->st->ops->read_session(r->st, false) == RI_ST_OK, "read_session off");
+	ri_instance_close(r);
+	PASS("inv_span: an invocation's first and last seq and its row count from the invocation index, none for an"
+	    " unknown one; refused outside a snapshot");
+}
+
 int
 main(void)
 {
@@ -1843,6 +1876,7 @@ main(void)
 	make_base(&b);
 	test_tamper(&b);
 	test_read_session(&b);
+	test_inv_span(&b);
 	test_append_only(&b);
 	test_retention();
 	test_lease();
