@@ -713,12 +713,13 @@ judge_invocation(struct audit *a, const struct ri_record *intent_row)
  * rows of it are gathered as they pass, and it is judged once the last
  * has -- the same rows, in the same order, as the read returns, verified
  * by this traversal.  The read is still what judges it when the stream
- * cannot stand in for it: a row of the invocation before its intent, a
- * row of it too malformed to carry its payload (RI_P_SHAPE), rows that
- * disagree with the index, more than PENDING_RECS rows, more than
- * PENDING_MAX invocations or PENDING_BYTES waiting (the oldest is read
- * and judged), or a stream that ended first.  Every read is inside the
- * traversal's snapshot (a read session held across it).
+ * cannot stand in for it, inside the traversal's snapshot: a row of the
+ * invocation before its intent, a row of it too malformed to carry its
+ * payload (RI_P_SHAPE), rows that disagree with the index, more than
+ * PENDING_RECS rows, more than PENDING_MAX invocations or PENDING_BYTES
+ * waiting (the oldest is read and judged).  An invocation still waiting
+ * when the stream ends was promised rows by the index that no row of the
+ * journal is: Check 8.1.1 fails, and it is judged from the rows there are.
  */
 #define PENDING_MAX 4096
 #define PENDING_SLOTS 8192              /* a power of two, above PENDING_MAX */
@@ -884,18 +885,29 @@ pending_intent(struct audit *a, const struct ri_record *rec)
 		pending_judge(a, ps->oldest, false);
 }
 
-/* The end of the stream: what still waits is read (rows the stream never
- * carried) -- or, when the traversal failed, dropped unjudged. */
+/* The end of the stream: what still waits was promised rows no row of the
+ * journal is -- or, when the traversal failed, is dropped unjudged. */
 static void
 pending_end(struct audit *a, bool judge)
 {
+	struct pending *p;
+
 	if (a->pending == NULL)
 		return;
-	while (a->pending->oldest != NULL) {
+	while ((p = a->pending->oldest) != NULL) {
 		if (judge) {
-			pending_judge(a, a->pending->oldest, false);
+			const struct ri_record *in = &p->got.v[0];
+			a->cur = in;
+#ifndef RI_NC_AUDIT_WAITING_UNREPORTED
+			fail(a, "8.1.1", in->invocation_id, in->event_id, NULL,
+			    "the invocation index names %lld rows of this invocation, up to seq %lld, and the traversal"
+			    " carried %zu: the index was altered, or rows hidden", (long long)p->want, (long long)p->last,
+			    p->got.n);
+#endif
+			a->cur = NULL;
+			pending_judge(a, p, true);
 		} else {
-			struct ri_records got = pending_take(a->pending, a->pending->oldest);
+			struct ri_records got = pending_take(a->pending, p);
 			ri_records_clear(&got);
 		}
 	}
@@ -1458,17 +1470,11 @@ ri_audit(ri *r, const struct ri_audit_opts *o, json_t **ans, ri_err *err)
 	 * beside the traversal */
 	struct state_run sr;
 	a.memo = ri_xcalloc(1, sizeof *a.memo);
-	/* invocations judged from the stream need its snapshot held past its
-	 * end, for the reads of those it did not complete */
-	bool session = r->st->ops->inv_span != NULL && r->st->ops->read_session != NULL &&
-	    r->st->ops->read_session(r->st, true) == RI_ST_OK;
-	if (session)
+	if (r->st->ops->inv_span != NULL)
 		a.pending = ri_xcalloc(1, sizeof *a.pending);
 	state_begin(&a, &sr);
 	st = r->st->ops->traverse(r->st, each_record, &a);
 	pending_end(&a, st == RI_ST_OK);
-	if (session)
-		(void)r->st->ops->read_session(r->st, false);
 	ri_progress_end(&a.prog, a.records);
 	state_end(&a, &sr);
 	if (st != RI_ST_OK) {

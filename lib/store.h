@@ -204,11 +204,11 @@ struct ri_store_ops {
 	 * row): a record's header by event id, no payload -- NOT_KNOWN or OK,
 	 * purged set when its payload was destroyed. */
 	int (*peek)(struct ri_store *, const char *event_id, struct ri_record *);
-	/* ri-audit only, inside its traversal's snapshot; optional (NULL: not
-	 * offered).  What the invocation index holds of one invocation: the
-	 * first and last seq of its records (0 when none) and how many, so
-	 * the traversal can judge an invocation from the rows it streams once
-	 * it has passed the last of them (issue 15). */
+	/* ri-audit only, inside its traversal's snapshot; optional (NULL: each
+	 * invocation is read at its intent).  What the invocation index holds
+	 * of one invocation: the first and last seq of its records (0 when
+	 * none) and how many, so the traversal can judge an invocation from
+	 * the rows it streams once it has passed the last of them (issue 15). */
 	int (*inv_span)(struct ri_store *, const char *invocation_id, int64_t *first, int64_t *last, int64_t *n);
 	/* Append audit.sealed: an Ed25519 signature (secret key sk, 64 bytes)
 	 * over (instance id, head seq, head hash), in one transaction -- after

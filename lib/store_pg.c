@@ -2903,6 +2903,33 @@ pg_traverse(struct ri_store *base, ri_traverse_fn each, void *arg)
 	return RI_ST_OK;
 }
 
+/* store.h inv_span: the invocation index alone, in the traversal's
+ * snapshot */
+static int
+pg_inv_span(struct ri_store *base, const char *invocation_id, int64_t *first, int64_t *last, int64_t *n)
+{
+	struct pg *s = (struct pg *)base;
+	struct params p = { 0 };
+	PGresult *r;
+	int rc = RI_ST_OK;
+
+	*first = *last = *n = 0;
+	if (!s->in_tx)
+		return ri_st_fail(&s->core, RI_ST_INVALID_QUERY, 0, NULL, "an invocation's span outside a traversal");
+	p_text(&p, invocation_id);
+	r = run(s, "SELECT coalesce(min(seq), 0), coalesce(max(seq), 0), count(*) FROM records"
+	    " WHERE invocation_id = $1", &p);
+	if (!res_ok(r) || PQntuples(r) != 1) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", r);
+	} else {
+		*first = g_int(r, 0, 0);
+		*last = g_int(r, 0, 1);
+		*n = g_int(r, 0, 2);
+	}
+	PQclear(r);
+	return rc;
+}
+
 static int
 pg_peek(struct ri_store *base, const char *event_id, struct ri_record *out)
 {
@@ -3480,6 +3507,7 @@ static const struct ri_store_ops pg_ops = {
 	.mark_set = pg_mark_set,
 	.traverse = pg_traverse,
 	.peek = pg_peek,
+	.inv_span = pg_inv_span,
 	.seal = pg_seal,
 	.substrate = pg_substrate,
 	.backup = pg_backup,
