@@ -349,22 +349,23 @@ every_path() {
 }
 
 @test "Check 8.1.1, issue 15: an invocation index that promises a row no row of the journal is -- one entry's key rewritten in the file -- fails 8.1.1 naming the invocation, never judged as an invocation still waiting" {
-	opened closed-one
-	x=$INV
-	ri-close <<<"$(close_req "$OPEN" '{"n":1}')" >/dev/null
-	# Y: the open invocation whose id sorts next after X's -- its one index
-	# entry given X's key keeps the index in order, and X's span then ends
-	# at a row of Y's, past every row of X's the traversal carries
-	after() { local LC_ALL=C; [[ $1 > $2 ]]; }      # bytewise, as the index orders ids
-	y=
-	for i in $(seq 1 40); do
-		opened "later-$i"
-		if after "$INV" "$x" && { [ -z "$y" ] || after "$y" "$INV"; }; then
-			y=$INV
-		fi
-		[ -n "$y" ] && [ "$i" -ge 4 ] && break
+	# ten closed invocations, then ten open ones; X closed and Y open, Y's
+	# id the next after X's among all twenty (there is such a pair unless
+	# every open id sorts before every closed one: 1 in 184,756).  Y's one
+	# index entry given X's key keeps the index in order, and X's span then
+	# ends at Y's intent, past every row of X's the traversal carries.
+	for i in $(seq 1 10); do
+		opened "closed-$i"
+		echo "$INV closed" >>"$T/ids"
+		ri-close <<<"$(close_req "$OPEN" '{"n":1}')" >/dev/null
 	done
-	[ -n "$y" ] || { echo "no invocation id after $x in 40 opens"; return 1; }
+	for i in $(seq 1 10); do
+		opened "open-$i"
+		echo "$INV open" >>"$T/ids"
+	done
+	read -r x y < <(LC_ALL=C sort "$T/ids" | awk 'prev == "closed" && $2 == "open" { print id, $1; exit }
+	    { id = $1; prev = $2 }')
+	[ -n "$y" ] || { echo "no open id follows a closed one: $(LC_ALL=C sort "$T/ids" | tr '\n' ' ')"; return 1; }
 	yseq=$(jsql "SELECT seq FROM records WHERE invocation_id = '$y'")
 	checkpoint
 	pg=$(sqlite3 "$T/journal.db" "SELECT rootpage FROM sqlite_schema WHERE name = 'records_invocation'")
