@@ -127,14 +127,21 @@ struct intent_memo {
 	} slot[MEMO_SLOTS];
 };
 
-static struct memo_slot *
-memo_slot(struct intent_memo *m, const char *event_id)
+/* FNV-1a of an id: the slot of the memo and of the waiting room */
+static uint64_t
+id_hash(const char *id)
 {
 	uint64_t h = 1469598103934665603ull;
 
-	for (const char *p = event_id; *p; p++)
+	for (const char *p = id; *p; p++)
 		h = (h ^ (unsigned char)*p) * 1099511628211ull;
-	return &m->slot[h & (MEMO_SLOTS - 1)];
+	return h;
+}
+
+static struct memo_slot *
+memo_slot(struct intent_memo *m, const char *event_id)
+{
+	return &m->slot[id_hash(event_id) & (MEMO_SLOTS - 1)];
 }
 
 static void
@@ -747,23 +754,16 @@ struct pendings {
 static struct pending **
 pending_at(struct pendings *ps, const char *inv)
 {
-	uint64_t h = 1469598103934665603ull;
 	struct pending **pp;
 
-	for (const char *p = inv; *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ull;
-	for (pp = &ps->slot[h & (PENDING_SLOTS - 1)]; *pp != NULL; pp = &(*pp)->chain)
+	for (pp = &ps->slot[id_hash(inv) & (PENDING_SLOTS - 1)]; *pp != NULL; pp = &(*pp)->chain)
 		if (strcmp((*pp)->got.v[0].invocation_id, inv) == 0)
 			break;
 	return pp;
 }
 
-static char *
-dup_or_null(const char *s)
-{
-	return s != NULL ? ri_strdup(s) : NULL;
-}
-
+/* A copy of a row the stream carried: never RI_P_SHAPE (pending_row reads
+ * such an invocation instead), so each of its header strings is there. */
 static void
 pending_push(struct pendings *ps, struct pending *p, const struct ri_record *rec)
 {
@@ -778,11 +778,11 @@ pending_push(struct pendings *ps, struct pending *p, const struct ri_record *rec
 	}
 	c = &p->got.v[p->got.n++];
 	*c = *rec;
-	c->action_ref = dup_or_null(rec->action_ref);
-	c->kind = dup_or_null(rec->kind);
-	c->act_key = dup_or_null(rec->act_key);
-	c->invocation_id = dup_or_null(rec->invocation_id);
-	c->actor_ref = dup_or_null(rec->actor_ref);
+	c->action_ref = ri_strdup(rec->action_ref);
+	c->kind = ri_strdup(rec->kind);
+	c->act_key = ri_strdup(rec->act_key);
+	c->invocation_id = ri_strdup(rec->invocation_id);
+	c->actor_ref = ri_strdup(rec->actor_ref);
 	c->payload = json_incref(rec->payload);
 	p->bytes += bytes;
 	ps->bytes += bytes;
