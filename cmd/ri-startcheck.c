@@ -328,7 +328,8 @@ check_probes(const struct ri_config *c, struct report *rep)
 
 		snprintf(check, sizeof check, "kinds.%s.probe", c->kinds[i].name);
 		if (executable(c->kinds[i].probe[0]))
-			cap(rep, true, check, "%s: executable", c->kinds[i].probe[0]);
+			cap(rep, true, check, "%s: executable%s", c->kinds[i].probe[0],
+			    c->kinds[i].probe_batch ? " (a batch probe: one process a run)" : "");
 		else
 			cap(rep, false, check, "%s: not found or not executable", c->kinds[i].probe[0]);
 	}

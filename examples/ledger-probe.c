@@ -1,6 +1,7 @@
 /* ledger-probe -- the disclosure ledger's probe, in ri's probe protocol.
  *
- *   ledger-probe --store FILE [--outcome NAME] [--hang|--crash|--junk|--flood]
+ *   ledger-probe --store FILE [--outcome NAME] [--batch [--pidlog FILE]]
+ *                [--hang|--crash|--junk|--flood|--wrong-key|--two-lines [--at N]]
  *
  * stdin:  {"kind":"…","act_key":"…","intent":{…the intent's payload…}}
  *         where the payload is {"invocation_id","kind","act_key","data":{…}}
@@ -33,10 +34,19 @@
  * The store is opened read-only: a probe must not be able to change what it
  * is asked about.
  *
+ * --batch is the batch probe of a kind with "probe_batch": true (ri-sweep(1)):
+ * one request a line on stdin, one answer a line on stdout -- the same
+ * answer, with the request's "act_key" beside it -- until end of input.
+ * Each line is answered from its own read of the store, as it stands when
+ * the line is read: nothing is kept from one line to the next.
+ *
  * Test knobs, applied after stdin is read so each isolates one misbehaviour:
  * --hang never answers (the sweep's probe_round_trip timeout), --crash dies
  * by SIGSEGV, --junk prints text that is not JSON, --flood prints a
- * committed-shaped answer padded to 10 MB (over any outcome envelope). */
+ * committed-shaped answer padded to 10 MB (over any outcome envelope).
+ * With --batch: --wrong-key names another act key, --two-lines writes its
+ * answer twice, --at N misbehaves at the Nth request only, and --pidlog
+ * FILE appends the process id to FILE at start (the tests count processes). */
 #include <err.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -59,11 +69,13 @@
 #define BUSY_TIMEOUT_MS 500
 #define FLOOD_BYTES (10u << 20)
 
-enum knob { KNOB_NONE, KNOB_HANG, KNOB_CRASH, KNOB_JUNK, KNOB_FLOOD };
+enum knob { KNOB_NONE, KNOB_HANG, KNOB_CRASH, KNOB_JUNK, KNOB_FLOOD, KNOB_WRONG_KEY, KNOB_TWO_LINES };
 
 struct probe {
-	const char *store, *outcome;
+	const char *store, *outcome, *pidlog;
 	enum knob knob;
+	int batch;
+	long at;                        /* --at: the knob's request, 0: every one */
 	/* from the request */
 	const char *kind;
 	const char *datum;              /* NULL: pairing datum none */
@@ -73,7 +85,8 @@ struct probe {
 static void usage(void)
 {
 	fprintf(stderr, "usage: ledger-probe --store FILE [--outcome NAME]"
-		" [--hang | --crash | --junk | --flood]  < request.json\n");
+		" [--batch [--pidlog FILE]]\n"
+		"       [--hang | --crash | --junk | --flood | --wrong-key | --two-lines [--at N]]  < request.json\n");
 	exit(EX_BADUSAGE);
 }
 
@@ -86,6 +99,11 @@ static void parse_args(int argc, char **argv, struct probe *p)
 		{ "crash", no_argument, NULL, 'C' },
 		{ "junk", no_argument, NULL, 'J' },
 		{ "flood", no_argument, NULL, 'F' },
+		{ "batch", no_argument, NULL, 'B' },
+		{ "pidlog", required_argument, NULL, 'P' },
+		{ "wrong-key", no_argument, NULL, 'W' },
+		{ "two-lines", no_argument, NULL, 'T' },
+		{ "at", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -100,11 +118,20 @@ static void parse_args(int argc, char **argv, struct probe *p)
 		case 'C': p->knob = KNOB_CRASH; break;
 		case 'J': p->knob = KNOB_JUNK; break;
 		case 'F': p->knob = KNOB_FLOOD; break;
+		case 'B': p->batch = 1; break;
+		case 'P': p->pidlog = optarg; break;
+		case 'W': p->knob = KNOB_WRONG_KEY; break;
+		case 'T': p->knob = KNOB_TWO_LINES; break;
+		case 'A': p->at = strtol(optarg, NULL, 10);
+			if (p->at < 1)
+				usage();
+			break;
 		default: usage();
 		}
 	}
 	if (optind != argc || p->store == NULL || *p->outcome == '\0' ||
-	    strchr(p->outcome, '.') != NULL)
+	    strchr(p->outcome, '.') != NULL ||
+	    (!p->batch && (p->pidlog || p->at || p->knob == KNOB_WRONG_KEY || p->knob == KNOB_TWO_LINES)))
 		usage();
 }
 
@@ -388,9 +415,68 @@ static void misbehave(const struct probe *p, const json_t *req)
 	case KNOB_FLOOD:
 		flood(kind ? kind : "ledger", p->outcome);
 		break;
+	case KNOB_WRONG_KEY:
+	case KNOB_TWO_LINES:
 	case KNOB_NONE:
 		break;
 	}
+}
+
+/* --batch: one answer a line, naming its act key, till end of input. */
+static void batch(struct probe *p)
+{
+	char *line = NULL, *text;
+	size_t size = 0;
+	ssize_t n;
+	long nth = 0;
+	FILE *log;
+
+	if (p->pidlog != NULL) {
+		if ((log = fopen(p->pidlog, "a")) == NULL ||
+		    fprintf(log, "%ld\n", (long)getpid()) < 0 || fclose(log) != 0)
+			err(EX_BADUSAGE, "%s", p->pidlog);
+	}
+	while ((n = getline(&line, &size, stdin)) > 0) {
+		struct probe q = *p;
+		json_error_t e;
+		json_t *req, *answer;
+		const char *key;
+
+		if ((size_t)n > REQUEST_CAP)
+			errx(EX_BADUSAGE, "request is over %u bytes", REQUEST_CAP);
+		nth++;
+		if (p->at != 0 && nth != p->at)
+			q.knob = KNOB_NONE;
+		req = json_loadb(line, (size_t)n, JSON_REJECT_DUPLICATES, &e);
+		if (q.knob == KNOB_JUNK) {
+			/* the junk line, and on: the sweep reads no further */
+			fputs("this is not an answer\n", stdout);
+			fflush(stdout);
+			json_decref(req);
+			continue;
+		}
+		misbehave(&q, req);
+		parse_request(req, &e, &q);
+		key = json_string_value(json_object_get(req, "act_key"));
+		answer = probe(&q);
+		if (answer == NULL || json_object_set_new(answer, "act_key",
+		    json_string(q.knob == KNOB_WRONG_KEY ? "not-this-act" : key)) != 0)
+			errx(EX_NOREPLY, "out of memory");
+		if (q.knob == KNOB_TWO_LINES) {
+			/* both in one write: the reader sees them together */
+			if ((text = json_dumps(answer, JSON_COMPACT | JSON_SORT_KEYS)) == NULL ||
+			    printf("%s\n%s\n", text, text) < 0 || fflush(stdout) != 0)
+				err(EX_NOREPLY, "cannot write the answer");
+			free(text);
+			json_decref(answer);
+		} else {
+			emit(answer);
+		}
+		json_decref(req);
+	}
+	free(line);
+	if (ferror(stdin))
+		err(EX_BADUSAGE, "cannot read a request");
 }
 
 int main(int argc, char **argv)
@@ -402,6 +488,10 @@ int main(int argc, char **argv)
 	char *text;
 
 	parse_args(argc, argv, &p);
+	if (p.batch) {
+		batch(&p);
+		return 0;
+	}
 	text = slurp_stdin(&len);
 	req = json_loadb(text, len, JSON_REJECT_DUPLICATES, &e);
 	free(text);

@@ -68,6 +68,7 @@ struct audit {
 	struct ri *r;
 	const struct ri_config *c;
 	const struct ri_audit_opts *o;
+	struct ri_prober *probers;      /* --probe: Check 6's probes, a batch probe kept for the run */
 	ri_ms now;
 	json_t *checks;                 /* id -> {status, failures, notes} */
 	json_t *actors;                 /* actor -> {registered, revoked, service} */
@@ -497,7 +498,7 @@ probe_checks(struct audit *a, const struct ri_kind *k, const struct ri_inv *inv,
 		    c->type == RI_C_ESCALATED))
 			continue;
 		if (!probed) {
-			ri_probe_run(a->c, k, in->act_key, in->payload, &p);
+			ri_probe_ask(a->probers, k, in->act_key, in->payload, &p);
 			probed = true;
 		}
 		const char *id = c->type == RI_C_OUTCOME ? "6.1" : c->type == RI_C_ABANDONED ? "6.3" : "6.5";
@@ -1410,6 +1411,8 @@ ri_audit(ri *r, const struct ri_audit_opts *o, json_t **ans, ri_err *err)
 	int rc, st;
 
 	*ans = NULL;
+	if (o->probe)
+		a.probers = ri_prober_new(a.c);
 	if ((rc = ri_now(a.c, &a.now, err)) != RI_OK)
 		goto out;
 	for (size_t i = 0; check_ids[i] != NULL; i++)
@@ -1594,6 +1597,7 @@ out:
 		free(a.spans[i].kind);
 	}
 	free(a.spans);
+	ri_prober_free(a.probers);
 	ri_findings_close(a.reg);
 	memo_free(&a);
 	json_decref(a.checks);

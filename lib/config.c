@@ -47,7 +47,7 @@ static const char *const instance_keys[] = {
 static const char *const kind_keys[] = {
 	"outcomes", "repeatable", "completion_bound", "commit_round_trip",
 	"probe_round_trip", "retention_period", "commit_fence", "pairing_datum",
-	"outcome_envelope", "retry_terminus", "probe", "service_identity", NULL
+	"outcome_envelope", "retry_terminus", "probe", "probe_batch", "service_identity", NULL
 };
 
 static const char *const counted_keys[] = { "counted", NULL };
@@ -522,6 +522,10 @@ parse_kind(struct ri_kind *k, const char *name, json_t *o, const char *dir, ri_e
 		return rc;
 	if ((rc = member(o, kp, "probe", true, p, &v, err)) != RI_OK ||
 	    (rc = parse_probe(k, v, p, dir, err)) != RI_OK)
+		return rc;
+	/* issue 15, target 4: optional, false when absent */
+	if ((rc = member(o, kp, "probe_batch", false, p, &v, err)) != RI_OK ||
+	    (v != NULL && (rc = want_bool(v, p, &k->probe_batch, err)) != RI_OK))
 		return rc;
 	if ((rc = member(o, kp, "service_identity", true, p, &v, err)) != RI_OK ||
 	    (rc = parse_identity(k, v, p, dir, err)) != RI_OK)

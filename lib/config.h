@@ -22,6 +22,7 @@ struct ri_kind {
 	int64_t retry_counted;          /* 0: terminus is the lease; n: counted(n) */
 	char **probe;                   /* argv, NULL-terminated; argv[0] resolved */
 	size_t n_probe;
+	bool probe_batch;               /* one probe process answers the run's acts, a line each */
 	char *service_actor;            /* NULL: service identity none */
 	char *service_credential_file;  /* resolved path */
 };

@@ -32,43 +32,72 @@ ri_probe_clear(struct ri_probe *p)
 static int
 unavailable(struct ri_probe *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+static void
+vsay(struct ri_probe *p, const char *fmt, va_list ap)
+{
+	ri_probe_clear(p);
+	p->answer = RI_PROBE_UNAVAILABLE;
+	vsnprintf(p->why, sizeof p->why, fmt, ap);
+}
+
 static int
 unavailable(struct ri_probe *p, const char *fmt, ...)
 {
 	va_list ap;
 
-	ri_probe_clear(p);
-	p->answer = RI_PROBE_UNAVAILABLE;
 	va_start(ap, fmt);
-	vsnprintf(p->why, sizeof p->why, fmt, ap);
+	vsay(p, fmt, ap);
 	va_end(ap);
 	return 0;
 }
 
+/* Every member of o is one of the first n keys. */
+/* unavailable, for an output that is not an answer: -1 */
+static int
+malformed(struct ri_probe *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int
+malformed(struct ri_probe *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay(p, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
 static bool
-only_keys(json_t *o, const char *const *keys)
+only_keys(json_t *o, const char *const *keys, size_t n)
 {
 	const char *k;
 	json_t *v;
 
 	json_object_foreach(o, k, v) {
-		const char *const *p = keys;
-		while (*p != NULL && strcmp(*p, k) != 0)
-			p++;
-		if (*p == NULL)
+		size_t i = 0;
+		while (i < n && strcmp(keys[i], k) != 0)
+			i++;
+		if (i == n)
 			return false;
 	}
 	return true;
 }
 
-/* The four shapes of INTERFACE.md, exactly. */
-int
-ri_probe_parse(const struct ri_config *c, const struct ri_kind *k, const char *text, size_t len,
-    struct ri_probe *p)
+/*
+ * The four shapes of INTERFACE.md, exactly.  A batch probe's line (act_key
+ * not NULL) is one of them with "act_key" beside: the request's, so an
+ * answer can never be taken for another act's (ri-sweep(1), batch probe).
+ */
+static int
+parse_answer(const struct ri_config *c, const struct ri_kind *k, const char *act_key, const char *text,
+    size_t len, struct ri_probe *p)
 {
-	static const char *const committed_keys[] = { "answer", "outcome_action_ref", "outcome_data", NULL };
-	static const char *const plain_keys[] = { "answer", NULL };
-	static const char *const undecidable_keys[] = { "answer", "candidates", NULL };
+	/* the last name is act_key, a batch line's alone */
+	static const char *const committed_keys[] = { "answer", "outcome_action_ref", "outcome_data", "act_key",
+		NULL };
+	static const char *const plain_keys[] = { "answer", "act_key", NULL };
+	static const char *const undecidable_keys[] = { "answer", "candidates", "act_key", NULL };
+	size_t batch = act_key != NULL;
 	json_error_t je;
 	json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je), *a;
 	const char *ans;
@@ -77,48 +106,73 @@ ri_probe_parse(const struct ri_config *c, const struct ri_kind *k, const char *t
 	memset(p, 0, sizeof *p);
 	if (j == NULL || !json_is_object(j)) {
 		json_decref(j);
-		return unavailable(p, "the probe's output is not one JSON object");
+		return malformed(p, "the probe's output is not one JSON object");
 	}
+#ifndef RI_NC_BATCH_ANSWER_UNKEYED
+	/* probe 1 per line: an answer is about the act asked, or no answer */
+	if (act_key != NULL) {
+		json_t *key = json_object_get(j, "act_key");
+		if (!json_is_string(key) || strcmp(json_string_value(key), act_key) != 0) {
+			json_decref(j);
+			return malformed(p, "the batch probe's line does not name act_key %s", act_key);
+		}
+	}
+#endif
 	a = json_object_get(j, "answer");
 	ans = json_is_string(a) ? json_string_value(a) : "";
-	if (strcmp(ans, "committed") == 0 && only_keys(j, committed_keys)) {
+	if (strcmp(ans, "committed") == 0 && only_keys(j, committed_keys, 3 + batch)) {
 		json_t *ref = json_object_get(j, "outcome_action_ref"), *data = json_object_get(j, "outcome_data");
 		if (!json_is_string(ref) || !ri_is_outcome_ref(k, json_string_value(ref)) || !json_is_object(data)) {
 			json_decref(j);
-			return unavailable(p, "committed needs an outcome_action_ref of kind %s and an outcome_data object",
+			return malformed(p, "committed needs an outcome_action_ref of kind %s and an outcome_data object",
 			    k->name);
 		}
 		p->answer = RI_PROBE_COMMITTED;
 		p->outcome_action_ref = ri_strdup(json_string_value(ref));
 		p->outcome_data = json_incref(data);
-	} else if (strcmp(ans, "not-committed") == 0 && only_keys(j, plain_keys)) {
+	} else if (strcmp(ans, "not-committed") == 0 && only_keys(j, plain_keys, 1 + batch)) {
 		p->answer = RI_PROBE_NOT_COMMITTED;
-	} else if (strcmp(ans, "unavailable") == 0 && only_keys(j, plain_keys)) {
+	} else if (strcmp(ans, "unavailable") == 0 && only_keys(j, plain_keys, 1 + batch)) {
 		p->answer = RI_PROBE_UNAVAILABLE;
 		snprintf(p->why, sizeof p->why, "the probe answered unavailable");
-	} else if (strcmp(ans, "undecidable") == 0 && only_keys(j, undecidable_keys)) {
+	} else if (strcmp(ans, "undecidable") == 0 && only_keys(j, undecidable_keys, 2 + batch)) {
 		json_t *cands = json_object_get(j, "candidates"), *v;
 		/* probe 3: undecidable only where records match -- at least one
 		 * candidate; an empty list is no answer, so unavailable (probe 4) */
 		if (!json_is_array(cands) || json_array_size(cands) == 0) {
 			json_decref(j);
-			return unavailable(p, "undecidable needs a non-empty candidates array (probe 3)");
+			return malformed(p, "undecidable needs a non-empty candidates array (probe 3)");
 		}
 		json_array_foreach(cands, i, v) {
 			if (!json_is_string(v) || json_string_length(v) == 0 ||
 			    (int64_t)json_string_length(v) > c->reference_length_cap) {
 				json_decref(j);
-				return unavailable(p, "candidate %zu is not a reference under reference_length_cap", i);
+				return malformed(p, "candidate %zu is not a reference under reference_length_cap", i);
 			}
 		}
 		p->answer = RI_PROBE_UNDECIDABLE;
 		p->candidates = json_incref(cands);
 	} else {
 		json_decref(j);
-		return unavailable(p, "the probe's answer is none of the four shapes");
+		return malformed(p, "the probe's answer is none of the four shapes");
 	}
 	json_decref(j);
 	return 0;
+}
+
+int
+ri_probe_parse(const struct ri_config *c, const struct ri_kind *k, const char *text, size_t len,
+    struct ri_probe *p)
+{
+	(void)parse_answer(c, k, NULL, text, len, p);
+	return 0;
+}
+
+int
+ri_probe_parse_line(const struct ri_config *c, const struct ri_kind *k, const char *act_key, const char *text,
+    size_t len, struct ri_probe *p)
+{
+	return parse_answer(c, k, act_key, text, len, p);
 }
 
 /*
@@ -291,6 +345,253 @@ ri_probe_run(const struct ri_config *c, const struct ri_kind *k, const char *act
 		ri_probe_parse(c, k, out, out_len, p);
 	free(out);
 	/* pairing datum 6a: with no datum, committed cannot be trusted */
+	if (p->answer == RI_PROBE_COMMITTED && k->pairing_datum == RI_PAIR_NONE)
+		unavailable(p, "the probe answered committed for a kind whose pairing datum is none (pairing datum 6a)");
+	return 0;
+}
+
+/* ---- the batch probe ("probe_batch": true) ----------------------------- */
+
+/*
+ * One probe process a kind, kept for the run: a request is a line, its
+ * answer is a line (ri-sweep(1), "The batch probe"; issue 15, target 4).
+ * The same fail-closed rules as a probe run, a line at a time (probe 1,
+ * 4, 5): no line within probe_round_trip of the request, a line over the
+ * envelope, a line that is not one of the four shapes naming the act asked,
+ * output before the question or past the answer, the probe's end -- each
+ * is unavailable for that act, and the probe's whole group is killed: a
+ * stream that said something unasked is never read again, and the next
+ * act is put to a fresh process.
+ */
+struct batch {
+	pid_t pid;                      /* 0: none running */
+	int in, out, xfd;               /* its stdin, its stdout, its pidfd (-1: none) */
+	char *buf;                      /* what it wrote, up to cap */
+	size_t len;
+};
+
+struct ri_prober {
+	const struct ri_config *c;
+	struct batch *b;                /* one a kind, c->kinds order */
+};
+
+struct ri_prober *
+ri_prober_new(const struct ri_config *c)
+{
+	struct ri_prober *pr = ri_xcalloc(1, sizeof *pr);
+
+	pr->c = c;
+	pr->b = ri_xcalloc(c->n_kinds ? c->n_kinds : 1, sizeof *pr->b);
+	return pr;
+}
+
+static void
+batch_kill(struct batch *b)
+{
+	if (b->pid <= 0)
+		return;
+	if (b->in >= 0)
+		close(b->in);
+	close(b->out);
+	if (b->xfd >= 0)
+		close(b->xfd);
+	(void)kill(-b->pid, SIGKILL);
+	while (waitpid(b->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	free(b->buf);
+	memset(b, 0, sizeof *b);
+}
+
+/* The run is over: end of input tells the probe so; it has one round trip
+ * to exit before its group is killed, as at any end. */
+static void
+batch_end(struct batch *b, ri_ms round_trip)
+{
+	int64_t deadline = ri_mono_ms() + round_trip;
+
+	if (b->pid <= 0)
+		return;
+	close(b->in);
+	b->in = -1;
+	for (;;) {
+		int64_t left = deadline - ri_mono_ms();
+		if (waitpid(b->pid, NULL, WNOHANG) != 0 || left <= 0)
+			break;
+		if (b->xfd >= 0) {
+			struct pollfd f = { b->xfd, POLLIN, 0 };
+			(void)poll(&f, 1, left > INT32_MAX ? INT32_MAX : (int)left);
+		} else {
+			(void)poll(NULL, 0, left < 20 ? (int)left : 20);
+		}
+	}
+	batch_kill(b);
+}
+
+void
+ri_prober_free(struct ri_prober *pr)
+{
+	if (pr == NULL)
+		return;
+	for (size_t i = 0; i < pr->c->n_kinds; i++)
+		batch_end(&pr->b[i], pr->c->kinds[i].probe_round_trip);
+	free(pr->b);
+	free(pr);
+}
+
+static int
+batch_start(struct batch *b, const struct ri_kind *k, size_t cap, char *why, size_t n)
+{
+	int to[2], from[2], rc;
+
+	if (pipe2(to, O_CLOEXEC) != 0) {
+		snprintf(why, n, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	if (pipe2(from, O_CLOEXEC) != 0) {
+		snprintf(why, n, "pipe: %s", strerror(errno));
+		close(to[0]);
+		close(to[1]);
+		return -1;
+	}
+	fflush(NULL);
+	rc = probe_spawn(k, to[0], from[1], &b->pid);
+	close(to[0]);
+	close(from[1]);
+	if (rc != 0) {
+		snprintf(why, n, "the probe %s could not be run: %s", k->probe[0], strerror(rc));
+		close(to[1]);
+		close(from[0]);
+		b->pid = 0;
+		return -1;
+	}
+	(void)setpgid(b->pid, b->pid);
+	b->in = to[1];
+	b->out = from[0];
+	(void)fcntl(b->in, F_SETFL, O_NONBLOCK);
+	(void)fcntl(b->out, F_SETFL, O_NONBLOCK);
+	signal(SIGPIPE, SIG_IGN);
+	b->xfd = ri_exit_fd(b->pid);
+	b->buf = ri_xmalloc(cap + 1);
+	b->len = 0;
+	return 0;
+}
+
+/* Anything the probe wrote, or its end, before it was asked. */
+static bool
+batch_unasked(struct batch *b)
+{
+	struct pollfd f = { b->out, POLLIN, 0 };
+
+	return b->len > 0 || (poll(&f, 1, 0) > 0 && f.revents != 0);
+}
+
+/* Send the request line and read one line back, by the deadline.  0 with
+ * the line in b->buf[0 .. *line_len) (its newline the last byte read);
+ * -1 with why. */
+static int
+batch_exchange(struct batch *b, const char *req, size_t req_len, size_t cap, int64_t deadline,
+    size_t *line_len, char *why, size_t n)
+{
+	size_t off = 0;
+
+	for (;;) {
+		struct pollfd fds[2];
+		nfds_t nfds = 0;
+		int64_t left = deadline - ri_mono_ms();
+		char *nl;
+
+		if (left <= 0) {
+			snprintf(why, n, "the batch probe did not answer within probe_round_trip");
+			return -1;
+		}
+		fds[nfds++] = (struct pollfd){ b->out, POLLIN, 0 };
+		if (off < req_len)
+			fds[nfds++] = (struct pollfd){ b->in, POLLOUT, 0 };
+		if (poll(fds, nfds, left > INT32_MAX ? INT32_MAX : (int)left) < 0 && errno != EINTR) {
+			snprintf(why, n, "poll: %s", strerror(errno));
+			return -1;
+		}
+		if (nfds > 1 && (fds[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
+			ssize_t w = write(b->in, req + off, req_len - off);
+			if (w < 0 && errno != EAGAIN && errno != EINTR) {
+				snprintf(why, n, "the batch probe stopped reading its requests");
+				return -1;
+			}
+			if (w > 0)
+				off += (size_t)w;
+		}
+		if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+			ssize_t r = read(b->out, b->buf + b->len, cap - b->len);
+			if (r == 0) {
+				snprintf(why, n, "the batch probe ended without answering");
+				return -1;
+			}
+			if (r > 0)
+				b->len += (size_t)r;
+			if ((nl = memchr(b->buf, '\n', b->len)) != NULL) {
+				*line_len = (size_t)(nl - b->buf) + 1;
+				/* a line before the whole request was taken, or more
+				 * than the one line: not an answer to this request */
+#ifndef RI_NC_BATCH_EXTRA_LINES
+				if (off < req_len || *line_len != b->len) {
+#else
+				if (off < req_len) {
+#endif
+					snprintf(why, n, "the batch probe wrote %s", off < req_len ?
+					    "an answer before taking the whole request" : "more than one line");
+					return -1;
+				}
+				return 0;
+			}
+			if (b->len == cap) {
+				snprintf(why, n, "the batch probe's line exceeds %zu bytes", cap);
+				return -1;
+			}
+		}
+	}
+}
+
+int
+ri_probe_ask(struct ri_prober *pr, const struct ri_kind *k, const char *act_key, json_t *intent_payload,
+    struct ri_probe *p)
+{
+	const struct ri_config *c = pr->c;
+	struct batch *b;
+	size_t cap = (size_t)c->payload_cap + 4096, req_len, line_len = 0;
+	int64_t deadline = ri_mono_ms() + k->probe_round_trip;
+	char why[sizeof p->why];
+	char *req;
+	int rc;
+
+	if (!k->probe_batch)
+		return ri_probe_run(c, k, act_key, intent_payload, p);
+	b = &pr->b[k - c->kinds];
+	memset(p, 0, sizeof *p);
+#ifndef RI_NC_BATCH_EXTRA_LINES
+	if (b->pid > 0 && batch_unasked(b))
+		batch_kill(b);
+#endif
+	if (b->pid <= 0 && batch_start(b, k, cap, why, sizeof why) != 0)
+		return unavailable(p, "%s", why);
+	json_t *j = json_pack("{s:s, s:s, s:O}", "kind", k->name, "act_key", act_key, "intent", intent_payload);
+	char *line = ri_json_canonical(j);
+	json_decref(j);
+	req_len = strlen(line) + 1;
+	req = ri_xmalloc(req_len + 1);
+	memcpy(req, line, req_len - 1);
+	req[req_len - 1] = '\n';
+	req[req_len] = '\0';
+	free(line);
+	rc = batch_exchange(b, req, req_len, cap, deadline, &line_len, why, sizeof why);
+	free(req);
+	if (rc != 0) {
+		batch_kill(b);
+		return unavailable(p, "%s", why);
+	}
+	b->len = 0;
+	if (ri_probe_parse_line(c, k, act_key, b->buf, line_len - 1, p) != 0)
+		batch_kill(b);          /* not an answer: the stream is not read again */
+	/* pairing datum 6a, as for a probe run */
 	if (p->answer == RI_PROBE_COMMITTED && k->pairing_datum == RI_PAIR_NONE)
 		unavailable(p, "the probe answered committed for a kind whose pairing datum is none (pairing datum 6a)");
 	return 0;

@@ -51,6 +51,7 @@ struct sweep {
 	bool binding_refused;           /* Binding 2: the run writes nothing */
 	json_t *degraded;               /* why the run is degraded: alerts, and below */
 	json_t *unreachable;            /* kind -> {"acts": n, "why": the probe's last word} */
+	struct ri_prober *probers;      /* the run's probes: a batch probe lives the run */
 };
 
 static void
@@ -334,7 +335,7 @@ close_act(struct sweep *s, const struct ri_kind *k, const struct ri_record *inte
 	enum verdict v = V_SKIPPED;
 
 	*how = L_LANDED;
-	ri_probe_run(s->c, k, intent->act_key, intent->payload, &p);
+	ri_probe_ask(s->probers, k, intent->act_key, intent->payload, &p);
 	ri_fault("sweep.after_probe");
 #ifdef RI_NC_PROBE_UNAVAILABLE_AS_NOT_COMMITTED
 	/* negative control: a store outage read as "not committed" */
@@ -422,7 +423,7 @@ report_only(struct sweep *s, const struct ri_kind *k, const struct ri_record *in
 	 * nothing, report the result for an operator -- every run's, and with
 	 * it whether step 5.1 finds the act at risk, so neither report
 	 * overwrites the other (reconcile 2e) */
-	ri_probe_run(s->c, k, intent->act_key, intent->payload, &p);
+	ri_probe_ask(s->probers, k, intent->act_key, intent->payload, &p);
 	if (p.answer == RI_PROBE_UNAVAILABLE)
 		store_unreachable(s, k, p.why);
 	if (p.answer == RI_PROBE_UNAVAILABLE)
@@ -973,6 +974,7 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 	if ((rc = ri_now(s.c, &s.now, err)) != RI_OK)
 		goto out;
 	ri_mint_id("run_", s.run_id);
+	s.probers = ri_prober_new(s.c);
 	if (ri_findings_open(s.c->findings, false, &s.reg, &e) != RI_OK)
 		alert(&s, "the findings register is unavailable: %s", e.msg);
 	else if (ri_findings_run_begin(s.reg, s.run_id, s.now, &e) != RI_OK)
@@ -1098,6 +1100,7 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 		    r->st->ops->error(r->st)->integrity_msg);
 	}
 out:
+	ri_prober_free(s.probers);
 	ri_open_intents_free(oi, n);
 	ri_findings_close(s.reg);
 	for (size_t i = 0; i < s.n_seen; i++)

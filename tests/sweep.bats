@@ -677,3 +677,95 @@ race() {
 	ri-findings
 	[ -n "$(jq -r '.alert // empty' <<<"$TALLY")" ]
 }
+
+# ---- the batch probe ("probe_batch": true; issue 15, target 4) ---------------
+
+# batch_probe ARG... -- the ledger kind's probe becomes the batch ledger-probe
+# (one process, one request and one answer a line), its process ids logged
+# to $T/probe.pids; ARG... are its misbehaviour knobs
+batch_probe() {
+	set_probe --store "$T/ledger.db" --batch --pidlog "$T/probe.pids" "$@"
+	ri_cfg '.kinds.ledger.probe_batch = true'
+	: >"$T/probe.pids"
+}
+
+# probes -- how many probe processes the runs started
+probes() { wc -l <"$T/probe.pids"; }
+
+# batch_orphans N -- N acts done and never closed, keys b1..bN
+batch_orphans() {
+	local i
+	for i in $(seq 1 "$1"); do orphan "b$i"; done
+}
+
+@test "batch probe: five orphans, one probe process answers them all a line each, each act closed on its own store row; ri-audit --probe judges them with one more (reconcile step 3.2; probe 1; issue 15, target 4)" {
+	batch_orphans 5
+	batch_probe
+	ri_at 33
+	sweep
+	[ "$(t examined)" -eq 5 ]
+	[ "$(t closed)" -eq 5 ]
+	[ "$(probes)" -eq 1 ]
+	for i in 1 2 3 4 5; do
+		e=$(read_entry "b$i")
+		[ "$(jq -r .state <<<"$e")" = closed ]
+		[ "$(jq -r '.records[2].payload.data.subject' <<<"$e")" = "b$i" ]
+	done
+	# its process group is gone with the run
+	! pgrep -f -- "--pidlog $T/probe.pids" >/dev/null
+	run --separate-stderr ri-audit --probe
+	[ "$status" -eq 0 ]
+	[ "$(jq -r '.checks[] | select(.check == "6.1") | .status' <<<"$output")" = pass ]
+	[ "$(probes)" -eq 2 ]
+}
+
+# batch_case KNOB -- three orphans; the probe misbehaves (KNOB) at its
+# second request: that act alone is unavailable (nothing written for it,
+# skipped, store-unavailable), the others are closed, and a fresh process
+# answers the act after it
+batch_case() {
+	batch_orphans 3
+	batch_probe "$@" --at 2
+	ri_at 33
+	local t0=$SECONDS
+	sweep_any
+	ELAPSED=$((SECONDS - t0))
+	[ "$(t examined)" -eq 3 ]
+	# the sweep asks in the order the intents landed: b2's was the second line
+	{ [ "$(t closed)" -eq 2 ] && [ "$(t skipped)" -eq 1 ] && [ "$(t escalated)" -eq 0 ] && [ "$(t abandoned)" -eq 0 ] &&
+	  [ "$(records "action_ref = 'ledger.disclosed'")" -eq 2 ] && [ "$(read_entry b2 | jq -r .state)" = open ] &&
+	  [ "$(read_entry b1 | jq -r .state)" = closed ] && [ "$(read_entry b3 | jq -r .state)" = closed ]; } ||
+	    { echo "ASSERT probe 1, 4-5 per line: the act whose line was no answer was closed: $TALLY"; false; }
+	assert_degraded
+	[ "$(probes)" -eq 2 ]
+	[ "$(findings_where '.finding == "store-unavailable" and .scope == "instance" and .kind == "ledger" and (.closed | not)')" -eq 1 ]
+	! pgrep -f -- "--pidlog $T/probe.pids" >/dev/null
+}
+
+@test "batch probe: a line that is not JSON is unavailable for that act alone; the next act is put to a fresh process (probe 1, 4; reconcile step 3.13)" {
+	batch_case --junk
+}
+
+@test "batch probe: an answer naming another act key is unavailable, never taken for the act asked (probe 1; reconcile step 3.13)" {
+	batch_case --wrong-key
+}
+
+@test "batch probe: two lines for one request are no answer (probe 1; reconcile step 3.13)" {
+	batch_case --two-lines
+}
+
+@test "batch probe: the probe dying mid-batch (SIGSEGV) leaves that act unavailable; a fresh process answers the rest (probe 4; reconcile step 3.13)" {
+	batch_case --crash
+}
+
+@test "batch probe: a line not answered within probe_round_trip (1 s) is unavailable; the process group is killed and a fresh one answers the rest (reconcile step 3.13; INTERFACE: probe protocol timeout)" {
+	batch_case --hang
+	[ "$ELAPSED" -le 6 ]
+}
+
+@test "batch probe: probe_batch must be true or false -- any command refuses the config (exit 78)" {
+	ri_cfg '.kinds.ledger.probe_batch = "yes"'
+	run --separate-stderr ri-sweep
+	[ "$status" -eq 78 ]
+	[[ "$stderr" == *"probe_batch"*"true or false"* ]]
+}
