@@ -281,6 +281,7 @@ JSON
 	    '.kinds.ledger.probe = []' \
 	    '.kinds.ledger.probe = [""]' \
 	    '.kinds.ledger.probe = "ledger-probe"' \
+	    '.kinds.ledger.probe_batch = "yes"' \
 	    'del(.kinds.ledger.service_identity)' \
 	    '.kinds.ledger.service_identity = {"actor_ref": "ledger-reconciler"}' \
 	    '.kinds.ledger.service_identity.extra = 1'; do
@@ -292,7 +293,7 @@ JSON
 	done
 	# the schema rejects every one (validate.py names any it accepts)
 	invalid config <"$T/bad.jsonl"
-	[ "$(wc -l <"$T/bad.jsonl")" -eq 36 ]
+	[ "$(wc -l <"$T/bad.jsonl")" -eq 37 ]
 }
 
 # ---- set-up tools -----------------------------------------------------------
@@ -901,4 +902,15 @@ JSON
 	answers probe.answer 0 '. == {"answer": "unavailable"}'
 	invalid probe.answer '{"answer":"committed","outcome_action_ref":"ledger.disclosed"}' \
 	    '{"answer":"not-committed","candidates":[]}' '{"answer":"maybe"}' '{"answer":"undecidable"}'
+	# the batch probe (issue 15): a line a request, each naming its act key
+	two=$req$'\n'$(jq -c '.act_key = "p2" | .intent.act_key = "p2" | .intent.data.pairing_datum = "pd_nobody"' <<<"$req")
+	run --separate-stderr ledger-probe --store "$T/ledger.db" --batch <<<"$two"
+	[ "$status" -eq 0 ] && [ "${#lines[@]}" -eq 2 ]
+	for l in "${lines[@]}"; do
+		printf '%s\n' "$l" | python3 "$VALIDATE" --closed "$SCHEMAS/probe.batch.answer.json"
+	done
+	jq -se '(.[0] | .act_key == "p1" and .answer == "undecidable") and .[1] == {"act_key": "p2", "answer": "not-committed"}' \
+	    <<<"$output" >/dev/null
+	invalid probe.batch.answer '{"answer":"not-committed"}' '{"answer":"not-committed","act_key":""}' \
+	    '{"answer":"unavailable","act_key":"p1","why":"x"}'
 }
