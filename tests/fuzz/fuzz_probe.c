@@ -1,6 +1,8 @@
 /*
  * fuzz_probe.c -- libFuzzer harness for the probe's answer: ri_probe_parse
- * (lib/probe.h) over arbitrary bytes, the probe's stdout, with a fixed
+ * (lib/probe.h) over arbitrary bytes, the probe's stdout, and
+ * ri_probe_parse_line over the same bytes as a batch probe's line for act
+ * key "k" (issue 15: the four shapes with act_key beside), with a fixed
  * valid config built once from a literal, for two kinds (one outcome and a
  * service identity; two outcomes, pairing datum none).
  *
@@ -63,14 +65,17 @@ fz_init(void)
 }
 
 static void
-check(const struct ri_kind *k, const uint8_t *data, size_t size)
+check(const struct ri_kind *k, const uint8_t *data, size_t size, bool line)
 {
 	struct ri_probe p;
 	int rc;
 
 	memset(&p, 0xa5, sizeof p);     /* the parser must not trust what it is handed */
-	rc = ri_probe_parse(cfg, k, (const char *)data, size, &p);
-	FZ_ASSERT(rc == 0, "ri_probe_parse answered %d", rc);
+	rc = line ? ri_probe_parse_line(cfg, k, "k", (const char *)data, size, &p) :
+	    ri_probe_parse(cfg, k, (const char *)data, size, &p);
+	/* a batch line that is no answer is -1, and unavailable */
+	FZ_ASSERT(rc == 0 || (line && rc == -1 && p.answer == RI_PROBE_UNAVAILABLE),
+	    "ri_probe_parse%s answered %d", line ? "_line" : "", rc);
 	FZ_ASSERT(ri_probe_name(p.answer) != NULL, "answer %d", (int)p.answer);
 	switch (p.answer) {
 	case RI_PROBE_COMMITTED:
@@ -125,8 +130,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (copy == NULL)
 		abort();
 	memcpy(copy, data, size);
-	for (size_t i = 0; i < cfg->n_kinds; i++)
-		check(&cfg->kinds[i], copy, size);
+	for (size_t i = 0; i < cfg->n_kinds; i++) {
+		check(&cfg->kinds[i], copy, size, false);
+		check(&cfg->kinds[i], copy, size, true);
+	}
 	free(copy);
 	return 0;
 }
