@@ -44,7 +44,8 @@
 #
 # BENCH_SWEEP_ROUNDS (default 4: S L L S S L L S); BENCH_SWEEP_CALLGRIND=0
 # skips the diagnostic (about a minute per journal); BENCH_SWEEP_UNMARKED=0
-# skips the unmarked sweep.
+# skips the unmarked sweep; BENCH_SWEEP_BATCH=0 skips the batch probe's
+# diagnostic (three sweeps of the 10^3 journal with "probe_batch": true).
 . "$(dirname "$0")/lib/common.bash"
 
 ROUNDS=${BENCH_SWEEP_ROUNDS:-4}
@@ -68,6 +69,9 @@ sweep_once() {
 	local d=$BT/sw-$2 m t0 t1 t2 ans closed src=$1 tag=$2 which=$3
 	shift 3
 	bench_copy "$src" "$d" env || return 1
+	if [ -n "${SWEEP_CFG:-}" ]; then
+		jq "$SWEEP_CFG" "$d/ri.json" >"$d/ri.json.new" && mv "$d/ri.json.new" "$d/ri.json" || return 1
+	fi
 	m=$(bench_info "$src" max_recorded_at)
 	# (the duplicate-scan mark: set to the last closed record by the fill,
 	# through the store -- marks are MACed, a row written here would not
@@ -171,6 +175,28 @@ if [ -s "$BT/floor.res" ]; then
 	echo "  ratio (per-orphan cost / floor): 10^3: $FR   target <= $FLOOR_TARGET   (10^6: $(ratio "$ms_large" "$fl"))"
 else
 	echo "  floor of one orphan: could not be measured ($FLOOR orphan)"
+fi
+# the optional batch probe (issue 15, target 4; diagnostic): the same
+# trivial answer from one sh process a run, a line an orphan
+if [ "${BENCH_SWEEP_BATCH:-1}" != 0 ]; then
+	cat >"$BT/batch-probe.sh" <<'SH'
+while IFS= read -r l; do
+	k=${l#*\"act_key\":\"}
+	k=${k%%\"*}
+	printf '{"act_key":"%s","answer":"committed","outcome_action_ref":"ledger.disclosed","outcome_data":{}}\n' "$k"
+done
+SH
+	: >"$BT/batch.res"
+	for r in 1 2 3; do
+		SWEEP_CFG=".kinds.ledger.probe = [\"/bin/sh\", \"$BT/batch-probe.sh\"] | .kinds.ledger.probe_batch = true" \
+		    sweep_once "$small" "batch-$r" batch || fails=$((fails + 1))
+	done
+	if [ -s "$BT/batch.res" ]; then
+		ms_batch=$(awk '{ print $1 }' "$BT/batch.res" | sort -n | awk -v o="$ORPHANS" '{ v[NR] = $1 }
+		    END { printf "%.3f", v[int((NR + 1) / 2)] / o }')
+		echo "  batch probe (\"probe_batch\": true, one sh process a run; diagnostic): 10^3: $ms_batch ms/orphan" \
+		    "($(wc -l <"$BT/batch.res") runs, median), $(ratio "$ms_batch" "$ms_small") of the process-a-probe sweep's"
+	fi
 fi
 [ "$fails" = 0 ] || echo "  $fails sweep runs FAILED"
 ok=1
