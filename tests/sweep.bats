@@ -763,6 +763,20 @@ batch_case() {
 	[ "$ELAPSED" -le 6 ]
 }
 
+@test "batch probe: an unavailable line is an answer -- three acts, the store missing: each skipped, nothing written, and the one process serves them all (probe 4-5; reconcile step 3.13)" {
+	batch_orphans 3
+	batch_probe
+	set_probe --store "$T/missing/ledger.db" --batch --pidlog "$T/probe.pids"
+	n=$(act_records)
+	ri_at 33
+	sweep_any
+	assert_degraded
+	[ "$(t examined)" -eq 3 ]
+	[ "$(t skipped)" -eq 3 ]
+	[ "$(act_records)" -eq "$n" ]
+	[ "$(probes)" -eq 1 ]
+}
+
 @test "batch probe: probe_batch must be true or false -- any command refuses the config (exit 78)" {
 	ri_cfg '.kinds.ledger.probe_batch = "yes"'
 	run --separate-stderr ri-sweep
