@@ -480,9 +480,14 @@ batch_start(struct batch *b, const struct ri_kind *k, size_t cap, char *why, siz
 static bool
 batch_unasked(struct batch *b)
 {
+#ifdef RI_NC_BATCH_EXTRA_LINES
+	(void)b;
+	return false;
+#else
 	struct pollfd f = { b->out, POLLIN, 0 };
 
 	return b->len > 0 || (poll(&f, 1, 0) > 0 && f.revents != 0);
+#endif
 }
 
 /* Send the request line and read one line back, by the deadline.  0 with
@@ -567,10 +572,8 @@ ri_probe_ask(struct ri_prober *pr, const struct ri_kind *k, const char *act_key,
 		return ri_probe_run(c, k, act_key, intent_payload, p);
 	b = &pr->b[k - c->kinds];
 	memset(p, 0, sizeof *p);
-#ifndef RI_NC_BATCH_EXTRA_LINES
 	if (b->pid > 0 && batch_unasked(b))
 		batch_kill(b);
-#endif
 	if (b->pid <= 0 && batch_start(b, k, cap, why, sizeof why) != 0)
 		return unavailable(p, "%s", why);
 	json_t *j = json_pack("{s:s, s:s, s:O}", "kind", k->name, "act_key", act_key, "intent", intent_payload);
