@@ -133,16 +133,22 @@ read_entry() { ri-read <<<"{\"kind\":\"ledger\",\"act_key\":\"$1\"}" | jq -c '.i
 	[ "$(jq -r .last <<<"$sc")" = "$(jq -r 'last' <<<"$ids")" ]
 }
 
+# timed_sweep_at SECONDS -- ri-sweep at T0 + SECONDS, whatever its exit;
+# ELAPSED: its wall time in whole seconds
+timed_sweep_at() {
+	ri_at "$1"
+	local t0=$SECONDS
+	sweep_any
+	ELAPSED=$((SECONDS - t0))
+}
+
 # unavailable_case ARG... -- the probe becomes ledger-probe ARG...; the sweep
 # writes nothing, counts skipped, and opens store-unavailable for the kind.
 unavailable_case() {
 	orphan k
 	set_probe "$@"
 	n=$(act_records)
-	ri_at 33
-	local t0=$SECONDS
-	sweep_any
-	ELAPSED=$((SECONDS - t0))
+	timed_sweep_at 33
 	[ "$(t examined)" -eq 1 ]
 	{ [ "$(t skipped)" -eq 1 ] && [ "$(t closed)" -eq 0 ] && [ "$(t escalated)" -eq 0 ] && [ "$(t abandoned)" -eq 0 ] &&
 	  [ "$(act_records)" -eq "$n" ] && [ "$(read_entry k | jq -r .state)" = open ]; } ||
@@ -726,10 +732,7 @@ batch_orphans() {
 batch_case() {
 	batch_orphans 3
 	batch_probe "$@" --at 2
-	ri_at 33
-	local t0=$SECONDS
-	sweep_any
-	ELAPSED=$((SECONDS - t0))
+	timed_sweep_at 33
 	[ "$(t examined)" -eq 3 ]
 	# the sweep asks in the order the intents landed: b2's was the second line
 	{ [ "$(t closed)" -eq 2 ] && [ "$(t skipped)" -eq 1 ] && [ "$(t escalated)" -eq 0 ] && [ "$(t abandoned)" -eq 0 ] &&
