@@ -718,7 +718,7 @@ batch_orphans() {
 		[ "$(jq -r '.records[2].payload.data.subject' <<<"$e")" = "b$i" ]
 	done
 	# its process group is gone with the run
-	! pgrep -f -- "--pidlog $T/probe.pids" >/dev/null
+	if pgrep -f -- "--pidlog $T/probe.pids" >/dev/null; then echo "a batch probe outlived its run"; false; fi
 	run --separate-stderr ri-audit --probe
 	[ "$status" -eq 0 ]
 	[ "$(jq -r '.checks[] | select(.check == "6.1") | .status' <<<"$output")" = pass ]
@@ -742,7 +742,7 @@ batch_case() {
 	assert_degraded
 	[ "$(probes)" -eq 2 ]
 	[ "$(findings_where '.finding == "store-unavailable" and .scope == "instance" and .kind == "ledger" and (.closed | not)')" -eq 1 ]
-	! pgrep -f -- "--pidlog $T/probe.pids" >/dev/null
+	if pgrep -f -- "--pidlog $T/probe.pids" >/dev/null; then echo "a batch probe outlived its run"; false; fi
 }
 
 @test "batch probe: a line that is not JSON is unavailable for that act alone; the next act is put to a fresh process (probe 1, 4; reconcile step 3.13)" {
