@@ -175,6 +175,15 @@ ri_probe_parse_line(const struct ri_config *c, const struct ri_kind *k, const ch
 	return parse_answer(c, k, act_key, text, len, p);
 }
 
+/* pairing datum 6a: with no datum, committed cannot be trusted -- a probe
+ * run's answer and a batch line's alike */
+static void
+datum_guard(const struct ri_kind *k, struct ri_probe *p)
+{
+	if (p->answer == RI_PROBE_COMMITTED && k->pairing_datum == RI_PAIR_NONE)
+		unavailable(p, "the probe answered committed for a kind whose pairing datum is none (pairing datum 6a)");
+}
+
 /*
  * The probe's environment: ours without what is the journal's alone (the
  * probe reads the store; it gets nothing of the journal's).
@@ -344,9 +353,7 @@ ri_probe_run(const struct ri_config *c, const struct ri_kind *k, const char *act
 	else
 		ri_probe_parse(c, k, out, out_len, p);
 	free(out);
-	/* pairing datum 6a: with no datum, committed cannot be trusted */
-	if (p->answer == RI_PROBE_COMMITTED && k->pairing_datum == RI_PAIR_NONE)
-		unavailable(p, "the probe answered committed for a kind whose pairing datum is none (pairing datum 6a)");
+	datum_guard(k, p);
 	return 0;
 }
 
@@ -476,7 +483,8 @@ batch_start(struct batch *b, const struct ri_kind *k, size_t cap, char *why, siz
 	return 0;
 }
 
-/* Anything the probe wrote, or its end, before it was asked. */
+/* Anything the probe wrote, or its end, before it was asked (b->len is 0
+ * between requests: an answer's line is consumed whole, any failure kills). */
 static bool
 batch_unasked(struct batch *b)
 {
@@ -486,7 +494,7 @@ batch_unasked(struct batch *b)
 #else
 	struct pollfd f = { b->out, POLLIN, 0 };
 
-	return b->len > 0 || (poll(&f, 1, 0) > 0 && f.revents != 0);
+	return poll(&f, 1, 0) > 0 && f.revents != 0;
 #endif
 }
 
@@ -594,9 +602,7 @@ ri_probe_ask(struct ri_prober *pr, const struct ri_kind *k, const char *act_key,
 	b->len = 0;
 	if (ri_probe_parse_line(c, k, act_key, b->buf, line_len - 1, p) != 0)
 		batch_kill(b);          /* not an answer: the stream is not read again */
-	/* pairing datum 6a, as for a probe run */
-	if (p->answer == RI_PROBE_COMMITTED && k->pairing_datum == RI_PAIR_NONE)
-		unavailable(p, "the probe answered committed for a kind whose pairing datum is none (pairing datum 6a)");
+	datum_guard(k, p);
 	return 0;
 }
 
