@@ -181,6 +181,38 @@ unavailable_case() {
 	[ "$(records "action_ref = 'ledger.disclosed'")" -eq 0 ]
 }
 
+# datum_none_case [BATCH] -- an orphan done under a nonce, then its kind
+# rebound with pairing_datum none: the probe (which reads the intent's
+# datum, not the config) answers committed, which such a kind's probe must
+# never do; the sweep takes it for unavailable and writes nothing.
+datum_none_case() {
+	orphan k
+	ri_cfg '.kinds.ledger.pairing_datum = "none"'
+	if [ -n "${1:-}" ]; then
+		set_probe --store "$T/ledger.db" --batch
+		ri_cfg '.kinds.ledger.probe_batch = true'
+	fi
+	# the probe does answer committed for this act
+	[ "$(read_entry k | jq -c '{kind: "ledger", act_key: "k", intent: .records[0].payload}' |
+	    ledger-probe --store "$T/ledger.db" | jq -r .answer)" = committed ]
+	n=$(act_records)
+	timed_sweep_at 33
+	[ "$(t examined)" -eq 1 ]
+	{ [ "$(t skipped)" -eq 1 ] && [ "$(t closed)" -eq 0 ] && [ "$(act_records)" -eq "$n" ] &&
+	  [ "$(read_entry k | jq -r .state)" = open ]; } ||
+	    { echo "ASSERT pairing datum 6a: a committed answer for a kind whose pairing datum is none was taken"; false; }
+	assert_degraded
+	grep -q "pairing datum 6a" <<<"$stderr" || { echo "stderr does not name the rule: $stderr"; false; }
+}
+
+@test "pairing datum 6a: a probe answering committed for a kind whose pairing datum is none is unavailable -- skipped, nothing written, the act stays open (probe 4-5; reconcile step 3.13)" {
+	datum_none_case
+}
+
+@test "pairing datum 6a: the same under the batch probe, a line at a time (probe_batch; probe 1, 4-5)" {
+	datum_none_case batch
+}
+
 # ---- each edge at its boundary instant --------------------------------------
 
 @test "examine edge: at +31.999 s the intent is in flight and not examined; at +32 s it is examined and closed (reconcile step 1.2; Term examine edge; Invariant 7.1)" {
