@@ -425,9 +425,10 @@ static void misbehave(const struct probe *p, const json_t *req)
 /* --batch: one answer a line, naming its act key, till end of input. */
 static void batch(struct probe *p)
 {
-	char *line = NULL, *text;
-	size_t size = 0;
-	ssize_t n;
+	/* a line is read into a buffer of the request cap: one over it is
+	 * refused when the cap is reached, not after it is read whole */
+	char *line = malloc(REQUEST_CAP + 2), *text;
+	size_t n;
 	long nth = 0;
 	FILE *log;
 
@@ -436,18 +437,21 @@ static void batch(struct probe *p)
 		    fprintf(log, "%ld\n", (long)getpid()) < 0 || fclose(log) != 0)
 			err(EX_BADUSAGE, "%s", p->pidlog);
 	}
-	while ((n = getline(&line, &size, stdin)) > 0) {
+	if (line == NULL)
+		errx(EX_NOREPLY, "out of memory");
+	while (fgets(line, REQUEST_CAP + 2, stdin) != NULL) {
 		struct probe q = *p;
 		json_error_t e;
 		json_t *req, *answer;
 		const char *key;
 
-		if ((size_t)n > REQUEST_CAP)
+		n = strlen(line);
+		if (n > REQUEST_CAP)
 			errx(EX_BADUSAGE, "request is over %u bytes", REQUEST_CAP);
 		nth++;
 		if (p->at != 0 && nth != p->at)
 			q.knob = KNOB_NONE;
-		req = json_loadb(line, (size_t)n, JSON_REJECT_DUPLICATES, &e);
+		req = json_loadb(line, n, JSON_REJECT_DUPLICATES, &e);
 		if (q.knob == KNOB_JUNK) {
 			/* the junk line, and on: the sweep reads no further */
 			fputs("this is not an answer\n", stdout);

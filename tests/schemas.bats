@@ -913,4 +913,9 @@ JSON
 	    <<<"$output" >/dev/null
 	invalid probe.batch.answer '{"answer":"not-committed"}' '{"answer":"not-committed","act_key":""}' \
 	    '{"answer":"unavailable","act_key":"p1","why":"x"}'
+	# a request line over the 8 MiB request cap: the lines before it are
+	# answered, it is refused (exit 2, its usage error) at the cap
+	run --separate-stderr bash -c 'printf "%s\n" "$1"; head -c 9000000 /dev/zero | tr "\0" x; echo' _ "$req"
+	run --separate-stderr ledger-probe --store "$T/ledger.db" --batch <<<"$output"
+	[ "$status" -eq 2 ] && [ "${#lines[@]}" -eq 1 ] && grep -q "request is over 8388608 bytes" <<<"$stderr"
 }
