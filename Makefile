@@ -132,6 +132,11 @@ $(BUILD)/bench/floor: bench/floor.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_RI) $(CFLAGS_RI) -o $@ $<
 
+# Its SQLite twin (a diagnostic): linked as the commands are, SQLite alone.
+$(BUILD)/bench/sqlite_floor: bench/sqlite_floor.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_RI) $(CFLAGS_RI) -o $@ $< $(LDSTATIC) $(LDLIBS_RI) $(if $(LDSTATIC),-lm) $(LINK_NOTES)
+
 # The suites run the binaries named by RI_BIN / RI_EXAMPLES, so `make check`
 # runs the very same tests over the sanitized build.
 BATS_JOBS ?= 1

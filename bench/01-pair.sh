@@ -22,9 +22,18 @@
 # -- what the same work costs through the sqlite3 CLI (it checkpoints and
 # removes its WAL at every exit, so it does not grow with the run).
 #
-# Blocks of pairs alternate floor/ri/sqlite3 (ABC CBA order) so drift and
-# load cancel; the ratio is of the median pair times (the ratio of the
-# minimums is shown too).  Then strace counts every fsync and fdatasync
+# A second diagnostic, the SQLite floor: bench/sqlite_floor.c, a process
+# linked as the commands are but doing nothing of ri's -- it opens a WAL
+# database and makes the same one-row insert, one fsync'd commit, no
+# checkpoint; two per pair in the floor's shell shape.  Its WAL is
+# restarted before each of its blocks (untimed), so it never reads a
+# longer WAL than that block wrote: the best case SQLite allows a process
+# that opens it per command.  It says how much of the gap to the physical
+# floor is the substrate's before any of ri's work (issue 15, target 1).
+#
+# Blocks of pairs alternate floor/ri/sqlite3/SQLite floor (ABCD DCBA order)
+# so drift and load cancel; the ratio is of the median pair times (the
+# ratio of the minimums is shown too).  Then strace counts every fsync and fdatasync
 # (directory syncs included) of one pair, and of 20 pairs (averaged).
 #
 # BENCH_PAIR_ROUNDS (default 6) x BENCH_PAIR_N (default 20) pairs of each.
@@ -57,9 +66,14 @@ CREATE INDEX records_invocation ON records(invocation_id, seq);
 CREATE INDEX records_act ON records(kind, act_key, seq);
 CREATE INDEX records_retention ON records(retention_until) WHERE payload IS NOT NULL;
 SQL
+# the SQLite floor's database: the same table, its own file
+SDB=$BT/base/sqlite-floor.db
+cp "$DB" "$SDB" || bench_die "cannot copy the baseline database"
 
 FLOOR=${RI_BENCH:-$BENCH_ROOT/build/default/bench}/floor
 [ -x "$FLOOR" ] || bench_die "$FLOOR is not built (make bench builds it)"
+SQFLOOR=${RI_BENCH:-$BENCH_ROOT/build/default/bench}/sqlite_floor
+[ -x "$SQFLOOR" ] || bench_die "$SQFLOOR is not built (make bench builds it)"
 FL=$BT/base/floor.log
 
 # one pair of the journal: intent, then outcome
@@ -92,6 +106,20 @@ base_pair() {
 	printf '%s' "$sql" | sqlite3 "$DB" >/dev/null
 }
 
+# one pair of the SQLite floor: the baseline's two rows, each in a bare
+# SQLite process
+sqlite_floor_pair() {
+	local o sql inv="inv_$1"
+	base_row sql ledger.intended "$inv" "$1" \
+	    "{\"act_key\":\"$1\",\"data\":{\"pairing_datum\":\"pd-$1\"},\"invocation_id\":\"$inv\",\"kind\":\"ledger\"}" i
+	o=$("$SQFLOOR" "$SDB" "$sql") || return 1
+	base_row sql ledger.disclosed "$inv" "$1" \
+	    "{\"act_key\":\"$1\",\"data\":{\"disclosure_id\":\"dsc-$1\"},\"intent_event_id\":\"evt_$1_${o//[^0-9]/}\",\"invocation_id\":\"$inv\",\"kind\":\"ledger\"}" o
+	printf '%s' "$o" | "$SQFLOOR" "$SDB" "$sql" - >/dev/null
+}
+# its WAL restarted, untimed, before each of its blocks
+sqlite_floor_restart() { sqlite3 "$SDB" 'PRAGMA wal_checkpoint(TRUNCATE);' >/dev/null; }
+
 # one pair of the floor: two bare processes, each one synchronous append
 floor_pair() {
 	local o
@@ -118,16 +146,22 @@ block() {
 block ri_pair 5 warm >/dev/null "$BT/warm" || bench_die "ri pair failed in warm-up"
 block base_pair 5 warm >/dev/null "$BT/warm" || bench_die "baseline pair failed in warm-up"
 block floor_pair 5 warm >/dev/null "$BT/warm" || bench_die "floor pair failed in warm-up"
+block sqlite_floor_pair 5 warm >/dev/null "$BT/warm" || bench_die "SQLite floor pair failed in warm-up"
 : >"$BT/ri.ms"
 : >"$BT/base.ms"
 : >"$BT/floor.ms"
+: >"$BT/sqfloor.ms"
 fails=0
 for ((r = 0; r < ROUNDS; r++)); do
 	if ((r % 2 == 0)); then
 		block floor_pair "$N" "f$r" "$BT/floor.ms" || fails=$((fails + $?))
 		block ri_pair "$N" "r$r" "$BT/ri.ms" || fails=$((fails + $?))
 		block base_pair "$N" "b$r" "$BT/base.ms" || fails=$((fails + $?))
+		sqlite_floor_restart || bench_die "cannot restart the SQLite floor's WAL"
+		block sqlite_floor_pair "$N" "s$r" "$BT/sqfloor.ms" || fails=$((fails + $?))
 	else
+		sqlite_floor_restart || bench_die "cannot restart the SQLite floor's WAL"
+		block sqlite_floor_pair "$N" "s$r" "$BT/sqfloor.ms" || fails=$((fails + $?))
 		block base_pair "$N" "b$r" "$BT/base.ms" || fails=$((fails + $?))
 		block ri_pair "$N" "r$r" "$BT/ri.ms" || fails=$((fails + $?))
 		block floor_pair "$N" "f$r" "$BT/floor.ms" || fails=$((fails + $?))
@@ -137,7 +171,8 @@ done
 read -r fn fmean fmed fp90 fmin fmax < <(stats "$BT/floor.ms")
 read -r bn bmean bmed bp90 bmin bmax < <(stats "$BT/base.ms")
 read -r rn rmean rmed rp90 rmin rmax < <(stats "$BT/ri.ms")
-printf '  %-34s %6s %9s %9s %9s %9s %9s\n' "per pair ($ROUNDS rounds x $N, ABC CBA)" n "mean ms" "median ms" "p90 ms" \
+read -r sn smean smed sp90 smin smax < <(stats "$BT/sqfloor.ms")
+printf '  %-34s %6s %9s %9s %9s %9s %9s\n' "per pair ($ROUNDS rounds x $N, ABCD DCBA)" n "mean ms" "median ms" "p90 ms" \
     "min ms" "pairs/s"
 printf '  %-34s %6d %9.2f %9.2f %9.2f %9.2f %9.1f\n' "floor: 2 processes, 2 O_DSYNC 4K" "$fn" "$fmean" "$fmed" \
     "$fp90" "$fmin" "$(awk -v m="$fmed" 'BEGIN { print 1000 / m }')"
@@ -145,9 +180,14 @@ printf '  %-34s %6d %9.2f %9.2f %9.2f %9.2f %9.1f\n' "ri-open + ri-close" "$rn" 
     "$rmin" "$(awk -v m="$rmed" 'BEGIN { print 1000 / m }')"
 printf '  %-34s %6d %9.2f %9.2f %9.2f %9.2f %9.1f\n' "(diagnostic: 2 sqlite3 inserts)" "$bn" "$bmean" "$bmed" "$bp90" \
     "$bmin" "$(awk -v m="$bmed" 'BEGIN { print 1000 / m }')"
+printf '  %-34s %6d %9.2f %9.2f %9.2f %9.2f %9.1f\n' "(diagnostic: SQLite floor, 2 bare)" "$sn" "$smean" "$smed" "$sp90" \
+    "$smin" "$(awk -v m="$smed" 'BEGIN { print 1000 / m }')"
 R=$(ratio "$rmed" "$fmed")
 echo "  ratio (median ri pair / median floor pair): $R   (min ratio $(ratio "$rmin" "$fmin"))   target <= $TARGET"
 echo "  (diagnostic: ri / two sqlite3-CLI inserts, median: $(ratio "$rmed" "$bmed"), min: $(ratio "$rmin" "$bmin"))"
+echo "  (diagnostic: SQLite floor / floor, median: $(ratio "$smed" "$fmed"), min: $(ratio "$smin" "$fmin");" \
+    "ri / SQLite floor, median: $(ratio "$rmed" "$smed"), min: $(ratio "$rmin" "$smin"))"
+echo "  (of the ${TARGET}x the target allows, SQLite opened per process takes $(ratio "$smed" "$fmed")x before any of ri's work)"
 if [ "$fails" != 0 ]; then
 	echo "  $fails pairs FAILED (non-zero exit; kept out of the times); first errors:"
 	sort "$BT/err.log" | uniq -c | sort -rn | head -3 | sed 's/^/    /'
