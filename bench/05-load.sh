@@ -22,15 +22,22 @@
 # Its failures (SQLITE_BUSY past the CLI's 300 ms busy timeout, the same
 # bound) are counted and shown.
 #
-# The two alternate in rounds, baseline/ri then ri/baseline (ABBA), each
-# round a quarter of the acts: a machine whose speed drifts over a minute
-# (a shared VM's does, by a third) then weighs on both alike.  The ratio
+# A diagnostic beside it, the SQLite floor (bench/sqlite_floor.c): the
+# same rows, each insert a bare process linked as the commands are, its
+# WAL restarted before each of its rounds and never checkpointed -- what
+# SQLite opened per process sustains here with nothing of ri's around it,
+# waiting for the write lock in SQLite's own busy handler (naps; ri's
+# writers queue on a lock the kernel hands over, lib/store_sqlite.c).
+#
+# The three alternate in rounds, baseline/ri/floor then floor/ri/baseline
+# (ABC CBA), each round a quarter of the acts: a machine whose speed drifts
+# over a minute (a shared VM's does, by a third) then weighs on all alike.  The ratio
 # is of the acts/s over all rounds; each round's ratio is shown, with the
 # min and median.
 #
 # BENCH_LOAD_ACTS=N runs N acts per process (default 500; the table then
 # says the size is reduced); BENCH_LOAD_WRITERS (default 8);
-# BENCH_LOAD_ROUNDS (default 4, even: ABBA).
+# BENCH_LOAD_ROUNDS (default 4, even: ABC CBA).
 . "$(dirname "$0")/lib/common.bash"
 
 W=${BENCH_LOAD_WRITERS:-8}
@@ -69,20 +76,33 @@ CREATE TABLE records(seq INTEGER PRIMARY KEY, event_id TEXT NOT NULL UNIQUE, act
 CREATE INDEX records_invocation ON records(invocation_id, seq);
 CREATE INDEX records_act ON records(kind, act_key, seq);
 SQL
-base_worker() { # N ROUND
+SDB=$BT/sqlite-floor.db
+cp "$DB" "$SDB" || bench_die "cannot copy the baseline database"
+SQFLOOR=${RI_BENCH:-$BENCH_ROOT/build/default/bench}/sqlite_floor
+[ -x "$SQFLOOR" ] || bench_die "$SQFLOOR is not built (make bench builds it)"
+# inserts N ROUND sqlite3|floor -- one process's acts of a round, two rows each
+inserts() {
 	local i sql
 	for ((i = $2 * PER; i < ($2 + 1) * PER; i++)); do
 		for a in intended disclosed; do
 			printf -v sql "PRAGMA synchronous=FULL; INSERT INTO records(event_id, action_ref, kind, act_key,
 			    invocation_id, actor_ref, recorded_at, payload, digest, mac) VALUES ('evt_%s_%s_%s',
 			    'ledger.%s', 'ledger', 'load-%s-%s', 'inv_%s_%s', 'alice', %s, '{\"data\":{}}',
-			    randomblob(32), randomblob(32));" "$1" "$i" "$a" "$a" "$1" "$i" "$1" "$i" "${EPOCHREALTIME/[.,]/}"
-			sqlite3 -cmd ".timeout 300" "$DB" "$sql" >/dev/null 2>>"$BT/base$1.err" ||
-			    echo "$1 $i" >>"$BT/basefail"
+			    randomblob(32), randomblob(32)) RETURNING seq;" "$1" "$i" "$a" "$a" "$1" "$i" "$1" "$i" "${EPOCHREALTIME/[.,]/}"
+			if [ "$3" = sqlite3 ]; then
+				sqlite3 -cmd ".timeout 300" "$DB" "$sql" >/dev/null 2>>"$BT/base$1.err" ||
+				    echo "$1 $i" >>"$BT/basefail"
+			else
+				"$SQFLOOR" "$SDB" "$sql" >/dev/null 2>>"$BT/sqfloor$1.err" ||
+				    echo "$1 $i" >>"$BT/sqfloorfail"
+			fi
 		done
 	done
 }
+base_worker() { inserts "$1" "$2" sqlite3; }
+sqfloor_worker() { inserts "$1" "$2" floor; }
 : >"$BT/basefail"
+: >"$BT/sqfloorfail"
 
 worker() { # N ROUND
 	local i rc t0 t1
@@ -107,10 +127,15 @@ sweeper() { # NODE
 	done
 }
 
-# round_of KIND ROUND -- W processes of KIND (base_worker or worker) for
-# one round; the round's wall ms appended to $BT/round-KIND.ms
+# round_of KIND ROUND -- W processes of KIND (base_worker, worker or
+# sqfloor_worker) for one round; the round's wall ms appended to
+# $BT/round-KIND.ms
 round_of() {
 	local r0 r1 w pids=() sa=
+	if [ "$1" = sqfloor_worker ]; then
+		sqlite3 "$SDB" 'PRAGMA wal_checkpoint(TRUNCATE);' >/dev/null ||
+		    bench_die "cannot restart the SQLite floor's WAL"
+	fi
 	if [ "$1" = worker ]; then
 		touch "$BT/running"
 		sweeper a &
@@ -133,18 +158,23 @@ round_of() {
 : >"$BT/fail"
 : >"$BT/round-base_worker.ms"
 : >"$BT/round-worker.ms"
+: >"$BT/round-sqfloor_worker.ms"
 for ((r = 0; r < ROUNDS; r++)); do
 	if ((r % 2 == 0)); then
 		round_of base_worker "$r"
 		round_of worker "$r"
+		round_of sqfloor_worker "$r"
 	else
+		round_of sqfloor_worker "$r"
 		round_of worker "$r"
 		round_of base_worker "$r"
 	fi
 done
 base_ms=$(awk '{ s += $1 } END { print s }' "$BT/round-base_worker.ms")
 wall_ms=$(awk '{ s += $1 } END { print s }' "$BT/round-worker.ms")
+sqfloor_ms=$(awk '{ s += $1 } END { print s }' "$BT/round-sqfloor_worker.ms")
 base_fail=$(wc -l <"$BT/basefail")
+sqfloor_fail=$(wc -l <"$BT/sqfloorfail")
 paste "$BT/round-worker.ms" "$BT/round-base_worker.ms" | awk '{ printf "%.4f\n", $2 / $1 }' >"$BT/round.ratio"
 
 cat "$BT"/w*.ms >"$BT/all.ms"
@@ -175,10 +205,14 @@ thr=$(awk -v n="$n" -v ms="$wall_ms" 'BEGIN { printf "%.1f", n / (ms / 1000) }')
 bthr=$(awk -v n="$TOTAL" -v ms="$base_ms" 'BEGIN { printf "%.1f", n / (ms / 1000) }')
 printf '  %-34s %s\n' "throughput" "$thr acts/s"
 printf '  %-34s %s\n' "baseline (2 sqlite3 inserts/act)" "$bthr acts/s in $(ratio "$base_ms" 1000 1) s; its failed inserts (busy): $base_fail"
+sthr=$(awk -v n="$TOTAL" -v ms="$sqfloor_ms" 'BEGIN { printf "%.1f", n / (ms / 1000) }')
+printf '  %-34s %s\n' "(diagnostic: SQLite floor, 2 bare)" "$sthr acts/s in $(ratio "$sqfloor_ms" 1000 1) s; its failed inserts (busy): $sqfloor_fail"
 R=$(ratio "$thr" "$bthr")
 read -r _ _ rmed _ rmin _ < <(stats "$BT/round.ratio")
-printf '  %-34s %s\n' "rounds (ABBA, $W x $PER acts each)" "ri ms: $(tr '\n' ' ' <"$BT/round-worker.ms") baseline ms: $(tr '\n' ' ' <"$BT/round-base_worker.ms")"
+printf '  %-34s %s\n' "rounds (ABC CBA, $W x $PER acts each)" "ri ms: $(tr '\n' ' ' <"$BT/round-worker.ms") baseline ms: $(tr '\n' ' ' <"$BT/round-base_worker.ms") SQLite floor ms: $(tr '\n' ' ' <"$BT/round-sqfloor_worker.ms")"
 echo "  ratio (ri acts/s / baseline acts/s, all rounds): $R   (per round: median $(ratio "$rmed" 1), min $(ratio "$rmin" 1))   target >= $TARGET"
+echo "  (diagnostic: SQLite floor / baseline: $(ratio "$sthr" "$bthr"); ri / SQLite floor: $(ratio "$thr" "$sthr");" \
+    "the floor waits for the write lock in SQLite's busy handler, in naps; ri's writers queue for it)"
 printf '  %-34s mean %.1f  median %.1f  p90 %.1f  max %.1f  (%s acts over 1 s)\n' "act latency ms (one ri-run)" \
     "$mean" "$med" "$p90" "$max" "$(awk '$1 > 1000' "$BT/all.ms" | wc -l)"
 printf '  %-34s %s\n' "sweep runs (1 sweeper)" "$runs, exits: $(cat "$BT"/s*.rc 2>/dev/null | sort | uniq -c | awk '{ printf "%s x %s  ", $1, $2 }')"

@@ -13,11 +13,13 @@
  * as the commands do, runs SQL -- one INSERT ... RETURNING seq, its own
  * transaction, one fsync'd commit -- and prints {"seq":N} as ri-open
  * prints its answer; with "-" it first reads stdin to its end, as
- * ri-close reads its request.  It never checkpoints (not at commit, not at
- * close): the benchmark restarts the WAL before each block, untimed, so
- * the WAL this floor reads at open is never longer than one block wrote --
- * the best case for SQLite, which no command that must bound its WAL can
- * have for free.  Exit 0, or 1 with a message.
+ * ri-close reads its request.  A lock held by another writer is waited
+ * for up to 300 ms, as the sqlite3 baseline's .timeout.  It never
+ * checkpoints (not at commit, not at close): the benchmark restarts the
+ * WAL before each block, untimed, so the WAL this floor reads at open is
+ * never longer than one block wrote -- the best case for SQLite, which no
+ * command that must bound its WAL can have for free.  Exit 0, or 1 with
+ * a message.
  */
 #include <sqlite3.h>
 #include <stdio.h>
@@ -53,6 +55,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
+	sqlite3_busy_timeout(db, 300);  /* the sqlite3 baseline's .timeout */
 	sqlite3_wal_autocheckpoint(db, 0);
 	if (sqlite3_exec(db, "PRAGMA synchronous=FULL", NULL, NULL, &msg) != SQLITE_OK ||
 	    sqlite3_exec(db, argv[2], row, seq, &msg) != SQLITE_OK || seq[0] == '\0') {
