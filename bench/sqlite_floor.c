@@ -27,19 +27,21 @@
 #include <string.h>
 #include <unistd.h>
 
+#define SEQ_LEN 32                      /* a seq as text, with room to spare */
+
 static int
 row(void *arg, int n, char **v, char **name)
 {
 	(void)name;
 	if (n == 1 && v[0] != NULL)
-		snprintf(arg, 32, "%s", v[0]);
+		snprintf(arg, SEQ_LEN, "%s", v[0]);
 	return 0;
 }
 
 int
 main(int argc, char **argv)
 {
-	char buf[4096], seq[32] = "";
+	char buf[4096], seq[SEQ_LEN] = "";
 	char *msg = NULL;
 	sqlite3 *db;
 

@@ -142,6 +142,16 @@ timed_sweep_at() {
 	ELAPSED=$((SECONDS - t0))
 }
 
+# assert_untouched N WHY -- the run examined act k and skipped it: nothing
+# written (N act records before), nothing closed, escalated or abandoned,
+# the act still open; else "ASSERT WHY" (the negative controls match it)
+assert_untouched() {
+	[ "$(t examined)" -eq 1 ]
+	{ [ "$(t skipped)" -eq 1 ] && [ "$(t closed)" -eq 0 ] && [ "$(t escalated)" -eq 0 ] && [ "$(t abandoned)" -eq 0 ] &&
+	  [ "$(act_records)" -eq "$1" ] && [ "$(read_entry k | jq -r .state)" = open ]; } ||
+	    { echo "ASSERT $2"; false; }
+}
+
 # unavailable_case ARG... -- the probe becomes ledger-probe ARG...; the sweep
 # writes nothing, counts skipped, and opens store-unavailable for the kind.
 unavailable_case() {
@@ -149,10 +159,7 @@ unavailable_case() {
 	set_probe "$@"
 	n=$(act_records)
 	timed_sweep_at 33
-	[ "$(t examined)" -eq 1 ]
-	{ [ "$(t skipped)" -eq 1 ] && [ "$(t closed)" -eq 0 ] && [ "$(t escalated)" -eq 0 ] && [ "$(t abandoned)" -eq 0 ] &&
-	  [ "$(act_records)" -eq "$n" ] && [ "$(read_entry k | jq -r .state)" = open ]; } ||
-	    { echo "ASSERT probe 4-5: the sweep closed an act whose store was unavailable"; false; }
+	assert_untouched "$n" "probe 4-5: the sweep closed an act whose store was unavailable"
 	assert_degraded
 	[ "$(findings_where '.finding == "store-unavailable" and .scope == "instance" and .kind == "ledger" and (.closed | not)')" -eq 1 ]
 }
@@ -197,10 +204,7 @@ datum_none_case() {
 	    ledger-probe --store "$T/ledger.db" | jq -r .answer)" = committed ]
 	n=$(act_records)
 	timed_sweep_at 33
-	[ "$(t examined)" -eq 1 ]
-	{ [ "$(t skipped)" -eq 1 ] && [ "$(t closed)" -eq 0 ] && [ "$(act_records)" -eq "$n" ] &&
-	  [ "$(read_entry k | jq -r .state)" = open ]; } ||
-	    { echo "ASSERT pairing datum 6a: a committed answer for a kind whose pairing datum is none was taken"; false; }
+	assert_untouched "$n" "pairing datum 6a: a committed answer for a kind whose pairing datum is none was taken"
 	assert_degraded
 	grep -q "pairing datum 6a" <<<"$stderr" || { echo "stderr does not name the rule: $stderr"; false; }
 }
