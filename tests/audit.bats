@@ -628,6 +628,22 @@ every_path() {
 	[ "$(failed)" = 6.5 ]
 }
 
+@test "Check 6.1, pairing datum 6a: a recovered outcome whose kind is rebound to pairing datum none is not corroborated by the probe's committed -- 6.1 reads not-applicable, never pass" {
+	opened rec '{"pairing_datum":"pd-rec"}'
+	ledger-admin --store "$L" plant --pairing-datum pd-rec --subject s --recipient r >/dev/null
+	ri_at 33
+	sweep_quiet
+	[ "$(jq .closed "$T/sweep.json")" -eq 1 ]
+	audit --probe
+	all_clear
+	[ "$(st 6.1)" = pass ]
+	# the probe reads the intent's datum, not the config: it still answers
+	# committed, which a kind with no datum can never trust
+	ri_cfg '.kinds.ledger.pairing_datum = "none"'
+	audit --probe
+	[ "$(st 6.1)" = not-applicable ] || { echo "6.1 reported $(show 6.1)"; false; }
+}
+
 @test "Check 6.2: with the store unreadable every probe answers unavailable -- read as not applicable, never as failed" {
 	every_path
 	mv "$L" "$L.away"
