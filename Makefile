@@ -259,7 +259,7 @@ tla:
 lint: $(BUILD)/gen/example_config.h
 	cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability,performance \
 	    --inline-suppr -Ilib -I$(BUILD)/gen --include=/usr/include/jansson.h -D_POSIX_C_SOURCE=200809L \
-	    lib cmd examples tests/tools
+	    lib cmd examples tests/tools bench
 	@# a command's jansson has its own allocator (lib/mem.h): json_dumps'
 	@# text is freed only through ri_json_dumps (util.c)
 	@if grep -nE '(^|[^_[:alnum:]])json_dumps[[:space:]]*\(' lib/*.c cmd/*.c tests/tools/*.c | \
