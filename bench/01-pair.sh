@@ -96,25 +96,33 @@ base_row() { # VAR ACTION INV KEY PAYLOAD EVENT_SUFFIX
 	    'alice', 'att_%s', %s, %s, 1, 0, 0, '%s', randomblob(16), randomblob(32), randomblob(32),
 	    randomblob(32)) RETURNING seq;" "$4" "$6" "$2" "$4" "$3" "$3" "${now%???}" "${now%???}" "$5"
 }
+# pair_row i KEY | pair_row o KEY SEQ -- one of a pair's two rows, in the
+# caller's $sql: the intent, or the outcome naming the intent's seq
+pair_row() {
+	local inv="inv_$2"
+	if [ "$1" = i ]; then
+		base_row sql ledger.intended "$inv" "$2" \
+		    "{\"act_key\":\"$2\",\"data\":{\"pairing_datum\":\"pd-$2\"},\"invocation_id\":\"$inv\",\"kind\":\"ledger\"}" i
+	else
+		base_row sql ledger.disclosed "$inv" "$2" \
+		    "{\"act_key\":\"$2\",\"data\":{\"disclosure_id\":\"dsc-$2\"},\"intent_event_id\":\"evt_$2_$3\",\"invocation_id\":\"$inv\",\"kind\":\"ledger\"}" o
+	fi
+}
 base_pair() {
-	local o sql inv="inv_$1"
-	base_row sql ledger.intended "$inv" "$1" \
-	    "{\"act_key\":\"$1\",\"data\":{\"pairing_datum\":\"pd-$1\"},\"invocation_id\":\"$inv\",\"kind\":\"ledger\"}" i
+	local o sql
+	pair_row i "$1"
 	o=$(sqlite3 "$DB" "$sql") || return 1
-	base_row sql ledger.disclosed "$inv" "$1" \
-	    "{\"act_key\":\"$1\",\"data\":{\"disclosure_id\":\"dsc-$1\"},\"intent_event_id\":\"evt_$1_$o\",\"invocation_id\":\"$inv\",\"kind\":\"ledger\"}" o
+	pair_row o "$1" "$o"
 	printf '%s' "$sql" | sqlite3 "$DB" >/dev/null
 }
 
 # one pair of the SQLite floor: the baseline's two rows, each in a bare
 # SQLite process
 sqlite_floor_pair() {
-	local o sql inv="inv_$1"
-	base_row sql ledger.intended "$inv" "$1" \
-	    "{\"act_key\":\"$1\",\"data\":{\"pairing_datum\":\"pd-$1\"},\"invocation_id\":\"$inv\",\"kind\":\"ledger\"}" i
+	local o sql
+	pair_row i "$1"
 	o=$("$SQFLOOR" "$SDB" "$sql") || return 1
-	base_row sql ledger.disclosed "$inv" "$1" \
-	    "{\"act_key\":\"$1\",\"data\":{\"disclosure_id\":\"dsc-$1\"},\"intent_event_id\":\"evt_$1_${o//[^0-9]/}\",\"invocation_id\":\"$inv\",\"kind\":\"ledger\"}" o
+	pair_row o "$1" "${o//[^0-9]/}"
 	printf '%s' "$o" | "$SQFLOOR" "$SDB" "$sql" - >/dev/null
 }
 # its WAL restarted, untimed, before each of its blocks
@@ -220,7 +228,7 @@ st "$BT/s.b2" sqlite3 "$DB" <"$BT/b2.sql" >/dev/null || bench_die "sqlite3 under
 # 20 pairs of each, for the amortized cost (checkpoints)
 st "$BT/s.ri20" bash -c "$(declare -f ri_pair); for i in \$(seq 20); do ri_pair strace20-\$i || exit 1; done" ||
     bench_die "ri pairs under strace"
-st "$BT/s.b20" bash -c "DB='$DB'; $(declare -f base_row base_pair); for i in \$(seq 20); do base_pair strace20-\$i || exit 1; done" ||
+st "$BT/s.b20" bash -c "DB='$DB'; $(declare -f base_row pair_row base_pair); for i in \$(seq 20); do base_pair strace20-\$i || exit 1; done" ||
     bench_die "baseline pairs under strace"
 echo "  fsync/fdatasync calls (strace -f -y -e trace=fsync,fdatasync):"
 printf '  %-34s %10s %10s %12s %7s\n' "" "WAL" "directory" "db (ckpt)" "other"
