@@ -5,6 +5,7 @@
 #   make test-pg      the bats suites again against a throwaway PostgreSQL server
 #   make check        the whole suite again under ASan + UBSan (build/san)
 #   make bench        benchmarks, reported as ratios against baselines
+#   make lint, tidy   cppcheck, clang's static analyzer (a warning fails)
 #   make install      PREFIX=/usr/local DESTDIR=   (make uninstall undoes it)
 #
 # CFLAGS, CPPFLAGS and LDFLAGS are honoured (a packager's hardening flags are
@@ -86,7 +87,7 @@ BENCH_SRC:= $(sort $(wildcard bench/*.c))
 BENCHES  := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 HDRS     := $(wildcard lib/*.h lib/*.def)
 
-.PHONY: all test test-pg unit bats check bench install uninstall clean lint-docs reliability negative-controls fuzz lint valgrind
+.PHONY: all test test-pg unit bats check bench install uninstall clean lint-docs reliability negative-controls fuzz lint tidy valgrind
 
 all: $(LIBA) $(CMDS) $(EXAMPLES)
 
@@ -265,6 +266,17 @@ lint: $(BUILD)/gen/example_config.h
 	@if grep -nE '(^|[^_[:alnum:]])json_dumps[[:space:]]*\(' lib/*.c cmd/*.c tests/tools/*.c | \
 	    grep -v '^lib/util\.c:'; then \
 	    echo "lint: json_dumps outside ri_json_dumps: its text must not reach free() (lib/mem.h)" >&2; exit 1; fi
+
+# clang's static analyzer (.clang-tidy says which checks, and why one
+# family is off) over every C source we ship or test with, two at a time;
+# a warning fails.
+TIDY_SRC := $(sort $(wildcard lib/*.c cmd/*.c examples/*.c bench/*.c tests/tools/*.c tests/unit/*.c \
+	tests/fuzz/*.c))
+tidy: $(BUILD)/gen/example_config.h
+	@printf '%s\n' $(TIDY_SRC) | xargs -P2 -I{} clang-tidy --quiet {} -- $(CPPFLAGS_RI) -std=c11 \
+	    >$(BUILD)/tidy.log 2>&1; rc=$$?; grep -v ' warnings* generated\.$$' $(BUILD)/tidy.log || true; \
+	    if [ $$rc -ne 0 ]; then echo "tidy: the analyzer warned (above)" >&2; exit 1; fi; \
+	    echo "tidy: $(words $(TIDY_SRC)) files, no warning"
 
 clean:
 	rm -rf build $(LIBA) $(BINDIR)/ri-* $(EXBINDIR)

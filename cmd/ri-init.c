@@ -138,7 +138,7 @@ main(int argc, char **argv)
 	randombytes_buf(key, sizeof key);
 	crypto_sign_keypair(pk, sk);
 	ri_hex(sk, sizeof sk, skhex);
-	strcat(skhex, "\n");
+	snprintf(skhex + 2 * sizeof sk, sizeof skhex - 2 * sizeof sk, "\n");
 	if ((rc = write_new(c->integrity_key_file, 0600, key, sizeof key, &err)) != RI_OK ||
 	    (rc = write_new(c->seal_key_file, 0600, skhex, strlen(skhex), &err)) != RI_OK)
 		goto fail;

@@ -311,17 +311,16 @@ static json_t *by_payload(sqlite3 *db, const struct probe *p)
 	const char *keys[] = { "subject", "recipient", "scope" };
 	const char *vals[] = { p->subject, p->recipient, p->scope };
 	char sql[256] = "SELECT disclosure_id FROM disclosures WHERE 1";
+	size_t len = strlen(sql);
 	sqlite3_stmt *st = NULL;
 	json_t *ids = json_array(), *answer = NULL;
 	int rc, n = 0;
 
+	/* three fixed clauses at most: 256 bytes hold them all */
 	for (size_t i = 0; i < 3; i++)
-		if (vals[i] != NULL) {
-			strcat(sql, " AND ");
-			strcat(sql, keys[i]);
-			strcat(sql, " = ?");
-		}
-	strcat(sql, " ORDER BY disclosure_id");
+		if (vals[i] != NULL)
+			len += (size_t)snprintf(sql + len, sizeof sql - len, " AND %s = ?", keys[i]);
+	snprintf(sql + len, sizeof sql - len, " ORDER BY disclosure_id");
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
 		answer = unavailable("cannot query disclosures", db);
 		goto out;

@@ -83,7 +83,7 @@ ri_fault_arm(const struct ri_config *c, ri_err *err)
 		    "RI_FAULT is set but the config does not set \"fault_injection\": true");
 	if (strlen(spec) >= sizeof buf)
 		return ri_fail(err, RI_CONFIG, "RI_FAULT: too long");
-	strcpy(buf, spec);
+	snprintf(buf, sizeof buf, "%s", spec);
 	for (char *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(tok, '='), *at;
 		struct armed *a;
@@ -105,7 +105,7 @@ ri_fault_arm(const struct ri_config *c, ri_err *err)
 			return ri_fail(err, RI_CONFIG, "RI_FAULT: unknown action \"%s\"", eq);
 		if (strlen(tok) >= sizeof a->point)
 			return ri_fail(err, RI_CONFIG, "RI_FAULT: point name too long");
-		strcpy(a->point, tok);
+		snprintf(a->point, sizeof a->point, "%s", tok);
 		a->seen = 0;
 		n_armed++;
 	}

@@ -121,7 +121,7 @@ ri_gate_journal(struct ri *r, unsigned flags, ri_err *err)
 {
 	char why[1024], **unbound;
 	size_t n;
-	int fd, st;
+	int fd;
 
 	/* Instance start 3 (the capability ri-startcheck names seal-key):
 	 * the key that signs is a private file the caller owns */
@@ -136,7 +136,7 @@ ri_gate_journal(struct ri *r, unsigned flags, ri_err *err)
 	/* Binding 2-3: a config that unbinds a kind with an open intent is
 	 * refused, with the reason; an unreadable index is the call's own
 	 * journal failure, met on its own position */
-	if ((st = ri_gate_unbound(r, gate_now(r->cfg), &unbound, &n)) != RI_ST_OK || n == 0)
+	if (ri_gate_unbound(r, gate_now(r->cfg), &unbound, &n) != RI_ST_OK || n == 0)
 		return RI_OK;
 	ri_fail(err, RI_CONFIG, "the instance must not start: kind %s is not bound but has open intents"
 	    " (Binding 2): bind it again until they are closed", unbound[0]);

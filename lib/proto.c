@@ -238,7 +238,9 @@ ri_act_read(struct ri *r, const char *kind, const char *act_key, const char *inv
 			}
 			json_object_set_new(index, rec->invocation_id, json_integer((json_int_t)out->n));
 			e = &out->v[out->n++];
-			memset(e, 0, sizeof *e);
+			/* out->v holds cap_v > out->n entries here; the analyzer loses
+			 * that across the loop's iterations */
+			memset(e, 0, sizeof *e);        /* NOLINT(clang-analyzer-core.NonNullParamChecker) */
 			e->inv_id = ri_strdup(rec->invocation_id);
 		}
 		e->inv.all.v = realloc(e->inv.all.v, (e->inv.all.n + 1) * sizeof *e->inv.all.v);
@@ -357,7 +359,7 @@ ri_refusal_rf_st(const char *position, int st)
 }
 
 int
-ri_refuse_with(json_t **ans, json_t *refusal, ri_err *err, int code, const char *fmt, ...)
+(ri_refuse_with)(json_t **ans, json_t *refusal, ri_err *err, int code, const char *fmt, ...)
 {
 	va_list ap;
 

@@ -215,8 +215,8 @@ ri_accept_restore(ri *r, const char *why, json_t **ans, ri_err *err)
 	 * is a line of the witness */
 	if (seal_seq == 0)
 		return ri_fail(err, RI_INTEGRITY, "journal integrity: the restored journal holds no seal");
-	if ((rc = ri_witness_find(r->cfg->witness, r->st->ops->instance_id(r->st), seal_seq, seal_hash, &found,
-	    &e)) != RI_OK && e.code != RI_INTEGRITY)
+	if (ri_witness_find(r->cfg->witness, r->st->ops->instance_id(r->st), seal_seq, seal_hash, &found,
+	    &e) != RI_OK && e.code != RI_INTEGRITY)
 		return ri_fail(err, e.code, "%s", e.msg);
 	if (!found && have_w)
 		return ri_fail(err, RI_INTEGRITY, "journal integrity: the restored journal's newest seal (seq %lld) is"

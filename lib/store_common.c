@@ -327,7 +327,7 @@ ri_st_err_clear(struct ri_store_error *e)
 }
 
 int
-ri_st_fail(struct ri_st_core *c, int code, int64_t seq, const char *event_id, const char *fmt, ...)
+(ri_st_fail)(struct ri_st_core *c, int code, int64_t seq, const char *event_id, const char *fmt, ...)
 {
 	va_list ap;
 

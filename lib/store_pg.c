@@ -301,8 +301,9 @@ static const char schema_sql[] =
 static int
 db_fail(struct pg *s, int code, const char *what, const PGresult *res)
 {
-	/* a deferred write's failure, charged to it, stands for what follows */
-	if (s->qfailed)
+	/* a deferred write's failure, charged to it, stands for what follows
+	 * (its code is a failure's: db_fail's own, never RI_ST_OK) */
+	if (s->qfailed && s->qcode != RI_ST_OK)
 		return s->qcode;
 	const char *m = res != NULL && PQresultErrorMessage(res)[0] != '\0' ? PQresultErrorMessage(res) :
 	    PQerrorMessage(s->conn);
@@ -599,9 +600,9 @@ exec_ahead(struct pg *s, const char *sql)
 	for (int k = 0; k < s->nahead; k++)
 		n += strlen(s->ahead[k].sql);
 	all = ri_xcalloc(1, n);
-	strcat(strcat(all, sql), ";\n");
+	size_t len = (size_t)snprintf(all, n, "%s;\n", sql);
 	for (int k = 0; k < s->nahead; k++)
-		strcat(all, s->ahead[k].sql);
+		len += (size_t)snprintf(all + len, n - len, "%s", s->ahead[k].sql);
 	if (s->trace > 1)
 		fprintf(stderr, "ri: pg: [%d in one round trip] %.50s\n", base + s->nahead, all);
 	if (!PQsendQuery(s->conn, all)) {
@@ -1017,6 +1018,7 @@ clock_now(struct pg *s, ri_ms *now)
 	PGresult *r = run(s, "SELECT ri_clock()", NULL);
 	int rc = RI_ST_OK;
 
+	*now = 0;               /* defined on every path, the failures' too */
 	if (!res_ok(r) || PQntuples(r) != 1)
 		rc = db_fail(s, RI_ST_UNAVAILABLE, "clock", r);
 	else
@@ -1077,9 +1079,10 @@ nmap_slot(struct pg *s, const unsigned char *id, size_t idlen)
 		return e;
 	if (s->nn < NMAP)
 		e = &s->nmap[s->nn++];
-	for (size_t i = 0; e == NULL && i < s->nn; i++)
-		if (!s->nmap[i].dirty)
-			e = &s->nmap[i];
+	else
+		for (size_t i = 0; e == NULL && i < s->nn; i++)
+			if (!s->nmap[i].dirty)
+				e = &s->nmap[i];
 	if (e != NULL) {
 		memcpy(e->id, id, idlen);
 		e->idlen = idlen;
@@ -1225,6 +1228,7 @@ scope_max(struct pg *s, int type, const char *a, const char *b, int64_t *out, un
 	PGresult *r;
 	int rc = RI_ST_OK;
 
+	*out = 0;               /* defined on every path, the failures' too */
 	for (int i = 0; i < 2 && path != NULL; i++) {
 		struct prescope *ps = &s->pre[i];
 		if (ps->valid && ps->type == type && memcmp(ps->key, path, RI_SCOPE_LEN) == 0) {
@@ -1458,7 +1462,7 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 	if (begin && (rc = begin_sql(s, true, false, open, sizeof open - 2)) != RI_ST_OK)
 		return rc;
 	if (begin)
-		strcat(open, "; ");
+		snprintf(open + strlen(open), sizeof open - strlen(open), "; ");
 	snprintf(sql, sizeof sql, "%s%s"
 	    "SELECT h.last_seq, h.root, h.open_count, h.open_acc, h.sealed_seq, h.grants, h.mac,"
 	    " (SELECT max(seq) FROM records), (SELECT hash FROM records WHERE seq = h.last_seq),"
@@ -2431,7 +2435,7 @@ pg_purge(struct ri_store *base, ri_ms now, int64_t *purged)
 			rollback_keep(s);
 			return rc;
 		}
-		if ((rc = commit(s)) != RI_ST_OK)
+		if (commit(s) != RI_ST_OK)
 			return RI_ST_UNAVAILABLE;
 		*purged += n;
 		if (n < 512)
@@ -2688,12 +2692,12 @@ pg_take(struct ri_store *base, const char *kind, const char *act_key, const char
 		}
 		if (ri_lease_free(exists ? &l : NULL, holder, now)) {
 			jh.grants++;
-			if ((rc = lease_put(s, kind, act_key, holder, now + duration, jh.grants)) != RI_ST_OK ||
-			    (rc = jhead_set(s, &jh, lh)) != RI_ST_OK) {
+			if (lease_put(s, kind, act_key, holder, now + duration, jh.grants) != RI_ST_OK ||
+			    jhead_set(s, &jh, lh) != RI_ST_OK) {
 				rollback_keep(s);
 				return ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
 			}
-			if ((rc = commit(s)) != RI_ST_OK)
+			if (commit(s) != RI_ST_OK)
 				return ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
 			g->expires_at = now + duration;
 			g->token = jh.grants;
@@ -2750,7 +2754,7 @@ pg_release(struct ri_store *base, const char *kind, const char *act_key, const c
 		rollback_keep(s);
 		return rc;
 	}
-	if ((rc = commit(s)) != RI_ST_OK)
+	if (commit(s) != RI_ST_OK)
 		return ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
 	return held ? RI_ST_OK : ri_st_fail(&s->core, RI_ST_NOT_HELD, 0, NULL, "not held by %s", holder);
 }
@@ -3592,7 +3596,8 @@ ri_pg_open(const struct ri_config *c, const unsigned char *key, size_t keylen, u
 	s = ri_xcalloc(1, sizeof *s);
 	s->base.ops = &pg_ops;
 	s->nmap = ri_xcalloc(NMAP, sizeof *s->nmap);
-	s->trace = getenv("RI_PG_TRACE") ? atoi(getenv("RI_PG_TRACE")) : 0;
+	const char *trace = getenv("RI_PG_TRACE");
+	s->trace = trace != NULL ? atoi(trace) : 0;
 	s->core.cfg = c;
 	s->readonly = (flags & RI_READONLY) != 0;
 	if (key != NULL) {

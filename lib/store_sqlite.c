@@ -406,6 +406,7 @@ scope_max(struct sq *s, int type, const char *a, const char *b, int64_t *out)
 	    type == SCOPE_ACT ? "SELECT max(seq) FROM records WHERE kind = ? AND act_key = ?" :
 	    "SELECT max(seq) FROM records WHERE invocation_id = ?";
 
+	*out = 0;               /* defined on every path, the failures' too */
 	if ((st = prep(s, sql)) == NULL)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
 	if (type != SCOPE_ALL)
@@ -1722,7 +1723,7 @@ sq_purge(struct ri_store *base, ri_ms now, int64_t *purged)
 			rollback(s);
 			return rc;
 		}
-		if ((rc = commit(s)) != RI_ST_OK)
+		if (commit(s) != RI_ST_OK)
 			return RI_ST_UNAVAILABLE;
 		*purged += n;
 		if (n < 512)
@@ -2143,7 +2144,7 @@ take_loop(struct sq *s, const char *kind, const char *act_key, const char *holde
 		ri_ms now;
 		bool exists;
 
-		if ((rc = begin_immediate(s)) != RI_ST_OK)
+		if (begin_immediate(s) != RI_ST_OK)
 			return ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
 		if ((rc = now_or_fail(s, &now)) != RI_ST_OK) {
 			rollback(s);
@@ -2160,13 +2161,13 @@ take_loop(struct sq *s, const char *kind, const char *act_key, const char *holde
 			 * journal head's MAC -- it only ever increases, for every key,
 			 * even should a lease row be deleted */
 			jh.grants++;
-			if ((rc = lease_put(s, kind, act_key, holder, now + duration, jh.grants)) != RI_ST_OK ||
-			    (rc = jhead_set(s, &jh, lh)) != RI_ST_OK) {
+			if (lease_put(s, kind, act_key, holder, now + duration, jh.grants) != RI_ST_OK ||
+			    jhead_set(s, &jh, lh) != RI_ST_OK) {
 				rc = ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
 				rollback(s);
 				return rc;
 			}
-			if ((rc = commit(s)) != RI_ST_OK)
+			if (commit(s) != RI_ST_OK)
 				return ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
 			g->expires_at = now + duration;
 			g->token = jh.grants;
@@ -2224,7 +2225,7 @@ release_locked(struct sq *s, const char *kind, const char *act_key, const char *
 	bool exists, held;
 	int rc;
 
-	if ((rc = begin_immediate(s)) != RI_ST_OK)
+	if (begin_immediate(s) != RI_ST_OK)
 		return ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
 	if ((rc = lease_get(s, kind, act_key, &l, &exists)) != RI_ST_OK)
 		return abandon(s, rc);
@@ -2233,7 +2234,7 @@ release_locked(struct sq *s, const char *kind, const char *act_key, const char *
 		rollback(s);
 		return rc;
 	}
-	if ((rc = commit(s)) != RI_ST_OK)
+	if (commit(s) != RI_ST_OK)
 		return ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
 	return held ? RI_ST_OK : ri_st_fail(&s->core, RI_ST_NOT_HELD, 0, NULL, "not held by %s", holder);
 }
@@ -3254,8 +3255,8 @@ setup_connection(struct sq *s, ri_err *err)
 	/* RI_UNSAFE_NOSYNC=1 with "fault_injection": true -- a test seam that
 	 * only the benchmarks' journal fill uses, to build 10^6 records in
 	 * minutes; ri-startcheck flags fault injection as not for production */
-	s->nosync = s->core.cfg->fault_injection && getenv("RI_UNSAFE_NOSYNC") != NULL &&
-	    strcmp(getenv("RI_UNSAFE_NOSYNC"), "1") == 0;
+	const char *nosync = getenv("RI_UNSAFE_NOSYNC");
+	s->nosync = s->core.cfg->fault_injection && nosync != NULL && strcmp(nosync, "1") == 0;
 	if (sqlite3_exec(s->db, s->nosync ? "PRAGMA synchronous=OFF" : "PRAGMA synchronous=FULL",
 	    NULL, NULL, NULL) != SQLITE_OK)
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s", s->core.cfg->journal, sqlite3_errmsg(s->db));

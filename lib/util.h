@@ -11,9 +11,9 @@
 
 /* Set err (code + printf-style message); returns code, so callers write
  * `return ri_fail(err, RI_CONFIG, "...")`.  Inline, so cppcheck sees it
- * returns its code; clang's analyzer steps into no variadic function, and
- * warns of paths on which it would return 0 -- none exists: code is never
- * RI_OK at a call. */
+ * returns its code; clang's analyzer steps into no variadic function, so
+ * for it alone (make tidy) the macro after the definition says the same:
+ * code is never RI_OK at a call. */
 void ri_vfail(ri_err *err, int code, const char *fmt, va_list ap);
 
 static inline int ri_fail(ri_err *err, int code, const char *fmt, ...)
@@ -29,6 +29,9 @@ ri_fail(ri_err *err, int code, const char *fmt, ...)
 	va_end(ap);
 	return code;
 }
+#ifdef __clang_analyzer__
+#define ri_fail(err, code, ...) (ri_fail((err), (code), __VA_ARGS__), (code))
+#endif
 
 /* Durations: "250ms", "30s", "10m", "2h", "400d", or a JSON integer of ms. */
 int ri_parse_duration(const char *s, ri_ms *out);
@@ -92,8 +95,9 @@ int ri_lock_wait(int fd, int64_t budget_ms);
  * kernel has none (the caller then falls back to short polls). */
 int ri_exit_fd(int pid);
 
-char *ri_strdup(const char *s);
-void *ri_xmalloc(size_t n);
-void *ri_xcalloc(size_t n, size_t m);
+/* Allocations that abort rather than fail: never NULL */
+char *ri_strdup(const char *s) __attribute__((returns_nonnull));
+void *ri_xmalloc(size_t n) __attribute__((returns_nonnull, malloc));
+void *ri_xcalloc(size_t n, size_t m) __attribute__((returns_nonnull, malloc));
 
 #endif

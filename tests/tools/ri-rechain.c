@@ -40,7 +40,7 @@ main(int argc, char **argv)
 {
 	const char *path, *drop = NULL, *payload = NULL;
 	int64_t pseq = 0;
-	sqlite3 *db;
+	sqlite3 *db = NULL;
 	sqlite3_stmt *st, *up;
 	unsigned char inst[RI_INSTANCE_LEN], prev[RI_HASH_LEN];
 	char *triggers = NULL;

@@ -73,10 +73,10 @@ static int
 request_from(const void *bytes, size_t n, size_t max, json_t **req, ri_err *err)
 {
 	char path[PATH_MAX];
+	const char *tmp = getenv("TMPDIR");
 	int fd, saved, rc;
 
-	tl_fmt(path, sizeof path, "%s/ri-fuzzreg-stdin-XXXXXX",
-	    getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	tl_fmt(path, sizeof path, "%s/ri-fuzzreg-stdin-XXXXXX", tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
 	CHECK((fd = mkstemp(path)) >= 0, "mkstemp: %s", strerror(errno));
 	unlink(path);
 	CHECK(n == 0 || write(fd, bytes, n) == (ssize_t)n, "write: %s", strerror(errno));
