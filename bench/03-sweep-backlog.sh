@@ -42,8 +42,8 @@
 # Target: the per-orphan cost on the 10^3 journal <= 1.3x that floor; the
 # 10^6 journal's ratio is shown beside it (its own growth is the 1.2 above).
 #
-# BENCH_SWEEP_ROUNDS (default 6: S L L S S L L S S L L S -- issue 15
-# target 6 asks >= 5 runs of each); BENCH_SWEEP_CALLGRIND=0
+# BENCH_SWEEP_ROUNDS (default 6, each a small and a large run in ABBA
+# order; issue 15 target 6 asks >= 5 runs of each); BENCH_SWEEP_CALLGRIND=0
 # skips the diagnostic (about a minute per journal); BENCH_SWEEP_UNMARKED=0
 # skips the unmarked sweep; BENCH_SWEEP_BATCH=0 skips the batch probe's
 # diagnostic (three sweeps of the 10^3 journal with "probe_batch": true).
