@@ -42,7 +42,8 @@ void ri_format_instant(ri_ms t, char buf[RI_INSTANT_LEN]);
 /* Seconds as the walkthrough prints them: 30, 0.25, 1.5 */
 void ri_format_seconds(ri_ms d, char *buf, size_t n);
 
-/* prefix + 32 lowercase hex of fresh randomness (libsodium). */
+/* prefix + 32 lowercase hex: 48 bits of the wall clock's milliseconds,
+ * then 80 of fresh randomness (libsodium). */
 const char *ri_mint_id(const char *prefix, char out[RI_ID_LEN + 1]);
 
 /* Whole file, at most max bytes (else -1 with errno = EFBIG); NUL-terminated. */

@@ -9,6 +9,7 @@
  * them, so one verdict holds for SQLite and PostgreSQL alike.
  */
 #include <sodium.h>
+#include <time.h>
 
 #include "clock.h"
 #include "config.h"
@@ -480,6 +481,47 @@ payload_cache(void)
 	PASS("a traversal parses each payload once (issue 15): kept by seq until dropped, bounded");
 }
 
+/* ri_mint_id (issue 15, target 2): ids minted in turn sort in turn -- the
+ * first 12 hex digits are the wall clock's milliseconds -- so the indexes
+ * keyed by them grow at their right edge; the other 20 are random, so no
+ * two ids of one millisecond are alike. */
+static int
+id_cmp(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+static void
+minted_ids(void)
+{
+	enum { N = 2000 };
+	static char ids[N][RI_ID_LEN + 1];
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_REALTIME, &t0);
+	for (int i = 0; i < N; i++)
+		ri_mint_id("evt_", ids[i]);
+	clock_gettime(CLOCK_REALTIME, &t1);
+	unsigned long long lo = (unsigned long long)t0.tv_sec * 1000 + (unsigned long long)t0.tv_nsec / 1000000,
+	    hi = (unsigned long long)t1.tv_sec * 1000 + (unsigned long long)t1.tv_nsec / 1000000;
+	for (int i = 0; i < N; i++) {
+		CHECK(strlen(ids[i]) == RI_ID_LEN && strncmp(ids[i], "evt_", 4) == 0 &&
+		    strspn(ids[i] + 4, "0123456789abcdef") == RI_ID_LEN - 4, "id %s: evt_ and 32 lowercase hex", ids[i]);
+		char ms[13];
+		memcpy(ms, ids[i] + 4, 12);
+		ms[12] = '\0';
+		unsigned long long at = strtoull(ms, NULL, 16);
+		CHECK(at >= lo && at <= hi, "id %s: its first 48 bits are the minting millisecond (%llu..%llu)", ids[i],
+		    lo, hi);
+		CHECK(i == 0 || strncmp(ids[i - 1] + 4, ids[i] + 4, 12) <= 0, "id %s minted after %s sorts after it",
+		    ids[i], ids[i - 1]);
+	}
+	qsort(ids, N, sizeof ids[0], id_cmp);
+	for (int i = 1; i < N; i++)
+		CHECK(strcmp(ids[i - 1], ids[i]) != 0, "two ids alike: %s", ids[i]);
+	PASS("minted ids sort in minting order, 48 bits of milliseconds then 80 random (issue 15)");
+}
+
 int
 main(void)
 {
@@ -497,6 +539,7 @@ main(void)
 	open_scan_edges();
 	payload_cache();
 	tree_cache_edges();
+	minted_ids();
 	ri_config_free((struct ri_config *)core.cfg);
 	return 0;
 }
