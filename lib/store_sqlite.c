@@ -38,6 +38,7 @@
 #include "integrity.h"
 #include "store_common.h"
 #include "store_sqlite.h"
+#include "store_sqlite_vfs.h"
 #include "mem.h"
 #include "witness.h"
 
@@ -56,6 +57,8 @@ struct sq {
 	 * without one.  queued: we hold it, until the transaction ends */
 	int queue_fd;
 	bool queued;
+	/* the WAL's directory synced by this connection (wal_dir_sync) */
+	bool wal_dir_synced;
 	/* the lease wait's inotify watch on the WAL (change_wait); -1 until
 	 * the first wait.  watch_failed: none can be had, the wait naps */
 	int watch_fd;
@@ -1145,12 +1148,37 @@ queue_leave(struct sq *s)
 	}
 }
 
+/*
+ * The WAL's directory entry durable before this connection's first commit
+ * in it.  The journal's VFS opens an existing WAL without SQLite's own
+ * directory sync, which would come inside the first commit, under the
+ * write lock (store_sqlite_vfs.h): so a writer syncs the directory here,
+ * once, after its connection opened the WAL (its first read does) and
+ * before its first write transaction -- outside the writers' queue, where
+ * it holds no other writer up (issue 15, target 5: the sync was about
+ * half of an intent's time under the lock).  Called again once BEGIN
+ * IMMEDIATE holds the lock, for a WAL that only the BEGIN opened.
+ */
+static void
+wal_dir_sync(struct sq *s)
+{
+#ifndef RI_NC_NO_WAL_DIR_SYNC
+	if (s->wal_dir_synced || s->nosync || !ri_wal_is_open(s->db))
+		return;
+	ri_wal_dir_sync(s->db);
+	s->wal_dir_synced = true;
+#else
+	(void)s;
+#endif
+}
+
 static int
 begin_immediate(struct sq *s)
 {
 	int64_t t0 = ri_mono_ms();
 	int rc;
 
+	wal_dir_sync(s);
 	/* the checkpoint first, outside the queue: it never holds the
 	 * writers up (PASSIVE), and its database fsync is no write's */
 	wal_trim(s);
@@ -1160,8 +1188,10 @@ begin_immediate(struct sq *s)
 	s->busy_preset = true;
 	rc = exec1(s, "BEGIN IMMEDIATE");
 	s->busy_preset = false;
-	if (rc == SQLITE_OK)
+	if (rc == SQLITE_OK) {
+		wal_dir_sync(s);
 		return RI_ST_OK;
+	}
 	queue_leave(s);
 	if ((rc & 0xff) == SQLITE_READONLY)
 		return db_fail(s, RI_ST_READONLY, "begin");
@@ -3352,7 +3382,7 @@ ri_sqlite_open(const struct ri_config *c, const unsigned char *key, size_t keyle
 		derive_keys(s);
 	}
 	oflags |= SQLITE_OPEN_NOMUTEX;
-	if (sqlite3_open_v2(c->journal, &s->db, oflags, NULL) != SQLITE_OK) {
+	if (sqlite3_open_v2(c->journal, &s->db, oflags, ri_wal_vfs()) != SQLITE_OK) {
 		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s", c->journal,
 		    s->db ? sqlite3_errmsg(s->db) : "cannot open");
 		sq_close(&s->base);

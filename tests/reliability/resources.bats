@@ -477,6 +477,62 @@ os.execvp("ri-open", ["ri-open", "--kind", "ledger", "--act-key", "k2", "--actor
 	wait "$QUEUE_PID"
 }
 
+# ---- the WAL's directory entry: durable before a commit, synced outside the queue ----
+
+# wal_sync_order FILE -- from an `strace -f -y` log of one writer: the line
+# of its first sync of the journal's directory, the line of its first sync
+# of the WAL (a commit's), the writers' queue locks held at that directory
+# sync, and how many directory syncs came while the queue was held
+wal_sync_order() {
+	awk -v dir="$(realpath "$T")" '
+		index($0, "flock(") && index($0, "/journal.db>") && / = 0$/ {
+			if (index($0, "LOCK_UN")) held--; else if (index($0, "LOCK_EX")) held++ }
+		/(fsync|fdatasync)\(/ {
+			if (index($0, "<" dir ">)")) { if (!d) { d = NR; dh = held } if (held > 0) inside++ }
+			if (index($0, "<" dir "/journal.db-wal>)") && !w) w = NR }
+		END { print d + 0, w + 0, dh + 0, inside + 0 }' "$1"
+}
+
+@test "a writer makes the WAL's directory entry durable before its first commit, and syncs it outside the writers' queue, never under it (store_sqlite_vfs.h; issue 15, target 5)" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	act k1
+	[ -e "$T/journal.db-wal" ]
+	run --separate-stderr strace -f -y -qq -e trace=fsync,fdatasync,flock -o "$T/w.st" \
+	    ri-open --kind ledger --act-key k2 --actor alice --intent-data '{}' </dev/null
+	[ "$status" -eq 0 ] || { echo "ri-open: exit $status: $stderr"; false; }
+	read -r dir_line wal_line depth inside < <(wal_sync_order "$T/w.st")
+	cat "$T/w.st"
+	# the directory synced, before the intent's commit synced the WAL ...
+	[ "$dir_line" -gt 0 ]
+	[ "$wal_line" -gt "$dir_line" ]
+	# ... with no writer held up behind it: not under the queue, and
+	# SQLite's own sync (inside the first commit) not made at all
+	[ "$depth" -eq 0 ]
+	[ "$inside" -eq 0 ]
+	[ "$(sql "SELECT count(*) FROM records WHERE act_key = 'k2'")" -eq 1 ]
+}
+
+@test "the WAL removed by a foreign client's last close: the next writer creates it and still syncs its directory before its first commit; nothing is lost, the audit is clean" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	act k1
+	snap >"$T/before"
+	# the sqlite3 shell checkpoints the WAL into the journal and removes it
+	sqlite3 "$T/journal.db" "SELECT count(*) FROM records" >/dev/null
+	[ ! -e "$T/journal.db-wal" ]
+	run --separate-stderr strace -f -y -qq -e trace=fsync,fdatasync,flock -o "$T/w.st" \
+	    ri-open --kind ledger --act-key k2 --actor alice --intent-data '{}' </dev/null
+	[ "$status" -eq 0 ] || { echo "ri-open: exit $status: $stderr"; false; }
+	[ -e "$T/journal.db-wal" ]
+	read -r dir_line wal_line depth inside < <(wal_sync_order "$T/w.st")
+	cat "$T/w.st"
+	[ "$dir_line" -gt 0 ]
+	[ "$wal_line" -gt "$dir_line" ]
+	[ "$depth" -eq 0 ]
+	[ "$(snap | head -n "$(wc -l <"$T/before")")" = "$(cat "$T/before")" ]
+	[ "$(sql "SELECT count(*) FROM records WHERE act_key = 'k2'")" -eq 1 ]
+	ri-audit >/dev/null
+}
+
 # ---- the journal replaced or deleted under a running process ----------------------
 
 # other_journal -- a second instance (another ri-init: its own instance id
