@@ -493,15 +493,21 @@ wal_sync_order() {
 		END { print d + 0, w + 0, dh + 0, inside + 0 }' "$1"
 }
 
+# traced_open KEY -- ri-open of KEY under strace; sets dir_line, wal_line,
+# depth and inside from its log (wal_sync_order), and prints the log
+traced_open() {
+	run --separate-stderr strace -f -y -qq -e trace=fsync,fdatasync,flock -o "$T/w.st" \
+	    ri-open --kind ledger --act-key "$1" --actor alice --intent-data '{}' </dev/null
+	[ "$status" -eq 0 ] || { echo "ri-open: exit $status: $stderr"; return 1; }
+	read -r dir_line wal_line depth inside < <(wal_sync_order "$T/w.st")
+	cat "$T/w.st"
+}
+
 @test "a writer makes the WAL's directory entry durable before its first commit, and syncs it outside the writers' queue, never under it (store_sqlite_vfs.h; issue 15, target 5)" {
 	command -v strace >/dev/null || skip "strace is not installed"
 	act k1
 	[ -e "$T/journal.db-wal" ]
-	run --separate-stderr strace -f -y -qq -e trace=fsync,fdatasync,flock -o "$T/w.st" \
-	    ri-open --kind ledger --act-key k2 --actor alice --intent-data '{}' </dev/null
-	[ "$status" -eq 0 ] || { echo "ri-open: exit $status: $stderr"; false; }
-	read -r dir_line wal_line depth inside < <(wal_sync_order "$T/w.st")
-	cat "$T/w.st"
+	traced_open k2
 	# the directory synced, before the intent's commit synced the WAL ...
 	[ "$dir_line" -gt 0 ]
 	[ "$wal_line" -gt "$dir_line" ]
@@ -519,12 +525,10 @@ wal_sync_order() {
 	# the sqlite3 shell checkpoints the WAL into the journal and removes it
 	sqlite3 "$T/journal.db" "SELECT count(*) FROM records" >/dev/null
 	[ ! -e "$T/journal.db-wal" ]
-	run --separate-stderr strace -f -y -qq -e trace=fsync,fdatasync,flock -o "$T/w.st" \
-	    ri-open --kind ledger --act-key k2 --actor alice --intent-data '{}' </dev/null
-	[ "$status" -eq 0 ] || { echo "ri-open: exit $status: $stderr"; false; }
+	traced_open k2
 	[ -e "$T/journal.db-wal" ]
-	read -r dir_line wal_line depth inside < <(wal_sync_order "$T/w.st")
-	cat "$T/w.st"
+	# the writer's own sync, outside the queue, before the first commit's;
+	# SQLite's own, for the WAL it created, may follow inside that commit
 	[ "$dir_line" -gt 0 ]
 	[ "$wal_line" -gt "$dir_line" ]
 	[ "$depth" -eq 0 ]
