@@ -203,16 +203,19 @@ fi
 
 # ---- fsyncs ------------------------------------------------------------------
 # strace -y names each fd's file: -wal = a transaction's commit, the
-# directory = SQLite's one-time fsync of the directory after creating /
-# first writing the WAL in a process, .db = a checkpoint.
+# directory = the writer's one-time fsync of the WAL's directory, before
+# its first commit and outside the write lock (lib/store_sqlite_vfs.h;
+# SQLite's own, inside the commit, for a WAL it creates), .db = a
+# checkpoint.
 classify() { # STRACE_OUT -> "wal dir db other"
 	awk '/fsync|fdatasync/ && /= 0/ {
 	       if ($0 ~ /-wal>/) w++; else if ($0 ~ /\.db>/) d++; else if ($0 ~ /<\/[^>]*>/ && $0 !~ /\.[a-z]+>/) dir++; else o++
 	     } END { printf "%d %d %d %d\n", w, dir, d, o }' "$1"
 }
 st() { strace -f -y -qq -e trace=fsync,fdatasync -o "$1" "${@:2}"; }
-# one pair whose processes did not checkpoint (a checkpoint -- once per
-# ~1000 WAL frames -- is counted apart, in the mean of 20 below)
+# one pair whose processes did not checkpoint (a checkpoint -- once the
+# WAL holds WAL_TRIM_FRAMES, 128, lib/store_sqlite.c: every fourth or fifth
+# pair -- is counted apart, in the mean of 20 below)
 for try in 1 2 3 4 5; do
 	o=$(st "$BT/s.open" "$RI_BIN/ri-open" --kind ledger --act-key "strace-$try" --actor alice \
 	    --intent-data "{\"pairing_datum\":\"pd-strace-$try\"}" </dev/null) || bench_die "ri-open under strace"
@@ -255,9 +258,10 @@ echo "    floor pair: 0 (O_DSYNC: each write is its own data sync)"
 tx=$(( ow + cw ))
 [ "$((odb + cdb))" = 0 ] || echo "  (5 tries all hit a checkpoint: the WAL column above includes the checkpoint's syncs)"
 echo "  fsync'd transactions in one ri pair (WAL commit syncs): $tx   target <= 2"
-echo "  (directory: SQLite syncs the directory once per process that first syncs the WAL: $((odir + cdir)) in the pair."
-echo "   Over 20 pairs the WAL column also holds the checkpoints' syncs and the WAL-restart header sync that follow"
-echo "   every ~1000 WAL frames; the sqlite3 CLI checkpoints and removes its WAL at every exit, hence its db syncs.)"
+echo "  (directory: each writer syncs the WAL's directory once, before its first commit and outside the write lock:"
+echo "   $((odir + cdir)) in the pair.  Over 20 pairs the WAL column also holds the checkpoints' syncs and the WAL-restart"
+echo "   header sync that follow every 128 WAL frames (every fourth or fifth pair); the sqlite3 CLI checkpoints and"
+echo "   removes its WAL at every exit, hence its db syncs.)"
 
 ok=1
 le "$R" "$TARGET" || ok=0
