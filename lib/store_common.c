@@ -485,6 +485,7 @@ ri_walk_take(struct ri_st_core *c, struct ri_walk *wk, struct ri_records *out, s
 		return rc;
 	}
 	wk->expect_prev = link;
+	r->inv_link = w->inv_prev;      /* verified with the row (unless trusted) */
 	ri_push_record(out, &wk->cap, r);
 	return RI_ST_OK;
 }

@@ -543,6 +543,10 @@ struct scan {
 	                                 * act's open intents from before the delta (the
 	                                 * authenticated index), read lazily */
 	bool before_loaded;
+	json_t *pending;                /* inv -> [last seq, alone]: invocations the pass
+	                                 * read a record of and no closing yet (open:
+	                                 * bounded as the open set is); alone: from its
+	                                 * intent on, then only recovery records */
 };
 
 static void
@@ -551,21 +555,43 @@ act_id(const struct ri_record *rec, char *buf, size_t n)
 	snprintf(buf, n, "%s\t%s", rec->kind, rec->act_key);
 }
 
+/* The closings key (reconcile step 5.2) over one invocation read whole,
+ * through Which closing stands (standing.h): two or more chains, a second
+ * intent, a void supersedes. */
+static void
+judge_closings(struct sweep *s, const struct ri_kind *k, const char *inv_id, struct ri_inv *inv)
+{
+	struct ri_standing sd;
+
+	ri_standing(inv->closings, inv->n_closings, &sd);
+	if (inv->intent != NULL && ri_intent_retained(s->c, inv->intent, s->now)) {
+#ifndef RI_NC_NO_DUPLICATE_SCAN
+		if (sd.duplicate)
+			act_finding(s, RI_F_BINDING_DUPLICATE, k->name, inv->intent->act_key, inv_id,
+			    json_pack("{s:s, s:I}", "key", "closings", "chains", (json_int_t)sd.n_heads));
+#endif
+		if (sd.malformed != NULL)
+			alert(s, "closing %s of invocation %s names no earlier closing of it (malformed supersedes)",
+			    sd.malformed->rec->event_id, inv_id);
+		if (inv->n_intents > 1)
+			act_finding(s, RI_F_BINDING_DUPLICATE, k->name, inv->intent->act_key, inv_id,
+			    json_pack("{s:s, s:I}", "key", "invocation", "intents", (json_int_t)inv->n_intents));
+	}
+}
+
 /*
- * The closings key for one invocation id (reconcile step 5.2), read
- * through Which closing stands (standing.h): two or more chains.  Called
- * for each closing of the delta; the invocation is judged once, at its
- * first closing in the delta (a later one finds that one below it), so no
- * set of the delta's invocations is kept.  *inv_out (when not NULL) gets
- * the invocation read, for the intents key.  False when it was judged
- * already or could not be read.
+ * The closings key for one invocation id, read.  Called for each closing
+ * of the delta the pass did not judge alone; the invocation is judged
+ * once, at its first closing in the delta (a later one finds that one
+ * below it; a first closing judged alone was judged whole at the record
+ * that links to it, scan_chain), so no set of the delta's invocations is
+ * kept.  inv gets the invocation read, for the intents key.  False when
+ * it was judged already or could not be read.
  */
 static bool
 scan_closings(struct sweep *s, struct scan *sc, const struct ri_kind *k, const struct ri_record *rec,
     struct ri_inv *inv)
 {
-	struct ri_standing sd;
-
 	if (ri_inv_read(s->r, rec->invocation_id, inv) != RI_ST_OK)
 		return false;
 	for (size_t i = 0; i < inv->n_closings; i++)
@@ -574,21 +600,95 @@ scan_closings(struct sweep *s, struct scan *sc, const struct ri_kind *k, const s
 			ri_inv_free(inv);
 			return false;   /* judged at that earlier closing */
 		}
-	ri_standing(inv->closings, inv->n_closings, &sd);
-	if (inv->intent != NULL && ri_intent_retained(s->c, inv->intent, s->now)) {
-#ifndef RI_NC_NO_DUPLICATE_SCAN
-		if (sd.duplicate)
-			act_finding(s, RI_F_BINDING_DUPLICATE, k->name, inv->intent->act_key, rec->invocation_id,
-			    json_pack("{s:s, s:I}", "key", "closings", "chains", (json_int_t)sd.n_heads));
-#endif
-		if (sd.malformed != NULL)
-			alert(s, "closing %s of invocation %s names no earlier closing of it (malformed supersedes)",
-			    sd.malformed->rec->event_id, rec->invocation_id);
-		if (inv->n_intents > 1)
-			act_finding(s, RI_F_BINDING_DUPLICATE, k->name, inv->intent->act_key, rec->invocation_id,
-			    json_pack("{s:s, s:I}", "key", "invocation", "intents", (json_int_t)inv->n_intents));
-	}
+	judge_closings(s, k, rec->invocation_id, inv);
 	return true;
+}
+
+/*
+ * A closing judged alone, with no read of its invocation (issue 15: the
+ * read was a third of a hot delta's scan).  An invocation whose intent
+ * lies in the delta lies in it whole, and the pass reads the delta whole,
+ * each row verified and linked to the one before (a gap is integrity).
+ * So at the first closing of an invocation whose chain the pass read from
+ * its intent -- one intent, then only recovery records -- the pass knows
+ * all that precedes it; a closing naming no supersedes is then neither a
+ * second chain, nor a second intent, nor malformed: judged, it reports
+ * nothing.  What would follow it lies further in the delta: the judgement
+ * waits for the first record that links to it (scan_chain).
+ */
+static bool
+closing_alone(struct sweep *s, const struct ri_kind *k, struct ri_record *rec)
+{
+	struct ri_inv one;
+	bool ok;
+
+	if (!ri_before_horizon(s->c, k, rec->recorded_at, s->now))
+		return false;   /* reconcile step 5.6: no judgement at all */
+	memset(&one, 0, sizeof one);
+	ri_inv_add(&one, rec);
+	ok = one.n_closings == 1 && one.closings[0].n_names == 0 && !one.closings[0].names_malformed;
+	ri_inv_free_index(&one);
+	return ok;
+}
+
+/* The same question asked of an invocation read whole: was its first
+ * closing in the delta judged alone by the pass?  Then that closing, or
+ * NULL. */
+static const struct ri_record *
+left_alone(struct sweep *s, struct scan *sc, const struct ri_kind *k, struct ri_inv *inv)
+{
+	size_t i;
+
+	if (inv->all.n == 0 || inv->all.v[0].role != RI_ROLE_INTENT || inv->all.v[0].seq <= sc->mark)
+		return NULL;    /* the pass did not read its chain from its intent */
+	for (i = 1; i < inv->all.n && inv->all.v[i].role == RI_ROLE_RECOVERY; i++)
+		;
+	if (i == inv->all.n || !ri_role_closing(inv->all.v[i].role) || !closing_alone(s, k, &inv->all.v[i]))
+		return NULL;
+	return &inv->all.v[i];
+}
+
+/* Every record of the pass that names an invocation: the chains it
+ * extends.  True when rec is a closing judged alone. */
+static bool
+scan_chain(struct sweep *s, struct scan *sc, const struct ri_kind *k, struct ri_record *rec)
+{
+	json_t *p = json_object_get(sc->pending, rec->invocation_id);
+	bool linked = p != NULL && rec->inv_link == json_integer_value(json_array_get(p, 0));
+	struct ri_inv inv;
+
+#ifndef RI_NC_NO_DEFERRED_JUDGEMENT
+	/* it follows a record of the delta that ends no chain pending: maybe
+	 * a closing judged alone -- judged now, whole, as the read at that
+	 * closing would have, once: at the record that links to it */
+	if (!linked && rec->inv_link > sc->mark && ri_inv_read(s->r, rec->invocation_id, &inv) == RI_ST_OK) {
+		const struct ri_record *c = left_alone(s, sc, k, &inv);
+		if (c != NULL && c->seq == rec->inv_link)
+			judge_closings(s, k, rec->invocation_id, &inv);
+		ri_inv_free(&inv);
+	}
+#else
+	(void)inv;
+	(void)left_alone;
+#endif
+	if (ri_role_closing(rec->role)) {
+		bool alone = linked && json_is_true(json_array_get(p, 1)) && closing_alone(s, k, rec);
+		if (p != NULL)
+			json_object_del(sc->pending, rec->invocation_id);
+		return alone;
+	}
+	if (p == NULL) {
+		/* alone from its intent on; a chain the pass meets later (an
+		 * intent before the mark, its recovery record in the delta) is
+		 * followed too, so its closing is read once, not twice */
+		json_object_set_new(sc->pending, rec->invocation_id, json_pack("[I, b]", (json_int_t)rec->seq,
+		    rec->role == RI_ROLE_INTENT && rec->inv_link == 0));
+		return false;
+	}
+	json_array_set_new(p, 0, json_integer(rec->seq));
+	if (!linked || rec->role != RI_ROLE_RECOVERY)
+		json_array_set_new(p, 1, json_false());
+	return false;
 }
 
 static void
@@ -720,7 +820,7 @@ scan_retro(struct sweep *s, struct scan *sc, const struct ri_kind *k, const stru
  * invocation's first closing in the delta being this one; otherwise its
  * invocation is read (the closings key, and the intents key's case c). */
 static void
-scan_closing(struct sweep *s, struct scan *sc, const struct ri_kind *k, const struct ri_record *rec)
+scan_closing(struct sweep *s, struct scan *sc, const struct ri_kind *k, const struct ri_record *rec, bool alone)
 {
 	char act[512];
 	json_t *members;
@@ -734,8 +834,8 @@ scan_closing(struct sweep *s, struct scan *sc, const struct ri_kind *k, const st
 			json_object_del(sc->open, act);
 	}
 	/* reconcile step 5.6: not over the horizon */
-	if (!ri_before_horizon(s->c, k, rec->recorded_at, s->now))
-		return;
+	if (!ri_before_horizon(s->c, k, rec->recorded_at, s->now) || alone)
+		return;         /* alone: its intent is in the delta, so no scan_retro */
 	if (!scan_closings(s, sc, k, rec, &inv))
 		return;
 	if (k->service_actor != NULL)   /* journal fence none 6, Which closing stands 10 */
@@ -748,7 +848,7 @@ duplicate_scan(struct sweep *s)
 {
 	struct ri *r = s->r;
 	int64_t mark = 0, settled = 0;
-	struct scan sc = { .open = json_object(), .before = json_object() };
+	struct scan sc = { .open = json_object(), .before = json_object(), .pending = json_object() };
 	struct ri_query q;
 	ri_ms settle = ri_settle_bound(s->c);
 
@@ -757,6 +857,7 @@ duplicate_scan(struct sweep *s)
 	if (r->st->ops->mark_get(r->st, "sweep.duplicate_scan", &mark) != RI_ST_OK) {
 		json_decref(sc.open);
 		json_decref(sc.before);
+		json_decref(sc.pending);
 		return RI_ST_UNAVAILABLE;
 	}
 	sc.mark = mark;
@@ -781,8 +882,9 @@ duplicate_scan(struct sweep *s)
 				settled = rec->seq;     /* recorded_at never decreases with seq */
 			if (k == NULL || rec->invocation_id == NULL)
 				continue;
+			bool alone = scan_chain(s, &sc, k, rec);
 			if (ri_role_closing(rec->role))
-				scan_closing(s, &sc, k, rec);
+				scan_closing(s, &sc, k, rec, alone);
 			else if (rec->role == RI_ROLE_INTENT && k->service_actor != NULL &&
 			    ri_intent_retained(s->c, rec, s->now))
 				scan_intent(s, &sc, k, rec);
@@ -797,6 +899,7 @@ duplicate_scan(struct sweep *s)
 		(void)r->st->ops->read_session(r->st, false);
 	json_decref(sc.open);
 	json_decref(sc.before);
+	json_decref(sc.pending);
 	if (settled > mark && st == RI_ST_OK)
 		(void)r->st->ops->mark_set(r->st, "sweep.duplicate_scan", settled);
 	return st;

@@ -409,3 +409,49 @@ late_close() {
 	ri-findings | jq -e -s --arg b "$(jq -r .invocation_id <<<"$B")" \
 	    '[.[] | select(.finding == "binding-duplicate" and .detail.key == "intents" and .detail.open_with == $b)] | length >= 1' >/dev/null
 }
+
+# ---- the scan's closing judged alone (issue 15) -------------------------------
+
+# forge_outcome KEY [SUPERSEDES] -- one more ledger.disclosed on KEY's
+# invocation, through the real substrate (no fence, no rule)
+forge_outcome() {
+	local a inv iev
+	a=$(act_of "$1")
+	inv=$(jq -r .invocation_id <<<"$a")
+	iev=$(jq -r .intent_event_id <<<"$a")
+	"$RI_TOOLS/ri-forge" -c "$RI_CONFIG" --action-ref ledger.disclosed --actor alice --invocation-id "$inv" \
+	    --act-key "$1" --data "$(jq -nc --arg i "$inv" --arg e "$iev" --arg k "$1" --arg s "${2:-}" \
+	    '{invocation_id:$i, intent_event_id:$e, kind:"ledger", act_key:$k, data:{}}
+	     + (if $s == "" then {} else {supersedes:$s} end)')" | jq -r .event_id
+}
+
+# closings_found KEY -- the scan's closings-key findings on KEY
+closings_found() {
+	ri-findings | jq -s --arg k "$1" \
+	    '[.[] | select(.finding == "binding-duplicate" and .act_key == $k and .detail.key == "closings")] | length'
+}
+
+@test "reconcile step 5.2, issue 15: the scan leaves a closing unread while nothing links to it, and judges it whole at the record that does -- two or three closings after one intent are ONE finding, a lone closing or a superseded one none" {
+	for k in lone two three chain; do
+		o=$(open_req "$k" "{\"pairing_datum\":\"pd-$k\"}" | ri-open)
+		close_req "$o" | ri-close >/dev/null
+	done
+	forge_outcome two >/dev/null
+	forge_outcome three >/dev/null
+	forge_outcome three >/dev/null
+	# a closing that supersedes the first: one chain, no duplicate
+	first=$(jsql "SELECT event_id FROM records WHERE act_key = 'chain' AND action_ref = 'ledger.disclosed'")
+	forge_outcome chain "$first" >/dev/null
+	# one delta: the first sweep has no mark, every record above is in it
+	ri_at 60
+	sweep
+	[ "$(closings_found lone)" -eq 0 ]
+	[ "$(closings_found two)" -eq 1 ]
+	[ "$(closings_found three)" -eq 1 ]
+	[ "$(closings_found chain)" -eq 0 ]
+	[ "$(ri-findings | jq -s '[.[] | select(.finding == "binding-duplicate")] | length')" -eq 2 ]
+	# the reading the scan shares with ri-read (Which closing stands 6)
+	[ "$(dup_of two)" = true ]
+	[ "$(dup_of three)" = true ]
+	[ "$(dup_of chain)" = false ]
+}
