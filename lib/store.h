@@ -52,8 +52,9 @@ struct ri_record {
 	ri_ms retention_until;          /* RI_NONE: unplaced (kept) */
 	int role;                       /* enum ri_role, stored with the record */
 	int64_t inv_link;               /* range reads only: the seq of the invocation's
-	                                 * record before this one (0: none), the link the
-	                                 * walk checked; every other read leaves 0 */
+	                                 * record before this one (0: none), verified with
+	                                 * the row unless the read is trusted; every other
+	                                 * read leaves 0 */
 	json_t *payload;                /* NULL once purged */
 	bool purged;
 	unsigned char hash[32];

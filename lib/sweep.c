@@ -655,12 +655,12 @@ scan_chain(struct sweep *s, struct scan *sc, const struct ri_kind *k, struct ri_
 {
 	json_t *p = json_object_get(sc->pending, rec->invocation_id);
 	bool linked = p != NULL && rec->inv_link == json_integer_value(json_array_get(p, 0));
-	struct ri_inv inv;
 
 #ifndef RI_NC_NO_DEFERRED_JUDGEMENT
 	/* it follows a record of the delta that ends no chain pending: maybe
 	 * a closing judged alone -- judged now, whole, as the read at that
 	 * closing would have, once: at the record that links to it */
+	struct ri_inv inv;
 	if (!linked && rec->inv_link > sc->mark && ri_inv_read(s->r, rec->invocation_id, &inv) == RI_ST_OK) {
 		const struct ri_record *c = left_alone(s, sc, k, &inv);
 		if (c != NULL && c->seq == rec->inv_link)
@@ -668,7 +668,6 @@ scan_chain(struct sweep *s, struct scan *sc, const struct ri_kind *k, struct ri_
 		ri_inv_free(&inv);
 	}
 #else
-	(void)inv;
 	(void)left_alone;
 #endif
 	if (ri_role_closing(rec->role)) {

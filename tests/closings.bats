@@ -412,31 +412,31 @@ late_close() {
 
 # ---- the scan's closing judged alone (issue 15) -------------------------------
 
-# forge_outcome KEY [SUPERSEDES] -- one more ledger.disclosed on KEY's
-# invocation, through the real substrate (no fence, no rule)
-forge_outcome() {
-	local a inv iev
+# forge_on KEY ACTION_REF ACTOR EXTRA -- one more record on KEY's newest
+# invocation, through the real substrate (no fence, no rule): its payload
+# names the invocation and its intent, plus the object EXTRA
+forge_on() {
+	local a inv iev cred=()
 	a=$(act_of "$1")
 	inv=$(jq -r .invocation_id <<<"$a")
 	iev=$(jq -r .intent_event_id <<<"$a")
-	"$RI_TOOLS/ri-forge" -c "$RI_CONFIG" --action-ref ledger.disclosed --actor alice --invocation-id "$inv" \
-	    --act-key "$1" --data "$(jq -nc --arg i "$inv" --arg e "$iev" --arg k "$1" --arg s "${2:-}" \
-	    '{invocation_id:$i, intent_event_id:$e, kind:"ledger", act_key:$k, data:{}}
-	     + (if $s == "" then {} else {supersedes:$s} end)')" | jq -r .event_id
+	[ "$3" = ledger-reconciler ] && cred=(--credential-file "$T/reconciler.cred")
+	"$RI_TOOLS/ri-forge" -c "$RI_CONFIG" --action-ref "$2" --actor "$3" "${cred[@]}" --invocation-id "$inv" \
+	    --act-key "$1" --data "$(jq -nc --arg i "$inv" --arg e "$iev" --arg k "$1" --argjson x "$4" \
+	    '{invocation_id:$i, intent_event_id:$e, kind:"ledger", act_key:$k} + $x')" | jq -r .event_id
 }
 
-# forge_recovery KEY -- a ledger.recovery_intended on KEY's invocation,
-# as the sweep writes it, under the service identity
+# forge_outcome KEY [SUPERSEDES] -- one more ledger.disclosed
+forge_outcome() {
+	forge_on "$1" ledger.disclosed alice "$(jq -nc --arg s "${2:-}" \
+	    '{data:{}} + (if $s == "" then {} else {supersedes:$s} end)')"
+}
+
+# forge_recovery KEY -- a ledger.recovery_intended as the sweep writes it,
+# under the service identity
 forge_recovery() {
-	local a inv iev
-	a=$(act_of "$1")
-	inv=$(jq -r .invocation_id <<<"$a")
-	iev=$(jq -r .intent_event_id <<<"$a")
-	"$RI_TOOLS/ri-forge" -c "$RI_CONFIG" --action-ref ledger.recovery_intended --actor ledger-reconciler \
-	    --credential-file "$T/reconciler.cred" --invocation-id "$inv" --act-key "$1" \
-	    --data "$(jq -nc --arg i "$inv" --arg e "$iev" --arg k "$1" \
-	    '{invocation_id:$i, intent_event_id:$e, kind:"ledger", act_key:$k, acting_actor_ref:"alice",
-	      plan:"ledger.disclosed"}')" >/dev/null
+	forge_on "$1" ledger.recovery_intended ledger-reconciler \
+	    '{"acting_actor_ref":"alice","plan":"ledger.disclosed"}' >/dev/null
 }
 
 # closings_found KEY -- the scan's closings-key findings on KEY
@@ -445,8 +445,8 @@ closings_found() {
 	    '[.[] | select(.finding == "binding-duplicate" and .act_key == $k and .detail.key == "closings")] | length'
 }
 
-@test "reconcile step 5.2, issue 15: the scan leaves a closing unread while nothing links to it, and judges it whole at the record that does -- two or three closings after one intent, or after its recovery record, are ONE finding; a lone closing or a superseded one none" {
-	for k in lone two three chain; do
+@test "reconcile step 5.2, 5.4, issue 15: the scan leaves a closing unread while nothing links to it, and judges it whole at the record that does -- two or three closings after one intent, or after its recovery record, are ONE finding; a second intent after the closing is the invocation key; a lone closing or a superseded one none" {
+	for k in lone two three chain again; do
 		o=$(open_req "$k" "{\"pairing_datum\":\"pd-$k\"}" | ri-open)
 		close_req "$o" | ri-close >/dev/null
 	done
@@ -463,6 +463,8 @@ closings_found() {
 	# a closing that supersedes the first: one chain, no duplicate
 	first=$(jsql "SELECT event_id FROM records WHERE act_key = 'chain' AND action_ref = 'ledger.disclosed'")
 	forge_outcome chain "$first" >/dev/null
+	# a second intent with the closed invocation's id (reconcile step 5.4)
+	forge_on again ledger.intended alice '{"data":{"pairing_datum":"pd-again"}}' >/dev/null
 	# one delta: the first sweep has no mark, every record above is in it
 	ri_at 60
 	sweep
@@ -472,7 +474,9 @@ closings_found() {
 	[ "$(closings_found chain)" -eq 0 ]
 	[ "$(closings_found recovered)" -eq 0 ]
 	[ "$(closings_found recovered2)" -eq 1 ]
-	[ "$(ri-findings | jq -s '[.[] | select(.finding == "binding-duplicate")] | length')" -eq 3 ]
+	[ "$(ri-findings | jq -s '[.[] | select(.finding == "binding-duplicate" and .act_key == "again"
+	    and .detail.key == "invocation" and .detail.intents == 2)] | length')" -eq 1 ]
+	[ "$(ri-findings | jq -s '[.[] | select(.finding == "binding-duplicate")] | length')" -eq 4 ]
 	# the reading the scan shares with ri-read (Which closing stands 6)
 	[ "$(dup_of two)" = true ]
 	[ "$(dup_of three)" = true ]
