@@ -902,6 +902,55 @@ ri_leaf_tally_judge(const struct ri_leaf_tally *t, int64_t acts, int64_t invs)
 	}
 }
 
+static int
+by_leaf_seq(const void *a, const void *b)
+{
+	const struct ri_leaf_item *x = a, *y = b;
+
+	if (x->leaf.last_seq != y->leaf.last_seq)
+		return x->leaf.last_seq < y->leaf.last_seq ? -1 : 1;
+	return memcmp(x->key, y->key, RI_SCOPE_LEN);       /* an act's head and its invocation's */
+}
+
+int
+ri_leaf_batch_flush(struct ri_leaf_batch *b)
+{
+	int rc = 0;
+
+	if (b->n > 0)
+		qsort(b->v, b->n, sizeof *b->v, by_leaf_seq);
+	for (size_t i = 0; i < b->n && rc == 0; i++)
+		rc = b->judge(b, b->v[i].key, &b->v[i].leaf);
+	b->n = 0;
+	return rc;
+}
+
+int
+ri_leaf_batch_end(struct ri_leaf_batch *b)
+{
+	int rc = ri_leaf_batch_flush(b);
+
+	free(b->v);
+	b->v = NULL;
+	return rc;
+}
+
+int
+ri_leaf_batch_add(const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf, void *arg)
+{
+	struct ri_leaf_batch *b = arg;
+
+	if (b->v == NULL && b->cap > 0 && (b->v = malloc(b->cap * sizeof *b->v)) == NULL)
+		b->cap = 0;
+	if (b->cap == 0)
+		return b->judge(b, key, leaf);
+	memcpy(b->v[b->n].key, key, RI_SCOPE_LEN);
+	b->v[b->n].leaf = *leaf;
+	if (++b->n < b->cap)
+		return 0;
+	return ri_leaf_batch_flush(b);
+}
+
 /* ---- the open-intents index ------------------------------------------------ */
 
 void

@@ -3374,25 +3374,20 @@ schema_check(struct pg *s, char *why, size_t n)
 
 /* ---- ri-audit's state check -------------------------------------------------- */
 
-struct leaf_check {
-	struct pg *s;
-	struct ri_leaf_tally t;
-};
-
 static int
-leaf_check(const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf, void *arg)
+leaf_check(struct ri_leaf_batch *b, const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf)
 {
-	struct leaf_check *c = arg;
+	struct pg *s = b->ctx;
 	struct params p = { 0 };
 	unsigned char h[RI_HASH_LEN];
 	PGresult *r;
 
 	p_int(&p, leaf->last_seq);
-	r = run(c->s, "SELECT kind, act_key, invocation_id, hash FROM records WHERE seq = $1", &p);
+	r = run(s, "SELECT kind, act_key, invocation_id, hash FROM records WHERE seq = $1", &p);
 	if (!res_ok(r) || PQntuples(r) != 1 || !g_bytes(r, 0, 3, h, RI_HASH_LEN))
-		ri_leaf_judge(&c->t, key, leaf, NULL, NULL, NULL, NULL);
+		ri_leaf_judge(&b->t, key, leaf, NULL, NULL, NULL, NULL);
 	else
-		ri_leaf_judge(&c->t, key, leaf, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1),
+		ri_leaf_judge(&b->t, key, leaf, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1),
 		    g_null(r, 0, 2) ? NULL : PQgetvalue(r, 0, 2), h);
 	PQclear(r);
 	return 0;
@@ -3439,12 +3434,14 @@ pg_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 	}
 	{
 		struct ri_tree_io io = { s, node_get, node_put, NULL };
-		struct leaf_check c = { s, { each, arg, 0, 0 } };
+		struct ri_leaf_batch b = { { each, arg, 0, 0 }, leaf_check, s, RI_LEAF_BATCH, 0, NULL };
 		why[0] = '\0';
-		if (ri_tree_walk(&io, hr.h.root, leaf_check, &c, why, sizeof why) != RI_ST_OK)
+		int wrc = ri_tree_walk(&io, hr.h.root, ri_leaf_batch_add, &b, why, sizeof why);
+		(void)ri_leaf_batch_end(&b);
+		if (wrc != RI_ST_OK)
 			each("8.1.1", 0, why[0] ? why : s->core.err.msg, arg);
 		else
-			ri_leaf_tally_judge(&c.t,
+			ri_leaf_tally_judge(&b.t,
 			    count_of(s, "SELECT count(*) FROM (SELECT 1 FROM records GROUP BY kind, act_key) x"),
 			    count_of(s, "SELECT count(DISTINCT invocation_id) FROM records"));
 	}

@@ -3004,16 +3004,10 @@ out:
 
 /* ---- ri-audit's state check -------------------------------------------------- */
 
-struct leaf_check {
-	struct sq *s;
-	struct ri_leaf_tally t;
-};
-
 static int
-leaf_check(const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf, void *arg)
+leaf_check(struct ri_leaf_batch *b, const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf)
 {
-	struct leaf_check *c = arg;
-	struct sq *s = c->s;
+	struct sq *s = b->ctx;
 	sqlite3_stmt *st = prep(s, "SELECT kind, act_key, invocation_id, hash FROM records WHERE seq = ?");
 
 	if (st == NULL)
@@ -3025,13 +3019,13 @@ leaf_check(const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf, vo
 		unsigned char h[RI_HASH_LEN];
 		memcpy(h, sqlite3_column_blob(st, 3), RI_HASH_LEN);
 		done(s, st);
-		ri_leaf_judge(&c->t, key, leaf, k, ak, iv, h);
+		ri_leaf_judge(&b->t, key, leaf, k, ak, iv, h);
 		free(k);
 		free(ak);
 		free(iv);
 	} else {
 		done(s, st);
-		ri_leaf_judge(&c->t, key, leaf, NULL, NULL, NULL, NULL);
+		ri_leaf_judge(&b->t, key, leaf, NULL, NULL, NULL, NULL);
 	}
 	return 0;
 }
@@ -3082,12 +3076,14 @@ sq_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 	/* the tree of scope heads against the records */
 	{
 		struct ri_tree_io io = { s, node_get, node_put, NULL };
-		struct leaf_check c = { s, { each, arg, 0, 0 } };
+		struct ri_leaf_batch b = { { each, arg, 0, 0 }, leaf_check, s, RI_LEAF_BATCH, 0, NULL };
 		why[0] = '\0';
-		if (ri_tree_walk(&io, jh.root, leaf_check, &c, why, sizeof why) != RI_ST_OK)
+		int wrc = ri_tree_walk(&io, jh.root, ri_leaf_batch_add, &b, why, sizeof why);
+		(void)ri_leaf_batch_end(&b);
+		if (wrc != RI_ST_OK)
 			each("8.1.1", 0, why[0] ? why : s->core.err.msg, arg);
 		else
-			ri_leaf_tally_judge(&c.t,
+			ri_leaf_tally_judge(&b.t,
 			    count_of(s, "SELECT count(*) FROM (SELECT 1 FROM records GROUP BY kind, act_key)"),
 			    count_of(s, "SELECT count(DISTINCT invocation_id) FROM records"));
 	}

@@ -522,6 +522,76 @@ minted_ids(void)
 	PASS("minted ids sort in minting order, 48 bits of milliseconds then 80 random (issue 15)");
 }
 
+/*
+ * The audit's leaves, judged in batches in the order of the records they
+ * name (issue 15, target 3): every leaf judged once, a full batch as soon
+ * as it is full, in seq order within it (ties by key), the rest at the
+ * end; a judge that stops stops the walk; no memory, no batch.
+ */
+static int64_t judged[16];
+static unsigned char judged_key[16];
+static size_t n_judged, stop_at;
+
+static int
+record_judge(struct ri_leaf_batch *b, const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf)
+{
+	(void)b;
+	judged_key[n_judged] = key[0];
+	judged[n_judged++] = leaf->last_seq;
+	return n_judged == stop_at;
+}
+
+static void
+leaf_batch_edges(void)
+{
+	static const int64_t seq[] = { 50, 10, 40, 30, 20, 80, 70, 60, 70 };
+	static const int64_t want[] = { 10, 40, 50, 20, 30, 80, 60, 70, 70 };
+	enum { N = sizeof seq / sizeof seq[0] };
+	unsigned char key[RI_SCOPE_LEN] = { 0 };
+	struct ri_leaf l = { 0 };
+	struct ri_leaf_batch b = { { NULL, NULL, 0, 0 }, record_judge, NULL, 3, 0, NULL };
+
+	n_judged = 0;
+	stop_at = 0;
+	for (size_t i = 0; i < N; i++) {
+		key[0] = (unsigned char)(N - i);        /* the two 70s: the later one sorts first */
+		l.last_seq = seq[i];
+		CHECK(ri_leaf_batch_add(key, &l, &b) == 0, "leaf %zu: held or judged", i);
+		CHECK(n_judged == (i + 1) / 3 * 3, "after %zu leaves, %zu judged: a batch of 3 as soon as it is full",
+		    i + 1, n_judged);
+	}
+	CHECK(ri_leaf_batch_end(&b) == 0 && b.v == NULL && b.n == 0, "the end judges the rest and frees the batch");
+	CHECK(n_judged == N, "%zu leaves judged of %d", n_judged, N);
+	for (size_t i = 0; i < N; i++)
+		CHECK(judged[i] == want[i], "judged #%zu: seq %lld, want %lld (seq order within each batch)", i,
+		    (long long)judged[i], (long long)want[i]);
+	CHECK(judged_key[7] == 1 && judged_key[8] == 3, "one seq named twice: by key");
+
+	/* a judge that stops: the add that flushed says stop, the rest unjudged */
+	n_judged = 0;
+	stop_at = 2;
+	b = (struct ri_leaf_batch){ { NULL, NULL, 0, 0 }, record_judge, NULL, 3, 0, NULL };
+	int rc = 0;
+	for (size_t i = 0; i < N && rc == 0; i++) {
+		l.last_seq = seq[i];
+		rc = ri_leaf_batch_add(key, &l, &b);
+	}
+	CHECK(rc != 0 && n_judged == 2, "the judge stopped at its second leaf: rc %d, %zu judged", rc, n_judged);
+	(void)ri_leaf_batch_end(&b);
+
+	/* cap 0 (no memory for a batch): each leaf judged as it comes */
+	n_judged = 0;
+	stop_at = 0;
+	b = (struct ri_leaf_batch){ { NULL, NULL, 0, 0 }, record_judge, NULL, 0, 0, NULL };
+	for (size_t i = 0; i < 3; i++) {
+		l.last_seq = seq[i];
+		CHECK(ri_leaf_batch_add(key, &l, &b) == 0 && n_judged == i + 1 && judged[i] == seq[i],
+		    "unbatched leaf %zu judged at once", i);
+	}
+	CHECK(ri_leaf_batch_end(&b) == 0 && n_judged == 3, "nothing held");
+	PASS("the audit's leaves: judged once each, in seq order a batch at a time (issue 15, target 3)");
+}
+
 int
 main(void)
 {
@@ -540,6 +610,7 @@ main(void)
 	payload_cache();
 	tree_cache_edges();
 	minted_ids();
+	leaf_batch_edges();
 	ri_config_free((struct ri_config *)core.cfg);
 	return 0;
 }
