@@ -912,8 +912,8 @@ by_leaf_seq(const void *a, const void *b)
 	return memcmp(x->key, y->key, RI_SCOPE_LEN);       /* an act's head and its invocation's */
 }
 
-int
-ri_leaf_batch_flush(struct ri_leaf_batch *b)
+static int
+leaf_batch_flush(struct ri_leaf_batch *b)
 {
 	int rc = 0;
 
@@ -928,10 +928,20 @@ ri_leaf_batch_flush(struct ri_leaf_batch *b)
 int
 ri_leaf_batch_end(struct ri_leaf_batch *b)
 {
-	int rc = ri_leaf_batch_flush(b);
+	int rc = leaf_batch_flush(b);
 
 	free(b->v);
 	b->v = NULL;
+	return rc;
+}
+
+int
+ri_leaf_batch_walk(const struct ri_tree_io *io, const unsigned char root[RI_HASH_LEN], struct ri_leaf_batch *b,
+    char *why, size_t n)
+{
+	int rc = ri_tree_walk(io, root, ri_leaf_batch_add, b, why, n);
+
+	(void)ri_leaf_batch_end(b);
 	return rc;
 }
 
@@ -948,7 +958,7 @@ ri_leaf_batch_add(const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *l
 	b->v[b->n].leaf = *leaf;
 	if (++b->n < b->cap)
 		return 0;
-	return ri_leaf_batch_flush(b);
+	return leaf_batch_flush(b);
 }
 
 /* ---- the open-intents index ------------------------------------------------ */

@@ -285,9 +285,9 @@ void ri_leaf_tally_judge(const struct ri_leaf_tally *t, int64_t acts, int64_t in
  * random order of the records, so a lookup a leaf read a random page of
  * the records table -- most of ri-audit's reads at 10^6 records, each
  * page some eight times over.  Instead ri_leaf_batch_add (an ri_leaf_fn)
- * holds up to cap leaves; ri_leaf_batch_flush, when cap are held, and
- * ri_leaf_batch_end, after the walk, sort them by the seq each names and
- * hand each to judge in that order, which reads the record and calls
+ * holds up to cap leaves; when cap are held, and at ri_leaf_batch_end
+ * after the walk, they are sorted by the seq each names and each handed
+ * to judge in that order, which reads the record and calls
  * ri_leaf_judge.  The lookups go forward through the table, and a page
  * that holds several named records is read once a batch.  The verdicts
  * are the same: each leaf is judged on its own.  cap bounds the memory
@@ -308,9 +308,12 @@ struct ri_leaf_batch {
 	struct ri_leaf_item *v;
 };
 int ri_leaf_batch_add(const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf, void *arg);
-/* Judge what is held, in seq order; _end also frees the batch's memory. */
-int ri_leaf_batch_flush(struct ri_leaf_batch *b);
+/* Judge what is held, in seq order, and free the batch's memory. */
 int ri_leaf_batch_end(struct ri_leaf_batch *b);
+/* Check 8.1.1: walk the tree under root through b, then judge the rest:
+ * the walk's code (ri_tree_walk; why says what failed). */
+int ri_leaf_batch_walk(const struct ri_tree_io *io, const unsigned char root[RI_HASH_LEN], struct ri_leaf_batch *b,
+    char *why, size_t n);
 
 /* ---- the open-intents index (heads.h) ------------------------------------- */
 

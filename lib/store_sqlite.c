@@ -3078,9 +3078,7 @@ sq_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 		struct ri_tree_io io = { s, node_get, node_put, NULL };
 		struct ri_leaf_batch b = { { each, arg, 0, 0 }, leaf_check, s, RI_LEAF_BATCH, 0, NULL };
 		why[0] = '\0';
-		int wrc = ri_tree_walk(&io, jh.root, ri_leaf_batch_add, &b, why, sizeof why);
-		(void)ri_leaf_batch_end(&b);
-		if (wrc != RI_ST_OK)
+		if (ri_leaf_batch_walk(&io, jh.root, &b, why, sizeof why) != RI_ST_OK)
 			each("8.1.1", 0, why[0] ? why : s->core.err.msg, arg);
 		else
 			ri_leaf_tally_judge(&b.t,

@@ -523,7 +523,7 @@ minted_ids(void)
 }
 
 /*
- * The audit's leaves, judged in batches in the order of the records they
+ * Check 8.1.1's leaves, judged in batches in the order of the records they
  * name (issue 15, target 3): every leaf judged once, a full batch as soon
  * as it is full, in seq order within it (ties by key), the rest at the
  * end; a judge that stops stops the walk; no memory, no batch.
@@ -589,7 +589,7 @@ leaf_batch_edges(void)
 		    "unbatched leaf %zu judged at once", i);
 	}
 	CHECK(ri_leaf_batch_end(&b) == 0 && n_judged == 3, "nothing held");
-	PASS("the audit's leaves: judged once each, in seq order a batch at a time (issue 15, target 3)");
+	PASS("Check 8.1.1, the audit's leaves: judged once each, in seq order a batch at a time (issue 15, target 3)");
 }
 
 int
