@@ -4,6 +4,8 @@
 #   make test         every suite (C unit tests, then bats over the real binaries)
 #   make test-pg      the bats suites again against a throwaway PostgreSQL server
 #   make check        the whole suite again under ASan + UBSan (build/san)
+#   BATS_JOBS=N       make test, check and valgrind run N bats tests at a time
+#                     (default 1; CI passes 2 to check and valgrind)
 #   make bench        benchmarks, reported as ratios against baselines
 #   make lint, tidy   cppcheck, clang's static analyzer (a warning fails)
 #   make install      PREFIX=/usr/local DESTDIR=   (make uninstall undoes it)
@@ -148,7 +150,11 @@ bats: all $(TOOLS)
 	RI_BIN=$(abspath $(BINDIR)) RI_EXAMPLES=$(abspath $(EXBINDIR)) RI_TOOLS=$(abspath $(BUILD)/tools) \
 	    bats $(if $(filter-out 1,$(BATS_JOBS)),--jobs $(BATS_JOBS) --no-parallelize-within-files) tests/*.bats
 
-test: all unit bats
+# The build first, a job a core; then the suites, in order.
+NPROC := $(shell nproc 2>/dev/null || echo 1)
+test:
+	$(MAKE) -j$(NPROC) all $(UNITS) $(TOOLS)
+	$(MAKE) unit bats
 
 check:
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
@@ -178,9 +184,9 @@ negative-controls:
 
 # memcheck sees each malloc only in a dynamic program: its own tree
 valgrind: $(TOOLS)
-	$(MAKE) STATIC=0 BUILD=build/dyn LIBA=build/dyn/libri.a BINDIR=build/dyn/bin \
+	$(MAKE) -j$(NPROC) STATIC=0 BUILD=build/dyn LIBA=build/dyn/libri.a BINDIR=build/dyn/bin \
 	    EXBINDIR=build/dyn/examples all
-	RI_VG_BIN=$(abspath build/dyn/bin) RI_VG_EXAMPLES=$(abspath build/dyn/examples) tests/valgrind/run
+	BATS_JOBS=$(BATS_JOBS) RI_VG_BIN=$(abspath build/dyn/bin) RI_VG_EXAMPLES=$(abspath build/dyn/examples) tests/valgrind/run
 
 # The commands, their pages, the schemas, the example adopter (sources,
 # binaries, demo, systemd/cron/logrotate snippets) and a config template.
