@@ -258,6 +258,11 @@ struct ri_store {
 	 * unbounded (the holder's remaining lease, as always). */
 	bool take_bounded;
 	ri_ms take_wait;
+	/* Check 8.1.1 (audit_state): the tree's leaves judged this many at a
+	 * time, in the order of their records.  Zero-initialised: the default
+	 * (RI_LEAF_BATCH, store_common.h); a test sets a few, to cross the
+	 * batches' edges on a journal of a few records. */
+	size_t leaf_batch;
 };
 
 void ri_record_clear(struct ri_record *r);

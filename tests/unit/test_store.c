@@ -1376,6 +1376,71 @@ test_tamper(const struct base *b)
 
 /* ---- 5. append-only at the database level ------------------------------- */
 
+/* ---- the audit's state check: the tree's leaves a batch at a time ------- */
+
+struct state_seen {
+	char text[8192];
+	int rewritten_at_11;
+};
+
+static void
+state_keep(const char *check, int64_t seq, const char *msg, void *arg)
+{
+	struct state_seen *v = arg;
+	size_t n = strlen(v->text);
+
+	snprintf(v->text + n, sizeof v->text - n, "%s|%lld|%s\n", check, (long long)seq, msg);
+	if (strcmp(check, "8.1.1") == 0 && seq == 11 && strstr(msg, "rewritten") != NULL)
+		v->rewritten_at_11++;
+}
+
+/* audit_state over ti with the leaves judged cap at a time (0: the default) */
+static void
+audit_state_with(const struct tl_instance *ti, size_t cap, struct state_seen *v)
+{
+	ri *r = open_ri(ti->config, RI_READONLY);
+	int rc;
+
+	memset(v, 0, sizeof *v);
+	r->st->leaf_batch = cap;
+	rc = r->st->ops->audit_state(r->st, state_keep, v);
+	CHECK(rc == RI_ST_OK, "audit_state (batch %zu): %d %s", cap, rc, st_err(r)->msg);
+	ri_instance_close(r);
+}
+
+/* Check 8.1.1 on a real journal whose tree has more leaves than a batch:
+ * every leaf judged exactly once across the batches (a batch left unjudged
+ * at the end, or judged twice, fails the tally on the clean journal), and a
+ * rewritten record named wherever its leaves fall (issue 15, target 3). */
+static void
+test_leaf_batches(const struct base *b)
+{
+	struct tl_instance t;
+	struct state_seen one, two, dflt;	/* ~8 KiB each */
+	sqlite3 *db;
+
+	tl_clone(&b->ti, &t, "leaf-batches");
+	for (size_t cap = 0; cap <= 4; cap++) {
+		audit_state_with(&t, cap, &one);
+		CHECK(one.text[0] == '\0', "Check 8.1.1, leaves %zu at a time (0: the default): a clean journal has"
+		    " findings:\n%s", cap, one.text);
+	}
+	PASS("Check 8.1.1: a clean journal's tree clears with its leaves judged 1, 2, 3, 4 at a time and in one batch"
+	    " (issue 15)");
+
+	/* seq 11 is the last record of act k1 and of inv_C: two leaves name it */
+	db = attacker(&t, true);
+	flip(db, "hash", 11, 0);
+	attacker_close(db);
+	audit_state_with(&t, 2, &two);
+	audit_state_with(&t, 0, &dflt);
+	CHECK(two.rewritten_at_11 == 2, "Check 8.1.1, leaves two at a time: seq 11's two heads named %d times:\n%s",
+	    two.rewritten_at_11, two.text);
+	CHECK(strcmp(two.text, dflt.text) == 0, "Check 8.1.1: two at a time found\n%s\nthe default batch found\n%s",
+	    two.text, dflt.text);
+	PASS("Check 8.1.1: a rewritten record is named by both its heads, leaves two at a time as in one batch (issue 15)");
+}
+
 static void
 fake_now(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 {
@@ -1875,6 +1940,7 @@ main(void)
 	test_range_read();
 	make_base(&b);
 	test_tamper(&b);
+	test_leaf_batches(&b);
 	test_read_session(&b);
 	test_inv_span(&b);
 	test_append_only(&b);
