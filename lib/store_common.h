@@ -307,6 +307,10 @@ struct ri_leaf_batch {
 	size_t cap, n;
 	struct ri_leaf_item *v;
 };
+/* An empty batch over st's journal: leaves judged st->leaf_batch at a time
+ * (zero: RI_LEAF_BATCH), findings to each. */
+void ri_leaf_batch_init(struct ri_leaf_batch *b, const struct ri_store *st, ri_state_fn each, void *arg,
+    int (*judge)(struct ri_leaf_batch *, const unsigned char[RI_SCOPE_LEN], const struct ri_leaf *), void *ctx);
 int ri_leaf_batch_add(const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf, void *arg);
 /* Judge what is held, in seq order, and free the batch's memory. */
 int ri_leaf_batch_end(struct ri_leaf_batch *b);

@@ -3434,8 +3434,8 @@ pg_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 	}
 	{
 		struct ri_tree_io io = { s, node_get, node_put, NULL };
-		struct ri_leaf_batch b = { { each, arg, 0, 0 }, leaf_check, s,
-		    base->leaf_batch ? base->leaf_batch : RI_LEAF_BATCH, 0, NULL };
+		struct ri_leaf_batch b;
+		ri_leaf_batch_init(&b, base, each, arg, leaf_check, s);
 		why[0] = '\0';
 		if (ri_leaf_batch_walk(&io, hr.h.root, &b, why, sizeof why) != RI_ST_OK)
 			each("8.1.1", 0, why[0] ? why : s->core.err.msg, arg);

@@ -1374,8 +1374,6 @@ test_tamper(const struct base *b)
 	PASS("tamper: an actor row's cred_hash replaced (or its revocation erased) makes record_action an integrity failure, not a silent accept");
 }
 
-/* ---- 5. append-only at the database level ------------------------------- */
-
 /* ---- the audit's state check: the tree's leaves a batch at a time ------- */
 
 struct state_seen {
@@ -1440,6 +1438,8 @@ test_leaf_batches(const struct base *b)
 	    two.text, dflt.text);
 	PASS("Check 8.1.1: a rewritten record is named by both its heads, leaves two at a time as in one batch (issue 15)");
 }
+
+/* ---- 5. append-only at the database level ------------------------------- */
 
 static void
 fake_now(sqlite3_context *ctx, int argc, sqlite3_value **argv)
