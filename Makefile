@@ -5,7 +5,7 @@
 #   make test-pg      the bats suites again against a throwaway PostgreSQL server
 #   make check        the whole suite again under ASan + UBSan (build/san)
 #   BATS_JOBS=N       make test, check and valgrind run N bats tests at a time
-#                     (default 1; CI passes 2 to check and valgrind)
+#                     (default 1; CI passes 2 to all three)
 #   make bench        benchmarks, reported as ratios against baselines
 #   make lint, tidy   cppcheck, clang's static analyzer (a warning fails)
 #   make install      PREFIX=/usr/local DESTDIR=   (make uninstall undoes it)
