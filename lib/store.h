@@ -260,8 +260,8 @@ struct ri_store {
 	ri_ms take_wait;
 	/* Check 8.1.1 (audit_state): the tree's leaves judged this many at a
 	 * time, in the order of their records.  Zero-initialised: the default
-	 * (RI_LEAF_BATCH; ri_leaf_batch_init, store_common.h); a test sets a few, to cross the
-	 * batches' edges on a journal of a few records. */
+	 * (RI_LEAF_BATCH; ri_leaf_batch_init, store_common.h); a test sets a
+	 * few, to cross the batches' edges on a journal of a few records. */
 	size_t leaf_batch;
 };
 

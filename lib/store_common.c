@@ -947,7 +947,7 @@ ri_leaf_batch_walk(const struct ri_tree_io *io, const unsigned char root[RI_HASH
 
 void
 ri_leaf_batch_init(struct ri_leaf_batch *b, const struct ri_store *st, ri_state_fn each, void *arg,
-    int (*judge)(struct ri_leaf_batch *, const unsigned char[RI_SCOPE_LEN], const struct ri_leaf *), void *ctx)
+    ri_leaf_judge_fn judge, void *ctx)
 {
 	*b = (struct ri_leaf_batch){ { each, arg, 0, 0 }, judge, ctx,
 		st->leaf_batch ? st->leaf_batch : RI_LEAF_BATCH, 0, NULL };

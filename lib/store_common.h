@@ -300,9 +300,12 @@ struct ri_leaf_item {
 	unsigned char key[RI_SCOPE_LEN];
 	struct ri_leaf leaf;
 };
+struct ri_leaf_batch;
+typedef int (*ri_leaf_judge_fn)(struct ri_leaf_batch *b, const unsigned char key[RI_SCOPE_LEN],
+    const struct ri_leaf *leaf);
 struct ri_leaf_batch {
 	struct ri_leaf_tally t;
-	int (*judge)(struct ri_leaf_batch *b, const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf);
+	ri_leaf_judge_fn judge;
 	void *ctx;
 	size_t cap, n;
 	struct ri_leaf_item *v;
@@ -310,7 +313,7 @@ struct ri_leaf_batch {
 /* An empty batch over st's journal: leaves judged st->leaf_batch at a time
  * (zero: RI_LEAF_BATCH), findings to each. */
 void ri_leaf_batch_init(struct ri_leaf_batch *b, const struct ri_store *st, ri_state_fn each, void *arg,
-    int (*judge)(struct ri_leaf_batch *, const unsigned char[RI_SCOPE_LEN], const struct ri_leaf *), void *ctx);
+    ri_leaf_judge_fn judge, void *ctx);
 int ri_leaf_batch_add(const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf, void *arg);
 /* Judge what is held, in seq order, and free the batch's memory. */
 int ri_leaf_batch_end(struct ri_leaf_batch *b);
