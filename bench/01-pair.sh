@@ -36,22 +36,34 @@
 # ratio of the minimums is shown too).  Then strace counts every fsync and fdatasync
 # (directory syncs included) of one pair, and of 20 pairs (averaged).
 #
+# Issue 39: every append adds a line to the witness.  A second instance,
+# identical but "witness": null, runs the same pairs in the same rotation:
+# the witness's cost is the ratio of the two (target <= 1.1).  Issue 15
+# ended blocked on its physical-floor target (1.5x, kept as a diagnostic):
+# the pair is judged against the SQLite floor (<= 1.3x), as issue 39 says.
+#
 # BENCH_PAIR_ROUNDS (default 6) x BENCH_PAIR_N (default 20) pairs of each.
 . "$(dirname "$0")/lib/common.bash"
 
 ROUNDS=${BENCH_PAIR_ROUNDS:-6}
 N=${BENCH_PAIR_N:-20}
-TARGET=1.5
+TARGET=1.3              # ri pair / SQLite floor pair
+WTARGET=1.1             # ri pair / the same pair with no witness
+FTARGET=1.5             # diagnostic: ri pair / the physical floor (issue 15)
 
 bench_header "01-pair" \
     "ri-open + ri-close pairs/s (two processes, fsync'd journal, system clock, distinct act keys)" \
-    "the physical floor: 2 bare process starts + 2 O_DSYNC 4 KiB appends per pair, same shell shape" \
-    "time per pair <= ${TARGET}x the floor's (median); at most 2 fsync'd transactions per pair"
+    "the SQLite floor (2 bare SQLite processes, one fsync'd insert each), and the same ri pair without the witness" \
+    "time per pair <= ${TARGET}x the SQLite floor's and <= ${WTARGET}x the witness-less pair's (medians); at most 2 fsync'd transactions per pair"
 
 I=$BT/inst
 bench_instance "$I" system || bench_die "cannot create an instance"
 bench_cfg "$I" '.fault_injection = false' || bench_die "config"
 export RI_CONFIG=$I/ri.json RI_CREDENTIAL_FILE=$I/alice.cred
+# the same instance without a witness (issue 39: what the per-append line costs)
+I2=$BT/inst-nw
+bench_instance "$I2" system || bench_die "cannot create the witness-less instance"
+bench_cfg "$I2" '.fault_injection = false | .witness = null' || bench_die "config"
 
 DB=$BT/base/base.db
 mkdir -p "$BT/base"
@@ -84,6 +96,9 @@ ri_pair() {
 	printf '%s' "${o%\}},\"outcome_action_ref\":\"ledger.disclosed\",\"outcome_data\":{\"disclosure_id\":\"dsc-$1\"}}" |
 	    "$RI_BIN/ri-close" >/dev/null
 }
+
+# the same pair on the witness-less instance
+ri_pair_nw() { RI_CONFIG=$I2/ri.json RI_CREDENTIAL_FILE=$I2/alice.cred ri_pair "$@"; }
 
 # one pair of the baseline: the same two payloads, one process each (the SQL
 # is built with printf -v: no fork but the two sqlite3 processes and the
@@ -152,10 +167,12 @@ block() {
 
 # warm-up: page cache, binaries, both databases past their first write
 block ri_pair 5 warm >/dev/null "$BT/warm" || bench_die "ri pair failed in warm-up"
+block ri_pair_nw 5 warm >/dev/null "$BT/warm" || bench_die "witness-less ri pair failed in warm-up"
 block base_pair 5 warm >/dev/null "$BT/warm" || bench_die "baseline pair failed in warm-up"
 block floor_pair 5 warm >/dev/null "$BT/warm" || bench_die "floor pair failed in warm-up"
 block sqlite_floor_pair 5 warm >/dev/null "$BT/warm" || bench_die "SQLite floor pair failed in warm-up"
 : >"$BT/ri.ms"
+: >"$BT/nw.ms"
 : >"$BT/base.ms"
 : >"$BT/floor.ms"
 : >"$BT/sqfloor.ms"
@@ -164,6 +181,7 @@ for ((r = 0; r < ROUNDS; r++)); do
 	if ((r % 2 == 0)); then
 		block floor_pair "$N" "f$r" "$BT/floor.ms" || fails=$((fails + $?))
 		block ri_pair "$N" "r$r" "$BT/ri.ms" || fails=$((fails + $?))
+		block ri_pair_nw "$N" "w$r" "$BT/nw.ms" || fails=$((fails + $?))
 		block base_pair "$N" "b$r" "$BT/base.ms" || fails=$((fails + $?))
 		sqlite_floor_restart || bench_die "cannot restart the SQLite floor's WAL"
 		block sqlite_floor_pair "$N" "s$r" "$BT/sqfloor.ms" || fails=$((fails + $?))
@@ -171,6 +189,7 @@ for ((r = 0; r < ROUNDS; r++)); do
 		sqlite_floor_restart || bench_die "cannot restart the SQLite floor's WAL"
 		block sqlite_floor_pair "$N" "s$r" "$BT/sqfloor.ms" || fails=$((fails + $?))
 		block base_pair "$N" "b$r" "$BT/base.ms" || fails=$((fails + $?))
+		block ri_pair_nw "$N" "w$r" "$BT/nw.ms" || fails=$((fails + $?))
 		block ri_pair "$N" "r$r" "$BT/ri.ms" || fails=$((fails + $?))
 		block floor_pair "$N" "f$r" "$BT/floor.ms" || fails=$((fails + $?))
 	fi
@@ -180,22 +199,28 @@ read -r fn fmean fmed fp90 fmin fmax < <(stats "$BT/floor.ms")
 read -r bn bmean bmed bp90 bmin bmax < <(stats "$BT/base.ms")
 read -r rn rmean rmed rp90 rmin rmax < <(stats "$BT/ri.ms")
 read -r sn smean smed sp90 smin smax < <(stats "$BT/sqfloor.ms")
+read -r wn wmean wmed wp90 wmin wmax < <(stats "$BT/nw.ms")
 printf '  %-34s %6s %9s %9s %9s %9s %9s\n' "per pair ($ROUNDS rounds x $N, ABCD DCBA)" n "mean ms" "median ms" "p90 ms" \
     "min ms" "pairs/s"
 printf '  %-34s %6d %9.2f %9.2f %9.2f %9.2f %9.1f\n' "floor: 2 processes, 2 O_DSYNC 4K" "$fn" "$fmean" "$fmed" \
     "$fp90" "$fmin" "$(awk -v m="$fmed" 'BEGIN { print 1000 / m }')"
 printf '  %-34s %6d %9.2f %9.2f %9.2f %9.2f %9.1f\n' "ri-open + ri-close" "$rn" "$rmean" "$rmed" "$rp90" \
     "$rmin" "$(awk -v m="$rmed" 'BEGIN { print 1000 / m }')"
+printf '  %-34s %6d %9.2f %9.2f %9.2f %9.2f %9.1f\n' "ri pair, \"witness\": null" "$wn" "$wmean" "$wmed" "$wp90" \
+    "$wmin" "$(awk -v m="$wmed" 'BEGIN { print 1000 / m }')"
 printf '  %-34s %6d %9.2f %9.2f %9.2f %9.2f %9.1f\n' "(diagnostic: 2 sqlite3 inserts)" "$bn" "$bmean" "$bmed" "$bp90" \
     "$bmin" "$(awk -v m="$bmed" 'BEGIN { print 1000 / m }')"
 printf '  %-34s %6d %9.2f %9.2f %9.2f %9.2f %9.1f\n' "(diagnostic: SQLite floor, 2 bare)" "$sn" "$smean" "$smed" "$sp90" \
     "$smin" "$(awk -v m="$smed" 'BEGIN { print 1000 / m }')"
-R=$(ratio "$rmed" "$fmed")
-echo "  ratio (median ri pair / median floor pair): $R   (min ratio $(ratio "$rmin" "$fmin"))   target <= $TARGET"
+R=$(ratio "$rmed" "$smed")
+RW=$(ratio "$rmed" "$wmed")
+echo "  ratio (median ri pair / median SQLite floor pair): $R   (min ratio $(ratio "$rmin" "$smin"))   target <= $TARGET"
+echo "  ratio (median ri pair / median witness-less ri pair): $RW   (min ratio $(ratio "$rmin" "$wmin"))   target <= $WTARGET"
+echo "  (diagnostic: ri / the physical floor, median: $(ratio "$rmed" "$fmed"), min: $(ratio "$rmin" "$fmin"); issue 15's $FTARGET, blocked)"
 echo "  (diagnostic: ri / two sqlite3-CLI inserts, median: $(ratio "$rmed" "$bmed"), min: $(ratio "$rmin" "$bmin"))"
 echo "  (diagnostic: SQLite floor / floor, median: $(ratio "$smed" "$fmed"), min: $(ratio "$smin" "$fmin");" \
     "ri / SQLite floor, median: $(ratio "$rmed" "$smed"), min: $(ratio "$rmin" "$smin"))"
-echo "  (of the ${TARGET}x the target allows, SQLite opened per process takes $(ratio "$smed" "$fmed")x before any of ri's work)"
+echo "  (SQLite opened per process takes $(ratio "$smed" "$fmed")x the physical floor before any of ri's work)"
 if [ "$fails" != 0 ]; then
 	echo "  $fails pairs FAILED (non-zero exit; kept out of the times); first errors:"
 	sort "$BT/err.log" | uniq -c | sort -rn | head -3 | sed 's/^/    /'
@@ -265,6 +290,7 @@ echo "   removes its WAL at every exit, hence its db syncs.)"
 
 ok=1
 le "$R" "$TARGET" || ok=0
+le "$RW" "$WTARGET" || ok=0
 [ "$tx" -le 2 ] || ok=0
 [ "$fails" = 0 ] || ok=0
 bench_verdict "$ok"

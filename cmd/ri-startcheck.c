@@ -19,6 +19,7 @@
 #include "integrity.h"
 #include "store_pg.h"
 #include "witness.h"
+#include "witness_pg.h"
 
 static const char usage[] = "ri-startcheck [-c config] [--json] [--fault-points]";
 
@@ -259,6 +260,38 @@ check_witness(struct ri *r, struct report *rep)
 	ri_witness_close(w);
 }
 
+/* witness-independent (issue 39): the hosts of a PostgreSQL journal share
+ * one witness the journal's role cannot write, or a rollback of the shared
+ * journal goes unseen by every host but the one whose local witness
+ * happened to be ahead. */
+static void
+check_witness_independent(const struct ri_config *c, struct report *rep)
+{
+	char why[1024];
+	ri_err err;
+	int rc;
+
+	if (!ri_journal_is_pg(c->journal))
+		return;
+	if (c->witness == NULL) {
+		cap(rep, false, "witness-independent", "the journal is shared by hosts but has no witness: a rollback of"
+		    " it is not detected -- set \"witness\" to a postgresql:// URI (docs/POSTGRESQL.md)");
+		return;
+	}
+	if (!ri_witness_is_pg(c->witness)) {
+		cap(rep, false, "witness-independent", "the witness %s is host-local, but the journal is shared by"
+		    " hosts: a rollback of it is seen only by a host whose own witness is ahead -- set \"witness\" to a"
+		    " postgresql:// URI every host shares, in a database the journal's role cannot write"
+		    " (docs/POSTGRESQL.md)", c->witness);
+		return;
+	}
+	rc = ri_witness_pg_independent(c->witness, c->journal, why, sizeof why, &err);
+	if (rc == RI_OK || rc == RI_CHECK_FAILED)
+		cap(rep, rc == RI_OK, "witness-independent", "%s", why);
+	else
+		cap(rep, false, "witness-independent", "not checked: %s", err.msg);
+}
+
 static void
 check_identities(struct ri *r, struct report *rep)
 {
@@ -491,6 +524,7 @@ main(int argc, char **argv)
 		cap(&rep, false, "journal", "%s", err.msg);
 	}
 	check_witness(full ? full : r, &rep);
+	check_witness_independent(c, &rep);
 	check_findings(c, &rep);
 	check_identities(full ? full : r, &rep);
 	check_probes(c, &rep);

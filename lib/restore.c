@@ -160,7 +160,10 @@ gather(const struct ri_witness_line *l, void *arg)
 	if (kind == NULL || key == NULL || ref == NULL)
 		return 0;               /* a second-wave line: a seal */
 	if (strcmp(kind, "audit") == 0 || inv == NULL) {
-		if (strcmp(ref, "audit.sealed") != 0 && json_array_size(lo->redo) < 256)
+		/* what an operator must do again: an actor registered or revoked
+		 * (a lost revocation is an actor active again); seals, purges,
+		 * backups and a restore's own records redo themselves */
+		if (strncmp(ref, "audit.actor_", 12) == 0 && json_array_size(lo->redo) < 256)
 			json_array_append_new(lo->redo, json_pack("{s:s, s:s, s:I}", "action_ref", ref, "act_key", key,
 			    "seq", (json_int_t)l->seq));
 		return 0;
@@ -232,6 +235,9 @@ mint(struct plan *p)
 	return keep(p, ri_mint_id("evt_", id));
 }
 
+static int marker_of(struct ri *r, const char *kind, const char *act_key, struct ri_records *rs);
+static int marker_left(struct ri *r, const struct ri_record *m, char **inv, size_t *left, json_t *pending);
+
 /*
  * One act: each lost invocation judged against the restored journal.  An
  * invocation the journal does not hold gets a restored intent (when the
@@ -289,6 +295,36 @@ plan_act(struct ri *r, struct plan *p, const char *restore_ev, const char *kind,
 		    json_object_get(e, "lost") ? json_object_get(e, "lost") : json_null());
 		json_array_append_new(listed, item);
 	}
+	/* an earlier restore's marker that still holds the act: its invocations
+	 * not reconciled since stay held by the new one */
+	struct ri_records rs;
+	if ((st = marker_of(r, kind, key, &rs)) != RI_ST_OK) {
+		json_decref(listed);
+		return st;
+	}
+	if (rs.n == 1 && strcmp(rs.v[0].action_ref, "audit.unreconciled") == 0) {
+		size_t left;
+		json_t *pending = json_array(), *e2;
+		size_t i;
+		if ((st = marker_left(r, &rs.v[0], NULL, &left, pending)) != RI_ST_OK) {
+			json_decref(pending);
+			json_decref(listed);
+			ri_records_clear(&rs);
+			return st;
+		}
+		json_array_foreach(pending, i, e2) {
+			const char *id = json_string_value(json_object_get(e2, "invocation_id"));
+			bool have = false;
+			size_t j;
+			json_t *x;
+			json_array_foreach(listed, j, x)
+				have = have || (id != NULL && strcmp(id, json_string_value(json_object_get(x, "invocation_id"))) == 0);
+			if (!have)
+				json_array_append(listed, e2);
+		}
+		json_decref(pending);
+	}
+	ri_records_clear(&rs);
 	if (json_array_size(listed) == 0) {
 		json_decref(listed);
 		return RI_ST_OK;
@@ -559,9 +595,10 @@ marker_of(struct ri *r, const char *kind, const char *act_key, struct ri_records
 }
 
 /* The invocations a marker lists that no closing written after it has
- * reconciled: the first into *inv; *left counts them. */
+ * reconciled: the first into *inv; *left counts them; pending (may be
+ * NULL) gets each one's entry. */
 static int
-marker_left(struct ri *r, const struct ri_record *m, char **inv, size_t *left)
+marker_left(struct ri *r, const struct ri_record *m, char **inv, size_t *left, json_t *pending)
 {
 	json_t *list = json_object_get(m->payload, "invocations"), *e;
 	size_t i;
@@ -584,6 +621,8 @@ marker_left(struct ri *r, const struct ri_record *m, char **inv, size_t *left)
 		if (!done) {
 			if ((*left)++ == 0 && inv != NULL)
 				*inv = ri_strdup(id);
+			if (pending != NULL)
+				json_array_append(pending, e);
 		}
 	}
 	return RI_ST_OK;
@@ -604,7 +643,7 @@ ri_restore_held(struct ri *r, const char *kind, const char *act_key, char **inv)
 	if ((st = marker_of(r, kind, act_key, &rs)) != RI_ST_OK)
 		return st;
 	if (rs.n == 1 && strcmp(rs.v[0].action_ref, "audit.unreconciled") == 0)
-		st = marker_left(r, &rs.v[0], inv, &left);
+		st = marker_left(r, &rs.v[0], inv, &left, NULL);
 	ri_records_clear(&rs);
 	return st;
 #endif
@@ -649,7 +688,7 @@ ri_restore_sweep(struct ri *r, size_t *outstanding, json_t *list)
 				if ((st = marker_of(r, kind, key, &rs)) != RI_ST_OK)
 					break;
 				if (rs.n == 1 && strcmp(rs.v[0].action_ref, "audit.unreconciled") == 0) {
-					if ((st = marker_left(r, &rs.v[0], &inv, &left)) == RI_ST_OK && left == 0) {
+					if ((st = marker_left(r, &rs.v[0], &inv, &left, NULL)) == RI_ST_OK && left == 0) {
 						/* every lost invocation closed since: say so once, in
 						 * the marker's scope, so Open reads one record */
 						char mk[600];

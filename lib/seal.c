@@ -185,6 +185,18 @@ ri_backup(ri *r, const char *dest, json_t **ans, ri_err *err)
 	}
 	*ans = json_pack("{s:s, s:O, s:O, s:O}", "backup", dest, "sealed_seq", json_object_get(sealed, "seq"),
 	    "hash", json_object_get(sealed, "hash"), "witnessed", json_object_get(sealed, "witnessed"));
+	/* what was copied, recorded (issue 39): the journal (and its witness)
+	 * say which head the copy holds, so a restore of it is recognised and
+	 * what it lost named from the lines after it */
+	struct ri_appended ap;
+	json_t *data = json_pack("{s:s, s:O, s:O}", "to", dest, "seq", json_object_get(sealed, "seq"), "hash",
+	    json_object_get(sealed, "hash"));
+	if ((st = r->st->ops->substrate(r->st, "audit.backed_up", data, &ap)) == RI_ST_OK)
+		json_object_set_new(*ans, "recorded_seq", json_integer(ap.seq));
+	else
+		ri_alert(*ans, "the copy is whole, but it was not recorded in the journal: %s",
+		    r->st->ops->error(r->st)->msg);
+	json_decref(data);
 	json_decref(sealed);
 	return RI_OK;
 }

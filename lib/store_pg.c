@@ -33,7 +33,6 @@
  * by event id.  Sequence numbers come from the head row, never a
  * PostgreSQL SEQUENCE (which leaves gaps on rollback).
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -49,84 +48,8 @@
 #include "integrity.h"
 #include "store_common.h"
 #include "store_pg.h"
+#include "pq.h"
 #include "witness.h"
-
-/*
- * libpq is loaded when a PostgreSQL journal is opened, not linked: linked,
- * its two dozen dependencies (TLS, Kerberos, LDAP) are loaded by every ri
- * process at exec -- on one SQLite host too, where it more than doubled a
- * command's start-up.  The names below are the libpq API (libpq-fe.h),
- * resolved from libpq.so.5 once.
- */
-static struct {
-	void *so;
-	PGconn *(*connectdb)(const char *);
-	void (*finish)(PGconn *);
-	void (*reset)(PGconn *);
-	ConnStatusType (*status)(const PGconn *);
-	char *(*errorMessage)(const PGconn *);
-	PGresult *(*exec)(PGconn *, const char *);
-	PGresult *(*execParams)(PGconn *, const char *, int, const Oid *, const char *const *, const int *,
-	    const int *, int);
-	ExecStatusType (*resultStatus)(const PGresult *);
-	char *(*resultErrorMessage)(const PGresult *);
-	char *(*resultErrorField)(const PGresult *, int);
-	int (*ntuples)(const PGresult *);
-	char *(*getvalue)(const PGresult *, int, int);
-	int (*getisnull)(const PGresult *, int, int);
-	char *(*cmdTuples)(PGresult *);
-	void (*clear)(PGresult *);
-	int (*sendQuery)(PGconn *, const char *);
-	PGresult *(*getResult)(PGconn *);
-} pq;
-
-static bool
-pq_load(ri_err *err)
-{
-	static const char *names[] = { "PQconnectdb", "PQfinish", "PQreset", "PQstatus", "PQerrorMessage",
-		"PQexec", "PQexecParams", "PQresultStatus", "PQresultErrorMessage", "PQresultErrorField",
-		"PQntuples", "PQgetvalue", "PQgetisnull", "PQcmdTuples", "PQclear", "PQsendQuery", "PQgetResult" };
-	void **slot[] = { (void **)&pq.connectdb, (void **)&pq.finish, (void **)&pq.reset, (void **)&pq.status,
-		(void **)&pq.errorMessage, (void **)&pq.exec, (void **)&pq.execParams, (void **)&pq.resultStatus,
-		(void **)&pq.resultErrorMessage, (void **)&pq.resultErrorField, (void **)&pq.ntuples,
-		(void **)&pq.getvalue, (void **)&pq.getisnull, (void **)&pq.cmdTuples, (void **)&pq.clear,
-		(void **)&pq.sendQuery, (void **)&pq.getResult };
-
-	if (pq.so != NULL)
-		return true;
-	if ((pq.so = dlopen("libpq.so.5", RTLD_NOW | RTLD_LOCAL)) == NULL) {
-		ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): cannot load libpq.so.5 (apt-get install"
-		    " libpq5): %s", dlerror());
-		return false;
-	}
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-		if ((*slot[i] = dlsym(pq.so, names[i])) == NULL) {
-			ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): libpq.so.5 lacks %s", names[i]);
-			dlclose(pq.so);
-			pq.so = NULL;
-			return false;
-		}
-	}
-	return true;
-}
-
-#define PQconnectdb pq.connectdb
-#define PQfinish pq.finish
-#define PQreset pq.reset
-#define PQstatus pq.status
-#define PQerrorMessage pq.errorMessage
-#define PQexec pq.exec
-#define PQexecParams pq.execParams
-#define PQresultStatus pq.resultStatus
-#define PQresultErrorMessage pq.resultErrorMessage
-#define PQresultErrorField pq.resultErrorField
-#define PQntuples pq.ntuples
-#define PQgetvalue pq.getvalue
-#define PQgetisnull pq.getisnull
-#define PQcmdTuples pq.cmdTuples
-#define PQsendQuery pq.sendQuery
-#define PQgetResult pq.getResult
-#define PQclear(r) do { if (pq.clear != NULL) pq.clear(r); } while (0)
 
 #define SQLSTATE_FENCE "RIF01"          /* raised by ri_fence_check() at COMMIT */
 #define QMAX 16                         /* deferred writes held at most (then sent) */
@@ -3573,7 +3496,7 @@ pg_connect(struct pg *s, ri_err *err)
 		s->budget -= s->core.cfg->clock_offset_allowance;
 	if (s->budget < 10)
 		s->budget = 10;
-	if (!pq_load(err))
+	if (!ri_pq_load("journal", err))
 		return RI_JOURNAL_UNAVAILABLE;
 	s->conn = PQconnectdb(s->core.cfg->journal);
 	if (s->conn == NULL || PQstatus(s->conn) != CONNECTION_OK)

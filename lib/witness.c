@@ -565,6 +565,7 @@ file_each(struct ri_witness *w, ri_witness_fn each, void *arg, ri_err *err)
 int
 ri_witness_newest(struct ri_witness *w, struct ri_witness_line *out, ri_err *err)
 {
+	memset(out, 0, sizeof *out);
 	if (w->pg == NULL)
 		return file_newest(w, out, err);
 	char *text = NULL;

@@ -20,4 +20,14 @@ int ri_witness_pg_add(struct ri_witness_pg *p, int64_t seq, const char *text, ri
 /* Every line in seq order; each() returns non-zero to stop. */
 int ri_witness_pg_each(struct ri_witness_pg *p, int (*each)(const char *text, void *arg), void *arg, ri_err *err);
 
+/*
+ * ri-startcheck witness-independent: may the journal's role (the role the
+ * journal URI connects as) write the witness?  RI_OK when it may not (not
+ * the table's owner or a member of its owner's role, no INSERT, UPDATE,
+ * DELETE or TRUNCATE on it, no superuser -- or no such role where the
+ * witness lives); RI_CHECK_FAILED with why when it may; another code when
+ * either could not be asked.
+ */
+int ri_witness_pg_independent(const char *witness_uri, const char *journal_uri, char *why, size_t n, ri_err *err);
+
 #endif

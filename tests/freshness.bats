@@ -23,7 +23,6 @@ setup() {
 	ri_cfg '.kinds.ledger.repeatable = false'
 	export RI_CREDENTIAL=$ALICE
 	L=$T/ledger.db
-	W=$T/journal.key.witness
 	ledger-admin --store "$L" init >/dev/null
 }
 
@@ -66,17 +65,17 @@ of_k() { sqlite3 "$L" "SELECT count(*) FROM disclosures WHERE subject = '$1'"; }
 }
 
 @test "issue 39 point 1: every append adds one authenticated line to the witness, naming the record and its act; a seal's line is signed" {
-	n=$(wc -l <"$W")
+	n=$(wc -l <"$T/journal.key.witness")
 	land k
 	# the intent and the outcome: two records, two lines
-	[ "$(wc -l <"$W")" -eq $((n + 2)) ]
-	[ "$(tail -n 1 "$W" | jq -r .seq)" -eq "$(records)" ]
-	tail -n 2 "$W" | jq -se '.[0].action_ref == "ledger.intended" and .[0].kind == "ledger" and
+	[ "$(wc -l <"$T/journal.key.witness")" -eq $((n + 2)) ]
+	[ "$(tail -n 1 "$T/journal.key.witness" | jq -r .seq)" -eq "$(records)" ]
+	tail -n 2 "$T/journal.key.witness" | jq -se '.[0].action_ref == "ledger.intended" and .[0].kind == "ledger" and
 	    .[0].act_key == "k" and (.[0].pairing_datum | length > 0) and (.[0].invocation_id | length > 0)
 	    and .[1].action_ref == "ledger.disclosed" and .[1].invocation_id == .[0].invocation_id
 	    and (.[1].mac | length == 64) and (.[1] | has("signature") | not)' >/dev/null
 	ri-seal >/dev/null
-	tail -n 1 "$W" | jq -e '.action_ref == "audit.sealed" and (.signature | length == 128)
+	tail -n 1 "$T/journal.key.witness" | jq -e '.action_ref == "audit.sealed" and (.signature | length == 128)
 	    and (.mac | length == 64)' >/dev/null
 }
 
@@ -138,12 +137,12 @@ of_k() { sqlite3 "$L" "SELECT count(*) FROM disclosures WHERE subject = '$1'"; }
 @test "issue 39 point 4: an older, validly signed witness line appended, then an older journal restored -- every surface fails closed" {
 	land k1
 	ri-seal >/dev/null
-	old=$(tail -n 1 "$W")                       # a genuine line, once the newest
+	old=$(tail -n 1 "$T/journal.key.witness")                       # a genuine line, once the newest
 	copy_now "$T/old.db"
 	land k
 	ri-seal >/dev/null
 	restore "$T/old.db"
-	printf '%s\n' "$old" >>"$W"
+	printf '%s\n' "$old" >>"$T/journal.key.witness"
 	readers_writers_closed k
 	sweep_closed
 	audits_fail 8.1.9
@@ -157,8 +156,8 @@ of_k() { sqlite3 "$L" "SELECT count(*) FROM disclosures WHERE subject = '$1'"; }
 	head=$(sqlite3 "$T/old.db" "SELECT seq || ' ' || lower(hex(hash)) FROM records ORDER BY seq DESC LIMIT 1")
 	land k
 	restore "$T/old.db"
-	tail -n 1 "$W" | jq -c --argjson s "${head% *}" --arg h "${head#* }" \
-	    '.seq = $s | .hash = $h | del(.at) | del(.mac)' >>"$W"
+	tail -n 1 "$T/journal.key.witness" | jq -c --argjson s "${head% *}" --arg h "${head#* }" \
+	    '.seq = $s | .hash = $h | del(.at) | del(.mac)' >>"$T/journal.key.witness"
 	readers_writers_closed k
 	sweep_closed
 	startcheck_closed
@@ -170,9 +169,9 @@ of_k() { sqlite3 "$L" "SELECT count(*) FROM disclosures WHERE subject = '$1'"; }
 	copy_now "$T/old.db"
 	land k
 	restore "$T/old.db"
-	lines=$(head -n 3 "$W")
-	for _ in $(seq 400); do printf '%s\n' "$lines"; done >>"$W"
-	[ "$(stat -c %s "$W")" -gt 65536 ]
+	lines=$(head -n 3 "$T/journal.key.witness")
+	for _ in $(seq 400); do printf '%s\n' "$lines"; done >>"$T/journal.key.witness"
+	[ "$(stat -c %s "$T/journal.key.witness")" -gt 65536 ]
 	readers_writers_closed k
 	startcheck_closed
 	[ "$(of_k k)" -eq 1 ]
@@ -180,13 +179,13 @@ of_k() { sqlite3 "$L" "SELECT count(*) FROM disclosures WHERE subject = '$1'"; }
 
 @test "issue 39 point 4: a torn last line (a crash mid-append) is never read, and the next append repairs it" {
 	land k1
-	n=$(wc -l <"$W")
-	printf '{"seq":9999,"at":1' >>"$W"
+	n=$(wc -l <"$T/journal.key.witness")
+	printf '{"seq":9999,"at":1' >>"$T/journal.key.witness"
 	run --separate-stderr ri-read --kind ledger --act-key k1
 	[ "$status" -eq 0 ]
 	land k2
-	[ "$(wc -l <"$W")" -eq $((n + 2)) ]
-	[ "$(tail -c 1 "$W" | od -An -c | tr -d ' ')" = '\n' ]
+	[ "$(wc -l <"$T/journal.key.witness")" -eq $((n + 2)) ]
+	[ "$(tail -c 1 "$T/journal.key.witness" | od -An -c | tr -d ' ')" = '\n' ]
 	run --separate-stderr ri-audit
 	[ "$status" -eq 0 ]
 }
@@ -208,13 +207,13 @@ opened_then_closed() {
 	opened_then_closed k
 	ri-seal >/dev/null
 	restore "$T/intent-only.db"
-	rm -f "$W"
+	rm -f "$T/journal.key.witness"
 	n=$(records)
 	run --separate-stderr ri-init --accept-restore --why "disk lost"
 	[ "$status" -eq 64 ] || { echo "$status $output $stderr"; false; }
 	[[ "$stderr" == *"--expect-head"* && "$stderr" == *"--all-unreconciled"* ]]
 	[ "$(records)" -eq "$n" ]
-	[ ! -e "$W" ]
+	[ ! -e "$T/journal.key.witness" ]
 }
 
 @test "issue 39 point 5: the witness gone -- --all-unreconciled holds back every act the journal names that is not closed for good, until its store is asked again; the act never runs twice" {
@@ -222,12 +221,12 @@ opened_then_closed() {
 	opened_then_closed k
 	ri-seal >/dev/null
 	restore "$T/intent-only.db"
-	rm -f "$W"
+	rm -f "$T/journal.key.witness"
 	ri_at 5
 	run --separate-stderr ri-init --accept-restore --why "disk and witness lost" --all-unreconciled
 	[ "$status" -eq 0 ] || { echo "$status $output $stderr"; false; }
 	jq -e '.unreconciled == 1 and .acts[0].act_key == "k"' <<<"$output" >/dev/null
-	[ -s "$W" ]
+	[ -s "$T/journal.key.witness" ]
 	ri_at 40                                    # the restored lease has run out
 	run --separate-stderr ri-open <<<"$(open_req k)"
 	[ "$status" -eq 12 ]
@@ -252,7 +251,7 @@ opened_then_closed() {
 	old_head=$(sqlite3 "$T/old.db" "SELECT seq || ':' || lower(hex(hash)) FROM records ORDER BY seq DESC LIMIT 1")
 	new_head=$(sqlite3 "$T/journal.db" "SELECT seq || ':' || lower(hex(hash)) FROM records ORDER BY seq DESC LIMIT 1")
 	restore "$T/old.db"
-	rm -f "$W"
+	rm -f "$T/journal.key.witness"
 	run --separate-stderr ri-init --accept-restore --why "witness lost" --expect-head "$new_head"
 	[ "$status" -eq 64 ]
 	[[ "$stderr" == *"--all-unreconciled"* ]]
@@ -274,7 +273,7 @@ opened_then_closed() {
 	[ "$(wc -l <"$T/published")" -eq 1 ]
 	jq -e '.action_ref == "audit.sealed" and (.signature | length == 128)' "$T/published" >/dev/null
 	copy_now "$T/old.db"
-	cp "$W" "$T/old.witness"
+	cp "$T/journal.key.witness" "$T/old.witness"
 	land k
 	run --separate-stderr ri-seal
 	[ "$status" -eq 0 ]
@@ -284,7 +283,7 @@ opened_then_closed() {
 	[ "$status" -eq 0 ] || { echo "$(jq -c '[.checks[] | select(.status == "fail")]' <<<"$output")"; false; }
 	# both files put back in time: nothing on this machine can tell
 	restore "$T/old.db"
-	cp "$T/old.witness" "$W"
+	cp "$T/old.witness" "$T/journal.key.witness"
 	run --separate-stderr ri-read --kind ledger --act-key k
 	[ "$status" -eq 17 ]
 	# the head that left the host can
@@ -301,7 +300,7 @@ opened_then_closed() {
 	run --separate-stderr ri-seal
 	[ "$status" -eq 0 ]
 	[[ "$(jq -r .alert <<<"$output")" == *"witness_publish"* ]]
-	[ "$(tail -n 1 "$W" | jq -r .action_ref)" = audit.sealed ]
+	[ "$(tail -n 1 "$T/journal.key.witness" | jq -r .action_ref)" = audit.sealed ]
 }
 
 # ---- report-only, and the operator's way out ---------------------------------------

@@ -35,7 +35,7 @@ ri_pg_file_pattern() {
 		printf '%s' "$(<"$cache")"
 		return
 	fi
-	local pat='sqlite3|journal\.db|attacker_sql|flip_mac|ri-rechain|ri-backup'
+	local pat='sqlite3|journal\.db|attacker_sql|flip_mac|ri-rechain|ri-backup|\.witness'
 	local f body helpers= p grew=1 all
 	all=$(compgen -A function)
 	while [ "$grew" = 1 ]; do
@@ -76,11 +76,28 @@ ri_pg_skip_file_tests() {
 	[ -z "${RI_PG_SKIPS_ONLY:-}" ] || skip "would run"
 }
 
-# ri_pg_journal CONFIG -- point CONFIG's journal at a new database
+# ri_pg_new_witness -- a new empty schema in the witness's database "riw",
+# owned by role riw, which the journal's role "ri" cannot write (issue 39:
+# the witness every host shares); prints the witness URI
+ri_pg_new_witness() {
+	local db
+	db=w_$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+	psql -h "$RI_TEST_PG_HOST" -U riw -d riw -qAtc "CREATE SCHEMA $db" >/dev/null || return 1
+	printf 'postgresql:///riw?host=%s&user=riw&options=-csearch_path%%3D%s\n' "$RI_TEST_PG_HOST" "$db"
+}
+
+# ri_pg_journal CONFIG -- point CONFIG's journal at a new database, and its
+# witness at a new one the journal's role cannot write
 ri_pg_journal() {
-	local uri
+	local uri wit
 	uri=$(ri_pg_new_db) || return 1
-	jq --arg u "$uri" '.journal = $u' "$1" >"$1.new" && mv "$1.new" "$1"
+	wit=$(ri_pg_new_witness) || return 1
+	jq --arg u "$uri" --arg w "$wit" '.journal = $u | .witness = $w' "$1" >"$1.new" && mv "$1.new" "$1"
+}
+
+# ri_pg_witness_sql CONFIG SQL -- run SQL in CONFIG's witness database
+ri_pg_witness_sql() {
+	psql "$(jq -r .witness "$1")" -qAtc "$2"
 }
 
 # ri_pg_sql CONFIG SQL -- run SQL in CONFIG's journal database

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # multinode.bats -- one instance on PostgreSQL shared by two "hosts" (issue
-# 13): two configs in two directories, each with its own copy of the keys,
-# its own witness and findings register, one journal database.  Runs only
+# 13): two configs in two directories, each with its own copy of the keys
+# and its own findings register, one journal database and one witness
+# (a database of its own the journal's role cannot write, issue 39).  Runs only
 # under tests/pg/run (make test-pg), which starts the server and exports
 # RI_TEST_PG_HOST, RI_TEST_PG_DATA and PGBIN.
 # test-pg: alone -- its server-restart test restarts the server every suite
@@ -10,6 +11,7 @@
 bats_require_minimum_version 1.5.0
 
 load "$BATS_TEST_DIRNAME/../lib/common"
+load "$BATS_TEST_DIRNAME/../lib/acts"
 
 setup() {
 	ri_pg_on || skip "needs tests/pg/run (a PostgreSQL server)"
@@ -21,12 +23,12 @@ teardown() {
 	fi
 }
 
-# host_b -- a second host of the instance under $T/b: the same journal and
-# keys, its own config directory, witness and findings register
+# host_b -- a second host of the instance under $T/b: the same journal,
+# witness and keys, its own config directory and findings register
 host_b() {
 	B=$T/b
 	mkdir -p "$B"
-	cp "$T/journal.key" "$T/seal.key" "$T/seal.key.pub" "$T/journal.key.witness" "$T/reconciler.cred" "$B/"
+	cp "$T/journal.key" "$T/seal.key" "$T/seal.key.pub" "$T/reconciler.cred" "$B/"
 	cp "$T/findings.db" "$B/findings.db"
 	cp "$RI_CONFIG" "$B/ri.json"     # its paths are relative: B's own files
 	BCFG=$B/ri.json
@@ -285,4 +287,84 @@ wait_backend_in_tx() {
 	[ "$(records "act_key = 'boom' AND role = 1")" -eq 1 ]
 	run ri-audit
 	[ "$status" -eq 0 ]
+}
+
+# ---- issue 39: freshness across hosts ------------------------------------------
+
+# schema_of CONFIG -- the journal's schema (its URI's search_path)
+schema_of() {
+	jq -r .journal "$1" | sed -n 's/.*search_path%3D\([a-z0-9_]*\).*/\1/p'
+}
+
+@test "issue 39 point 3, three hosts: B lands k, A's sweep seals, the journal's owner role rolls the tables back -- every host fails closed, C too (which wrote nothing), and k never runs again; the witness they share is one the journal's role cannot write" {
+	ri_instance
+	ri_cfg '.kinds.ledger.repeatable = false'
+	export RI_CREDENTIAL=$ALICE
+	L=$T/ledger.db
+	ledger-admin --store "$L" init >/dev/null
+	host_b
+	# host C: a third host, which never writes the act the rollback loses
+	C=$T/c
+	mkdir -p "$C"
+	cp "$T/journal.key" "$T/seal.key" "$T/seal.key.pub" "$T/reconciler.cred" "$T/findings.db" "$RI_CONFIG" "$C/"
+	run --separate-stderr ri-startcheck --json
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	jq -e '.capabilities[] | select(.check == "witness-independent") | .pass' <<<"$output" >/dev/null
+	land k1
+	s=$(schema_of "$RI_CONFIG")
+	"$PGBIN/pg_dump" -h "$RI_TEST_PG_HOST" -U ri -d ri -n "$s" -Fc -f "$T/before.dump"
+	# host B lands k, the witness both hosts share says so, A seals after it
+	as_b land k
+	[ "$(disclosures)" -eq 2 ]
+	ri_at 40
+	run --separate-stderr ri-sweep
+	[ "$status" -eq 0 ]
+	# the owner of the journal's tables (no superuser) puts them back in time
+	psql -h "$RI_TEST_PG_HOST" -U ri -d ri -qc "DROP SCHEMA $s CASCADE" >/dev/null
+	"$PGBIN/pg_restore" -h "$RI_TEST_PG_HOST" -U ri -d ri "$T/before.dump"
+	[ "$(records "act_key = 'k'")" -eq 0 ]
+	for host in "$RI_CONFIG" "$BCFG" "$C/ri.json"; do
+		RI_CONFIG=$host readers_writers_closed k
+		RI_CONFIG=$host run --separate-stderr ri-startcheck
+		[ "$status" -eq 30 ]
+		for pk in "" "--public-key $T/seal.key.pub"; do
+			# shellcheck disable=SC2086
+			RI_CONFIG=$host run --separate-stderr ri-audit $pk
+			[ "$status" -eq 1 ]
+			jq -e '.checks[] | select(.check == "8.1.9") | .status == "fail"' <<<"$output" >/dev/null
+		done
+	done
+	[ "$(disclosures)" -eq 2 ]
+}
+
+@test "issue 39: on PostgreSQL every append of every host adds its line to the one witness; ri-startcheck fails witness-independent for a host-local witness, or one the journal's role can write" {
+	ri_instance
+	host_b
+	n=$(ri_pg_witness_sql "$RI_CONFIG" "SELECT count(*) FROM ri_witness")
+	ri-open <<<"$(open_req a1)" >/dev/null
+	open_req b1 | as_b ri-open >/dev/null
+	[ "$(ri_pg_witness_sql "$RI_CONFIG" "SELECT count(*) FROM ri_witness")" -eq $((n + 2)) ]
+	[ "$(ri_pg_witness_sql "$RI_CONFIG" "SELECT max(seq) FROM ri_witness")" -eq "$(records)" ]
+	# the witness is append-only at the database too
+	run ri_pg_witness_sql "$RI_CONFIG" "DELETE FROM ri_witness"
+	[ "$status" -ne 0 ]
+	# a host-local witness beside a shared journal
+	jq '.["witness"] = "host-b-witness-file"' "$BCFG" >"$B/local.json"
+	run --separate-stderr env RI_CONFIG="$B/local.json" ri-startcheck --json
+	[ "$status" -ne 0 ]
+	jq -e '.capabilities[] | select(.check == "witness-independent") | (.pass | not) and
+	    (.message | contains("host-local"))' <<<"$output" >/dev/null
+	# a witness in the journal's own database, which its role can write
+	w=$(jq -r .journal "$RI_CONFIG" | sed 's/search_path%3D[a-z0-9_]*/search_path%3Dwown/')
+	psql -h "$RI_TEST_PG_HOST" -U ri -d ri -qc "CREATE SCHEMA wown" >/dev/null
+	jq --arg w "$w" '.["witness"] = $w' "$BCFG" >"$B/own.json"
+	RI_CONFIG="$B/own.json" run --separate-stderr ri-startcheck --json
+	jq -e '.capabilities[] | select(.check == "witness-independent") | (.pass | not) and
+	    (.message | contains("can write the witness"))' <<<"$output" >/dev/null || {
+		# the journal's role creates its table first, as ri-init would have
+		psql -h "$RI_TEST_PG_HOST" -U ri -d ri -qc "SET search_path = wown; CREATE TABLE ri_witness(id bigserial)" >/dev/null
+		RI_CONFIG="$B/own.json" run --separate-stderr ri-startcheck --json
+		jq -e '.capabilities[] | select(.check == "witness-independent") | (.pass | not) and
+		    (.message | contains("can write the witness"))' <<<"$output" >/dev/null
+	}
 }
