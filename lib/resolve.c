@@ -188,21 +188,26 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 		    " this invocation", sd.malformed->rec->event_id);
 		goto out;
 	}
-	/* resolve 9: an outcome or a refusal already accounts for it -- unless
-	 * two chains stand, which an operator must be able to resolve
-	 * (journal fence none 4, the closings issue's ruling) */
-	for (size_t i = 0; i < inv.n_closings && !sd.duplicate; i++) {
-		const struct ri_closing *c = &inv.closings[i];
-		if (c->type == RI_C_OUTCOME || c->type == RI_C_REFUSED) {
-			/* the closing that stands, which is what accounts for it */
-			if (sd.standing != NULL && (sd.standing->type == RI_C_OUTCOME ||
-			    sd.standing->type == RI_C_REFUSED))
-				c = sd.standing;
-			rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "already-accounted",
-			    "closing_event_id", c->rec->event_id), err, RI_ALREADY_ACCOUNTED,
-			    "already-accounted: %s closes this invocation", c->rec->event_id);
-			goto out;
-		}
+	/* resolve 9: an outcome or a refusal that STANDS already accounts for
+	 * it -- read from the standing chain head, never from a closing a
+	 * later one superseded (resolve 15a, 16a; issue 41 point 3) -- unless
+	 * two chains stand, which an operator must be able to resolve (journal
+	 * fence none 4, the closings issue's ruling) */
+#ifndef RI_NC_RESOLVE_READS_SUPERSEDED
+	const struct ri_closing *accounted = !sd.duplicate && sd.standing != NULL &&
+	    (sd.standing->type == RI_C_OUTCOME || sd.standing->type == RI_C_REFUSED) ? sd.standing : NULL;
+#else
+	/* negative control: every closing read, superseded ones too */
+	const struct ri_closing *accounted = NULL;
+	for (size_t i = 0; i < inv.n_closings && !sd.duplicate && accounted == NULL; i++)
+		if (inv.closings[i].type == RI_C_OUTCOME || inv.closings[i].type == RI_C_REFUSED)
+			accounted = &inv.closings[i];
+#endif
+	if (accounted != NULL) {
+		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "already-accounted",
+		    "closing_event_id", accounted->rec->event_id), err, RI_ALREADY_ACCOUNTED,
+		    "already-accounted: %s closes this invocation", accounted->rec->event_id);
+		goto out;
 	}
 	/* resolve 10-12: read_record(intent event id) -- never from the range
 	 * read, so a lawfully purged intent answers purged, not not-known */

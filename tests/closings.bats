@@ -178,6 +178,29 @@ late_close() {
 	[ "$(jq -r .closing_event_id <<<"$output")" = "$fix" ]
 }
 
+@test "issue 41 point 3, resolve 9, 15a, 16a: a duplicate (an operator's abandonment over the escalation, and the invocation's late outcome) resolved with escalated -- a later ri-resolve reads the standing escalation, never the superseded outcome, and lands" {
+	ri_cfg '.instance.journal_fence = "none"'
+	late_close k
+	ri_at 33
+	sweep
+	ri_at 40
+	ri-resolve <<<"$(rreq k "$ABANDON")" >/dev/null
+	release_at "$PC" close.after_reread
+	wait "$CPID" || true
+	[ "$(dup_of k)" = true ]
+	ri_at 100
+	run --separate-stderr ri-resolve <<<"$(rreq k '{"escalated":{"candidates":["row-7"]}}')"
+	[ "$status" -eq 0 ] || { echo "$status $output $stderr"; false; }
+	[ "$(state_of k)" = escalated ]
+	[ "$(dup_of k)" = false ]
+	# one chain stands, an escalation: resolve 15a -- every disposition may
+	# supersede it; the late outcome below it is no longer what accounts
+	run --separate-stderr ri-resolve <<<"$(rreq k "$OUTCOME")"
+	[ "$status" -eq 0 ] || { echo "a later resolve answered $status: $output $stderr"; false; }
+	[ "$(state_of k)" = closed ]
+	[ "$(audit_check 2.1)" = pass ]
+}
+
 # ---- scenario 2: two operators' resolutions race ----------------------------------
 
 @test "the ruling (chains), scenario 2: two Resolves race and both name the sweep's escalation -- an outcome and an abandonment both stand: a binding duplicate on ri-read, the scan and Check 2.1" {
