@@ -482,6 +482,37 @@ outcome_shape(struct audit *a, const struct ri_kind *k, const struct ri_inv *inv
 	return false;
 }
 
+/* Does an undecidable answer's candidate name the operator's outcome data
+ * (a candidate equal to the data, or to one of its top-level values)? */
+static bool
+candidate_names(json_t *cands, json_t *data)
+{
+	json_t *c, *v;
+	const char *k;
+	size_t i;
+
+	json_array_foreach(cands, i, c) {
+		if (json_equal(c, data))
+			return true;
+		json_object_foreach(data, k, v)
+			if (json_equal(c, v))
+				return true;
+	}
+	return false;
+}
+
+/*
+ * Check 6: the store's word against what stands (the lifecycle issue's
+ * ruling, issue 41 point 2).  6.1 every outcome whose recovery is true, the
+ * operator's included; for an operator's, undecidable corroborates it when
+ * a candidate names its data (the operator chose among what the store
+ * offered).  6.3 every abandonment an outcome does not name, the
+ * operator's included (the label says EVERY; the state projection's prose
+ * that calls the operator's exempt is not a rule).  6.5 the escalations
+ * that STAND: one an operator
+ * superseded is judged through the closing that superseded it, since the
+ * store may lawfully have been corrected since.
+ */
 static void
 probe_checks(struct audit *a, const struct ri_kind *k, const struct ri_inv *inv,
     const struct ri_standing *sd)
@@ -496,8 +527,13 @@ probe_checks(struct audit *a, const struct ri_kind *k, const struct ri_inv *inv,
 		 * shape, not judged */
 		bool superseded_by_outcome = named_by(inv, c, RI_C_OUTCOME);
 
-		if (!((c->type == RI_C_OUTCOME && c->recovery) || (c->type == RI_C_ABANDONED && !superseded_by_outcome) ||
-		    c->type == RI_C_ESCALATED))
+		if (!((c->type == RI_C_OUTCOME && c->recovery) ||
+		    (c->type == RI_C_ABANDONED && !superseded_by_outcome) ||
+#ifndef RI_NC_AUDIT_JUDGES_SUPERSEDED
+		    (c->type == RI_C_ESCALATED && c->head)))
+#else
+		    c->type == RI_C_ESCALATED))     /* negative control: superseded ones too */
+#endif
 			continue;
 		if (!probed) {
 			ri_probe_ask(a->probers, k, in->act_key, in->payload, &p);
@@ -511,11 +547,22 @@ probe_checks(struct audit *a, const struct ri_kind *k, const struct ri_inv *inv,
 		}
 		note(a, id, "judged by the probe");
 		if (c->type == RI_C_OUTCOME) {
-			if (p.answer != RI_PROBE_COMMITTED || !streq(p.outcome_action_ref, c->rec->action_ref) ||
-			    !json_equal(p.outcome_data, json_object_get(c->rec->payload, "data")))
+			json_t *data = json_object_get(c->rec->payload, "data");
+			bool committed = p.answer == RI_PROBE_COMMITTED && streq(p.outcome_action_ref, c->rec->action_ref) &&
+			    json_equal(p.outcome_data, data);
+#ifndef RI_NC_AUDIT_NO_OPERATOR_CHOICE
+			bool chosen = c->resolved_by && p.answer == RI_PROBE_UNDECIDABLE &&
+			    candidate_names(p.candidates, data);
+#else
+			bool chosen = false;    /* negative control: the operator's choice never counts */
+			(void)candidate_names;
+#endif
+			if (!committed && !chosen)
 				fail(a, "6.1", in->invocation_id, c->rec->event_id, NULL,
 				    "the store does not corroborate the recovered outcome (probe: %s)",
 				    ri_probe_name(p.answer));
+			else if (chosen)
+				note(a, "6.1", "an operator's outcome among the store's candidates (undecidable)");
 		} else if (c->type == RI_C_ABANDONED) {
 			if (!(p.answer == RI_PROBE_NOT_COMMITTED ||
 			    (p.answer == RI_PROBE_UNDECIDABLE && k->pairing_datum == RI_PAIR_NONE)))
