@@ -47,6 +47,9 @@
 (*   "restore-forgets"   AcceptRestore writes neither marker nor restored  *)
 (*                       intent: only that a restore was accepted (the     *)
 (*                       accept before issue 39);                          *)
+(*   "restore-drops-held" a second restore's marker lists only what that   *)
+(*                       restore lost, dropping what the first one still   *)
+(*                       held (plan_act before 91772d3);                   *)
 (*   "seal-only"         the witness advances only at seals (and at an     *)
 (*                       accepted restore, which seals), as before issue   *)
 (*                       39 (RI_NC_NO_APPEND_WITNESS).                     *)
@@ -62,11 +65,12 @@ CONSTANTS
     MaxPowerLoss,    \* power losses: every live process dies, unsynced witness lines go
     DurableIntentLine, \* TRUE: Open syncs its intent's line before it returns (not the code)
     ServiceIdentityValues, \* SUBSET BOOLEAN: a service identity declared
+    MaxLog,          \* with CONSTRAINT LogBound: the journal's length bound (0: none)
     Bug              \* "none", or the one thing a twin changes
 
-ASSUME MaxRestores \in Nat /\ MaxSeals \in Nat /\ MaxPowerLoss \in Nat
+ASSUME MaxRestores \in Nat /\ MaxSeals \in Nat /\ MaxPowerLoss \in Nat /\ MaxLog \in Nat
 ASSUME DurableIntentLine \in BOOLEAN /\ ServiceIdentityValues \subseteq BOOLEAN
-ASSUME Bug \in {"none", "restore-unmarked", "restore-forgets", "seal-only"}
+ASSUME Bug \in {"none", "restore-unmarked", "restore-forgets", "restore-drops-held", "seal-only"}
 
 ClosingTypes == {"outcome", "refused", "abandoned"}
 RecTypes == {"genesis", "intent", "seal", "restored"} \cup ClosingTypes
@@ -269,6 +273,8 @@ Restore ==
 (* For every invocation a lost line names: no intent in the journal -> a    *)
 (* restored intent (the witness kept its pairing datum) and listed; an      *)
 (* outcome or refusal standing -> closed for good, nothing; else listed.    *)
+(* Where it lost anything of the act, the new marker also lists what the    *)
+(* act's standing marker still holds (plan_act, since 91772d3).             *)
 (* One transaction, folded here into ONE record -- audit.restored, the      *)
 (* restored intents, the marker -- so no copy holds part of it; its line    *)
 (* is the next epoch's first and is synced (it ends with a seal).           *)
@@ -279,8 +285,13 @@ AcceptRestore ==
            lost == UNION {Names(wit[k].rec) : k \in {k \in DOMAIN wit \ held : Above(wit[k], fork)}}
            rintents == IF Bug = "restore-forgets" THEN {}
                        ELSE {i \in lost : ~HasIntent(log, i)}
+           \* an earlier restore's marker that still holds the act: its
+           \* invocations not reconciled since stay held by the new one
+           \* (-buggy-restore-drops-held: they do not, as before 91772d3)
+           carried == IF lost = {} \/ Bug = "restore-drops-held" THEN {} ELSE Held(log)
            listed == IF Bug \in {"restore-unmarked", "restore-forgets"} THEN {}
                      ELSE {i \in lost : ~(HasIntent(log, i) /\ StandingTy(log, i) \in {"outcome", "refused"})}
+                          \cup carried
            r == [ty |-> "restored", inv |-> NoInv, br |-> restores, by |-> "sub", ri |-> rintents, mk |-> listed]
        IN /\ log' = Append(log, r)
           /\ wit' = Append(Synced(wit), [ep |-> epoch + 1, seq |-> Len(log) + 1, rec |-> r, dur |-> TRUE])
@@ -304,6 +315,10 @@ Next ==
 Spec == Init /\ [][Next]_vars
 
 SymInvs == Permutations(Invs)
+\* A state constraint for the configurations that name it: behaviours whose
+\* journal never holds more than MaxLog records (bounded, as Horizon bounds
+\* the protocol model).
+LogBound == MaxLog = 0 \/ Len(log) <= MaxLog
 
 -----------------------------------------------------------------------------
 (* Invariants.                                                              *)
