@@ -34,7 +34,7 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 } };
 	struct ri_audit_opts o = { .max_unsealed = RI_NONE };
 	const char *config = NULL, *journal = NULL, *witness = NULL, *html = NULL;
-	bool text = false;
+	bool text = false, handed = false;
 	json_t *ans = NULL;
 	ri_err err = { 0 };
 	ri *r;
@@ -68,13 +68,23 @@ main(int argc, char **argv)
 	if (optind != argc)
 		ri_usage(usage);
 	/* RI_THREADED: the state checks run beside the traversal (ri_audit) */
-	if ((rc = ri_instance_open(config, RI_CONFIG_ONLY | RI_THREADED, &r, &err)) != RI_OK)
-		ri_die(rc, "%s", err.msg);
+	if ((rc = ri_instance_open(config, RI_CONFIG_ONLY | RI_THREADED, &r, &err)) != RI_OK) {
+		/* an outside auditor is handed a journal, a witness and a public
+		 * key -- no config: the bindings the journal records are what its
+		 * records are judged by (issue 41) */
+		if (rc != RI_CONFIG || journal == NULL || config != NULL || getenv("RI_CONFIG") != NULL ||
+		    access(ri_config_path(NULL), F_OK) == 0)
+			ri_die(rc, "%s", err.msg);
+		if ((rc = ri_instance_from_journal(journal, witness, o.findings, RI_THREADED, &r, &err)) != RI_OK)
+			ri_die(rc, "%s", err.msg);
+		handed = true;
+	}
 	if (journal != NULL) {
 		/* a file other than the live journal is a copy: it is judged as a
 		 * past state of the witnessed history, not against its newest line */
 		char *a = realpath(journal, NULL), *b = realpath(r->cfg->journal, NULL);
-		o.copy = a == NULL || b == NULL || strcmp(a, b) != 0;
+		/* (one handed to an outside auditor, with no config, is a copy) */
+		o.copy = handed || a == NULL || b == NULL || strcmp(a, b) != 0;
 		free(a);
 		free(b);
 		free(r->cfg->journal);

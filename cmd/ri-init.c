@@ -197,7 +197,8 @@ main(int argc, char **argv)
 	/* the genesis seal: a journal always ends at or after a seal, and the
 	 * witness's first line is it */
 	json_t *sealed = NULL;
-	if ((rc = ri_instance_attach(r, RI_NO_WITNESS, &err)) != RI_OK || (rc = ri_seal(r, &sealed, &err)) != RI_OK) {
+	if ((rc = ri_instance_attach(r, RI_NO_WITNESS, &err)) != RI_OK ||
+	    (rc = ri_seal_genesis(r, &sealed, &err)) != RI_OK) {
 		json_decref(sealed);
 		if (r->st != NULL) {
 			r->st->ops->close(r->st);

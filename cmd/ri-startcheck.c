@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <sodium.h>
 
+#include "bindings.h"
 #include "cli.h"
 #include "fault.h"
 #include "findings.h"
@@ -292,6 +293,37 @@ check_witness_independent(const struct ri_config *c, struct report *rep)
 		cap(rep, false, "witness-independent", "not checked: %s", err.msg);
 }
 
+/* Bindings are history (issue 41): a binding that changed since the
+ * journal recorded it is recorded by the next writer, and judges only what
+ * is written from then on.  A shorter retention is said plainly: the
+ * records written before keep the period they were written under. */
+static void
+check_bindings(struct ri *r, struct report *rep)
+{
+	char msg[512];
+
+	if (r->st == NULL)
+		return;
+	for (size_t i = 0; i < r->cfg->n_kinds; i++) {
+		const struct ri_kind *k = &r->cfg->kinds[i], *b = NULL;
+		json_t *due = NULL;
+		if (ri_bindings_at(r, k->name, INT64_MAX, &b) != RI_ST_OK || ri_bindings_due(r, k, &due) != RI_ST_OK)
+			continue;
+		if (due != NULL && b != NULL && b != k && k->retention_period < b->retention_period) {
+			snprintf(msg, sizeof msg, "kinds.%s.retention_period is shorter than the one the journal holds"
+			    " (%lld s, now %lld s): it applies to new records only -- those written before keep the"
+			    " period they were written under (bindings are history); the next writer records the change",
+			    k->name, (long long)(b->retention_period / 1000), (long long)(k->retention_period / 1000));
+			json_array_append_new(rep->warnings, json_string(msg));
+		} else if (due != NULL && b != NULL && b != k) {
+			snprintf(msg, sizeof msg, "the bindings of kind %s changed since the journal recorded them: the"
+			    " next writer records the change, and it judges what is written from then on", k->name);
+			json_array_append_new(rep->warnings, json_string(msg));
+		}
+		json_decref(due);
+	}
+}
+
 static void
 check_identities(struct ri *r, struct report *rep)
 {
@@ -525,6 +557,8 @@ main(int argc, char **argv)
 	}
 	check_witness(full ? full : r, &rep);
 	check_witness_independent(c, &rep);
+	if (full != NULL)
+		check_bindings(full, &rep);
 	check_findings(c, &rep);
 	check_identities(full ? full : r, &rep);
 	check_probes(c, &rep);

@@ -17,6 +17,7 @@
 #include <sodium.h>
 
 #include "audit.h"
+#include "bindings.h"
 #include "findings.h"
 #include "instance.h"
 #include "integrity.h"
@@ -401,6 +402,31 @@ inside_horizon(struct audit *a, const struct ri_record *intent)
 	return ri_intent_retained(a->c, intent, a->now);
 }
 
+/* The binding of a record's kind when it was written: bindings are history
+ * (issue 41) -- the audit judges no record by today's config.  NULL: a
+ * kind never bound. */
+static const struct ri_kind *
+bound(struct audit *a, const struct ri_record *rec)
+{
+	const struct ri_kind *k = NULL;
+
+	if (ri_bindings_at(a->r, rec->kind, rec->seq, &k) != RI_ST_OK)
+		k = ri_config_kind(a->c, rec->kind);
+	return k;
+}
+
+/* Is actor the service identity of the binding rec was written under (a
+ * kind never bound: any actor the registry calls a service)? */
+static bool service_actor(struct audit *a, const char *actor);
+static bool
+is_service_at(struct audit *a, const struct ri_record *rec, const char *actor)
+{
+	const struct ri_kind *k = bound(a, rec);
+
+	return k != NULL ? actor != NULL && k->service_actor != NULL && strcmp(actor, k->service_actor) == 0 :
+	    service_actor(a, actor);
+}
+
 /* Is c named, in a valid supersedes, by a closing of type t? */
 static bool
 named_by(const struct ri_inv *inv, const struct ri_closing *c, enum ri_closing_type t)
@@ -536,7 +562,15 @@ probe_checks(struct audit *a, const struct ri_kind *k, const struct ri_inv *inv,
 #endif
 			continue;
 		if (!probed) {
-			ri_probe_ask(a->probers, k, in->act_key, in->payload, &p);
+			/* the probe is today's config's (the store's reader, not a
+			 * binding): a kind the config no longer names has none */
+			const struct ri_kind *pk = ri_config_kind(a->c, in->kind);
+			if (pk == NULL) {
+				note(a, c->type == RI_C_OUTCOME ? "6.1" : c->type == RI_C_ABANDONED ? "6.3" : "6.5",
+				    "no probe: the config no longer binds the kind (not applicable)");
+				return;
+			}
+			ri_probe_ask(a->probers, pk, in->act_key, in->payload, &p);
 			probed = true;
 		}
 		const char *id = c->type == RI_C_OUTCOME ? "6.1" : c->type == RI_C_ABANDONED ? "6.3" : "6.5";
@@ -610,7 +644,9 @@ resolver_is_service(struct audit *a, const char *who)
 static void
 judge_inv(struct audit *a, const struct ri_record *intent_row, struct ri_inv inv)
 {
-	const struct ri_kind *k = ri_config_kind(a->c, intent_row->kind);
+	/* the intent's own binding judges what is the intent's: its horizon,
+	 * its examine edge, its window, its kind's report-only branch */
+	const struct ri_kind *k = bound(a, intent_row);
 	struct ri_standing sd;
 	char why[512];
 
@@ -638,10 +674,8 @@ judge_inv(struct audit *a, const struct ri_record *intent_row, struct ri_inv inv
 		return;
 	}
 	ri_standing(inv.closings, inv.n_closings, &sd);
-	/* the service identity: the kind's; for a kind no longer bound, any
-	 * actor the registry calls a service */
-	const char *svc = k != NULL ? k->service_actor : NULL;
-#define IS_SERVICE(actor) (k != NULL ? streq((actor), svc) : service_actor(a, (actor)))
+	/* the service identity: the binding's of each record's time; for a
+	 * kind never bound, any actor the registry calls a service */
 
 	for (size_t i = 0; i < inv.n_closings; i++) {
 		const struct ri_closing *c = &inv.closings[i];
@@ -652,15 +686,18 @@ judge_inv(struct audit *a, const struct ri_record *intent_row, struct ri_inv inv
 				fail(a, "1.1", in->invocation_id, in->event_id, c->rec->event_id,
 				    "the outcome names actor %s but its intent was attested by %s",
 				    named ? named : "(none)", in->actor_ref);
-			/* Check 2.5-2.6 */
-			if (!outcome_shape(a, k, &inv, c, why, sizeof why))
+			/* Check 2.5-2.6, by the binding of the outcome's own time */
+			if (!outcome_shape(a, bound(a, c->rec), &inv, c, why, sizeof why))
 				fail(a, "2.5", in->invocation_id, c->rec->event_id, NULL, "matches no outcome shape: %s",
 				    why);
 		}
-		/* Check 6.4 (a kind no longer bound declares no fence to judge by) */
-		if (k != NULL && c->type == RI_C_ABANDONED && !c->resolved_by && !k->commit_fence)
+		/* Check 6.4, by the binding of the abandonment's own time (a kind
+		 * never bound declares no fence to judge by) */
+		const struct ri_kind *ck = bound(a, c->rec);
+		if (ck != NULL && c->type == RI_C_ABANDONED && !c->resolved_by && !ck->commit_fence)
 			fail(a, "6.4", in->invocation_id, c->rec->event_id, NULL,
-			    "a sweep abandonment in kind %s, which declares no commit fence (commit 14)", k->name);
+			    "a sweep abandonment in kind %s, which declared no commit fence when it was written"
+			    " (commit 14)", ck->name);
 		/* the closings issue's ruling: a supersedes naming anything but an
 		 * earlier closing of this invocation is malformed (Check 8.1.8) */
 		if (c->malformed)
@@ -671,14 +708,13 @@ judge_inv(struct audit *a, const struct ri_record *intent_row, struct ri_inv inv
 	 * by another actor */
 	for (size_t i = 0; i < inv.all.n; i++) {
 		const struct ri_record *rec = &inv.all.v[i];
-		if (rec != in && IS_SERVICE(rec->actor_ref) && streq(in->actor_ref, rec->actor_ref))
+		if (rec != in && is_service_at(a, rec, rec->actor_ref) && streq(in->actor_ref, rec->actor_ref))
 			fail(a, "5.1", in->invocation_id, rec->event_id, in->event_id,
 			    "the service identity closed an intent it attested itself");
 	}
-	if (IS_SERVICE(in->actor_ref))
+	if (is_service_at(a, in, in->actor_ref))
 		fail(a, "5.1", in->invocation_id, in->event_id, NULL,
 		    "the service identity %s opened an intent (open step 1.2)", in->actor_ref);
-#undef IS_SERVICE
 	/* the report: what still needs an operator (operator.h's reading) */
 	const char *needs = ri_needs_operator(a->c, k, &inv, &sd, a->now);
 	if (needs != NULL)
@@ -700,9 +736,10 @@ judge_inv(struct audit *a, const struct ri_record *intent_row, struct ri_inv inv
 		fail(a, "2.1", in->invocation_id, h1, h2, "%zu chains of closings stand on this invocation",
 		    sd.n_heads);
 	}
-	/* Check 3.2: a kind the bindings no longer serve is exempt from Check
-	 * 3 -- and from nothing else */
-	if (k == NULL) {
+	/* Check 3.2: a kind the bindings no longer serve -- today's: the sweep
+	 * can close none of its acts (Binding 4-5) -- is exempt from Check 3,
+	 * and from nothing else */
+	if (k == NULL || ri_config_kind(a->c, in->kind) == NULL) {
 		note(a, "3.1", "exempt: unbound kind (Check 3.2)");
 		ri_inv_free(&inv);
 		return;
@@ -1003,7 +1040,7 @@ intent_of(struct audit *a, const char *iev, struct ri_record *out, bool *memo)
 static void
 judge_named(struct audit *a, const struct ri_record *rec)
 {
-	const struct ri_kind *k = ri_config_kind(a->c, rec->kind);
+	const struct ri_kind *k = bound(a, rec);
 	const char *iev = pstr(rec, "intent_event_id");
 	struct ri_record in;
 	bool service = k != NULL ? streq(rec->actor_ref, k->service_actor) : service_actor(a, rec->actor_ref);
@@ -1143,13 +1180,15 @@ binds(struct audit *a, const struct ri_record *rec)
 			fail(a, "5.1", NULL, rec->event_id, NULL,
 			    "a service-identity record naming no invocation: a write outside this composition");
 	}
-	/* the role fixed at the append, against today's binding of the kind:
-	 * a disagreement is a binding changed under landed records (journal
-	 * 4, Binding 2) and is reported, never silently re-read */
-	if (ri_config_kind(a->c, rec->kind) != NULL &&
-	    (ri_vocab_role(a->c, rec->action_ref, &role, why, sizeof why) != RI_OK || role != rec->role))
+	/* the role fixed at the append, against the kind's binding of the
+	 * record's own time (bindings are history, issue 41): a disagreement
+	 * is a record its vocabulary did not hold (journal 4, Binding 2),
+	 * reported, never silently re-read */
+	const struct ri_kind *bk = bound(a, rec);
+	if (bk != NULL && (ri_vocab_kind_role(bk, rec->action_ref, &role, why, sizeof why) != RI_OK ||
+	    role != rec->role))
 		fail(a, "8.1.8", rec->invocation_id, rec->event_id, NULL,
-		    "appended as %s, which today's binding of kind %s does not read it as",
+		    "appended as %s, which the binding of kind %s in force then does not read it as",
 		    ri_role_name(rec->role), rec->kind);
 }
 
@@ -1296,6 +1335,8 @@ each_record(const struct ri_record *rec, unsigned problems, void *arg)
 	struct audit *a = arg;
 
 	a->cur = rec;
+	if (problems == 0)
+		ri_bindings_feed(a->r, rec);
 	traversal(a, rec, problems);
 	if (problems & RI_P_HEAD) {
 		a->cur = NULL;
@@ -1335,7 +1376,7 @@ each_record(const struct ri_record *rec, unsigned problems, void *arg)
 			json_object_del(a->open_set, rec->invocation_id);
 	}
 	if (rec->invocation_id != NULL && !(problems & (RI_P_SHAPE | RI_P_GAP))) {
-		const struct ri_kind *k = ri_config_kind(a->c, rec->kind);
+		const struct ri_kind *k = bound(a, rec);
 		char actkey[1024];
 		snprintf(actkey, sizeof actkey, "%s\x1f%s", rec->kind, rec->act_key);
 		if (rec->role == RI_ROLE_INTENT) {
@@ -1548,6 +1589,14 @@ ri_audit(ri *r, const struct ri_audit_opts *o, json_t **ans, ri_err *err)
 	if (r->st->ops->inv_span != NULL)
 		a.pending = ri_xcalloc(1, sizeof *a.pending);
 	state_begin(&a, &sr);
+	/* bindings are history (issue 41): the journal's, loaded before the
+	 * traversal; one written since joins as the traversal meets it */
+	{
+		char **ks = NULL;
+		size_t nk = 0;
+		if (ri_bindings_kinds(r, &ks, &nk) == RI_ST_OK)
+			ri_strings_free(ks, nk);
+	}
 	st = r->st->ops->traverse(r->st, each_record, &a);
 	pending_end(&a, st == RI_ST_OK);
 	ri_progress_end(&a.prog, a.records);

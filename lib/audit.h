@@ -34,6 +34,9 @@ int ri_audit_html(json_t *report, FILE *out);
  * verification answers journal-unavailable with "cause":"integrity"
  * (RI_JOURNAL_UNAVAILABLE) and appends nothing. */
 int ri_seal(ri *r, json_t **ans, ri_err *err);
+/* ri-init: the genesis seal, carrying the founding bindings of every kind
+ * (bindings.h: {"bindings": {kind: audit.bound payload}}). */
+int ri_seal_genesis(ri *r, json_t **ans, ri_err *err);
 /* Surface a verification failure in the findings register: an instance
  * finding journal-unavailable with {"why", "cause":"integrity"}. */
 int ri_seal_surface(ri *r, const char *why);

@@ -708,8 +708,8 @@ ri_config_load(const char *path, struct ri_config **out, ri_err *err)
 	return rc;
 }
 
-static void
-free_kind(struct ri_kind *k)
+void
+ri_kind_free(struct ri_kind *k)
 {
 	size_t i;
 
@@ -738,11 +738,11 @@ ri_config_free(struct ri_config *c)
 	free(c->integrity_key_file);
 	free(c->seal_key_file);
 	free(c->witness);
-	for (size_t i = 0; i < c->n_witness_publish; i++)
+	for (i = 0; i < c->n_witness_publish; i++)
 		free(c->witness_publish[i]);
 	free(c->witness_publish);
 	for (i = 0; i < c->n_kinds; i++)
-		free_kind(&c->kinds[i]);
+		ri_kind_free(&c->kinds[i]);
 	free(c->kinds);
 	free(c);
 }

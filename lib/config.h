@@ -63,6 +63,8 @@ int ri_config_load(const char *path, struct ri_config **out, ri_err *err);
 int ri_config_from_json(json_t *root, const char *path, struct ri_config **out, ri_err *err);
 void ri_config_free(struct ri_config *c);
 const struct ri_kind *ri_config_kind(const struct ri_config *c, const char *name);
+/* Free what a kind holds (not the struct itself). */
+void ri_kind_free(struct ri_kind *k);
 /* The config file to use: -c FILE, else $RI_CONFIG, else ./ri.json. */
 const char *ri_config_path(const char *flag);
 

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <sodium.h>
 
+#include "bindings.h"
 #include "fault.h"
 #include "findings.h"
 #include "gate.h"
@@ -43,6 +44,27 @@ ri_instance_open(const char *config_path, unsigned flags, ri **out, ri_err *err)
 fail:
 	ri_instance_close(r);
 	return rc;
+}
+
+int
+ri_instance_from_journal(const char *journal, const char *witness, const char *findings, unsigned flags, ri **out,
+    ri_err *err)
+{
+	struct ri *r;
+	int rc;
+
+	*out = NULL;
+	if (sodium_init() < 0)
+		return ri_fail(err, RI_INTERNAL, "libsodium failed to initialise");
+	ri_sqlite_process_init((flags & RI_THREADED) != 0);
+	r = ri_xcalloc(1, sizeof *r);
+	r->flags = flags | RI_CONFIG_ONLY;
+	if ((rc = ri_config_from_journal(journal, witness, findings, &r->cfg, err)) != RI_OK) {
+		ri_instance_close(r);
+		return rc;
+	}
+	*out = r;
+	return RI_OK;
 }
 
 int
@@ -99,6 +121,7 @@ ri_instance_close(ri *r)
 {
 	if (r == NULL)
 		return;
+	ri_bindings_free(r);
 	if (r->st != NULL)
 		r->st->ops->close(r->st);
 	if (r->key != NULL) {

@@ -12,8 +12,14 @@ struct ri {
 	size_t keylen;
 	unsigned flags;
 	ri_err unopened;                /* why the journal could not be opened, if so */
+	struct ri_bindings *bindings;   /* the journal's bindings history (bindings.h), loaded on use */
 };
 
+/* An instance, RI_CONFIG_ONLY, whose config is built from the bindings the
+ * journal at `journal` records (bindings.h: ri-audit for an outside
+ * auditor handed no config). */
+int ri_instance_from_journal(const char *journal, const char *witness, const char *findings, unsigned flags,
+    ri **out, ri_err *err);
 /* Open the key and the journal of an instance opened RI_CONFIG_ONLY (after,
  * say, pointing cfg->journal at a copy an auditor was handed). */
 int ri_instance_attach(struct ri *r, unsigned flags, ri_err *err);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bindings.h"
 #include "cli.h"
 #include "fault.h"
 #include "gate.h"
@@ -150,8 +151,12 @@ judge(struct ri *r, struct open_req *o, const char *inv_id, const struct ri_inv 
 	    !ri_intent_retained(r->cfg, inv->intent, now))
 		return RI_OK;
 	/* Primitive policy 15, 38: the one comparison, against the range
-	 * read's recorded_at */
-	bool in_flight = ri_in_flight(r->cfg, o->k, inv->intent->recorded_at, now);
+	 * read's recorded_at -- and the completion bound the intent was
+	 * written under (bindings are history, issue 41) */
+	const struct ri_kind *bk = NULL;
+	if (ri_bindings_at(r, o->kind, inv->intent->seq, &bk) != RI_ST_OK || bk == NULL)
+		bk = o->k;
+	bool in_flight = ri_in_flight(r->cfg, bk, inv->intent->recorded_at, now);
 	if (in_flight || o->k->service_actor != NULL) {
 		/* open steps 3.4-3.7 */
 		release(r, o);
@@ -370,9 +375,21 @@ write_intent(struct ri *r, struct open_req *o, json_t *payload, char ev[RI_ID_LE
 		release(r, o);
 		return rc;
 	}
+	/* bindings are history (issue 41): a change of the kind's bindings
+	 * lands with the intent it judges, in its transaction, or not at all */
+	if ((st = ri_bindings_due(r, o->k, &a.bound)) != RI_ST_OK) {
+		release(r, o);
+		return ri_refuse_with(ans, ri_refusal_rf_st("intent", st), err, RI_RF_INTENT,
+		    "recording-failure(intent): the kind's bindings could not be read: %s",
+		    r->st->ops->error(r->st)->msg);
+	}
 	mono = ri_mono_ms();
 	st = r->st->ops->record_action(r->st, &a, &ap);
 	snprintf(why, sizeof why, "%s", r->st->ops->error(r->st)->msg);
+	if (st == RI_ST_OK)
+		ri_bindings_landed(r, a.bound, ap.seq);
+	json_decref(a.bound);
+	a.bound = NULL;
 	switch (st) {
 	case RI_ST_OK:
 		snprintf(ev, RI_ID_LEN + 1, "%s", ap.event_id);
@@ -535,6 +552,21 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 		goto out;
 	}
 	json_decref(payload);
+	/* issue 39: the intent's witness line is what names this act to a
+	 * later restore; one that could not be written (and synced) leaves the
+	 * act unprotected against a rollback -- so, as at open step 5.3, the
+	 * caller must not commit, and the intent is the sweep's */
+	const struct ri_store_error *se = r->st->ops->error(r->st);
+#ifndef RI_NC_INTENT_LINE_UNCHECKED
+	if (se->witness_missed && strcmp(se->witness_event_id, ev) == 0) {
+		release(r, &o);
+		rc = ri_refuse_with(ans, json_pack("{s:s, s:s, s:s}", "refused", "section-unavailable",
+		    "intent_event_id", ev, "alert", "the intent landed, but the witness could not record it"), err,
+		    RI_SECTION_UNAVAILABLE, "section-unavailable: the intent %s landed but its witness line was not"
+		    " written (%s); do not commit -- the sweep closes the intent", ev, se->witness_msg);
+		goto out;
+	}
+#endif
 #ifndef RI_NC_NO_OPEN_SECTION_CHECK
 	/* open step 5.3: Open MUST hold the section at return.  Without a
 	 * journal fence an intent issued before the lease ran out can land

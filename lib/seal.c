@@ -11,6 +11,7 @@
 #include <sodium.h>
 
 #include "audit.h"
+#include "bindings.h"
 #include "clock.h"
 #include "findings.h"
 #include "instance.h"
@@ -101,7 +102,7 @@ publish_seal(ri *r, const struct ri_appended *ap, json_t *ans)
 }
 
 static int
-seal_with(ri *r, json_t **ans, ri_err *err)
+seal_with(ri *r, json_t *extra, json_t **ans, ri_err *err)
 {
 	unsigned char sk[crypto_sign_SECRETKEYBYTES];
 	struct ri_appended ap;
@@ -113,7 +114,7 @@ seal_with(ri *r, json_t **ans, ri_err *err)
 	/* the store verifies every record since the previous seal first: a
 	 * tampered head is never sealed (RI_ST_INTEGRITY, nothing appended);
 	 * the seal record's witness line, signed, is added at its commit */
-	st = r->st->ops->seal(r->st, sk, &ap);
+	st = r->st->ops->seal(r->st, sk, extra, &ap);
 	sodium_memzero(sk, sizeof sk);
 	if (st != RI_ST_OK) {
 		if (st == RI_ST_INTEGRITY)
@@ -139,7 +140,17 @@ seal_with(ri *r, json_t **ans, ri_err *err)
 int
 ri_seal(ri *r, json_t **ans, ri_err *err)
 {
-	return seal_with(r, ans, err);
+	return seal_with(r, NULL, ans, err);
+}
+
+int
+ri_seal_genesis(ri *r, json_t **ans, ri_err *err)
+{
+	json_t *b = ri_bindings_genesis(r->cfg);
+	int rc = seal_with(r, b, ans, err);
+
+	json_decref(b);
+	return rc;
 }
 
 int

@@ -91,6 +91,10 @@ struct ri_append {
 	json_t *data;                   /* the record's payload object */
 	const struct ri_fence *fence;   /* NULL: unfenced */
 	const char *fault_tag;          /* "open.intent": names the fault points */
+	json_t *bound;                  /* NULL, or an audit.bound payload appended just
+	                                 * before the record, in its transaction: a change
+	                                 * of the kind's bindings lands with the first
+	                                 * record judged by it, or not at all (bindings.h) */
 };
 
 struct ri_appended {
@@ -149,6 +153,7 @@ struct ri_store_error {
 	 * protected against a rollback until the next line is written) */
 	bool witness_missed;
 	int64_t witness_missed_seq;     /* the newest record whose line is missing */
+	char witness_event_id[RI_ID_LEN + 1];   /* its event id */
 	char witness_msg[512];
 };
 
@@ -228,8 +233,10 @@ struct ri_store_ops {
 	 * over (instance id, head seq, head hash), in one transaction -- after
 	 * verifying every record since the previous seal (never seal a tampered
 	 * head: RI_ST_INTEGRITY, nothing appended).  A head that is a seal
-	 * already answers that seal.  out names the seal record (seq, hash). */
-	int (*seal)(struct ri_store *, const unsigned char sk[64], struct ri_appended *);
+	 * already answers that seal.  out names the seal record (seq, hash).
+	 * extra (NULL: none): members added to the seal's payload -- the
+	 * genesis seal carries the founding bindings (bindings.h). */
+	int (*seal)(struct ri_store *, const unsigned char sk[64], json_t *extra, struct ri_appended *);
 	/* Append one substrate record (audit.*) in its own transaction. */
 	int (*substrate)(struct ri_store *, const char *action_ref, json_t *data, struct ri_appended *);
 	/* Append n records on the substrate's own authority (actor "audit", no

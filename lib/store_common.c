@@ -915,9 +915,15 @@ ri_st_witness_pend(struct ri_st_core *c, const struct ri_header *h, const unsign
 	/* what names the act again after a restore: an intent's pairing datum
 	 * (the probe's key into the store), a closing's intent */
 	w->intent_event_id = dup_or_null(json_string_value(json_object_get(data, "intent_event_id")));
-	if (h->role == RI_ROLE_INTENT)
+	if (h->role == RI_ROLE_INTENT) {
 		w->pairing_datum = dup_or_null(json_string_value(json_object_get(json_object_get(data, "data"),
 		    "pairing_datum")));
+		/* an intent's line is synced before Open answers: it is what names
+		 * the act to a restore after a power loss (tla/Freshness.tla,
+		 * probe-powerloss); a closing's or a substrate record's need not
+		 * be -- the intent's line names the act already */
+		w->sync = true;
+	}
 }
 
 void
@@ -938,9 +944,15 @@ ri_st_witness_flush(struct ri_st_core *c)
 		if (!w->has_sig)
 			continue;
 #endif
-		if (ri_witness_add(c->witness, w, &e) != RI_OK) {
+		/* the intent committed, its line not yet written: a fail here is a
+		 * line that could not be written (Open then refuses, open.c) */
+		bool failed = w->sync && ri_fault("open.witness") == RI_FA_FAIL;
+		if (failed)
+			ri_fail(&e, RI_JOURNAL_UNAVAILABLE, "fault open.witness: the line was not written");
+		if (failed || ri_witness_add(c->witness, w, &e) != RI_OK) {
 			c->err.witness_missed = true;
 			c->err.witness_missed_seq = w->seq;
+			snprintf(c->err.witness_event_id, sizeof c->err.witness_event_id, "%s", w->event_id);
 			snprintf(c->err.witness_msg, sizeof c->err.witness_msg, "record seq %lld landed, but its witness"
 			    " line was not written: %.400s", (long long)w->seq, e.msg);
 			continue;

@@ -2207,6 +2207,9 @@ reads_ahead(struct pg *s, const struct ri_append *a, const char *kind)
  * lease row's lock and again by the server at COMMIT; a COMMIT sent with
  * no reply is a lost reply, read back by event id (resolve 24).
  */
+static int append_substrate(struct pg *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN],
+    const char *action_ref, const char *act_key, json_t *data, ri_ms now, struct ri_appended *out);
+
 static int
 pg_record_action(struct ri_store *base, const struct ri_append *a, struct ri_appended *out)
 {
@@ -2241,6 +2244,14 @@ pg_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 	    (rc = check_fence(s, kind, a->act_key ? a->act_key : "", a->fence, now)) != RI_ST_OK)
 		goto fail;
 #endif
+	if (a->bound != NULL) {
+		/* the kind's bindings changed: recorded in the same transaction,
+		 * just before the first record they judge (bindings.h) */
+		struct ri_appended bout;
+		if ((rc = append_substrate(s, &jh, lh, "audit.bound", "bindings:", a->bound, now, &bout)) != RI_ST_OK)
+			goto fail;
+		memcpy(lh, bout.hash, RI_HASH_LEN);
+	}
 	if ((rc = append_locked(s, &jh, lh, a, role, fa == RI_FA_NORETENTION, now, out)) != RI_ST_OK)
 		goto fail;
 	if (a->fault_tag != NULL) {
@@ -3010,7 +3021,7 @@ verify_since_seal(struct pg *s, const struct ri_jhead *jh, ri_ms now)
 }
 
 static int
-pg_seal(struct ri_store *base, const unsigned char sk[64], struct ri_appended *out)
+pg_seal(struct ri_store *base, const unsigned char sk[64], json_t *extra, struct ri_appended *out)
 {
 	struct pg *s = (struct pg *)base;
 	struct ri_jhead jh;
@@ -3053,6 +3064,8 @@ pg_seal(struct ri_store *base, const unsigned char sk[64], struct ri_appended *o
 	ri_hex(s->core.instance_id, sizeof s->core.instance_id, ih);
 	json_t *data = json_pack("{s:s, s:I, s:s, s:s, s:s}", "instance_id", ih, "seq", (json_int_t)jh.last_seq,
 	    "head_hash", hh, "signature", sh, "algorithm", "ed25519");
+	if (extra != NULL)
+		json_object_update_missing(data, extra);
 	rc = append_substrate(s, &jh, lh, "audit.sealed", "", data, now, out);
 	json_decref(data);
 	if (rc != RI_ST_OK)

@@ -1551,6 +1551,9 @@ append_locked(struct sq *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 	return RI_ST_OK;
 }
 
+static int append_substrate(struct sq *s, const char *action_ref, const char *act_key, json_t *data, ri_ms now,
+    struct ri_appended *out);
+
 static int
 commit(struct sq *s)
 {
@@ -1608,6 +1611,14 @@ sq_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 		goto fail;
 #endif
 	bool unplaced = fa == RI_FA_NORETENTION;
+	if (a->bound != NULL) {
+		/* the kind's bindings changed: recorded in the same transaction,
+		 * just before the first record they judge (bindings.h) */
+		struct ri_appended bout;
+		if ((rc = append_substrate(s, "audit.bound", "bindings:", a->bound, now, &bout)) != RI_ST_OK ||
+		    (rc = jhead_get(s, &jh, lh)) != RI_ST_OK)
+			goto fail;
+	}
 	if ((rc = append_locked(s, &jh, lh, a, role, unplaced, now, out)) != RI_ST_OK)
 		goto fail;
 	if ((rc = commit(s)) != RI_ST_OK)
@@ -2613,7 +2624,7 @@ verify_since_seal(struct sq *s, const struct ri_jhead *jh, ri_ms now)
 /* Sign the head and append audit.sealed after it, in one transaction --
  * never over a head that fails verification. */
 static int
-sq_seal(struct ri_store *base, const unsigned char sk[64], struct ri_appended *out)
+sq_seal(struct ri_store *base, const unsigned char sk[64], json_t *extra, struct ri_appended *out)
 {
 	struct sq *s = (struct sq *)base;
 	struct ri_jhead jh;
@@ -2656,6 +2667,8 @@ sq_seal(struct ri_store *base, const unsigned char sk[64], struct ri_appended *o
 	ri_hex(s->core.instance_id, sizeof s->core.instance_id, ih);
 	json_t *data = json_pack("{s:s, s:I, s:s, s:s, s:s}", "instance_id", ih, "seq", (json_int_t)jh.last_seq,
 	    "head_hash", hh, "signature", sh, "algorithm", "ed25519");
+	if (extra != NULL)
+		json_object_update_missing(data, extra);
 	struct ri_append a = { .action_ref = "audit.sealed", .act_key = "", .actor_ref = RI_SUBSTRATE_ACTOR,
 		.data = data };
 	rc = append_locked(s, &jh, lh, &a, RI_ROLE_OTHER, false, now, out);

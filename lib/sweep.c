@@ -15,6 +15,7 @@
 #include <sodium.h>
 
 #include "audit.h"
+#include "bindings.h"
 #include "cli.h"
 #include "fault.h"
 #include "findings.h"
@@ -54,6 +55,28 @@ struct sweep {
 	json_t *unreachable;            /* kind -> {"acts": n, "why": the probe's last word} */
 	struct ri_prober *probers;      /* the run's probes: a batch probe lives the run */
 };
+
+/* The kind's binding when a record (kind, seq) was written: bindings are
+ * history (issue 41) -- the edges are the record's own (journal 8-9:
+ * derived from the bound period, never from today's config nor from the
+ * record's retention_until).  fallback when nothing is known of it. */
+static const struct ri_kind *
+bound_at(struct sweep *s, const char *kind, int64_t seq, const struct ri_kind *fallback)
+{
+	const struct ri_kind *b = NULL;
+
+	if (ri_bindings_at(s->r, kind, seq, &b) != RI_ST_OK || b == NULL)
+		return fallback;
+	return b;
+}
+
+/* Invariant 7.2, reconcile steps 1.2-1.3, 5.6: before the horizon edge of
+ * the record's own binding */
+static bool
+before_horizon(struct sweep *s, const struct ri_kind *k, const struct ri_record *rec)
+{
+	return ri_before_horizon(s->c, bound_at(s, rec->kind, rec->seq, k), rec->recorded_at, s->now);
+}
 
 static void
 alert(struct sweep *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -230,7 +253,18 @@ sweep_write(struct sweep *s, const struct ri_kind *k, const struct ri_record *in
 			return L_SKIP;
 		mono = ri_mono_ms();
 		ri_mint_id("evt_", mine);       /* each attempt is its own record */
+		/* bindings are history (issue 41): a change of the kind's
+		 * bindings lands with the run's first closing they judge */
+		if (ri_bindings_due(r, k, &a.bound) != RI_ST_OK) {
+			alert(s, "the bindings of kind %s could not be read: %s; the act waits for the next run",
+			    k->name, r->st->ops->error(r->st)->msg);
+			return L_SKIP;
+		}
 		st = r->st->ops->record_action(r->st, &a, &ap);
+		if (st == RI_ST_OK)
+			ri_bindings_landed(r, a.bound, ap.seq);
+		json_decref(a.bound);
+		a.bound = NULL;
 		snprintf(ev, RI_ID_LEN + 1, "%s", mine);
 		switch (st) {
 		case RI_ST_OK:
@@ -597,7 +631,7 @@ scan_closings(struct sweep *s, struct scan *sc, const struct ri_kind *k, const s
 		return false;
 	for (size_t i = 0; i < inv->n_closings; i++)
 		if (inv->closings[i].rec->seq > sc->mark && inv->closings[i].rec->seq < rec->seq &&
-		    ri_before_horizon(s->c, k, inv->closings[i].rec->recorded_at, s->now)) {
+		    before_horizon(s, k, inv->closings[i].rec)) {
 			ri_inv_free(inv);
 			return false;   /* judged at that earlier closing */
 		}
@@ -623,7 +657,7 @@ closing_alone(struct sweep *s, const struct ri_kind *k, struct ri_record *rec)
 	struct ri_inv one;
 	bool ok;
 
-	if (!ri_before_horizon(s->c, k, rec->recorded_at, s->now))
+	if (!before_horizon(s, k, rec))
 		return false;   /* reconcile step 5.6: no judgement at all */
 	memset(&one, 0, sizeof one);
 	ri_inv_add(&one, rec);
@@ -751,7 +785,7 @@ scan_intent(struct sweep *s, struct scan *sc, const struct ri_kind *k, const str
 	char act[512];
 	json_t *members, *v;
 	const char *inv, *other = NULL;
-	bool report = ri_before_horizon(s->c, k, rec->recorded_at, s->now);
+	bool report = before_horizon(s, k, rec);
 
 	act_id(rec, act, sizeof act);
 	if ((members = json_object_get(sc->open, act)) == NULL) {
@@ -804,7 +838,7 @@ scan_retro(struct sweep *s, struct scan *sc, const struct ri_kind *k, const stru
 			}
 			if (rec->role == RI_ROLE_INTENT && rec->invocation_id != NULL &&
 			    strcmp(rec->invocation_id, c->invocation_id) != 0 &&
-			    ri_intent_retained(s->c, rec, s->now) && ri_before_horizon(s->c, k, rec->recorded_at, s->now))
+			    ri_intent_retained(s->c, rec, s->now) && before_horizon(s, k, rec))
 				intents_finding(s, k, rec->act_key, rec->invocation_id, c->invocation_id);
 		}
 		bool more = page.more;
@@ -834,7 +868,7 @@ scan_closing(struct sweep *s, struct scan *sc, const struct ri_kind *k, const st
 			json_object_del(sc->open, act);
 	}
 	/* reconcile step 5.6: not over the horizon */
-	if (!ri_before_horizon(s->c, k, rec->recorded_at, s->now) || alone)
+	if (!before_horizon(s, k, rec) || alone)
 		return;         /* alone: its intent is in the delta, so no scan_retro */
 	if (!scan_closings(s, sc, k, rec, &inv))
 		return;
@@ -1115,9 +1149,12 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 			continue;
 		}
 		/* reconcile steps 1.2-1.3, Invariant 7.1-7.2: aged, and before
-		 * the horizon edge -- applied comparisons that only exclude */
-		if (ri_in_flight(s.c, k, oi[i].recorded_at, s.now) ||
-		    !ri_before_horizon(s.c, k, oi[i].recorded_at, s.now))
+		 * the horizon edge -- applied comparisons that only exclude; each
+		 * by the binding the intent was written under (issue 41: a
+		 * retention shortened since does not strand it) */
+		const struct ri_kind *bk = bound_at(&s, oi[i].kind, oi[i].seq, k);
+		if (ri_in_flight(s.c, bk, oi[i].recorded_at, s.now) ||
+		    !ri_before_horizon(s.c, bk, oi[i].recorded_at, s.now))
 			continue;
 		/* Binding 2: under a config that unbinds a kind with open
 		 * intents the run writes nothing; Sweep never 2, reconcile steps

@@ -42,6 +42,19 @@ ri_vocab_role(const struct ri_config *c, const char *action_ref, int *role, char
 		snprintf(why, n, "kind \"%s\" is not bound", kind);
 		return RI_INVALID_REQUEST;
 	}
+	return ri_vocab_kind_role(k, action_ref, role, why, n);
+}
+
+int
+ri_vocab_kind_role(const struct ri_kind *k, const char *action_ref, int *role, char *why, size_t n)
+{
+	const char *dot = strchr(action_ref, '.');
+	size_t kl = strlen(k->name);
+
+	if (dot == NULL || (size_t)(dot - action_ref) != kl || strncmp(action_ref, k->name, kl) != 0) {
+		snprintf(why, n, "action ref \"%s\" is not of kind %s", action_ref, k->name);
+		return RI_INVALID_REQUEST;
+	}
 	/* journal 2-4: the declared refs, the derived ones, the outcomes */
 	*role = suffix_role(dot + 1);
 	if (*role != RI_ROLE_OUTCOME)
@@ -49,7 +62,7 @@ ri_vocab_role(const struct ri_config *c, const char *action_ref, int *role, char
 	for (size_t i = 0; i < k->n_outcomes; i++)
 		if (strcmp(dot + 1, k->outcomes[i]) == 0)
 			return RI_OK;
-	snprintf(why, n, "\"%s\" is outside the vocabulary of kind %s", action_ref, kind);
+	snprintf(why, n, "\"%s\" is outside the vocabulary of kind %s", action_ref, k->name);
 	return RI_INVALID_REQUEST;
 }
 

@@ -35,6 +35,8 @@ ri_role_closing(int role)
  * reserved audit.* prefix, is never appended by a writer.
  */
 int ri_vocab_role(const struct ri_config *c, const char *action_ref, int *role, char *why, size_t n);
+/* The same against one kind's binding (bindings are history, issue 41). */
+int ri_vocab_kind_role(const struct ri_kind *k, const char *action_ref, int *role, char *why, size_t n);
 
 /* Is a stored role consistent with its action ref's suffix?  (An outcome
  * role only says the suffix is none of the reserved ones; whether today's

@@ -517,10 +517,9 @@ file_add(struct ri_witness *w, const struct ri_witnessed *what, ri_err *err)
 	}
 	text = line_text(w, what, (int64_t)size, &len);
 	text[len] = '\n';
-	/* a seal's line is synced (once a sweep run); an append's is not: a
-	 * line lost to a crash leaves the witness behind the journal, which
-	 * is harmless */
-	if (write(fd, text, len + 1) != (ssize_t)(len + 1) || (what->has_sig && fdatasync(fd) != 0))
+	/* an intent's line and a seal's are synced (witness.h); the rest are
+	 * not: a line lost to a crash leaves the witness behind the journal */
+	if (write(fd, text, len + 1) != (ssize_t)(len + 1) || ((what->has_sig || what->sync) && fdatasync(fd) != 0))
 		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "witness %s: %s", w->where, strerror(errno));
 	free(text);
 	close(fd);                      /* and its lock with it */

@@ -30,9 +30,12 @@
  * lost, so the lines of the journal's new history outrank the old ones by
  * their epoch (ri-init --accept-restore starts the next).  Appends are
  * serialized by flock(2) so each line knows its offset; a torn last line (a
- * crash mid-append) is never read and is cut by the next append.  No fsync
- * per append: a line lost to a crash leaves the witness behind the journal,
- * which is harmless (a seal's line is synced).
+ * crash mid-append) is never read and is cut by the next append.  An
+ * intent's line is synced before Open answers: after a power loss it is
+ * what names the act to a later restore (tla/Freshness.tla shows an act
+ * run twice without it); a seal's line is synced too.  Other lines are not:
+ * a closing's act is named by its intent's line already, and a line lost to
+ * a crash leaves the witness behind the journal, which a reader tolerates.
  *
  * "witness" may also be a postgresql:// URI (a table every host of a
  * multi-host instance shares; witness_pg.c): the same lines, one a row.
@@ -71,6 +74,7 @@ struct ri_witnessed {
 	char *action_ref, *kind, *act_key, *invocation_id, *intent_event_id, *actor_ref, *pairing_datum;
 	bool has_sig;
 	unsigned char sig[64];
+	bool sync;                      /* durable before the append answers (an intent's) */
 };
 void ri_witnessed_clear(struct ri_witnessed *w);
 

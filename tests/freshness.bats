@@ -65,6 +65,7 @@ of_k() { sqlite3 "$L" "SELECT count(*) FROM disclosures WHERE subject = '$1'"; }
 }
 
 @test "issue 39 point 1: every append adds one authenticated line to the witness, naming the record and its act; a seal's line is signed" {
+	land k0                                     # (and the binding setup changed, issue 41)
 	n=$(wc -l <"$T/journal.key.witness")
 	land k
 	# the intent and the outcome: two records, two lines
@@ -334,4 +335,29 @@ opened_then_closed() {
 	run --separate-stderr ri-sweep
 	[ "$(jq -r '.unreconciled // 0' <<<"$output")" -eq 0 ]
 	[ "$(records "action_ref = 'audit.reconciled'")" -eq 1 ]
+}
+
+# ---- the intent's line: what names the act to a later restore ----------------
+
+@test "issue 39 (tla/Freshness.tla, probe-powerloss): an intent whose witness line cannot be written is refused at Open (14, naming the orphaned intent) -- the job never runs; the sweep closes the intent; the intent's line is synced" {
+	n=$(of_k k)
+	run --separate-stderr env RI_FAULT=open.witness=fail ri-open <<<"$(open_req k '{"pairing_datum":"pd-k"}')"
+	[ "$status" -eq 14 ] || { echo "$status $output $stderr"; false; }
+	jq -e '.refused == "section-unavailable" and (.intent_event_id | length > 0) and (.alert | contains("witness"))' \
+	    <<<"$output" >/dev/null
+	run --separate-stderr env RI_FAULT=open.witness=fail ri-run --kind ledger --act-key k2 --actor alice \
+	    --intent-data '{"subject":"k2","recipient":"bob"}' -- ledger-disclose --store "$L" --subject k2 --recipient bob
+	[ "$status" -eq 14 ]
+	[ "$(of_k k2)" -eq 0 ]
+	ri_at 40
+	run --separate-stderr ri-sweep
+	[ "$status" -eq 0 ] || [ "$status" -eq 3 ]
+	[ "$(jq -r '.escalated + .abandoned' <<<"$output")" -eq 2 ]
+	# an intent's line is made durable before Open answers (fdatasync on the
+	# witness); a closing's is not
+	strace -f -y -qq -e trace=fdatasync -o "$T/st" ri-open <<<"$(open_req k3)" >/dev/null
+	grep -q 'journal.key.witness' "$T/st"
+	o=$(ri-open <<<"$(open_req k4)")
+	strace -f -y -qq -e trace=fdatasync -o "$T/st2" ri-close <<<"$(close_req "$o")" >/dev/null
+	! grep -q 'journal.key.witness' "$T/st2"
 }

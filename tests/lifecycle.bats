@@ -109,3 +109,153 @@ outcome_for() {
 	sqlite3 "$T/ledger.db" "DELETE FROM disclosures WHERE pairing_datum = '$PD'"
 	clean
 }
+
+# ---- point 1: bindings are history ------------------------------------------
+
+@test "issue 41 point 1, Check 2.5: the service identity rotated as ri-actor(1) says (a new identity added, the kind rebound, the old revoked) -- the outcome the old one recovered stays clean; one the old identity writes after the rotation fails 2.5" {
+	orphan k
+	later 33
+	sweep
+	[ "$(t closed)" -eq 1 ]
+	clean
+	ri-actor add ledger-reconciler-2 --service --credential-file "$T/r2.cred" >/dev/null
+	ri_cfg '.kinds.ledger.service_identity = {"actor_ref": "ledger-reconciler-2", "credential_file": "r2.cred"}'
+	# a writer meets the new binding and records it before its own record
+	orphan k2
+	later 33
+	sweep
+	[ "$(t closed)" -eq 1 ]
+	[ "$(records "action_ref = 'audit.bound'")" -eq 1 ]
+	clean
+	# unlawful: the old identity, not yet revoked, closes an act after the
+	# rotation (ri-forge: a raw append, no binding of its own)
+	orphan k3
+	inv=$(inv_of k3)
+	iev=$(jsql "SELECT event_id FROM records WHERE invocation_id = '$inv' AND action_ref = 'ledger.intended'")
+	"$RI_TOOLS/ri-forge" -c "$RI_CONFIG" --action-ref ledger.disclosed --actor ledger-reconciler \
+	    --credential-file "$T/reconciler.cred" --data "$(jq -nc --arg i "$inv" --arg e "$iev" \
+	    '{invocation_id:$i, intent_event_id:$e, kind:"ledger", act_key:"k3", recovery:true,
+	      acting_actor_ref:"alice", data:{}}')" >/dev/null
+	fails 2.5 "attested by ledger-reconciler, not by the service identity"
+	ri-actor revoke ledger-reconciler >/dev/null
+}
+
+@test "issue 41 point 1, Check 3.1/3.5: a kind made report-only after the sweep closed an act in time -- the act is judged by the binding of its time (3.1, clean), not by today's (3.5)" {
+	orphan k
+	later 33
+	sweep
+	[ "$(t closed)" -eq 1 ]
+	ri_cfg '.kinds.ledger.service_identity = null'
+	ri-open <<<"$(open_req k2)" >/dev/null            # records the report-only binding
+	later 700
+	audit_probe
+	jq -e '.checks[] | select(.check == "3.5") | all(.failures[]; .invocation_id != "'"$(inv_of k)"'")' <<<"$AUDIT" >/dev/null
+	jq -e '.checks[] | select(.check == "3.1") | .status == "pass"' <<<"$AUDIT" >/dev/null
+}
+
+@test "issue 41 point 1, Check 6.4: the commit fence withdrawn after the sweep abandoned an act under it -- clean; a sweep abandonment written after the withdrawal fails 6.4" {
+	ri_cfg '.kinds.ledger.commit_fence = "declared"'
+	empty_orphan k                                    # the act never ran: not-committed
+	later 40
+	sweep
+	[ "$(t abandoned)" -eq 1 ]
+	clean
+	ri_cfg '.kinds.ledger.commit_fence = "none"'
+	ri-open <<<"$(open_req k2)" >/dev/null            # records the binding without a fence
+	clean
+	# unlawful: a sweep abandonment after the fence was withdrawn
+	empty_orphan k3
+	inv=$(inv_of k3)
+	iev=$(jsql "SELECT event_id FROM records WHERE invocation_id = '$inv' AND action_ref = 'ledger.intended'")
+	"$RI_TOOLS/ri-forge" -c "$RI_CONFIG" --action-ref ledger.recovery_intended --actor ledger-reconciler \
+	    --credential-file "$T/reconciler.cred" --data "$(jq -nc --arg i "$inv" --arg e "$iev" \
+	    '{invocation_id:$i, intent_event_id:$e, kind:"ledger", act_key:"k3", plan:"abandon", acting_actor_ref:"alice"}')" >/dev/null
+	"$RI_TOOLS/ri-forge" -c "$RI_CONFIG" --action-ref ledger.abandoned --actor ledger-reconciler \
+	    --credential-file "$T/reconciler.cred" --data "$(jq -nc --arg i "$inv" --arg e "$iev" \
+	    '{invocation_id:$i, intent_event_id:$e, kind:"ledger", act_key:"k3", recovery:true,
+	      acting_actor_ref:"alice", cause:"not-committed"}')" >/dev/null
+	fails 6.4 "declared no commit fence when it was written"
+}
+
+@test "issue 41 point 1, Check 8.1.8: an outcome added to the kind -- records of it after the binding that added it are clean; one appended before any binding held it fails 8.1.8" {
+	ri_cfg '.kinds.ledger.outcomes = ["disclosed", "withdrawn"]'
+	o=$(ri-open <<<"$(open_req k)")
+	ri-close <<<"$(jq -c --arg c "$ALICE" '{kind, act_key, invocation_id, intent_event_id, actor_ref} +
+	    {credential:$c, outcome_action_ref:"ledger.withdrawn", outcome_data:{}}' <<<"$o")" >/dev/null
+	clean
+	# unlawful: a withdrawn outcome forged onto a journal whose bindings
+	# never held it (a second instance, the outcome added to its config
+	# without any writer recording it)
+	ri_cfg '.kinds.ledger.outcomes = ["disclosed", "withdrawn", "retracted"]'
+	o=$(ri-open <<<"$(open_req k2)")
+	ri_cfg '.kinds.ledger.outcomes = ["disclosed", "withdrawn", "retracted", "voided"]'
+	inv=$(jq -r .invocation_id <<<"$o")
+	iev=$(jq -r .intent_event_id <<<"$o")
+	"$RI_TOOLS/ri-forge" -c "$RI_CONFIG" --action-ref ledger.voided --actor alice \
+	    --data "$(jq -nc --arg i "$inv" --arg e "$iev" '{invocation_id:$i, intent_event_id:$e, kind:"ledger",
+	    act_key:"k2", data:{}}')" >/dev/null
+	fails 8.1.8 "does not read it as"
+}
+
+# ---- point 4: retention has one reading ----------------------------------------
+
+@test "issue 41 point 4, journal 8-9: retention_period shortened (400d -> 1d) while an orphan written under 400d waits out a store outage -- two days on, the store back, the sweep still examines and closes it (its bound period); ri-startcheck says the shorter period applies to new records; the audit is clean" {
+	orphan k
+	set_probe --store "$T/gone/ledger.db"                 # the store unreachable: unavailable
+	later 33
+	run --separate-stderr ri-sweep
+	[ "$status" -eq 2 ]                                    # degraded: the store is down
+	[ "$(jq -r .skipped <<<"$output")" -eq 1 ]
+	ri_cfg '.kinds.ledger.retention_period = "1d"'
+	run --separate-stderr ri-startcheck --json
+	jq -e '.warnings | any(contains("retention_period") and contains("new records only"))' <<<"$output" >/dev/null
+	later 86400
+	run --separate-stderr ri-sweep                         # still down
+	[ "$status" -eq 2 ]
+	later 86400
+	set_probe --store "$T/ledger.db"                       # the store is back
+	sweep
+	[ "$(t examined)" -eq 1 ]
+	[ "$(t closed)" -eq 1 ]
+	run --separate-stderr ri-read --kind ledger --act-key k
+	[ "$(jq -r '.invocations[0].state' <<<"$output")" = closed ]
+	clean
+}
+
+@test "issue 41 point 4, Check 8.1.5: a payload destroyed before its stored retention end (400d, though the period is 1d now) fails 8.1.5" {
+	orphan k
+	later 33
+	sweep
+	ri_cfg '.kinds.ledger.retention_period = "1d"'
+	ri-open <<<"$(open_req k2)" >/dev/null
+	later 172800
+	inv=$(inv_of k)
+	attacker_sql "UPDATE records SET payload = NULL, salt = NULL WHERE invocation_id = '$inv'"
+	fails 8.1.5 "before its retention ended"
+}
+
+# ---- the outside auditor: no config, the journal's own bindings -----------------
+
+@test "issue 41 (bindings are history), issue 44 point 5: an outside auditor handed a copy, the witness and the public key -- no config -- audits it by the bindings the journal records, across a rotation; a tampered copy fails" {
+	orphan k
+	later 33
+	sweep
+	ri-actor add ledger-reconciler-2 --service --credential-file "$T/r2.cred" >/dev/null
+	ri_cfg '.kinds.ledger.service_identity = {"actor_ref": "ledger-reconciler-2", "credential_file": "r2.cred"}'
+	orphan k2
+	later 33
+	sweep
+	ri-backup "$T/copy.db" >/dev/null
+	mkdir "$T/auditor"
+	cp "$T/copy.db" "$T/journal.key.witness" "$T/seal.key.pub" "$T/auditor/"
+	cd "$T/auditor"
+	run --separate-stderr env -u RI_CONFIG ri-audit --journal copy.db --witness journal.key.witness \
+	    --public-key seal.key.pub
+	[ "$status" -eq 0 ] || { echo "$status $stderr $(jq -c '[.checks[] | select(.status == "fail")]' <<<"$output")"; false; }
+	[ "$(jq -r .records <<<"$output")" -gt 10 ]
+	# a byte of a payload changed in the copy
+	sqlite3 copy.db "DROP TRIGGER records_append_only_update; UPDATE records SET payload = replace(payload, 'k2', 'kX') WHERE act_key = 'k2'"
+	run --separate-stderr env -u RI_CONFIG ri-audit --journal copy.db --witness journal.key.witness \
+	    --public-key seal.key.pub
+	[ "$status" -eq 1 ]
+}
