@@ -214,7 +214,7 @@ check_witness(struct ri *r, struct report *rep)
 	const struct ri_config *c = r->cfg;
 	struct ri_witness *w = NULL;
 	struct ri_witness_line l = { 0 };
-	unsigned char pk[32], inst[RI_INSTANCE_LEN];
+	unsigned char pk[32] = { 0 }, inst[RI_INSTANCE_LEN];
 	char pubpath[4200];
 	bool has_inst, has_pk;
 	ri_err err;
