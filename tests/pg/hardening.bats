@@ -1,0 +1,83 @@
+#!/usr/bin/env bats
+# hardening.bats -- issue 40 on PostgreSQL: what a role that holds only
+# DML on the instance's tables (SELECT, INSERT, UPDATE, DELETE: no
+# ownership, no DDL) can do to an instance, and what ri says of it.  Runs
+# only under tests/pg/run (make test-pg), which starts the server.
+
+bats_require_minimum_version 1.5.0
+
+load "$BATS_TEST_DIRNAME/../lib/common"
+
+setup() {
+	ri_pg_on || skip "needs tests/pg/run (a PostgreSQL server)"
+}
+
+teardown() {
+	if [ -n "${HOLDER:-}" ]; then
+		kill "$HOLDER" 2>/dev/null || true
+		wait "$HOLDER" 2>/dev/null || true
+	fi
+	if [ -n "${T:-}" ] && [ -d "$T" ]; then
+		rm -rf "$T"
+	fi
+}
+
+sql() {
+	ri_pg_sql "$RI_CONFIG" "$1"
+}
+
+# dml_role -- a login role with DML alone on the instance's schema; DML
+# holds its connection URI
+dml_role() {
+	local uri schema role
+	uri=$(jq -r .journal "$RI_CONFIG")
+	schema=$(sql "SELECT current_schema()")
+	role=dml_$schema
+	sql "CREATE ROLE $role LOGIN; GRANT USAGE ON SCHEMA $schema TO $role;
+	    GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA $schema TO $role" >/dev/null
+	DML=${uri/user=ri/user=$role}
+}
+
+# as_dml SQL -- run SQL as the DML role
+as_dml() {
+	psql "$DML" -qAtc "$1"
+}
+
+@test "issue 40 point 1: a DML role deletes the tree's leaves and an open-intents row, then holds nodes locked while the keyed ri-audit runs -- the checks it could not complete are incomplete, exit 1, never a pass" {
+	ri_instance
+	o=$(open_req k1 | ri-open)
+	close_req "$o" '{"disclosure_id":"d1"}' | ri-close >/dev/null
+	open_req k2 | ri-open >/dev/null
+	run ri-audit
+	[ "$status" -eq 0 ]
+	dml_role
+	# the attack: rows only the audit's state read would miss
+	as_dml "DELETE FROM nodes WHERE id <> ''::bytea; DELETE FROM open_intents" >/dev/null
+	# ... and the state read kept out of reach
+	psql "$DML" -qAt -c "BEGIN" -c "LOCK TABLE nodes IN ACCESS EXCLUSIVE MODE" -c "SELECT pg_sleep(600)" \
+	    >/dev/null 2>&1 &
+	HOLDER=$!
+	for _ in $(seq 1 200); do
+		[ "$(sql "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+		    WHERE c.relname = 'nodes' AND l.mode = 'AccessExclusiveLock' AND l.granted")" -ge 1 ] && break
+		sleep 0.05
+	done
+	run --separate-stderr ri-audit
+	printf '%s\n' "$output" >"$T/audit.json"
+	# ASSERT Check 8.1: a check the audit could not complete is never a pass
+	[ "$status" -eq 1 ]
+	jq -e '[.checks[] | select(.status == "incomplete")] | length > 0' "$T/audit.json"
+	jq -e '.checks[] | select(.check == "8.1.1") | .status != "pass"' "$T/audit.json"
+	jq -e '.tally.incomplete > 0' "$T/audit.json"
+	# the read's failure is named where a person reads it
+	jq -e '[.checks[] | select(.status == "incomplete") | .incomplete[]] | length > 0' "$T/audit.json"
+	# the lock gone, the audit sees the attack for what it is
+	kill "$HOLDER"
+	wait "$HOLDER" 2>/dev/null || true
+	HOLDER=
+	run --separate-stderr ri-audit
+	printf '%s\n' "$output" >"$T/audit.json"
+	[ "$status" -eq 1 ]
+	jq -e '.checks[] | select(.check == "8.1.1") | .status == "fail"' "$T/audit.json"
+}
+
