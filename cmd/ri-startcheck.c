@@ -196,6 +196,18 @@ check_journal(struct ri *r, struct report *rep)
 			    json_string_value(json_object_get(info, "fsync")),
 			    json_string_value(json_object_get(info, "synchronous_commit")),
 			    durable ? "" : ": a commit is not durable; refused");
+			/* issue 40 point 2: retention is decided by ri_clock(),
+			 * fixed at ri-init -- in production the server's own */
+			bool session = strcmp(json_string_value(json_object_get(info, "clock")), "session") == 0;
+			if (!session)
+				cap(rep, true, "journal-clock", "ri_clock() is the server's clock: no session can move it");
+			else if (r->cfg->clock_env)
+				cap(rep, true, "journal-clock", "ri_clock() reads each session's ri.clock (\"clock\": \"env\","
+				    " a test seam: see the warning)");
+			else
+				cap(rep, false, "journal-clock", "ri_clock() reads each session's ri.clock: the instance was"
+				    " made under \"clock\": \"env\", so any role that may UPDATE records can set it and purge"
+				    " every payload -- make the instance again under \"clock\": \"system\"");
 		}
 		json_decref(info);
 	} else if (access(r->cfg->journal, W_OK) != 0) {

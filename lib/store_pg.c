@@ -224,11 +224,6 @@ static const char schema_ddl[] =
 	"  expires_at bigint NOT NULL, token bigint NOT NULL, mac bytea NOT NULL,"
 	"  PRIMARY KEY(kind, act_key));"
 	"CREATE TABLE marks(name text PRIMARY KEY, seq bigint NOT NULL, mac bytea NOT NULL);"
-	/* the instance's one clock: the server's, or the env seam's reading
-	 * the session passes in ri.clock */
-	"CREATE FUNCTION ri_clock() RETURNS bigint LANGUAGE sql VOLATILE AS $$"
-	"  SELECT coalesce(nullif(current_setting('ri.clock', true), '')::bigint,"
-	"    floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) $$;"
 	/* append-only at the database level: no DELETE, no TRUNCATE, and an
 	 * UPDATE only nulls a payload (and its salt) whose retention ended */
 	"CREATE FUNCTION ri_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
@@ -262,7 +257,33 @@ static const char schema_ddl[] =
 	"    'journal fence: the writer no longer holds the section with an allowance to spare at COMMIT';"
 	"  END IF; RETURN NULL; END $$;"
 	"CREATE CONSTRAINT TRIGGER records_fence AFTER INSERT ON records DEFERRABLE INITIALLY DEFERRED"
-	"  FOR EACH ROW EXECUTE FUNCTION ri_fence_check();";
+	"  FOR EACH ROW EXECUTE FUNCTION ri_fence_check();"
+	/* every name these functions use is the instance's own schema's (or
+	 * pg_catalog's, searched first): a session's search_path cannot put a
+	 * ri_clock() or a clock_timestamp() of its own in front of them */
+	"DO $$ BEGIN"
+	"  EXECUTE format('ALTER FUNCTION ri_clock() SET search_path = %I', current_schema());"
+	"  EXECUTE format('ALTER FUNCTION ri_append_only() SET search_path = %I', current_schema());"
+	"  EXECUTE format('ALTER FUNCTION ri_fence_check() SET search_path = %I', current_schema());"
+	"END $$;";
+
+/*
+ * The instance's one clock, ri_clock(), fixed at ri-init by the config's
+ * "clock" (issue 40 point 2): the server's own, or -- under "clock": "env",
+ * a test seam -- the reading of $RI_NOW each session passes in ri.clock.
+ * Retention is decided by it (ri_append_only): were the server's clock to
+ * defer to a session setting, any role that may UPDATE records could set
+ * ri.clock to the end of time in its own session and purge every payload.
+ * Only the schema's owner can replace the function (and ri-startcheck's
+ * journal-clock names which clock the journal has).
+ */
+static const char clock_ddl_server[] =
+	"CREATE FUNCTION ri_clock() RETURNS bigint LANGUAGE sql VOLATILE AS $$"
+	"  SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint $$;";
+static const char clock_ddl_env[] =
+	"CREATE FUNCTION ri_clock() RETURNS bigint LANGUAGE sql VOLATILE AS $$"
+	"  SELECT coalesce(nullif(current_setting('ri.clock', true), '')::bigint,"
+	"    floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) $$;";
 
 /* The schema's fingerprint: every column with its type and nullability,
  * every index, trigger (and whether it is enabled) and ri function, every
@@ -3711,7 +3732,15 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	r = PQexec(s->conn, "BEGIN; SET LOCAL statement_timeout = 0");
 	PQclear(r);
 	s->in_tx = true;
-	r = PQexec(s->conn, schema_ddl);
+#ifdef RI_NC_SESSION_CLOCK
+	r = PQexec(s->conn, clock_ddl_env);     /* negative control: every session may set the clock */
+#else
+	r = PQexec(s->conn, c->clock_env ? clock_ddl_env : clock_ddl_server);
+#endif
+	if (res_ok(r)) {
+		PQclear(r);
+		r = PQexec(s->conn, schema_ddl);
+	}
 	if (!res_ok(r)) {
 		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s", PQresultErrorMessage(r));
 		PQclear(r);
@@ -3765,9 +3794,13 @@ ri_pg_server_info(struct ri_store *st, json_t **json, bool *durable)
 		return RI_ST_INVALID_QUERY;
 	if (connected(s) != RI_ST_OK)
 		return RI_ST_UNAVAILABLE;
+	/* ... and which clock ri_clock() reads (issue 40 point 2): the
+	 * server's, or a session's ri.clock (made under "clock": "env") */
 	r = run(s, "SELECT version(), current_setting('server_version'), current_setting('fsync'),"
 	    " current_setting('synchronous_commit'), current_setting('full_page_writes'),"
-	    " current_setting('synchronous_standby_names')", NULL);
+	    " current_setting('synchronous_standby_names'),"
+	    " coalesce((SELECT bool_or(p.prosrc LIKE '%ri.clock%') FROM pg_proc p JOIN pg_namespace n"
+	    "  ON n.oid = p.pronamespace WHERE n.nspname = current_schema() AND p.proname = 'ri_clock'), true)", NULL);
 	if (!res_ok(r) || PQntuples(r) != 1) {
 		PQclear(r);
 		return RI_ST_UNAVAILABLE;
@@ -3775,10 +3808,11 @@ ri_pg_server_info(struct ri_store *st, json_t **json, bool *durable)
 	/* every synchronous_commit level but off flushes the commit's WAL
 	 * locally before answering; fsync off makes that flush a lie */
 	*durable = strcmp(PQgetvalue(r, 0, 2), "on") == 0 && strcmp(PQgetvalue(r, 0, 3), "off") != 0;
-	*json = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "backend", "postgresql",
+	*json = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "backend", "postgresql",
 	    "server", PQgetvalue(r, 0, 0), "server_version", PQgetvalue(r, 0, 1), "fsync", PQgetvalue(r, 0, 2),
 	    "synchronous_commit", PQgetvalue(r, 0, 3), "full_page_writes", PQgetvalue(r, 0, 4),
-	    "synchronous_standby_names", PQgetvalue(r, 0, 5));
+	    "synchronous_standby_names", PQgetvalue(r, 0, 5), "clock",
+	    strcmp(PQgetvalue(r, 0, 6), "f") == 0 ? "server" : "session");
 	PQclear(r);
 	return RI_ST_OK;
 }

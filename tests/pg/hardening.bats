@@ -81,3 +81,47 @@ as_dml() {
 	jq -e '.checks[] | select(.check == "8.1.1") | .status == "fail"' "$T/audit.json"
 }
 
+# payloads -- how many records still hold their payload
+payloads() {
+	sql "SELECT count(*) FROM records WHERE payload IS NOT NULL"
+}
+
+@test "issue 40 point 2: under \"clock\": \"system\" the server's own clock decides retention -- a DML role that sets ri.clock in its own session, or shadows ri_clock() through its search_path, cannot purge a payload; the journal still audits clean" {
+	RI_INIT_CFG='.clock = "system"' ri_instance
+	unset RI_NOW
+	o=$(open_req k1 | ri-open)
+	close_req "$o" '{"disclosure_id":"d1"}' | ri-close >/dev/null
+	n=$(payloads)
+	[ "$n" -ge 4 ]
+	dml_role
+	# the session's own test clock, set to the end of time
+	run as_dml "SET ri.clock = '9223372036854775807'; UPDATE records SET payload = NULL, salt = NULL"
+	# ASSERT retention is the server's: the append-only trigger refuses
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"append-only"* ]]
+	[ "$(payloads)" -eq "$n" ]
+	# a clock of its own, found first on its search_path
+	schema=$(sql "SELECT current_schema()")
+	sql "CREATE SCHEMA evil_$schema AUTHORIZATION dml_$schema" >/dev/null
+	run as_dml "CREATE FUNCTION evil_$schema.ri_clock() RETURNS bigint LANGUAGE sql
+	    AS 'SELECT 9223372036854775807::bigint';
+	    SET search_path = evil_$schema, $schema; UPDATE records SET payload = NULL, salt = NULL"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"append-only"* ]]
+	[ "$(payloads)" -eq "$n" ]
+	run ri-audit
+	[ "$status" -eq 0 ]
+	# and ri-startcheck names the journal's clock
+	run ri-startcheck --json
+	jq -e '.capabilities[] | select(.check == "journal-clock") | .pass' <<<"$output"
+}
+
+@test "issue 40 point 2: an instance made under the test clock (\"clock\": \"env\") and then run under \"clock\": \"system\" fails ri-startcheck's journal-clock: its ri_clock() still reads a session setting" {
+	ri_instance
+	ri_cfg '.clock = "system"'
+	unset RI_NOW
+	run ri-startcheck --json
+	[ "$status" -eq 1 ]
+	jq -e '.capabilities[] | select(.check == "journal-clock") | .pass == false' <<<"$output"
+	jq -e '.capabilities[] | select(.check == "journal-clock") | .message | test("ri.clock")' <<<"$output"
+}
