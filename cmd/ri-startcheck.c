@@ -90,15 +90,17 @@ check_keys(const struct ri_config *c, struct report *rep)
 	free(text);
 	unsigned char inst[RI_INSTANCE_LEN];
 	bool has_inst;
-	bool pk_ok = ri_seal_pub_load(pubpath, pk, inst, &has_inst, &err) == RI_OK && has_inst;
+	bool pk_read = ri_seal_pub_load(pubpath, pk, inst, &has_inst, &err) == RI_OK;
+	bool pk_ok = pk_read && has_inst;
 	if (sk_ok)
 		crypto_sign_ed25519_sk_to_pk(derived, sk);
 	sodium_memzero(sk, sizeof sk);
 	if (!sk_ok)
 		cap(rep, false, "seal-key", "%s: not an Ed25519 secret key (hex)", c->seal_key_file);
+	else if (!pk_read)
+		cap(rep, false, "seal-key", "%s", err.msg);
 	else if (!pk_ok)
-		cap(rep, false, "seal-key", "%s: missing, not an Ed25519 public key (hex), or naming no instance",
-		    pubpath);
+		cap(rep, false, "seal-key", "%s: names no instance", pubpath);
 	else if (sodium_memcmp(derived, pk, sizeof pk) != 0)
 		cap(rep, false, "seal-key", "%s does not match %s", pubpath, c->seal_key_file);
 	else
@@ -248,7 +250,13 @@ check_witness(struct ri *r, struct report *rep)
 		return;
 	}
 	snprintf(pubpath, sizeof pubpath, "%s.pub", c->seal_key_file);
-	if (ri_seal_pub_load(pubpath, pk, inst, &has_inst, &err) != RI_OK || !ri_witness_verify(&w, pk)) {
+	if (ri_seal_pub_load(pubpath, pk, inst, &has_inst, &err) != RI_OK) {
+		/* no key to verify it with is no evidence against it (seal-key
+		 * names why) */
+		cap(rep, false, "witness", "%s: not verified: %s", c->witness, err.msg);
+		return;
+	}
+	if (!ri_witness_verify(&w, pk)) {
 		rep->integrity_failed = true;
 		cap(rep, false, "witness", "%s: its newest line is not signed by the seal key", c->witness);
 		return;

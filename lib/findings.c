@@ -254,9 +254,13 @@ ri_findings_open(const char *path, bool readonly, struct ri_findings **out, ri_e
 {
 	struct ri_findings *f;
 
+	char why[512];
+
 	*out = NULL;
-	if (access(path, F_OK) != 0)
-		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "findings register %s: %s", path, strerror(errno));
+	/* a FIFO in its place (or beside it) never hangs the caller (issue 40
+	 * point 3) */
+	if (ri_db_files_regular(path, why, sizeof why) != 0)
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "findings register %s", why);
 	f = ri_xcalloc(1, sizeof *f);
 	f->path = ri_strdup(path);
 	if (sqlite3_open_v2(path, &f->db, readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE,

@@ -3395,9 +3395,11 @@ ri_sqlite_open(const struct ri_config *c, const unsigned char *key, size_t keyle
 	*out = NULL;
 	if (key == NULL && !(flags & RI_NO_KEY))
 		return ri_fail(err, RI_INTERNAL, "no integrity key");
-	if (access(c->journal, F_OK) != 0)
-		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s (run ri-init?)", c->journal,
-		    strerror(errno));
+	char why[512];
+	/* SQLite opens the journal and its sidecars by path and would block
+	 * on a FIFO there: each is a regular file first (issue 40 point 3) */
+	if (ri_db_files_regular(c->journal, why, sizeof why) != 0)
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s%s", why, errno == ENOENT ? " (run ri-init?)" : "");
 	s = ri_xcalloc(1, sizeof *s);
 	s->base.ops = &sqlite_ops;
 	s->core.cfg = c;
@@ -3471,7 +3473,7 @@ ri_sqlite_open(const struct ri_config *c, const unsigned char *key, size_t keyle
 	 * whose other thread could take the deadline's SIGALRM */
 #ifndef RI_NC_NO_WRITER_QUEUE
 	if (!s->readonly && !(flags & RI_THREADED))
-		s->queue_fd = open(c->journal, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		s->queue_fd = ri_open_regular(c->journal, O_RDONLY | O_NOFOLLOW, 0, NULL, 0);
 #endif
 	*out = &s->base;
 	return RI_OK;

@@ -1019,8 +1019,9 @@ run_lock(struct ri *r, const struct ri_sweep_opts *o, int *fd, bool *busy, ri_er
 	 * the lock sits beside this host's findings register */
 	snprintf(path, sizeof path, "%s.sweep-%s.lock", ri_journal_is_pg(r->cfg->journal) ? r->cfg->findings :
 	    r->cfg->journal, o && o->node ? o->node : "local");
-	if ((*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
-		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "run lock %s: %s", path, strerror(errno));
+	char why[4400];
+	if ((*fd = ri_open_regular(path, O_RDWR | O_CREAT | O_NOFOLLOW, 0600, why, sizeof why)) < 0)
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "run lock %s", why);
 	if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
 		int e = errno;
 		close(*fd);

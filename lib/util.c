@@ -264,12 +264,80 @@ ri_slurp_fd(int fd, size_t max, size_t *len, bool *too_big)
 	return buf;
 }
 
-char *
-ri_slurp(const char *path, size_t max, size_t *len)
+int
+ri_open_regular(const char *path, int flags, mode_t mode, char *why, size_t n)
 {
-	/* O_NONBLOCK: a FIFO named where a file belongs never blocks the
-	 * caller (it reads as empty or fails); a regular file is unaffected */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat sb;
+	int fd, e;
+
+	if ((fd = open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, mode)) < 0) {
+		e = errno;
+		if (why != NULL)
+			snprintf(why, n, "%s: %s", path, e == ELOOP && (flags & O_NOFOLLOW) ?
+			    "a symbolic link, not a file" : strerror(e));
+		errno = e;
+		return -1;
+	}
+#ifndef RI_NC_OPEN_ANY_FILE
+	/* before anything reads, locks or waits on it: a FIFO, a device or a
+	 * directory is not the file ri was told of */
+	if (fstat(fd, &sb) != 0) {
+		e = errno;
+		if (why != NULL)
+			snprintf(why, n, "%s: %s", path, strerror(e));
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		if (why != NULL)
+			snprintf(why, n, "%s: not a regular file%s", path, S_ISFIFO(sb.st_mode) ? " (a FIFO)" :
+			    S_ISDIR(sb.st_mode) ? " (a directory)" : "");
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+#else
+	(void)sb;
+#endif
+	/* a regular file never blocks; blocking again for what comes next
+	 * (a lock wait, a write) */
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+		e = errno;
+		if (why != NULL)
+			snprintf(why, n, "%s: %s", path, strerror(e));
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+int
+ri_db_files_regular(const char *path, char *why, size_t n)
+{
+	static const char *const side[] = { "", "-wal", "-shm", "-journal" };
+	char p[4200];
+
+	for (size_t i = 0; i < sizeof side / sizeof side[0]; i++) {
+		snprintf(p, sizeof p, "%s%s", path, side[i]);
+		int fd = ri_open_regular(p, O_RDONLY, 0, why, n);
+		if (fd >= 0) {
+			close(fd);
+			continue;
+		}
+		/* a sidecar that is not there is SQLite's to make */
+		if (errno == ENOENT && i > 0)
+			continue;
+		return -1;
+	}
+	return 0;
+}
+
+char *
+ri_slurp_why(const char *path, size_t max, size_t *len, char *why, size_t n)
+{
+	int fd = ri_open_regular(path, O_RDONLY, 0, why, n);
 	bool big;
 	char *s;
 
@@ -277,12 +345,21 @@ ri_slurp(const char *path, size_t max, size_t *len)
 		return NULL;
 	s = ri_slurp_fd(fd, max, len, &big);
 	close(fd);
-	if (s != NULL && big) {
+	if (s == NULL || big) {
+		int e = s == NULL ? errno : EFBIG;
 		free(s);
-		errno = EFBIG;
+		if (why != NULL)
+			snprintf(why, n, "%s: %s", path, strerror(e));
+		errno = e;
 		return NULL;
 	}
 	return s;
+}
+
+char *
+ri_slurp(const char *path, size_t max, size_t *len)
+{
+	return ri_slurp_why(path, max, len, NULL, 0);
 }
 
 int
@@ -291,15 +368,11 @@ ri_secret_open(const char *path, char *why, size_t n)
 	struct stat sb;
 	int fd;
 
-	/* O_NONBLOCK: a FIFO never blocks the open (it is refused below);
-	 * O_NOFOLLOW: a symlink is not followed to a file someone else chose */
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY)) < 0) {
-		snprintf(why, n, "%s: %s", path, errno == ELOOP ? "a symbolic link, not a file" :
-		    strerror(errno));
+	/* O_NOFOLLOW: a symlink is not followed to a file someone else chose */
+	if ((fd = ri_open_regular(path, O_RDONLY | O_NOFOLLOW, 0, why, n)) < 0)
 		return -1;
-	}
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-		snprintf(why, n, "%s: not a regular file", path);
+	if (fstat(fd, &sb) != 0) {
+		snprintf(why, n, "%s: %s", path, strerror(errno));
 		close(fd);
 		return -1;
 	}
@@ -315,7 +388,6 @@ ri_secret_open(const char *path, char *why, size_t n)
 		close(fd);
 		return -1;
 	}
-	(void)fcntl(fd, F_SETFL, 0);
 	return fd;
 }
 
