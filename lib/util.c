@@ -363,6 +363,57 @@ ri_slurp(const char *path, size_t max, size_t *len)
 }
 
 int
+ri_replace_file(const char *path, int (*emit)(FILE *, void *), void *arg, char *why, size_t n)
+{
+	char tmp[4200];
+	mode_t mask;
+	FILE *f;
+	int fd, e;
+
+	if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp) {
+		snprintf(why, n, "%s: %s", path, strerror(ENAMETOOLONG));
+		return -1;
+	}
+#ifdef RI_NC_PREDICTABLE_TMP
+	/* negative control: the name anyone could plant, followed if a link */
+	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+#else
+	fd = mkstemp(tmp);
+#endif
+	if (fd < 0) {
+		snprintf(why, n, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	/* readable as a file fopen(3) made (mkstemp makes it 0600) */
+	mask = umask(0);
+	(void)umask(mask);
+	if (fchmod(fd, 0666 & ~mask) != 0 || (f = fdopen(fd, "w")) == NULL) {
+		e = errno;
+		close(fd);
+		goto fail;
+	}
+	if (emit(f, arg) != 0 || fflush(f) != 0 || fsync(fileno(f)) != 0) {
+		e = errno ? errno : EIO;
+		fclose(f);
+		goto fail;
+	}
+	if (fclose(f) != 0) {
+		e = errno;
+		goto fail;
+	}
+	if (rename(tmp, path) != 0) {
+		e = errno;
+		goto fail;
+	}
+	return 0;
+fail:
+	unlink(tmp);
+	snprintf(why, n, "%s: %s", path, strerror(e));
+	return -1;
+}
+
+int
 ri_secret_open(const char *path, char *why, size_t n)
 {
 	struct stat sb;

@@ -62,6 +62,13 @@ int ri_open_regular(const char *path, int flags, mode_t mode, char *why, size_t 
  * as ri_open_regular checks one, before SQLite opens any of them (it would
  * block on a FIFO).  0, or -1 with errno and why. */
 int ri_db_files_regular(const char *path, char *why, size_t n);
+/* Put a new file at path, whole or not at all (issue 40 point 4): written
+ * by emit(f, arg) into a temporary file made exclusively beside it
+ * (mkstemp: a name no one could plant, never a symlink followed), synced,
+ * given the mode fopen(3) would give it, then renamed over path -- a
+ * symlink or a FIFO at path is replaced, never written through.  0, or -1
+ * with why (nothing left behind); emit returns non-zero on failure. */
+int ri_replace_file(const char *path, int (*emit)(FILE *, void *), void *arg, char *why, size_t n);
 /* Whole file, at most max bytes (else NULL with errno = EFBIG); NUL-terminated.
  * A regular file only (ri_open_regular); ri_slurp_why says why not. */
 char *ri_slurp(const char *path, size_t max, size_t *len);

@@ -154,3 +154,38 @@ each_reader() {
 	fifo_for "$T/journal.key.witness"
 	each_reader 30 1 30 0 15
 }
+
+# ---- point 4: --html writes through no planted name --------------------------
+
+@test "issue 40 point 4: ri-audit --html FILE never writes through a planted symlink -- not at FILE.tmp.<its pid>, not at FILE itself: the victim is untouched, the report lands at FILE, no temporary file is left" {
+	umask 022
+	printf 'precious\n' >"$T/victim"
+	mkdir "$T/shared"
+	html=$T/shared/report.html
+	# the name the old temporary file took, planted before ri-audit runs:
+	# this shell's pid is the one ri-audit execs under
+	run --separate-stderr sh -c 'ln -s "$1" "$2.tmp.$$" && exec ri-audit --html "$2"' sh "$T/victim" "$html"
+	[ "$status" -eq 0 ]
+	# ASSERT point 4: the temporary file is made exclusively, never followed
+	[ "$(cat "$T/victim")" = precious ]
+	grep -q '<html' "$html"
+	[ ! -L "$html" ]
+	# a symlink at FILE itself is replaced by the report, never written through
+	rm "$html"
+	ln -s "$T/victim" "$html"
+	run --separate-stderr ri-audit --html "$html"
+	[ "$status" -eq 0 ]
+	[ "$(cat "$T/victim")" = precious ]
+	[ ! -L "$html" ]
+	grep -q '<html' "$html"
+	# a FIFO at FILE hangs nothing either
+	rm "$html"
+	mkfifo "$html"
+	fast ri-audit --html "$html"
+	[ "$status" -eq 0 ]
+	grep -q '<html' "$html"
+	# nothing left beside it but the planted link
+	[ "$(find "$T/shared" -name 'report.html*' ! -type l | wc -l)" -eq 1 ]
+	# the report is readable as the report it replaced was
+	[ "$(stat -c %a "$html")" = 644 ]
+}
