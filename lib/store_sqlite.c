@@ -2782,20 +2782,40 @@ schema_check(struct sq *s, char *why, size_t n)
 
 /* A consistent online copy (SQLite's backup API, one step: one read
  * snapshot of the journal, its WAL included) into a new file, left in
- * rollback mode so the copy is that one file. */
+ * rollback mode so the copy is that one file.  DEST is opened once,
+ * exclusively, never through a link, and the copy is written through that
+ * descriptor (ri_fd_vfs): no later open of the name exists for a symlink
+ * swap to redirect onto another file (issue 40 point 5). */
 static int
 sq_backup(struct ri_store *base, const char *dest)
 {
 	struct sq *s = (struct sq *)base;
 	sqlite3 *d = NULL;
 	sqlite3_backup *b;
+	struct stat mine = { 0 }, now;
+	unsigned char ver[2];
+	char name[32];
 	int fd, rc;
 
-	if ((fd = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0)
+#ifdef RI_NC_BACKUP_BY_NAME
+	/* negative control: the copy written by DEST's name, opened again */
+	if ((fd = open(dest, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) >= 0) {
+		close(fd);
+		fd = open(dest, O_RDWR | O_CLOEXEC);
+	}
+#else
+	fd = open(dest, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+#endif
+	if (fd < 0)
 		return ri_st_fail(&s->core, errno == EEXIST ? RI_ST_EXISTS : RI_ST_UNAVAILABLE, 0, NULL, "%s: %s", dest,
 		    errno == EEXIST ? "already exists; refusing to overwrite" : strerror(errno));
-	close(fd);
-	if (sqlite3_open_v2(dest, &d, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+	if (fstat(fd, &mine) != 0 || ri_fd_vfs() == NULL) {
+		rc = ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "backup to %s: %s", dest, strerror(errno));
+		goto fail;
+	}
+	snprintf(name, sizeof name, "ri-fd:%d", fd);
+	if (sqlite3_open_v2(name, &d, SQLITE_OPEN_READWRITE, ri_fd_vfs()) != SQLITE_OK ||
+	    sqlite3_exec(d, "PRAGMA journal_mode=OFF", NULL, NULL, NULL) != SQLITE_OK) {
 		rc = ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "%s: %s", dest, d ? sqlite3_errmsg(d) : "cannot open");
 		goto fail;
 	}
@@ -2809,20 +2829,18 @@ sq_backup(struct ri_store *base, const char *dest)
 		rc = ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "backup to %s: %s", dest, sqlite3_errstr(rc));
 		goto fail;
 	}
-	if (sqlite3_exec(d, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL) != SQLITE_OK) {
-		rc = ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "backup to %s: %s", dest, sqlite3_errmsg(d));
-		goto fail;
-	}
 	if (sqlite3_close(d) != SQLITE_OK) {
 		d = NULL;
 		rc = ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "backup to %s: close failed", dest);
 		goto fail;
 	}
 	d = NULL;
-	if ((fd = open(dest, O_RDONLY | O_CLOEXEC)) < 0 || fsync(fd) != 0) {
+	/* the pages came from a WAL journal, header included: the file
+	 * format's read and write versions (bytes 18, 19) say 1, rollback
+	 * mode, so the copy is the one file, with no -wal to look for */
+	ver[0] = ver[1] = 1;
+	if (pwrite(fd, ver, sizeof ver, 18) != (ssize_t)sizeof ver || fsync(fd) != 0) {
 		rc = ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "backup to %s: %s", dest, strerror(errno));
-		if (fd >= 0)
-			close(fd);
 		goto fail;
 	}
 	close(fd);
@@ -2830,7 +2848,10 @@ sq_backup(struct ri_store *base, const char *dest)
 fail:
 	if (d != NULL)
 		sqlite3_close(d);
-	unlink(dest);
+	/* what was made here goes, and only that: the name may no longer be it */
+	if (lstat(dest, &now) == 0 && now.st_dev == mine.st_dev && now.st_ino == mine.st_ino)
+		unlink(dest);
+	close(fd);
 	return rc;
 }
 

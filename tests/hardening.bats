@@ -189,3 +189,36 @@ each_reader() {
 	# the report is readable as the report it replaced was
 	[ "$(stat -c %a "$html")" = 644 ]
 }
+
+# ---- point 5: ri-backup opens DEST once ---------------------------------------
+
+@test "issue 40 point 5: ri-backup DEST opens DEST once, exclusively, and writes the copy through that descriptor -- no later open of the name a symlink swap could redirect; the copy is one file in rollback mode and audits clean" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	o=$(open_req k1 | ri-open)
+	close_req "$o" '{"disclosure_id":"d1"}' | ri-close >/dev/null
+	mkdir "$T/shared"
+	run --separate-stderr strace -f -qq -e trace=open,openat,openat2,creat,truncate,rename,renameat,renameat2,link,linkat,unlink,unlinkat \
+	    -o "$T/backup.st" ri-backup "$T/shared/copy.db"
+	[ "$status" -eq 0 ] || { echo "ri-backup: $status $stderr"; false; }
+	grep 'shared/copy\.db' "$T/backup.st"
+	# ASSERT point 5: the one call that names DEST (or a name beside it)
+	# creates it exclusively, never following a link
+	[ "$(grep -c 'shared/copy\.db' "$T/backup.st")" -eq 1 ]
+	grep 'shared/copy\.db' "$T/backup.st" | grep -q 'O_CREAT|O_EXCL'
+	grep 'shared/copy\.db' "$T/backup.st" | grep -q 'O_NOFOLLOW'
+	# one file, in rollback mode, a past state of the witnessed history
+	[ "$(find "$T/shared" -type f | wc -l)" -eq 1 ]
+	[ "$(sqlite3 "$T/shared/copy.db" "PRAGMA journal_mode")" = delete ]
+	run --separate-stderr ri-audit --journal "$T/shared/copy.db"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(sqlite3 "$T/shared/copy.db" "SELECT count(*) FROM records")" -eq "$(records)" ]
+	# and a name already there -- a file, a link, a FIFO -- is refused, untouched
+	printf 'precious\n' >"$T/victim"
+	ln -s "$T/victim" "$T/shared/link.db"
+	fast ri-backup "$T/shared/link.db"
+	[ "$status" -eq 64 ]
+	[ "$(cat "$T/victim")" = precious ]
+	mkfifo "$T/shared/fifo.db"
+	fast ri-backup "$T/shared/fifo.db"
+	[ "$status" -eq 64 ]
+}
