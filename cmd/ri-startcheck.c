@@ -3,6 +3,7 @@
  * their arithmetic, then the capabilities the protocol needs (Capability
  * requirement 11): journal reachable and verifiable, keys present and
  * private, the findings register, each kind's service identity and probe. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,11 +14,13 @@
 #include <sodium.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "fault.h"
 #include "findings.h"
 #include "instance.h"
 #include "integrity.h"
 #include "store_pg.h"
+#include "sweep.h"
 #include "witness.h"
 
 static const char usage[] = "ri-startcheck [-c config] [--json] [--fault-points]";
@@ -394,6 +397,63 @@ check_findings(const struct ri_config *c, struct report *rep)
 	}
 }
 
+/* run bound 1 (issue 40 point 6): every node's sweep run lock beside the
+ * journal (or this host's register) -- one held past run_bound stops
+ * every run, and so the recovery of every crashed act. */
+static void
+check_run_locks(const struct ri_config *c, struct report *rep)
+{
+	char base[4200], dir[4200], prefix[4200], path[8500], why[8700], since[RI_INSTANT_LEN], bound[32];
+	const char *slash;
+	struct dirent *d;
+	size_t seen = 0;
+	ri_ms now;
+	ri_err e;
+	DIR *dp;
+
+	ri_run_lock_path(c, "", base, sizeof base);     /* ".../journal.db.sweep-.lock" */
+	base[strlen(base) - strlen(".lock")] = '\0';
+	slash = strrchr(base, '/');
+	snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - base) : 1, slash ? base : ".");
+	snprintf(prefix, sizeof prefix, "%s", slash ? slash + 1 : base);
+	if (ri_now(c, &now, &e) != RI_OK) {
+		cap(rep, false, "sweep-run-lock", "%s", e.msg);
+		return;
+	}
+	ri_format_seconds(c->run_bound, bound, sizeof bound);
+	if ((dp = opendir(dir)) == NULL) {
+		cap(rep, false, "sweep-run-lock", "%s: %s", dir, strerror(errno));
+		return;
+	}
+	while ((d = readdir(dp)) != NULL) {
+		size_t nl = strlen(d->d_name), pl = strlen(prefix);
+		struct ri_run_lock l;
+		if (nl <= pl + 5 || strncmp(d->d_name, prefix, pl) != 0 || strcmp(d->d_name + nl - 5, ".lock") != 0)
+			continue;
+		seen++;
+		snprintf(path, sizeof path, "%s/%s", dir, d->d_name);
+		if (ri_run_lock_inspect(c, path, now, &l, why, sizeof why) != 0)
+			cap(rep, false, "sweep-run-lock", "%s", why);
+		else if (!l.held)
+			cap(rep, true, "sweep-run-lock", "%s: free", path);
+		else if (!l.stale) {
+			ri_format_instant(l.started_at, since);
+			cap(rep, true, "sweep-run-lock", "%s: a run in flight since %s (pid %ld)", path, since, l.pid);
+		} else if (l.recorded) {
+			ri_format_instant(l.started_at, since);
+			cap(rep, false, "sweep-run-lock", "%s: held past run_bound (%s s) -- the run recorded in it (pid %ld)"
+			    " started at %s: no sweep run can start, so no crashed act is recovered (run bound 1);"
+			    " find its holder (fuser %s)", path, bound, l.pid, since, path);
+		} else {
+			cap(rep, false, "sweep-run-lock", "%s: held by a process that recorded no start: no sweep run can"
+			    " start, so no crashed act is recovered (run bound 1); find its holder (fuser %s)", path, path);
+		}
+	}
+	closedir(dp);
+	if (seen == 0)
+		cap(rep, true, "sweep-run-lock", "%s*.lock: none yet (the first sweep run makes it)", base);
+}
+
 static void
 print_fault(const char *name, const char *kind, const char *what, void *arg)
 {
@@ -506,6 +566,7 @@ main(int argc, char **argv)
 	}
 	check_witness(full ? full : r, &rep);
 	check_findings(c, &rep);
+	check_run_locks(c, &rep);
 	check_identities(full ? full : r, &rep);
 	check_probes(c, &rep);
 

@@ -223,7 +223,7 @@ ri_finding_name(enum ri_finding f)
 {
 	static const char *names[] = { "journal-unavailable", "store-unavailable",
 		"closure-at-risk", "binding-duplicate", "unbound-kind", "escalated",
-		"service-credential-refused", "start-refused", "run-overrun" };
+		"service-credential-refused", "start-refused", "run-overrun", "run-lock-held" };
 	return names[f];
 }
 

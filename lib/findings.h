@@ -25,8 +25,10 @@ enum ri_finding {
 	RI_F_SERVICE_CREDENTIAL,        /* instance, kind: reconcile step 3.18 */
 	RI_F_START_REFUSED,             /* instance, kind or none: a writer refused to start
 	                                 * (Instance start 3, Binding 2-3) */
-	RI_F_RUN_OVERRUN                /* instance, no kind: a sweep run outlasted run_bound
+	RI_F_RUN_OVERRUN,               /* instance, no kind: a sweep run outlasted run_bound
 	                                 * (run bound 1; issue 15) */
+	RI_F_RUN_LOCK_HELD              /* instance, no kind: the run lock held past run_bound,
+	                                 * so no run can start (run bound 1; issue 40) */
 };
 
 struct ri_finding_row {

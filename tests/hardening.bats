@@ -222,3 +222,60 @@ each_reader() {
 	fast ri-backup "$T/shared/fifo.db"
 	[ "$status" -eq 64 ]
 }
+
+# ---- point 6: a run lock held past run_bound is a finding ---------------------
+
+# hold_lock -- this shell holds the sweep's run lock (fd 9), as a
+# neighbour who can open the file would
+hold_lock() {
+	exec 9<>"$T/journal.db.sweep-local.lock"
+	flock -n 9
+}
+
+@test "issue 40 point 6: a run lock held past run_bound is a finding (run-lock-held) and an alert (exit 2), and ri-startcheck fails sweep-run-lock naming the lock; released, the next run starts and closes the finding" {
+	orphan_open() { open_req "$1" | ri-open >/dev/null; }
+	sweep                                   # a real run at +0 records itself in the lock
+	hold_lock
+	# inside run_bound of the recorded start: a run may be in flight
+	ri_at 60
+	run --separate-stderr ri-sweep
+	[ "$status" -eq 0 ]
+	jq -e '.not_started' <<<"$output"
+	run --separate-stderr ri-startcheck --json
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	jq -e '.capabilities[] | select(.check == "sweep-run-lock") | .pass' <<<"$output"
+	# past run_bound (135 s): no run has started since, and none can
+	ri_at 200
+	orphan_open k1
+	run --separate-stderr ri-sweep
+	# ASSERT run bound 1: a lock held past run_bound is an alert, the run degraded
+	[ "$status" -eq 2 ]
+	jq -e '.not_started and (.alert | test("run lock"))' <<<"$output"
+	grep -q "journal.db.sweep-local.lock" <<<"$stderr"
+	printf '%s\n' "$output" >"$T/sweep.json"
+	schema_valid ri-sweep.answer "$T/sweep.json"
+	ri-findings --open >"$T/findings.jsonl"
+	schema_valid ri-findings.line "$T/findings.jsonl"
+	ri-findings --open | jq -se 'any(.[]; .finding == "run-lock-held" and .scope == "instance")'
+	ri-findings --open | jq -se '[.[] | select(.finding == "run-lock-held")][0].detail | .lock and .run_bound_ms == 135000'
+	run --separate-stderr ri-startcheck --json
+	[ "$status" -eq 1 ]
+	jq -e '.capabilities[] | select(.check == "sweep-run-lock") | (.pass | not) and (.message | test("sweep-local.lock"))' <<<"$output"
+	# released: the next run starts, and the finding closes
+	exec 9>&-
+	ri_at 260
+	sweep
+	ri-findings --open | jq -se 'all(.[]; .finding != "run-lock-held")'
+	run --separate-stderr ri-startcheck --json
+	jq -e '.capabilities[] | select(.check == "sweep-run-lock") | .pass' <<<"$output"
+}
+
+@test "issue 40 point 6: a run lock made and held by a process that recorded no start is an alert at once -- the age of a holder that is not a run is unknown" {
+	rm -f "$T/journal.db.sweep-local.lock"
+	hold_lock
+	run --separate-stderr ri-sweep
+	[ "$status" -eq 2 ]
+	ri-findings --open | jq -se 'any(.[]; .finding == "run-lock-held")'
+	run --separate-stderr ri-startcheck --json
+	[ "$status" -eq 1 ]
+}
