@@ -368,7 +368,10 @@ count_unverified(const struct ri_finding_row *f, void *arg)
 {
 	struct unverified *u = arg;
 
-	if (!f->verified && u->n++ == 0) {
+	/* the keyless exception, read as ri-findings and ri-audit read it
+	 * (issue 40 point 7): a start-gate refusal written where the key could
+	 * not be read is unverified, not forged -- within its bound */
+	if (!f->verified && !f->keyless && u->n++ == 0) {
 		u->first_id = f->id;
 		snprintf(u->first, sizeof u->first, "%s", f->finding);
 	}
@@ -383,12 +386,20 @@ check_findings(const struct ri_config *c, struct report *rep)
 
 	if (ri_findings_open(c->findings, true, &f, &err) == RI_OK) {
 		struct unverified u = { 0 };
-		ri_findings_each(f, false, NULL, count_unverified, &u, &err);
+		int rc = ri_findings_each(f, false, NULL, count_unverified, &u, &err);
+		int64_t keyless = ri_findings_keyless(f);
 		ri_findings_close(f);
-		if (u.n > 0 && rep->keyed) {
+		if (rc != RI_OK) {
+			cap(rep, false, "findings", "%s", err.msg);
+		} else if (u.n > 0 && rep->keyed) {
+			char past[256] = "";
+			if (keyless > RI_FINDINGS_KEYLESS_MAX)
+				snprintf(past, sizeof past, "; its %lld unauthenticated start-refused rows are past the bound"
+				    " of %d a key outage leaves, so none is excused", (long long)keyless,
+				    RI_FINDINGS_KEYLESS_MAX);
 			rep->integrity_failed = true;
 			cap(rep, false, "findings", "%s: %lld rows fail their MAC (first: row %lld, %s): forged or"
-			    " altered, never evidence", c->findings, (long long)u.n, (long long)u.first_id, u.first);
+			    " altered, never evidence%s", c->findings, (long long)u.n, (long long)u.first_id, u.first, past);
 		} else {
 			cap(rep, true, "findings", "%s: reachable%s", c->findings, rep->keyed ? "; every row verifies" : "");
 		}

@@ -1607,6 +1607,13 @@ ri_audit(ri *r, const struct ri_audit_opts *o, json_t **ans, ri_err *err)
 		a.have_register = true;
 		if (ri_findings_each(a.reg, false, NULL, load_span, &a, &e) != RI_OK)
 			register_unread(&a, e.msg);
+		/* issue 40 point 7: the keyless exception is bounded; past the
+		 * bound every such row failed above, and the bound is named */
+		int64_t keyless = ri_findings_keyless(a.reg);
+		if (keyless > RI_FINDINGS_KEYLESS_MAX && r->key != NULL)
+			fail(&a, "8.1.3", NULL, NULL, NULL, "%lld unauthenticated start-refused rows in the findings"
+			    " register, past the bound of %d a key outage leaves: none is excused as a keyless refusal",
+			    (long long)keyless, RI_FINDINGS_KEYLESS_MAX);
 	} else {
 		a.reg = NULL;
 		/* none at all is no register (3.5 not applicable); one that is

@@ -279,3 +279,58 @@ hold_lock() {
 	run --separate-stderr ri-startcheck --json
 	[ "$status" -eq 1 ]
 }
+
+# ---- point 7: the keyless ruling, one reading everywhere, and bounded --------
+
+@test "issue 40 point 7: one genuine keyless start-refused row (written while the key was mode 0644) -- once the key is fixed and a sweep has run, ri-startcheck, ri-findings and ri-audit all apply the keyless exception: each exits 0" {
+	chmod 644 "$T/journal.key"
+	run --separate-stderr ri-open <<<"$(open_req k1)"
+	[ "$status" -eq 78 ]
+	chmod 600 "$T/journal.key"
+	[ "$(sqlite3 "$T/findings.db" "SELECT count(*) FROM findings WHERE finding = 'start-refused' AND mac IS NULL")" -eq 1 ]
+	sweep
+	run --separate-stderr ri-findings
+	[ "$status" -eq 0 ]
+	run --separate-stderr ri-audit
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	run --separate-stderr ri-startcheck
+	# ASSERT point 7: startcheck reads the register as ri-findings and ri-audit do
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+}
+
+# forge_keyless N -- N rows a keyless writer could add: start-refused, no
+# MAC, the shape of a start-gate refusal, arbitrary text in the detail
+forge_keyless() {
+	sqlite3 "$T/findings.db" "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $1)
+	    INSERT INTO findings(finding, scope, first_seen, first_seen_at, last_seen, last_seen_at, closed_at, run_id,
+	    detail) SELECT 'start-refused', 'instance', 'start-gate', i, 'start-gate', i, i, 'start-gate',
+	    '{\"causes\":{\"x' || i || '\":{\"message\":\"the key was stolen; call +1 555 0100\"}}}' FROM n"
+}
+
+@test "issue 40 point 7: 20,000 unauthenticated start-refused rows are past the keyless exception's bound (64) -- ri-findings 30 with an alert, ri-audit fails 8.1.3 naming the bound, ri-startcheck 30; at the bound the exception still holds" {
+	forge_keyless 64
+	run --separate-stderr ri-findings
+	[ "$status" -eq 0 ]
+	run --separate-stderr ri-audit
+	[ "$status" -eq 0 ]
+	forge_keyless 20000
+	run --separate-stderr ri-findings
+	# ASSERT point 7: past the bound, no keyless row is excused
+	[ "$status" -eq 30 ]
+	grep -q "past the bound of 64" <<<"$stderr"
+	run --separate-stderr ri-audit
+	[ "$status" -eq 1 ]
+	jq -e '.checks[] | select(.check == "8.1.3") | .status == "fail" and any(.failures[]; .message | test("bound of 64"))' <<<"$output"
+	run --separate-stderr ri-startcheck
+	[ "$status" -eq 30 ]
+	grep -q "past the bound of 64" <<<"$output"
+}
+
+@test "issue 40 point 7: a MAC-less start-refused row that is not shaped as a start-gate refusal (an act's, another run id, a detail that is not its causes) is no keyless refusal -- it fails as a forged row" {
+	sqlite3 "$T/findings.db" "INSERT INTO findings(finding, scope, kind, act_key, invocation_id, first_seen, first_seen_at,
+	    run_id, detail) VALUES ('start-refused', 'instance', NULL, NULL, NULL, 'run_x', 0, 'run_x', '{}')"
+	run --separate-stderr ri-findings
+	[ "$status" -eq 30 ]
+	run --separate-stderr ri-audit
+	[ "$status" -eq 1 ]
+}
