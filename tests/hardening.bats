@@ -334,3 +334,65 @@ forge_keyless() {
 	run --separate-stderr ri-audit
 	[ "$status" -eq 1 ]
 }
+
+# ---- point 8: nothing a keyless writer could use is writable by others --------
+
+# wants_chmod PATH -- what files-private says of PATH: its mode, and the
+# mode to set (the same, less others' write)
+wants_chmod() {
+	local m
+	m=$(stat -c %a "$1")
+	printf '%s: mode %04o, writable by others: chmod %04o %s' "$1" "$((8#$m))" "$((8#$m & ~2))" "$1"
+}
+
+@test "issue 40 point 8: ri-startcheck fails files-private when the journal, the register, the witness or the instance directory is writable by others -- naming each path and the mode to set; with those modes set, the instance may start" {
+	sweep                                   # the run lock exists too
+	run --separate-stderr ri-startcheck --json
+	[ "$status" -eq 0 ]
+	jq -e '.capabilities[] | select(.check == "files-private") | .pass' <<<"$output"
+	chmod o+w "$T/journal.db" "$T/findings.db" "$T/journal.key.witness" "$T/journal.db.sweep-local.lock"
+	chmod 0777 "$T"
+	run --separate-stderr ri-startcheck --json
+	# ASSERT point 8: a path others may write fails files-private
+	[ "$status" -eq 1 ]
+	printf '%s\n' "$output" >"$T/sc.json"
+	schema_valid ri-startcheck.answer "$T/sc.json"
+	msg=$(jq -r '.capabilities[] | select(.check == "files-private") | select(.pass | not) | .message' "$T/sc.json")
+	[ -n "$msg" ]
+	for f in "$T/journal.db" "$T/findings.db" "$T/journal.key.witness" "$T/journal.db.sweep-local.lock" "$T"; do
+		grep -qF "$(wants_chmod "$f")" <<<"$msg" || { echo "$f not named as $(wants_chmod "$f"): $msg"; false; }
+	done
+	run --separate-stderr ri-startcheck
+	grep -q "FAIL files-private" <<<"$output"
+	grep -q "the instance must not start" <<<"$output"
+	chmod o-w "$T/journal.db" "$T/findings.db" "$T/journal.key.witness" "$T/journal.db.sweep-local.lock" "$T"
+	run --separate-stderr ri-startcheck --json
+	[ "$status" -eq 0 ]
+}
+
+@test "issue 40 point 8: the config, a key's public half, a service credential file and the probe's program are the instance's too -- each writable by others fails files-private; a directory above that others may write without its sticky bit does as well" {
+	mkdir -p "$T/up/inst"
+	chmod 0777 "$T/up"
+	cp "$T/ri.json" "$T/up/inst/ri.json"
+	cp "$RI_EXAMPLES/ledger-probe" "$T/probe"
+	ri_cfg ".kinds.ledger.probe[0] = \"$T/probe\""
+	chmod o+w "$T/ri.json" "$T/seal.key.pub" "$T/reconciler.cred" "$T/probe"
+	run --separate-stderr ri-startcheck --json
+	[ "$status" -eq 1 ]
+	msg=$(jq -r '.capabilities[] | select(.check == "files-private") | select(.pass | not) | .message' <<<"$output")
+	grep -qF "$(wants_chmod "$T/ri.json")" <<<"$msg"
+	grep -qF "$(wants_chmod "$T/seal.key.pub")" <<<"$msg"
+	grep -qF "$(wants_chmod "$T/reconciler.cred")" <<<"$msg"
+	grep -qF "$(wants_chmod "$T/probe")" <<<"$msg"
+	chmod o-w "$T/ri.json" "$T/seal.key.pub" "$T/reconciler.cred" "$T/probe"
+	# a directory above, writable by all and not sticky: the instance's
+	# directory can be renamed away and another put in its place
+	cp "$T/ri.json" "$T/up/inst/ri.json"
+	run --separate-stderr ri-startcheck --json -c "$T/up/inst/ri.json"
+	msg=$(jq -r '.capabilities[] | select(.check == "files-private") | select(.pass | not) | .message' <<<"$output")
+	grep -qF "$(wants_chmod "$T/up")" <<<"$msg"
+	chmod +t "$T/up"
+	run --separate-stderr ri-startcheck --json -c "$T/up/inst/ri.json"
+	msg=$(jq -r '.capabilities[] | select(.check == "files-private") | select(.pass | not) | .message' <<<"$output")
+	! grep -qF "$T/up:" <<<"$msg"
+}
