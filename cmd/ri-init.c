@@ -179,8 +179,10 @@ main(int argc, char **argv)
 		}
 		goto fail;
 	}
-	json_t *ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:{s:O, s:O}}", "journal", c->journal,
-	    "findings", c->findings, "integrity_key_file", c->integrity_key_file,
+	/* the journal named without its URI's password (issue 40 point 9) */
+	char journal[4096], findings[4096];
+	json_t *ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:{s:O, s:O}}", "journal",
+	    ri_redact(c->journal, journal, sizeof journal), "findings", ri_redact(c->findings, findings, sizeof findings), "integrity_key_file", c->integrity_key_file,
 	    "seal_key_file", c->seal_key_file, "seal_public_key_file", pubpath, "instance_id", insthex,
 	    "witness", c->witness ? json_string(c->witness) : json_null(),
 	    "genesis_seal", "seq", json_object_get(sealed, "seq"), "hash", json_object_get(sealed, "hash"));

@@ -38,14 +38,15 @@ cap(struct report *rep, bool pass, const char *check, const char *fmt, ...)
 static void
 cap(struct report *rep, bool pass, const char *check, const char *fmt, ...)
 {
-	char msg[16384];
+	char msg[16384], safe[16384];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	/* a journal URI is named without its password (issue 40 point 9) */
 	json_array_append_new(rep->caps, json_pack("{s:s, s:b, s:s}", "check", check,
-	    "pass", pass, "message", msg));
+	    "pass", pass, "message", ri_redact(msg, safe, sizeof safe)));
 	if (!pass)
 		rep->ok = false;
 }

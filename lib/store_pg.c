@@ -330,7 +330,8 @@ db_fail(struct pg *s, int code, const char *what, const PGresult *res)
 	    PQerrorMessage(s->conn);
 	char line[400];
 
-	snprintf(line, sizeof line, "%s", m);
+	/* the server's word, one line, never a password (issue 40 point 9) */
+	ri_redact(m, line, sizeof line);
 	for (char *p = line; *p; p++)
 		if (*p == '\n')
 			*p = ' ';
@@ -3579,9 +3580,11 @@ pg_connect(struct pg *s, ri_err *err)
 	if (!pq_load(err))
 		return RI_JOURNAL_UNAVAILABLE;
 	s->conn = PQconnectdb(s->core.cfg->journal);
-	if (s->conn == NULL || PQstatus(s->conn) != CONNECTION_OK)
+	if (s->conn == NULL || PQstatus(s->conn) != CONNECTION_OK) {
+		char why[1024];
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s",
-		    s->conn ? PQerrorMessage(s->conn) : "cannot connect");
+		    ri_redact(s->conn ? PQerrorMessage(s->conn) : "cannot connect", why, sizeof why));
+	}
 	if (session_setup(s) != RI_ST_OK)
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "%s", s->core.err.msg);
 	return RI_OK;

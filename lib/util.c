@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -467,6 +468,71 @@ ri_secret_read(const char *path, size_t max, size_t *len, char *why, size_t n)
 	if (len != NULL)
 		*len = got;
 	return s;
+}
+
+/* where a URI, or a password's value, ends in running text */
+static bool
+text_end(char c)
+{
+	return c == '\0' || c == '"' || c == '\'' || c == ' ' || c == '\t' || c == '\n' || c == '<' || c == '>';
+}
+
+static void
+put(char *out, size_t n, size_t *o, char c)
+{
+	if (*o + 1 < n)
+		out[(*o)++] = c;
+}
+
+const char *
+ri_redact(const char *text, char *out, size_t n)
+{
+	size_t o = 0;
+	const char *p = text;
+
+	if (n == 0)
+		return out;
+#define PUT(c) put(out, n, &o, (c))
+	while (*p) {
+		/* user:PASSWORD@host in a postgres:// or postgresql:// URI: up to
+		 * the URI's last '@' (a password may hold a '/' or a '?'; a
+		 * later '@' only hides more than the password, never less) */
+		size_t scheme = strncasecmp(p, "postgresql://", 13) == 0 ? 13 :
+		    strncasecmp(p, "postgres://", 11) == 0 ? 11 : 0;
+		if (scheme > 0) {
+			const char *auth = p + scheme, *end = auth, *at = NULL, *colon = NULL;
+			for (; !text_end(*end); end++)
+				if (*end == '@')
+					at = end;
+			for (const char *c = auth; at != NULL && c < at && colon == NULL; c++)
+				if (*c == ':')
+					colon = c;
+			for (const char *stop = colon ? colon + 1 : auth; p < stop; p++)
+				PUT(*p);
+			if (colon != NULL) {
+				PUT('*');
+				PUT('*');
+				PUT('*');
+				p = at;
+			}
+			continue;
+		}
+		/* password=VALUE, in a URI's query or a connection string */
+		if (strncasecmp(p, "password=", 9) == 0 && (p == text || (!isalnum((unsigned char)p[-1]) && p[-1] != '_'))) {
+			for (int i = 0; i < 9; i++)
+				PUT(*p++);
+			PUT('*');
+			PUT('*');
+			PUT('*');
+			while (*p != '&' && !text_end(*p))
+				p++;
+			continue;
+		}
+		PUT(*p++);
+	}
+#undef PUT
+	out[o] = '\0';
+	return out;
 }
 
 char *

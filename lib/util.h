@@ -84,6 +84,13 @@ int ri_secret_open(const char *path, char *why, size_t n);
  * stripped; NULL with why. */
 char *ri_secret_read(const char *path, size_t max, size_t *len, char *why, size_t n);
 
+/* text as ri may print it (issue 40 point 9): in every PostgreSQL
+ * connection URI it holds (postgres:// or postgresql://), the password of
+ * user:PASSWORD@ is "***", and so is the value of every password=...
+ * (a URI's query, or a key=value connection string).  Into out (cut at
+ * n); returns out. */
+const char *ri_redact(const char *text, char *out, size_t n);
+
 /* json_dumps, in a block the caller frees with free(): every command's
  * jansson has its own allocator (mem.h), so no caller may free what
  * json_dumps returns itself.  NULL when json_dumps fails. */

@@ -394,5 +394,26 @@ wants_chmod() {
 	chmod +t "$T/up"
 	run --separate-stderr ri-startcheck --json -c "$T/up/inst/ri.json"
 	msg=$(jq -r '.capabilities[] | select(.check == "files-private") | select(.pass | not) | .message' <<<"$output")
-	! grep -qF "$T/up:" <<<"$msg"
+	[ "$(grep -cF "$T/up:" <<<"$msg")" -eq 0 ]
+}
+
+# ---- point 9: a PostgreSQL URI's password is never printed -------------------
+
+@test "issue 40 point 9: a PostgreSQL journal URI's password (user:PASSWORD@ and password=) is never printed -- not in an answer, an error, a finding or a log line of ri-read, ri-open, ri-sweep, ri-startcheck, ri-audit or ri-findings, with the server unreachable" {
+	ri_cfg '.journal = "postgresql://ri:s3cretA@127.0.0.1:1/ri?connect_timeout=2&password=s3cretB"'
+	: >"$T/all.out"
+	for cmd in "ri-read --kind ledger --act-key k1" "ri-open --kind ledger --act-key k1 --actor alice" ri-sweep \
+	    ri-startcheck "ri-startcheck --json" ri-audit ri-findings; do
+		# shellcheck disable=SC2086
+		run --separate-stderr timeout 20 $cmd </dev/null
+		[ "$status" -ne 124 ]
+		printf '%s\n%s\n' "$output" "$stderr" >>"$T/all.out"
+	done
+	# the outage is on the register, with the server's word
+	ri-findings --open | jq -se 'any(.[]; .finding == "journal-unavailable")'
+	sqlite3 "$T/findings.db" "SELECT * FROM findings" >>"$T/all.out"
+	grep -q "127.0.0.1" "$T/all.out"
+	# ASSERT point 9: never the password
+	grep -n "s3cret" "$T/all.out" || true
+	[ "$(grep -c "s3cret" "$T/all.out")" -eq 0 ]
 }

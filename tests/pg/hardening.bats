@@ -125,3 +125,33 @@ payloads() {
 	jq -e '.capabilities[] | select(.check == "journal-clock") | .pass == false' <<<"$output"
 	jq -e '.capabilities[] | select(.check == "journal-clock") | .message | test("ri.clock")' <<<"$output"
 }
+
+# with_password URI -- URI with a password in both places libpq takes one
+with_password() {
+	sed -e 's#^postgresql://#postgresql://ri:s3cretA@#' -e 's#$#\&password=s3cretB#' <<<"$1"
+}
+
+@test "issue 40 point 9: a journal URI's password is never printed -- not in ri-init's answer, ri-startcheck's (text or --json), ri-audit's, ri-sweep's, ri-read's or ri-findings', nor on stderr; the URI is shown with *** for it" {
+	ri_instance
+	ri_cfg ".journal = \"$(with_password "$(jq -r .journal "$RI_CONFIG")")\""
+	: >"$T/all.out"
+	for cmd in ri-startcheck "ri-startcheck --json" "ri-audit --text" ri-sweep "ri-read --kind ledger --act-key k1" \
+	    ri-findings; do
+		# shellcheck disable=SC2086
+		run --separate-stderr $cmd </dev/null
+		printf '%s\n%s\n' "$output" "$stderr" >>"$T/all.out"
+	done
+	run --separate-stderr ri-startcheck --json
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	jq -e '.capabilities[] | select(.check == "journal") | .message | test("postgresql://ri:\\*\\*\\*@.*password=\\*\\*\\*")' <<<"$output"
+	# ri-init's answer names the journal it made
+	mkdir "$T/i2"
+	jq --arg u "$(with_password "$(ri_pg_new_db)")" '.journal = $u' "$RI_CONFIG" >"$T/i2/ri.json"
+	run --separate-stderr env RI_CONFIG="$T/i2/ri.json" ri-init
+	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
+	printf '%s\n%s\n' "$output" "$stderr" >>"$T/all.out"
+	jq -e '.journal | test("\\*\\*\\*")' <<<"$output"
+	# ASSERT point 9: never the password
+	grep -n "s3cret" "$T/all.out" || true
+	[ "$(grep -c "s3cret" "$T/all.out")" -eq 0 ]
+}
