@@ -3786,6 +3786,31 @@ out:
 }
 
 int
+ri_pg_drop(const struct ri_config *c, ri_err *err)
+{
+	struct pg *s = ri_xcalloc(1, sizeof *s);
+	PGresult *r;
+	int rc;
+
+	s->nmap = ri_xcalloc(NMAP, sizeof *s->nmap);
+	s->base.ops = &pg_ops;
+	s->core.cfg = c;
+	if ((rc = pg_connect(s, err)) == RI_OK) {
+		/* the tables (their indexes and triggers with them), then the
+		 * functions: schema_ddl's objects and the clock's, none other */
+		s->round_trips++;
+		r = PQexec(s->conn, "BEGIN; DROP TABLE IF EXISTS records, heads, nodes, open_intents, actors, leases,"
+		    " marks, ri_meta; DROP FUNCTION IF EXISTS ri_append_only(), ri_fence_check(), ri_clock(); COMMIT");
+		if (!res_ok(r))
+			rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): could not remove what ri-init"
+			    " made: %s", s->conn ? PQerrorMessage(s->conn) : "");
+		PQclear(r);
+	}
+	pg_close(&s->base);
+	return rc;
+}
+
+int
 ri_pg_server_info(struct ri_store *st, json_t **json, bool *durable)
 {
 	struct pg *s = (struct pg *)st;

@@ -155,3 +155,45 @@ with_password() {
 	grep -n "s3cret" "$T/all.out" || true
 	[ "$(grep -c "s3cret" "$T/all.out")" -eq 0 ]
 }
+
+# tables -- how many relations the schema of CONFIG's journal holds
+tables() {
+	psql "$(jq -r .journal "$1")" -qAtc "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+	    WHERE n.nspname = current_schema()"
+}
+
+@test "issue 40 point 11: ri-init with a witness it cannot create exits 78 and leaves nothing made -- no table in the database, no key, no file; the corrected retry makes the instance" {
+	ri_instance
+	mkdir "$T/i2"
+	jq --arg u "$(ri_pg_new_db)" '.journal = $u | .witness = "no/such/dir/journal.witness"' "$RI_CONFIG" >"$T/i2/ri.json"
+	run --separate-stderr env RI_CONFIG="$T/i2/ri.json" ri-init
+	[ "$status" -eq 78 ]
+	grep -q "no/such/dir" <<<"$stderr"
+	# ASSERT point 11: a failed ri-init leaves no half-made instance
+	[ "$(tables "$T/i2/ri.json")" -eq 0 ]
+	[ "$(ls "$T/i2")" = ri.json ]
+	# corrected, the retry succeeds
+	jq '.witness = "journal.witness"' "$T/i2/ri.json" >"$T/i2/ri.json.new" && mv "$T/i2/ri.json.new" "$T/i2/ri.json"
+	run --separate-stderr env RI_CONFIG="$T/i2/ri.json" ri-init
+	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
+	[ "$(tables "$T/i2/ri.json")" -gt 0 ]
+	run --separate-stderr env RI_CONFIG="$T/i2/ri.json" ri-audit
+	[ "$status" -eq 0 ]
+}
+
+@test "issue 40 point 11: a step after the schema that fails (the genesis seal, whose clock cannot be read) drops what ri-init made in the database and removes every file it made, so the corrected retry succeeds" {
+	ri_instance
+	mkdir "$T/i2"
+	jq --arg u "$(ri_pg_new_db)" '.journal = $u' "$RI_CONFIG" >"$T/i2/ri.json"
+	# nothing before the schema reads the clock; the genesis seal does
+	run --separate-stderr env RI_CONFIG="$T/i2/ri.json" RI_NOW=not-an-instant ri-init
+	[ "$status" -ne 0 ]
+	grep -q "RI_NOW" <<<"$stderr"
+	# ASSERT point 11: what was made in the database is gone with the rest
+	[ "$(tables "$T/i2/ri.json")" -eq 0 ]
+	[ "$(ls "$T/i2")" = ri.json ]
+	run --separate-stderr env RI_CONFIG="$T/i2/ri.json" ri-init
+	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
+	run --separate-stderr env RI_CONFIG="$T/i2/ri.json" ri-audit
+	[ "$status" -eq 0 ]
+}
