@@ -265,52 +265,40 @@ ri_slurp_fd(int fd, size_t max, size_t *len, bool *too_big)
 	return buf;
 }
 
+/* ri_open_regular's refusal: fd closed (when open), why said, errno e */
+static int
+open_refused(int fd, int e, const char *path, const char *what, char *why, size_t n)
+{
+	if (why != NULL)
+		snprintf(why, n, "%s: %s", path, what != NULL ? what : strerror(e));
+	if (fd >= 0)
+		close(fd);
+	errno = e;
+	return -1;
+}
+
 int
 ri_open_regular(const char *path, int flags, mode_t mode, char *why, size_t n)
 {
 	struct stat sb;
-	int fd, e;
+	int fd;
 
-	if ((fd = open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, mode)) < 0) {
-		e = errno;
-		if (why != NULL)
-			snprintf(why, n, "%s: %s", path, e == ELOOP && (flags & O_NOFOLLOW) ?
-			    "a symbolic link, not a file" : strerror(e));
-		errno = e;
-		return -1;
-	}
-#ifndef RI_NC_OPEN_ANY_FILE
+	if ((fd = open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, mode)) < 0)
+		return open_refused(-1, errno, path, errno == ELOOP && (flags & O_NOFOLLOW) ?
+		    "a symbolic link, not a file" : NULL, why, n);
 	/* before anything reads, locks or waits on it: a FIFO, a device or a
 	 * directory is not the file ri was told of */
-	if (fstat(fd, &sb) != 0) {
-		e = errno;
-		if (why != NULL)
-			snprintf(why, n, "%s: %s", path, strerror(e));
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	if (!S_ISREG(sb.st_mode)) {
-		if (why != NULL)
-			snprintf(why, n, "%s: not a regular file%s", path, S_ISFIFO(sb.st_mode) ? " (a FIFO)" :
-			    S_ISDIR(sb.st_mode) ? " (a directory)" : "");
-		close(fd);
-		errno = EINVAL;
-		return -1;
-	}
-#else
-	(void)sb;
+	if (fstat(fd, &sb) != 0)
+		return open_refused(fd, errno, path, NULL, why, n);
+#ifndef RI_NC_OPEN_ANY_FILE
+	if (!S_ISREG(sb.st_mode))
+		return open_refused(fd, EINVAL, path, S_ISFIFO(sb.st_mode) ? "not a regular file (a FIFO)" :
+		    S_ISDIR(sb.st_mode) ? "not a regular file (a directory)" : "not a regular file", why, n);
 #endif
 	/* a regular file never blocks; blocking again for what comes next
 	 * (a lock wait, a write) */
-	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
-		e = errno;
-		if (why != NULL)
-			snprintf(why, n, "%s: %s", path, strerror(e));
-		close(fd);
-		errno = e;
-		return -1;
-	}
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
+		return open_refused(fd, errno, path, NULL, why, n);
 	return fd;
 }
 
