@@ -9,12 +9,13 @@
 
 #include "audit.h"
 #include "cli.h"
+#include "witness.h"
 #include "config.h"
 #include "instance.h"
 
 static const char usage[] =
 	"ri-audit [-c config] [--journal FILE] [--findings FILE] [--witness FILE] [--probe]\n"
-	"                [--public-key FILE] [--max-unsealed DURATION] [--expect-head SEQ:HASH]\n"
+	"                [--public-key FILE] [--max-unsealed DURATION] [--expect-head SEQ:HASH|LINE]\n"
 	"                [--text] [--html FILE]";
 
 static int
@@ -38,13 +39,12 @@ main(int argc, char **argv)
 		{ "max-unsealed", required_argument, NULL, 'm' },
 		{ NULL, 0, NULL, 0 } };
 	struct ri_audit_opts o = { .max_unsealed = RI_NONE };
-	const char *config = NULL, *journal = NULL, *witness = NULL, *colon, *html = NULL;
+	const char *config = NULL, *journal = NULL, *witness = NULL, *html = NULL;
 	bool text = false;
 	json_t *ans = NULL;
 	ri_err err = { 0 };
 	ri *r;
 	int ch, rc;
-	size_t n;
 
 	ri_cli_init(argc, argv);
 	while ((ch = getopt_long(argc, argv, RI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
@@ -63,12 +63,11 @@ main(int argc, char **argv)
 				ri_die(RI_USAGE, "--max-unsealed: expected a duration like \"10m\"");
 			break;
 		case 'e':
-			o.expect_seq = strtoll(optarg, NULL, 10);
-			colon = strchr(optarg, ':');
-			if (o.expect_seq < 1 || colon == NULL || sodium_hex2bin(o.expect_hash,
-			    sizeof o.expect_hash, colon + 1, strlen(colon + 1), NULL, &n, NULL) != 0 ||
-			    n != sizeof o.expect_hash)
-				ri_die(RI_USAGE, "--expect-head: expected SEQ:HASH (a sequence number and 64 hex digits)");
+			/* SEQ:HASH, or a seal's line as witness_publish printed it
+			 * (issue 39), its logger's prefix and all */
+			if (!ri_head_parse(optarg, &o.expect_seq, o.expect_hash))
+				ri_die(RI_USAGE, "--expect-head: expected SEQ:HASH (a sequence number and 64 hex digits)"
+				    " or a seal line as witness_publish printed it");
 			break;
 		}
 	}

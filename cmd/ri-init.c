@@ -16,12 +16,14 @@
 #include "findings.h"
 #include "instance.h"
 #include "integrity.h"
+#include "restore.h"
 #include "store_pg.h"
 #include "store_sqlite.h"
 #include "witness.h"
 
 static const char usage[] =
-	"ri-init [-c config] [--accept-restore --why TEXT] | ri-init --example-config";
+	"ri-init [-c config] [--accept-restore --why TEXT [--expect-head HEAD] [--all-unreconciled]]\n"
+	"       ri-init --example-config";
 
 /* examples/ri.json.example, as the build found it */
 static const char example_config[] =
@@ -84,10 +86,11 @@ creatable(const char *path, ri_err *err)
 }
 
 /* --accept-restore: the journal at the config's path is a restored copy
- * (behind its witness); verify it, record who restored it and why, seal,
- * and witness the restored head. */
+ * (behind its witness); verify it, name what it lost from the witness,
+ * hold those acts back until their stores are asked again, seal (restore.h,
+ * ri(7) "restoring a journal"). */
 static int
-accept_restore(const char *config, const char *why)
+accept_restore(const char *config, const struct ri_restore_opts *o)
 {
 	json_t *ans = NULL;
 	ri_err err = { 0 };
@@ -96,11 +99,24 @@ accept_restore(const char *config, const char *why)
 
 	if ((rc = ri_instance_open(config, RI_CONFIG_ONLY, &r, &err)) != RI_OK)
 		ri_die(rc, "%s", err.msg);
-	if ((rc = ri_instance_attach(r, RI_NO_WITNESS, &err)) != RI_OK) {
+	/* a witness lost with the journal: with what the operator trusts in
+	 * hand, a new one is started (its lines the next epoch's) */
+	if (r->cfg->witness != NULL && !ri_witness_is_pg(r->cfg->witness) && access(r->cfg->witness, F_OK) != 0) {
+		if (!o->expect && !o->all_unreconciled)
+			ri_die(RI_USAGE, "the witness %s is gone: nothing names what the restore lost -- give"
+			    " --expect-head with the newest head you trust (a published seal line), or"
+			    " --all-unreconciled to hold back every act the journal names until its store is asked"
+			    " again", r->cfg->witness);
+		if ((rc = ri_witness_create(r->cfg->witness, &err)) != RI_OK) {
+			ri_instance_close(r);
+			ri_die(rc, "%s", err.msg);
+		}
+	}
+	if ((rc = ri_instance_attach(r, RI_NO_WITNESS | RI_RESTORING, &err)) != RI_OK) {
 		ri_instance_close(r);
 		ri_die(rc, "%s", err.msg);
 	}
-	rc = ri_accept_restore(r, why, &ans, &err);
+	rc = ri_accept_restore(r, o, &ans, &err);
 	ri_instance_close(r);
 	return ri_cli_finish(rc, ans, &err);
 }
@@ -112,7 +128,10 @@ main(int argc, char **argv)
 		{ "example-config", no_argument, NULL, 'E' },
 		{ "accept-restore", no_argument, NULL, 'A' },
 		{ "why", required_argument, NULL, 'w' },
+		{ "expect-head", required_argument, NULL, 'e' },
+		{ "all-unreconciled", no_argument, NULL, 'U' },
 		{ NULL, 0, NULL, 0 } };
+	struct ri_restore_opts ro = { 0 };
 	const char *config = NULL, *why = NULL;
 	bool restore = false;
 	struct ri *r;
@@ -136,13 +155,20 @@ main(int argc, char **argv)
 			restore = true;
 		else if (ch == 'w')
 			why = optarg;
+		else if (ch == 'e') {
+			if (!ri_head_parse(optarg, &ro.expect_seq, ro.expect_hash))
+				ri_die(RI_USAGE, "--expect-head: expected SEQ:HASH or a seal line as ri-seal published it");
+			ro.expect = true;
+		} else if (ch == 'U')
+			ro.all_unreconciled = true;
 	}
-	if (optind != argc || (why != NULL && !restore))
+	if (optind != argc || ((why != NULL || ro.expect || ro.all_unreconciled) && !restore))
 		ri_usage(usage);
 	if (restore) {
 		if (why == NULL || *why == '\0')
 			ri_die(RI_USAGE, "--accept-restore needs --why TEXT: who restored the journal, and why, is recorded");
-		return accept_restore(config, why);
+		ro.why = why;
+		return accept_restore(config, &ro);
 	}
 	if ((rc = ri_instance_open(config, RI_CONFIG_ONLY, &r, &err)) != RI_OK)
 		ri_die(rc, "%s", err.msg);
@@ -210,12 +236,14 @@ main(int argc, char **argv)
 		}
 		goto fail;
 	}
-	/* the journal named without its URI's password (issue 40 point 9) */
-	char journal[4096], findings[4096];
-	json_t *ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:{s:O, s:O}}", "journal",
-	    ri_redact(c->journal, journal, sizeof journal), "findings", ri_redact(c->findings, findings, sizeof findings), "integrity_key_file", c->integrity_key_file,
+	/* a URI named without its password (issue 40 point 9) */
+	char journal[4096], findings[4096], witness[4096];
+	json_t *ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:{s:O, s:O}}",
+	    "journal", ri_redact(c->journal, journal, sizeof journal),
+	    "findings", ri_redact(c->findings, findings, sizeof findings),
+	    "integrity_key_file", c->integrity_key_file,
 	    "seal_key_file", c->seal_key_file, "seal_public_key_file", pubpath, "instance_id", insthex,
-	    "witness", c->witness ? json_string(c->witness) : json_null(),
+	    "witness", c->witness ? json_string(ri_redact(c->witness, witness, sizeof witness)) : json_null(),
 	    "genesis_seal", "seq", json_object_get(sealed, "seq"), "hash", json_object_get(sealed, "hash"));
 	json_decref(sealed);
 	rc = ri_cli_finish(RI_OK, ans, NULL);

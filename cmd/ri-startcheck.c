@@ -221,17 +221,18 @@ check_journal(struct ri *r, struct report *rep)
 	}
 }
 
-/* The witness: present, its newest line signed by the seal key and naming
- * this instance; the journal's agreement with it was checked by every read
- * above (a journal behind it fails "journal"). */
+/* The witness: present, its highest line verified (its MAC under the
+ * integrity key) and naming this instance; the journal's agreement with it
+ * was checked by every read above (a journal behind it fails "journal"). */
 static void
 check_witness(struct ri *r, struct report *rep)
 {
 	const struct ri_config *c = r->cfg;
-	struct ri_witness_line w;
+	struct ri_witness *w = NULL;
+	struct ri_witness_line l = { 0 };
 	unsigned char pk[32], inst[RI_INSTANCE_LEN];
 	char pubpath[4200];
-	bool has_inst;
+	bool has_inst, has_pk;
 	ri_err err;
 
 	if (c->witness == NULL) {
@@ -240,41 +241,40 @@ check_witness(struct ri *r, struct report *rep)
 		    " a deleted WAL) is not detected"));
 		return;
 	}
-	if (ri_witness_newest(c->witness, &w, &err) != RI_OK) {
+	snprintf(pubpath, sizeof pubpath, "%s.pub", c->seal_key_file);
+	has_pk = ri_seal_pub_load(pubpath, pk, inst, &has_inst, &err) == RI_OK;
+	if (r->st == NULL) {
 		/* a witness is missing evidence only beside a journal: before
 		 * ri-init made either, it is a file yet to create */
-		if (err.code == RI_INTEGRITY && access(c->witness, F_OK) != 0 && access(c->journal, F_OK) != 0) {
+		if (!ri_witness_is_pg(c->witness) && access(c->witness, F_OK) != 0 && access(c->journal, F_OK) != 0)
 			cap(rep, false, "witness", "witness %s: not created yet (ri-init creates it with the journal)",
 			    c->witness);
-			return;
-		}
-		if (err.code == RI_INTEGRITY)
+		else
+			cap(rep, false, "witness", "witness %s: not checked (the journal could not be opened)", c->witness);
+		return;
+	}
+	const unsigned char *instance = r->st->ops->instance_id(r->st);
+	if (ri_witness_open(c->witness, instance, r->key, r->keylen, has_pk ? pk : NULL, &w, &err) != RI_OK ||
+	    ri_witness_newest(w, &l, &err) != RI_OK) {
+		if (err.code == RI_INTEGRITY || err.code == RI_NOT_KNOWN)
 			rep->integrity_failed = true;
 		cap(rep, false, "witness", "%s", err.msg);
+		ri_witness_close(w);
 		return;
 	}
-	snprintf(pubpath, sizeof pubpath, "%s.pub", c->seal_key_file);
-	if (ri_seal_pub_load(pubpath, pk, inst, &has_inst, &err) != RI_OK) {
-		/* no key to verify it with is no evidence against it (seal-key
-		 * names why) */
-		cap(rep, false, "witness", "%s: not verified: %s", c->witness, err.msg);
-		return;
-	}
-	if (!ri_witness_verify(&w, pk)) {
+	if (!l.verified) {
 		rep->integrity_failed = true;
-		cap(rep, false, "witness", "%s: its newest line is not signed by the seal key", c->witness);
-		return;
-	}
-	if (r->st != NULL && memcmp(w.instance_id, r->st->ops->instance_id(r->st), RI_INSTANCE_LEN) != 0) {
-		rep->integrity_failed = true;
-		cap(rep, false, "witness", "%s is another instance's", c->witness);
-		return;
-	}
-	if (r->st != NULL && has_inst && memcmp(inst, r->st->ops->instance_id(r->st), RI_INSTANCE_LEN) != 0) {
+		cap(rep, false, "witness", "%s: its highest line (seq %lld) cannot be verified without the integrity"
+		    " key", c->witness, (long long)l.seq);
+	} else if (has_pk && has_inst && memcmp(inst, instance, RI_INSTANCE_LEN) != 0) {
 		rep->integrity_failed = true;
 		cap(rep, false, "seal-key", "%s is another instance's public key", pubpath);
+	} else {
+		cap(rep, true, "witness", "%s: highest line seq %lld (epoch %lld), verified", c->witness,
+		    (long long)l.seq, (long long)l.epoch);
 	}
-	cap(rep, true, "witness", "%s: newest line seq %lld, signed by the seal key", c->witness, (long long)w.seq);
+	ri_witness_line_clear(&l);
+	ri_witness_close(w);
 }
 
 static void

@@ -75,6 +75,7 @@ struct audit {
 	json_t *actors;                 /* actor -> {registered, revoked, service} */
 	json_t *open_by_act;            /* "kind\x1f act" -> [inv ids] */
 	json_t *inv_act;                /* inv id -> "kind\x1f act" */
+	json_t *restores;               /* the accepted restores' event ids (audit.restored) */
 	struct span *spans;
 	size_t n_spans;
 	bool have_register;
@@ -98,7 +99,8 @@ struct audit {
 	unsigned char seal_rec_hash[32];
 	int64_t tail, tail_from;
 	ri_ms tail_oldest;
-	/* the witness's newest line (live journal) */
+	/* the witness, and its highest line (live journal) */
+	struct ri_witness *w;
 	bool have_witness, witness_seen;
 	struct ri_witness_line witness;
 	int64_t forged_findings;
@@ -1106,6 +1108,20 @@ actors(struct audit *a, const struct ri_record *rec)
 	if (strncmp(rec->action_ref, "audit.", 6) == 0) {
 		if (strcmp(rec->actor_ref, "audit") != 0)
 			fail(a, "8.1.6", NULL, rec->event_id, NULL, "a substrate record attested by %s", rec->actor_ref);
+		else if (strcmp(rec->action_ref, "audit.restored") == 0)
+			json_object_set_new(a->restores, rec->event_id, json_true());
+		return;
+	}
+	/* issue 39: a restored intent is the substrate's, on the authority of
+	 * the accepted restore it names (an earlier audit.restored) -- and
+	 * nothing else of a kind is */
+	if (strcmp(rec->actor_ref, RI_SUBSTRATE_ACTOR) == 0) {
+		const char *by = rec->payload != NULL ?
+		    json_string_value(json_object_get(json_object_get(rec->payload, "restored"), "restore_event_id")) :
+		    NULL;
+		if (rec->role != RI_ROLE_INTENT || by == NULL || json_object_get(a->restores, by) == NULL)
+			fail(a, "8.1.6", rec->invocation_id, rec->event_id, NULL, "a %s record attested by the substrate"
+			    " that no accepted restore accounts for", rec->action_ref);
 		return;
 	}
 	e = json_object_get(a->actors, rec->actor_ref);
@@ -1505,12 +1521,18 @@ judge_end(struct audit *a)
 		fail(a, "8.1.9", NULL, NULL, NULL,
 		    "the journal ends at seq %lld, behind its witness (seq %lld): rolled back or restored"
 		    " (ri(7): restoring a journal)", (long long)a->last_seq, (long long)a->witness.seq);
-	if (o->copy && a->c->witness != NULL) {
+	if (o->copy && a->w != NULL) {
+		/* a past state of the witnessed history: its head is a line of
+		 * the witness (or, where that line cannot be verified or was lost,
+		 * its newest seal is) */
 		bool found = false;
-		if (a->seal_rec_seq == 0)
+		if (a->last_seq > 0 && ri_witness_find(a->w, a->last_seq, a->last_hash, &found, &e) != RI_OK)
+			fail(a, "8.1.9", NULL, NULL, NULL, "%s", e.msg);
+		else if (found)
+			note(a, "8.1.9", "the copy's head is a line of the witness");
+		else if (a->seal_rec_seq == 0)
 			fail(a, "8.1.9", NULL, NULL, NULL, "the copy holds no seal that verifies");
-		else if (ri_witness_find(a->c->witness, a->r->st->ops->instance_id(a->r->st), a->seal_rec_seq,
-		    a->seal_rec_hash, &found, &e) != RI_OK)
+		else if (ri_witness_find(a->w, a->seal_rec_seq, a->seal_rec_hash, &found, &e) != RI_OK)
 			fail(a, "8.1.9", NULL, NULL, NULL, "%s", e.msg);
 		else if (!found)
 			fail(a, "8.1.9", NULL, NULL, NULL,
@@ -1544,7 +1566,7 @@ int
 ri_audit(ri *r, const struct ri_audit_opts *o, json_t **ans, ri_err *err)
 {
 	struct audit a = { .r = r, .c = r->cfg, .o = o, .checks = json_object(), .actors = json_object(),
-		.open_by_act = json_object(), .inv_act = json_object(), .latency = json_object(),
+		.open_by_act = json_object(), .inv_act = json_object(), .restores = json_object(), .latency = json_object(),
 		.needs = json_array(), .open_set = json_object() };
 	json_t *findings = json_array();
 	unsigned char hh0[32];
@@ -1586,20 +1608,24 @@ ri_audit(ri *r, const struct ri_audit_opts *o, json_t **ans, ri_err *err)
 		fail(&a, "8.1.9", NULL, NULL, NULL, "the public key names no instance; it cannot vouch for this journal");
 	else if (a.have_pk && sodium_memcmp(a.pk_instance, r->st->ops->instance_id(r->st), RI_INSTANCE_LEN) != 0)
 		fail(&a, "8.1.9", NULL, NULL, NULL, "the public key is another instance's: it cannot vouch for this journal");
-	/* the witness: its newest line (the live journal is judged against
-	 * it), or -- for a copy -- every line */
+	/* the witness: its highest line (the live journal is judged against
+	 * it), or -- for a copy -- every line (issue 39) */
 	if (a.c->witness == NULL) {
-		note(&a, "8.1.9", "no witness configured: a rollback past the newest seal is not checked");
+		note(&a, "8.1.9", "no witness configured: a rollback is not checked");
+	} else if (ri_witness_open(a.c->witness, r->st->ops->instance_id(r->st), r->key, r->keylen,
+	    a.have_pk ? a.pk : NULL, &a.w, &e) != RI_OK) {
+		fail(&a, "8.1.9", NULL, NULL, NULL, "%s", e.msg);
 	} else if (!o->copy) {
-		if (ri_witness_newest(a.c->witness, &a.witness, &e) != RI_OK) {
+		if (ri_witness_newest(a.w, &a.witness, &e) != RI_OK) {
 			fail(&a, "8.1.9", NULL, NULL, NULL, "%s", e.msg);
-		} else if (sodium_memcmp(a.witness.instance_id, r->st->ops->instance_id(r->st), RI_INSTANCE_LEN) != 0) {
-			fail(&a, "8.1.9", NULL, NULL, NULL, "the witness %s is another instance's", a.c->witness);
 		} else {
 			a.have_witness = true;
-			if (a.have_pk && !ri_witness_verify(&a.witness, a.pk))
-				fail(&a, "8.1.9", NULL, NULL, NULL,
-				    "the witness's newest line is not signed by the seal key (forged, or another key)");
+			/* without the integrity key an append's line cannot be
+			 * verified: it is a claim the journal must reach -- which can
+			 * only fail it, never pass it */
+			if (!a.witness.verified)
+				note(&a, "8.1.9", "the witness's highest line is MACed under the integrity key: without"
+				    " it, the line is a claim the journal must reach, not verified");
 		}
 	}
 	const char *regpath = o->findings ? o->findings : a.c->findings;
@@ -1737,9 +1763,12 @@ out:
 	json_decref(a.actors);
 	json_decref(a.open_by_act);
 	json_decref(a.inv_act);
+	json_decref(a.restores);
 	json_decref(a.latency);
 	json_decref(a.needs);
 	json_decref(findings);
 	json_decref(a.open_set);
+	ri_witness_line_clear(&a.witness);
+	ri_witness_close(a.w);
 	return rc;
 }

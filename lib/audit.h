@@ -39,9 +39,6 @@ int ri_seal(ri *r, json_t **ans, ri_err *err);
 int ri_seal_surface(ri *r, const char *why);
 /* ri-backup: seal, then a consistent online copy into the new file dest. */
 int ri_backup(ri *r, const char *dest, json_t **ans, ri_err *err);
-/* ri-init --accept-restore: on a journal opened RI_NO_WITNESS that is a
- * past state of the witnessed history, record the restore (audit.restored),
- * seal it and append the seal to the witness with who and why. */
-int ri_accept_restore(ri *r, const char *why, json_t **ans, ri_err *err);
+/* ri-init --accept-restore: restore.h. */
 
 #endif

@@ -33,7 +33,7 @@ static const char *const reserved_outcomes[] = {
 };
 
 static const char *const top_keys[] = {
-	"journal", "findings", "integrity_key_file", "seal_key_file", "witness", "clock",
+	"journal", "findings", "integrity_key_file", "seal_key_file", "witness", "witness_publish", "clock",
 	"fault_injection", "instance", "kinds", NULL
 };
 
@@ -425,10 +425,11 @@ parse_retry(struct ri_kind *k, json_t *v, const char *p, ri_err *err)
 	return want_count(n, q, 1, INT32_MAX, &k->retry_counted, err);
 }
 
-/* The probe argv, run without a shell: a relative argv[0] with a '/' means
- * the config's directory; a bare name is left to PATH. */
+/* An argv run without a shell (a probe, witness_publish): a relative
+ * argv[0] with a '/' means the config's directory; a bare name is left to
+ * PATH.  *argv NULL-terminated, *n its length. */
 static int
-parse_probe(struct ri_kind *k, json_t *a, const char *p, const char *dir, ri_err *err)
+parse_argv(json_t *a, const char *p, const char *dir, char ***argv, size_t *n, ri_err *err)
 {
 	char q[PATHBUF];
 	const char *s;
@@ -437,18 +438,24 @@ parse_probe(struct ri_kind *k, json_t *a, const char *p, const char *dir, ri_err
 
 	if (!json_is_array(a) || json_array_size(a) == 0)
 		return ri_fail(err, RI_CONFIG, "%s: expected a non-empty array of strings", p);
-	k->n_probe = json_array_size(a);
-	k->probe = ri_xcalloc(k->n_probe + 1, sizeof *k->probe);
-	for (i = 0; i < k->n_probe; i++) {
+	*n = json_array_size(a);
+	*argv = ri_xcalloc(*n + 1, sizeof **argv);
+	for (i = 0; i < *n; i++) {
 		idx(q, p, i);
 		if ((rc = want_string(json_array_get(a, i), q, &s, err)) != RI_OK)
 			return rc;
 		if (i == 0 && s[0] != '/' && strchr(s, '/') != NULL)
-			k->probe[i] = join(dir, s);
+			(*argv)[i] = join(dir, s);
 		else
-			k->probe[i] = ri_strdup(s);
+			(*argv)[i] = ri_strdup(s);
 	}
 	return RI_OK;
+}
+
+static int
+parse_probe(struct ri_kind *k, json_t *a, const char *p, const char *dir, ri_err *err)
+{
+	return parse_argv(a, p, dir, &k->probe, &k->n_probe, err);
 }
 
 /* null (report-only) or exactly {"actor_ref", "credential_file"}. */
@@ -599,9 +606,18 @@ parse_top(struct ri_config *c, json_t *root, ri_err *err)
 		size_t n = strlen(c->integrity_key_file) + sizeof ".witness";
 		c->witness = ri_xmalloc(n);
 		snprintf(c->witness, n, "%s.witness", c->integrity_key_file);
+	} else if (json_is_string(v) && ri_journal_is_pg(json_string_value(v))) {
+		/* a PostgreSQL witness every host shares (issue 39) */
+		c->witness = ri_strdup(json_string_value(v));
 	} else if (!json_is_null(v) && (rc = want_path(v, p, c->dir, &c->witness, err)) != RI_OK) {
 		return rc;
 	}
+	/* witness_publish (issue 39): a command that receives each seal's
+	 * witness line on stdin, so heads leave the host (logger -t ri-seal) */
+	if ((rc = member(root, "", "witness_publish", false, p, &v, err)) != RI_OK ||
+	    (v != NULL && !json_is_null(v) &&
+	    (rc = parse_argv(v, "witness_publish", c->dir, &c->witness_publish, &c->n_witness_publish, err)) != RI_OK))
+		return rc;
 	if ((rc = member(root, "", "clock", false, p, &v, err)) != RI_OK)
 		return rc;
 	if (v != NULL) {
@@ -725,6 +741,9 @@ ri_config_free(struct ri_config *c)
 	free(c->integrity_key_file);
 	free(c->seal_key_file);
 	free(c->witness);
+	for (size_t i = 0; i < c->n_witness_publish; i++)
+		free(c->witness_publish[i]);
+	free(c->witness_publish);
 	for (i = 0; i < c->n_kinds; i++)
 		free_kind(&c->kinds[i]);
 	free(c->kinds);

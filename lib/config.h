@@ -34,7 +34,10 @@ struct ri_config {
 	char *findings;
 	char *integrity_key_file;
 	char *seal_key_file;
-	char *witness;                  /* the witness file; NULL: disabled ("witness": null) */
+	char *witness;                  /* the witness file, or a postgresql:// URI; NULL:
+	                                 * disabled ("witness": null) */
+	char **witness_publish;         /* argv (NULL-terminated) fed each seal's line; NULL: none */
+	size_t n_witness_publish;
 	bool clock_env;                 /* "clock": "env" -- a test seam */
 	bool fault_injection;           /* named fault points armed -- a test seam */
 	ri_ms clock_offset_allowance;

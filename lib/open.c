@@ -11,6 +11,7 @@
 #include "gate.h"
 #include "findings.h"
 #include "proto.h"
+#include "restore.h"
 
 struct open_req {
 	const char *kind, *act_key, *actor_ref, *credential;
@@ -293,7 +294,23 @@ precheck(struct ri *r, struct open_req *o, ri_ms now, json_t **ans, json_t *aged
 	const struct ri_closing *landed = NULL;
 	const struct ri_act_inv *landed_by = NULL;
 	int rc = RI_OK, st;
+	char *held = NULL;
 
+	/* issue 39: an act a restore lost is held back until its store has
+	 * been asked again (the sweep) or an operator has resolved it --
+	 * whatever the journal now says of it, and whatever the binding (open
+	 * step 3.8 does not proceed past it) */
+	if ((st = ri_restore_held(r, o->kind, o->act_key, &held)) != RI_ST_OK)
+		return unavailable(r, o, st, ans, err);
+	if (held != NULL) {
+		release(r, o);
+		rc = ri_refuse_with(ans, json_pack("{s:s, s:s, s:s}", "refused", "act-in-flight", "invocation_id", held,
+		    "cause", "restore"), err, RI_ACT_IN_FLIGHT, "act-in-flight: the act was lost by a restore and is"
+		    " unreconciled (invocation %s): the sweep asks its store, or an operator resolves it"
+		    " (ri(7): restoring a journal)", held);
+		free(held);
+		return rc;
+	}
 	if (o->k->repeatable)
 		return precheck_repeatable(r, o, now, ans, aged, err);
 	if ((st = ri_act_read(r, o->kind, o->act_key, NULL, 0, &act)) != RI_ST_OK)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "proto.h"
+#include "restore.h"
 
 json_t *
 ri_record_json(const struct ri_record *rec)
@@ -56,6 +57,19 @@ entry_json(const struct ri_config *c, const struct ri_act_inv *e)
 	return json_pack("{s:s, s:s, s:b, s:o, s:b}", "invocation_id", e->inv_id,
 	    "state", ri_state_name(e->sd.state), "binding_duplicate", dup,
 	    "records", recs, "more", more);
+}
+
+/* read invocation 11: the range read's unavailable arm is journal-
+ * unavailable, never not-known (Action wiring 3); a verification failure
+ * is 30 with "cause":"integrity" */
+static int
+unavailable(struct ri *r, int st, json_t **ans, ri_err *err)
+{
+	if (st == RI_ST_INTEGRITY)
+		return ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable",
+		    "cause", "integrity"), err, RI_INTEGRITY, "%s", r->st->ops->error(r->st)->msg);
+	return ri_refuse_with(ans, ri_refusal("journal-unavailable"), err, RI_JOURNAL_UNAVAILABLE,
+	    "journal-unavailable: %s", r->st->ops->error(r->st)->msg);
 }
 
 /* A reader fails closed on a record whose shape is not one the composition
@@ -132,11 +146,7 @@ locate(ri *r, const char **kind, const char **act_key, const char **inv_id, cons
 	*act_key = abuf;
 	return RI_OK;
 unavailable:
-	if (st == RI_ST_INTEGRITY)
-		return ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable",
-		    "cause", "integrity"), err, RI_INTEGRITY, "%s", r->st->ops->error(r->st)->msg);
-	return ri_refuse_with(ans, ri_refusal("journal-unavailable"), err, RI_JOURNAL_UNAVAILABLE,
-	    "journal-unavailable: %s", r->st->ops->error(r->st)->msg);
+	return unavailable(r, st, ans, err);
 }
 
 int
@@ -184,13 +194,7 @@ ri_read_invocation(ri *r, json_t *req, json_t **ans, ri_err *err)
 	/* read invocation 2: read_cap entries, and one more tells "more" */
 	if ((st = ri_act_read(r, kind, act_key, inv_id, (size_t)r->cfg->read_cap + 1, &act)) != RI_ST_OK) {
 		json_decref(record);
-		/* read invocation 11: the range read's unavailable arm is
-		 * journal-unavailable, never not-known (Action wiring 3) */
-		if (st == RI_ST_INTEGRITY)
-			return ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable",
-			    "cause", "integrity"), err, RI_INTEGRITY, "%s", r->st->ops->error(r->st)->msg);
-		return ri_refuse_with(ans, ri_refusal("journal-unavailable"), err, RI_JOURNAL_UNAVAILABLE,
-		    "journal-unavailable: %s", r->st->ops->error(r->st)->msg);
+		return unavailable(r, st, ans, err);
 	}
 	/* the legal shape of what is returned, as Check 8.1.8 reads it; a
 	 * supersedes naming anything but an earlier closing of its invocation
@@ -235,7 +239,19 @@ ri_read_invocation(ri *r, json_t *req, json_t **ans, ri_err *err)
 		    "not-known: no readable intent for (%s, %s)%s%s", kind, act_key,
 		    inv_id ? " with invocation " : "", inv_id ? inv_id : "");
 	}
+	/* issue 39: an act a restore lost, held back until its store is asked
+	 * again -- said beside what the journal now holds of it */
+	char *held = NULL;
+	if ((st = ri_restore_held(r, kind, act_key, &held)) != RI_ST_OK) {
+		json_decref(invs);
+		json_decref(record);
+		return unavailable(r, st, ans, err);
+	}
 	*ans = json_pack("{s:o, s:b, s:b}", "invocations", invs, "binding_duplicate", act_dup, "more", more);
+	if (held != NULL)
+		json_object_set_new(*ans, "unreconciled", json_pack("{s:s, s:s}", "invocation_id", held, "cause",
+		    "restore"));
+	free(held);
 	if (record != NULL)
 		json_object_set_new(*ans, "record", record);
 	return RI_OK;

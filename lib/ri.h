@@ -57,9 +57,12 @@ typedef struct ri ri;           /* one instance: config, journal, register, keys
 #define RI_CONFIG_ONLY 0x04u    /* parse the config; touch no file it names */
 #define RI_NO_KEY      0x08u    /* no integrity key: chain-only verification */
 #define RI_SWEEPER     0x10u    /* ri-sweep: the run answers Binding 2 itself (Binding 4-6) */
-#define RI_NO_WITNESS  0x40u    /* do not compare the journal with its witness */
+#define RI_NO_WITNESS  0x40u    /* do not compare the journal with its witness (an
+                                 * append still adds its line, where one exists) */
 #define RI_INSPECT     0x80u    /* open the journal as it is, to report on it (ri-audit): no
                                  * refusal at open for its schema or its witness */
+#define RI_RESTORING   0x200u   /* with RI_NO_WITNESS: ri-init --accept-restore -- the
+                                 * journal's lines start the witness's next epoch */
 #define RI_THREADED    0x100u   /* the command runs a second thread (ri-audit): SQLite keeps
                                  * its mutexes (ri_instance_open, before any file is opened) */
 

@@ -18,6 +18,10 @@
 #include "util.h"
 #include "vocab.h"
 
+/* The substrate's own actor: its records (audit.*, a restore's) are
+ * attested by no registered actor. */
+#define RI_SUBSTRATE_ACTOR "audit"
+
 /* Answers of the substrate and the host. */
 enum ri_st {
 	RI_ST_OK = 0,
@@ -140,6 +144,12 @@ struct ri_store_error {
 	 * what the first one said (the sweep surfaces it and exits 15) */
 	bool integrity;
 	char integrity_msg[512];
+	/* sticky: a record landed but its witness line was not written (the
+	 * witness is behind the journal: harmless, but that record is not
+	 * protected against a rollback until the next line is written) */
+	bool witness_missed;
+	int64_t witness_missed_seq;     /* the newest record whose line is missing */
+	char witness_msg[512];
 };
 
 /* What ri-audit's state check found wrong beside the records: check is the
@@ -222,6 +232,11 @@ struct ri_store_ops {
 	int (*seal)(struct ri_store *, const unsigned char sk[64], struct ri_appended *);
 	/* Append one substrate record (audit.*) in its own transaction. */
 	int (*substrate)(struct ri_store *, const char *action_ref, json_t *data, struct ri_appended *);
+	/* Append n records on the substrate's own authority (actor "audit", no
+	 * credential) in ONE transaction: a restore's records (restore.h),
+	 * the sweep's audit.reconciled.  Each record's role comes from the
+	 * vocabulary (a restored <kind>.intended is an intent).  out: n. */
+	int (*append_substrate)(struct ri_store *, const struct ri_append *v, size_t n, struct ri_appended *out);
 	/* A consistent online copy of the journal into a new file dest. */
 	int (*backup)(struct ri_store *, const char *dest);
 	/* Rebuild the derived state (the open-intents index and its

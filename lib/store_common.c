@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sodium.h>
 
 #include "clock.h"
@@ -598,6 +599,28 @@ ri_append_fault_before(struct ri_st_core *c, const struct ri_append *a, enum ri_
 }
 
 int
+ri_substrate_role(struct ri_st_core *c, const struct ri_append *a, int *role)
+{
+	char kind[128], why[256];
+	size_t n;
+
+	if (a->action_ref == NULL || ri_kind_of(a->action_ref, kind, sizeof kind) != 0 || a->data == NULL ||
+	    !json_is_object(a->data) || a->actor_ref == NULL || strcmp(a->actor_ref, RI_SUBSTRATE_ACTOR) != 0)
+		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "malformed substrate record");
+	*role = RI_ROLE_OTHER;
+	if (strcmp(kind, "audit") == 0)
+		return RI_ST_OK;
+	if (ri_vocab_role(c->cfg, a->action_ref, role, why, sizeof why) == RI_OK)
+		return RI_ST_OK;
+	n = strlen(a->action_ref);
+	if (n > 9 && strcmp(a->action_ref + n - 9, ".intended") == 0) {
+		*role = RI_ROLE_INTENT;
+		return RI_ST_OK;
+	}
+	return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "%s", why);
+}
+
+int
 ri_append_landed(struct ri_st_core *c, const struct ri_append *a, enum ri_fault_action fa, const char *kind,
     struct ri_appended *out)
 {
@@ -793,6 +816,150 @@ ri_jhead_judge(struct ri_st_core *c, const struct ri_jhead *h, const unsigned ch
 		    "journal integrity: the journal ends at seq %lld but its authenticated head is seq %lld"
 		    " (the tail was truncated or extended)", (long long)rows, (long long)h->last_seq);
 	return RI_ST_OK;
+}
+
+int
+ri_st_witness_attach(struct ri_st_core *c, unsigned flags, ri_err *err)
+{
+	const struct ri_config *cfg = c->cfg;
+	struct ri_witness_line wl;
+	unsigned char pk[32], inst[RI_INSTANCE_LEN];
+	char pub[4200];
+	bool has_inst, has_pk = false;
+	int rc;
+
+	if (cfg->witness == NULL)
+		return RI_OK;
+	/* the seal public key, where it is beside the seal key: a seal's line
+	 * (and a second-wave line) is verifiable by its signature */
+	if (cfg->seal_key_file != NULL) {
+		ri_err e;
+		snprintf(pub, sizeof pub, "%s.pub", cfg->seal_key_file);
+		has_pk = access(pub, R_OK) == 0 && ri_seal_pub_load(pub, pk, inst, &has_inst, &e) == RI_OK;
+	}
+	if ((rc = ri_witness_open(cfg->witness, c->instance_id, c->key, c->keylen, has_pk ? pk : NULL, &c->witness,
+	    err)) != RI_OK)
+		return rc;
+	rc = ri_witness_newest(c->witness, &wl, err);
+	if (flags & RI_NO_WITNESS) {
+		/* not compared with the journal (ri-init, ri-init --accept-restore):
+		 * only the epoch its lines are written in is read -- the next one
+		 * for a restore (witness.h) */
+		if (rc == RI_OK || rc == RI_NOT_KNOWN) {
+			c->witness_epoch = (rc == RI_OK ? wl.epoch : 0) + ((flags & RI_RESTORING) ? 1 : 0);
+			ri_witness_line_clear(&wl);
+			return RI_OK;
+		}
+		ri_witness_close(c->witness);
+		c->witness = NULL;
+		/* a missing witness is ri-init's to decide about */
+		return access(cfg->witness, F_OK) != 0 && !ri_witness_is_pg(cfg->witness) ? RI_OK : rc;
+	}
+	if (rc != RI_OK) {
+		if (rc == RI_NOT_KNOWN)
+			rc = err->code = RI_INTEGRITY;
+		if (strncmp(err->msg, "journal integrity: ", 19) != 0) {
+			char msg[sizeof err->msg];
+			snprintf(msg, sizeof msg, "%s", err->msg);
+			ri_fail(err, RI_INTEGRITY, "journal integrity: %s", msg);
+		}
+		return rc;
+	}
+	c->anchored = true;
+	c->anchor_seq = wl.seq;
+	c->witness_epoch = wl.epoch;
+	memcpy(c->anchor_hash, wl.hash, RI_HASH_LEN);
+	ri_witness_line_clear(&wl);
+	return RI_OK;
+}
+
+void
+ri_st_witness_detach(struct ri_st_core *c)
+{
+	ri_st_witness_discard(c);
+	ri_witness_close(c->witness);
+	c->witness = NULL;
+}
+
+static char *
+dup_or_null(const char *s)
+{
+	return s != NULL ? ri_strdup(s) : NULL;
+}
+
+void
+ri_st_witness_pend(struct ri_st_core *c, const struct ri_header *h, const unsigned char hash[RI_HASH_LEN],
+    json_t *data)
+{
+	struct ri_witnessed *w;
+
+	if (c->witness == NULL)
+		return;
+	if (c->n_pend == RI_WITNESS_PEND) {
+		/* a long transaction: the newest line is what freshness needs */
+		ri_witnessed_clear(&c->pend[0]);
+		memmove(&c->pend[0], &c->pend[1], (RI_WITNESS_PEND - 1) * sizeof c->pend[0]);
+		memset(&c->pend[RI_WITNESS_PEND - 1], 0, sizeof c->pend[0]);
+		c->n_pend--;
+	}
+	w = &c->pend[c->n_pend++];
+	w->epoch = c->witness_epoch;
+	w->seq = h->seq;
+	memcpy(w->hash, hash, RI_HASH_LEN);
+	snprintf(w->event_id, sizeof w->event_id, "%s", h->event_id);
+	w->action_ref = dup_or_null(h->action_ref);
+	w->kind = dup_or_null(h->kind);
+	w->act_key = dup_or_null(h->act_key);
+	w->invocation_id = dup_or_null(h->invocation_id);
+	w->actor_ref = dup_or_null(h->actor_ref);
+	/* what names the act again after a restore: an intent's pairing datum
+	 * (the probe's key into the store), a closing's intent */
+	w->intent_event_id = dup_or_null(json_string_value(json_object_get(data, "intent_event_id")));
+	if (h->role == RI_ROLE_INTENT)
+		w->pairing_datum = dup_or_null(json_string_value(json_object_get(json_object_get(data, "data"),
+		    "pairing_datum")));
+}
+
+void
+ri_st_witness_sign(struct ri_st_core *c, const unsigned char sk[64])
+{
+	if (c->n_pend > 0)
+		ri_witness_sign(c->instance_id, &c->pend[c->n_pend - 1], sk);
+}
+
+void
+ri_st_witness_flush(struct ri_st_core *c)
+{
+	for (size_t i = 0; i < c->n_pend; i++) {
+		ri_err e;
+		struct ri_witnessed *w = &c->pend[i];
+#ifdef RI_NC_NO_APPEND_WITNESS
+		/* negative control: only a seal's line is witnessed, as before */
+		if (!w->has_sig)
+			continue;
+#endif
+		if (ri_witness_add(c->witness, w, &e) != RI_OK) {
+			c->err.witness_missed = true;
+			c->err.witness_missed_seq = w->seq;
+			snprintf(c->err.witness_msg, sizeof c->err.witness_msg, "record seq %lld landed, but its witness"
+			    " line was not written: %.400s", (long long)w->seq, e.msg);
+			continue;
+		}
+		if (!c->anchored || w->seq > c->anchor_seq) {
+			c->anchored = true;
+			c->anchor_seq = w->seq;
+			memcpy(c->anchor_hash, w->hash, RI_HASH_LEN);
+		}
+	}
+	ri_st_witness_discard(c);
+}
+
+void
+ri_st_witness_discard(struct ri_st_core *c)
+{
+	for (size_t i = 0; i < c->n_pend; i++)
+		ri_witnessed_clear(&c->pend[i]);
+	c->n_pend = 0;
 }
 
 bool

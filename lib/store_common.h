@@ -14,6 +14,7 @@
 #include "fault.h"
 #include "integrity.h"
 #include "store.h"
+#include "witness.h"
 
 /*
  * What every backend's handle holds to judge a row the same way: the
@@ -21,6 +22,8 @@
  * error of the operation.  Each backend's handle begins its own fields
  * after it (store_sqlite.c's struct sq, store_pg.c's struct pg).
  */
+#define RI_WITNESS_PEND 8       /* lines held for one transaction (then the newest kept) */
+
 struct ri_st_core {
 	const struct ri_config *cfg;
 	unsigned char *key;             /* NULL: chain-only (RI_NO_KEY) */
@@ -28,11 +31,18 @@ struct ri_st_core {
 	unsigned char cred_key[crypto_generichash_KEYBYTES];
 	unsigned char instance_id[RI_INSTANCE_LEN];
 	unsigned char genesis[RI_HASH_LEN];
-	/* the witness's newest line (the anchor): the journal may not be
+	/* the witness's highest line (the anchor): the journal may not be
 	 * behind it nor disagree with it */
 	bool anchored;
 	int64_t anchor_seq;
 	unsigned char anchor_hash[RI_HASH_LEN];
+	/* the witness (NULL: none, or "witness": null), and the lines of the
+	 * records the open write transaction appended, added once it commits
+	 * (issue 39: the witness advances with every append) */
+	struct ri_witness *witness;
+	int64_t witness_epoch;          /* the epoch this handle's lines are written in */
+	struct ri_witnessed pend[RI_WITNESS_PEND];
+	size_t n_pend;
 	struct ri_store_error err;
 	struct ri_payloads *payloads;   /* inside a traversal: ri_payloads_begin */
 };
@@ -158,7 +168,6 @@ int ri_walk_end(struct ri_st_core *c, struct ri_walk *wk, struct ri_records *out
 bool ri_valid_ref(const char *v, int64_t cap);
 /* an actor's name: a reference of [A-Za-z0-9._@-], never the substrate's */
 bool ri_valid_actor_name(const char *n, int64_t cap);
-#define RI_SUBSTRATE_ACTOR "audit"
 /* "kind.verb" -> "kind"; -1 when the ref has no kind */
 int ri_kind_of(const char *action_ref, char *out, size_t n);
 /*
@@ -169,6 +178,10 @@ int ri_kind_of(const char *action_ref, char *out, size_t n);
  */
 int ri_append_request_judge(struct ri_st_core *c, const struct ri_append *a, char *kind, size_t kindlen, int *role,
     struct ri_appended *out);
+/* The role of a record appended on the substrate's own authority
+ * (append_substrate): audit.* is the substrate's; a kind's ref takes the
+ * vocabulary's role, an unbound kind's intent its intent role. */
+int ri_substrate_role(struct ri_st_core *c, const struct ri_append *a, int *role);
 /* The fault points "<tag>.before" (before storage) and "<tag>.after" (the
  * record landed), and the retention source (*fa RI_FA_NORETENTION: landed
  * on no policy). */
@@ -234,6 +247,28 @@ int ri_fence_judge(struct ri_st_core *c, const struct ri_lease_row *l, const str
     ri_ms until);
 
 /* ---- the journal head and its witness ---------------------------------- */
+
+/*
+ * Open the instance's witness (none with "witness": null or RI_NO_WITNESS)
+ * and take its highest verified line as the anchor, once the backend knows
+ * the instance id.  key NULL: a keyless reader (ri-audit --public-key),
+ * whose anchor may be an unverified claim -- which can only fail it.
+ */
+int ri_st_witness_attach(struct ri_st_core *c, unsigned flags, ri_err *err);
+void ri_st_witness_detach(struct ri_st_core *c);
+/* An append inside the write transaction: its line waits for the commit.
+ * data: the record's payload (an intent's pairing datum, a closing's
+ * intent event id). */
+void ri_st_witness_pend(struct ri_st_core *c, const struct ri_header *h, const unsigned char hash[RI_HASH_LEN],
+    json_t *data);
+/* The newest pending line is a seal's: sign it (sk: the seal secret key). */
+void ri_st_witness_sign(struct ri_st_core *c, const unsigned char sk[64]);
+/* The transaction committed: add its lines (a failure is noted in the
+ * store's error as witness_missed, never the append's failure: a witness
+ * behind the journal is harmless) and advance the anchor. */
+void ri_st_witness_flush(struct ri_st_core *c);
+/* The transaction rolled back: its lines were never witnessed. */
+void ri_st_witness_discard(struct ri_st_core *c);
 
 /*
  * The journal head (h, its stored mac) against what the rows say: the MAC

@@ -919,6 +919,7 @@ rollback(struct pg *s)
 	q_clear(s);
 	s->qfailed = false;
 	ri_tree_cache_clear(&s->nodes);
+	ri_st_witness_discard(&s->core);
 	ahead_clear(s);
 	free(s->fence);
 	s->fence = NULL;
@@ -1011,6 +1012,13 @@ commit(struct pg *s)
 			rc = db_fail(s, RI_ST_STEP3, "commit", r);
 	}
 	PQclear(r);
+	/* after the commit, before the command answers: the witness advances
+	 * with every append (issue 39); a commit whose fate is unknown is not
+	 * witnessed (a witness behind the journal is harmless) */
+	if (rc == RI_ST_OK)
+		ri_st_witness_flush(&s->core);
+	else
+		ri_st_witness_discard(&s->core);
 	return rc;
 }
 
@@ -2230,6 +2238,8 @@ append_locked(struct pg *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 	out->seq = h.seq;
 	out->recorded_at = recorded_at;
 	memcpy(out->hash, hash, RI_HASH_LEN);
+	/* its witness line, added once the transaction commits (issue 39) */
+	ri_st_witness_pend(&s->core, &h, hash, a->data);
 	return RI_ST_OK;
 }
 
@@ -2365,6 +2375,33 @@ append_substrate(struct pg *s, struct ri_jhead *jh, const unsigned char lh[RI_HA
 		.data = data };
 
 	return append_locked(s, jh, lh, &a, RI_ROLE_OTHER, false, now, out);
+}
+
+/* The substrate's own records, n of them, in one transaction (store.h
+ * append_substrate: a restore's, the sweep's audit.reconciled). */
+static int
+pg_append_many(struct ri_store *base, const struct ri_append *v, size_t n, struct ri_appended *out)
+{
+	struct pg *s = (struct pg *)base;
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN];
+	ri_ms now;
+	int rc, role;
+
+	if (s->core.key == NULL)
+		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "appending needs the integrity key");
+	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		memset(&out[i], 0, sizeof out[i]);
+		if ((rc = ri_substrate_role(&s->core, &v[i], &role)) != RI_ST_OK ||
+		    (rc = append_locked(s, &jh, lh, &v[i], role, false, now, &out[i])) != RI_ST_OK) {
+			rollback_keep(s);
+			return rc;
+		}
+		memcpy(lh, out[i].hash, RI_HASH_LEN);
+	}
+	return commit(s);
 }
 
 static int
@@ -3119,6 +3156,8 @@ pg_seal(struct ri_store *base, const unsigned char sk[64], struct ri_appended *o
 	json_decref(data);
 	if (rc != RI_ST_OK)
 		goto fail;
+	/* the seal's witness line is signed too (store_sqlite.c) */
+	ri_st_witness_sign(&s->core, sk);
 	return commit(s);
 fail:
 	rollback_keep(s);
@@ -3526,6 +3565,7 @@ pg_close(struct ri_store *base)
 		fprintf(stderr, "ri: postgresql round trips: %lu\n", s->round_trips);
 	ahead_clear(s);
 	ri_payloads_end(&s->core);
+	ri_st_witness_detach(&s->core);
 	ri_tree_cache_free(&s->nodes);
 	free(s->fence);
 	if (s->conn != NULL)
@@ -3555,6 +3595,7 @@ static const struct ri_store_ops pg_ops = {
 	.inv_span = pg_inv_span,
 	.seal = pg_seal,
 	.substrate = pg_substrate,
+	.append_substrate = pg_append_many,
 	.backup = pg_backup,
 	.rebuild = pg_rebuild,
 	.audit_state = pg_audit_state,
@@ -3661,26 +3702,9 @@ ri_pg_open(const struct ri_config *c, const unsigned char *key, size_t keylen, u
 			pg_close(&s->base);
 			return rc;
 		}
-		if (!(flags & RI_NO_WITNESS) && c->witness != NULL) {
-			struct ri_witness_line wl;
-			if ((rc = ri_witness_newest(c->witness, &wl, err)) != RI_OK) {
-				if (rc == RI_INTEGRITY) {
-					char msg[sizeof err->msg];
-					snprintf(msg, sizeof msg, "%s", err->msg);
-					ri_fail(err, RI_INTEGRITY, "journal integrity: %s", msg);
-				}
-				pg_close(&s->base);
-				return rc;
-			}
-			if (memcmp(wl.instance_id, s->core.instance_id, RI_INSTANCE_LEN) != 0) {
-				rc = ri_fail(err, RI_INTEGRITY, "journal integrity: the witness %s is another instance's"
-				    " (or the journal is)", c->witness);
-				pg_close(&s->base);
-				return rc;
-			}
-			s->core.anchored = true;
-			s->core.anchor_seq = wl.seq;
-			memcpy(s->core.anchor_hash, wl.hash, RI_HASH_LEN);
+		if ((rc = ri_st_witness_attach(&s->core, flags, err)) != RI_OK) {
+			pg_close(&s->base);
+			return rc;
 		}
 	}
 	if (key != NULL && !(flags & RI_READONLY)) {

@@ -342,6 +342,7 @@ rollback(struct sq *s)
 	if (!sqlite3_get_autocommit(s->db))
 		(void)exec1(s, "ROLLBACK");
 	queue_leave(s);
+	ri_st_witness_discard(&s->core);
 }
 
 /* Roll back a write that failed, keeping the error that made it fail (the
@@ -1545,6 +1546,8 @@ append_locked(struct sq *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 	out->seq = h.seq;
 	out->recorded_at = recorded_at;
 	memcpy(out->hash, hash, RI_HASH_LEN);
+	/* its witness line, added once the transaction commits (issue 39) */
+	ri_st_witness_pend(&s->core, &h, hash, a->data);
 	return RI_ST_OK;
 }
 
@@ -1557,6 +1560,9 @@ commit(struct sq *s)
 		return rc;
 	}
 	queue_leave(s);
+	/* after the commit, before the command answers: the witness advances
+	 * with every append (issue 39) */
+	ri_st_witness_flush(&s->core);
 	return RI_ST_OK;
 }
 
@@ -1649,6 +1655,33 @@ sq_substrate(struct ri_store *base, const char *action_ref, json_t *data, struct
 		return rc;
 	if ((rc = now_or_fail(s, &now)) != RI_ST_OK || (rc = append_substrate(s, action_ref, "", data, now, out)) != RI_ST_OK) {
 		return abandon(s, rc);
+	}
+	return commit(s);
+}
+
+/* The substrate's own records, n of them, in one transaction (store.h
+ * append_substrate: a restore's, the sweep's audit.reconciled). */
+static int
+sq_append_many(struct ri_store *base, const struct ri_append *v, size_t n, struct ri_appended *out)
+{
+	struct sq *s = (struct sq *)base;
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN];
+	ri_ms now;
+	int rc, role;
+
+	if (s->core.key == NULL)
+		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "appending needs the integrity key");
+	if ((rc = begin_immediate(s)) != RI_ST_OK)
+		return rc;
+	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
+		return abandon(s, rc);
+	for (size_t i = 0; i < n; i++) {
+		memset(&out[i], 0, sizeof out[i]);
+		if ((rc = ri_substrate_role(&s->core, &v[i], &role)) != RI_ST_OK ||
+		    (rc = jhead_get(s, &jh, lh)) != RI_ST_OK ||
+		    (rc = append_locked(s, &jh, lh, &v[i], role, false, now, &out[i])) != RI_ST_OK)
+			return abandon(s, rc);
 	}
 	return commit(s);
 }
@@ -2629,6 +2662,9 @@ sq_seal(struct ri_store *base, const unsigned char sk[64], struct ri_appended *o
 	json_decref(data);
 	if (rc != RI_ST_OK)
 		goto fail;
+	/* the seal's witness line is signed too: an auditor with only the
+	 * public key verifies it */
+	ri_st_witness_sign(&s->core, sk);
 	return commit(s);
 fail:
 	return abandon(s, rc);
@@ -3240,6 +3276,7 @@ sq_close(struct ri_store *base)
 	if (s == NULL)
 		return;
 	ri_payloads_end(&s->core);
+	ri_st_witness_detach(&s->core);
 	ri_tree_cache_free(&s->nodes);
 	cache_clear(s);
 	sqlite3_close(s->db);
@@ -3271,6 +3308,7 @@ static const struct ri_store_ops sqlite_ops = {
 	.inv_span = sq_inv_span,
 	.seal = sq_seal,
 	.substrate = sq_substrate,
+	.append_substrate = sq_append_many,
 	.backup = sq_backup,
 	.rebuild = sq_rebuild,
 	.audit_state = sq_audit_state,
@@ -3451,28 +3489,11 @@ ri_sqlite_open(const struct ri_config *c, const unsigned char *key, size_t keyle
 			sq_close(&s->base);
 			return rc;
 		}
-		/* the witness's newest line: every read compares the journal with
-		 * it (jhead_get) -- a journal behind it was rolled back */
-		if (!(flags & RI_NO_WITNESS) && c->witness != NULL) {
-			struct ri_witness_line wl;
-			if ((rc = ri_witness_newest(c->witness, &wl, err)) != RI_OK) {
-				if (rc == RI_INTEGRITY) {
-					char msg[sizeof err->msg];
-					snprintf(msg, sizeof msg, "%s", err->msg);
-					ri_fail(err, RI_INTEGRITY, "journal integrity: %s", msg);
-				}
-				sq_close(&s->base);
-				return rc;
-			}
-			if (memcmp(wl.instance_id, s->core.instance_id, RI_INSTANCE_LEN) != 0) {
-				rc = ri_fail(err, RI_INTEGRITY, "journal integrity: the witness %s is another instance's"
-				    " (or the journal %s is)", c->witness, c->journal);
-				sq_close(&s->base);
-				return rc;
-			}
-			s->core.anchored = true;
-			s->core.anchor_seq = wl.seq;
-			memcpy(s->core.anchor_hash, wl.hash, RI_HASH_LEN);
+		/* the witness's highest line: every read compares the journal
+		 * with it (jhead_get) -- a journal behind it was rolled back */
+		if ((rc = ri_st_witness_attach(&s->core, flags, err)) != RI_OK) {
+			sq_close(&s->base);
+			return rc;
 		}
 	}
 	/* fail closed at once on a journal this key did not write (a

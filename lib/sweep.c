@@ -22,6 +22,7 @@
 #include "probe.h"
 #include "progress.h"
 #include "proto.h"
+#include "restore.h"
 #include "sweep.h"
 
 enum verdict { V_CLOSED, V_ABANDONED, V_ESCALATED, V_REPORTED, V_SKIPPED, V_CLOSED_ALREADY };
@@ -1186,7 +1187,7 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 	int64_t mono0 = ri_mono_ms();
 
 	int lock = -1;
-	struct ri_run_lock held;
+	struct ri_run_lock runlock;
 
 	*ans = NULL;
 	/* Primitive policy 18: now, once per run, at the sweep's own seam --
@@ -1194,12 +1195,12 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 	if ((rc = ri_now(s.c, &s.now, err)) != RI_OK)
 		goto out;
 	ri_mint_id("run_", s.run_id);
-	if ((rc = run_lock(&s, o, &lock, &held, err)) != RI_OK) {
+	if ((rc = run_lock(&s, o, &lock, &runlock, err)) != RI_OK) {
 		*ans = ri_refusal("journal-unavailable");
 		goto out;
 	}
-	if (held.held) {
-		rc = lock_held(&s, o, &held, ans, err);
+	if (runlock.held) {
+		rc = lock_held(&s, o, &runlock, ans, err);
 		goto out;
 	}
 	s.probers = ri_prober_new(s.c);
@@ -1279,6 +1280,26 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 	 * remembers the first */
 	bool tampered = duplicate_scan(&s) == RI_ST_INTEGRITY || s.lease_tampered ||
 	    r->st->ops->error(r->st)->integrity;
+	/* issue 39: the acts a restore held back -- each whose lost
+	 * invocations are all closed since (this run's closings among them) is
+	 * released; the rest still need the store asked, or an operator */
+	size_t unreconciled = 0;
+	json_t *held = json_array();
+	if (!tampered) {
+		int hst = ri_restore_sweep(r, &unreconciled, held);
+		if (hst == RI_ST_INTEGRITY)
+			tampered = true;
+		else if (hst != RI_ST_OK)
+			alert(&s, "the restores' pass: %s", r->st->ops->error(r->st)->msg);
+	}
+	for (size_t i = 0; i < json_array_size(held); i++) {
+		json_t *h = json_array_get(held, i);
+		fprintf(stderr, "ri-sweep: act (%s, %s) was lost by a restore and is unreconciled: invocation %s"
+		    " waits for its store to be asked again, or for an operator (ri-resolve)\n",
+		    json_string_value(json_object_get(h, "kind")), json_string_value(json_object_get(h, "act_key")),
+		    json_string_value(json_object_get(h, "invocation_id")));
+	}
+	json_decref(held);
 	/* retention: destroy payloads past their end (the chain still
 	 * verifies).  The purge and the seal are the substrate's own records,
 	 * never written under a service identity, so a refused identity stops
@@ -1313,6 +1334,8 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 	finish(&s, ans, true);
 	if (purged > 0)
 		json_object_set_new(*ans, "purged", json_integer(purged));
+	if (unreconciled > 0)
+		json_object_set_new(*ans, "unreconciled", json_integer((json_int_t)unreconciled));
 	if (sealed != NULL)
 		json_object_set(*ans, "sealed_seq", json_object_get(sealed, "sealed_seq"));
 	json_decref(sealed);

@@ -757,11 +757,14 @@ every_path() {
 	mv "$T/journal.key" "$T/journal.key.away"
 	# the seal still verifies; without the key the journal head and the tree
 	# of scope heads are unauthenticated, but they are public hashes that
-	# still name the records the cut removed (issue 11) -- and --expect-head
-	# from an earlier answer names the cut whatever the attacker rewrote
+	# still name the records the cut removed (issue 11); the witness's lines
+	# (one per append, issue 39) claim the cut records, and a claim beyond
+	# the journal's end fails it even unverified -- and --expect-head from
+	# an earlier answer names the cut whatever the attacker rewrote
 	audit --public-key "$T/seal.key.pub"
 	names 8.1.1
-	passes 8.1.9
+	names 8.1.9
+	message 8.1.9 "behind its witness"
 	audit --public-key "$T/seal.key.pub" --expect-head "$head"
 	names 8.1.9
 	message 8.1.9 "ends before the expected head seq 12"
@@ -810,7 +813,7 @@ every_path() {
 	names 8.1.9 "$forged"
 	# the seal, and the witness line it appended, signed by a key that is not this instance's
 	[ "$(jq '[.checks[] | select(.check == "8.1.9") | .failures[]] | length' "$T/audit.json")" -eq 2 ]
-	message 8.1.9 "the witness's newest line is not signed by the seal key"
+	message 8.1.9 "is not signed by the seal key"
 	mv "$T/journal.key" "$T/journal.key.away"
 	audit --public-key "$T/seal.key.pub"
 	names 8.1.9 "$forged"

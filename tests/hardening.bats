@@ -147,12 +147,14 @@ each_reader() {
 	grep -q "journal.db.sweep-local.lock: not a regular file" <<<"$stderr"
 }
 
-# The witness is read by lib/witness.c, which issue 39 (the lead's
-# freshness work) rewrites; it adopts ri_open_regular there.
-@test "issue 40 point 3: a FIFO in place of the witness -- every reader answers at once" {
-	skip "witness: the lead's issue 39 adopts the helper (lib/witness.c)"
+# The witness is read by lib/witness.c (issue 39), which makes the same
+# check itself (its file_open) and reads a witness that is not a regular
+# file as an integrity failure.
+@test "issue 40 point 3: a FIFO in place of the witness -- every reader answers at once: ri-read 30, ri-audit 1, ri-startcheck 30, ri-findings 0, ri-sweep 15" {
+	open_req k1 | ri-open >/dev/null
 	fifo_for "$T/journal.key.witness"
 	each_reader 30 1 30 0 15
+	grep -q "journal.key.witness: not a regular file" <<<"$(ri-read --kind ledger --act-key k1 2>&1 </dev/null)"
 }
 
 # ---- point 4: --html writes through no planted name --------------------------

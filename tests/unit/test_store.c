@@ -1221,6 +1221,23 @@ test_tamper(const struct base *b)
 		CHECK(fd >= 0 && write(fd, k, sizeof k) == (ssize_t)sizeof k && close(fd) == 0, "rewrite key");
 		CHECK(chmod(p, 0600) == 0, "chmod key");
 	}
+	{
+		/* the witness's lines are MACed under a key derived from it: the
+		 * open itself fails closed (issue 39) ... */
+		ri *r = NULL;
+		ri_err err = { 0 };
+		int rc = ri_instance_open(t.config, RI_READONLY, &r, &err);
+		CHECK(rc == RI_INTEGRITY && strstr(err.msg, "witness") != NULL,
+		    "a different key: the witness's lines fail at open: %d %s", rc, err.msg);
+		ri_instance_close(r);
+		/* ... and without a witness, every read and append does */
+		json_error_t je;
+		json_t *cfg = json_load_file(t.config, 0, &je);
+		CHECK(cfg != NULL, "%s: %s", t.config, je.text);
+		json_object_set_new(cfg, "witness", json_null());
+		CHECK(json_dump_file(cfg, t.config, 0) == 0, "rewrite %s", t.config);
+		json_decref(cfg);
+	}
 	fail_closed(&t, tev, "inv_A", "k1", true, "a different key");
 	{
 		ri *r = open_ri(t.config, RI_READONLY);

@@ -1,0 +1,23 @@
+/*
+ * witness_pg.h -- the witness as a PostgreSQL table (issue 39): one row a
+ * line, shared by every host of a multi-host instance, in a database (or
+ * schema) the journal's owner role cannot write (docs/POSTGRESQL.md).
+ * witness.c judges every line; this file only stores and fetches them.
+ */
+#ifndef RI_WITNESS_PG_H
+#define RI_WITNESS_PG_H
+
+#include "util.h"
+
+struct ri_witness_pg;
+
+int ri_witness_pg_create(const char *uri, ri_err *err);
+int ri_witness_pg_open(const char *uri, struct ri_witness_pg **out, ri_err *err);
+void ri_witness_pg_close(struct ri_witness_pg *p);
+/* The line with the highest seq (*text NULL: none), malloc'ed. */
+int ri_witness_pg_newest(struct ri_witness_pg *p, char **text, ri_err *err);
+int ri_witness_pg_add(struct ri_witness_pg *p, int64_t seq, const char *text, ri_err *err);
+/* Every line in seq order; each() returns non-zero to stop. */
+int ri_witness_pg_each(struct ri_witness_pg *p, int (*each)(const char *text, void *arg), void *arg, ri_err *err);
+
+#endif
