@@ -89,10 +89,11 @@ ri_local(const char *s, char *buf, size_t n)
 static void
 vwarn_line(const char *fmt, va_list ap)
 {
-	char msg[4096], loc[4096];
+	char msg[4096], safe[4096], loc[4096];
 
 	vsnprintf(msg, sizeof msg, fmt, ap);
-	fprintf(stderr, "%s: %s\n", ri_progname, ri_local(msg, loc, sizeof loc));
+	/* a journal URI's password never reaches a log (issue 40 point 9) */
+	fprintf(stderr, "%s: %s\n", ri_progname, ri_local(ri_redact(msg, safe, sizeof safe), loc, sizeof loc));
 }
 
 void

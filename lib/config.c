@@ -2,12 +2,12 @@
  * the protocol's terms; the five conditions of instance start
  * (Instance start 1-8, Allowance 11). */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -665,21 +665,24 @@ int
 ri_config_load(const char *path, struct ri_config **out, ri_err *err)
 {
 	json_error_t je;
-	struct stat st;
 	json_t *root;
+	char why[512];
 	FILE *f;
-	int rc;
+	int fd, rc;
 
 	*out = NULL;
-	if ((f = fopen(path, "r")) == NULL) {
+	/* a regular file, or refused at once: a FIFO never hangs a command
+	 * (issue 40 point 3), a directory is no config */
+	if ((fd = ri_open_regular(path, O_RDONLY, 0, why, sizeof why)) < 0) {
 		if (errno == ENOENT)
 			return ri_fail(err, RI_CONFIG, "%s: %s -- no config: give -c FILE or set RI_CONFIG"
 			    " (ri-init --example-config prints one to edit)", path, strerror(errno));
-		return ri_fail(err, RI_CONFIG, "%s: %s", path, strerror(errno));
+		return ri_fail(err, RI_CONFIG, "%s", why);
 	}
-	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-		fclose(f);
-		return ri_fail(err, RI_CONFIG, "%s: %s", path, strerror(EISDIR));
+	if ((f = fdopen(fd, "r")) == NULL) {
+		int e = errno;
+		close(fd);
+		return ri_fail(err, RI_CONFIG, "%s: %s", path, strerror(e));
 	}
 	/* read whole and parsed by ri_json_parse (every command parses its
 	 * config: issue 15); jansson parses again only what that refuses, so

@@ -206,8 +206,8 @@ ri_seal_key_load(const char *path, unsigned char *key, size_t len, ri_err *err)
 	 * start 3); a public key is anyone's to read */
 	if (len == 64)
 		text = ri_secret_read(path, 4096, &n, why, sizeof why);
-	else if ((text = ri_slurp(path, 4096, &n)) == NULL)
-		snprintf(why, sizeof why, "%s: %s", path, strerror(errno));
+	else
+		text = ri_slurp_why(path, 4096, &n, why, sizeof why);
 	if (text == NULL)
 		return ri_fail(err, RI_CONFIG, "seal key %s", why);
 	if (sodium_hex2bin(key, len, text, n, " \r\n", &got, NULL) != 0 || got != len)
@@ -232,12 +232,12 @@ ri_seal_pub_load(const char *path, unsigned char pk[32], unsigned char instance[
     bool *has_instance, ri_err *err)
 {
 	size_t n, got;
-	char *text = ri_slurp(path, 4096, &n), *nl, *inst;
+	char why[512], *text = ri_slurp_why(path, 4096, &n, why, sizeof why), *nl, *inst;
 	int rc = RI_OK;
 
 	*has_instance = false;
 	if (text == NULL)
-		return ri_fail(err, RI_CONFIG, "seal public key %s: %s", path, strerror(errno));
+		return ri_fail(err, RI_CONFIG, "seal public key %s", why);
 	nl = strchr(text, '\n');
 	if (sodium_hex2bin(pk, 32, text, nl ? (size_t)(nl - text) : n, " \r", &got, NULL) != 0 || got != 32) {
 		free(text);

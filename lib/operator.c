@@ -221,7 +221,13 @@ ri_findings_list(struct ri *r, bool open_only, const char *kind, bool *warn, ri_
 		return rc;
 	/* the register keeps act findings; which still stand is the journal's */
 	rc = ri_findings_each(f, false, kind, list_row, &x, err);
+	int64_t keyless = ri_findings_keyless(f);
 	ri_findings_close(f);
+	/* issue 40 point 7: past its bound the keyless exception excuses none */
+	if (keyless > RI_FINDINGS_KEYLESS_MAX)
+		ri_warnx("findings register %s: %lld unauthenticated start-refused rows, past the bound of %d a key"
+		    " outage leaves: none is excused -- forged, or the key was unreadable for long; investigate",
+		    r->cfg->findings, (long long)keyless, RI_FINDINGS_KEYLESS_MAX);
 	if (rc == RI_OK && x.unverified > 0)
 		rc = ri_fail(err, RI_INTEGRITY, "findings register %s: %lld rows fail their MAC (first: row %lld):"
 		    " written where the key could not be read, forged or altered -- never evidence", r->cfg->findings, (long long)x.unverified,

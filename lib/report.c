@@ -26,6 +26,15 @@ jint(json_t *o, const char *k)
 	return (long long)json_integer_value(json_object_get(o, k));
 }
 
+/* A check's verdict as a person reads it: pass, FAIL, INCOMPLETE (a read
+ * it needs did not complete: never a pass), not applicable. */
+static const char *
+verdict(const char *status)
+{
+	return strcmp(status, "pass") == 0 ? "pass" : strcmp(status, "fail") == 0 ? "FAIL" :
+	    strcmp(status, "incomplete") == 0 ? "INCOMPLETE" : "n/a";
+}
+
 /* ---- --text ---- */
 
 static void
@@ -58,8 +67,7 @@ ri_audit_text(json_t *report, FILE *out)
 	tline(out, "\n");
 	json_array_foreach(json_object_get(report, "checks"), i, c) {
 		const char *st = jstr(c, "status");
-		tline(out, "%-6s %-14s %s\n", jstr(c, "check"), strcmp(st, "pass") == 0 ? "pass" :
-		    strcmp(st, "fail") == 0 ? "FAIL" : "n/a", jstr(c, "name"));
+		tline(out, "%-6s %-14s %s\n", jstr(c, "check"), verdict(st), jstr(c, "name"));
 		json_array_foreach(json_object_get(c, "failures"), j, f) {
 			json_t *inv = json_object_get(f, "invocation_id");
 			tline(out, "         - %s", jstr(f, "message"));
@@ -75,14 +83,17 @@ ri_audit_text(json_t *report, FILE *out)
 		}
 		if (jstr(c, "note") != NULL)
 			tline(out, "         (%s)\n", jstr(c, "note"));
+		json_array_foreach(json_object_get(c, "incomplete"), j, f)
+			tline(out, "         - not read: %s\n", json_string_value(f));
 	}
 	json_array_foreach(needs, i, f)
 		tline(out, "needs an operator: act %s %s, invocation %s (%s) -- ri-resolve --kind %s"
 		    " --act-key %s ...\n", jstr(f, "kind"), jstr(f, "act_key"), jstr(f, "invocation_id"),
 		    jstr(f, "why"), jstr(f, "kind"), jstr(f, "act_key"));
 	/* the tally, last, as a person scrolls to it */
-	tline(out, "%zu checks: %lld pass, %lld FAIL, %lld not applicable; %zu act%s need%s an operator\n",
-	    n_checks, jint(tally, "pass"), jint(tally, "fail"), jint(tally, "not-applicable"),
+	tline(out, "%zu checks: %lld pass, %lld FAIL, %lld INCOMPLETE, %lld not applicable; %zu act%s need%s"
+	    " an operator\n", n_checks, jint(tally, "pass"), jint(tally, "fail"), jint(tally, "incomplete"),
+	    jint(tally, "not-applicable"),
 	    json_array_size(needs), json_array_size(needs) == 1 ? "" : "s",
 	    json_array_size(needs) == 1 ? "s" : "");
 }
@@ -161,10 +172,11 @@ html_checks(FILE *out, json_t *report)
 		size_t nf = json_array_size(json_object_get(c, "failures"));
 		h(out, "<tr class=\"%s\" data-check=\"%s\" data-status=\"%s\" data-failures=\"%lld\">"
 		    "<td>%s</td><td>%s</td><td>%s", st, jstr(c, "check"), st, (long long)nf, jstr(c, "check"),
-		    strcmp(st, "pass") == 0 ? "pass" : strcmp(st, "fail") == 0 ? "FAIL" : "not applicable",
-		    jstr(c, "name"));
+		    strcmp(verdict(st), "n/a") == 0 ? "not applicable" : verdict(st), jstr(c, "name"));
 		if (jstr(c, "note") != NULL)
 			h(out, "<br/><small>%s</small>", jstr(c, "note"));
+		json_array_foreach(json_object_get(c, "incomplete"), j, f)
+			h(out, "<br/><small class=\"unread\">not read: %s</small>", json_string_value(f));
 		h(out, "</td><td>");
 		if (nf > 0) {
 			h(out, "<ul>");
@@ -355,7 +367,8 @@ ri_audit_html(json_t *report, FILE *out)
 	    "body { font: 14px/1.4 sans-serif; margin: 2em; max-width: 72em; }\n"
 	    "table { border-collapse: collapse; margin: 1em 0; }\n"
 	    "td, th { border: 1px solid #ccc; padding: 2px 6px; text-align: left; vertical-align: top; }\n"
-	    "tr.fail td { background: #fdd; } tr.not-applicable td { color: #777; }\n"
+	    "tr.fail td { background: #fdd; } tr.incomplete td { background: #fec; }"
+	    " tr.not-applicable td { color: #777; }\n"
 	    "rect.bar { fill: #4a7; } rect.late { fill: #c44; } rect.outage { fill: #e96; }\n"
 	    "circle.finding { fill: #36c; } line.window { stroke: #000; stroke-dasharray: 4 3; }\n"
 	    "text { font: 11px sans-serif; } .axis { fill: #555; }\n"
@@ -364,12 +377,12 @@ ri_audit_html(json_t *report, FILE *out)
 	    jstr(report, "audited_at"), jint(report, "records"), jint(head, "seq"), jstr(head, "hash"));
 	if (json_is_integer(json_object_get(report, "sealed_seq")))
 		h(out, ", sealed up to seq %lld", jint(report, "sealed_seq"));
-	h(out, ".</p>\n<p id=\"tally\" data-pass=\"%lld\" data-fail=\"%lld\" data-not-applicable=\"%lld\""
-	    " data-records=\"%lld\">%lld checks: %lld pass, <strong>%lld fail</strong>, %lld not applicable;"
-	    " %lld acts need an operator.</p>\n", jint(tally, "pass"), jint(tally, "fail"),
-	    jint(tally, "not-applicable"), jint(report, "records"),
-	    (long long)json_array_size(json_object_get(report, "checks")), jint(tally, "pass"),
-	    jint(tally, "fail"), jint(tally, "not-applicable"),
+	h(out, ".</p>\n<p id=\"tally\" data-pass=\"%lld\" data-fail=\"%lld\" data-incomplete=\"%lld\""
+	    " data-not-applicable=\"%lld\" data-records=\"%lld\">%lld checks: %lld pass, <strong>%lld fail</strong>,"
+	    " <strong>%lld incomplete</strong>, %lld not applicable; %lld acts need an operator.</p>\n",
+	    jint(tally, "pass"), jint(tally, "fail"), jint(tally, "incomplete"), jint(tally, "not-applicable"),
+	    jint(report, "records"), (long long)json_array_size(json_object_get(report, "checks")),
+	    jint(tally, "pass"), jint(tally, "fail"), jint(tally, "incomplete"), jint(tally, "not-applicable"),
 	    (long long)json_array_size(json_object_get(report, "needs_operator")));
 	html_checks(out, report);
 	html_latency(out, report);

@@ -822,7 +822,7 @@ int
 ri_st_witness_attach(struct ri_st_core *c, unsigned flags, ri_err *err)
 {
 	const struct ri_config *cfg = c->cfg;
-	struct ri_witness_line wl = { 0 };
+	struct ri_witness_line wl = { 0 };     /* cleared below on RI_NOT_KNOWN too */
 	unsigned char pk[32] = { 0 }, inst[RI_INSTANCE_LEN];
 	char pub[4200];
 	bool has_inst, has_pk = false;

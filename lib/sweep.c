@@ -1040,31 +1040,171 @@ degraded(struct sweep *s, json_t *ans, int64_t started)
 		json_object_set(ans, "degraded", s->degraded);
 }
 
-/* run bound 1: the next run never starts beside a run in flight on this
- * node.  A run that finds one in flight does not start, and that is not a
- * failure: the run in flight is doing the work (Reconcile refuses only
- * journal-unavailable).  *busy says so. */
-static int
-run_lock(struct ri *r, const struct ri_sweep_opts *o, int *fd, bool *busy, ri_err *err)
-{
-	char path[4200];
+/*
+ * run bound 1: the next run never starts beside a run in flight on this
+ * node.  The run lock is a file beside the journal (on PostgreSQL, which
+ * is no local file, beside this host's findings register) that a run
+ * holds with flock(2) while it runs, and in which it records itself once
+ * it holds it -- {"pid", "run_id", "started_at"} -- leaving the record
+ * there when it ends.  Whoever else holds the lock holds it under the
+ * last run's record, or under none: so a lock held past run_bound from
+ * the recorded start (or with no start recorded) is not a run in flight
+ * but a stuck run or a neighbour stopping recovery, and is said (issue 40
+ * point 6).  A run that took the lock a moment ago writes its record at
+ * once, so a stale-looking record is looked at again, for a moment,
+ * before it is believed -- as is any lock, so a look (ri-startcheck's)
+ * never stops a run.
+ */
+#define LOCK_LOOKS 10                   /* looks at a held lock, LOCK_NAP ms apart */
+#define LOCK_NAP 20
 
-	*busy = false;
-	/* run bound 1 is per node: a PostgreSQL journal is no local file, so
-	 * the lock sits beside this host's findings register */
-	snprintf(path, sizeof path, "%s.sweep-%s.lock", ri_journal_is_pg(r->cfg->journal) ? r->cfg->findings :
-	    r->cfg->journal, o && o->node ? o->node : "local");
-	if ((*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
-		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "run lock %s: %s", path, strerror(errno));
-	if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+void
+ri_run_lock_path(const struct ri_config *c, const char *node, char *out, size_t n)
+{
+	snprintf(out, n, "%s.sweep-%s.lock", ri_journal_is_pg(c->journal) ? c->findings : c->journal,
+	    node ? node : "local");
+}
+
+/* The holder's record, judged at now: l->recorded, pid, run_id,
+ * started_at, and l->stale. */
+static void
+lock_judge(int fd, const struct ri_config *c, ri_ms now, struct ri_run_lock *l)
+{
+	char buf[512];
+	ssize_t got = pread(fd, buf, sizeof buf - 1, 0);
+	json_t *j = NULL, *v;
+
+	l->recorded = false;
+	l->pid = 0;
+	l->run_id[0] = '\0';
+	l->started_at = RI_NONE;
+	if (got > 0) {
+		buf[got] = '\0';
+		j = json_loads(buf, JSON_DISABLE_EOF_CHECK, NULL);
+	}
+	if (json_is_object(j) && json_is_integer(v = json_object_get(j, "started_at"))) {
+		l->recorded = true;
+		l->started_at = json_integer_value(v);
+		l->pid = (long)json_integer_value(json_object_get(j, "pid"));
+		snprintf(l->run_id, sizeof l->run_id, "%s", json_is_string(v = json_object_get(j, "run_id")) ?
+		    json_string_value(v) : "");
+	}
+	json_decref(j);
+#ifdef RI_NC_RUN_LOCK_UNAGED
+	l->stale = false;       /* negative control: any holder is a run in flight */
+#else
+	l->stale = !l->recorded || now - l->started_at > c->run_bound;
+#endif
+}
+
+/* Take the lock (0 into *got) or find it held: the holder judged, looked
+ * at again while it looks stale (LOCK_LOOKS).  -1 with errno on a lock
+ * that cannot be tried at all. */
+static int
+lock_try(int fd, int op, const struct ri_config *c, ri_ms now, struct ri_run_lock *l)
+{
+	l->held = false;
+	for (int look = 1;; look++) {
+		if (flock(fd, op | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK)
+			return -1;
+		l->held = true;
+		lock_judge(fd, c, now, l);
+		if ((!l->stale && look >= 2) || look == LOCK_LOOKS)
+			return 0;
+		ri_sleep_ms(LOCK_NAP);
+	}
+}
+
+int
+ri_run_lock_inspect(const struct ri_config *c, const char *path, ri_ms now, struct ri_run_lock *l,
+    char *why, size_t n)
+{
+	int fd, rc;
+
+	memset(l, 0, sizeof *l);
+	snprintf(l->path, sizeof l->path, "%s", path);
+	if ((fd = ri_open_regular(path, O_RDONLY | O_NOFOLLOW, 0, why, n)) < 0)
+		return -1;
+	/* a shared lock, for a look: a run starting now meets it for a
+	 * moment and looks again (lock_try) */
+	if ((rc = lock_try(fd, LOCK_SH, c, now, l)) != 0)
+		snprintf(why, n, "%s: %s", path, strerror(errno));
+	close(fd);
+	return rc;
+}
+
+static int
+run_lock(struct sweep *s, const struct ri_sweep_opts *o, int *fd, struct ri_run_lock *l, ri_err *err)
+{
+	char why[4400], rec[256];
+	int len;
+
+	memset(l, 0, sizeof *l);
+	ri_run_lock_path(s->c, o ? o->node : NULL, l->path, sizeof l->path);
+	/* a regular file, never followed through a link (issue 40 point 3) */
+	if ((*fd = ri_open_regular(l->path, O_RDWR | O_CREAT | O_NOFOLLOW, 0600, why, sizeof why)) < 0)
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "run lock %s", why);
+	if (lock_try(*fd, LOCK_EX, s->c, s->now, l) != 0) {
 		int e = errno;
 		close(*fd);
 		*fd = -1;
-		if (e != EWOULDBLOCK)
-			return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "run lock %s: %s", path, strerror(e));
-		*busy = true;
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "run lock %s: %s", l->path, strerror(e));
 	}
+	if (l->held) {
+		close(*fd);
+		*fd = -1;
+		return RI_OK;
+	}
+	/* held: this run's record, for whoever finds it held */
+	len = snprintf(rec, sizeof rec, "{\"pid\":%ld,\"run_id\":\"%s\",\"started_at\":%lld}\n", (long)getpid(),
+	    s->run_id, (long long)s->now);
+	if (ftruncate(*fd, 0) != 0 || pwrite(*fd, rec, (size_t)len, 0) != (ssize_t)len)
+		ri_warnx("run lock %s: its record could not be written: %s", l->path, strerror(errno));
 	return RI_OK;
+}
+
+/* The lock held by another: a run in flight does this run's work (not a
+ * failure: Reconcile refuses only journal-unavailable); one held past
+ * run_bound is a finding, an alert, and a degraded run (issue 40 point 6). */
+static int
+lock_held(struct sweep *s, const struct ri_sweep_opts *o, const struct ri_run_lock *l, json_t **ans, ri_err *err)
+{
+	char msg[2 * sizeof l->path + 512], since[RI_INSTANT_LEN], bound[32];
+	ri_err e;
+
+	if (!l->stale) {
+		*ans = tally_json(s);
+		json_object_set_new(*ans, "not_started", json_string(
+		    "another run is in flight on this node (run bound 1); it does this run's work"));
+		if (o == NULL || !o->quiet)
+			ri_warnx("another run is in flight on this node; this one did not start (run bound 1)");
+		return RI_OK;
+	}
+	ri_format_seconds(s->c->run_bound, bound, sizeof bound);
+	if (l->recorded) {
+		ri_format_instant(l->started_at, since);
+		snprintf(msg, sizeof msg, "the run lock %s has been held past run_bound (%s s): the run recorded in it"
+		    " (%s, pid %ld) started at %s, and no run can start until the lock is released (run bound 1) --"
+		    " find its holder (fuser %s)", l->path, bound, l->run_id, l->pid, since, l->path);
+	} else {
+		snprintf(msg, sizeof msg, "the run lock %s is held by a process that recorded no start: not a run;"
+		    " no run can start until the lock is released (run bound 1) -- find its holder (fuser %s)",
+		    l->path, l->path);
+	}
+	if (ri_findings_open(s->c->findings, false, &s->reg, &e) != RI_OK)
+		alert(s, "the findings register is unavailable: %s", e.msg);
+	instance_finding(s, RI_F_RUN_LOCK_HELD, NULL, json_pack("{s:s, s:s, s:I, s:o, s:o, s:o}", "rule",
+	    "run bound 1", "lock", l->path, "run_bound_ms", (json_int_t)s->c->run_bound,
+	    "held_since", l->recorded ? ri_json_instant(l->started_at) : json_null(),
+	    "holder_pid", l->recorded && l->pid > 0 ? json_integer(l->pid) : json_null(),
+	    "holder_run_id", l->recorded && l->run_id[0] ? json_string(l->run_id) : json_null()));
+	alert(s, "%s", msg);
+	finish(s, ans, false);
+	json_object_set_new(*ans, "not_started", json_string(msg));
+	json_object_set(*ans, "degraded", s->degraded);
+	return ri_fail(err, RI_DEGRADED, "the run did not start: %s", msg);
 }
 
 int
@@ -1081,36 +1221,22 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 	int64_t mono0 = ri_mono_ms();
 
 	int lock = -1;
-	bool busy;
+	struct ri_run_lock runlock;
 
 	*ans = NULL;
-	if ((rc = run_lock(r, o, &lock, &busy, err)) != RI_OK) {
-		*ans = ri_refusal("journal-unavailable");
-		json_decref(s.alerts);
-		json_decref(s.creds);
-		json_decref(s.refused);
-		json_decref(s.degraded);
-		json_decref(s.unreachable);
-		return rc;
-	}
-	if (busy) {
-		ri_mint_id("run_", s.run_id);
-		*ans = tally_json(&s);
-		json_object_set_new(*ans, "not_started", json_string(
-		    "another run is in flight on this node (run bound 1); it does this run's work"));
-		if (o == NULL || !o->quiet)
-			ri_warnx("another run is in flight on this node; this one did not start (run bound 1)");
-		json_decref(s.alerts);
-		json_decref(s.creds);
-		json_decref(s.refused);
-		json_decref(s.degraded);
-		json_decref(s.unreachable);
-		return RI_OK;
-	}
-	/* Primitive policy 18: now, once per run, at the sweep's own seam */
+	/* Primitive policy 18: now, once per run, at the sweep's own seam --
+	 * before the lock, whose record says when this run started */
 	if ((rc = ri_now(s.c, &s.now, err)) != RI_OK)
 		goto out;
 	ri_mint_id("run_", s.run_id);
+	if ((rc = run_lock(&s, o, &lock, &runlock, err)) != RI_OK) {
+		*ans = ri_refusal("journal-unavailable");
+		goto out;
+	}
+	if (runlock.held) {
+		rc = lock_held(&s, o, &runlock, ans, err);
+		goto out;
+	}
 	s.probers = ri_prober_new(s.c);
 	if (ri_findings_open(s.c->findings, false, &s.reg, &e) != RI_OK)
 		alert(&s, "the findings register is unavailable: %s", e.msg);

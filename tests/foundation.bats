@@ -325,6 +325,14 @@ teardown() {
 	echo "$output" | jq -e '(.warnings | length) == 2'
 	fnd_edit '.clock = "system" | del(.fault_injection)'
 	run --separate-stderr ri-startcheck -c "$CFG"
-	[ "$status" -eq 0 ]
+	if ri_pg_on; then
+		# on PostgreSQL the clock was fixed by ri-init (issue 40 point 2):
+		# an instance made under the test seam fails journal-clock, alone
+		[ "$status" -eq 1 ]
+		[ "$(printf '%s\n' "${lines[@]}" | grep -c '^  FAIL ')" -eq 1 ]
+		printf '%s\n' "${lines[@]}" | grep -q '^  FAIL journal-clock: '
+	else
+		[ "$status" -eq 0 ]
+	fi
 	! printf '%s\n' "${lines[@]}" | grep -q '^warning:'
 }

@@ -51,7 +51,7 @@ x() { xmllint --xpath "string($2)" "$1"; }
 	[ "$status" -eq 0 ]
 	head=$(ri-audit | jq -r '"\(.head.seq):\(.head.hash)"')
 	[[ "${lines[0]}" == *"head $head"* ]]
-	[[ "${lines[-1]}" =~ ^23\ checks:\ [0-9]+\ pass,\ 0\ FAIL,\ [0-9]+\ not\ applicable\;\ 1\ act\ needs\ an\ operator$ ]]
+	[[ "${lines[-1]}" =~ ^23\ checks:\ [0-9]+\ pass,\ 0\ FAIL,\ 0\ INCOMPLETE,\ [0-9]+\ not\ applicable\;\ 1\ act\ needs\ an\ operator$ ]]
 	grep -q "needs an operator: act ledger lost" <<<"$output"
 	run --separate-stderr ri-audit --expect-head "$head"
 	[ "$status" -eq 0 ]
@@ -81,6 +81,7 @@ x() { xmllint --xpath "string($2)" "$1"; }
 	[ "$(x "$T/report.html" "//*[@id='tally']/@data-pass")" = "$(jq .tally.pass <<<"$J")" ]
 	[ "$(x "$T/report.html" "//*[@id='tally']/@data-fail")" = "$(jq .tally.fail <<<"$J")" ]
 	[ "$(x "$T/report.html" "//*[@id='tally']/@data-not-applicable")" = "$(jq '.tally["not-applicable"]' <<<"$J")" ]
+	[ "$(x "$T/report.html" "//*[@id='tally']/@data-incomplete")" = "$(jq .tally.incomplete <<<"$J")" ]
 	[ "$(x "$T/report.html" "//*[@id='head']")" = "$(jq -r '"\(.head.seq):\(.head.hash)"' <<<"$J")" ]
 	# every check: its verdict and how many records it names
 	for c in $(jq -r '.checks[].check' <<<"$J"); do

@@ -50,6 +50,11 @@ JSON
 		ri_pg_skip_file_tests
 		ri_pg_journal "$T/ri.json" || return 1
 	fi
+	# RI_INIT_CFG: a jq filter the config takes before ri-init (what
+	# ri-init fixes for the instance's life, e.g. '.clock = "system"')
+	if [ -n "${RI_INIT_CFG:-}" ]; then
+		ri_cfg "$RI_INIT_CFG" || return 1
+	fi
 	ri-init >/dev/null || return 1
 	ALICE=$(ri-actor add alice | jq -r .credential) || return 1
 	ri-actor add ledger-reconciler --service --credential-file "$T/reconciler.cred" >/dev/null || return 1
