@@ -425,15 +425,15 @@ on_lock_deadline(int sig)
 	(void)sig;              /* only to interrupt flock(2) */
 }
 
-int
-ri_lock_wait(int fd, int64_t budget_ms)
+static int
+lock_wait(int fd, int op, int64_t budget_ms)
 {
 	struct sigaction sa = { .sa_handler = on_lock_deadline }, old;
 	const struct itimerval off = { { 0, 0 }, { 0, 0 } };
 	int64_t deadline = ri_mono_ms() + budget_ms;
 	int rc, e;
 
-	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+	if (flock(fd, op | LOCK_NB) == 0)
 		return 0;
 	if (errno != EWOULDBLOCK)
 		return -1;
@@ -457,7 +457,7 @@ ri_lock_wait(int fd, int64_t budget_ms)
 		 * blocks is followed by another, so the wait still ends */
 		struct itimerval at = { { 0, 10000 }, { left / 1000, (long)(left % 1000) * 1000 } };
 		(void)setitimer(ITIMER_REAL, &at, NULL);
-		rc = flock(fd, LOCK_EX);
+		rc = flock(fd, op);
 		e = errno;
 		(void)setitimer(ITIMER_REAL, &off, NULL);
 		if (rc == 0 || e != EINTR)
@@ -467,6 +467,18 @@ ri_lock_wait(int fd, int64_t budget_ms)
 	(void)sigaction(SIGALRM, &old, NULL);
 	errno = e;
 	return rc;
+}
+
+int
+ri_lock_wait(int fd, int64_t budget_ms)
+{
+	return lock_wait(fd, LOCK_EX, budget_ms);
+}
+
+int
+ri_lock_wait_shared(int fd, int64_t budget_ms)
+{
+	return lock_wait(fd, LOCK_SH, budget_ms);
 }
 
 void *

@@ -91,6 +91,8 @@ char **ri_env_without(const char *const drop[], size_t room, size_t *kept);
  * the wait with SIGALRM (an interval timer of this process, its handler
  * restored after), so it is for single-threaded processes only. */
 int ri_lock_wait(int fd, int64_t budget_ms);
+/* The same for a shared lock (LOCK_SH). */
+int ri_lock_wait_shared(int fd, int64_t budget_ms);
 /* A descriptor that polls readable when child pid exits (pidfd_open), so a
  * wait for a child ends on the exit itself, never on a nap; -1 where the
  * kernel has none (the caller then falls back to short polls). */

@@ -402,3 +402,25 @@ xrun() {
 	[ "$status" -eq 64 ]
 	[[ "$output" == *"stdin is a terminal"* ]]
 }
+
+# ---- issue 44: wrapper habits ---------------------------------------------------
+
+@test "issue 44 point 1 (open step 2.2, act section 11): a waiting ri-run wakes at the holder's release, not at its lease's end -- 20 trials of 20, each within 750 ms" {
+	ri_instance fast
+	export RI_CREDENTIAL=$ALICE
+	# The holder's job takes 0.3 s; the waiter starts 0.1 s into it and
+	# waits on the section.  A wake missed costs the holder's whole lease
+	# (3 s of the env clock's frozen instant, in real time): the bug.
+	local slow=
+	for i in $(seq 1 20); do
+		( ri-run --kind ledger --act-key "w$i" --actor alice -- sleep 0.3 >/dev/null 2>&1
+		  ms >"$T/released.$i" ) &
+		sleep 0.1
+		timeout -s KILL 10 ri-run --kind ledger --act-key "w$i" --actor alice -- \
+		    sh -c 'date +%s%3N >"$0"' "$T/woke.$i" >/dev/null
+		wait
+		late=$(( $(cat "$T/woke.$i") - $(cat "$T/released.$i") ))
+		[ "$late" -lt 750 ] || slow="$slow trial $i: ${late} ms;"
+	done
+	[ -z "$slow" ] || { echo "woke late:$slow"; false; }
+}
