@@ -60,9 +60,10 @@ ri-actor list
 say "may the instance start? (ri-startcheck)"
 ri-startcheck
 
-say "a wrapped job: intent, act, outcome (ri-run)"
-ri-run --kind ledger --act-key disclosure-1 --actor alice -- \
-    ledger-disclose --store "$d/ledger.db" --subject patient-7 --recipient insurer-3 | jq .
+say "a wrapped job: intent, act, outcome (ri-run; its answer where asked, stdout is the job's)"
+ri-run --kind ledger --act-key disclosure-1 --actor alice --answer "$d/answer.json" -- \
+    ledger-disclose --store "$d/ledger.db" --subject patient-7 --recipient insurer-3
+jq . "$d/answer.json"
 ri-read --kind ledger --act-key disclosure-1 </dev/null |
     jq '.invocations[] | {invocation_id, state, records: [.records[] | {action_ref, actor_ref}]}'
 

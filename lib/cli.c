@@ -240,6 +240,33 @@ ri_cli_finish(int code, json_t *ans, const ri_err *err)
 	return code;
 }
 
+int
+ri_cli_finish_to(int fd, int code, json_t *ans, const ri_err *err)
+{
+	char *s = NULL;
+
+	if (fd >= 0 && ans != NULL &&
+	    (s = ri_json_dumps(ans, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17))) != NULL) {
+		size_t len = strlen(s), off = 0;
+		s[len] = '\n';                  /* its NUL: the text is written by length */
+		while (off <= len) {
+			ssize_t n = write(fd, s + off, len + 1 - off);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				ri_warnx("cannot write the answer to descriptor %d: %s", fd, strerror(errno));
+				break;
+			}
+			off += (size_t)n;
+		}
+		free(s);
+	}
+	if (code != RI_OK && err != NULL && err->msg[0] != '\0')
+		ri_warnx("%s", err->msg);
+	json_decref(ans);
+	return code;
+}
+
 #define MAX_SHORTHANDS 16
 #define OPT_WAIT 900
 #define OPT_NOWAIT 901

@@ -43,6 +43,10 @@ int ri_cli_flag(json_t *req, const char *field, json_t *value, ri_err *err);
  * err->msg on stderr; return code for exit(). */
 int ri_cli_finish(int code, json_t *ans, const ri_err *err);
 void ri_cli_print(json_t *ans);
+/* ri-run's finish: the answer, if any, as one line on descriptor fd (none
+ * when fd < 0 -- standard output is the job's), then, unless code is 0,
+ * err->msg as one line on stderr; return code. */
+int ri_cli_finish_to(int fd, int code, json_t *ans, const ri_err *err);
 /* Print a refusal object and release it. */
 void ri_cli_print_refusal(json_t *refusal);
 

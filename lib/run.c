@@ -401,6 +401,28 @@ run_child(const struct ri_run_opts *o, struct ri_watchdog *w, const char *inv, c
 	return 0;
 }
 
+ri_ms
+ri_run_budget(const struct ri_config *c, const struct ri_kind *k, int64_t grace_ms)
+{
+	return k->completion_bound - c->read_bound - 2 * c->journal_write_bound - c->clock_offset_allowance -
+	    grace_ms;
+}
+
+void
+ri_run_budget_text(const struct ri_config *c, const struct ri_kind *k, int64_t grace_ms, char *buf, size_t n)
+{
+	char b[6][32];
+
+	ri_format_seconds(ri_run_budget(c, k, grace_ms), b[0], sizeof b[0]);
+	ri_format_seconds(k->completion_bound, b[1], sizeof b[1]);
+	ri_format_seconds(c->read_bound, b[2], sizeof b[2]);
+	ri_format_seconds(c->journal_write_bound, b[3], sizeof b[3]);
+	ri_format_seconds(c->clock_offset_allowance, b[4], sizeof b[4]);
+	ri_format_seconds(grace_ms, b[5], sizeof b[5]);
+	snprintf(buf, n, "%s s (kinds.%s.completion_bound %s s - read_bound %s s - 2\xc3\x97journal_write_bound"
+	    " %s s - clock_offset_allowance %s s - grace %s s)", b[0], k->name, b[1], b[2], b[3], b[4], b[5]);
+}
+
 int
 ri_run_resolve(const char *cmd, char *path, size_t n, ri_err *err)
 {
@@ -470,6 +492,15 @@ ri_run(ri *r, const struct ri_run_opts *o, struct ri_watchdog *w, json_t **ans, 
 		return ri_fail(err, RI_USAGE, "kind %s has several outcomes: --outcome is required", k->name);
 	if (!ri_is_outcome_ref(k, outcome))
 		return ri_fail(err, RI_USAGE, "--outcome %s is not an outcome of kind %s", outcome, k->name);
+	/* a kind whose lease leaves the job no time would stop it at once and
+	 * send the act to the sweep: refused before anything is written */
+	if (ri_run_budget(r->cfg, k, o->grace_ms) <= 0) {
+		char why[512];
+		ri_run_budget_text(r->cfg, k, o->grace_ms, why, sizeof why);
+		return ri_fail(err, RI_CONFIG, "kind %s leaves its job no time: %s -- raise"
+		    " kinds.%s.completion_bound or lower --grace-ms; nothing was opened or written", k->name, why,
+		    k->name);
+	}
 	intent_data = o->intent_data ? json_deep_copy(o->intent_data) : json_object();
 	if (json_object_get(intent_data, "pairing_datum") != NULL && k->pairing_datum != RI_PAIR_NONE) {
 		json_decref(intent_data);
@@ -494,9 +525,14 @@ ri_run(ri *r, const struct ri_run_opts *o, struct ri_watchdog *w, json_t **ans, 
 		json_object_set_new(req, "credential", json_string(cred));
 	/* ri-run never runs the command when Open did not succeed */
 	if ((rc = ri_open(r, req, &opened, err)) != RI_OK) {
-		if (json_is_true(json_object_get(opened, "replay_mismatch")))
-			fprintf(stderr, "ri-run: replay mismatch: the act's recorded intent data differ from"
-			    " this run's (%s)\n", json_string_value(json_object_get(opened, "refused")));
+		/* one line on stderr (issue 44, point 4): the mismatch leads it */
+		if (json_is_true(json_object_get(opened, "replay_mismatch"))) {
+			char was[sizeof err->msg];
+			memcpy(was, err->msg, sizeof was);
+			snprintf(err->msg, sizeof err->msg, "replay mismatch: the act's recorded intent data"
+			    " differ from this run's (%.32s): %.900s", json_string_value(json_object_get(opened,
+			    "refused")), was);
+		}
 		*ans = opened;
 		opened = NULL;
 		goto out;
@@ -509,8 +545,7 @@ ri_run(ri *r, const struct ri_run_opts *o, struct ri_watchdog *w, json_t **ans, 
 	}
 	/* stop the job while Close still has its read, its write and the
 	 * allowance left (condition 3 charges the same) */
-	ri_ms stop = expires - r->cfg->read_bound - 2 * r->cfg->journal_write_bound -
-	    r->cfg->clock_offset_allowance - o->grace_ms;
+	ri_ms stop = expires - (k->completion_bound - ri_run_budget(r->cfg, k, o->grace_ms));
 	if (k->commit_fence && expires - r->cfg->clock_offset_allowance < stop)
 		stop = expires - r->cfg->clock_offset_allowance;
 	ri_format_instant(stop, deadline);
@@ -531,9 +566,16 @@ ri_run(ri *r, const struct ri_run_opts *o, struct ri_watchdog *w, json_t **ans, 
 	}
 	ri_fault("run.after_act");
 	if (res.stopped) {
-		rc = yield_unknown(r, opened, ans, err, interrupted ?
-		    "ri-run was interrupted while the command ran" :
-		    "the command was stopped at the lease's end");
+		char why[640];
+		if (interrupted) {
+			snprintf(why, sizeof why, "ri-run was interrupted (signal %d) while the command ran",
+			    (int)interrupted);
+		} else {
+			char budget[512];
+			ri_run_budget_text(r->cfg, k, o->grace_ms, budget, sizeof budget);
+			snprintf(why, sizeof why, "the command outran its budget of %s and was stopped", budget);
+		}
+		rc = yield_unknown(r, opened, ans, err, why);
 		goto out;
 	}
 	if (WIFSIGNALED(res.status)) {

@@ -15,6 +15,21 @@ struct ri_run_opts {
 	bool outcome_stdout;            /* --outcome-stdout: the outcome is CMD's stdout */
 };
 
+/* --intent-data-file: at most this many bytes (Open holds the data to
+ * the config's payload_cap) */
+#define RI_RUN_INTENT_FILE_MAX ((size_t)16 << 20)
+
+/* The job's budget under kind k (ri-run(1), issue 44 point 7): the lease
+ * (the kind's completion_bound) less what Close needs after the job --
+ * its read, its two writes, the allowance -- less the grace between TERM
+ * and KILL.  ri-run stops the job at most this long after Open. */
+ri_ms ri_run_budget(const struct ri_config *c, const struct ri_kind *k, int64_t grace_ms);
+/* The same as a sentence with its arithmetic, e.g. "19 s (completion_bound
+ * 30 s - read_bound 2 s - 2x journal_write_bound 3 s - clock_offset_allowance
+ * 2 s - grace 1 s)". */
+void ri_run_budget_text(const struct ri_config *c, const struct ri_kind *k, int64_t grace_ms, char *buf,
+    size_t n);
+
 /* The outcome descriptor of the job: CMD writes its outcome object there
  * (nothing written: {}); its stdout and stderr pass through. */
 #define RI_OUTCOME_FD 3

@@ -127,10 +127,10 @@ ms() { date +%s%3N; }
 @test "close 1, Check 2 (scenario 2): bob's ri-refuse while alice's ri-run job runs -> 22 cause actor with constituent_code, nothing written; her job commits and her ri-run closes the act (0), state closed" {
 	instance
 	export RI_CREDENTIAL=$ALICE
-	ri-run --kind ledger --act-key k --actor alice -- sh -c 'touch "$0/started"
+	ri-run --answer "$T/run.out" --kind ledger --act-key k --actor alice -- sh -c 'touch "$0/started"
 	    while [ ! -e "$0/go" ]; do sleep 0.05; done
 	    exec ledger-disclose --store "$0/ledger.db" --subject k --recipient r --scope s' "$T" \
-	    >"$T/run.out" 2>"$T/run.err" 3>&- &
+	    >/dev/null 2>"$T/run.err" 3>&- &
 	BG=$!
 	wait_for "$T/started"
 	INV=$(inv_of k)

@@ -184,7 +184,7 @@ entry_of() { ri-read <<<"{\"kind\":\"ledger\",\"act_key\":\"$1\"}" | jq -c '.inv
 @test "already-accounted (16): an outcome (the invocation's, or the sweep's) or a refusal naming the id -> 16 with its closing_event_id, nothing appended (resolve 9)" {
 	instance
 	# the invocation's outcome
-	run ri-run --kind ledger --act-key clean --actor alice -- \
+	run ri-run --answer-fd 1 --kind ledger --act-key clean --actor alice -- \
 	    ledger-disclose --store "$T/ledger.db" --subject clean --recipient r --scope s
 	[ "$status" -eq 0 ]
 	out_ev=$(jq -r .outcome_event_id <<<"$output")

@@ -33,16 +33,21 @@ holder() {
 	jsql "SELECT coalesce(holder, '') FROM leases WHERE kind = 'ledger' AND act_key = '$1'"
 }
 
-field() { jq -r --arg f "$1" 'if has($f) then .[$f] else empty end' <<<"$output" 2>/dev/null; }
+# field NAME -- a field of the answer xrun's ri-run wrote (--answer)
+field() { jq -r --arg f "$1" 'if has($f) then .[$f] else empty end' <<<"$answer" 2>/dev/null; }
 
 ms() { date +%s%3N; }
 
 # xrun KEY [RI-RUN OPTIONS] -- CMD...: ri-run as alice on KEY, under a hard
-# timeout so a hung ri-run fails the test instead of the suite
+# timeout so a hung ri-run fails the test instead of the suite; $output is
+# the job's standard output, $answer ri-run's answer (--answer FILE)
 xrun() {
 	local key=$1
 	shift
-	run --separate-stderr timeout -s KILL "${XRUN_TIMEOUT:-20}" ri-run --kind ledger --act-key "$key" --actor alice "$@"
+	rm -f "$T/answer.json"
+	run --separate-stderr timeout -s KILL "${XRUN_TIMEOUT:-20}" ri-run --answer "$T/answer.json" \
+	    --kind ledger --act-key "$key" --actor alice "$@"
+	answer=$(cat "$T/answer.json" 2>/dev/null || true)
 }
 
 # ---- the three partitions ------------------------------------------------------
@@ -142,13 +147,13 @@ xrun() {
 	echo data >"$T/a"
 	xrun c1 -- cp -v "$T/a" "$T/b"
 	[ "$status" -eq 0 ]
-	[ "${lines[0]}" = "'$T/a' -> '$T/b'" ]
-	jq -e '.landed_by == "invocation"' <<<"${lines[1]}"
+	[ "$output" = "'$T/a' -> '$T/b'" ]
+	jq -e '.landed_by == "invocation"' <<<"$answer"
 	latest c1 | jq -e '.state == "closed" and .records[-1].payload.data == {}'
 	xrun c2 -- sh -c 'echo to-stderr >&2; echo to-stdout; printf "{\"id\":\"%s\"}" x >&3'
 	[ "$status" -eq 0 ]
 	[ "$stderr" = to-stderr ]
-	[ "${lines[0]}" = to-stdout ]
+	[ "$output" = to-stdout ]
 	latest c2 | jq -e '.records[-1].payload.data == {"id":"x"}'
 	# the job is told where its outcome goes
 	xrun c3 -- sh -c 'printf "{\"fd\":\"%s\"}" "$RI_OUTCOME_FD" >&3'
@@ -423,4 +428,139 @@ xrun() {
 		[ "$late" -lt 750 ] || slow="$slow trial $i: ${late} ms;"
 	done
 	[ -z "$slow" ] || { echo "woke late:$slow"; false; }
+}
+
+@test "issue 44 point 4: out=\$(ri-run ... printf x) is exactly x -- nothing of ri-run's own on stdout; the answer goes where asked (--answer-fd N, --answer FILE)" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	out=$(ri-run --kind ledger --act-key p1 --actor alice -- printf x)
+	[ "$out" = x ]
+	latest p1 | jq -e '.state == "closed"'
+	# --answer-fd N: the answer, one line, on a descriptor the caller opened
+	out=$(ri-run --answer-fd 3 --kind ledger --act-key p2 --actor alice -- printf x 3>"$T/fd3")
+	[ "$out" = x ]
+	[ "$(wc -l <"$T/fd3")" -eq 1 ]
+	jq -e '.landed_by == "invocation" and (.outcome_event_id | startswith("evt_"))' "$T/fd3"
+	# --answer-fd 1 puts it back on stdout, after the job's output
+	run --separate-stderr ri-run --answer-fd 1 --kind ledger --act-key p3 --actor alice -- echo job
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = job ]
+	jq -e '.landed_by == "invocation"' <<<"${lines[1]}"
+	# --answer FILE: created, or truncated, before anything runs
+	echo stale >"$T/ans.json"
+	out=$(ri-run --answer "$T/ans.json" --kind ledger --act-key p4 --actor alice -- printf x)
+	[ "$out" = x ]
+	jq -e '.landed_by == "invocation"' "$T/ans.json"
+	# a pipeline's reader gets the job's bytes and nothing else
+	[ "$(ri-run --kind ledger --act-key p5 --actor alice -- printf 'a\nb\n' | wc -c)" -eq 4 ]
+}
+
+@test "issue 44 point 4: a failure is one line on stderr naming ri-run, and the refusal is the answer where asked; a success says nothing on stderr" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	xrun f1 -- true
+	[ "$status" -eq 0 ]
+	[ -z "$stderr" ] && [ -z "$output" ]
+	xrun f2 -- sh -c 'exit 5'
+	[ "$status" -eq 21 ]
+	[ -z "$output" ]
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "${stderr_lines[0]}" == "ri-run: the command exited 5, not a declared pre-commit code; yielded: "* ]]
+	jq -e '. == {"refused":"recording-failure","position":"outcome"}' <<<"$answer"
+	# an Open refusal: one line too, the replay mismatch included
+	ri_cfg '.kinds.ledger.repeatable = false'
+	xrun f1 --intent-data '{"amount":7}' -- true
+	[ "$status" -eq 13 ]
+	[ -z "$output" ]
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "${stderr_lines[0]}" == "ri-run: replay mismatch: "* ]]
+	jq -e '.refused == "act-landed" and .replay_mismatch == true' <<<"$answer"
+}
+
+@test "issue 44 point 4: --answer-fd and --answer that cannot take the answer are usage errors (64) before anything is opened -- a closed descriptor, a symlink, a missing directory, both at once" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	n=$(records)
+	run --separate-stderr ri-run --answer-fd 7 --kind ledger --act-key a1 --actor alice -- touch "$T/ran"
+	[ "$status" -eq 64 ]
+	[[ "$stderr" == *"--answer-fd 7: not an open descriptor"* ]]
+	for bad in 0 2 x -1; do
+		run --separate-stderr ri-run --answer-fd "$bad" --kind ledger --act-key a1 --actor alice -- true
+		[ "$status" -eq 64 ]
+	done
+	ln -s "$T/elsewhere" "$T/link.json"
+	run --separate-stderr ri-run --answer "$T/link.json" --kind ledger --act-key a1 --actor alice -- touch "$T/ran"
+	[ "$status" -eq 64 ]
+	[[ "$stderr" == *"a symbolic link"* ]]
+	[ ! -e "$T/elsewhere" ]
+	run --separate-stderr ri-run --answer "$T/no/such/a.json" --kind ledger --act-key a1 --actor alice -- true
+	[ "$status" -eq 64 ]
+	run --separate-stderr ri-run --answer "$T/a.json" --answer-fd 1 --kind ledger --act-key a1 --actor alice -- true
+	[ "$status" -eq 64 ]
+	[ ! -e "$T/ran" ]
+	[ "$(records)" -eq "$n" ]
+}
+
+@test "issue 40 point 9: --intent-data-file FILE (or - for stdin) records the file's object as the intent data, never on the command line; bad input is 64 or 65 with nothing written" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	printf '{"subject":"s3cret","recipient":"bob"}\n' >"$T/intent.json"
+	xrun d1 --intent-data-file "$T/intent.json" -- sh -c 'tr "\0" " " </proc/$PPID/cmdline >"$0"' "$T/cmdline"
+	[ "$status" -eq 0 ]
+	latest d1 | jq -e '.records[0].payload.data | .subject == "s3cret" and .recipient == "bob" and
+	    (.pairing_datum | startswith("pd_"))'
+	# what every local user can read of ri-run while the job runs
+	grep -q -- "--intent-data-file $T/intent.json" "$T/cmdline"
+	! grep -q s3cret "$T/cmdline"
+	# stdin: '-'
+	printf '{"subject":"carol"}' | ri-run --intent-data-file - --kind ledger --act-key d2 --actor alice -- true
+	latest d2 | jq -e '.records[0].payload.data.subject == "carol"'
+	n=$(records)
+	run --separate-stderr ri-run --intent-data-file "$T/none.json" --kind ledger --act-key d3 --actor alice -- true
+	[ "$status" -eq 64 ]
+	[[ "$stderr" == "ri-run: --intent-data-file $T/none.json: No such file or directory"* ]]
+	echo '[1]' >"$T/arr.json"
+	run --separate-stderr ri-run --intent-data-file "$T/arr.json" --kind ledger --act-key d3 --actor alice -- true
+	[ "$status" -eq 65 ]
+	run --separate-stderr ri-run --intent-data-file - --kind ledger --act-key d3 --actor alice -- true <<<'not json'
+	[ "$status" -eq 65 ]
+	run --separate-stderr ri-run --intent-data '{}' --intent-data-file "$T/intent.json" --kind ledger --act-key d3 --actor alice -- true
+	[ "$status" -eq 64 ]
+	[ "$(records)" -eq "$n" ]
+}
+
+@test "issue 44 point 7: ri-run --help prints the time each kind gives its job, with its arithmetic; the stop message names that budget and completion_bound" {
+	ri_instance fast
+	export RI_CREDENTIAL=$ALICE
+	run --separate-stderr ri-run --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"ledger: 1.1 s (kinds.ledger.completion_bound 3 s - read_bound 0.2 s - 2"*"journal_write_bound 0.3 s - clock_offset_allowance 0.1 s - grace 1 s)"* ]]
+	run ri-run --grace-ms 500 --help
+	[[ "$output" == *"ledger: 1.6 s ("* ]]
+	# no config: the usage still, and why no budget
+	RI_CONFIG=$T/none.json run ri-run --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == "usage: ri-run"* ]]
+	XRUN_TIMEOUT=8 xrun b1 -- sleep 30
+	[ "$status" -eq 21 ]
+	[[ "$stderr" == *"the command outran its budget of 1.1 s (kinds.ledger.completion_bound 3 s"* ]]
+	# a budget of nothing is refused before Open, nothing written
+	n=$(records)
+	xrun b2 --grace-ms 2100 -- touch "$T/ran"
+	[ "$status" -eq 78 ]
+	[[ "$stderr" == *"kind ledger leaves its job no time: 0 s ("* ]]
+	[ ! -e "$T/ran" ]
+	[ "$(records)" -eq "$n" ]
+}
+
+@test "issue 44 point 10: --pre-commit-exit refuses ri-run's own exit codes (12 would read as act-in-flight, 21 as never re-run)" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	for c in 10 12 21 23 64 78 126 127; do
+		run --separate-stderr ri-run --pre-commit-exit "2,$c" --kind ledger --act-key c1 --actor alice -- true
+		[ "$status" -eq 64 ]
+		[[ "$stderr" == *"$c is one of ri-run's own exit codes"* ]]
+	done
+	xrun c1 --pre-commit-exit 9,24,63,79,125 -- sh -c 'exit 24'
+	[ "$status" -eq 24 ]
 }

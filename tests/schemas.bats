@@ -645,29 +645,39 @@ JSON
 # ---- ri-run -----------------------------------------------------------------
 
 @test "ri-run: ri-close's answer, ri-refuse's answer on a pre-commit exit, recording-failure on an unknown end, and Open's refusals" {
-	run --separate-stderr ri-run --kind ledger --act-key u1 --actor alice --pre-commit-exit 2,3,4 -- \
+	run --separate-stderr ri-run --answer-fd 1 --kind ledger --act-key u1 --actor alice --pre-commit-exit 2,3,4 -- \
 	    ledger-disclose --store "$T/ledger.db" --subject s --recipient r
 	answers ri-run.answer 0 '.landed_by == "invocation"'
-	run --separate-stderr ri-run --kind ledger --act-key u2 --actor alice --pre-commit-exit 2,3,4 -- sh -c 'exit 3'
+	run --separate-stderr ri-run --answer-fd 1 --kind ledger --act-key u2 --actor alice --pre-commit-exit 2,3,4 -- sh -c 'exit 3'
 	answers ri-run.answer 3 '(.refusal_event_id | type) == "string"'
-	run --separate-stderr ri-run --kind ledger --act-key u3 --actor alice --pre-commit-exit 2,3,4 -- sh -c 'exit 5'
+	run --separate-stderr ri-run --answer-fd 1 --kind ledger --act-key u3 --actor alice --pre-commit-exit 2,3,4 -- sh -c 'exit 5'
 	answers ri-run.answer 21 '. == {"refused": "recording-failure", "position": "outcome"}'
-	run --separate-stderr ri-run --kind ledger --act-key u4 --actor alice -- sh -c "echo 'not json' >&3"
+	run --separate-stderr ri-run --answer-fd 1 --kind ledger --act-key u4 --actor alice -- sh -c "echo 'not json' >&3"
 	answers ri-run.answer 21 '. == {"refused": "recording-failure", "position": "outcome"}'
-	run --separate-stderr ri-run --kind ledger --act-key u7 --actor alice --outcome-stdout -- echo '{"a":1}'
+	run --separate-stderr ri-run --answer-fd 1 --kind ledger --act-key u7 --actor alice --outcome-stdout -- echo '{"a":1}'
 	answers ri-run.answer 0 '.landed_by == "invocation"'
-	run --separate-stderr ri-run -n --kind ledger --act-key u3 --actor alice -- true
+	run --separate-stderr ri-run --answer-fd 1 -n --kind ledger --act-key u3 --actor alice -- true
 	answers ri-run.answer 12 '.refused == "act-in-flight"'
 	# Open refused: the command is not run
-	run --separate-stderr ri-run --kind ledger --act-key u3 --actor alice -- touch "$T/ran"
+	run --separate-stderr ri-run --answer-fd 1 --kind ledger --act-key u3 --actor alice -- touch "$T/ran"
 	answers ri-run.answer 12 '.refused == "act-in-flight"'
 	[ ! -e "$T/ran" ]
-	RI_CREDENTIAL=wrong run --separate-stderr ri-run --kind ledger --act-key u5 --actor alice -- true
+	RI_CREDENTIAL=wrong run --separate-stderr ri-run --answer-fd 1 --kind ledger --act-key u5 --actor alice -- true
 	answers ri-run.answer 10 '. == {"refused": "invalid-credential"}'
 	# unbound kind: the shape is checked here; its exit status (INTERFACE: 11)
 	# is not asserted -- see the report on ri-run's early returns
-	run --separate-stderr ri-run --kind nope --act-key u6 --actor alice -- true
+	run --separate-stderr ri-run --answer-fd 1 --kind nope --act-key u6 --actor alice -- true
 	answers ri-run.answer - '. == {"refused": "invalid-request", "cause": "unbound-kind"}'
+	# issue 44: --answer FILE holds the same answer; the job's output is not in it
+	run --separate-stderr ri-run --answer "$T/a.json" --kind ledger --act-key u8 --actor alice -- echo job
+	[ "$output" = job ]
+	run cat "$T/a.json"
+	answers ri-run.answer - '.landed_by == "invocation"'
+	# issue 40 point 9: --intent-data-file's object is the intent's data
+	echo '{"subject":"s"}' >"$T/intent.json"
+	run --separate-stderr ri-run --answer-fd 1 --intent-data-file "$T/intent.json" --kind ledger \
+	    --act-key u9 --actor alice -- true
+	answers ri-run.answer 0 '.landed_by == "invocation"'
 }
 
 # ---- ri-sweep ---------------------------------------------------------------

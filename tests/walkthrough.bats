@@ -30,7 +30,7 @@ read_act() { ri-read <<<"{\"kind\":\"ledger\",\"act_key\":\"$1\"}"; }
 disclose() {
 	local key=$1
 	shift
-	ri-run --kind ledger --act-key "$key" --actor alice \
+	ri-run --answer-fd 1 --kind ledger --act-key "$key" --actor alice \
 	    --intent-data "{\"subject\":\"$key\",\"recipient\":\"bob\",\"scope\":\"full\"}" \
 	    --pre-commit-exit 2,3,4 "$@" -- \
 	    ledger-disclose --store "$T/ledger.db" --subject "$key" --recipient bob --scope full
