@@ -164,6 +164,7 @@ main(int argc, char **argv)
 	bool want_help = false;
 
 	ri_cli_init(argc, argv);
+	ri_run_hold_std(&o);
 	while ((ch = getopt_long(argc, argv, "+" RI_COMMON_SHORTOPTS "n", longopts, NULL)) != -1) {
 		if (ch == 'h') {
 			want_help = true;       /* after -c and --grace-ms, wherever they come */

@@ -67,11 +67,15 @@ jq . "$d/answer.json"
 ri-read --kind ledger --act-key disclosure-1 </dev/null |
     jq '.invocations[] | {invocation_id, state, records: [.records[] | {action_ref, actor_ref}]}'
 
-say "the crash: the job commits, then the wrapper dies before Close"
-# shellcheck disable=SC2016  # $0 and $PPID are the inner shell's
+say "the crash: the job commits, then the wrapper is killed before Close"
+# shellcheck disable=SC2016  # $0 and $1 are the inner shell's
 ri-run --kind ledger --act-key disclosure-2 --actor alice -- sh -c \
-    'ledger-disclose --store "$0" --subject patient-8 --recipient insurer-3 && kill -9 $PPID' \
-    "$d/ledger.db" || echo "ri-run died (exit $?): the act exists, its record does not"
+    'ledger-disclose --store "$0" --subject patient-8 --recipient insurer-3 && touch "$1" && sleep 30' \
+    "$d/ledger.db" "$d/committed" &
+run=$!
+for _ in $(seq 1 200); do [ -e "$d/committed" ] && break; sleep 0.05; done
+kill -KILL "$run"
+{ wait "$run"; } 2>/dev/null || echo "ri-run killed (exit $?): the act exists, its record does not (and its job died with it)"
 ri-read --kind ledger --act-key disclosure-2 </dev/null | jq '.invocations[] | {state}'
 
 say "past the examine edge (completion bound + allowance), the sweep probes the store"

@@ -564,3 +564,70 @@ xrun() {
 	xrun c1 --pre-commit-exit 9,24,63,79,125 -- sh -c 'exit 24'
 	[ "$status" -eq 24 ]
 }
+
+# ---- issue 40 point 10: no descendant of the job outlives it ---------------------
+
+# escaping JOB-TAIL -- a job whose child leaves the job's process group and
+# session (setsid), writes its pid to $T/escaped, and sleeps; then the job
+# itself runs JOB-TAIL
+escaping() {
+	printf '%s' 'setsid sh -c "echo \$\$ >\"\$0/escaped.tmp\"; mv \"\$0/escaped.tmp\" \"\$0/escaped\"; exec sleep 41" "$0" \
+	    </dev/null >/dev/null 2>&1 3>&- &
+	while [ ! -e "$0/escaped" ]; do sleep 0.05; done; '"$1"
+}
+
+# gone PID -- PID is no more (or a zombie) within 2 s
+gone() {
+	local i
+	for i in $(seq 1 40); do
+		if ! kill -0 "$1" 2>/dev/null || grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.05
+	done
+	echo "process $1 is still alive: $(tr '\0' ' ' <"/proc/$1/cmdline")"
+	return 1
+}
+
+@test "issue 40 point 10: a descendant that left the job's process group (setsid) dies with a killed ri-run" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	ri-run --kind ledger --act-key s1 --actor alice -- sh -c "$(escaping 'touch "$0/started"; sleep 30')" "$T" \
+	    >/dev/null 2>&1 3>&- &
+	BG=$!
+	for i in $(seq 1 200); do [ -e "$T/started" ] && break; sleep 0.05; done
+	esc=$(cat "$T/escaped")
+	# it did escape: a session and a process group of its own
+	[ "$(ps -o sid= -p "$esc" | tr -d ' ')" = "$esc" ]
+	kill -KILL "$BG"
+	wait "$BG" 2>/dev/null || true
+	BG=
+	gone "$esc"
+	[ "$(latest s1 | jq -r .state)" = open ]
+}
+
+@test "issue 40 point 10: a descendant that left the job's process group dies when the job ends, and ri-run's answer does not wait for it" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	t=$(ms)
+	xrun s2 -- sh -c "$(escaping 'exit 0')" "$T"
+	[ "$status" -eq 0 ]
+	[ $(( $(ms) - t )) -lt 10000 ]
+	gone "$(cat "$T/escaped")"
+	[ "$(latest s2 | jq -r .state)" = closed ]
+}
+
+@test "issue 40 point 10: the job's parent is the watchdog, which passes it exactly ri-run's descriptors -- a stdin ri-run was started without is closed for the job too, never the watchdog's socket" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	ri-run --kind ledger --act-key e1 --actor alice -- sh -c 'ls /proc/$$/fd | tr "\n" " " >"$0/fds"' "$T" <&-
+	[ "$(cat "$T/fds")" = "1 2 3 " ] || { echo "the job had: $(cat "$T/fds")"; false; }
+	# a command that passed the check but cannot be executed (a missing
+	# interpreter): one line, the unknown arm
+	printf '#!/no/such/interpreter\n' >"$T/bad"
+	chmod +x "$T/bad"
+	xrun e2 -- "$T/bad"
+	[ "$status" -eq 21 ]
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "$stderr" == "ri-run: the command could not be executed: No such file or directory; yielded: "* ]]
+}
