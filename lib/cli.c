@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "audit.h"
 #include "cli.h"
+#include "clock.h"
 #include "jsonfast.h"
 #include "instance.h"
 #include "mem.h"
@@ -86,13 +88,36 @@ ri_local(const char *s, char *buf, size_t n)
 	return buf;
 }
 
+/* ri_cli_stamp: every line on stderr starts with the instant */
+static bool stamping;
+static const struct ri_config *stamp_cfg;
+
+void
+ri_cli_stamp(const struct ri_config *c)
+{
+	stamping = true;
+	stamp_cfg = c;
+}
+
 static void
 vwarn_line(const char *fmt, va_list ap)
 {
-	char msg[4096], loc[4096];
+	char msg[4096], loc[4096], at[RI_INSTANT_LEN + 1] = "";
 
 	vsnprintf(msg, sizeof msg, fmt, ap);
-	fprintf(stderr, "%s: %s\n", ri_progname, ri_local(msg, loc, sizeof loc));
+	if (stamping) {
+		ri_ms now;
+		ri_err e;
+		struct timespec ts;
+		if (stamp_cfg != NULL && ri_now(stamp_cfg, &now, &e) == RI_OK) {
+			ri_format_instant(now, at);
+		} else if (clock_gettime(CLOCK_REALTIME, &ts) == 0) {
+			ri_format_instant((ri_ms)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, at);
+		}
+		if (at[0] != '\0')
+			strcat(at, " ");
+	}
+	fprintf(stderr, "%s%s: %s\n", at, ri_progname, ri_local(msg, loc, sizeof loc));
 }
 
 void

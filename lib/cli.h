@@ -18,6 +18,12 @@ const char *ri_local(const char *s, char *buf, size_t n);
 /* "ri-open: message" on stderr, then exit(code). */
 _Noreturn void ri_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ri_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* For a command cron or a service manager runs (ri-sweep): from now on
+ * every line ri_warnx and ri_die write starts with the instant, RFC 3339
+ * -- the config's clock seam when c is given, else the system clock --
+ * "2026-11-29T10:00:33.000Z ri-sweep: ..." (issue 44, point 3). */
+struct ri_config;
+void ri_cli_stamp(const struct ri_config *c);
 
 /* Options every command takes: -c/--config FILE, -h/--help, -V/--version. */
 #define RI_COMMON_SHORTOPTS "c:hV"

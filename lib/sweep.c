@@ -321,9 +321,13 @@ escalate(struct sweep *s, const struct ri_kind *k, const struct ri_record *inten
 	json_decref(p);
 	if (*how != L_LANDED)
 		return V_SKIPPED;
-	/* reconcile step 3.8b: the operator's queue */
+	/* reconcile step 3.8b: the operator's queue -- and one line for the
+	 * person cron mails it to (issue 44, point 3) */
 	act_finding(s, RI_F_ESCALATED, k->name, intent->act_key, intent->invocation_id,
 	    json_pack("{s:s, s:s, s:O?}", "cause", cause, "escalated_event_id", ev, "candidates", cands));
+	ri_warnx("needs an operator: kind %s, act %s: invocation %s escalated (%s) -- see ri-resolve"
+	    " --invocation-id %s --probe", k->name, intent->act_key, intent->invocation_id, cause,
+	    intent->invocation_id);
 	return V_ESCALATED;
 }
 
@@ -932,15 +936,36 @@ binding_gate(struct sweep *s)
 	ri_strings_free(unbound, n);
 }
 
+/*
+ * The acts this run leaves to an operator (ri-sweep(1), EXIT STATUS 3;
+ * "needs_operator" in the tally): the ones it escalated.  The hook for
+ * more: an act the run could not reconcile and that only an operator can
+ * (issue 39's "unreconciled") is counted here too.
+ */
+static int64_t
+needs_operator(const struct sweep *s)
+{
+	return s->t.escalated;
+}
+
 static json_t *
 tally_json(const struct sweep *s)
 {
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s}",
+	json_t *t = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s}",
 	    "examined", (json_int_t)s->t.examined, "closed", (json_int_t)s->t.closed,
 	    "abandoned", (json_int_t)s->t.abandoned, "escalated", (json_int_t)s->t.escalated,
 	    "reported", (json_int_t)s->t.reported, "skipped", (json_int_t)s->t.skipped,
 	    "closed_already", (json_int_t)s->t.closed_already, "surfaced", (json_int_t)s->t.surfaced,
-	    "unreached", (json_int_t)s->t.unreached, "run_id", s->run_id);
+	    "unreached", (json_int_t)s->t.unreached, "needs_operator", (json_int_t)needs_operator(s),
+	    "run_id", s->run_id);
+	char at[RI_INSTANT_LEN];
+
+	/* the run's instant: a line in a log says when (issue 44, point 3) */
+	if (s->now > 0) {
+		ri_format_instant(s->now, at);
+		json_object_set_new(t, "at", json_string(at));
+	}
+	return t;
 }
 
 static void
@@ -1061,6 +1086,7 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 	}
 	if (busy) {
 		ri_mint_id("run_", s.run_id);
+		(void)ri_now(s.c, &s.now, err);
 		*ans = tally_json(&s);
 		json_object_set_new(*ans, "not_started", json_string(
 		    "another run is in flight on this node (run bound 1); it does this run's work"));
@@ -1218,6 +1244,12 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 		rc = ri_fail(err, RI_DEGRADED, "the run is degraded (%zu reason%s above): it closed what it"
 		    " could; the rest waits for the next run or an operator", json_array_size(s.degraded),
 		    json_array_size(s.degraded) == 1 ? "" : "s");
+	/* a run that did its work but left acts to a person exits 3 (a
+	 * degraded run's 2 says more, and stands) */
+	if (rc == RI_OK && needs_operator(&s) > 0)
+		rc = ri_fail(err, RI_NEEDS_OPERATOR, "%lld act%s need%s an operator (above): ri-findings --open"
+		    " lists them, ri-runbook(7) says how to resolve them", (long long)needs_operator(&s),
+		    needs_operator(&s) == 1 ? "" : "s", needs_operator(&s) == 1 ? "s" : "");
 	if (tampered) {
 		json_object_set_new(*ans, "refused", json_string("journal-unavailable"));
 		json_object_set_new(*ans, "cause", json_string("integrity"));
@@ -1270,7 +1302,7 @@ ri_sweep_outage(const char *config_path, json_t **ans, ri_err *err)
 			finish(&s, &tmp, false);
 			json_decref(tmp);
 		} else {
-			fprintf(stderr, "ri-sweep: the findings register is unavailable too: %s\n", e.msg);
+			ri_warnx("the findings register is unavailable too: %s", e.msg);
 		}
 	}
 	ri_findings_close(s.reg);

@@ -136,9 +136,10 @@ disclose() {
 	    ledger-disclose --store "$L" --subject "$1" --recipient bob
 }
 
-# sweep_quiet -- one ri-sweep, exit 0
+# sweep_quiet -- one ri-sweep that finished (exit 0, or 3 with acts left
+# to an operator)
 sweep_quiet() {
-	ri-sweep >"$T/sweep.json" || { echo "ri-sweep exited $?: $(cat "$T/sweep.json")"; return 1; }
+	sweep_ran >"$T/sweep.json" || { echo "ri-sweep: $(cat "$T/sweep.json")"; return 1; }
 }
 
 # resolve_as_bob DISPOSITION -- ri-resolve of $OPEN's invocation by bob

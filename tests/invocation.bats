@@ -579,7 +579,7 @@ largest_record() {
 	paused_close "$A"
 	ri_at 33
 	run --separate-stderr ri-sweep
-	[ "$status" -eq 0 ]
+	[ "$status" -eq 3 ]                    # escalated: an act for an operator
 	[ "$(jq -r .escalated <<<"$output")" -eq 1 ]
 	n=$(records)
 	resume_close
@@ -1075,7 +1075,8 @@ race_worker() {
 	for p in "${pids[@]}"; do wait "$p"; done
 	opens=$(cat "$T"/w? | grep -c '^open 0$' || true)
 	# every open answered 0, 12 or 14; every close of a granted open landed
-	[ -z "$(cat "$T"/w? | grep -v -E '^(open (0|12|14)|close 0)$' || true)" ]
+	bad=$(cat "$T"/w? | grep -v -E '^(open (0|12|14)|close 0)$' || true)
+	[ -z "$bad" ] || { echo "other answers: $(sort "$T"/w? | uniq -c | tr '\n' ' '); $(cat "$T"/w?.err)"; false; }
 	[ "$(cat "$T"/w? | wc -l)" -eq $((300 + opens)) ]
 	run rd same
 	[ "$(jq '.invocations | length' <<<"$output")" -eq "$opens" ]

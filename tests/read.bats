@@ -121,7 +121,7 @@ journal_state() {
 	opened k1 '{"pairing_datum":"pd-1"}'
 	RI_PAIRING_DATUM=pd-1 ledger-disclose --store "$T/ledger.db" --subject s --recipient r >/dev/null
 	ri_at 33
-	ri-sweep >/dev/null
+	sweep_ran >/dev/null
 	run --separate-stderr ri-read <<<"$(rreq k1)"
 	[ "$status" -eq 0 ]
 	jq -e '.invocations[0] | .state == "closed" and
@@ -149,7 +149,7 @@ journal_state() {
 	ledger-admin --store "$T/ledger.db" init >/dev/null
 	opened k1 '{"pairing_datum":"pd-none"}'
 	ri_at 33
-	ri-sweep >/dev/null
+	sweep_ran >/dev/null
 	run --separate-stderr ri-read <<<"$(rreq k1)"
 	[ "$(jq -r '.invocations[0].state' <<<"$output")" = escalated ]
 	esc=$(jq -r '.invocations[0].records[-1].event_id' <<<"$output")
@@ -171,7 +171,7 @@ journal_state() {
 	ledger-admin --store "$T/ledger.db" init >/dev/null
 	opened k1 '{"pairing_datum":"pd-none"}'
 	ri_at 40
-	ri-sweep >/dev/null
+	sweep_ran >/dev/null
 	run --separate-stderr ri-read <<<"$(rreq k1)"
 	[ "$status" -eq 0 ]
 	jq -e '.invocations[0] | .state == "abandoned" and .records[-1].action_ref == "ledger.abandoned" and

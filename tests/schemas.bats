@@ -605,7 +605,7 @@ JSON
 	ri-yield <<<"$o" >/dev/null
 	ri_at 300
 	run --separate-stderr ri-sweep
-	answers ri-sweep.answer 0 "$partition and .closed == 1 and .abandoned == 1 and .escalated == 2"
+	answers ri-sweep.answer 3 "$partition and .closed == 1 and .abandoned == 1 and .escalated == 2 and .needs_operator == 2"
 	ri-resolve <<<"$(resolve_req "$o" '{"outcome":{"outcome_action_ref":"ledger.disclosed","outcome_data":{"disclosure_id":"dsc-op"}}}')" >/dev/null
 	o=$(ri-open <<<"$(open_req open)")
 	declare -A want=([rec]=closed [aband]=abandoned [esc]=escalated [ref]=refused [res]=closed [open]=open)
@@ -689,7 +689,7 @@ JSON
 	run --separate-stderr ri-run --kind ledger --act-key s2 --actor alice -- sh -c 'exit 5'
 	ri_at 300
 	run --separate-stderr ri-sweep
-	answers ri-sweep.answer 0 "$partition and .closed == 1 and .escalated == 1"
+	answers ri-sweep.answer 3 "$partition and .closed == 1 and .escalated == 1 and .needs_operator == 1"
 	ri_cfg '.kinds.ledger.service_identity = null'
 	orphan s3
 	ri_at 600
@@ -820,7 +820,7 @@ JSON
 	mv "$T/ledger.away" "$T/ledger.db"
 	ri_at 400
 	run --separate-stderr ri-sweep
-	answers ri-sweep.answer 0 "$partition"
+	answers ri-sweep.answer 3 "$partition and .needs_operator == 1"
 	# n2 escalated: nothing needs resolving on n1, one invocation on n2
 	BOB=$(ri-actor add bob | jq -r .credential)
 	RI_CREDENTIAL=$BOB run --separate-stderr ri-resolve --kind ledger --act-key n1 --actor bob --abandon x
