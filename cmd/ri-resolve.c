@@ -17,7 +17,7 @@ static const struct ri_cmd cmd = {
 	"ri-resolve [-c config] --kind K --act-key KEY [--invocation-id ID [--intent-event-id EV]]\n"
 	"                  --actor A  --abandon CAUSE | --outcome REF [--outcome-data JSON] |\n"
 	"                  --escalate CAND [CAND...] | --disposition JSON        [-]",
-	shorthands, RI_WRITER, ri_resolve, NULL, 0, ri_resolve_fill };
+	shorthands, RI_WRITER, ri_resolve, NULL, 0, ri_resolve_fill, NULL };
 
 int
 main(int argc, char **argv)

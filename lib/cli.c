@@ -295,6 +295,7 @@ ri_cli_finish_to(int fd, int code, json_t *ans, const ri_err *err)
 #define MAX_SHORTHANDS 16
 #define OPT_WAIT 900
 #define OPT_NOWAIT 901
+#define OPT_TEXT 902
 
 ri_ms
 ri_cli_wait(const char *arg)
@@ -351,11 +352,11 @@ shorthand_value(const struct ri_shorthand *sh, const char *arg, ri_err *err)
 int
 ri_cmd_main(const struct ri_cmd *cmd, int argc, char **argv)
 {
-	struct option longopts[MAX_SHORTHANDS + 6] = { RI_COMMON_LONGOPTS };
+	struct option longopts[MAX_SHORTHANDS + 7] = { RI_COMMON_LONGOPTS };
 	const char *config = NULL;
 	json_t *vals[MAX_SHORTHANDS] = { 0 };
 	size_t n_sh = 0, base = 3;
-	bool flags_given = false, dash = false;
+	bool flags_given = false, dash = false, text = false;
 	char **rest = NULL;
 	int n_rest = 0;
 	json_t *req = NULL, *ans = NULL;
@@ -368,10 +369,13 @@ ri_cmd_main(const struct ri_cmd *cmd, int argc, char **argv)
 	for (; cmd->shorthands != NULL && cmd->shorthands[n_sh].flag != NULL && n_sh < MAX_SHORTHANDS; n_sh++)
 		longopts[base + n_sh] = (struct option){ cmd->shorthands[n_sh].flag, required_argument,
 			NULL, 1000 + (int)n_sh };
+	size_t at = base + n_sh;
 	if (cmd->features & RI_CMD_WAIT) {
-		longopts[base + n_sh] = (struct option){ "wait", required_argument, NULL, OPT_WAIT };
-		longopts[base + n_sh + 1] = (struct option){ "no-wait", no_argument, NULL, OPT_NOWAIT };
+		longopts[at++] = (struct option){ "wait", required_argument, NULL, OPT_WAIT };
+		longopts[at++] = (struct option){ "no-wait", no_argument, NULL, OPT_NOWAIT };
 	}
+	if (cmd->text != NULL)
+		longopts[at++] = (struct option){ "text", no_argument, NULL, OPT_TEXT };
 	while ((ch = getopt_long(argc, argv, (cmd->features & RI_CMD_WAIT) ? RI_COMMON_SHORTOPTS "n" :
 	    RI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
 		if (ch >= 1000 && ch < 1000 + (int)n_sh) {
@@ -403,6 +407,10 @@ ri_cmd_main(const struct ri_cmd *cmd, int argc, char **argv)
 		}
 		if (ch == OPT_NOWAIT) {
 			wait = 0;
+			continue;
+		}
+		if (ch == OPT_TEXT) {
+			text = true;
 			continue;
 		}
 		if (ch == '?' || ch == ':') {
@@ -465,6 +473,14 @@ out:
 	free(rest);
 	json_decref(req);
 	ri_instance_close(r);
+	if (text) {
+		/* --text: the answer for people, or nothing on stdout */
+		if (rc == RI_OK && ans != NULL)
+			cmd->text(ans);
+		fflush(stdout);
+		json_decref(ans);
+		ans = NULL;
+	}
 	return ri_cli_finish(rc, ans, &err);
 }
 

@@ -89,6 +89,10 @@ struct ri_cmd {
 	 * arguments other than "-".  NULL: any such argument is a usage error.
 	 * A code other than RI_OK ends the command with *ans, if set. */
 	int (*fill)(ri *r, json_t *req, int argc, char **argv, json_t **ans, ri_err *err);
+	/* --text: the success answer for people, printed by this instead of
+	 * the JSON line (a refusal prints nothing on stdout then: its line on
+	 * stderr says why).  NULL: no --text. */
+	void (*text)(const json_t *ans);
 };
 
 /* --wait SECS: a non-negative number of seconds (fractions allowed) as ms;

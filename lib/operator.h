@@ -44,7 +44,17 @@ int ri_act_pending(struct ri *r, const char *kind, const char *act_key, ri_ms no
  * journal to read (r->st NULL), act findings are as the register holds
  * them, and *warn says so.
  */
-int ri_findings_list(struct ri *r, bool open_only, const char *kind, bool *warn, ri_err *err);
+enum ri_list_form {
+	RI_LIST_JSON,           /* one JSON object a line (schemas/ri-findings.line.json) */
+	RI_LIST_TEXT,           /* one line of text a finding, for people (--text) */
+	RI_LIST_NONE            /* nothing printed: the counts alone (--check) */
+};
+struct ri_list_counts {
+	size_t named;           /* rows naming the kind asked for (all rows without one) */
+	size_t shown;           /* rows the filters kept: open ones, with open_only */
+};
+int ri_findings_list(struct ri *r, bool open_only, const char *kind, enum ri_list_form form,
+    struct ri_list_counts *counts, bool *warn, ri_err *err);
 
 /* ri-resolve's shorthand (struct ri_cmd.fill): --abandon CAUSE |
  * --outcome REF [--outcome-data JSON] | --escalate CAND... become the

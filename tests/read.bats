@@ -266,3 +266,22 @@ journal_state() {
 	run --separate-stderr ri-close <<<"$(close_req "$A")"
 	[ "$status" -eq 0 ]
 }
+
+@test "issue 44 point 10: ri-read --text is for people -- the act's invocations newest first, one line a record (seq, instant, action, actor, event id) with its data; a refusal prints nothing on stdout" {
+	opened k1 '{"amount":5}'
+	close_req "$A" '{"disclosure_id":"dsc-1"}' | ri-close >/dev/null
+	opened k1 '{"amount":6}'
+	run --separate-stderr ri-read --kind ledger --act-key k1 --text
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 5 ]
+	[[ "${lines[0]}" == "inv_"*"  ledger k1  open" ]]
+	[[ "${lines[1]}" =~ ^\ +[0-9]+\ \ 2026-11-29T10:00:00\.000Z\ \ ledger\.intended\ +alice\ +evt_[0-9a-f]+\ \ data\ \{\"amount\":6\}$ ]]
+	[[ "${lines[2]}" == "inv_"*"  ledger k1  closed" ]]
+	[[ "${lines[4]}" == *"ledger.disclosed"*"data {\"disclosure_id\":\"dsc-1\"}" ]]
+	# the same as JSON without it
+	[ "$(ri-read --kind ledger --act-key k1 | jq '.invocations | length')" -eq 2 ]
+	run --separate-stderr ri-read --kind ledger --act-key nothing --text
+	[ "$status" -eq 17 ]
+	[ -z "$output" ]
+	[[ "$stderr" == "ri-read: not-known"* ]]
+}
