@@ -63,4 +63,12 @@ int ri_findings_list(struct ri *r, bool open_only, const char *kind, enum ri_lis
  * a usage error (64). */
 int ri_resolve_fill(struct ri *r, json_t *req, int argc, char **argv, json_t **ans, ri_err *err);
 
+/*
+ * ri-resolve --probe (issue 44, point 8): what the kind's probe answers now
+ * for the invocation req names (filled as for a resolution), and which
+ * dispositions that answer supports, each as --disposition takes it.
+ * Takes no section, writes nothing, asks for no credential.
+ */
+int ri_resolve_probe(struct ri *r, json_t *req, json_t **ans, ri_err *err);
+
 #endif

@@ -298,12 +298,19 @@ entry_of() { ri-read <<<"{\"kind\":\"ledger\",\"act_key\":\"$1\"}" | jq -c '.inv
 	ri_at 70
 	resolve "$OP" "$ABANDON"
 	[ "$status" -eq 0 ]
+	OPEV=$(jq -r .closing_event_id <<<"$output")
 	[ "$(entry_of op | jq -r .state)" = resolved ]
 	[ "$(entry_of sw | jq -r .state)" = abandoned ]
 	n=$(act_records)
 	for a in "$SW" "$OP"; do
 		for d in "$ABANDON" "$ESCALATE"; do
 			resolve "$a" "$d"
+			if [ "$a" = "$OP" ] && [ "$d" = "$ABANDON" ]; then
+				# the very resolution that landed: its answer again
+				# (issue 44 point 8, retry-safe)
+				[ "$status" -eq 0 ] && [ "$(jq -r .closing_event_id <<<"$output")" = "$OPEV" ]
+				continue
+			fi
 			[ "$status" -eq 11 ] || { echo "$a $d: exit $status $output"; false; }
 			[ "$(jq -r .cause <<<"$output")" = already-abandoned ]
 		done

@@ -588,6 +588,29 @@ JSON
 	answers ri-resolve.answer 23 '. == {"refused": "recording-failure", "position": "resolution", "cause": "integrity"}'
 }
 
+@test "issue 44 point 8: ri-resolve --probe's answers (committed, undecidable, not-committed, unavailable), and a resolution answered again" {
+	orphan pc                               # the row exists: committed
+	orphan pu                               # two rows carry its datum: undecidable
+	pd=$(ri-read --kind ledger --act-key pu | jq -r '.invocations[0].records[0].payload.data.pairing_datum')
+	ledger-admin --store "$T/ledger.db" plant --pairing-datum "$pd" >/dev/null
+	orphan pn after_open                    # no row: not-committed
+	ri_at 300
+	for k in pc pu pn; do
+		run --separate-stderr ri-resolve --probe --kind ledger --act-key "$k"
+		answers ri-resolve.answer 0 '(.probe.answer | IN("committed", "undecidable", "not-committed")) and
+		    (.supports | length) >= 1'
+	done
+	set_probe --store "$T/missing.db"
+	run --separate-stderr ri-resolve --probe --kind ledger --act-key pn
+	answers ri-resolve.answer 0 '.probe.answer == "unavailable" and .supports == []'
+	invalid ri-resolve.answer "$(jq -c '.probe.answer = "maybe"' <<<"$ANS")" "$(jq -c 'del(.supports)' <<<"$ANS")"
+	BOB=$(ri-actor add bob | jq -r .credential)
+	for i in 1 2; do
+		RI_CREDENTIAL=$BOB run --separate-stderr ri-resolve --invocation-id "$(inv_of pn)" --actor bob --abandon "OPS-4"
+		answers ri-resolve.answer 0 '(.closing_event_id | type) == "string"'
+	done
+}
+
 # ---- ri-read ----------------------------------------------------------------
 
 @test "ri-read: reports in every state (recovered, escalated with candidates over the cap, abandoned, refused, resolved, superseded, open) and each refusal" {
