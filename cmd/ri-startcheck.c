@@ -5,6 +5,7 @@
  * private, the findings register, each kind's service identity and probe. */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,19 +51,38 @@ cap(struct report *rep, bool pass, const char *check, const char *fmt, ...)
 
 /* The very check every writer makes at its start gate (Instance start 3):
  * opened O_NONBLOCK|O_NOFOLLOW, a regular file, 0600 or stricter, owned by
- * the caller -- so a FIFO never blocks this either. */
+ * the caller -- so a FIFO never blocks this either; a key (key true) may
+ * instead be shared with a dedicated group, 0640 (ri_key_open). */
 static bool
-private_file(const char *path, char *why, size_t n)
+private_file(const char *path, bool key, char *why, size_t n)
 {
 	struct stat sb;
 	int fd;
 
-	if ((fd = ri_secret_open(path, why, n)) < 0)
+	if ((fd = key ? ri_key_open(path, why, n) : ri_secret_open(path, why, n)) < 0)
 		return false;
 	if (fstat(fd, &sb) == 0)
 		snprintf(why, n, "%s: present, mode %03o", path, (unsigned)(sb.st_mode & 0777));
 	close(fd);
 	return true;
+}
+
+/* "private", or the group a key is shared with -- whose every member can
+ * write the journal, and forge it (issue 44, point 6) */
+static const char *
+sharing(const char *path, char *buf, size_t n)
+{
+	struct stat sb;
+	struct group *g;
+
+	if (stat(path, &sb) != 0 || (sb.st_mode & 077) == 0)
+		return "private";
+	if ((g = getgrgid(sb.st_gid)) != NULL)
+		snprintf(buf, n, "shared with group %s (gid %u): each member can write the journal",
+		    g->gr_name, (unsigned)sb.st_gid);
+	else
+		snprintf(buf, n, "shared with gid %u: each member can write the journal", (unsigned)sb.st_gid);
+	return buf;
 }
 
 static void
@@ -75,12 +95,13 @@ check_keys(const struct ri_config *c, struct report *rep)
 	ri_err err;
 
 	if (ri_key_load(c->integrity_key_file, &key, &len, &err) == RI_OK) {
-		cap(rep, true, "integrity-key", "%s: %zu bytes, private", c->integrity_key_file, len);
+		cap(rep, true, "integrity-key", "%s: %zu bytes, %s", c->integrity_key_file, len,
+		    sharing(c->integrity_key_file, why, sizeof why));
 		sodium_free(key);
 	} else {
 		cap(rep, false, "integrity-key", "%s", err.msg);
 	}
-	if (!private_file(c->seal_key_file, why, sizeof why)) {
+	if (!private_file(c->seal_key_file, true, why, sizeof why)) {
 		cap(rep, false, "seal-key", "%s", why);
 		return;
 	}
@@ -103,7 +124,8 @@ check_keys(const struct ri_config *c, struct report *rep)
 	else if (sodium_memcmp(derived, pk, sizeof pk) != 0)
 		cap(rep, false, "seal-key", "%s does not match %s", pubpath, c->seal_key_file);
 	else
-		cap(rep, true, "seal-key", "%s: private; %s matches", c->seal_key_file, pubpath);
+		cap(rep, true, "seal-key", "%s: %s; %s matches", c->seal_key_file,
+		    sharing(c->seal_key_file, why, sizeof why), pubpath);
 }
 
 struct state_seen {
@@ -315,7 +337,7 @@ check_identities(struct ri *r, struct report *rep)
 			cap(rep, true, check, "none: a report-only kind; the sweep writes nothing for it");
 			continue;
 		}
-		if (!private_file(k->service_credential_file, why, sizeof why)) {
+		if (!private_file(k->service_credential_file, false, why, sizeof why)) {
 			cap(rep, false, check, "%s", why);
 			continue;
 		}

@@ -124,8 +124,9 @@ ri_gate_journal(struct ri *r, unsigned flags, ri_err *err)
 	int fd;
 
 	/* Instance start 3 (the capability ri-startcheck names seal-key):
-	 * the key that signs is a private file the caller owns */
-	if ((fd = ri_secret_open(r->cfg->seal_key_file, why, sizeof why)) < 0) {
+	 * the key that signs is a private file the caller owns, or one shared
+	 * with a dedicated group (ri_key_open) */
+	if ((fd = ri_key_open(r->cfg->seal_key_file, why, sizeof why)) < 0) {
 		ri_fail(err, RI_CONFIG, "the instance must not start: seal key %s", why);
 		ri_gate_record(r->cfg, NULL, "seal-key", "Instance start 3", err->msg);
 		return RI_CONFIG;

@@ -50,7 +50,7 @@ const char *ri_mint_id(const char *prefix, char out[RI_ID_LEN + 1]);
 char *ri_slurp(const char *path, size_t max, size_t *len);
 /* Whole stream, at most max bytes; *too_big set when it held more. */
 char *ri_slurp_fd(int fd, size_t max, size_t *len, bool *too_big);
-/* A key or credential file (the start gate, Instance start 3): opened
+/* A credential file (the start gate, Instance start 3): opened
  * O_NONBLOCK|O_NOFOLLOW (a FIFO never blocks, a symlink is refused), then
  * fstat-checked: a regular file, mode 0600 or stricter, owned by the
  * caller.  The fd, or -1 with why ("PATH: reason"). */
@@ -58,6 +58,14 @@ int ri_secret_open(const char *path, char *why, size_t n);
 /* The whole of such a file (at most max bytes), trailing newlines
  * stripped; NULL with why. */
 char *ri_secret_read(const char *path, size_t max, size_t *len, char *why, size_t n);
+/* An instance key (the integrity key, the seal's secret key): as a
+ * credential file, or shared with a dedicated group -- mode 0640 (0440),
+ * group read and nothing more, owned by the caller or by root (the kernel
+ * lets only the group's members read it) -- so that several Unix users can
+ * run one instance's writers (INTERFACE, third wave; issue 44, point 6).
+ * Anything wider is refused. */
+int ri_key_open(const char *path, char *why, size_t n);
+char *ri_key_read(const char *path, size_t max, size_t *len, char *why, size_t n);
 
 /* json_dumps, in a block the caller frees with free(): every command's
  * jansson has its own allocator (mem.h), so no caller may free what

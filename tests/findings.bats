@@ -401,7 +401,7 @@ instant() { date -u -d "@$(( (T0 / 1000) + $1 ))" +%Y-%m-%dT%H:%M:%S.000Z; }
 	ri_at 70
 	sweep
 	[ "$(t escalated)" -eq 2 ]
-	RI_CREDENTIAL=$BOB ri-resolve --invocation-id "$(inv_of e1)" --actor bob --abandon "OPS-1" >/dev/null
+	RI_CREDENTIAL=$BOB ri-resolve --kind ledger --act-key e1 --actor bob --abandon "OPS-1" >/dev/null
 	run --separate-stderr ri-findings
 	[ "$status" -eq 0 ]
 	[ "${#lines[@]}" -ge 3 ]
