@@ -18,6 +18,7 @@
 #include "findings.h"
 #include "instance.h"
 #include "integrity.h"
+#include "run.h"
 #include "store_pg.h"
 #include "witness.h"
 #include "witness_pg.h"
@@ -453,6 +454,8 @@ print_text(const struct ri_config *c, json_t *kinds, struct report *rep)
 
 	json_array_foreach(kinds, i, k) {
 		printf("kind %s\n", json_string_value(json_object_get(k, "kind")));
+		printf("  job budget under ri-run: %s\n", ri_local(json_string_value(json_object_get(
+		    json_object_get(k, "job_budget"), "arithmetic")), loc, sizeof loc));
 		/* the walkthrough's arithmetic, x and >= outside a UTF-8 locale */
 		json_array_foreach(json_object_get(k, "conditions"), j, cond)
 			printf("  condition %lld (%s): %s  %s\n",
@@ -522,8 +525,20 @@ main(int argc, char **argv)
 			if (!cond[n].pass)
 				rep.ok = false;
 		}
-		json_array_append_new(kinds, json_pack("{s:s, s:o}", "kind", c->kinds[i].name,
-		    "conditions", arr));
+		/* the time ri-run gives a job of this kind (issue 44, point 7):
+		 * not a condition, but what a job's author must know */
+		char budget[512];
+		ri_run_budget_text(c, &c->kinds[i], 1000, budget, sizeof budget);
+		json_array_append_new(kinds, json_pack("{s:s, s:o, s:{s:I, s:s}}", "kind", c->kinds[i].name,
+		    "conditions", arr, "job_budget", "ms", (json_int_t)ri_run_budget(c, &c->kinds[i], 1000),
+		    "arithmetic", budget));
+		if (ri_run_budget(c, &c->kinds[i], 1000) <= 0) {
+			char w[700];
+			snprintf(w, sizeof w, "kind %s leaves a job no time under ri-run: %s -- raise"
+			    " kinds.%s.completion_bound (ri-run refuses the kind, 78)", c->kinds[i].name, budget,
+			    c->kinds[i].name);
+			json_array_append_new(rep.warnings, json_string(w));
+		}
 	}
 	if (c->clock_env)
 		json_array_append_new(rep.warnings, json_string(

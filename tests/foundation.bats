@@ -258,9 +258,9 @@ teardown() {
 	printf '%s\n' "${lines[@]}" | grep -q "^  FAIL journal: journal integrity: record seq 1 "
 }
 
-@test "ri-startcheck: a group-readable integrity key is a capability failure (Capability requirement 11: keys private)" {
+@test "ri-startcheck: a group-writable integrity key is a capability failure (Capability requirement 11: keys private; 0640 is shared with a group, issue 44)" {
 	fnd_instance
-	chmod 640 "$T/journal.key"
+	chmod 660 "$T/journal.key"
 	run --separate-stderr ri-startcheck -c "$CFG"
 	[ "$status" -eq 1 ]
 	printf '%s\n' "${lines[@]}" | grep -q "^  FAIL integrity-key: .*journal.key"

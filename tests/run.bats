@@ -631,3 +631,15 @@ gone() {
 	[ "${#stderr_lines[@]}" -eq 1 ]
 	[[ "$stderr" == "ri-run: the command could not be executed: No such file or directory; yielded: "* ]]
 }
+
+@test "issue 44 point 7: ri-startcheck prints the time each kind gives its job under ri-run, with the arithmetic and the key that sets it (--json too), and warns of a kind that leaves none" {
+	ri_instance
+	run --separate-stderr ri-startcheck
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"  job budget under ri-run: 19 s (kinds.ledger.completion_bound 30 s - read_bound 2 s - 2"*"journal_write_bound 3 s - clock_offset_allowance 2 s - grace 1 s)"* ]]
+	ri-startcheck --json | jq -e '.kinds[0].job_budget.ms == 19000 and
+	    (.kinds[0].job_budget.arithmetic | startswith("19 s (kinds.ledger.completion_bound 30 s"))'
+	ri_cfg '.kinds.ledger.completion_bound = "11s" | .instance.compensation_window = "10m"'
+	run --separate-stderr ri-startcheck --json
+	jq -e '.kinds[0].job_budget.ms == 0 and any(.warnings[]; startswith("kind ledger leaves a job no time under ri-run"))' <<<"$output"
+}

@@ -881,7 +881,7 @@ JSON
 
 # ---- ri-startcheck ----------------------------------------------------------
 
-@test "ri-startcheck --json: ok (0), a failing condition (1), an unbound kind with open intents (1), a group-readable key (1), a journal failing verification (30)" {
+@test "ri-startcheck --json: ok (0), a failing condition (1), an unbound kind with open intents (1), a group-writable key (1), a journal failing verification (30)" {
 	run --separate-stderr ri-startcheck --json
 	answers ri-startcheck.answer 0 '.ok and (.warnings | length) == 2 and
 	    ([.capabilities[].check] | index("kinds.ledger.probe") != null)'
@@ -896,7 +896,7 @@ JSON
 	ri_cfg 'del(.kinds.gone)'
 	run --separate-stderr ri-startcheck --json
 	answers ri-startcheck.answer 1 '[.capabilities[] | select(.pass | not) | .check] == ["bindings"]'
-	chmod 0640 "$T/journal.key"
+	chmod 0660 "$T/journal.key"             # 0640 is a key shared with its group (issue 44)
 	run --separate-stderr ri-startcheck --json
 	answers ri-startcheck.answer 1 '[.capabilities[] | select(.pass | not) | .check] | index("integrity-key") != null'
 	chmod 0600 "$T/journal.key"
