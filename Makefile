@@ -286,7 +286,7 @@ fuzz:
 # shellcheck, both clean (CI runs this).
 lint-docs:
 	mandoc -Tlint -Wwarning $(MANPAGES)
-	shellcheck examples/demo.sh .ci/run
+	shellcheck examples/demo.sh .ci/run .ci/deb debian/ri.postinst
 
 # The TLA+ model (tla/README.md): TLC over the clean model, every buggy twin
 # and every probe.  Says so and exits 0 without Java or the jar.
