@@ -34,6 +34,9 @@
 # STATIC=0: DEPS_STATIC (below) still links SQLite, libsodium and jansson
 # into each command, libc shared.
 
+# The one version: --version of every command, the pages' .TH, NEWS and
+# debian/changelog say it (tests/packaging.bats holds them to it).
+VERSION  := 0.2.0
 PREFIX   ?= /usr/local
 DESTDIR  ?=
 CC       ?= cc
@@ -46,7 +49,8 @@ BINDIR   ?= bin
 EXBINDIR ?= examples/bin
 
 GEN      ?= $(BUILD)/gen
-CPPFLAGS_RI = -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Ilib -I$(GEN) $(PQ_CFLAGS) $(CPPFLAGS)
+CPPFLAGS_RI = -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DRI_VERSION='"$(VERSION)"' -Ilib -I$(GEN) \
+	$(PQ_CFLAGS) $(CPPFLAGS)
 CFLAGS_RI   = -std=c11 -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) $(OPT) $(SAN) $(EXTRA_CFLAGS) $(CFLAGS)
 PQ_CFLAGS  ?= $(shell pkg-config --cflags libpq 2>/dev/null || echo -I$$(pg_config --includedir))
 LIBC_A   := $(findstring /,$(shell $(CC) -print-file-name=libc.a 2>/dev/null))
@@ -122,6 +126,12 @@ $(GEN)/example_config.h: examples/ri.json.example $(GEN)/prefix
 	    sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' >$@
 
 $(BINDIR)/ri-init: $(GEN)/example_config.h
+
+# the version is compiled into instance.o: a new VERSION remakes it
+$(GEN)/version: FORCE
+	@mkdir -p $(@D)
+	@echo '$(VERSION)' | cmp -s - $@ || echo '$(VERSION)' >$@
+$(BUILD)/lib/instance.o: $(GEN)/version
 
 $(EXBINDIR)/%: examples/%.c $(LIBA) $(HDRS)
 	@mkdir -p $(@D)

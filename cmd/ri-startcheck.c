@@ -187,7 +187,8 @@ check_journal(struct ri *r, struct report *rep)
 			size_t count = 0;
 			for (size_t j = i; j < n; j++)
 				count += strcmp(oi[j].kind, oi[i].kind) == 0;
-			cap(rep, false, "bindings", "kind %s is not bound but has %zu open intent%s (Binding 2): "
+			/* Binding 2 */
+			cap(rep, false, "bindings", "kind %s is not bound but has %zu open intent%s: "
 			    "bind it again until they are closed", oi[i].kind, count, count == 1 ? "" : "s");
 		}
 		ri_open_intents_free(oi, n);
@@ -549,7 +550,7 @@ main(int argc, char **argv)
 	if (c->journal_fence && c->journal_write_bound <= c->clock_offset_allowance)
 		json_array_append_new(rep.warnings, json_string(
 		    "journal_fence declared with journal_write_bound not above clock_offset_allowance: "
-		    "every fenced write is refused (Allowance 13)"));
+		    "every fenced write is refused"));      /* Allowance 13 */
 
 	check_keys(c, &rep);
 	if (ri_instance_open(config, RI_READONLY, &full, &err) == RI_OK) {

@@ -463,6 +463,18 @@ ri_cmd_main(const struct ri_cmd *cmd, int argc, char **argv)
 	if (cmd->fill != NULL && (rc = cmd->fill(r, req, n_rest, rest, &ans, &err)) != RI_OK)
 		goto out;
 	rc = cmd->call(r, req, &ans, &err);
+	/* a request from flags alone that lacks a required field lacks a flag:
+	 * a usage error naming it, as ri-run's (issue 44, point 10) -- from
+	 * stdin it stays the malformed request it is (65) */
+	if (rc == RI_MALFORMED && err.missing[0] != '\0' && flags_given && !dash) {
+		const char *flag = err.missing;
+		for (size_t i = 0; i < n_sh; i++)
+			if (strcmp(cmd->shorthands[i].field, err.missing) == 0)
+				flag = cmd->shorthands[i].flag;
+		json_decref(ans);
+		ans = NULL;
+		rc = ri_fail(&err, RI_USAGE, "--%s is required (or give the whole request on stdin, with -)", flag);
+	}
 out:
 	/* Action wiring 1, Invariant 8: after the commit, every answer carries
 	 * its position -- whatever failed, and wherever */

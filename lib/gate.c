@@ -139,11 +139,12 @@ ri_gate_journal(struct ri *r, unsigned flags, ri_err *err)
 	 * journal failure, met on its own position */
 	if (ri_gate_unbound(r, gate_now(r->cfg), &unbound, &n) != RI_ST_OK || n == 0)
 		return RI_OK;
-	ri_fail(err, RI_CONFIG, "the instance must not start: kind %s is not bound but has open intents"
-	    " (Binding 2): bind it again until they are closed", unbound[0]);
+	/* Binding 2 */
+	ri_fail(err, RI_CONFIG, "the instance must not start: kind %s is not bound but has open intents:"
+	    " bind it again until they are closed", unbound[0]);
 	for (size_t i = 0; i < n; i++) {
 		char msg[512];
-		snprintf(msg, sizeof msg, "kind %s is not bound but has open intents (Binding 2)", unbound[i]);
+		snprintf(msg, sizeof msg, "kind %s is not bound but has open intents", unbound[i]);
 		ri_gate_record(r->cfg, unbound[i], "binding", "Binding 2-3", msg);
 	}
 	ri_strings_free(unbound, n);
@@ -251,8 +252,9 @@ ri_caller_is_actor(struct ri *r, const char *kind, const char *act_key, const ch
 	/* close 1, Check 2: only the intent's actor closes, refuses or yields */
 	if (strcmp(actor, owner) != 0) {
 		*cause = RI_CAUSE_ACTOR;
+		/* close 1 */
 		snprintf(why, n, "%s is not the intent's actor (%s): only the intent's actor may close,"
-		    " refuse or yield it (close 1)", actor, owner);
+		    " refuse or yield it", actor, owner);
 		return RI_ST_INVALID_CREDENTIAL;
 	}
 #endif

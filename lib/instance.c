@@ -160,8 +160,12 @@ ri_request_max(const ri *r)
 	return (size_t)r->cfg->payload_cap * 2 + 65536;
 }
 
+#ifndef RI_VERSION
+#define RI_VERSION "unversioned"        /* a build outside the Makefile */
+#endif
+
 const char *
 ri_version(void)
 {
-	return "0.1.0";
+	return RI_VERSION;              /* the Makefile's VERSION */
 }

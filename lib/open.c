@@ -83,7 +83,7 @@ fits(struct ri *r, struct open_req *o, json_t *intent_payload, char *why, size_t
 		    intent_sz, (long long)c->payload_cap);
 	else if (!ok)
 		snprintf(why, n, "the kind's largest record (outcome %zu, escalation %zu bytes) would "
-		    "exceed payload_cap %lld (Invariant 6)", outcome_sz, esc_sz, (long long)c->payload_cap);
+		    "exceed payload_cap %lld", outcome_sz, esc_sz, (long long)c->payload_cap); /* Invariant 6 */
 	json_decref(common);
 	json_decref(outcome);
 	json_decref(esc);
@@ -109,7 +109,7 @@ surface_aged(struct ri *r, struct open_req *o, const char *old_inv, ri_ms now, j
 	} else {
 		ri_alert(ans, "could not surface aged intent %s: %s", old_inv, e.msg);
 	}
-	ri_warnx("aged intent %s left open for an operator (open step 3.8)", old_inv);
+	ri_warnx("aged intent %s left open for an operator", old_inv);      /* open step 3.8 */
 }
 
 /*
@@ -364,7 +364,7 @@ write_intent(struct ri *r, struct open_req *o, json_t *payload, char ev[RI_ID_LE
 	    left == RI_NONE || r->cfg->journal_write_bound > left) {
 		release(r, o);
 		return ri_refuse_with(ans, ri_refusal("section-unavailable"), err, RI_SECTION_UNAVAILABLE,
-		    "section-unavailable: less than journal_write_bound of the lease is left (open step 4.2)");
+		    "section-unavailable: less than journal_write_bound of the lease is left"); /* open step 4.2 */
 	}
 	if ((rc = ri_seam_now(r, &fence.issue, err)) != RI_OK) {
 		release(r, o);
@@ -481,7 +481,7 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 	if (o.k->service_actor != NULL && strcmp(o.actor_ref, o.k->service_actor) == 0) {
 		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "invalid-request", "cause",
 		    "service-identity"), err, RI_INVALID_REQUEST,
-		    "%s is the kind's service identity, which may not open (open step 1.2)", o.actor_ref);
+		    "%s is the kind's service identity, which may not open", o.actor_ref);
 		goto out;
 	}
 	ri_mint_id("inv_", o.inv);
@@ -544,8 +544,8 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 	if (r->st->ops->remaining(r->st, o.kind, o.act_key, o.inv, &left) != RI_ST_OK || left == RI_NONE) {
 		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "section-unavailable",
 		    "intent_event_id", ev), err, RI_SECTION_UNAVAILABLE,
-		    "section-unavailable: the intent %s landed after this invocation's section was gone"
-		    " (open step 5.3); do not commit -- the sweep closes the intent", ev);
+		    "section-unavailable: the intent %s landed after this invocation's section was gone;"
+		    " do not commit -- the sweep closes the intent", ev);   /* open step 5.3 */
 		goto out;
 	}
 #endif
@@ -562,7 +562,8 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 	json_array_foreach(alerts, i, v)
 		ri_alert(*ans, "%s", json_string_value(json_object_get(v, "alert")));
 	json_array_foreach(aged, i, v) {
-		ri_alert(*ans, "invocation %s of this act is aged and left open for an operator (open step 3.8)",
+		/* open step 3.8 */
+		ri_alert(*ans, "invocation %s of this act is aged and left open for an operator",
 		    json_string_value(v));
 		surface_aged(r, &o, json_string_value(v), now, *ans);
 	}

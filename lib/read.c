@@ -169,9 +169,11 @@ ri_read_invocation(ri *r, json_t *req, json_t **ans, ri_err *err)
 	*ans = NULL;
 	if ((rc = ri_req_parse(req, fields, err)) != RI_OK)
 		return rc;
-	if ((kind == NULL) != (act_key == NULL) && event_id == NULL)
+	if ((kind == NULL) != (act_key == NULL) && event_id == NULL) {
+		snprintf(err->missing, sizeof err->missing, "%s", kind == NULL ? "kind" : "act_key");
 		return ri_fail(err, RI_MALFORMED, "kind and act_key go together; or give invocation_id"
 		    " alone, or event_id");
+	}
 	if ((rc = ri_no_journal(r, NULL, NULL, ans, err)) != RI_OK)
 		return rc;
 	if ((rc = locate(r, &kind, &act_key, &inv_id, event_id, &record, kbuf, abuf, ibuf, ans, err)) != RI_OK)

@@ -109,7 +109,7 @@ caller_kind(struct ri *r, struct resolve_req *q, json_t **ans, ri_err *err)
 #endif
 	if (service)
 		return invalid(ans, err, "caller-kind", "%s is a service identity: Resolve is for human"
-		    " operators (Invariant 5.4, Term caller kind); nothing written", q->actor_ref);
+		    " operators; nothing written", q->actor_ref);
 	return RI_OK;
 }
 

@@ -46,6 +46,10 @@ enum ri_code {
 typedef struct ri_err {
 	int code;
 	char msg[1024];
+	/* RI_MALFORMED because the request lacks this required field: the
+	 * command whose request came from flags alone answers a usage error
+	 * naming the flag instead (ri_cmd_main) */
+	char missing[48];
 } ri_err;
 
 typedef int64_t ri_ms;          /* instants (ms since the epoch) and durations */

@@ -180,8 +180,9 @@ identity(struct sweep *s, const struct ri_kind *k)
 		    r->st->ops->error(r->st)->msg);
 #ifndef RI_NC_SWEEP_UNDER_HUMAN
 	else if (!who.service)
+		/* Sweep never 2 */
 		snprintf(why, sizeof why, "%s is registered as a human, not a service: the sweep never"
-		    " writes under a human's credential (Sweep never 2)", k->service_actor);
+		    " writes under a human's credential", k->service_actor);
 #endif
 	else
 		json_object_set_new(s->creds, k->name, json_string(text));
@@ -929,7 +930,8 @@ binding_gate(struct sweep *s)
 		return;
 	s->binding_refused = true;
 	for (size_t i = 0; i < n; i++) {
-		snprintf(msg, sizeof msg, "kind %s is not bound but has open intents (Binding 2)", unbound[i]);
+		/* Binding 2 */
+		snprintf(msg, sizeof msg, "kind %s is not bound but has open intents", unbound[i]);
 		ri_gate_record(s->c, unbound[i], "binding", "Binding 2-3", msg);
 		alert(s, "%s: the run writes nothing (bind it again until they are closed)", msg);
 	}
@@ -1011,8 +1013,9 @@ degraded(struct sweep *s, json_t *ans, int64_t started)
 	int64_t took = ri_mono_ms() - started;
 
 	json_object_foreach(s->unreachable, kind, e) {
+		/* reconcile step 3.13 */
 		snprintf(msg, sizeof msg, "kind %s: the probe could not reach the store for %lld act%s, left for"
-		    " the next run (reconcile step 3.13): %s", kind,
+		    " the next run: %s", kind,
 		    (long long)json_integer_value(json_object_get(e, "acts")),
 		    json_integer_value(json_object_get(e, "acts")) == 1 ? "" : "s",
 		    json_string_value(json_object_get(e, "why")));
@@ -1022,8 +1025,9 @@ degraded(struct sweep *s, json_t *ans, int64_t started)
 	if (took > s->c->run_bound) {
 		ri_format_seconds(took, a, sizeof a);
 		ri_format_seconds(s->c->run_bound, b, sizeof b);
-		snprintf(msg, sizeof msg, "the run took %s s, past run_bound %s s: the start conditions no"
-		    " longer hold for this backlog (run bound 1; ri-startcheck)", a, b);
+		/* run bound 1 */
+		snprintf(msg, sizeof msg, "the run took %s s, past run_bound %s s: the start conditions"
+		    " ri-startcheck certified no longer hold for this backlog", a, b);
 		json_array_append_new(s->degraded, json_string(msg));
 		ri_warnx("degraded: %s", msg);
 	}
@@ -1088,10 +1092,11 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 		ri_mint_id("run_", s.run_id);
 		(void)ri_now(s.c, &s.now, err);
 		*ans = tally_json(&s);
+		/* run bound 1 */
 		json_object_set_new(*ans, "not_started", json_string(
-		    "another run is in flight on this node (run bound 1); it does this run's work"));
+		    "another run is in flight on this node; it does this run's work"));
 		if (o == NULL || !o->quiet)
-			ri_warnx("another run is in flight on this node; this one did not start (run bound 1)");
+			ri_warnx("another run is in flight on this node; this one did not start");
 		json_decref(s.alerts);
 		json_decref(s.creds);
 		json_decref(s.refused);
@@ -1170,7 +1175,7 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 		 * the refusal is on the register with its reason */
 		finish(&s, ans, false);
 		rc = ri_fail(err, RI_CONFIG, "the instance must not start: a kind this config does not"
-		    " bind has open intents (Binding 2); the run wrote nothing -- bind it again");
+		    " bind has open intents; the run wrote nothing -- bind it again");
 		goto out;
 	}
 	/* AMD-03: a record that fails verification in the delta fails the
@@ -1225,7 +1230,7 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 	 * than silently overrunning (issue 15).  Its work stands. */
 	int64_t elapsed = ri_mono_ms() - mono0;
 	if (elapsed > s.c->run_bound) {
-		alert(&s, "this run took %lld ms, past run_bound (%lld ms, run bound 1): the closure arithmetic"
+		alert(&s, "this run took %lld ms, past run_bound (%lld ms): the closure arithmetic"
 		    " ri-startcheck certified does not hold for it -- raise run_bound or sweep more often",
 		    (long long)elapsed, (long long)s.c->run_bound);
 		instance_finding(&s, RI_F_RUN_OVERRUN, NULL, json_pack("{s:s, s:I, s:I}", "rule", "run bound 1",

@@ -515,7 +515,7 @@ ms() { date +%s%3N; }
 	n=$(records)
 	run --separate-stderr ri-open <<<"$(open_req k2)"
 	[ "$status" -eq 78 ]
-	grep -q "kind ledger2 is not bound but has open intents (Binding 2)" <<<"$stderr"
+	grep -q "kind ledger2 is not bound but has open intents" <<<"$stderr"
 	run --separate-stderr ri-open <<<"$(open_req k3)"
 	[ "$status" -eq 78 ]
 	run --separate-stderr env RI_CREDENTIAL="$ALICE" ri-run --kind ledger --act-key r --actor alice -- true

@@ -140,7 +140,7 @@ unavailable_through_sweep() {
 	[ "$status" -eq 0 ]
 	[ $((SECONDS - start)) -lt 5 ]
 	jq -e '.not_started and .examined == 0 and .closed == 0' <<<"$output" >/dev/null
-	grep -q 'run bound 1' <<<"$stderr"
+	grep -q 'another run is in flight on this node; this one did not start' <<<"$stderr"
 	# on another node the run starts
 	echo >"$d/sweep.after_enumerate"
 	rc=0

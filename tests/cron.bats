@@ -176,3 +176,26 @@ orphan() {
 	# and it never touches a file: no journal was created where it points
 	[ ! -e /var/lib/ri/journal.db ] || true
 }
+
+@test "issue 44 point 10: what ri-sweep says to a person names no rule label of the specification -- an overrun, a run not started, an unreachable store, an unbound kind" {
+	instance
+	# an overrunning run and a run that finds another in flight
+	ri_cfg '.instance.run_bound = "1ms"'
+	run --separate-stderr ri-sweep
+	ri_cfg '.instance.run_bound = "135s"'
+	out1=$stderr
+	orphan l1
+	set_probe --store "$T/missing/ledger.db"
+	ri_at 33
+	run --separate-stderr ri-sweep
+	out2=$stderr
+	set_probe --store "$T/ledger.db"
+	ri_cfg '.kinds.other = .kinds.ledger'
+	ri-open --kind other --act-key u1 --actor alice >/dev/null
+	ri_cfg 'del(.kinds.other)'
+	run --separate-stderr ri-sweep
+	out3=$stderr
+	all="$out1 $out2 $out3"
+	[[ "$all" == *"past run_bound"* ]] && [[ "$all" == *"could not reach the store"* ]] && [[ "$all" == *"not bound but has open intents"* ]]
+	! grep -E '(run bound|reconcile step|Binding|Sweep never|open step) [0-9]' <<<"$all"
+}

@@ -1187,3 +1187,26 @@ race_worker() {
 	run --separate-stderr ri-open <<<"$(open_req "$(head -c 300 /dev/zero | tr '\0' k)")"
 	[ "$status" -eq 11 ]
 }
+
+@test "issue 44 point 10: a required flag left out is a usage error (64) naming it, from every command given flags -- as from ri-run; a request on stdin that lacks the field stays malformed (65)" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	run --separate-stderr ri-open --act-key k --actor alice
+	[ "$status" -eq 64 ]
+	[[ "$stderr" == "ri-open: --kind is required"* ]]
+	run --separate-stderr ri-run --act-key k --actor alice -- true
+	[ "$status" -eq 64 ]
+	[[ "$stderr" == "ri-run: --kind is required"* ]]
+	run --separate-stderr ri-yield --kind ledger --act-key k
+	[ "$status" -eq 64 ]
+	[[ "$stderr" == "ri-yield: --invocation-id is required"* ]]
+	run --separate-stderr ri-read --act-key k
+	[ "$status" -eq 64 ]
+	[[ "$stderr" == "ri-read: --kind is required"* ]]
+	run --separate-stderr ri-open <<<'{"act_key":"k","actor_ref":"alice"}'
+	[ "$status" -eq 65 ]
+	[[ "$stderr" == *'the request lacks "kind"'* ]]
+	# a positioned command answers on its position, whatever was missing
+	run --separate-stderr ri-close --kind ledger
+	[ "$status" -eq 21 ]
+}

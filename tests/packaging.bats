@@ -131,6 +131,19 @@ teardown() {
 	grep -q '^2.1 *pass' <<<"$output"
 }
 
+@test "issue 44 point 10: one version -- every command's --version, every page's .TH, NEWS's newest entry and debian/changelog say the Makefile's VERSION" {
+	v=$(sed -n 's/^VERSION *:= *//p' "$top/Makefile")
+	[ -n "$v" ]
+	for c in "$RI_BIN"/ri-*; do
+		[ "$("$c" --version)" = "$(basename "$c") $v" ] || { echo "$c: $("$c" --version)"; false; }
+	done
+	for p in "$top"/man/*.[157]; do
+		head -1 "$p" | grep -qF "\"ri $v\"" || { echo "$p: $(head -1 "$p")"; false; }
+	done
+	[ "$(grep -m1 -E '^[0-9]+\.[0-9]+\.[0-9]+' "$top/NEWS" | cut -d' ' -f1)" = "$v" ]
+	[ "$(head -1 "$top/debian/changelog")" = "ri ($v) unstable; urgency=medium" ]
+}
+
 @test "issue 44 point 10: make uninstall removes every file it installed, and every directory of ri's" {
 	run make -s -C "$top" uninstall PREFIX="$P" DESTDIR="$D"
 	[ "$status" -eq 0 ]
