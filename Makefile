@@ -292,11 +292,14 @@ fuzz-build: $(FUZZ_BINS)
 fuzz:
 	FUZZ_BUILD=$(FUZZ_BUILD) MAKE="$(MAKE)" tests/fuzz/run $(FUZZ_SECONDS)
 
-# The pages and the shipped scripts: mandoc's lint (warnings and up) and
-# shellcheck, both clean (CI runs this).
+# The pages and the shipped scripts: mandoc's lint (warnings and up),
+# shellcheck, and the rule index -- ri-rules(7) current, every rule the
+# code enforces tested and every rule a test proves enforced
+# (tools/rules-index) -- all clean (CI runs this).
 lint-docs:
 	mandoc -Tlint -Wwarning $(MANPAGES)
 	shellcheck examples/demo.sh .ci/run .ci/deb debian/ri.postinst
+	tools/rules-index --check
 
 # The TLA+ model (tla/README.md): TLC over the clean model, every buggy twin
 # and every probe.  Says so and exits 0 without Java or the jar.

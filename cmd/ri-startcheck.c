@@ -159,6 +159,8 @@ check_journal(struct ri *r, struct report *rep)
 	int64_t seq;
 	int rc;
 
+	/* Capability requirement 11: without the range read, the instance
+	 * must not start -- a capability failure */
 	if ((rc = st->ops->head(st, &seq, h)) != RI_ST_OK ||
 	    (rc = st->ops->range_read(st, &q, &rs)) != RI_ST_OK) {
 		if (rc == RI_ST_INTEGRITY)

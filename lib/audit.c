@@ -1029,6 +1029,10 @@ judge_named(struct audit *a, const struct ri_record *rec)
 
 /* ---- the stream ---- */
 
+/* The traversal's verdicts on one record: Check 8.1.1 (a gap, a head not
+ * the last row), Check 8.1.2 (the header or the link), Check 8.1.3 (the
+ * MAC), Check 8.1.4 (the digest), Check 8.1.5 (a payload gone early),
+ * Check 8.1.8 (the shape). */
 static void
 traversal(struct audit *a, const struct ri_record *rec, unsigned problems)
 {
@@ -1056,6 +1060,8 @@ traversal(struct audit *a, const struct ri_record *rec, unsigned problems)
 		    " the tail was truncated or extended", (long long)rec->seq);
 }
 
+/* Check 8.1.6: every record's actor registered, and not revoked, when it
+ * was recorded (the substrate's own records, by the journal itself) */
 static void
 actors(struct audit *a, const struct ri_record *rec)
 {
@@ -1130,6 +1136,8 @@ binds(struct audit *a, const struct ri_record *rec)
 		    ri_role_name(rec->role), rec->kind);
 }
 
+/* Check 8.1.9: every seal verifies under the public key (and, at the
+ * end, the journal still holds the expected head) */
 static void
 seals(struct audit *a, const struct ri_record *rec)
 {
@@ -1285,7 +1293,7 @@ each_record(const struct ri_record *rec, unsigned problems, void *arg)
 		a->tail_from = rec->seq;
 		a->tail_oldest = rec->recorded_at;
 	}
-	if (rec->recorded_at < a->last_recorded_at)
+	if (rec->recorded_at < a->last_recorded_at)        /* Check 8.1.7 */
 		fail(a, "8.1.7", rec->invocation_id, rec->event_id, NULL,
 		    "recorded_at goes backwards at seq %lld", (long long)rec->seq);
 	a->last_recorded_at = rec->recorded_at;

@@ -11,6 +11,8 @@
 #include "store_pg.h"
 #include "store_sqlite.h"
 
+/* journal 1: an instance is one config and one journal, which every kind
+ * of the config shares */
 int
 ri_instance_open(const char *config_path, unsigned flags, ri **out, ri_err *err)
 {

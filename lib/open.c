@@ -29,7 +29,7 @@ release(struct ri *r, struct open_req *o)
 }
 
 /*
- * Primitive policy 12, Invariant 6: the intent record, and the kind's
+ * Primitive policy 12-13, Invariant 6: the intent record, and the kind's
  * largest record -- an outcome carrying outcome_envelope bytes of data
  * with every field a writer may add (recovery, acting actor ref,
  * resolved_by, supersedes), or an escalation naming intent_candidates_cap
@@ -139,7 +139,8 @@ replay_mismatch(const struct ri_record *intent, json_t *caller)
 /*
  * One invocation of the act, as step 3 judges it: an open one (an intent no
  * closing names yet; sequence high water 5, the retention drop: not one
- * whose retention ended) refuses the Open or, report-only, is surfaced.
+ * whose retention ended -- open invocations 7) refuses the Open or,
+ * report-only, is surfaced.
  * RI_OK to go on, or the refusal (the section released).
  */
 static int
@@ -153,7 +154,8 @@ judge(struct ri *r, struct open_req *o, const char *inv_id, const struct ri_inv 
 	 * read's recorded_at */
 	bool in_flight = ri_in_flight(r->cfg, o->k, inv->intent->recorded_at, now);
 	if (in_flight || o->k->service_actor != NULL) {
-		/* open steps 3.4-3.7 */
+		/* open steps 3.4-3.7: with a service identity, never a second
+		 * open intent on the act (open invocations 1) */
 		release(r, o);
 		return ri_refuse_with(ans, json_pack("{s:s, s:s, s:b}", "refused", "act-in-flight",
 		    "invocation_id", inv_id, "replay_mismatch", replay_mismatch(inv->intent,
@@ -453,6 +455,8 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 		json_object_set_new(req, "intent_data", json_object());
 		o.intent_data = json_object_get(req, "intent_data");
 	}
+	/* Binding 1: every act is read through its kind's binding; a kind the
+	 * config does not bind opens nothing */
 	if ((o.k = ri_config_kind(r->cfg, o.kind)) == NULL) {
 		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "invalid-request", "cause",
 		    "unbound-kind"), err, RI_INVALID_REQUEST, "kind \"%s\" is not bound in %s", o.kind,

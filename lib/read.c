@@ -1,4 +1,4 @@
-/* read.c -- the Read Invocation contract (read invocation 1-15): the act's
+/* read.c -- the Read Invocation contract (read invocation 1-14): the act's
  * invocations, newest first, each with its records and its state.  Takes
  * no section (13) and writes nothing (14). */
 #include <stdio.h>
@@ -49,7 +49,9 @@ entry_json(const struct ri_config *c, const struct ri_act_inv *e)
 		json_array_append_new(recs, ri_record_json(rec));
 	}
 	/* read invocation 7, 10: the closings key and the state, from the one
-	 * module that reads Which closing stands */
+	 * module that reads Which closing stands (journal fence none 1b: an
+	 * invocation a late append left two closings on reads
+	 * binding_duplicate) */
 	bool dup = e->sd.duplicate;
 #ifdef RI_NC_READ_NO_DUPLICATE
 	dup = false;            /* negative control: the entry never reports the closings key */

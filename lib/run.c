@@ -900,7 +900,8 @@ ri_run(ri *r, const struct ri_run_opts *o, struct ri_watchdog *w, json_t **ans, 
 		if (code != o->pre_commit[i])
 			continue;
 		/* commit 2-3: a declared pre-commit arm is refused, and the
-		 * caller gets the constituent's own code */
+		 * caller gets the constituent's own code; only a declared one
+		 * (commit 9) */
 		json_t *rq = json_pack("{s:O, s:O, s:O, s:O, s:O, s:s, s:i}", "kind",
 		    json_object_get(opened, "kind"), "act_key", json_object_get(opened, "act_key"),
 		    "invocation_id", json_object_get(opened, "invocation_id"), "intent_event_id",
@@ -922,8 +923,8 @@ ri_run(ri *r, const struct ri_run_opts *o, struct ri_watchdog *w, json_t **ans, 
 		rc = yield_unknown(r, opened, ans, err, why);
 		goto out;
 	}
-	/* exit 0: committed; what it wrote on fd 3 (or stdout, with
-	 * --outcome-stdout) is the outcome data -- nothing is {} */
+	/* exit 0: committed (commit 4: Close); what it wrote on fd 3 (or
+	 * stdout, with --outcome-stdout) is the outcome data -- nothing is {} */
 	if (res.too_big) {
 		rc = yield_unknown(r, opened, ans, err, o->outcome_stdout ?
 		    "the command's output exceeds outcome_envelope" :

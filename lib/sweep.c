@@ -425,8 +425,8 @@ report_only(struct sweep *s, const struct ri_kind *k, const struct ri_record *in
 	struct ri_probe p;
 	bool at_risk = ri_at_risk(s->c, intent->recorded_at, s->now);
 
-	/* reconcile 2, service identity 1: probe under the section, write
-	 * nothing, report the result for an operator -- every run's, and with
+	/* reconcile 2, service identity 1 (1a-1b): probe under the section,
+	 * write nothing, report the result for an operator -- every run's, and with
 	 * it whether step 5.1 finds the act at risk, so neither report
 	 * overwrites the other (reconcile 2e) */
 	ri_probe_ask(s->probers, k, intent->act_key, intent->payload, &p);
@@ -480,7 +480,9 @@ sweep_one(struct sweep *s, const struct ri_kind *k, const struct ri_open_intent 
 	ri_standing(inv.closings, inv.n_closings, &sd);
 #ifndef RI_NC_NO_SWEEP_REREAD
 	/* sweep closed ids 1, reconcile steps 2.5-2.6: any closing naming
-	 * the id -- by the invocation, another run or an operator */
+	 * the id -- by the invocation, another run or an operator -- and the
+	 * run writes nothing: one writer per act (Invariant 2.2), two runs
+	 * never both close it (Invariant 2.3) */
 	if (inv.n_closings > 0 || inv.intent == NULL) {
 		ri_inv_free(&inv);
 		(void)r->st->ops->release(r->st, k->name, oi->act_key, s->run_id);
@@ -563,7 +565,11 @@ act_id(const struct ri_record *rec, char *buf, size_t n)
 
 /* The closings key (reconcile step 5.2) over one invocation read whole,
  * through Which closing stands (standing.h): two or more chains, a second
- * intent, a void supersedes. */
+ * intent, a void supersedes.  Without a journal fence a late append leaves
+ * both closings (journal fence none 1a): each is surfaced here as a binding
+ * duplicate, under the closings key alone (journal fence none 3, 5;
+ * reconcile step 5.4) -- the scan runs whatever the fence
+ * (reconcile step 5.7), over the delta (reconcile step 5.5). */
 static void
 judge_closings(struct sweep *s, const struct ri_kind *k, const char *inv_id, struct ri_inv *inv)
 {
@@ -1000,7 +1006,7 @@ finish(struct sweep *s, json_t **ans, bool looked)
 /*
  * A run that ended but could not do all it should is degraded (ri-sweep(1),
  * EXIT STATUS 2): every alert, every kind whose store its probe could not
- * reach, and a run past run_bound (run bound 1-2: the instance's start
+ * reach, and a run past run_bound (run bound 1: the instance's start
  * conditions assume a run ends within it).  Said on stderr, and in the
  * answer's "degraded".
  */

@@ -222,6 +222,7 @@ every_path() {
 # ---- a journal of every path clears every check ---------------------------
 
 @test "every path -- clean, crash + sweep, stall + escalation + resolve, refusal, a chain of supersession -- clears every check, with and without --probe (Generation acceptance; Checks 1.1-8.1; Which closing stands 4-5)" {
+	# Check 1: every outcome follows its intent, on every path
 	every_path
 	# the journal holds every shape
 	refs=$(jsql "SELECT action_ref || ' ' || count(*) FROM records
@@ -821,6 +822,7 @@ every_path() {
 }
 
 @test "Check 8.1.2 (and 8.1.7): recorded_at moved backwards cannot be produced through the substrate; tampered in the column it shows as a header failure" {
+	# Check 8.1.7: recorded_at never goes backwards
 	# The substrate stamps recorded_at itself and clamps it to be monotonic,
 	# so only an attacker can make it go backwards; the column is part of
 	# the hashed header, so the row is named by 8.1.2.  ri-audit also reads
@@ -844,6 +846,7 @@ every_path() {
 }
 
 @test "Check 8.1.8: a record whose header invocation id disagrees with its payload's is named" {
+	# Primitive policy 4: every record of an invocation carries its invocation id in the payload
 	opened bound
 	out=$(forge ledger.disclosed alice "$(pl "$INV" "$IEV" bound '{"data":{}}')" --invocation-id inv_elsewhere)
 	audit

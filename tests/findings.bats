@@ -56,6 +56,7 @@ instant() { date -u -d "@$(( (T0 / 1000) + $1 ))" +%Y-%m-%dT%H:%M:%S.000Z; }
 # ---- store-unavailable ------------------------------------------------------
 
 @test "store-unavailable (instance, kind): opens on the first run that sees it, last_seen advances on the next, closes on a run that no longer sees it (last_seen kept), and a recurrence opens a new record (findings 5, 7-12; reconcile step 3.13c)" {
+	# findings 6: the register's lines are the listed conditions only (the schema's enum); findings 13: the test reads them by name, never by order
 	orphan a
 	store_down
 	ri_at 33
@@ -318,6 +319,7 @@ instant() { date -u -d "@$(( (T0 / 1000) + $1 ))" +%Y-%m-%dT%H:%M:%S.000Z; }
 }
 
 @test "unbound-kind is bounded by the instance's longest retention: past it the intent is no longer surfaced, nor does it refuse the run (Binding 2, 6)" {
+	# findings 2: a finding naming no kind, and Binding 6's pass, reach back the longest retention period
 	ri_cfg '.kinds.ledger.retention_period = "700s" | .kinds.ledger2 = .kinds.ledger'
 	orphan k ledger2
 	ri_cfg 'del(.kinds.ledger2)'

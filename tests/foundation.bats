@@ -179,6 +179,7 @@ teardown() {
 # --- ri-startcheck -------------------------------------------------------
 
 @test "ri-startcheck: the walkthrough's numbers print the walkthrough's five results and exit 0 (Instance start 2, 4-8)" {
+	# Instance start 1: the five conditions this section states, in its order
 	fnd_instance
 	run --separate-stderr ri-startcheck -c "$CFG"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
@@ -327,4 +328,8 @@ teardown() {
 	run --separate-stderr ri-startcheck -c "$CFG"
 	[ "$status" -eq 0 ]
 	! printf '%s\n' "${lines[@]}" | grep -q '^warning:'
+	# Allowance 13: a declared journal fence with no headroom over the allowance
+	fnd_edit '.instance.journal_fence = "declared" | .instance.journal_write_bound = "2s"'
+	run --separate-stderr ri-startcheck -c "$CFG"
+	printf '%s\n' "${lines[@]}" | grep -q '^warning: journal_fence declared with journal_write_bound not above clock_offset_allowance'
 }

@@ -117,6 +117,7 @@ entry_of() { ri-read <<<"{\"kind\":\"ledger\",\"act_key\":\"$1\"}" | jq -c '.inv
 # ---- credential -------------------------------------------------------------
 
 @test "the operator's credential is validated only at the write: a wrong one -> 10, nothing appended, the section released (the retry with the right one succeeds at once); refusals decided earlier win over it (resolve 2-3)" {
+	# resolve 22: the section is released after the (refused) write
 	instance
 	yielded k
 	ri_at 40

@@ -192,6 +192,7 @@ xrun() {
 # ---- the example adopter -------------------------------------------------------
 
 @test "examples/README (pairing datum 1-2): ledger-disclose under ri-run closes the act; the store holds one row whose pairing_datum is the intent's" {
+	# Invariant 3, 3.4: the example probe pairs on the datum by equality, never on a time window
 	ri_instance
 	export RI_CREDENTIAL=$ALICE
 	xrun alice/bob/full --intent-data '{"subject":"alice","recipient":"bob","scope":"full"}' \
@@ -217,6 +218,7 @@ xrun() {
 }
 
 @test "examples/README (commit 2-3): the example job's pre-commit arm (store unreachable, exit 4) is refused and ri-run exits 4; nothing in the store" {
+	# commit 1, 5: the example job's endings sorted as its contract states them; commit 10-12: its kind declares no commit fence (the example is no fence)
 	ri_instance
 	export RI_CREDENTIAL=$ALICE
 	xrun alice/bob/full --pre-commit-exit 2,3,4 -- ledger-disclose --store "$T/no/such/dir/ledger.db" \

@@ -541,6 +541,7 @@ JSON
 # ---- ri-resolve -------------------------------------------------------------
 
 @test "ri-resolve: each disposition recorded (an outcome superseding an abandonment) and each refusal" {
+	# Capability requirement 9, 10: a journal read that fails verification is 23, never not-known (tamper_heads, below)
 	o=$(ri-open <<<"$(open_req v1)")
 	ri-yield <<<"$o" >/dev/null
 	# too-young (11): still in flight by the operator's now

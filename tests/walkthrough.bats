@@ -37,6 +37,7 @@ disclose() {
 }
 
 @test "the clean run: one intent, one outcome, landed_by invocation, nothing for the sweep (Walkthrough: the clean run; close step 4.3)" {
+	# close steps 1, 3, 4: the lease checked, the outcome written, the answer returned
 	run --separate-stderr disclose alice/bob/full
 	[ "$status" -eq 0 ]
 	[ "$(jq -r .landed_by <<<"$output")" = invocation ]
