@@ -1040,3 +1040,26 @@ every_path() {
 	names 3.1 "$IEV" "$INV"
 	message 3.1 "unclosed past the compensation window"
 }
+
+@test "issue 44 point 5: the README's outside-auditor recipe -- a backup copy, the witness, the public key, ri.json and the findings register, and nothing else -- audits clean; without ri.json it is a config error (78), the bindings not yet in the journal (issue 41)" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	ri-run --kind ledger --act-key a1 --actor alice -- true
+	ri-seal >/dev/null
+	A=$(mktemp -d "${BATS_TMPDIR:-/tmp}/ri-auditor.XXXXXX")
+	ri-backup "$A/copy.db" >/dev/null
+	cp "$T/journal.key.witness" "$A/journal.witness"
+	cp "$T/seal.key.pub" "$T/findings.db" "$A/"
+	jq '.journal = "copy.db" | .findings = "findings.db"' "$RI_CONFIG" >"$A/ri.json"
+	cd "$A"
+	[ "$(ls | sort | tr '\n' ' ')" = "copy.db findings.db journal.witness ri.json seal.key.pub " ]
+	RI_CONFIG= run --separate-stderr ri-audit -c ri.json --journal copy.db --witness journal.witness --public-key seal.key.pub
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	jq -e '.tally.fail == 0' <<<"$output"
+	rm ri.json
+	RI_CONFIG= run --separate-stderr ri-audit --journal copy.db --witness journal.witness --public-key seal.key.pub
+	[ "$status" -eq 78 ]
+	[[ "$stderr" == *"no config"* ]]
+	cd /
+	rm -rf "$A"
+}
