@@ -650,6 +650,21 @@ largest_record() {
 	[ "$(records)" -eq $((n + 2)) ]
 }
 
+@test "close step 3.1: Close appends exactly one outcome record -- the outcome action ref, the caller's actor, the outcome data -- and answers its event id" {
+	ri_instance
+	opened k1
+	n=$(records)
+	run --separate-stderr ri-close <<<"$(close_req "$A" '{"row":7,"note":"ok"}')"
+	[ "$status" -eq 0 ]
+	ev=$(field outcome_event_id)
+	[ "$(records)" -eq $((n + 1)) ]
+	rec=$(rd k1 | jq -c --arg e "$ev" '.invocations[0].records[] | select(.event_id == $e)')
+	[ "$(jq -r .action_ref <<<"$rec")" = ledger.disclosed ]
+	[ "$(jq -r .actor_ref <<<"$rec")" = alice ]
+	[ "$(jq -c .payload.data <<<"$rec")" = '{"note":"ok","row":7}' ]
+	[ "$(state_of k1 "$(jq -r .invocation_id <<<"$A")")" = closed ]
+}
+
 @test "close step 3.3: an outcome_action_ref outside the kind's vocabulary -> 21 with an alert, nothing written, section released" {
 	ri_instance
 	opened k1
