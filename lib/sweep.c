@@ -1205,8 +1205,10 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 	}
 	for (size_t i = 0; i < json_array_size(held); i++) {
 		json_t *h = json_array_get(held, i);
-		fprintf(stderr, "ri-sweep: act (%s, %s) was lost by a restore and is unreconciled: invocation %s"
-		    " waits for its store to be asked again, or for an operator (ri-resolve)\n",
+		/* through ri_warnx, so the line carries the run's instant like
+		 * every other ri-sweep line (issue 44, point 3) */
+		ri_warnx("act (%s, %s) was lost by a restore and is unreconciled: invocation %s"
+		    " waits for its store to be asked again, or for an operator (ri-resolve)",
 		    json_string_value(json_object_get(h, "kind")), json_string_value(json_object_get(h, "act_key")),
 		    json_string_value(json_object_get(h, "invocation_id")));
 	}
