@@ -947,8 +947,10 @@ binding_gate(struct sweep *s)
 /*
  * The acts this run leaves to an operator (ri-sweep(1), EXIT STATUS 3;
  * "needs_operator" in the tally): the ones it escalated.  The hook for
- * more: an act the run could not reconcile and that only an operator can
- * (issue 39's "unreconciled") is counted here too.
+ * more: the acts a restore lost that the run could not reconcile (issue
+ * 39's "unreconciled", the count ri_restore_sweep gives ri_sweep below)
+ * belong here too, once that count is kept in s->t -- INTERFACE, third
+ * wave: "escalated or unreconciled".
  */
 static int64_t
 needs_operator(const struct sweep *s)
