@@ -136,8 +136,11 @@ open_findings() { ri-findings --open | jq -r 'select(.scope == "act") | "\(.find
 	# an event of another act than the one named is not-known
 	run --separate-stderr ri-read --kind ledger --act-key other --event-id "$out"
 	[ "$status" -eq 17 ]
+	# a kind without its act key, all flags: a usage error naming the flag
+	# (issue 44 point 10: a missing flag is 64 in every command)
 	run --separate-stderr ri-read --kind ledger
-	[ "$status" -eq 65 ]
+	[ "$status" -eq 64 ]
+	[[ "$stderr" == *"--act-key"* ]]
 }
 
 # ---- issue 44 point 8: an escalation resolved in two commands, retry-safe ---------

@@ -138,7 +138,7 @@ teardown() {
 		[ "$("$c" --version)" = "$(basename "$c") $v" ] || { echo "$c: $("$c" --version)"; false; }
 	done
 	for p in "$top"/man/*.[157]; do
-		head -1 "$p" | grep -qF "\"ri $v\"" || { echo "$p: $(head -1 "$p")"; false; }
+		grep -m1 '^\.TH' "$p" | grep -qF "\"ri $v\"" || { echo "$p: $(grep -m1 '^\.TH' "$p")"; false; }
 	done
 	[ "$(grep -m1 -E '^[0-9]+\.[0-9]+\.[0-9]+' "$top/NEWS" | cut -d' ' -f1)" = "$v" ]
 	[ "$(head -1 "$top/debian/changelog")" = "ri ($v) unstable; urgency=medium" ]
