@@ -18,7 +18,7 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 } };
 	const char *config = NULL, *kind = NULL;
 	bool open_only = false, text = false, check = false, warn;
-	struct ri_list_counts n;
+	struct ri_list_counts n = { 0 };
 	ri_err err = { 0 }, jerr = { 0 };
 	ri *r;
 	int ch, rc;

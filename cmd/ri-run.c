@@ -96,13 +96,11 @@ intent_data_file(const char *path, size_t max)
 		close(fd);
 	if (text == NULL)
 		ri_die(RI_USAGE, "--intent-data-file %s: %s -- nothing was opened or written", path, strerror(errno));
-	if (big) {
-		free(text);
+	v = big ? NULL : json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	free(text);
+	if (big)
 		ri_die(RI_MALFORMED, "--intent-data-file %s: more than %zu bytes -- nothing was opened or written",
 		    path, max);
-	}
-	v = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-	free(text);
 	if (v == NULL || !json_is_object(v))
 		ri_die(RI_MALFORMED, "--intent-data-file %s: expected one JSON object%s%s -- nothing was"
 		    " opened or written", dash ? "(stdin)" : path, v == NULL ? ": " : "", v == NULL ? je.text : "");
