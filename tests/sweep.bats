@@ -214,7 +214,8 @@ datum_none_case() {
 	timed_sweep_at 33
 	assert_untouched "$n" "pairing datum 6a: a committed answer for a kind whose pairing datum is none was taken"
 	assert_degraded
-	grep -q "pairing datum 6a" <<<"$stderr" || { echo "stderr does not name the rule: $stderr"; false; }
+	grep -q "the probe answered committed for a kind whose pairing datum is none" <<<"$stderr" ||
+	    { echo "stderr does not say why: $stderr"; false; }
 }
 
 @test "pairing datum 6a: a probe answering committed for a kind whose pairing datum is none is unavailable -- skipped, nothing written, the act stays open (probe 4-5; reconcile step 3.13)" {
