@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "findings.h"
 #include "instance.h"
 #include "integrity.h"
+#include "run.h"
 #include "store_pg.h"
 #include "sweep.h"
 #include "witness.h"
@@ -55,19 +57,38 @@ cap(struct report *rep, bool pass, const char *check, const char *fmt, ...)
 
 /* The very check every writer makes at its start gate (Instance start 3):
  * opened O_NONBLOCK|O_NOFOLLOW, a regular file, 0600 or stricter, owned by
- * the caller -- so a FIFO never blocks this either. */
+ * the caller -- so a FIFO never blocks this either; a key (key true) may
+ * instead be shared with a dedicated group, 0640 (ri_key_open). */
 static bool
-private_file(const char *path, char *why, size_t n)
+private_file(const char *path, bool key, char *why, size_t n)
 {
 	struct stat sb;
 	int fd;
 
-	if ((fd = ri_secret_open(path, why, n)) < 0)
+	if ((fd = key ? ri_key_open(path, why, n) : ri_secret_open(path, why, n)) < 0)
 		return false;
 	if (fstat(fd, &sb) == 0)
 		snprintf(why, n, "%s: present, mode %03o", path, (unsigned)(sb.st_mode & 0777));
 	close(fd);
 	return true;
+}
+
+/* "private", or the group a key is shared with -- whose every member can
+ * write the journal, and forge it (issue 44, point 6) */
+static const char *
+sharing(const char *path, char *buf, size_t n)
+{
+	struct stat sb;
+	struct group *g;
+
+	if (stat(path, &sb) != 0 || (sb.st_mode & 077) == 0)
+		return "private";
+	if ((g = getgrgid(sb.st_gid)) != NULL)
+		snprintf(buf, n, "shared with group %s (gid %u): each member can write the journal",
+		    g->gr_name, (unsigned)sb.st_gid);
+	else
+		snprintf(buf, n, "shared with gid %u: each member can write the journal", (unsigned)sb.st_gid);
+	return buf;
 }
 
 static void
@@ -80,12 +101,13 @@ check_keys(const struct ri_config *c, struct report *rep)
 	ri_err err;
 
 	if (ri_key_load(c->integrity_key_file, &key, &len, &err) == RI_OK) {
-		cap(rep, true, "integrity-key", "%s: %zu bytes, private", c->integrity_key_file, len);
+		cap(rep, true, "integrity-key", "%s: %zu bytes, %s", c->integrity_key_file, len,
+		    sharing(c->integrity_key_file, why, sizeof why));
 		sodium_free(key);
 	} else {
 		cap(rep, false, "integrity-key", "%s", err.msg);
 	}
-	if (!private_file(c->seal_key_file, why, sizeof why)) {
+	if (!private_file(c->seal_key_file, true, why, sizeof why)) {
 		cap(rep, false, "seal-key", "%s", why);
 		return;
 	}
@@ -110,7 +132,8 @@ check_keys(const struct ri_config *c, struct report *rep)
 	else if (sodium_memcmp(derived, pk, sizeof pk) != 0)
 		cap(rep, false, "seal-key", "%s does not match %s", pubpath, c->seal_key_file);
 	else
-		cap(rep, true, "seal-key", "%s: private; %s matches", c->seal_key_file, pubpath);
+		cap(rep, true, "seal-key", "%s: %s; %s matches", c->seal_key_file,
+		    sharing(c->seal_key_file, why, sizeof why), pubpath);
 }
 
 struct state_seen {
@@ -143,6 +166,8 @@ check_journal(struct ri *r, struct report *rep)
 	int64_t seq;
 	int rc;
 
+	/* Capability requirement 11: without the range read, the instance
+	 * must not start -- a capability failure */
 	if ((rc = st->ops->head(st, &seq, h)) != RI_ST_OK ||
 	    (rc = st->ops->range_read(st, &q, &rs)) != RI_ST_OK) {
 		if (rc == RI_ST_INTEGRITY)
@@ -171,7 +196,8 @@ check_journal(struct ri *r, struct report *rep)
 			size_t count = 0;
 			for (size_t j = i; j < n; j++)
 				count += strcmp(oi[j].kind, oi[i].kind) == 0;
-			cap(rep, false, "bindings", "kind %s is not bound but has %zu open intent%s (Binding 2): "
+			/* Binding 2 */
+			cap(rep, false, "bindings", "kind %s is not bound but has %zu open intent%s: "
 			    "bind it again until they are closed", oi[i].kind, count, count == 1 ? "" : "s");
 		}
 		ri_open_intents_free(oi, n);
@@ -365,7 +391,7 @@ check_identities(struct ri *r, struct report *rep)
 			cap(rep, true, check, "none: a report-only kind; the sweep writes nothing for it");
 			continue;
 		}
-		if (!private_file(k->service_credential_file, why, sizeof why)) {
+		if (!private_file(k->service_credential_file, false, why, sizeof why)) {
 			cap(rep, false, check, "%s", why);
 			continue;
 		}
@@ -707,6 +733,8 @@ print_text(const struct ri_config *c, json_t *kinds, struct report *rep)
 
 	json_array_foreach(kinds, i, k) {
 		printf("kind %s\n", json_string_value(json_object_get(k, "kind")));
+		printf("  job budget under ri-run: %s\n", ri_local(json_string_value(json_object_get(
+		    json_object_get(k, "job_budget"), "arithmetic")), loc, sizeof loc));
 		/* the walkthrough's arithmetic, x and >= outside a UTF-8 locale */
 		json_array_foreach(json_object_get(k, "conditions"), j, cond)
 			printf("  condition %lld (%s): %s  %s\n",
@@ -776,8 +804,20 @@ main(int argc, char **argv)
 			if (!cond[n].pass)
 				rep.ok = false;
 		}
-		json_array_append_new(kinds, json_pack("{s:s, s:o}", "kind", c->kinds[i].name,
-		    "conditions", arr));
+		/* the time ri-run gives a job of this kind (issue 44, point 7):
+		 * not a condition, but what a job's author must know */
+		char budget[512];
+		ri_run_budget_text(c, &c->kinds[i], 1000, budget, sizeof budget);
+		json_array_append_new(kinds, json_pack("{s:s, s:o, s:{s:I, s:s}}", "kind", c->kinds[i].name,
+		    "conditions", arr, "job_budget", "ms", (json_int_t)ri_run_budget(c, &c->kinds[i], 1000),
+		    "arithmetic", budget));
+		if (ri_run_budget(c, &c->kinds[i], 1000) <= 0) {
+			char w[700];
+			snprintf(w, sizeof w, "kind %s leaves a job no time under ri-run: %s -- raise"
+			    " kinds.%s.completion_bound (ri-run refuses the kind, 78)", c->kinds[i].name, budget,
+			    c->kinds[i].name);
+			json_array_append_new(rep.warnings, json_string(w));
+		}
 	}
 	if (c->clock_env)
 		json_array_append_new(rep.warnings, json_string(
@@ -788,7 +828,7 @@ main(int argc, char **argv)
 	if (c->journal_fence && c->journal_write_bound <= c->clock_offset_allowance)
 		json_array_append_new(rep.warnings, json_string(
 		    "journal_fence declared with journal_write_bound not above clock_offset_allowance: "
-		    "every fenced write is refused (Allowance 13)"));
+		    "every fenced write is refused"));      /* Allowance 13 */
 
 	check_keys(c, &rep);
 	if (ri_instance_open(config, RI_READONLY, &full, &err) == RI_OK) {

@@ -418,16 +418,40 @@ find_at_risk(const struct ri_finding_row *f, void *arg)
 	return 0;
 }
 
-/* The register's findings, for the report's timeline. */
+/* The register's findings, for the report's timeline, each with when it
+ * closed: an instance finding as the register holds it, an act finding
+ * when a closing that needs no one stands on its invocation -- what
+ * ri-findings reads (issue 44, point 10: the report showed a resolved
+ * escalation as open). */
+struct finding_ctx {
+	json_t *arr;
+	struct ri *r;
+};
+
 static int
 finding_row(const struct ri_finding_row *f, void *arg)
 {
-	json_array_append_new((json_t *)arg, json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "finding",
+	struct finding_ctx *x = arg;
+	ri_ms closed_at = f->closed_at;
+
+	if (strcmp(f->scope, "act") == 0 && f->invocation_id != NULL && x->r->st != NULL) {
+		struct ri_inv inv;
+		struct ri_standing sd;
+		closed_at = RI_NONE;
+		if (ri_inv_read(x->r, f->invocation_id, &inv) == RI_ST_OK) {
+			ri_standing(inv.closings, inv.n_closings, &sd);
+			if (!ri_inv_settled(&inv, &sd, &closed_at))
+				closed_at = RI_NONE;
+			ri_inv_free(&inv);
+		}
+	}
+	json_array_append_new(x->arr, json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "finding",
 	    f->finding, "scope", f->scope, "kind", f->kind ? json_string(f->kind) : json_null(),
 	    "act_key", f->act_key ? json_string(f->act_key) : json_null(), "invocation_id",
 	    f->invocation_id ? json_string(f->invocation_id) : json_null(), "first_seen_at",
 	    f->first_seen_at != RI_NONE ? ri_json_instant(f->first_seen_at) : json_null(),
-	    "last_seen_at", f->last_seen_at != RI_NONE ? ri_json_instant(f->last_seen_at) : json_null()));
+	    "last_seen_at", f->last_seen_at != RI_NONE ? ri_json_instant(f->last_seen_at) : json_null(),
+	    "closed_at", closed_at != RI_NONE ? ri_json_instant(closed_at) : json_null()));
 	return 0;
 }
 
@@ -1149,6 +1173,10 @@ judge_named(struct audit *a, const struct ri_record *rec)
 
 /* ---- the stream ---- */
 
+/* The traversal's verdicts on one record: Check 8.1.1 (a gap, a head not
+ * the last row), Check 8.1.2 (the header or the link), Check 8.1.3 (the
+ * MAC), Check 8.1.4 (the digest), Check 8.1.5 (a payload gone early),
+ * Check 8.1.8 (the shape). */
 static void
 traversal(struct audit *a, const struct ri_record *rec, unsigned problems)
 {
@@ -1176,6 +1204,8 @@ traversal(struct audit *a, const struct ri_record *rec, unsigned problems)
 		    " the tail was truncated or extended", (long long)rec->seq);
 }
 
+/* Check 8.1.6: every record's actor registered, and not revoked, when it
+ * was recorded (the substrate's own records, by the journal itself) */
 static void
 actors(struct audit *a, const struct ri_record *rec)
 {
@@ -1252,6 +1282,8 @@ binds(struct audit *a, const struct ri_record *rec)
 		    ri_role_name(rec->role), rec->kind);
 }
 
+/* Check 8.1.9: every seal verifies under the public key (and, at the
+ * end, the journal still holds the expected head) */
 static void
 seals(struct audit *a, const struct ri_record *rec)
 {
@@ -1425,7 +1457,7 @@ each_record(const struct ri_record *rec, unsigned problems, void *arg)
 		a->tail_from = rec->seq;
 		a->tail_oldest = rec->recorded_at;
 	}
-	if (rec->recorded_at < a->last_recorded_at)
+	if (rec->recorded_at < a->last_recorded_at)        /* Check 8.1.7 */
 		fail(a, "8.1.7", rec->invocation_id, rec->event_id, NULL,
 		    "recorded_at goes backwards at seq %lld", (long long)rec->seq);
 	a->last_recorded_at = rec->recorded_at;
@@ -1836,8 +1868,10 @@ ri_audit(ri *r, const struct ri_audit_opts *o, json_t **ans, ri_err *err)
 		    "kind", a.spans[i].kind ? json_string(a.spans[i].kind) : json_null(), "start",
 		    ri_json_instant(a.spans[i].start), "end", ri_json_instant(a.spans[i].end)));
 	json_object_set_new(*ans, "outages", outages);
-	if (a.reg != NULL)
-		ri_findings_each(a.reg, false, NULL, finding_row, findings, NULL);
+	if (a.reg != NULL) {
+		struct finding_ctx fx = { findings, r };
+		ri_findings_each(a.reg, false, NULL, finding_row, &fx, NULL);
+	}
 	json_object_set(*ans, "findings", findings);
 	json_object_set(*ans, "needs_operator", a.needs);
 	json_object_set_new(*ans, "audited_at", ri_json_instant(a.now));

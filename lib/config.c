@@ -392,7 +392,7 @@ parse_outcomes(struct ri_kind *k, json_t *a, const char *p, ri_err *err)
 			    q, NAMELEN);
 		if (in_list(s, reserved_outcomes))
 			return ri_fail(err, RI_CONFIG,
-			    "%s: \"%s\" is a reserved name (journal 2, 3)", q, s);
+			    "%s: \"%s\" is a reserved name", q, s);        /* journal 2, 3 */
 		for (j = 0; j < i; j++)
 			if (strcmp(k->outcomes[j], s) == 0)
 				return ri_fail(err, RI_CONFIG,
@@ -493,7 +493,7 @@ parse_kind(struct ri_kind *k, const char *name, json_t *o, const char *dir, ri_e
 	sub(kp, "kinds", name);
 	/* journal 5: "audit" is the composition's own vocabulary. */
 	if (strcmp(name, "audit") == 0)
-		return ri_fail(err, RI_CONFIG, "%s: \"audit\" may not be a kind (journal 5)", kp);
+		return ri_fail(err, RI_CONFIG, "%s: \"audit\" may not be a kind", kp);
 	if (!plain_name(name))
 		return ri_fail(err, RI_CONFIG,
 		    "%s: a kind name is A-Z a-z 0-9 _ -, 1 to %d characters", kp, NAMELEN);

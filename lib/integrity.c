@@ -157,8 +157,9 @@ ri_key_load(const char *path, unsigned char **key, size_t *len, ri_err *err)
 	unsigned char *buf;
 
 	/* the start gate (Instance start 3): a private regular file the
-	 * caller owns, opened so that a FIFO never blocks */
-	if ((fd = ri_secret_open(path, why, sizeof why)) < 0)
+	 * caller owns, or one shared with a dedicated group (ri_key_open),
+	 * opened so that a FIFO never blocks */
+	if ((fd = ri_key_open(path, why, sizeof why)) < 0)
 		return ri_fail(err, RI_CONFIG, "integrity key %s", why);
 	buf = sodium_malloc(RI_KEY_MAX + 1);
 	if (buf == NULL)
@@ -205,7 +206,7 @@ ri_seal_key_load(const char *path, unsigned char *key, size_t len, ri_err *err)
 	/* the secret key signs: the start gate's private file (Instance
 	 * start 3); a public key is anyone's to read */
 	if (len == 64)
-		text = ri_secret_read(path, 4096, &n, why, sizeof why);
+		text = ri_key_read(path, 4096, &n, why, sizeof why);
 	else
 		text = ri_slurp_why(path, 4096, &n, why, sizeof why);
 	if (text == NULL)

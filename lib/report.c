@@ -35,6 +35,11 @@ verdict(const char *status)
 	    strcmp(status, "incomplete") == 0 ? "INCOMPLETE" : "n/a";
 }
 
+/* A table, or a list, shows at most this many rows: a page of 2,000 acts
+ * was 1.2 MB.  The rest is counted where the rows end, and the JSON
+ * answer (ri-audit without --text or --html) holds every one. */
+#define ROWS_SHOWN 100
+
 /* ---- --text ---- */
 
 static void
@@ -70,6 +75,11 @@ ri_audit_text(json_t *report, FILE *out)
 		tline(out, "%-6s %-14s %s\n", jstr(c, "check"), verdict(st), jstr(c, "name"));
 		json_array_foreach(json_object_get(c, "failures"), j, f) {
 			json_t *inv = json_object_get(f, "invocation_id");
+			if (j == ROWS_SHOWN) {
+				tline(out, "         - and %zu more (the JSON answer lists every one)\n",
+				    json_array_size(json_object_get(c, "failures")) - ROWS_SHOWN);
+				break;
+			}
 			tline(out, "         - %s", jstr(f, "message"));
 			if (jstr(f, "act_key") != NULL)
 				tline(out, "; act %s %s", jstr(f, "kind"), jstr(f, "act_key"));
@@ -86,10 +96,18 @@ ri_audit_text(json_t *report, FILE *out)
 		json_array_foreach(json_object_get(c, "incomplete"), j, f)
 			tline(out, "         - not read: %s\n", json_string_value(f));
 	}
-	json_array_foreach(needs, i, f)
-		tline(out, "needs an operator: act %s %s, invocation %s (%s) -- ri-resolve --kind %s"
-		    " --act-key %s ...\n", jstr(f, "kind"), jstr(f, "act_key"), jstr(f, "invocation_id"),
-		    jstr(f, "why"), jstr(f, "kind"), jstr(f, "act_key"));
+	/* each act once, and the command that looks at it by its invocation
+	 * alone (an act key may be 256 bytes: never twice on a line) */
+	json_array_foreach(needs, i, f) {
+		if (i == ROWS_SHOWN) {
+			tline(out, "needs an operator: %zu more (ri-findings --open --text lists every one)\n",
+			    json_array_size(needs) - ROWS_SHOWN);
+			break;
+		}
+		tline(out, "needs an operator: act %s %s, invocation %s (%s) -- ri-resolve --probe"
+		    " --invocation-id %s\n", jstr(f, "kind"), jstr(f, "act_key"), jstr(f, "invocation_id"),
+		    jstr(f, "why"), jstr(f, "invocation_id"));
+	}
 	/* the tally, last, as a person scrolls to it */
 	tline(out, "%zu checks: %lld pass, %lld FAIL, %lld INCOMPLETE, %lld not applicable; %zu act%s need%s"
 	    " an operator\n", n_checks, jint(tally, "pass"), jint(tally, "fail"), jint(tally, "incomplete"),
@@ -181,6 +199,12 @@ html_checks(FILE *out, json_t *report)
 		if (nf > 0) {
 			h(out, "<ul>");
 			json_array_foreach(json_object_get(c, "failures"), j, f) {
+				if (j == ROWS_SHOWN) {
+					h(out, "<li class=\"more\" data-more=\"%lld\">and %lld more (the JSON answer"
+					    " lists every one)</li>", (long long)(nf - ROWS_SHOWN),
+					    (long long)(nf - ROWS_SHOWN));
+					break;
+				}
 				h(out, "<li>%s", jstr(f, "message"));
 				if (jstr(f, "act_key") != NULL)
 					h(out, "; act <code>%s</code> <code>%s</code>", jstr(f, "kind"), jstr(f, "act_key"));
@@ -213,16 +237,17 @@ html_latency(FILE *out, json_t *report)
 		json_t *bs = json_object_get(l, "buckets");
 		size_t nb = json_array_size(bs);
 		long long max = 1;
-		char lab[160], win[64], t[64];
+		char lab[160], win[64], t[64], slow[64];
 		json_array_foreach(bs, j, b)
 			if (jint(b, "count") > max)
 				max = jint(b, "count");
 		seconds(jint(l, "compensation_window_ms"), win, sizeof win);
+		seconds(jint(l, "max_ms"), slow, sizeof slow);
 		h(out, "<h3>kind <code>%s</code></h3>\n<p class=\"latency\" data-kind=\"%s\" data-closed=\"%lld\""
 		    " data-open=\"%lld\" data-over-window=\"%lld\" data-max-ms=\"%lld\">%lld closed, %lld still"
-		    " open, %lld after the window (%s); the slowest took %lld ms.</p>\n", jstr(l, "kind"),
+		    " open, %lld after the window (%s); the slowest took %s.</p>\n", jstr(l, "kind"),
 		    jstr(l, "kind"), jint(l, "closed"), jint(l, "open"), jint(l, "over_window"), jint(l, "max_ms"),
-		    jint(l, "closed"), jint(l, "open"), jint(l, "over_window"), win, jint(l, "max_ms"));
+		    jint(l, "closed"), jint(l, "open"), jint(l, "over_window"), win, slow);
 		int W = 640, H = 180, bw = (W - 40) / (int)(nb ? nb : 1);
 		h(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"histogram\" data-kind=\"%s\" width=\"%d\""
 		    " height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\"><title>closure latency of kind %s</title>\n",
@@ -319,16 +344,33 @@ html_timeline(FILE *out, json_t *report)
 	json_array_foreach(outages, i, v)
 		h(out, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", jstr(v, "finding"),
 		    jstr(v, "kind") ? jstr(v, "kind") : "", jstr(v, "start"), jstr(v, "end"));
-	h(out, "</table>\n<table id=\"findings\"><tr><th>finding</th><th>scope</th><th>kind</th><th>act</th>"
-	    "<th>invocation</th><th>first seen</th><th>last seen</th></tr>\n");
+	/* open ones first, then the closed: each says which it is (a resolved
+	 * escalation is closed, as ri-findings says) */
+	size_t n_open = 0, shown = 0;
 	json_array_foreach(findings, i, v)
-		h(out, "<tr><td>%s</td><td>%s</td><td>%s</td><td><code>%s</code></td><td><code>%s</code></td>"
-		    "<td>%s</td><td>%s</td></tr>\n", jstr(v, "finding"), jstr(v, "scope"),
-		    jstr(v, "kind") ? jstr(v, "kind") : "", jstr(v, "act_key") ? jstr(v, "act_key") : "",
-		    jstr(v, "invocation_id") ? jstr(v, "invocation_id") : "",
-		    jstr(v, "first_seen_at") ? jstr(v, "first_seen_at") : "",
-		    jstr(v, "last_seen_at") ? jstr(v, "last_seen_at") : "");
+		n_open += jstr(v, "closed_at") == NULL;
+	h(out, "</table>\n<table id=\"findings\" data-open=\"%lld\" data-closed=\"%lld\"><tr><th>finding</th>"
+	    "<th>state</th><th>scope</th><th>kind</th><th>act</th><th>invocation</th><th>first seen</th>"
+	    "<th>last seen</th></tr>\n", (long long)n_open, (long long)(json_array_size(findings) - n_open));
+	for (int pass = 0; pass < 2; pass++) {
+		json_array_foreach(findings, i, v) {
+			const char *closed = jstr(v, "closed_at");
+			if ((closed == NULL) != (pass == 0) || shown++ >= ROWS_SHOWN)
+				continue;
+			h(out, "<tr class=\"%s\"><td>%s</td><td>%s%s</td><td>%s</td><td>%s</td><td><code>%s</code>"
+			    "</td><td><code>%s</code></td><td>%s</td><td>%s</td></tr>\n", closed ? "closed" : "open",
+			    jstr(v, "finding"), closed ? "closed " : "OPEN", closed ? closed : "", jstr(v, "scope"),
+			    jstr(v, "kind") ? jstr(v, "kind") : "", jstr(v, "act_key") ? jstr(v, "act_key") : "",
+			    jstr(v, "invocation_id") ? jstr(v, "invocation_id") : "",
+			    jstr(v, "first_seen_at") ? jstr(v, "first_seen_at") : "",
+			    jstr(v, "last_seen_at") ? jstr(v, "last_seen_at") : "");
+		}
+	}
 	h(out, "</table>\n");
+	if (shown > ROWS_SHOWN)
+		h(out, "<p class=\"more\" id=\"findings-more\" data-more=\"%lld\">The table shows %d of %lld findings, the open ones"
+		    " first; <code>ri-findings --text</code> lists every one.</p>\n", (long long)(shown - ROWS_SHOWN),
+		    ROWS_SHOWN, (long long)shown);
 }
 
 static void
@@ -342,16 +384,24 @@ html_needs(FILE *out, json_t *report)
 		h(out, "<p id=\"needs\" data-count=\"0\">None.</p>\n");
 		return;
 	}
-	h(out, "<p>Each is closed with <code>ri-resolve --kind K --act-key KEY --actor YOU</code> and one of"
+	h(out, "<p>For each, <code>ri-resolve --probe --invocation-id ID</code> shows what its store holds and"
+	    " what that supports; <code>ri-resolve --invocation-id ID --actor YOU</code> with one of"
 	    " <code>--abandon CAUSE</code>, <code>--outcome REF --outcome-data JSON</code>,"
-	    " <code>--escalate CAND</code> (ri-runbook(7)).</p>\n"
+	    " <code>--escalate CAND</code> closes it (ri-runbook(7)).</p>\n"
 	    "<table id=\"needs\" data-count=\"%lld\"><tr><th>kind</th><th>act</th><th>invocation</th>"
 	    "<th>intent</th><th>why</th><th>since</th></tr>\n", (long long)json_array_size(needs));
-	json_array_foreach(needs, i, v)
+	json_array_foreach(needs, i, v) {
+		if (i == ROWS_SHOWN)
+			break;
 		h(out, "<tr class=\"need\"><td>%s</td><td><code>%s</code></td><td><code>%s</code></td>"
 		    "<td><code>%s</code></td><td>%s</td><td>%s</td></tr>\n", jstr(v, "kind"), jstr(v, "act_key"),
 		    jstr(v, "invocation_id"), jstr(v, "intent_event_id"), jstr(v, "why"), jstr(v, "recorded_at"));
+	}
 	h(out, "</table>\n");
+	if (json_array_size(needs) > ROWS_SHOWN)
+		h(out, "<p class=\"more\" id=\"needs-more\" data-more=\"%lld\">The table shows the first %d; <code>ri-findings --open"
+		    " --text</code> lists every one.</p>\n", (long long)(json_array_size(needs) - ROWS_SHOWN),
+		    ROWS_SHOWN);
 }
 
 int

@@ -781,6 +781,10 @@ ri_lease_cap_judge(struct ri_st_core *c, const char *kind, const char *act_key, 
 	return RI_ST_OK;
 }
 
+/* The journal fence, judged inside the append's own transaction: only
+ * the section's holder, with an allowance to spare and before its write's
+ * terminus, appends -- so with the fence declared no invocation ever gets
+ * a second closing (Invariant 2.1; journal fence 3). */
 int
 ri_fence_judge(struct ri_st_core *c, const struct ri_lease_row *l, const struct ri_fence *f, ri_ms now, ri_ms until)
 {

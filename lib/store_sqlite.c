@@ -2168,11 +2168,24 @@ change_wait(void *arg, int64_t ms)
 #endif
 }
 
-/* After a wake: still held by another, and unexpired?  Read in a plain
+/*
+ * After a wake: still held by another, and unexpired?  Read in a plain
  * read transaction, so a waiter woken by others' commits re-checks without
  * taking the writers' queue; *left is then the holder's remaining lease.
  * false also when the read fails: the write path reads it again, and says
- * why. */
+ * why.
+ *
+ * The wake is a write to the WAL, and a commit writes the WAL *before* it
+ * is visible: SQLite publishes it afterwards, in the shared-memory index,
+ * which no inotify event reports.  A reader woken by the release's own
+ * write could read the section still held and then wait out the holder's
+ * whole lease, no further write coming (issue 44, point 1: 7 waits of 20
+ * did).  Every ri writer holds the writers' queue (queue_take) from before
+ * its BEGIN to after its COMMIT returns, so the read first waits -- on the
+ * kernel's hand-over, never a nap -- for a shared hold of the queue: the
+ * writer whose write woke us has then published its commit.  The hold is
+ * dropped before the read; it holds no writer up past that instant.
+ */
 static bool
 held_elsewhere(struct sq *s, const char *kind, const char *act_key, const char *holder, ri_ms *left)
 {
@@ -2180,6 +2193,10 @@ held_elsewhere(struct sq *s, const char *kind, const char *act_key, const char *
 	bool began, exists, held = false;
 	ri_ms now;
 
+#ifndef RI_NC_WAKE_BEFORE_PUBLISH
+	if (s->queue_fd >= 0 && !s->queued && ri_lock_wait_shared(s->queue_fd, s->busy_ms) == 0)
+		(void)flock(s->queue_fd, LOCK_UN);
+#endif
 	if (read_begin(s, &began) != SQLITE_OK)
 		return false;
 	if (now_or_fail(s, &now) == RI_ST_OK && lease_get(s, kind, act_key, &l, &exists) == RI_ST_OK &&

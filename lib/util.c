@@ -402,8 +402,8 @@ fail:
 	return -1;
 }
 
-int
-ri_secret_open(const char *path, char *why, size_t n)
+static int
+private_open(const char *path, bool group_ok, char *why, size_t n)
 {
 	struct stat sb;
 	int fd;
@@ -416,25 +416,42 @@ ri_secret_open(const char *path, char *why, size_t n)
 		close(fd);
 		return -1;
 	}
-	if ((sb.st_mode & 077) != 0) {
-		snprintf(why, n, "%s: mode %03o is group- or world-accessible; chmod 600 it", path,
-		    (unsigned)(sb.st_mode & 0777));
+	/* private (0600 or stricter, the caller's), or -- a key only --
+	 * shared with one group: group read, nothing more (Instance start 3;
+	 * issue 44, point 6) */
+	bool shared = group_ok && (sb.st_mode & 077) == 040;
+	if ((sb.st_mode & 077) != 0 && !shared) {
+		snprintf(why, n, "%s: mode %03o is %s; chmod 600 it%s", path, (unsigned)(sb.st_mode & 0777),
+		    group_ok ? "wider than group read (0640)" : "group- or world-accessible",
+		    group_ok ? ", or 640 with a group of its own" : "");
 		close(fd);
 		return -1;
 	}
-	if (sb.st_uid != geteuid()) {
-		snprintf(why, n, "%s: owned by uid %u, not by the caller (uid %u)", path,
-		    (unsigned)sb.st_uid, (unsigned)geteuid());
+	if (shared ? (sb.st_uid != geteuid() && sb.st_uid != 0) : sb.st_uid != geteuid()) {
+		snprintf(why, n, "%s: owned by uid %u, not by the caller (uid %u)%s", path,
+		    (unsigned)sb.st_uid, (unsigned)geteuid(), shared ? " nor by root" : "");
 		close(fd);
 		return -1;
 	}
 	return fd;
 }
 
-char *
-ri_secret_read(const char *path, size_t max, size_t *len, char *why, size_t n)
+int
+ri_secret_open(const char *path, char *why, size_t n)
 {
-	int fd = ri_secret_open(path, why, n);
+	return private_open(path, false, why, n);
+}
+
+int
+ri_key_open(const char *path, char *why, size_t n)
+{
+	return private_open(path, true, why, n);
+}
+
+static char *
+private_read(const char *path, bool group_ok, size_t max, size_t *len, char *why, size_t n)
+{
+	int fd = private_open(path, group_ok, why, n);
 	size_t got;
 	bool big;
 	char *s;
@@ -602,15 +619,15 @@ on_lock_deadline(int sig)
 	(void)sig;              /* only to interrupt flock(2) */
 }
 
-int
-ri_lock_wait(int fd, int64_t budget_ms)
+static int
+lock_wait(int fd, int op, int64_t budget_ms)
 {
 	struct sigaction sa = { .sa_handler = on_lock_deadline }, old;
 	const struct itimerval off = { { 0, 0 }, { 0, 0 } };
 	int64_t deadline = ri_mono_ms() + budget_ms;
 	int rc, e;
 
-	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+	if (flock(fd, op | LOCK_NB) == 0)
 		return 0;
 	if (errno != EWOULDBLOCK)
 		return -1;
@@ -634,7 +651,7 @@ ri_lock_wait(int fd, int64_t budget_ms)
 		 * blocks is followed by another, so the wait still ends */
 		struct itimerval at = { { 0, 10000 }, { left / 1000, (long)(left % 1000) * 1000 } };
 		(void)setitimer(ITIMER_REAL, &at, NULL);
-		rc = flock(fd, LOCK_EX);
+		rc = flock(fd, op);
 		e = errno;
 		(void)setitimer(ITIMER_REAL, &off, NULL);
 		if (rc == 0 || e != EINTR)
@@ -644,6 +661,18 @@ ri_lock_wait(int fd, int64_t budget_ms)
 	(void)sigaction(SIGALRM, &old, NULL);
 	errno = e;
 	return rc;
+}
+
+int
+ri_lock_wait(int fd, int64_t budget_ms)
+{
+	return lock_wait(fd, LOCK_EX, budget_ms);
+}
+
+int
+ri_lock_wait_shared(int fd, int64_t budget_ms)
+{
+	return lock_wait(fd, LOCK_SH, budget_ms);
 }
 
 void *
@@ -758,4 +787,16 @@ ri_exit_fd(int pid)
 	(void)pid;
 #endif
 	return -1;
+}
+
+char *
+ri_secret_read(const char *path, size_t max, size_t *len, char *why, size_t n)
+{
+	return private_read(path, false, max, len, why, n);
+}
+
+char *
+ri_key_read(const char *path, size_t max, size_t *len, char *why, size_t n)
+{
+	return private_read(path, true, max, len, why, n);
 }

@@ -75,7 +75,7 @@ char *ri_slurp(const char *path, size_t max, size_t *len);
 char *ri_slurp_why(const char *path, size_t max, size_t *len, char *why, size_t n);
 /* Whole stream, at most max bytes; *too_big set when it held more. */
 char *ri_slurp_fd(int fd, size_t max, size_t *len, bool *too_big);
-/* A key or credential file (the start gate, Instance start 3): opened by
+/* A credential file (the start gate, Instance start 3): opened by
  * ri_open_regular with O_NOFOLLOW (a FIFO never blocks, a symlink is
  * refused), then checked: mode 0600 or stricter, owned by the caller.
  * The fd, or -1 with why ("PATH: reason"). */
@@ -83,6 +83,14 @@ int ri_secret_open(const char *path, char *why, size_t n);
 /* The whole of such a file (at most max bytes), trailing newlines
  * stripped; NULL with why. */
 char *ri_secret_read(const char *path, size_t max, size_t *len, char *why, size_t n);
+/* An instance key (the integrity key, the seal's secret key): as a
+ * credential file, or shared with a dedicated group -- mode 0640 (0440),
+ * group read and nothing more, owned by the caller or by root (the kernel
+ * lets only the group's members read it) -- so that several Unix users can
+ * run one instance's writers (INTERFACE, third wave; issue 44, point 6).
+ * Anything wider is refused. */
+int ri_key_open(const char *path, char *why, size_t n);
+char *ri_key_read(const char *path, size_t max, size_t *len, char *why, size_t n);
 
 /* text as ri may print it (issue 40 point 9): in every PostgreSQL
  * connection URI it holds (postgres:// or postgresql://), the password of
@@ -123,6 +131,8 @@ char **ri_env_without(const char *const drop[], size_t room, size_t *kept);
  * the wait with SIGALRM (an interval timer of this process, its handler
  * restored after), so it is for single-threaded processes only. */
 int ri_lock_wait(int fd, int64_t budget_ms);
+/* The same for a shared lock (LOCK_SH). */
+int ri_lock_wait_shared(int fd, int64_t budget_ms);
 /* A descriptor that polls readable when child pid exits (pidfd_open), so a
  * wait for a child ends on the exit itself, never on a nap; -1 where the
  * kernel has none (the caller then falls back to short polls). */

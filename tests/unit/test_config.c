@@ -372,7 +372,7 @@ static const struct ecase {
 	{ "instance/journal_fence", "\"yes\"", NULL,
 	    "instance.journal_fence: expected \"none\" or \"declared\"", NULL },
 	/* kind names; journal 5 */
-	{ "kinds/audit", "$LEDGER", NULL, "kinds.audit: \"audit\" may not be a kind (journal 5)", NULL },
+	{ "kinds/audit", "$LEDGER", NULL, "kinds.audit: \"audit\" may not be a kind", NULL },  /* journal 5 */
 	{ "kinds/a.b", "$LEDGER", NULL, "kinds[\"a.b\"]: a kind name is", NULL },
 	{ "kinds/", "$LEDGER", NULL, "kinds[\"\"]: a kind name is", NULL },
 	{ "kinds/le dger", "$LEDGER", NULL, "kinds[\"le dger\"]: a kind name is", NULL },
