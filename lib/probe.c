@@ -84,7 +84,7 @@ only_keys(json_t *o, const char *const *keys, size_t n)
 }
 
 /*
- * The four shapes of INTERFACE.md, exactly.  A batch probe's line (act_key
+ * The four shapes of ri.json(5)'s probe answer, exactly.  A batch probe's line (act_key
  * not NULL) is one of them with "act_key" beside: the request's, so an
  * answer can never be taken for another act's (ri-sweep(1), batch probe).
  */

@@ -2,7 +2,7 @@
  * ri.h -- the one public header of libri, Recoverable Invocation.
  *
  * Every function returns one of the codes below.  The codes ARE the exit
- * codes of INTERFACE.md: a command exits with the code its library call
+ * codes of ri(7): a command exits with the code its library call
  * returned, so the table is documented once, here and in ri(7).
  *
  * Requests and answers are JSON objects (jansson), because that is the
@@ -75,7 +75,8 @@ typedef struct ri ri;           /* one instance: config, journal, register, keys
 int  ri_instance_open(const char *config_path, unsigned flags, ri **out, ri_err *err);
 void ri_instance_close(ri *r);
 
-/* The protocol: each takes the request object of INTERFACE.md and answers
+/* The protocol: each takes the request object of its command's page
+ * (ri-open(1), ...; schemas/ri-open.request.json, ...) and answers
  * one object, a success or {"refused": ...}.  The return is its code. */
 int ri_open(ri *r, json_t *req, json_t **ans, ri_err *err);
 int ri_close(ri *r, json_t *req, json_t **ans, ri_err *err);
@@ -88,7 +89,6 @@ int ri_refuse_positioned(int code, json_t *req, json_t **ans, ri_err *err);
 /* ri-run's own Yield of the grant its Open holds (commit 8c). */
 void ri_yield_held(ri *r, const char *kind, const char *act_key, const char *invocation_id);
 int ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err);
-int ri_reconcile(ri *r, json_t **ans, ri_err *err);
 int ri_read_invocation(ri *r, json_t *req, json_t **ans, ri_err *err);
 
 /* The largest request a command reads on stdin for this instance. */
