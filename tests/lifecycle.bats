@@ -234,6 +234,23 @@ outcome_for() {
 	fails 8.1.5 "before its retention ended"
 }
 
+@test "issue 41 point 4, Term retention end (tla -buggy-purge-today): retention_period shortened (400d -> 1d) -- two days on, the sweep's purge keeps the payloads written under 400d (their stored retention end) and destroys those written under 1d; the audit is clean" {
+	orphan k
+	later 33
+	sweep
+	[ "$(t closed)" -eq 1 ]
+	ri_cfg '.kinds.ledger.retention_period = "1d"'
+	ri-open <<<"$(open_req k2)" >/dev/null
+	later 172800
+	sweep
+	old=$(inv_of k)
+	new=$(inv_of k2)
+	kept=$(jsql "SELECT count(*) FROM records WHERE invocation_id = '$old' AND payload IS NULL")
+	[ "$kept" -eq 0 ] || { echo "purged before their stored retention end: $kept records of $old"; false; }
+	[ "$(jsql "SELECT count(*) FROM records WHERE invocation_id = '$new' AND payload IS NULL")" -eq 1 ]
+	clean
+}
+
 # ---- the outside auditor: no config, the journal's own bindings -----------------
 
 @test "issue 41 (bindings are history), issue 44 point 5: an outside auditor handed a copy, the witness and the public key -- no config -- audits it by the bindings the journal records, across a rotation; a tampered copy fails" {
