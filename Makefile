@@ -14,7 +14,8 @@
 # CFLAGS, CPPFLAGS and LDFLAGS are honoured (a packager's hardening flags are
 # added to ours); warnings are errors only with WERROR=1, as CI builds.
 # Variables a sub-build overrides: BUILD (objects), LIBA, BINDIR, EXBINDIR,
-# SAN (sanitizer flags), EXTRA_CFLAGS (e.g. a negative-control -D).
+# GEN (generated headers: the PREFIX-dependent ones), SAN (sanitizer
+# flags), EXTRA_CFLAGS (e.g. a negative-control -D).
 #
 # STATIC=1 (the default where glibc's libc.a is installed, as Debian's
 # libc6-dev installs it) links each command statically: a command is a
@@ -34,6 +35,9 @@
 # STATIC=0: DEPS_STATIC (below) still links SQLite, libsodium and jansson
 # into each command, libc shared.
 
+# The one version: --version of every command, the pages' .TH, NEWS and
+# debian/changelog say it (tests/packaging.bats holds them to it).
+VERSION  := 0.2.0
 PREFIX   ?= /usr/local
 DESTDIR  ?=
 CC       ?= cc
@@ -45,7 +49,9 @@ LIBA     ?= lib/libri.a
 BINDIR   ?= bin
 EXBINDIR ?= examples/bin
 
-CPPFLAGS_RI = -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Ilib -I$(BUILD)/gen $(PQ_CFLAGS) $(CPPFLAGS)
+GEN      ?= $(BUILD)/gen
+CPPFLAGS_RI = -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DRI_VERSION='"$(VERSION)"' -Ilib -I$(GEN) \
+	$(PQ_CFLAGS) $(CPPFLAGS)
 CFLAGS_RI   = -std=c11 -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) $(OPT) $(SAN) $(EXTRA_CFLAGS) $(CFLAGS)
 PQ_CFLAGS  ?= $(shell pkg-config --cflags libpq 2>/dev/null || echo -I$$(pg_config --includedir))
 LIBC_A   := $(findstring /,$(shell $(CC) -print-file-name=libc.a 2>/dev/null))
@@ -107,12 +113,26 @@ $(BINDIR)/%: cmd/%.c $(LIBA) $(HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_RI) $(CFLAGS_RI) -o $@ $< $(LIBA) $(LDSTATIC) $(LDLIBS_RI) $(if $(LDSTATIC),-lm) $(LINK_NOTES)
 
-# ri-init --example-config prints examples/ri.json.example, compiled in
-$(BUILD)/gen/example_config.h: examples/ri.json.example
+# ri-init --example-config prints examples/ri.json.example, compiled in,
+# its paths under $(PREFIX) as make install writes it; the build remembers
+# PREFIX, so a build for another one remakes it
+.PHONY: FORCE
+$(GEN)/prefix: FORCE
 	@mkdir -p $(@D)
-	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' examples/ri.json.example >$@
+	@echo '$(PREFIX)' | cmp -s - $@ || echo '$(PREFIX)' >$@
 
-$(BINDIR)/ri-init: $(BUILD)/gen/example_config.h
+$(GEN)/example_config.h: examples/ri.json.example $(GEN)/prefix
+	@mkdir -p $(@D)
+	$(PREFIXED) examples/ri.json.example | \
+	    sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' >$@
+
+$(BINDIR)/ri-init: $(GEN)/example_config.h
+
+# the version is compiled into instance.o: a new VERSION remakes it
+$(GEN)/version: FORCE
+	@mkdir -p $(@D)
+	@echo '$(VERSION)' | cmp -s - $@ || echo '$(VERSION)' >$@
+$(BUILD)/lib/instance.o: $(GEN)/version
 
 $(EXBINDIR)/%: examples/%.c $(LIBA) $(HDRS)
 	@mkdir -p $(@D)
@@ -189,38 +209,60 @@ valgrind: $(TOOLS)
 	    EXBINDIR=build/dyn/examples all
 	BATS_JOBS=$(BATS_JOBS) RI_VG_BIN=$(abspath build/dyn/bin) RI_VG_EXAMPLES=$(abspath build/dyn/examples) tests/valgrind/run
 
-# The commands, their pages, the schemas, the example adopter (sources,
-# binaries, demo, systemd/cron/logrotate snippets) and a config template.
-# Test-only tools (tests/tools) are never installed.
+# The commands, their pages, the schemas, a config template, the systemd
+# units, the example adopter (its sources and examples under share/doc, its
+# programs and the demo under libexec/ri -- no binary under share/doc) and
+# the cron and logrotate snippets.  Test-only tools (tests/tools) are never
+# installed.  Every installed file that names a path names it under
+# $(PREFIX): /usr/local in the sources becomes $(PREFIX) (PREFIXED).
+# make uninstall removes every file it installed, then ri's own
+# directories (share/ri, share/doc/ri, libexec/ri) once they are empty.
+BINDIR_I  = $(DESTDIR)$(PREFIX)/bin
+MANDIR    = $(DESTDIR)$(PREFIX)/share/man
 SHAREDIR  = $(DESTDIR)$(PREFIX)/share/ri
 DOCDIR    = $(DESTDIR)$(PREFIX)/share/doc/ri
 EXDIR     = $(DOCDIR)/examples
+LIBEXECDIR= $(DESTDIR)$(PREFIX)/libexec/ri
+UNITDIR  ?= $(PREFIX)/lib/systemd/system
+UNITDIR_I = $(DESTDIR)$(UNITDIR)
 MANPAGES  = $(wildcard man/*.1 man/*.5 man/*.7)
 SCHEMAS   = $(wildcard schemas/*.json schemas/README.md)
-EXFILES   = $(wildcard examples/*.c examples/*.h examples/*.md examples/demo.sh)
-EXEXTRA   = $(wildcard examples/systemd/* examples/cron.d/* examples/logrotate/*)
+EXFILES   = $(wildcard examples/*.c examples/*.h examples/*.md)
+UNITS_SRC = $(wildcard examples/systemd/*)
+PREFIXED  = sed -e 's\#/usr/local/\#$(PREFIX)/\#g'
+INSTALL_DIRS = $(BINDIR_I) $(MANDIR)/man1 $(MANDIR)/man5 $(MANDIR)/man7 $(SHAREDIR)/schemas \
+	$(EXDIR)/cron.d $(EXDIR)/logrotate $(LIBEXECDIR) $(UNITDIR_I)
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
-	    $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7 \
-	    $(SHAREDIR)/schemas $(EXDIR)/bin $(EXDIR)/systemd $(EXDIR)/cron.d $(EXDIR)/logrotate
-	install -m 0755 $(CMDS) $(DESTDIR)$(PREFIX)/bin
-	install -m 0644 $(wildcard man/*.1) $(DESTDIR)$(PREFIX)/share/man/man1
-	install -m 0644 $(wildcard man/*.5) $(DESTDIR)$(PREFIX)/share/man/man5
-	install -m 0644 $(wildcard man/*.7) $(DESTDIR)$(PREFIX)/share/man/man7
+	install -d $(INSTALL_DIRS)
+	install -m 0755 $(CMDS) $(BINDIR_I)
+	install -m 0644 $(wildcard man/*.1) $(MANDIR)/man1
+	install -m 0644 $(wildcard man/*.5) $(MANDIR)/man5
+	install -m 0644 $(wildcard man/*.7) $(MANDIR)/man7
 	install -m 0644 $(SCHEMAS) $(SHAREDIR)/schemas
-	install -m 0644 examples/ri.json.example $(SHAREDIR)/ri.json.example
+	$(PREFIXED) examples/ri.json.example >$(SHAREDIR)/ri.json.example && chmod 0644 $(SHAREDIR)/ri.json.example
 	install -m 0644 $(EXFILES) $(EXDIR)
-	install -m 0755 $(EXAMPLES) $(EXDIR)/bin
-	for f in $(EXEXTRA); do install -m 0644 $$f $(EXDIR)/$${f#examples/}; done
+	install -m 0755 $(EXAMPLES) $(LIBEXECDIR)
+	$(PREFIXED) examples/demo.sh >$(LIBEXECDIR)/demo.sh && chmod 0755 $(LIBEXECDIR)/demo.sh
+	for f in $(UNITS_SRC); do $(PREFIXED) $$f >$(UNITDIR_I)/$${f##*/} && chmod 0644 $(UNITDIR_I)/$${f##*/}; done
+	$(PREFIXED) examples/cron.d/ri-sweep >$(EXDIR)/cron.d/ri-sweep && chmod 0644 $(EXDIR)/cron.d/ri-sweep
+	$(PREFIXED) examples/logrotate/ri >$(EXDIR)/logrotate/ri && chmod 0644 $(EXDIR)/logrotate/ri
 	install -m 0644 README.md RELIABILITY.md LICENSE NEWS $(DOCDIR)
 
 uninstall:
-	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(notdir $(CMDS)))
-	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/man/man1/,$(notdir $(wildcard man/*.1)))
-	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/man/man5/,$(notdir $(wildcard man/*.5)))
-	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/man/man7/,$(notdir $(wildcard man/*.7)))
-	rm -rf $(SHAREDIR) $(DOCDIR)
+	rm -f $(addprefix $(BINDIR_I)/,$(notdir $(CMDS)))
+	rm -f $(addprefix $(MANDIR)/man1/,$(notdir $(wildcard man/*.1)))
+	rm -f $(addprefix $(MANDIR)/man5/,$(notdir $(wildcard man/*.5)))
+	rm -f $(addprefix $(MANDIR)/man7/,$(notdir $(wildcard man/*.7)))
+	rm -f $(addprefix $(SHAREDIR)/schemas/,$(notdir $(SCHEMAS))) $(SHAREDIR)/ri.json.example
+	rm -f $(addprefix $(EXDIR)/,$(notdir $(EXFILES))) $(EXDIR)/cron.d/ri-sweep $(EXDIR)/logrotate/ri
+	rm -f $(addprefix $(LIBEXECDIR)/,$(notdir $(EXAMPLES))) $(LIBEXECDIR)/demo.sh
+	rm -f $(addprefix $(UNITDIR_I)/,$(notdir $(UNITS_SRC)))
+	rm -f $(addprefix $(DOCDIR)/,README.md RELIABILITY.md LICENSE NEWS)
+	@# ri's own directories, deepest first, each only if now empty (the
+	@# shared ones -- bin, share/man/man1, ... -- are not ri's to remove)
+	for d in $(SHAREDIR)/schemas $(SHAREDIR) $(EXDIR)/cron.d $(EXDIR)/logrotate $(EXDIR) $(DOCDIR) \
+	    $(LIBEXECDIR); do [ ! -d $$d ] || rmdir --ignore-fail-on-non-empty $$d; done
 
 # Fuzzing (libFuzzer; needs clang and its compiler-rt).  The library is
 # compiled again, instrumented, into $(FUZZ_BUILD) -- never the gcc lib/libri.a.
@@ -251,11 +293,14 @@ fuzz-build: $(FUZZ_BINS)
 fuzz:
 	FUZZ_BUILD=$(FUZZ_BUILD) MAKE="$(MAKE)" tests/fuzz/run $(FUZZ_SECONDS)
 
-# The pages and the shipped scripts: mandoc's lint (warnings and up) and
-# shellcheck, both clean (CI runs this).
+# The pages and the shipped scripts: mandoc's lint (warnings and up),
+# shellcheck, and the rule index -- ri-rules(7) current, every rule the
+# code enforces tested and every rule a test proves enforced
+# (tools/rules-index) -- all clean (CI runs this).
 lint-docs:
 	mandoc -Tlint -Wwarning $(MANPAGES)
-	shellcheck examples/demo.sh .ci/run
+	shellcheck examples/demo.sh .ci/run .ci/deb debian/ri.postinst
+	tools/rules-index --check
 
 # The TLA+ model (tla/README.md): TLC over the clean model, every buggy twin
 # and every probe.  Says so and exits 0 without Java or the jar.
@@ -270,7 +315,7 @@ tla:
 parity:
 	TLA2TOOLS="$(TLA2TOOLS)" tla/parity-run
 
-lint: $(BUILD)/gen/example_config.h
+lint: $(GEN)/example_config.h
 	cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability,performance \
 	    --inline-suppr -Ilib -I$(BUILD)/gen --include=/usr/include/jansson.h -D_POSIX_C_SOURCE=200809L \
 	    lib cmd examples tests/tools bench
@@ -285,7 +330,7 @@ lint: $(BUILD)/gen/example_config.h
 # a warning fails.
 TIDY_SRC := $(sort $(wildcard lib/*.c cmd/*.c examples/*.c bench/*.c tests/tools/*.c tests/unit/*.c \
 	tests/fuzz/*.c))
-tidy: $(BUILD)/gen/example_config.h
+tidy: $(GEN)/example_config.h
 	@printf '%s\n' $(TIDY_SRC) | xargs -P2 -I{} clang-tidy --quiet {} -- $(CPPFLAGS_RI) -std=c11 \
 	    >$(BUILD)/tidy.log 2>&1; rc=$$?; grep -v ' warnings* generated\.$$' $(BUILD)/tidy.log || true; \
 	    if [ $$rc -ne 0 ]; then echo "tidy: the analyzer warned (above)" >&2; exit 1; fi; \

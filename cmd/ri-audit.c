@@ -18,6 +18,12 @@ static const char usage[] =
 	"                [--public-key FILE] [--max-unsealed DURATION] [--expect-head SEQ:HASH|LINE]\n"
 	"                [--text] [--html FILE]";
 
+static int
+write_html(FILE *f, void *ans)
+{
+	return ri_audit_html(ans, f);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -105,18 +111,14 @@ main(int argc, char **argv)
 	o.progress = true;      /* on stderr, when it is a terminal */
 	rc = ri_audit(r, &o, &ans, &err);
 	ri_instance_close(r);
-	/* --html FILE: the same answer as one page; written whole, then
-	 * renamed, so a reader never sees half a report */
+	/* --html FILE: the same answer as one page; written whole into a
+	 * file no one could plant, then renamed, so a reader never sees half
+	 * a report and nothing is written through a link (issue 40 point 4) */
 	if (html != NULL && ans != NULL && json_object_get(ans, "checks") != NULL) {
-		char tmp[4200];
-		FILE *f;
-		snprintf(tmp, sizeof tmp, "%s.tmp.%ld", html, (long)getpid());
-		if ((f = fopen(tmp, "w")) == NULL || ri_audit_html(ans, f) != 0 || fclose(f) != 0 ||
-		    rename(tmp, html) != 0) {
-			int e = errno;
-			unlink(tmp);
+		char why[4400];
+		if (ri_replace_file(html, write_html, ans, why, sizeof why) != 0) {
 			json_decref(ans);
-			ri_die(RI_CONFIG, "--html %s: %s", html, strerror(e));
+			ri_die(RI_CONFIG, "--html %s", why);
 		}
 	}
 	if (text && ans != NULL) {

@@ -12,7 +12,7 @@ static const struct ri_shorthand shorthands[] = {
 static const struct ri_cmd cmd = {
 	"ri-close [-c config] [--kind K --act-key KEY --invocation-id ID --intent-event-id EV"
 	" --actor A --outcome REF --outcome-data JSON] [-]",
-	shorthands, RI_WRITER, ri_close, ri_close_positioned, 0, NULL };
+	shorthands, RI_WRITER, ri_close, ri_close_positioned, 0, NULL, NULL };
 
 int
 main(int argc, char **argv)

@@ -66,6 +66,25 @@ write_new(const char *path, mode_t mode, const void *buf, size_t n, ri_err *err)
 	return RI_OK;
 }
 
+/* Can path be made?  A directory to make it in, that the caller may
+ * write (checked before anything is made: issue 40 point 11). */
+static int
+creatable(const char *path, ri_err *err)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[4200];
+	struct stat sb;
+
+	snprintf(dir, sizeof dir, "%.*s", slash ? (slash == path ? 1 : (int)(slash - path)) : 1, slash ? path : ".");
+	if (stat(dir, &sb) != 0)
+		return ri_fail(err, RI_CONFIG, "%s: cannot be made: %s: %s", path, dir, strerror(errno));
+	if (!S_ISDIR(sb.st_mode))
+		return ri_fail(err, RI_CONFIG, "%s: cannot be made: %s is not a directory", path, dir);
+	if (access(dir, W_OK | X_OK) != 0)
+		return ri_fail(err, RI_CONFIG, "%s: cannot be made in %s: %s", path, dir, strerror(errno));
+	return RI_OK;
+}
+
 /* --accept-restore: the journal at the config's path is a restored copy
  * (behind its witness); verify it, name what it lost from the witness,
  * hold those acts back until their stores are asked again, seal (restore.h,
@@ -121,6 +140,7 @@ main(int argc, char **argv)
 	unsigned char inst[RI_INSTANCE_LEN];
 	char pktext[256], skhex[2 * sizeof sk + 2], pubpath[4096], insthex[33];
 	int ch, rc;
+	bool pg_made = false;
 
 	ri_cli_init(argc, argv);
 	while ((ch = getopt_long(argc, argv, RI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
@@ -154,13 +174,23 @@ main(int argc, char **argv)
 		ri_die(rc, "%s", err.msg);
 	const struct ri_config *c = r->cfg;
 	snprintf(pubpath, sizeof pubpath, "%s.pub", c->seal_key_file);
-	/* refuse before creating anything, so a refusal leaves no debris */
+	/* refuse before creating anything, so a refusal leaves no debris:
+	 * nothing there already, and somewhere to make each (issue 40 point 11) */
 	const char *paths[] = { c->integrity_key_file, c->seal_key_file, pubpath, c->journal, c->findings,
 		c->witness };
-	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
-		if (paths[i] != NULL && access(paths[i], F_OK) == 0)
+	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+		if (paths[i] == NULL || ri_journal_is_pg(paths[i]))
+			continue;       /* a database is checked when it is connected to */
+		if (access(paths[i], F_OK) == 0)
 			ri_die(RI_USAGE, "%s already exists; refusing to overwrite", paths[i]);
+		if ((rc = creatable(paths[i], &err)) != RI_OK)
+			ri_die(rc, "%s", err.msg);
+	}
 
+	/* then the files, and the journal last of what can fail on its own: a
+	 * step that fails removes everything made before it -- the files, and
+	 * what the schema made in a PostgreSQL database -- so a corrected
+	 * retry starts from nothing */
 	randombytes_buf(key, sizeof key);
 	crypto_sign_keypair(pk, sk);
 	ri_hex(sk, sizeof sk, skhex);
@@ -168,10 +198,19 @@ main(int argc, char **argv)
 	if ((rc = write_new(c->integrity_key_file, 0600, key, sizeof key, &err)) != RI_OK ||
 	    (rc = write_new(c->seal_key_file, 0600, skhex, strlen(skhex), &err)) != RI_OK)
 		goto fail;
+	if ((rc = ri_findings_create(c->findings, &err)) != RI_OK)
+		goto fail;
+	created[n_created++] = c->findings;
+	if (c->witness != NULL) {
+		if ((rc = ri_witness_create(c->witness, &err)) != RI_OK)
+			goto fail;
+		created[n_created++] = c->witness;
+	}
 	if (ri_journal_is_pg(c->journal)) {
 		/* the schema, in an empty database only (refuses a non-empty one) */
 		if ((rc = ri_pg_create(c, key, sizeof key, insthex, &err)) != RI_OK)
 			goto fail;
+		pg_made = true;
 	} else {
 		if ((rc = ri_sqlite_create(c, key, sizeof key, insthex, &err)) != RI_OK)
 			goto fail;
@@ -183,14 +222,6 @@ main(int argc, char **argv)
 	ri_seal_pub_text(pk, inst, pktext, sizeof pktext);
 	if ((rc = write_new(pubpath, 0644, pktext, strlen(pktext), &err)) != RI_OK)
 		goto fail;
-	if ((rc = ri_findings_create(c->findings, &err)) != RI_OK)
-		goto fail;
-	created[n_created++] = c->findings;
-	if (c->witness != NULL) {
-		if ((rc = ri_witness_create(c->witness, &err)) != RI_OK)
-			goto fail;
-		created[n_created++] = c->witness;
-	}
 	sodium_memzero(key, sizeof key);
 	sodium_memzero(sk, sizeof sk);
 	sodium_memzero(skhex, sizeof skhex);
@@ -206,10 +237,14 @@ main(int argc, char **argv)
 		}
 		goto fail;
 	}
-	json_t *ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:{s:O, s:O}}", "journal", c->journal,
-	    "findings", c->findings, "integrity_key_file", c->integrity_key_file,
+	/* a URI named without its password (issue 40 point 9) */
+	char journal[4096], findings[4096], witness[4096];
+	json_t *ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:{s:O, s:O}}",
+	    "journal", ri_redact(c->journal, journal, sizeof journal),
+	    "findings", ri_redact(c->findings, findings, sizeof findings),
+	    "integrity_key_file", c->integrity_key_file,
 	    "seal_key_file", c->seal_key_file, "seal_public_key_file", pubpath, "instance_id", insthex,
-	    "witness", c->witness ? json_string(c->witness) : json_null(),
+	    "witness", c->witness ? json_string(ri_redact(c->witness, witness, sizeof witness)) : json_null(),
 	    "genesis_seal", "seq", json_object_get(sealed, "seq"), "hash", json_object_get(sealed, "hash"));
 	json_decref(sealed);
 	rc = ri_cli_finish(RI_OK, ans, NULL);
@@ -217,6 +252,11 @@ main(int argc, char **argv)
 	return rc;
 fail:
 	undo();
+	if (pg_made) {
+		ri_err e2;
+		if (ri_pg_drop(c, &e2) != RI_OK)
+			ri_warnx("%s", e2.msg);
+	}
 	sodium_memzero(key, sizeof key);
 	sodium_memzero(sk, sizeof sk);
 	ri_instance_close(r);

@@ -10,7 +10,7 @@ static const struct ri_shorthand shorthands[] = {
 static const struct ri_cmd cmd = {
 	"ri-open [-c config] [-n | --wait SECS] [--kind K] [--act-key KEY] [--actor A]\n"
 	"               [--intent-data JSON] [-]     (no flags, or -: the request on stdin)",
-	shorthands, RI_WRITER, ri_open, NULL, RI_CMD_WAIT, NULL };
+	shorthands, RI_WRITER, ri_open, NULL, RI_CMD_WAIT, NULL, NULL };
 
 int
 main(int argc, char **argv)

@@ -3,8 +3,10 @@
  * their arithmetic, then the capabilities the protocol needs (Capability
  * requirement 11): journal reachable and verifiable, keys present and
  * private, the findings register, each kind's service identity and probe. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,11 +16,14 @@
 
 #include "bindings.h"
 #include "cli.h"
+#include "clock.h"
 #include "fault.h"
 #include "findings.h"
 #include "instance.h"
 #include "integrity.h"
+#include "run.h"
 #include "store_pg.h"
+#include "sweep.h"
 #include "witness.h"
 #include "witness_pg.h"
 
@@ -37,33 +42,53 @@ cap(struct report *rep, bool pass, const char *check, const char *fmt, ...)
 static void
 cap(struct report *rep, bool pass, const char *check, const char *fmt, ...)
 {
-	char msg[1024];
+	char msg[16384], safe[16384];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	/* a journal URI is named without its password (issue 40 point 9) */
 	json_array_append_new(rep->caps, json_pack("{s:s, s:b, s:s}", "check", check,
-	    "pass", pass, "message", msg));
+	    "pass", pass, "message", ri_redact(msg, safe, sizeof safe)));
 	if (!pass)
 		rep->ok = false;
 }
 
 /* The very check every writer makes at its start gate (Instance start 3):
  * opened O_NONBLOCK|O_NOFOLLOW, a regular file, 0600 or stricter, owned by
- * the caller -- so a FIFO never blocks this either. */
+ * the caller -- so a FIFO never blocks this either; a key (key true) may
+ * instead be shared with a dedicated group, 0640 (ri_key_open). */
 static bool
-private_file(const char *path, char *why, size_t n)
+private_file(const char *path, bool key, char *why, size_t n)
 {
 	struct stat sb;
 	int fd;
 
-	if ((fd = ri_secret_open(path, why, n)) < 0)
+	if ((fd = key ? ri_key_open(path, why, n) : ri_secret_open(path, why, n)) < 0)
 		return false;
 	if (fstat(fd, &sb) == 0)
 		snprintf(why, n, "%s: present, mode %03o", path, (unsigned)(sb.st_mode & 0777));
 	close(fd);
 	return true;
+}
+
+/* "private", or the group a key is shared with -- whose every member can
+ * write the journal, and forge it (issue 44, point 6) */
+static const char *
+sharing(const char *path, char *buf, size_t n)
+{
+	struct stat sb;
+	struct group *g;
+
+	if (stat(path, &sb) != 0 || (sb.st_mode & 077) == 0)
+		return "private";
+	if ((g = getgrgid(sb.st_gid)) != NULL)
+		snprintf(buf, n, "shared with group %s (gid %u): each member can write the journal",
+		    g->gr_name, (unsigned)sb.st_gid);
+	else
+		snprintf(buf, n, "shared with gid %u: each member can write the journal", (unsigned)sb.st_gid);
+	return buf;
 }
 
 static void
@@ -76,12 +101,13 @@ check_keys(const struct ri_config *c, struct report *rep)
 	ri_err err;
 
 	if (ri_key_load(c->integrity_key_file, &key, &len, &err) == RI_OK) {
-		cap(rep, true, "integrity-key", "%s: %zu bytes, private", c->integrity_key_file, len);
+		cap(rep, true, "integrity-key", "%s: %zu bytes, %s", c->integrity_key_file, len,
+		    sharing(c->integrity_key_file, why, sizeof why));
 		sodium_free(key);
 	} else {
 		cap(rep, false, "integrity-key", "%s", err.msg);
 	}
-	if (!private_file(c->seal_key_file, why, sizeof why)) {
+	if (!private_file(c->seal_key_file, true, why, sizeof why)) {
 		cap(rep, false, "seal-key", "%s", why);
 		return;
 	}
@@ -92,19 +118,22 @@ check_keys(const struct ri_config *c, struct report *rep)
 	free(text);
 	unsigned char inst[RI_INSTANCE_LEN];
 	bool has_inst;
-	bool pk_ok = ri_seal_pub_load(pubpath, pk, inst, &has_inst, &err) == RI_OK && has_inst;
+	bool pk_read = ri_seal_pub_load(pubpath, pk, inst, &has_inst, &err) == RI_OK;
+	bool pk_ok = pk_read && has_inst;
 	if (sk_ok)
 		crypto_sign_ed25519_sk_to_pk(derived, sk);
 	sodium_memzero(sk, sizeof sk);
 	if (!sk_ok)
 		cap(rep, false, "seal-key", "%s: not an Ed25519 secret key (hex)", c->seal_key_file);
+	else if (!pk_read)
+		cap(rep, false, "seal-key", "%s", err.msg);
 	else if (!pk_ok)
-		cap(rep, false, "seal-key", "%s: missing, not an Ed25519 public key (hex), or naming no instance",
-		    pubpath);
+		cap(rep, false, "seal-key", "%s: names no instance", pubpath);
 	else if (sodium_memcmp(derived, pk, sizeof pk) != 0)
 		cap(rep, false, "seal-key", "%s does not match %s", pubpath, c->seal_key_file);
 	else
-		cap(rep, true, "seal-key", "%s: private; %s matches", c->seal_key_file, pubpath);
+		cap(rep, true, "seal-key", "%s: %s; %s matches", c->seal_key_file,
+		    sharing(c->seal_key_file, why, sizeof why), pubpath);
 }
 
 struct state_seen {
@@ -137,6 +166,8 @@ check_journal(struct ri *r, struct report *rep)
 	int64_t seq;
 	int rc;
 
+	/* Capability requirement 11: without the range read, the instance
+	 * must not start -- a capability failure */
 	if ((rc = st->ops->head(st, &seq, h)) != RI_ST_OK ||
 	    (rc = st->ops->range_read(st, &q, &rs)) != RI_ST_OK) {
 		if (rc == RI_ST_INTEGRITY)
@@ -165,7 +196,8 @@ check_journal(struct ri *r, struct report *rep)
 			size_t count = 0;
 			for (size_t j = i; j < n; j++)
 				count += strcmp(oi[j].kind, oi[i].kind) == 0;
-			cap(rep, false, "bindings", "kind %s is not bound but has %zu open intent%s (Binding 2): "
+			/* Binding 2 */
+			cap(rep, false, "bindings", "kind %s is not bound but has %zu open intent%s: "
 			    "bind it again until they are closed", oi[i].kind, count, count == 1 ? "" : "s");
 		}
 		ri_open_intents_free(oi, n);
@@ -198,6 +230,18 @@ check_journal(struct ri *r, struct report *rep)
 			    json_string_value(json_object_get(info, "fsync")),
 			    json_string_value(json_object_get(info, "synchronous_commit")),
 			    durable ? "" : ": a commit is not durable; refused");
+			/* issue 40 point 2: retention is decided by ri_clock(),
+			 * fixed at ri-init -- in production the server's own */
+			bool session = strcmp(json_string_value(json_object_get(info, "clock")), "session") == 0;
+			if (!session)
+				cap(rep, true, "journal-clock", "ri_clock() is the server's clock: no session can move it");
+			else if (r->cfg->clock_env)
+				cap(rep, true, "journal-clock", "ri_clock() reads each session's ri.clock (\"clock\": \"env\","
+				    " a test seam: see the warning)");
+			else
+				cap(rep, false, "journal-clock", "ri_clock() reads each session's ri.clock: the instance was"
+				    " made under \"clock\": \"env\", so any role that may UPDATE records can set it and purge"
+				    " every payload -- make the instance again under \"clock\": \"system\"");
 		}
 		json_decref(info);
 	} else if (access(r->cfg->journal, W_OK) != 0) {
@@ -214,7 +258,7 @@ check_witness(struct ri *r, struct report *rep)
 	const struct ri_config *c = r->cfg;
 	struct ri_witness *w = NULL;
 	struct ri_witness_line l = { 0 };
-	unsigned char pk[32], inst[RI_INSTANCE_LEN];
+	unsigned char pk[32] = { 0 }, inst[RI_INSTANCE_LEN];
 	char pubpath[4200];
 	bool has_inst, has_pk;
 	ri_err err;
@@ -347,7 +391,7 @@ check_identities(struct ri *r, struct report *rep)
 			cap(rep, true, check, "none: a report-only kind; the sweep writes nothing for it");
 			continue;
 		}
-		if (!private_file(k->service_credential_file, why, sizeof why)) {
+		if (!private_file(k->service_credential_file, false, why, sizeof why)) {
 			cap(rep, false, check, "%s", why);
 			continue;
 		}
@@ -416,7 +460,10 @@ count_unverified(const struct ri_finding_row *f, void *arg)
 {
 	struct unverified *u = arg;
 
-	if (!f->verified && u->n++ == 0) {
+	/* the keyless exception, read as ri-findings and ri-audit read it
+	 * (issue 40 point 7): a start-gate refusal written where the key could
+	 * not be read is unverified, not forged -- within its bound */
+	if (!f->verified && !f->keyless && u->n++ == 0) {
 		u->first_id = f->id;
 		snprintf(u->first, sizeof u->first, "%s", f->finding);
 	}
@@ -431,18 +478,241 @@ check_findings(const struct ri_config *c, struct report *rep)
 
 	if (ri_findings_open(c->findings, true, &f, &err) == RI_OK) {
 		struct unverified u = { 0 };
-		ri_findings_each(f, false, NULL, count_unverified, &u, &err);
+		int rc = ri_findings_each(f, false, NULL, count_unverified, &u, &err);
+		int64_t keyless = ri_findings_keyless(f);
 		ri_findings_close(f);
-		if (u.n > 0 && rep->keyed) {
+		if (rc != RI_OK) {
+			cap(rep, false, "findings", "%s", err.msg);
+		} else if (u.n > 0 && rep->keyed) {
+			char past[256] = "";
+			if (keyless > RI_FINDINGS_KEYLESS_MAX)
+				snprintf(past, sizeof past, "; its %lld unauthenticated start-refused rows are past the bound"
+				    " of %d a key outage leaves, so none is excused", (long long)keyless,
+				    RI_FINDINGS_KEYLESS_MAX);
 			rep->integrity_failed = true;
 			cap(rep, false, "findings", "%s: %lld rows fail their MAC (first: row %lld, %s): forged or"
-			    " altered, never evidence", c->findings, (long long)u.n, (long long)u.first_id, u.first);
+			    " altered, never evidence%s", c->findings, (long long)u.n, (long long)u.first_id, u.first, past);
 		} else {
 			cap(rep, true, "findings", "%s: reachable%s", c->findings, rep->keyed ? "; every row verifies" : "");
 		}
 	} else {
 		cap(rep, false, "findings", "%s", err.msg);
 	}
+}
+
+/* Each node's sweep run lock beside the journal (or, on PostgreSQL, this
+ * host's register): each(path, arg) for every one there; the pattern
+ * ("DIR/journal.db.sweep-") into base.  -1 with errno when the directory
+ * cannot be read. */
+static int
+each_run_lock(const struct ri_config *c, char *base, size_t bn, void (*each)(const char *, void *), void *arg)
+{
+	char dir[4200], prefix[4200], path[8500];
+	const char *slash;
+	struct dirent *d;
+	DIR *dp;
+
+	ri_run_lock_path(c, "", base, bn);      /* ".../journal.db.sweep-.lock" */
+	base[strlen(base) - strlen(".lock")] = '\0';
+	slash = strrchr(base, '/');
+	snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - base) : 1, slash ? base : ".");
+	snprintf(prefix, sizeof prefix, "%s", slash ? slash + 1 : base);
+	if ((dp = opendir(slash == base ? "/" : dir)) == NULL)
+		return -1;
+	while ((d = readdir(dp)) != NULL) {
+		size_t nl = strlen(d->d_name), pl = strlen(prefix);
+		if (nl <= pl + 5 || strncmp(d->d_name, prefix, pl) != 0 || strcmp(d->d_name + nl - 5, ".lock") != 0)
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, d->d_name);
+		each(path, arg);
+	}
+	closedir(dp);
+	return 0;
+}
+
+struct lock_look {
+	const struct ri_config *c;
+	struct report *rep;
+	ri_ms now;
+	size_t seen;
+};
+
+static void
+look_at_lock(const char *path, void *arg)
+{
+	struct lock_look *x = arg;
+	char why[8700], since[RI_INSTANT_LEN], bound[32];
+	struct ri_run_lock l;
+
+	x->seen++;
+	ri_format_seconds(x->c->run_bound, bound, sizeof bound);
+	if (ri_run_lock_inspect(x->c, path, x->now, &l, why, sizeof why) != 0) {
+		cap(x->rep, false, "sweep-run-lock", "%s", why);
+	} else if (!l.held) {
+		cap(x->rep, true, "sweep-run-lock", "%s: free", path);
+	} else if (!l.stale) {
+		ri_format_instant(l.started_at, since);
+		cap(x->rep, true, "sweep-run-lock", "%s: a run in flight since %s (pid %ld)", path, since, l.pid);
+	} else if (l.recorded) {
+		ri_format_instant(l.started_at, since);
+		cap(x->rep, false, "sweep-run-lock", "%s: held past run_bound (%s s) -- the run recorded in it (pid %ld)"
+		    " started at %s: no sweep run can start, so no crashed act is recovered (run bound 1);"
+		    " find its holder (fuser %s)", path, bound, l.pid, since, path);
+	} else {
+		cap(x->rep, false, "sweep-run-lock", "%s: held by a process that recorded no start: no sweep run can"
+		    " start, so no crashed act is recovered (run bound 1); find its holder (fuser %s)", path, path);
+	}
+}
+
+/* run bound 1 (issue 40 point 6): every node's sweep run lock -- one held
+ * past run_bound stops every run, and so the recovery of every crashed
+ * act. */
+static void
+check_run_locks(const struct ri_config *c, struct report *rep)
+{
+	struct lock_look x = { c, rep, 0, 0 };
+	char base[4200];
+	ri_err e;
+
+	if (ri_now(c, &x.now, &e) != RI_OK) {
+		cap(rep, false, "sweep-run-lock", "%s", e.msg);
+		return;
+	}
+	if (each_run_lock(c, base, sizeof base, look_at_lock, &x) != 0)
+		cap(rep, false, "sweep-run-lock", "%s: %s", base, strerror(errno));
+	else if (x.seen == 0)
+		cap(rep, true, "sweep-run-lock", "%s*.lock: none yet (the first sweep run makes it)", base);
+}
+
+/*
+ * files-private (issue 40 point 8; INTERFACE, third wave): nothing a
+ * keyless writer could use is writable by others -- the config, the
+ * journal and the register with their sidecars, the witness, the run
+ * locks, the keys and the public key, each service credential file, each
+ * probe's program, and the directory each is in (a directory others may
+ * write lets them put a file of their own in the place of any of these).
+ * A directory above those that others may write without the sticky bit
+ * lets them rename the whole tree away.  Writable by others means the
+ * world's write bit: a group the operator chose (a dedicated "ri" group)
+ * is the operator's to grant.
+ */
+struct private_ctx {
+	json_t *seen;                   /* paths looked at already */
+	json_t *bad;                    /* "PATH: mode M, writable by others: chmod M' PATH" */
+};
+
+static void
+private_one(struct private_ctx *x, const char *path, bool strict)
+{
+	struct stat sb;
+	char line[9000];
+
+	if (path == NULL || json_object_get(x->seen, path) != NULL)
+		return;
+	json_object_set_new(x->seen, path, json_true());
+	if (stat(path, &sb) != 0)
+		return;                 /* not there: nothing to write through */
+	if ((sb.st_mode & S_IWOTH) && (strict || !S_ISDIR(sb.st_mode) || !(sb.st_mode & S_ISVTX))) {
+		snprintf(line, sizeof line, "%s: mode %04o, writable by others: chmod %04o %s", path,
+		    (unsigned)(sb.st_mode & 07777), (unsigned)(sb.st_mode & 07777 & ~(unsigned)S_IWOTH), path);
+		json_array_append_new(x->bad, json_string(line));
+	}
+}
+
+/* path, and the directories it lies in: the one that holds it, then every
+ * one above (where only a non-sticky directory others may write fails) */
+static void
+private_path(struct private_ctx *x, const char *path)
+{
+	char *real, *slash;
+
+	if (path == NULL || ri_journal_is_pg(path))
+		return;
+	private_one(x, path, true);
+	if ((real = realpath(path, NULL)) == NULL)
+		return;
+	for (bool first = true; (slash = strrchr(real, '/')) != NULL; first = false) {
+		*slash = '\0';
+		const char *dir = *real ? real : "/";
+		if (first)
+			private_one(x, dir, true);
+		else {
+			/* above: a sticky directory (/tmp) keeps others from
+			 * renaming what is not theirs */
+			char key[4300];
+			snprintf(key, sizeof key, "%s (above)", dir);
+			if (json_object_get(x->seen, key) == NULL) {
+				json_object_set_new(x->seen, key, json_true());
+				private_one(x, dir, false);
+			}
+		}
+		if (!*real)
+			break;
+	}
+	free(real);
+}
+
+static void
+private_sidecars(struct private_ctx *x, const char *db)
+{
+	static const char *const side[] = { "", "-wal", "-shm", "-journal" };
+	char p[4300];
+
+	if (db == NULL || ri_journal_is_pg(db))
+		return;
+	for (size_t i = 0; i < sizeof side / sizeof side[0]; i++) {
+		snprintf(p, sizeof p, "%s%s", db, side[i]);
+		private_path(x, p);
+	}
+}
+
+static void
+private_lock(const char *path, void *arg)
+{
+	private_path(arg, path);
+}
+
+static void
+check_files_private(const struct ri_config *c, struct report *rep)
+{
+	struct private_ctx x = { json_object(), json_array() };
+	char pub[4200], prog[4096], base[4200];
+
+	private_path(&x, c->path);
+	private_sidecars(&x, c->journal);
+	private_sidecars(&x, c->findings);
+	private_path(&x, c->witness);
+	(void)each_run_lock(c, base, sizeof base, private_lock, &x);
+	private_path(&x, c->integrity_key_file);
+	private_path(&x, c->seal_key_file);
+	snprintf(pub, sizeof pub, "%s.pub", c->seal_key_file);
+	private_path(&x, pub);
+	for (size_t i = 0; i < c->n_kinds; i++) {
+		private_path(&x, c->kinds[i].service_credential_file);
+		if (c->kinds[i].probe != NULL && c->kinds[i].probe[0] != NULL &&
+		    ri_which(c->kinds[i].probe[0], prog, sizeof prog))
+			private_path(&x, prog);
+	}
+#ifdef RI_NC_FILES_PRIVATE_UNCHECKED
+	json_array_clear(x.bad);        /* negative control: every mode passes */
+#endif
+	if (json_array_size(x.bad) == 0) {
+		cap(rep, true, "files-private", "%zu paths, none writable by others", json_object_size(x.seen));
+	} else {
+		char msg[16384] = "";
+		size_t i, off = 0;
+		json_t *v;
+		json_array_foreach(x.bad, i, v) {
+			int w = snprintf(msg + off, sizeof msg - off, "%s%s", i ? "; " : "", json_string_value(v));
+			if (w < 0 || (size_t)w >= sizeof msg - off)
+				break;
+			off += (size_t)w;
+		}
+		cap(rep, false, "files-private", "%s -- a keyless writer could use %s", msg,
+		    json_array_size(x.bad) == 1 ? "it" : "each");
+	}
+	json_decref(x.seen);
+	json_decref(x.bad);
 }
 
 static void
@@ -463,6 +733,8 @@ print_text(const struct ri_config *c, json_t *kinds, struct report *rep)
 
 	json_array_foreach(kinds, i, k) {
 		printf("kind %s\n", json_string_value(json_object_get(k, "kind")));
+		printf("  job budget under ri-run: %s\n", ri_local(json_string_value(json_object_get(
+		    json_object_get(k, "job_budget"), "arithmetic")), loc, sizeof loc));
 		/* the walkthrough's arithmetic, x and >= outside a UTF-8 locale */
 		json_array_foreach(json_object_get(k, "conditions"), j, cond)
 			printf("  condition %lld (%s): %s  %s\n",
@@ -532,8 +804,20 @@ main(int argc, char **argv)
 			if (!cond[n].pass)
 				rep.ok = false;
 		}
-		json_array_append_new(kinds, json_pack("{s:s, s:o}", "kind", c->kinds[i].name,
-		    "conditions", arr));
+		/* the time ri-run gives a job of this kind (issue 44, point 7):
+		 * not a condition, but what a job's author must know */
+		char budget[512];
+		ri_run_budget_text(c, &c->kinds[i], 1000, budget, sizeof budget);
+		json_array_append_new(kinds, json_pack("{s:s, s:o, s:{s:I, s:s}}", "kind", c->kinds[i].name,
+		    "conditions", arr, "job_budget", "ms", (json_int_t)ri_run_budget(c, &c->kinds[i], 1000),
+		    "arithmetic", budget));
+		if (ri_run_budget(c, &c->kinds[i], 1000) <= 0) {
+			char w[700];
+			snprintf(w, sizeof w, "kind %s leaves a job no time under ri-run: %s -- raise"
+			    " kinds.%s.completion_bound (ri-run refuses the kind, 78)", c->kinds[i].name, budget,
+			    c->kinds[i].name);
+			json_array_append_new(rep.warnings, json_string(w));
+		}
 	}
 	if (c->clock_env)
 		json_array_append_new(rep.warnings, json_string(
@@ -544,7 +828,7 @@ main(int argc, char **argv)
 	if (c->journal_fence && c->journal_write_bound <= c->clock_offset_allowance)
 		json_array_append_new(rep.warnings, json_string(
 		    "journal_fence declared with journal_write_bound not above clock_offset_allowance: "
-		    "every fenced write is refused (Allowance 13)"));
+		    "every fenced write is refused"));      /* Allowance 13 */
 
 	check_keys(c, &rep);
 	if (ri_instance_open(config, RI_READONLY, &full, &err) == RI_OK) {
@@ -560,6 +844,8 @@ main(int argc, char **argv)
 	if (full != NULL)
 		check_bindings(full, &rep);
 	check_findings(c, &rep);
+	check_run_locks(c, &rep);
+	check_files_private(c, &rep);
 	check_identities(full ? full : r, &rep);
 	check_probes(c, &rep);
 

@@ -7,7 +7,7 @@
 #include "instance.h"
 #include "sweep.h"
 
-static const char usage[] = "ri-sweep [-c config] [--node NAME] [--quiet] [--rebuild]";
+static const char usage[] = "ri-sweep [-c config] [--node NAME] [-q | --quiet] [--rebuild]";
 
 /* --rebuild: the derived state again from a verified traversal (the
  * open-intents index and its accumulator, the tree of scope heads); it
@@ -43,6 +43,9 @@ main(int argc, char **argv)
 	int ch, rc;
 
 	ri_cli_init(argc, argv);
+	/* run by cron or a timer: every line on stderr says when (issue 44,
+	 * point 3) -- the system clock until the config is read */
+	ri_cli_stamp(NULL);
 	while ((ch = getopt_long(argc, argv, RI_COMMON_SHORTOPTS "q", longopts, NULL)) != -1) {
 		if (ri_cli_common(ch, optarg, &config, usage))
 			continue;
@@ -65,14 +68,18 @@ main(int argc, char **argv)
 			ri_die(rc, "%s", err.msg);
 		return ri_cli_finish(rc, ans, &err);
 	}
+	ri_cli_stamp(r->cfg);
 	rc = do_rebuild ? rebuild(r, &ans, &err) : ri_sweep(r, &o, &ans, &err);
-	ri_instance_close(r);
 	/* --quiet: a clean run says nothing -- cron mails, and a person reads,
-	 * only a run that failed, was degraded, alerted or escalated */
+	 * only a run that failed, was degraded, alerted or escalated (exit 3:
+	 * an act needs an operator) */
 	if (o.quiet && rc == RI_OK && json_object_get(ans, "alert") == NULL &&
 	    json_integer_value(json_object_get(ans, "escalated")) == 0) {
 		json_decref(ans);
-		return RI_OK;
+	} else {
+		rc = ri_cli_finish(rc, ans, &err);
 	}
-	return ri_cli_finish(rc, ans, &err);
+	ri_cli_stamp(NULL);             /* the config's clock goes with r */
+	ri_instance_close(r);
+	return rc;
 }

@@ -9,7 +9,7 @@ static const struct ri_shorthand shorthands[] = {
 
 static const struct ri_cmd cmd = {
 	"ri-yield [-c config] [--kind K --act-key KEY --invocation-id ID --actor A] [-]",
-	shorthands, RI_WRITER, ri_yield, NULL, 0, NULL };
+	shorthands, RI_WRITER, ri_yield, NULL, 0, NULL, NULL };
 
 int
 main(int argc, char **argv)

@@ -5,6 +5,10 @@
 #
 #   examples/demo.sh          the tour; the instance is removed at the end
 #   examples/demo.sh --keep   leave the instance (its path is printed last)
+#
+# From the source tree (after make) it runs bin/ and examples/bin/;
+# installed (make install, the Debian package: PREFIX/libexec/ri/demo.sh)
+# it runs the installed commands and the example programs beside it.
 set -euo pipefail
 keep=no
 case "${1:-}" in
@@ -12,8 +16,14 @@ case "${1:-}" in
 "") ;;
 *) echo "usage: demo.sh [--keep]" >&2; exit 64 ;;
 esac
-top=$(cd "$(dirname "$0")/.." && pwd)
-export PATH="$top/bin:$top/examples/bin:$PATH"
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+if [ -x "$top/bin/ri-init" ] && [ -x "$top/examples/bin/ledger-probe" ]; then
+	bin=$top/bin examples=$top/examples/bin
+else
+	bin=/usr/local/bin examples=$here
+fi
+export PATH="$bin:$examples:$PATH"
 d=$(mktemp -d "${TMPDIR:-/tmp}/ri-demo.XXXXXX")
 if [ "$keep" = no ]; then
 	trap 'rm -rf "$d"' EXIT
@@ -42,7 +52,7 @@ cat >"$d/ri.json" <<JSON
       "completion_bound": "3s", "commit_round_trip": "100ms", "probe_round_trip": "200ms",
       "retention_period": "400d", "commit_fence": "none", "pairing_datum": "nonce",
       "outcome_envelope": 4096,
-      "probe": ["$top/examples/bin/ledger-probe", "--store", "$d/ledger.db"],
+      "probe": ["$examples/ledger-probe", "--store", "$d/ledger.db"],
       "service_identity": { "actor_ref": "ledger-reconciler", "credential_file": "reconciler.cred" }
     }
   }
@@ -60,17 +70,25 @@ ri-actor list
 say "may the instance start? (ri-startcheck)"
 ri-startcheck
 
-say "a wrapped job: intent, act, outcome (ri-run)"
-ri-run --kind ledger --act-key disclosure-1 --actor alice -- \
-    ledger-disclose --store "$d/ledger.db" --subject patient-7 --recipient insurer-3 | jq .
+say "a wrapped job: intent, act, outcome (ri-run; its answer where asked, stdout is the job's)"
+ri-run --kind ledger --act-key disclosure-1 --actor alice --answer "$d/answer.json" -- \
+    ledger-disclose --store "$d/ledger.db" --subject patient-7 --recipient insurer-3
+jq . "$d/answer.json"
 ri-read --kind ledger --act-key disclosure-1 </dev/null |
     jq '.invocations[] | {invocation_id, state, records: [.records[] | {action_ref, actor_ref}]}'
 
-say "the crash: the job commits, then the wrapper dies before Close"
-# shellcheck disable=SC2016  # $0 and $PPID are the inner shell's
-ri-run --kind ledger --act-key disclosure-2 --actor alice -- sh -c \
-    'ledger-disclose --store "$0" --subject patient-8 --recipient insurer-3 && kill -9 $PPID' \
-    "$d/ledger.db" || echo "ri-run died (exit $?): the act exists, its record does not"
+say "the crash: the job commits, then the wrapper is killed before Close"
+# (a subshell of its own: the shell's note of a killed job goes nowhere)
+# shellcheck disable=SC2016  # $0 and $1 are the inner shell's
+(
+	ri-run --kind ledger --act-key disclosure-2 --actor alice -- sh -c \
+	    'ledger-disclose --store "$0" --subject patient-8 --recipient insurer-3 && touch "$1" && sleep 30' \
+	    "$d/ledger.db" "$d/committed" &
+	run=$!
+	for _ in $(seq 1 200); do [ -e "$d/committed" ] && break; sleep 0.05; done
+	kill -KILL "$run"
+	wait "$run"
+) 2>/dev/null || echo "ri-run killed (exit $?): the act exists, its record does not (and its job died with it)"
 ri-read --kind ledger --act-key disclosure-2 </dev/null | jq '.invocations[] | {state}'
 
 say "past the examine edge (completion bound + allowance), the sweep probes the store"

@@ -257,6 +257,8 @@ static json_t *by_datum(sqlite3 *db, const struct probe *p)
 	json_t *ids = json_array(), *first = NULL, *answer = NULL;
 	int rc;
 
+	/* pairing datum 2: the act's rows are the ones carrying its datum,
+	 * by equality */
 	if (sqlite3_prepare_v2(db, "SELECT disclosure_id, recipient, subject"
 			       " FROM disclosures WHERE pairing_datum = ?"
 			       " ORDER BY disclosure_id", -1, &st,

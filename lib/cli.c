@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "audit.h"
 #include "cli.h"
+#include "clock.h"
 #include "jsonfast.h"
 #include "instance.h"
 #include "mem.h"
@@ -86,13 +88,37 @@ ri_local(const char *s, char *buf, size_t n)
 	return buf;
 }
 
+/* ri_cli_stamp: every line on stderr starts with the instant */
+static bool stamping;
+static const struct ri_config *stamp_cfg;
+
+void
+ri_cli_stamp(const struct ri_config *c)
+{
+	stamping = true;
+	stamp_cfg = c;
+}
+
 static void
 vwarn_line(const char *fmt, va_list ap)
 {
-	char msg[4096], loc[4096];
+	char msg[4096], safe[4096], loc[4096], at[RI_INSTANT_LEN + 1] = "";
 
 	vsnprintf(msg, sizeof msg, fmt, ap);
-	fprintf(stderr, "%s: %s\n", ri_progname, ri_local(msg, loc, sizeof loc));
+	if (stamping) {
+		ri_ms now;
+		ri_err e;
+		struct timespec ts;
+		if (stamp_cfg != NULL && ri_now(stamp_cfg, &now, &e) == RI_OK) {
+			ri_format_instant(now, at);
+		} else if (clock_gettime(CLOCK_REALTIME, &ts) == 0) {
+			ri_format_instant((ri_ms)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, at);
+		}
+		if (at[0] != '\0')
+			strcat(at, " ");
+	}
+	/* a journal URI's password never reaches a log (issue 40 point 9) */
+	fprintf(stderr, "%s%s: %s\n", at, ri_progname, ri_local(ri_redact(msg, safe, sizeof safe), loc, sizeof loc));
 }
 
 void
@@ -240,9 +266,37 @@ ri_cli_finish(int code, json_t *ans, const ri_err *err)
 	return code;
 }
 
+int
+ri_cli_finish_to(int fd, int code, json_t *ans, const ri_err *err)
+{
+	char *s = NULL;
+
+	if (fd >= 0 && ans != NULL &&
+	    (s = ri_json_dumps(ans, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17))) != NULL) {
+		size_t len = strlen(s), off = 0;
+		s[len] = '\n';                  /* its NUL: the text is written by length */
+		while (off <= len) {
+			ssize_t n = write(fd, s + off, len + 1 - off);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				ri_warnx("cannot write the answer to descriptor %d: %s", fd, strerror(errno));
+				break;
+			}
+			off += (size_t)n;
+		}
+		free(s);
+	}
+	if (code != RI_OK && err != NULL && err->msg[0] != '\0')
+		ri_warnx("%s", err->msg);
+	json_decref(ans);
+	return code;
+}
+
 #define MAX_SHORTHANDS 16
 #define OPT_WAIT 900
 #define OPT_NOWAIT 901
+#define OPT_TEXT 902
 
 ri_ms
 ri_cli_wait(const char *arg)
@@ -299,11 +353,11 @@ shorthand_value(const struct ri_shorthand *sh, const char *arg, ri_err *err)
 int
 ri_cmd_main(const struct ri_cmd *cmd, int argc, char **argv)
 {
-	struct option longopts[MAX_SHORTHANDS + 6] = { RI_COMMON_LONGOPTS };
+	struct option longopts[MAX_SHORTHANDS + 7] = { RI_COMMON_LONGOPTS };
 	const char *config = NULL;
 	json_t *vals[MAX_SHORTHANDS] = { 0 };
 	size_t n_sh = 0, base = 3;
-	bool flags_given = false, dash = false;
+	bool flags_given = false, dash = false, text = false;
 	char **rest = NULL;
 	int n_rest = 0;
 	json_t *req = NULL, *ans = NULL;
@@ -316,10 +370,13 @@ ri_cmd_main(const struct ri_cmd *cmd, int argc, char **argv)
 	for (; cmd->shorthands != NULL && cmd->shorthands[n_sh].flag != NULL && n_sh < MAX_SHORTHANDS; n_sh++)
 		longopts[base + n_sh] = (struct option){ cmd->shorthands[n_sh].flag, required_argument,
 			NULL, 1000 + (int)n_sh };
+	size_t at = base + n_sh;
 	if (cmd->features & RI_CMD_WAIT) {
-		longopts[base + n_sh] = (struct option){ "wait", required_argument, NULL, OPT_WAIT };
-		longopts[base + n_sh + 1] = (struct option){ "no-wait", no_argument, NULL, OPT_NOWAIT };
+		longopts[at++] = (struct option){ "wait", required_argument, NULL, OPT_WAIT };
+		longopts[at++] = (struct option){ "no-wait", no_argument, NULL, OPT_NOWAIT };
 	}
+	if (cmd->text != NULL)
+		longopts[at++] = (struct option){ "text", no_argument, NULL, OPT_TEXT };
 	while ((ch = getopt_long(argc, argv, (cmd->features & RI_CMD_WAIT) ? RI_COMMON_SHORTOPTS "n" :
 	    RI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
 		if (ch >= 1000 && ch < 1000 + (int)n_sh) {
@@ -351,6 +408,10 @@ ri_cmd_main(const struct ri_cmd *cmd, int argc, char **argv)
 		}
 		if (ch == OPT_NOWAIT) {
 			wait = 0;
+			continue;
+		}
+		if (ch == OPT_TEXT) {
+			text = true;
 			continue;
 		}
 		if (ch == '?' || ch == ':') {
@@ -403,6 +464,18 @@ ri_cmd_main(const struct ri_cmd *cmd, int argc, char **argv)
 	if (cmd->fill != NULL && (rc = cmd->fill(r, req, n_rest, rest, &ans, &err)) != RI_OK)
 		goto out;
 	rc = cmd->call(r, req, &ans, &err);
+	/* a request from flags alone that lacks a required field lacks a flag:
+	 * a usage error naming it, as ri-run's (issue 44, point 10) -- from
+	 * stdin it stays the malformed request it is (65) */
+	if (rc == RI_MALFORMED && err.missing[0] != '\0' && flags_given && !dash) {
+		const char *flag = err.missing;
+		for (size_t i = 0; i < n_sh; i++)
+			if (strcmp(cmd->shorthands[i].field, err.missing) == 0)
+				flag = cmd->shorthands[i].flag;
+		json_decref(ans);
+		ans = NULL;
+		rc = ri_fail(&err, RI_USAGE, "--%s is required (or give the whole request on stdin, with -)", flag);
+	}
 out:
 	/* Action wiring 1, Invariant 8: after the commit, every answer carries
 	 * its position -- whatever failed, and wherever */
@@ -413,6 +486,14 @@ out:
 	free(rest);
 	json_decref(req);
 	ri_instance_close(r);
+	if (text) {
+		/* --text: the answer for people, or nothing on stdout */
+		if (rc == RI_OK && ans != NULL)
+			cmd->text(ans);
+		fflush(stdout);
+		json_decref(ans);
+		ans = NULL;
+	}
 	return ri_cli_finish(rc, ans, &err);
 }
 

@@ -18,6 +18,12 @@ const char *ri_local(const char *s, char *buf, size_t n);
 /* "ri-open: message" on stderr, then exit(code). */
 _Noreturn void ri_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ri_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* For a command cron or a service manager runs (ri-sweep): from now on
+ * every line ri_warnx and ri_die write starts with the instant, RFC 3339
+ * -- the config's clock seam when c is given, else the system clock --
+ * "2026-11-29T10:00:33.000Z ri-sweep: ..." (issue 44, point 3). */
+struct ri_config;
+void ri_cli_stamp(const struct ri_config *c);
 
 /* Options every command takes: -c/--config FILE, -h/--help, -V/--version. */
 #define RI_COMMON_SHORTOPTS "c:hV"
@@ -43,6 +49,10 @@ int ri_cli_flag(json_t *req, const char *field, json_t *value, ri_err *err);
  * err->msg on stderr; return code for exit(). */
 int ri_cli_finish(int code, json_t *ans, const ri_err *err);
 void ri_cli_print(json_t *ans);
+/* ri-run's finish: the answer, if any, as one line on descriptor fd (none
+ * when fd < 0 -- standard output is the job's), then, unless code is 0,
+ * err->msg as one line on stderr; return code. */
+int ri_cli_finish_to(int fd, int code, json_t *ans, const ri_err *err);
 /* Print a refusal object and release it. */
 void ri_cli_print_refusal(json_t *refusal);
 
@@ -79,6 +89,10 @@ struct ri_cmd {
 	 * arguments other than "-".  NULL: any such argument is a usage error.
 	 * A code other than RI_OK ends the command with *ans, if set. */
 	int (*fill)(ri *r, json_t *req, int argc, char **argv, json_t **ans, ri_err *err);
+	/* --text: the success answer for people, printed by this instead of
+	 * the JSON line (a refusal prints nothing on stdout then: its line on
+	 * stderr says why).  NULL: no --text. */
+	void (*text)(const json_t *ans);
 };
 
 /* --wait SECS: a non-negative number of seconds (fractions allowed) as ms;

@@ -125,7 +125,7 @@ cause_of(int code)
 
 /* Action wiring 1, Invariant 8: the caller has committed, so every answer
  * carries the position, whatever failed -- the request, the config, the
- * caller -- and a caller on position outcome never re-runs (8.4). */
+ * caller -- and a caller on position outcome never re-runs (Invariant 8.4). */
 static int
 position(int code, const char *pos, int pos_code, json_t *refusal, json_t **ans, ri_err *err)
 {
@@ -274,7 +274,7 @@ close_write(struct ri *r, struct inv_req *q, json_t **ans, ri_err *err)
 		}
 		switch (st) {
 		case RI_ST_OK:
-			/* close step 4 */
+			/* close step 4, close step 4.3: landed by the invocation */
 			*ans = json_pack("{s:s, s:s}", "outcome_event_id", ap.event_id, "landed_by", "invocation");
 			release(r, q);
 			rc = RI_OK;
@@ -438,7 +438,9 @@ refuse_call(ri *r, json_t *req, json_t **ans, ri_err *err)
 		return rc;
 	if (q.credential == NULL)
 		q.credential = "";
-	/* refuse step 1: standing before any read (1.1, 1.3, 1.4) */
+	/* refuse step 1: standing before any read (refuse steps 1.1-1.4;
+	 * refuse steps 1.2a-1.2b: no lease, nothing written; refuse step 0.2:
+	 * a pair no Open returned holds no lease either) */
 	if (!standing_to_write(r, &q, &left))
 		return ri_refuse_with(ans, rf_refusal(&q, 0), err, RI_RF_REFUSAL,
 		    "recording-failure(refusal): the lease is gone or shorter than journal_write_bound;"
@@ -497,6 +499,8 @@ refuse_call(ri *r, json_t *req, json_t **ans, ri_err *err)
 	a.bound = NULL;
 	switch (st) {
 	case RI_ST_OK:
+		/* refuse step 3.9: the store took the invocation out of the open
+		 * intents in the refusal's own transaction; refuse step 3.10 */
 		release(r, &q);
 		*ans = json_pack("{s:s}", "refusal_event_id", ap.event_id);
 		return RI_OK;

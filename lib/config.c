@@ -2,12 +2,12 @@
  * the protocol's terms; the five conditions of instance start
  * (Instance start 1-8, Allowance 11). */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -392,7 +392,7 @@ parse_outcomes(struct ri_kind *k, json_t *a, const char *p, ri_err *err)
 			    q, NAMELEN);
 		if (in_list(s, reserved_outcomes))
 			return ri_fail(err, RI_CONFIG,
-			    "%s: \"%s\" is a reserved name (journal 2, 3)", q, s);
+			    "%s: \"%s\" is a reserved name", q, s);        /* journal 2, 3 */
 		for (j = 0; j < i; j++)
 			if (strcmp(k->outcomes[j], s) == 0)
 				return ri_fail(err, RI_CONFIG,
@@ -493,7 +493,7 @@ parse_kind(struct ri_kind *k, const char *name, json_t *o, const char *dir, ri_e
 	sub(kp, "kinds", name);
 	/* journal 5: "audit" is the composition's own vocabulary. */
 	if (strcmp(name, "audit") == 0)
-		return ri_fail(err, RI_CONFIG, "%s: \"audit\" may not be a kind (journal 5)", kp);
+		return ri_fail(err, RI_CONFIG, "%s: \"audit\" may not be a kind", kp);
 	if (!plain_name(name))
 		return ri_fail(err, RI_CONFIG,
 		    "%s: a kind name is A-Z a-z 0-9 _ -, 1 to %d characters", kp, NAMELEN);
@@ -665,21 +665,24 @@ int
 ri_config_load(const char *path, struct ri_config **out, ri_err *err)
 {
 	json_error_t je;
-	struct stat st;
 	json_t *root;
+	char why[512];
 	FILE *f;
-	int rc;
+	int fd, rc;
 
 	*out = NULL;
-	if ((f = fopen(path, "r")) == NULL) {
+	/* a regular file, or refused at once: a FIFO never hangs a command
+	 * (issue 40 point 3), a directory is no config */
+	if ((fd = ri_open_regular(path, O_RDONLY, 0, why, sizeof why)) < 0) {
 		if (errno == ENOENT)
 			return ri_fail(err, RI_CONFIG, "%s: %s -- no config: give -c FILE or set RI_CONFIG"
 			    " (ri-init --example-config prints one to edit)", path, strerror(errno));
-		return ri_fail(err, RI_CONFIG, "%s: %s", path, strerror(errno));
+		return ri_fail(err, RI_CONFIG, "%s", why);
 	}
-	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-		fclose(f);
-		return ri_fail(err, RI_CONFIG, "%s: %s", path, strerror(EISDIR));
+	if ((f = fdopen(fd, "r")) == NULL) {
+		int e = errno;
+		close(fd);
+		return ri_fail(err, RI_CONFIG, "%s: %s", path, strerror(e));
 	}
 	/* read whole and parsed by ri_json_parse (every command parses its
 	 * config: issue 15); jansson parses again only what that refuses, so

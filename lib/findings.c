@@ -15,6 +15,7 @@
 struct ri_findings {
 	sqlite3 *db;
 	char *path;
+	int64_t keyless;                /* rows shaped as keyless refusals (-1: not counted yet) */
 };
 
 /* The register's key, derived from the integrity key (heads.h); set once
@@ -122,13 +123,50 @@ row_verified(sqlite3_stmt *q)
  * gains a keyless writer nothing it lacks -- the register is unchained, it
  * may delete any row -- and the one finding so treated claims nothing about
  * an act. */
+/*
+ * The exception is for what a start gate writes, and only that (issue 40
+ * point 7): an instance's start-refused row, by "start-gate", naming no act,
+ * whose detail is its causes.  And it is bounded: a key outage leaves a
+ * row per kind (and one for the instance) for each stretch the key could
+ * not be read, never thousands -- past RI_FINDINGS_KEYLESS_MAX such rows in
+ * the register, none is excused (ri_findings_each), and every surface
+ * that reads the register fails as for forged rows, saying why.
+ */
+#define KEYLESS_SHAPE "mac IS NULL AND finding = 'start-refused' AND scope = 'instance'" \
+	" AND run_id = 'start-gate' AND act_key IS NULL AND invocation_id IS NULL"
+
 static bool
 row_keyless(sqlite3_stmt *q)
 {
-	const unsigned char *finding = sqlite3_column_text(q, 1);
+	const unsigned char *finding = sqlite3_column_text(q, 1), *scope = sqlite3_column_text(q, 2);
+	const unsigned char *run = sqlite3_column_text(q, 11), *detail = sqlite3_column_text(q, 12);
+	json_t *d;
+	bool causes;
 
-	return sqlite3_column_type(q, 13) == SQLITE_NULL && finding != NULL &&
-	    strcmp((const char *)finding, ri_finding_name(RI_F_START_REFUSED)) == 0;
+	if (sqlite3_column_type(q, 13) != SQLITE_NULL || finding == NULL || scope == NULL || run == NULL ||
+	    detail == NULL || strcmp((const char *)finding, ri_finding_name(RI_F_START_REFUSED)) != 0 ||
+	    strcmp((const char *)scope, "instance") != 0 || strcmp((const char *)run, "start-gate") != 0 ||
+	    sqlite3_column_type(q, 4) != SQLITE_NULL || sqlite3_column_type(q, 5) != SQLITE_NULL)
+		return false;
+	d = json_loads((const char *)detail, 0, NULL);
+	causes = json_is_object(d) && json_is_object(json_object_get(d, "causes"));
+	json_decref(d);
+	return causes;
+}
+
+int64_t
+ri_findings_keyless(struct ri_findings *f)
+{
+	sqlite3_stmt *q;
+
+	if (f->keyless >= 0)
+		return f->keyless;
+	if (sqlite3_prepare_v2(f->db, "SELECT count(*) FROM findings WHERE " KEYLESS_SHAPE, -1, &q, NULL) != SQLITE_OK)
+		return -1;
+	if (sqlite3_step(q) == SQLITE_ROW)
+		f->keyless = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return f->keyless;
 }
 
 /* Is row id verified (or keyless)?  *exists false when there is none. */
@@ -223,7 +261,7 @@ ri_finding_name(enum ri_finding f)
 {
 	static const char *names[] = { "journal-unavailable", "store-unavailable",
 		"closure-at-risk", "binding-duplicate", "unbound-kind", "escalated",
-		"service-credential-refused", "start-refused", "run-overrun" };
+		"service-credential-refused", "start-refused", "run-overrun", "run-lock-held" };
 	return names[f];
 }
 
@@ -254,11 +292,16 @@ ri_findings_open(const char *path, bool readonly, struct ri_findings **out, ri_e
 {
 	struct ri_findings *f;
 
+	char why[512];
+
 	*out = NULL;
-	if (access(path, F_OK) != 0)
-		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "findings register %s: %s", path, strerror(errno));
+	/* a FIFO in its place (or beside it) never hangs the caller (issue 40
+	 * point 3) */
+	if (ri_db_files_regular(path, why, sizeof why) != 0)
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "findings register %s", why);
 	f = ri_xcalloc(1, sizeof *f);
 	f->path = ri_strdup(path);
+	f->keyless = -1;
 	if (sqlite3_open_v2(path, &f->db, readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE,
 	    NULL) != SQLITE_OK) {
 		int rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "findings register %s: %s", path,
@@ -631,6 +674,14 @@ ri_findings_each(struct ri_findings *f, bool open_only, const char *kind,
 	char sql[512];
 	int rc;
 
+	/* the keyless exception holds up to its bound, and past it for none */
+	int64_t keyless = ri_findings_keyless(f);
+#ifdef RI_NC_KEYLESS_UNBOUNDED
+	bool excused = true;    /* negative control: any number of keyless rows excused */
+#else
+	bool excused = keyless >= 0 && keyless <= RI_FINDINGS_KEYLESS_MAX;
+#endif
+
 	snprintf(sql, sizeof sql, "SELECT " ROW_COLS " FROM findings WHERE 1 %s %s ORDER BY id",
 	    open_only ? "AND (scope = 'act' OR closed_at IS NULL)" : "",
 	    kind ? "AND kind = ?" : "");
@@ -645,7 +696,7 @@ ri_findings_each(struct ri_findings *f, bool open_only, const char *kind,
 			.first_seen = col(st, 6), .first_seen_at = col_ms(st, 7), .last_seen = col(st, 8),
 			.last_seen_at = col_ms(st, 9), .closed_at = col_ms(st, 10), .run_id = col(st, 11),
 			.detail = col(st, 12), .verified = row_verified(st) };
-		r.keyless = !r.verified && row_keyless(st);
+		r.keyless = excused && !r.verified && row_keyless(st);
 		if (r.finding == NULL || r.scope == NULL || r.first_seen == NULL || r.run_id == NULL) {
 			r.finding = r.finding ? r.finding : "";
 			r.scope = r.scope ? r.scope : "";

@@ -25,8 +25,10 @@ enum ri_finding {
 	RI_F_SERVICE_CREDENTIAL,        /* instance, kind: reconcile step 3.18 */
 	RI_F_START_REFUSED,             /* instance, kind or none: a writer refused to start
 	                                 * (Instance start 3, Binding 2-3) */
-	RI_F_RUN_OVERRUN                /* instance, no kind: a sweep run outlasted run_bound
+	RI_F_RUN_OVERRUN,               /* instance, no kind: a sweep run outlasted run_bound
 	                                 * (run bound 1; issue 15) */
+	RI_F_RUN_LOCK_HELD              /* instance, no kind: the run lock held past run_bound,
+	                                 * so no run can start (run bound 1; issue 40) */
 };
 
 struct ri_finding_row {
@@ -77,8 +79,15 @@ int ri_findings_refusal(struct ri_findings *f, const char *kind, const char *cau
  * "finding\tkind" strings this run saw. */
 int ri_findings_close_unseen(struct ri_findings *f, const char *run_id, ri_ms now,
     const char *const *seen, size_t n_seen, ri_err *err);
+/* The keyless exception's bound (lib/findings.c row_keyless): past this
+ * many MAC-less start-gate refusals in the register, none is excused. */
+#define RI_FINDINGS_KEYLESS_MAX 64
+/* How many rows are shaped as keyless refusals (-1: unreadable); counted
+ * once per handle. */
+int64_t ri_findings_keyless(struct ri_findings *f);
 /* Every finding (open_only: standing instance findings and act findings),
- * optionally of one kind, in id order. */
+ * optionally of one kind, in id order; a row's keyless is true only while
+ * the register holds at most RI_FINDINGS_KEYLESS_MAX keyless refusals. */
 int ri_findings_each(struct ri_findings *f, bool open_only, const char *kind,
     int (*each)(const struct ri_finding_row *, void *), void *arg, ri_err *err);
 

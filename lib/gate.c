@@ -124,8 +124,9 @@ ri_gate_journal(struct ri *r, unsigned flags, ri_err *err)
 	int fd;
 
 	/* Instance start 3 (the capability ri-startcheck names seal-key):
-	 * the key that signs is a private file the caller owns */
-	if ((fd = ri_secret_open(r->cfg->seal_key_file, why, sizeof why)) < 0) {
+	 * the key that signs is a private file the caller owns, or one shared
+	 * with a dedicated group (ri_key_open) */
+	if ((fd = ri_key_open(r->cfg->seal_key_file, why, sizeof why)) < 0) {
 		ri_fail(err, RI_CONFIG, "the instance must not start: seal key %s", why);
 		ri_gate_record(r->cfg, NULL, "seal-key", "Instance start 3", err->msg);
 		return RI_CONFIG;
@@ -138,11 +139,12 @@ ri_gate_journal(struct ri *r, unsigned flags, ri_err *err)
 	 * journal failure, met on its own position */
 	if (ri_gate_unbound(r, gate_now(r->cfg), &unbound, &n) != RI_ST_OK || n == 0)
 		return RI_OK;
-	ri_fail(err, RI_CONFIG, "the instance must not start: kind %s is not bound but has open intents"
-	    " (Binding 2): bind it again until they are closed", unbound[0]);
+	/* Binding 2 */
+	ri_fail(err, RI_CONFIG, "the instance must not start: kind %s is not bound but has open intents:"
+	    " bind it again until they are closed", unbound[0]);
 	for (size_t i = 0; i < n; i++) {
 		char msg[512];
-		snprintf(msg, sizeof msg, "kind %s is not bound but has open intents (Binding 2)", unbound[i]);
+		snprintf(msg, sizeof msg, "kind %s is not bound but has open intents", unbound[i]);
 		ri_gate_record(r->cfg, unbound[i], "binding", "Binding 2-3", msg);
 	}
 	ri_strings_free(unbound, n);
@@ -250,8 +252,9 @@ ri_caller_is_actor(struct ri *r, const char *kind, const char *act_key, const ch
 	/* close 1, Check 2: only the intent's actor closes, refuses or yields */
 	if (strcmp(actor, owner) != 0) {
 		*cause = RI_CAUSE_ACTOR;
+		/* close 1 */
 		snprintf(why, n, "%s is not the intent's actor (%s): only the intent's actor may close,"
-		    " refuse or yield it (close 1)", actor, owner);
+		    " refuse or yield it", actor, owner);
 		return RI_ST_INVALID_CREDENTIAL;
 	}
 #endif

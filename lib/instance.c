@@ -12,6 +12,8 @@
 #include "store_pg.h"
 #include "store_sqlite.h"
 
+/* journal 1: an instance is one config and one journal, which every kind
+ * of the config shares */
 int
 ri_instance_open(const char *config_path, unsigned flags, ri **out, ri_err *err)
 {
@@ -183,8 +185,12 @@ ri_request_max(const ri *r)
 	return (size_t)r->cfg->payload_cap * 2 + 65536;
 }
 
+#ifndef RI_VERSION
+#define RI_VERSION "unversioned"        /* a build outside the Makefile */
+#endif
+
 const char *
 ri_version(void)
 {
-	return "0.1.0";
+	return RI_VERSION;              /* the Makefile's VERSION */
 }

@@ -157,8 +157,9 @@ ri_key_load(const char *path, unsigned char **key, size_t *len, ri_err *err)
 	unsigned char *buf;
 
 	/* the start gate (Instance start 3): a private regular file the
-	 * caller owns, opened so that a FIFO never blocks */
-	if ((fd = ri_secret_open(path, why, sizeof why)) < 0)
+	 * caller owns, or one shared with a dedicated group (ri_key_open),
+	 * opened so that a FIFO never blocks */
+	if ((fd = ri_key_open(path, why, sizeof why)) < 0)
 		return ri_fail(err, RI_CONFIG, "integrity key %s", why);
 	buf = sodium_malloc(RI_KEY_MAX + 1);
 	if (buf == NULL)
@@ -205,9 +206,9 @@ ri_seal_key_load(const char *path, unsigned char *key, size_t len, ri_err *err)
 	/* the secret key signs: the start gate's private file (Instance
 	 * start 3); a public key is anyone's to read */
 	if (len == 64)
-		text = ri_secret_read(path, 4096, &n, why, sizeof why);
-	else if ((text = ri_slurp(path, 4096, &n)) == NULL)
-		snprintf(why, sizeof why, "%s: %s", path, strerror(errno));
+		text = ri_key_read(path, 4096, &n, why, sizeof why);
+	else
+		text = ri_slurp_why(path, 4096, &n, why, sizeof why);
 	if (text == NULL)
 		return ri_fail(err, RI_CONFIG, "seal key %s", why);
 	if (sodium_hex2bin(key, len, text, n, " \r\n", &got, NULL) != 0 || got != len)
@@ -232,12 +233,12 @@ ri_seal_pub_load(const char *path, unsigned char pk[32], unsigned char instance[
     bool *has_instance, ri_err *err)
 {
 	size_t n, got;
-	char *text = ri_slurp(path, 4096, &n), *nl, *inst;
+	char why[512], *text = ri_slurp_why(path, 4096, &n, why, sizeof why), *nl, *inst;
 	int rc = RI_OK;
 
 	*has_instance = false;
 	if (text == NULL)
-		return ri_fail(err, RI_CONFIG, "seal public key %s: %s", path, strerror(errno));
+		return ri_fail(err, RI_CONFIG, "seal public key %s", why);
 	nl = strchr(text, '\n');
 	if (sodium_hex2bin(pk, 32, text, nl ? (size_t)(nl - text) : n, " \r", &got, NULL) != 0 || got != 32) {
 		free(text);

@@ -30,7 +30,7 @@ release(struct ri *r, struct open_req *o)
 }
 
 /*
- * Primitive policy 12, Invariant 6: the intent record, and the kind's
+ * Primitive policy 12-13, Invariant 6: the intent record, and the kind's
  * largest record -- an outcome carrying outcome_envelope bytes of data
  * with every field a writer may add (recovery, acting actor ref,
  * resolved_by, supersedes), or an escalation naming intent_candidates_cap
@@ -84,7 +84,7 @@ fits(struct ri *r, struct open_req *o, json_t *intent_payload, char *why, size_t
 		    intent_sz, (long long)c->payload_cap);
 	else if (!ok)
 		snprintf(why, n, "the kind's largest record (outcome %zu, escalation %zu bytes) would "
-		    "exceed payload_cap %lld (Invariant 6)", outcome_sz, esc_sz, (long long)c->payload_cap);
+		    "exceed payload_cap %lld", outcome_sz, esc_sz, (long long)c->payload_cap); /* Invariant 6 */
 	json_decref(common);
 	json_decref(outcome);
 	json_decref(esc);
@@ -110,7 +110,7 @@ surface_aged(struct ri *r, struct open_req *o, const char *old_inv, ri_ms now, j
 	} else {
 		ri_alert(ans, "could not surface aged intent %s: %s", old_inv, e.msg);
 	}
-	ri_warnx("aged intent %s left open for an operator (open step 3.8)", old_inv);
+	ri_warnx("aged intent %s left open for an operator", old_inv);      /* open step 3.8 */
 }
 
 /*
@@ -140,7 +140,8 @@ replay_mismatch(const struct ri_record *intent, json_t *caller)
 /*
  * One invocation of the act, as step 3 judges it: an open one (an intent no
  * closing names yet; sequence high water 5, the retention drop: not one
- * whose retention ended) refuses the Open or, report-only, is surfaced.
+ * whose retention ended -- open invocations 7) refuses the Open or,
+ * report-only, is surfaced.
  * RI_OK to go on, or the refusal (the section released).
  */
 static int
@@ -158,7 +159,8 @@ judge(struct ri *r, struct open_req *o, const char *inv_id, const struct ri_inv 
 		bk = o->k;
 	bool in_flight = ri_in_flight(r->cfg, bk, inv->intent->recorded_at, now);
 	if (in_flight || o->k->service_actor != NULL) {
-		/* open steps 3.4-3.7 */
+		/* open steps 3.4-3.7: with a service identity, never a second
+		 * open intent on the act (open invocations 1) */
 		release(r, o);
 		return ri_refuse_with(ans, json_pack("{s:s, s:s, s:b}", "refused", "act-in-flight",
 		    "invocation_id", inv_id, "replay_mismatch", replay_mismatch(inv->intent,
@@ -369,7 +371,7 @@ write_intent(struct ri *r, struct open_req *o, json_t *payload, char ev[RI_ID_LE
 	    left == RI_NONE || r->cfg->journal_write_bound > left) {
 		release(r, o);
 		return ri_refuse_with(ans, ri_refusal("section-unavailable"), err, RI_SECTION_UNAVAILABLE,
-		    "section-unavailable: less than journal_write_bound of the lease is left (open step 4.2)");
+		    "section-unavailable: less than journal_write_bound of the lease is left"); /* open step 4.2 */
 	}
 	if ((rc = ri_seam_now(r, &fence.issue, err)) != RI_OK) {
 		release(r, o);
@@ -470,6 +472,8 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 		json_object_set_new(req, "intent_data", json_object());
 		o.intent_data = json_object_get(req, "intent_data");
 	}
+	/* Binding 1: every act is read through its kind's binding; a kind the
+	 * config does not bind opens nothing */
 	if ((o.k = ri_config_kind(r->cfg, o.kind)) == NULL) {
 		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "invalid-request", "cause",
 		    "unbound-kind"), err, RI_INVALID_REQUEST, "kind \"%s\" is not bound in %s", o.kind,
@@ -498,7 +502,7 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 	if (o.k->service_actor != NULL && strcmp(o.actor_ref, o.k->service_actor) == 0) {
 		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "invalid-request", "cause",
 		    "service-identity"), err, RI_INVALID_REQUEST,
-		    "%s is the kind's service identity, which may not open (open step 1.2)", o.actor_ref);
+		    "%s is the kind's service identity, which may not open", o.actor_ref);
 		goto out;
 	}
 	ri_mint_id("inv_", o.inv);
@@ -576,8 +580,8 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 	if (r->st->ops->remaining(r->st, o.kind, o.act_key, o.inv, &left) != RI_ST_OK || left == RI_NONE) {
 		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "section-unavailable",
 		    "intent_event_id", ev), err, RI_SECTION_UNAVAILABLE,
-		    "section-unavailable: the intent %s landed after this invocation's section was gone"
-		    " (open step 5.3); do not commit -- the sweep closes the intent", ev);
+		    "section-unavailable: the intent %s landed after this invocation's section was gone;"
+		    " do not commit -- the sweep closes the intent", ev);   /* open step 5.3 */
 		goto out;
 	}
 #endif
@@ -594,7 +598,8 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 	json_array_foreach(alerts, i, v)
 		ri_alert(*ans, "%s", json_string_value(json_object_get(v, "alert")));
 	json_array_foreach(aged, i, v) {
-		ri_alert(*ans, "invocation %s of this act is aged and left open for an operator (open step 3.8)",
+		/* open step 3.8 */
+		ri_alert(*ans, "invocation %s of this act is aged and left open for an operator",
 		    json_string_value(v));
 		surface_aged(r, &o, json_string_value(v), now, *ans);
 	}

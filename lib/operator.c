@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "findings.h"
 #include "operator.h"
+#include "probe.h"
 
 const char *
 ri_needs_operator(const struct ri_config *c, const struct ri_kind *k, const struct ri_inv *inv,
@@ -94,6 +95,74 @@ disposition(json_t *req, int argc, char **argv, ri_err *err)
 	return RI_OK;
 }
 
+/* Set req's field to v, or check that the request's own value agrees. */
+static int
+fill_field(json_t *req, const char *field, const char *flag, const char *v, ri_err *err)
+{
+	const char *have = json_string_value(json_object_get(req, field));
+
+	if (have == NULL) {
+		json_object_set_new(req, field, json_string(v));
+		return RI_OK;
+	}
+	if (strcmp(have, v) != 0)
+		return ri_fail(err, RI_USAGE, "--%s %s disagrees with the invocation's own (%s)", flag, have, v);
+	return RI_OK;
+}
+
+/* --invocation-id ID: the kind, the act key and the intent's event id are
+ * the invocation's own (issue 44, point 8) -- whatever state it is in,
+ * so that a resolution that landed is answered again (ri_resolve) */
+static int
+fill_from_invocation(struct ri *r, json_t *req, json_t **ans, ri_err *err)
+{
+	const char *id = json_string_value(json_object_get(req, "invocation_id"));
+	struct ri_inv inv;
+	int st, rc;
+
+	if (id == NULL)
+		return RI_OK;           /* not a string: the call's malformed request */
+	if ((st = ri_inv_read(r, id, &inv)) != RI_ST_OK)
+		return ri_store_code(r, st, err);
+	if (inv.intent == NULL) {
+		ri_inv_free(&inv);
+		*ans = ri_refusal("not-known");
+		return ri_fail(err, RI_NOT_KNOWN, "not-known: the journal holds no intent of invocation %s", id);
+	}
+	if ((rc = fill_field(req, "kind", "kind", inv.intent->kind, err)) == RI_OK &&
+	    (rc = fill_field(req, "act_key", "act-key", inv.intent->act_key, err)) == RI_OK)
+		rc = fill_field(req, "intent_event_id", "intent-event-id", inv.intent->event_id, err);
+	ri_inv_free(&inv);
+	return rc;
+}
+
+/* The newest invocation of the act whose standing closing the actor wrote
+ * as an operator: a resolution that landed, to be answered again when
+ * the operator re-runs the same command (ri_resolve says whether it is
+ * the same).  true, and req's ids set, when there is one. */
+static bool
+fill_resolved_by(struct ri *r, json_t *req, const char *kind, const char *act_key)
+{
+	const char *actor = json_string_value(json_object_get(req, "actor_ref"));
+	struct ri_act act;
+	bool found = false;
+
+	if (actor == NULL || ri_act_read(r, kind, act_key, NULL, 0, &act) != RI_ST_OK)
+		return false;
+	for (size_t i = act.n; i-- > 0 && !found;) {
+		const struct ri_act_inv *e = &act.v[i];
+		const struct ri_closing *c = e->sd.standing;
+		if (e->inv.intent == NULL || e->sd.duplicate || c == NULL || !c->resolved_by ||
+		    strcmp(c->rec->actor_ref, actor) != 0)
+			continue;
+		json_object_set_new(req, "invocation_id", json_string(e->inv_id));
+		json_object_set_new(req, "intent_event_id", json_string(e->inv.intent->event_id));
+		found = true;
+	}
+	ri_act_free(&act);
+	return found;
+}
+
 int
 ri_resolve_fill(struct ri *r, json_t *req, int argc, char **argv, json_t **ans, ri_err *err)
 {
@@ -110,29 +179,21 @@ ri_resolve_fill(struct ri *r, json_t *req, int argc, char **argv, json_t **ans, 
 	json_object_del(req, "_escalate");
 	if (inv != NULL && json_object_get(req, "intent_event_id") != NULL)
 		return RI_OK;
+	if (r->st == NULL)
+		return RI_OK;           /* the call answers the outage on its position */
+	if (inv != NULL)
+		return fill_from_invocation(r, req, ans, err);
 	kind = json_string_value(json_object_get(req, "kind"));
 	act_key = json_string_value(json_object_get(req, "act_key"));
-	/* without both ids, the act names what needs resolving; anything
+	/* without the invocation, the act names what needs resolving; anything
 	 * short of that is the call's own malformed request */
-	if (kind == NULL || act_key == NULL || r->st == NULL)
+	if (kind == NULL || act_key == NULL)
 		return RI_OK;
 	if ((rc = ri_seam_now(r, &now, err)) != RI_OK)
 		return rc;
 	if ((st = ri_act_pending(r, kind, act_key, now, &list)) != RI_ST_OK)
 		return ri_store_code(r, st, err);
-	if (inv != NULL) {
-		/* the invocation given: its intent's event id */
-		size_t i;
-		json_t *v, *keep = NULL;
-		json_array_foreach(list, i, v)
-			if (json_equal(json_object_get(v, "invocation_id"), inv))
-				keep = v;
-		if (keep != NULL) {
-			json_object_set(req, "intent_event_id", json_object_get(keep, "intent_event_id"));
-			json_decref(list);
-			return RI_OK;
-		}
-	} else if (json_array_size(list) == 1) {
+	if (json_array_size(list) == 1) {
 		json_t *v = json_array_get(list, 0);
 		json_object_set(req, "invocation_id", json_object_get(v, "invocation_id"));
 		json_object_set(req, "intent_event_id", json_object_get(v, "intent_event_id"));
@@ -140,11 +201,16 @@ ri_resolve_fill(struct ri *r, json_t *req, int argc, char **argv, json_t **ans, 
 		return RI_OK;
 	}
 	size_t n = json_array_size(list);
+	/* nothing pending: this operator's own resolution, if one stands, is
+	 * answered again (retry-safe, issue 44 point 8) */
+	if (n == 0 && fill_resolved_by(r, req, kind, act_key)) {
+		json_decref(list);
+		return RI_OK;
+	}
 	*ans = json_pack("{s:o}", "needs_operator", list);
 	if (n == 0)
-		return ri_fail(err, RI_USAGE, "no invocation of (%s, %s)%s needs an operator: nothing to"
-		    " resolve (give --invocation-id ID and --intent-event-id EV to name one)", kind, act_key,
-		    inv != NULL ? " by that id" : "");
+		return ri_fail(err, RI_USAGE, "no invocation of (%s, %s) needs an operator: nothing to"
+		    " resolve (give --invocation-id ID to name one)", kind, act_key);
 	return ri_fail(err, RI_USAGE, "%zu invocations of (%s, %s) need an operator (listed on stdout):"
 	    " give --invocation-id ID", n, kind, act_key);
 }
@@ -152,6 +218,8 @@ ri_resolve_fill(struct ri *r, json_t *req, int argc, char **argv, json_t **ans, 
 struct list_ctx {
 	struct ri *r;
 	bool open_only;
+	enum ri_list_form form;
+	struct ri_list_counts *counts;
 	int64_t unverified, first;      /* rows whose MAC fails, the first one */
 };
 
@@ -165,6 +233,46 @@ static json_t *
 str_or_null(const char *s)
 {
 	return s ? json_string(s) : json_null();
+}
+
+/* The detail's most telling field, for a line of text. */
+static const char *
+detail_word(json_t *detail, char *buf, size_t n)
+{
+	static const char *const keys[] = { "cause", "answer", "why", "key", "rule", NULL };
+
+	for (size_t i = 0; keys[i] != NULL; i++) {
+		json_t *v = json_object_get(detail, keys[i]);
+		if (json_is_string(v)) {
+			snprintf(buf, n, "%s: %s", keys[i], json_string_value(v));
+			return buf;
+		}
+	}
+	return "";
+}
+
+/* --text: one line a finding -- when, what, where, open or closed, why --
+ * with the columns a person scans for (ri-findings(1)) */
+static void
+text_row(json_t *j)
+{
+	char why[512], state[64];
+	const char *closed_at = json_string_value(json_object_get(j, "closed_at"));
+	json_t *kind = json_object_get(j, "kind"), *act = json_object_get(j, "act_key"),
+	    *inv = json_object_get(j, "invocation_id");
+
+	if (closed_at != NULL)
+		snprintf(state, sizeof state, "closed %s", closed_at);
+	else
+		snprintf(state, sizeof state, "OPEN");
+	printf("%s  %-26s  %-6s  %s%s%s%s%s  %s%s\n",
+	    json_string_value(json_object_get(j, "first_seen_at")),
+	    json_string_value(json_object_get(j, "finding")), state,
+	    json_is_string(kind) ? json_string_value(kind) : "(instance)",
+	    json_is_string(act) ? " " : "", json_is_string(act) ? json_string_value(act) : "",
+	    json_is_string(inv) ? " " : "", json_is_string(inv) ? json_string_value(inv) : "",
+	    detail_word(json_object_get(j, "detail"), why, sizeof why),
+	    json_is_true(json_object_get(j, "verified")) ? "" : "  UNVERIFIED (never evidence)");
 }
 
 static int
@@ -184,8 +292,10 @@ list_row(const struct ri_finding_row *f, void *arg)
 			ri_inv_free(&inv);
 		}
 	}
+	x->counts->named++;
 	if (x->open_only && closed_at != RI_NONE)
 		return 0;
+	x->counts->shown++;
 	json_t *detail = f->detail ? json_loads(f->detail, 0, NULL) : NULL;
 	json_t *j = json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:b, s:o, s:s, s:o}",
 	    "finding", f->finding, "scope", f->scope, "kind", str_or_null(f->kind),
@@ -200,15 +310,19 @@ list_row(const struct ri_finding_row *f, void *arg)
 	 * tampering (lib/findings.c row_keyless): it does not fail the listing */
 	if (!f->verified && !f->keyless && x->unverified++ == 0)
 		x->first = f->id;
-	ri_cli_print(j);
+	if (x->form == RI_LIST_JSON)
+		ri_cli_print(j);
+	else if (x->form == RI_LIST_TEXT)
+		text_row(j);
 	json_decref(j);
 	return 0;
 }
 
 int
-ri_findings_list(struct ri *r, bool open_only, const char *kind, bool *warn, ri_err *err)
+ri_findings_list(struct ri *r, bool open_only, const char *kind, enum ri_list_form form,
+    struct ri_list_counts *counts, bool *warn, ri_err *err)
 {
-	struct list_ctx x = { r, open_only, 0, 0 };
+	struct list_ctx x = { r, open_only, form, counts, 0, 0 };
 	struct ri_findings *f;
 	int rc;
 
@@ -220,11 +334,117 @@ ri_findings_list(struct ri *r, bool open_only, const char *kind, bool *warn, ri_
 	    (rc = ri_findings_open(r->cfg->findings, true, &f, err)) != RI_OK)
 		return rc;
 	/* the register keeps act findings; which still stand is the journal's */
+	memset(counts, 0, sizeof *counts);
 	rc = ri_findings_each(f, false, kind, list_row, &x, err);
+	int64_t keyless = ri_findings_keyless(f);
 	ri_findings_close(f);
+	/* issue 40 point 7: past its bound the keyless exception excuses none */
+	if (keyless > RI_FINDINGS_KEYLESS_MAX)
+		ri_warnx("findings register %s: %lld unauthenticated start-refused rows, past the bound of %d a key"
+		    " outage leaves: none is excused -- forged, or the key was unreadable for long; investigate",
+		    r->cfg->findings, (long long)keyless, RI_FINDINGS_KEYLESS_MAX);
+	fflush(stdout);
 	if (rc == RI_OK && x.unverified > 0)
 		rc = ri_fail(err, RI_INTEGRITY, "findings register %s: %lld rows fail their MAC (first: row %lld):"
 		    " written where the key could not be read, forged or altered -- never evidence", r->cfg->findings, (long long)x.unverified,
 		    (long long)x.first);
 	return rc;
+}
+
+/* One disposition the store's answer supports: its name, why, and, when
+ * the store's answer determines it whole, "with": the disposition as
+ * ri-resolve takes it (--disposition JSON). */
+static void
+support(json_t *list, const char *name, json_t *with, const char *why)
+{
+	json_t *e = json_pack("{s:s, s:s}", "disposition", name, "why", why);
+
+	if (with != NULL)
+		json_object_set_new(e, "with", with);
+	json_array_append_new(list, e);
+}
+
+int
+ri_resolve_probe(struct ri *r, json_t *req, json_t **ans, ri_err *err)
+{
+	const char *kind = json_string_value(json_object_get(req, "kind"));
+	const char *act_key = json_string_value(json_object_get(req, "act_key"));
+	const char *id = json_string_value(json_object_get(req, "invocation_id"));
+	const struct ri_kind *k;
+	struct ri_inv inv;
+	struct ri_standing sd;
+	struct ri_probe p = { 0 };
+	json_t *probe, *supports;
+	const char *needs;
+	ri_ms now;
+	int st, rc;
+
+	*ans = NULL;
+	if (json_object_get(req, "disposition") != NULL)
+		return ri_fail(err, RI_USAGE, "--probe writes nothing: give no disposition");
+	if (kind == NULL || act_key == NULL || id == NULL)
+		return ri_fail(err, RI_USAGE, "--probe: name the invocation (--invocation-id ID), or an act"
+		    " with one invocation that needs an operator (--kind K --act-key KEY)");
+	if ((k = ri_config_kind(r->cfg, kind)) == NULL)
+		return ri_fail(err, RI_CONFIG, "kind %s is not bound: there is no probe to ask", kind);
+	if (r->st == NULL)
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "%s", r->unopened.msg);
+	if ((rc = ri_seam_now(r, &now, err)) != RI_OK)
+		return rc;
+	if ((st = ri_inv_read(r, id, &inv)) != RI_ST_OK)
+		return ri_store_code(r, st, err);
+	if (inv.intent == NULL) {
+		ri_inv_free(&inv);
+		*ans = ri_refusal("not-known");
+		return ri_fail(err, RI_NOT_KNOWN, "not-known: the journal holds no intent of invocation %s", id);
+	}
+	ri_standing(inv.closings, inv.n_closings, &sd);
+	needs = ri_needs_operator(r->cfg, k, &inv, &sd, now);
+	supports = json_array();
+	if (inv.intent->payload == NULL) {
+		/* resolve 10-12: a purged intent cannot be probed, nor resolved */
+		probe = json_pack("{s:s, s:s}", "answer", "unavailable", "why",
+		    "the intent's payload was destroyed by retention");
+	} else {
+		struct ri_prober *pr = ri_prober_new(r->cfg);
+		(void)ri_probe_ask(pr, k, act_key, inv.intent->payload, &p);
+		ri_prober_free(pr);
+		probe = json_pack("{s:s}", "answer", ri_probe_name(p.answer));
+		switch (p.answer) {
+		case RI_PROBE_COMMITTED:
+			json_object_set_new(probe, "outcome_action_ref", json_string(p.outcome_action_ref));
+			json_object_set(probe, "outcome_data", p.outcome_data);
+			support(supports, "outcome", json_pack("{s:{s:s, s:O}}", "outcome", "outcome_action_ref",
+			    p.outcome_action_ref, "outcome_data", p.outcome_data),
+			    "the store holds the act: record what it re-derived");
+			break;
+		case RI_PROBE_NOT_COMMITTED:
+			if (ri_in_flight(r->cfg, k, inv.intent->recorded_at, now))
+				break;  /* resolve 18-19: too young to abandon */
+			support(supports, "abandoned", json_pack("{s:{s:s}}", "abandoned", "cause",
+			    "the store holds no such act (ri-resolve --probe: not-committed)"),
+			    k->commit_fence ? "the store holds no such act, and the commit fence keeps it from"
+			    " landing later" : "the store holds no such act now; with no commit fence, abandon"
+			    " only once you know the job can no longer write it");
+			break;
+		case RI_PROBE_UNDECIDABLE:
+			json_object_set(probe, "candidates", p.candidates);
+			support(supports, "outcome", NULL, "the store holds more than one candidate: once you"
+			    " know which is the act, record it with --outcome and data naming it");
+			support(supports, "escalated", json_pack("{s:{s:O}}", "escalated", "candidates",
+			    p.candidates), "leave it to a later look, naming the candidates");
+			break;
+		default:
+			json_object_set_new(probe, "why", json_string(p.why));
+			break;  /* nothing is supported while the store cannot be read */
+		}
+	}
+	*ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s?, s:o, s:o}", "kind", kind, "act_key", act_key,
+	    "invocation_id", id, "intent_event_id", inv.intent->event_id, "state", ri_state_name(sd.state),
+	    "needs_operator", needs, "probe", probe, "supports", supports);
+	if (needs == NULL)
+		json_object_set_new(*ans, "needs_operator", json_null());
+	ri_probe_clear(&p);
+	ri_inv_free(&inv);
+	return RI_OK;
 }

@@ -44,7 +44,17 @@ int ri_act_pending(struct ri *r, const char *kind, const char *act_key, ri_ms no
  * journal to read (r->st NULL), act findings are as the register holds
  * them, and *warn says so.
  */
-int ri_findings_list(struct ri *r, bool open_only, const char *kind, bool *warn, ri_err *err);
+enum ri_list_form {
+	RI_LIST_JSON,           /* one JSON object a line (schemas/ri-findings.line.json) */
+	RI_LIST_TEXT,           /* one line of text a finding, for people (--text) */
+	RI_LIST_NONE            /* nothing printed: the counts alone (--check) */
+};
+struct ri_list_counts {
+	size_t named;           /* rows naming the kind asked for (all rows without one) */
+	size_t shown;           /* rows the filters kept: open ones, with open_only */
+};
+int ri_findings_list(struct ri *r, bool open_only, const char *kind, enum ri_list_form form,
+    struct ri_list_counts *counts, bool *warn, ri_err *err);
 
 /* ri-resolve's shorthand (struct ri_cmd.fill): --abandon CAUSE |
  * --outcome REF [--outcome-data JSON] | --escalate CAND... become the
@@ -52,5 +62,13 @@ int ri_findings_list(struct ri *r, bool open_only, const char *kind, bool *warn,
  * act needs an operator -- else the candidates are listed and the call is
  * a usage error (64). */
 int ri_resolve_fill(struct ri *r, json_t *req, int argc, char **argv, json_t **ans, ri_err *err);
+
+/*
+ * ri-resolve --probe (issue 44, point 8): what the kind's probe answers now
+ * for the invocation req names (filled as for a resolution), and which
+ * dispositions that answer supports, each as --disposition takes it.
+ * Takes no section, writes nothing, asks for no credential.
+ */
+int ri_resolve_probe(struct ri *r, json_t *req, json_t **ans, ri_err *err);
 
 #endif

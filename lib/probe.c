@@ -141,7 +141,7 @@ parse_answer(const struct ri_config *c, const struct ri_kind *k, const char *act
 		 * candidate; an empty list is no answer, so unavailable (probe 4) */
 		if (!json_is_array(cands) || json_array_size(cands) == 0) {
 			json_decref(j);
-			return malformed(p, "undecidable needs a non-empty candidates array (probe 3)");
+			return malformed(p, "undecidable needs a non-empty candidates array");
 		}
 		json_array_foreach(cands, i, v) {
 			if (!json_is_string(v) || json_string_length(v) == 0 ||
@@ -184,7 +184,8 @@ datum_guard(const struct ri_kind *k, struct ri_probe *p)
 	return;
 #endif
 	if (p->answer == RI_PROBE_COMMITTED && k->pairing_datum == RI_PAIR_NONE)
-		unavailable(p, "the probe answered committed for a kind whose pairing datum is none (pairing datum 6a)");
+		/* pairing datum 6a */
+		unavailable(p, "the probe answered committed for a kind whose pairing datum is none");
 }
 
 /*

@@ -1,4 +1,4 @@
-/* probe.h -- the adopter's probe (probe 1-7; INTERFACE "The probe protocol"). */
+/* probe.h -- the adopter's probe (probe 1-5; the probe protocol of ri.json(5)). */
 #ifndef RI_PROBE_H
 #define RI_PROBE_H
 

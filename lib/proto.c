@@ -26,8 +26,10 @@ ri_req_parse(json_t *req, const struct ri_field *fields, ri_err *err)
 	for (const struct ri_field *f = fields; f->name != NULL; f++) {
 		v = json_object_get(req, f->name);
 		if (v == NULL) {
-			if (f->required)
+			if (f->required) {
+				snprintf(err->missing, sizeof err->missing, "%s", f->name);
 				return ri_fail(err, RI_MALFORMED, "the request lacks \"%s\"", f->name);
+			}
 			continue;
 		}
 		switch (f->type) {

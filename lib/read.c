@@ -1,4 +1,4 @@
-/* read.c -- the Read Invocation contract (read invocation 1-15): the act's
+/* read.c -- the Read Invocation contract (read invocation 1-14): the act's
  * invocations, newest first, each with its records and its state.  Takes
  * no section (13) and writes nothing (14). */
 #include <stdio.h>
@@ -49,7 +49,9 @@ entry_json(const struct ri_config *c, const struct ri_act_inv *e)
 		json_array_append_new(recs, ri_record_json(rec));
 	}
 	/* read invocation 7, 10: the closings key and the state, from the one
-	 * module that reads Which closing stands */
+	 * module that reads Which closing stands (journal fence none 1b: an
+	 * invocation a late append left two closings on reads
+	 * binding_duplicate) */
 	bool dup = e->sd.duplicate;
 #ifdef RI_NC_READ_NO_DUPLICATE
 	dup = false;            /* negative control: the entry never reports the closings key */
@@ -169,9 +171,11 @@ ri_read_invocation(ri *r, json_t *req, json_t **ans, ri_err *err)
 	*ans = NULL;
 	if ((rc = ri_req_parse(req, fields, err)) != RI_OK)
 		return rc;
-	if ((kind == NULL) != (act_key == NULL) && event_id == NULL)
+	if ((kind == NULL) != (act_key == NULL) && event_id == NULL) {
+		snprintf(err->missing, sizeof err->missing, "%s", kind == NULL ? "kind" : "act_key");
 		return ri_fail(err, RI_MALFORMED, "kind and act_key go together; or give invocation_id"
 		    " alone, or event_id");
+	}
 	if ((rc = ri_no_journal(r, NULL, NULL, ans, err)) != RI_OK)
 		return rc;
 	if ((rc = locate(r, &kind, &act_key, &inv_id, event_id, &record, kbuf, abuf, ibuf, ans, err)) != RI_OK)

@@ -26,6 +26,20 @@ jint(json_t *o, const char *k)
 	return (long long)json_integer_value(json_object_get(o, k));
 }
 
+/* A check's verdict as a person reads it: pass, FAIL, INCOMPLETE (a read
+ * it needs did not complete: never a pass), not applicable. */
+static const char *
+verdict(const char *status)
+{
+	return strcmp(status, "pass") == 0 ? "pass" : strcmp(status, "fail") == 0 ? "FAIL" :
+	    strcmp(status, "incomplete") == 0 ? "INCOMPLETE" : "n/a";
+}
+
+/* A table, or a list, shows at most this many rows: a page of 2,000 acts
+ * was 1.2 MB.  The rest is counted where the rows end, and the JSON
+ * answer (ri-audit without --text or --html) holds every one. */
+#define ROWS_SHOWN 100
+
 /* ---- --text ---- */
 
 static void
@@ -58,10 +72,14 @@ ri_audit_text(json_t *report, FILE *out)
 	tline(out, "\n");
 	json_array_foreach(json_object_get(report, "checks"), i, c) {
 		const char *st = jstr(c, "status");
-		tline(out, "%-6s %-14s %s\n", jstr(c, "check"), strcmp(st, "pass") == 0 ? "pass" :
-		    strcmp(st, "fail") == 0 ? "FAIL" : "n/a", jstr(c, "name"));
+		tline(out, "%-6s %-14s %s\n", jstr(c, "check"), verdict(st), jstr(c, "name"));
 		json_array_foreach(json_object_get(c, "failures"), j, f) {
 			json_t *inv = json_object_get(f, "invocation_id");
+			if (j == ROWS_SHOWN) {
+				tline(out, "         - and %zu more (the JSON answer lists every one)\n",
+				    json_array_size(json_object_get(c, "failures")) - ROWS_SHOWN);
+				break;
+			}
 			tline(out, "         - %s", jstr(f, "message"));
 			if (jstr(f, "act_key") != NULL)
 				tline(out, "; act %s %s", jstr(f, "kind"), jstr(f, "act_key"));
@@ -75,14 +93,25 @@ ri_audit_text(json_t *report, FILE *out)
 		}
 		if (jstr(c, "note") != NULL)
 			tline(out, "         (%s)\n", jstr(c, "note"));
+		json_array_foreach(json_object_get(c, "incomplete"), j, f)
+			tline(out, "         - not read: %s\n", json_string_value(f));
 	}
-	json_array_foreach(needs, i, f)
-		tline(out, "needs an operator: act %s %s, invocation %s (%s) -- ri-resolve --kind %s"
-		    " --act-key %s ...\n", jstr(f, "kind"), jstr(f, "act_key"), jstr(f, "invocation_id"),
-		    jstr(f, "why"), jstr(f, "kind"), jstr(f, "act_key"));
+	/* each act once, and the command that looks at it by its invocation
+	 * alone (an act key may be 256 bytes: never twice on a line) */
+	json_array_foreach(needs, i, f) {
+		if (i == ROWS_SHOWN) {
+			tline(out, "needs an operator: %zu more (ri-findings --open --text lists every one)\n",
+			    json_array_size(needs) - ROWS_SHOWN);
+			break;
+		}
+		tline(out, "needs an operator: act %s %s, invocation %s (%s) -- ri-resolve --probe"
+		    " --invocation-id %s\n", jstr(f, "kind"), jstr(f, "act_key"), jstr(f, "invocation_id"),
+		    jstr(f, "why"), jstr(f, "invocation_id"));
+	}
 	/* the tally, last, as a person scrolls to it */
-	tline(out, "%zu checks: %lld pass, %lld FAIL, %lld not applicable; %zu act%s need%s an operator\n",
-	    n_checks, jint(tally, "pass"), jint(tally, "fail"), jint(tally, "not-applicable"),
+	tline(out, "%zu checks: %lld pass, %lld FAIL, %lld INCOMPLETE, %lld not applicable; %zu act%s need%s"
+	    " an operator\n", n_checks, jint(tally, "pass"), jint(tally, "fail"), jint(tally, "incomplete"),
+	    jint(tally, "not-applicable"),
 	    json_array_size(needs), json_array_size(needs) == 1 ? "" : "s",
 	    json_array_size(needs) == 1 ? "s" : "");
 }
@@ -161,14 +190,21 @@ html_checks(FILE *out, json_t *report)
 		size_t nf = json_array_size(json_object_get(c, "failures"));
 		h(out, "<tr class=\"%s\" data-check=\"%s\" data-status=\"%s\" data-failures=\"%lld\">"
 		    "<td>%s</td><td>%s</td><td>%s", st, jstr(c, "check"), st, (long long)nf, jstr(c, "check"),
-		    strcmp(st, "pass") == 0 ? "pass" : strcmp(st, "fail") == 0 ? "FAIL" : "not applicable",
-		    jstr(c, "name"));
+		    strcmp(verdict(st), "n/a") == 0 ? "not applicable" : verdict(st), jstr(c, "name"));
 		if (jstr(c, "note") != NULL)
 			h(out, "<br/><small>%s</small>", jstr(c, "note"));
+		json_array_foreach(json_object_get(c, "incomplete"), j, f)
+			h(out, "<br/><small class=\"unread\">not read: %s</small>", json_string_value(f));
 		h(out, "</td><td>");
 		if (nf > 0) {
 			h(out, "<ul>");
 			json_array_foreach(json_object_get(c, "failures"), j, f) {
+				if (j == ROWS_SHOWN) {
+					h(out, "<li class=\"more\" data-more=\"%lld\">and %lld more (the JSON answer"
+					    " lists every one)</li>", (long long)(nf - ROWS_SHOWN),
+					    (long long)(nf - ROWS_SHOWN));
+					break;
+				}
 				h(out, "<li>%s", jstr(f, "message"));
 				if (jstr(f, "act_key") != NULL)
 					h(out, "; act <code>%s</code> <code>%s</code>", jstr(f, "kind"), jstr(f, "act_key"));
@@ -201,16 +237,17 @@ html_latency(FILE *out, json_t *report)
 		json_t *bs = json_object_get(l, "buckets");
 		size_t nb = json_array_size(bs);
 		long long max = 1;
-		char lab[160], win[64], t[64];
+		char lab[160], win[64], t[64], slow[64];
 		json_array_foreach(bs, j, b)
 			if (jint(b, "count") > max)
 				max = jint(b, "count");
 		seconds(jint(l, "compensation_window_ms"), win, sizeof win);
+		seconds(jint(l, "max_ms"), slow, sizeof slow);
 		h(out, "<h3>kind <code>%s</code></h3>\n<p class=\"latency\" data-kind=\"%s\" data-closed=\"%lld\""
 		    " data-open=\"%lld\" data-over-window=\"%lld\" data-max-ms=\"%lld\">%lld closed, %lld still"
-		    " open, %lld after the window (%s); the slowest took %lld ms.</p>\n", jstr(l, "kind"),
+		    " open, %lld after the window (%s); the slowest took %s.</p>\n", jstr(l, "kind"),
 		    jstr(l, "kind"), jint(l, "closed"), jint(l, "open"), jint(l, "over_window"), jint(l, "max_ms"),
-		    jint(l, "closed"), jint(l, "open"), jint(l, "over_window"), win, jint(l, "max_ms"));
+		    jint(l, "closed"), jint(l, "open"), jint(l, "over_window"), win, slow);
 		int W = 640, H = 180, bw = (W - 40) / (int)(nb ? nb : 1);
 		h(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"histogram\" data-kind=\"%s\" width=\"%d\""
 		    " height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\"><title>closure latency of kind %s</title>\n",
@@ -307,16 +344,33 @@ html_timeline(FILE *out, json_t *report)
 	json_array_foreach(outages, i, v)
 		h(out, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", jstr(v, "finding"),
 		    jstr(v, "kind") ? jstr(v, "kind") : "", jstr(v, "start"), jstr(v, "end"));
-	h(out, "</table>\n<table id=\"findings\"><tr><th>finding</th><th>scope</th><th>kind</th><th>act</th>"
-	    "<th>invocation</th><th>first seen</th><th>last seen</th></tr>\n");
+	/* open ones first, then the closed: each says which it is (a resolved
+	 * escalation is closed, as ri-findings says) */
+	size_t n_open = 0, shown = 0;
 	json_array_foreach(findings, i, v)
-		h(out, "<tr><td>%s</td><td>%s</td><td>%s</td><td><code>%s</code></td><td><code>%s</code></td>"
-		    "<td>%s</td><td>%s</td></tr>\n", jstr(v, "finding"), jstr(v, "scope"),
-		    jstr(v, "kind") ? jstr(v, "kind") : "", jstr(v, "act_key") ? jstr(v, "act_key") : "",
-		    jstr(v, "invocation_id") ? jstr(v, "invocation_id") : "",
-		    jstr(v, "first_seen_at") ? jstr(v, "first_seen_at") : "",
-		    jstr(v, "last_seen_at") ? jstr(v, "last_seen_at") : "");
+		n_open += jstr(v, "closed_at") == NULL;
+	h(out, "</table>\n<table id=\"findings\" data-open=\"%lld\" data-closed=\"%lld\"><tr><th>finding</th>"
+	    "<th>state</th><th>scope</th><th>kind</th><th>act</th><th>invocation</th><th>first seen</th>"
+	    "<th>last seen</th></tr>\n", (long long)n_open, (long long)(json_array_size(findings) - n_open));
+	for (int pass = 0; pass < 2; pass++) {
+		json_array_foreach(findings, i, v) {
+			const char *closed = jstr(v, "closed_at");
+			if ((closed == NULL) != (pass == 0) || shown++ >= ROWS_SHOWN)
+				continue;
+			h(out, "<tr class=\"%s\"><td>%s</td><td>%s%s</td><td>%s</td><td>%s</td><td><code>%s</code>"
+			    "</td><td><code>%s</code></td><td>%s</td><td>%s</td></tr>\n", closed ? "closed" : "open",
+			    jstr(v, "finding"), closed ? "closed " : "OPEN", closed ? closed : "", jstr(v, "scope"),
+			    jstr(v, "kind") ? jstr(v, "kind") : "", jstr(v, "act_key") ? jstr(v, "act_key") : "",
+			    jstr(v, "invocation_id") ? jstr(v, "invocation_id") : "",
+			    jstr(v, "first_seen_at") ? jstr(v, "first_seen_at") : "",
+			    jstr(v, "last_seen_at") ? jstr(v, "last_seen_at") : "");
+		}
+	}
 	h(out, "</table>\n");
+	if (shown > ROWS_SHOWN)
+		h(out, "<p class=\"more\" id=\"findings-more\" data-more=\"%lld\">The table shows %d of %lld findings, the open ones"
+		    " first; <code>ri-findings --text</code> lists every one.</p>\n", (long long)(shown - ROWS_SHOWN),
+		    ROWS_SHOWN, (long long)shown);
 }
 
 static void
@@ -330,16 +384,24 @@ html_needs(FILE *out, json_t *report)
 		h(out, "<p id=\"needs\" data-count=\"0\">None.</p>\n");
 		return;
 	}
-	h(out, "<p>Each is closed with <code>ri-resolve --kind K --act-key KEY --actor YOU</code> and one of"
+	h(out, "<p>For each, <code>ri-resolve --probe --invocation-id ID</code> shows what its store holds and"
+	    " what that supports; <code>ri-resolve --invocation-id ID --actor YOU</code> with one of"
 	    " <code>--abandon CAUSE</code>, <code>--outcome REF --outcome-data JSON</code>,"
-	    " <code>--escalate CAND</code> (ri-runbook(7)).</p>\n"
+	    " <code>--escalate CAND</code> closes it (ri-runbook(7)).</p>\n"
 	    "<table id=\"needs\" data-count=\"%lld\"><tr><th>kind</th><th>act</th><th>invocation</th>"
 	    "<th>intent</th><th>why</th><th>since</th></tr>\n", (long long)json_array_size(needs));
-	json_array_foreach(needs, i, v)
+	json_array_foreach(needs, i, v) {
+		if (i == ROWS_SHOWN)
+			break;
 		h(out, "<tr class=\"need\"><td>%s</td><td><code>%s</code></td><td><code>%s</code></td>"
 		    "<td><code>%s</code></td><td>%s</td><td>%s</td></tr>\n", jstr(v, "kind"), jstr(v, "act_key"),
 		    jstr(v, "invocation_id"), jstr(v, "intent_event_id"), jstr(v, "why"), jstr(v, "recorded_at"));
+	}
 	h(out, "</table>\n");
+	if (json_array_size(needs) > ROWS_SHOWN)
+		h(out, "<p class=\"more\" id=\"needs-more\" data-more=\"%lld\">The table shows the first %d; <code>ri-findings --open"
+		    " --text</code> lists every one.</p>\n", (long long)(json_array_size(needs) - ROWS_SHOWN),
+		    ROWS_SHOWN);
 }
 
 int
@@ -355,7 +417,8 @@ ri_audit_html(json_t *report, FILE *out)
 	    "body { font: 14px/1.4 sans-serif; margin: 2em; max-width: 72em; }\n"
 	    "table { border-collapse: collapse; margin: 1em 0; }\n"
 	    "td, th { border: 1px solid #ccc; padding: 2px 6px; text-align: left; vertical-align: top; }\n"
-	    "tr.fail td { background: #fdd; } tr.not-applicable td { color: #777; }\n"
+	    "tr.fail td { background: #fdd; } tr.incomplete td { background: #fec; }"
+	    " tr.not-applicable td { color: #777; }\n"
 	    "rect.bar { fill: #4a7; } rect.late { fill: #c44; } rect.outage { fill: #e96; }\n"
 	    "circle.finding { fill: #36c; } line.window { stroke: #000; stroke-dasharray: 4 3; }\n"
 	    "text { font: 11px sans-serif; } .axis { fill: #555; }\n"
@@ -364,12 +427,12 @@ ri_audit_html(json_t *report, FILE *out)
 	    jstr(report, "audited_at"), jint(report, "records"), jint(head, "seq"), jstr(head, "hash"));
 	if (json_is_integer(json_object_get(report, "sealed_seq")))
 		h(out, ", sealed up to seq %lld", jint(report, "sealed_seq"));
-	h(out, ".</p>\n<p id=\"tally\" data-pass=\"%lld\" data-fail=\"%lld\" data-not-applicable=\"%lld\""
-	    " data-records=\"%lld\">%lld checks: %lld pass, <strong>%lld fail</strong>, %lld not applicable;"
-	    " %lld acts need an operator.</p>\n", jint(tally, "pass"), jint(tally, "fail"),
-	    jint(tally, "not-applicable"), jint(report, "records"),
-	    (long long)json_array_size(json_object_get(report, "checks")), jint(tally, "pass"),
-	    jint(tally, "fail"), jint(tally, "not-applicable"),
+	h(out, ".</p>\n<p id=\"tally\" data-pass=\"%lld\" data-fail=\"%lld\" data-incomplete=\"%lld\""
+	    " data-not-applicable=\"%lld\" data-records=\"%lld\">%lld checks: %lld pass, <strong>%lld fail</strong>,"
+	    " <strong>%lld incomplete</strong>, %lld not applicable; %lld acts need an operator.</p>\n",
+	    jint(tally, "pass"), jint(tally, "fail"), jint(tally, "incomplete"), jint(tally, "not-applicable"),
+	    jint(report, "records"), (long long)json_array_size(json_object_get(report, "checks")),
+	    jint(tally, "pass"), jint(tally, "fail"), jint(tally, "incomplete"), jint(tally, "not-applicable"),
 	    (long long)json_array_size(json_object_get(report, "needs_operator")));
 	html_checks(out, report);
 	html_latency(out, report);

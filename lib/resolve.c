@@ -110,7 +110,56 @@ caller_kind(struct ri *r, struct resolve_req *q, json_t **ans, ri_err *err)
 #endif
 	if (service)
 		return invalid(ans, err, "caller-kind", "%s is a service identity: Resolve is for human"
-		    " operators (Invariant 5.4, Term caller kind); nothing written", q->actor_ref);
+		    " operators; nothing written", q->actor_ref);
+	return RI_OK;
+}
+
+#define RI_CONTINUE (-1)
+
+/*
+ * The standing closing is this very resolution: written by this operator
+ * (resolve 21: resolved_by), with the same disposition -- the same outcome
+ * ref and data, the same cause, the same candidates.  Then the answer is
+ * its closing_event_id, once the credential authenticates (10 otherwise:
+ * a stranger learns nothing a reader could not), and RI_OK; any other
+ * case is RI_CONTINUE.
+ */
+static int
+landed_before(struct ri *r, struct resolve_req *q, const struct ri_standing *sd, enum disposition d,
+    json_t *body, json_t **ans, ri_err *err)
+{
+	const struct ri_closing *c = sd->standing;
+	const json_t *p;
+	struct ri_actor who;
+	bool same;
+
+	if (sd->duplicate || c == NULL || !c->resolved_by || c->rec->payload == NULL)
+		return RI_CONTINUE;
+	p = c->rec->payload;
+	const char *by = json_string_value(json_object_get(p, "resolved_by"));
+	if (by == NULL || strcmp(by, q->actor_ref) != 0)
+		return RI_CONTINUE;
+	switch (d) {
+	case D_OUTCOME:
+		same = c->type == RI_C_OUTCOME && strcmp(c->rec->action_ref,
+		    json_string_value(json_object_get(body, "outcome_action_ref"))) == 0 &&
+		    json_equal(json_object_get(p, "data"), json_object_get(body, "outcome_data"));
+		break;
+	case D_ABANDONED:
+		same = c->type == RI_C_ABANDONED &&
+		    json_equal(json_object_get(p, "cause"), json_object_get(body, "cause"));
+		break;
+	default:
+		same = c->type == RI_C_ESCALATED &&
+		    json_equal(json_object_get(p, "store_candidates"), json_object_get(body, "candidates"));
+		break;
+	}
+	if (!same)
+		return RI_CONTINUE;
+	if (r->st->ops->authenticate(r->st, q->actor_ref, q->credential, &who) != RI_ST_OK)
+		return ri_refuse_with(ans, ri_refusal("invalid-credential"), err, RI_INVALID_CREDENTIAL,
+		    "invalid-credential: %s; nothing appended", r->st->ops->error(r->st)->msg);
+	*ans = json_pack("{s:s}", "closing_event_id", c->rec->event_id);
 	return RI_OK;
 }
 
@@ -189,6 +238,12 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 		    " this invocation", sd.malformed->rec->event_id);
 		goto out;
 	}
+	/* INTERFACE, third wave: a resolution that already landed -- this
+	 * operator's, the same disposition, still standing -- is answered
+	 * again with its own closing, exit 0: the command is retry-safe (a
+	 * reply lost, a script re-run) and writes nothing more */
+	if ((rc = landed_before(r, &q, &sd, d, body, ans, err)) != RI_CONTINUE)
+		goto out;
 	/* resolve 9: an outcome or a refusal that STANDS already accounts for
 	 * it -- read from the standing chain head, never from a closing a
 	 * later one superseded (resolve 15a, 16a; issue 41 point 3) -- unless

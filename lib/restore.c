@@ -387,7 +387,7 @@ all_acts(struct ri *r, json_t *names, json_t *acts)
 static int
 witness_open(struct ri *r, struct ri_witness **w, ri_err *err)
 {
-	unsigned char pk[32], inst[RI_INSTANCE_LEN];
+	unsigned char pk[32] = { 0 }, inst[RI_INSTANCE_LEN];
 	char pub[4200];
 	bool has_inst, has_pk;
 	ri_err e;
@@ -670,7 +670,7 @@ ri_restore_sweep(struct ri *r, size_t *outstanding, json_t *list)
 	int st;
 
 	*outstanding = 0;
-	if ((st = r->st->ops->mark_get(r->st, "sweep.restores", &done_to)) != RI_ST_OK)
+	if (r->st->ops->mark_get(r->st, "sweep.restores", &done_to) != RI_ST_OK)
 		done_to = 0;
 	q.from = done_to + 1;
 	bool all_done = true;

@@ -21,6 +21,8 @@ enum ri_code {
 	RI_CHECK_FAILED = 1,          /* ri-audit / ri-startcheck found a failure */
 	RI_DEGRADED = 2,              /* ri-sweep: the run ended, degraded (a store, an identity,
 	                               * run_bound, an alert): stderr and "degraded" say why */
+	RI_NEEDS_OPERATOR = 3,        /* ri-sweep: the run ended and left at least one act to an
+	                               * operator (escalated): one line each on stderr */
 	RI_INVALID_CREDENTIAL = 10,   /* invalid-credential */
 	RI_INVALID_REQUEST = 11,      /* invalid-request ("cause") */
 	RI_ACT_IN_FLIGHT = 12,        /* act-in-flight(invocation_id) */
@@ -44,6 +46,10 @@ enum ri_code {
 typedef struct ri_err {
 	int code;
 	char msg[1024];
+	/* RI_MALFORMED because the request lacks this required field: the
+	 * command whose request came from flags alone answers a usage error
+	 * naming the flag instead (ri_cmd_main) */
+	char missing[48];
 } ri_err;
 
 typedef int64_t ri_ms;          /* instants (ms since the epoch) and durations */

@@ -1,24 +1,32 @@
 /*
  * run.c -- ri-run: one shell command wrapped as an act.
  *
- *   open -> run CMD (no shell, its own process group) -> partition its end:
- *     exit 0                      committed: Close with its stdout as outcome data
+ *   open -> run CMD (no shell, its own process group, started by the
+ *   watchdog) -> partition its end:
+ *     exit 0                      committed: Close with what it wrote on
+ *                                 descriptor 3 as outcome data
  *     a declared pre-commit exit  Refuse, then exit with CMD's own code (commit 3)
  *     anything else               unknown (commit 6-8): Yield, exit 21
  *
- * CMD is stopped -- TERM to the whole group, KILL after a grace -- when the
- * lease is about to end, leaving Close the time its read and write need,
- * so no process of the job outlives the invocation's standing.
+ * CMD is stopped -- TERM to the whole group, KILL after a grace -- at the
+ * end of its budget (ri_run_budget), leaving Close the time its read and
+ * write need; the watchdog then kills whatever of it is left, wherever it
+ * went, so no process of the job outlives the invocation's standing.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -91,107 +99,33 @@ job_env_free(char **env, size_t added)
 	free(env);
 }
 
-static void
-say(const char *s)
-{
-	(void)!write(STDERR_FILENO, s, strlen(s));
-}
-
 /*
- * The job's first process, a vfork(2) child: it shares ri-run's memory
- * until it executes CMD (ri-run waits suspended meanwhile), so it only
- * makes system calls -- no allocation, no stdio -- and copies none of
- * ri-run's pages (issue 15: a fork copied the page tables of the whole
- * process, ~0.2 ms an act).  It tells the watchdog its process group
- * before it runs anything: nothing of the job runs unwatched.
+ * The watchdog: the job's parent, and a child subreaper.
+ *
+ * A small process forked before the journal is opened -- it never holds a
+ * journal descriptor, and the fork copies few page tables (issue 15) --
+ * in a process group of its own (a terminal's signal to ri-run's group
+ * does not take it along; it ignores SIGINT, SIGTERM, SIGHUP, SIGQUIT).
+ * It is a child subreaper (prctl(2) PR_SET_CHILD_SUBREAPER): every
+ * process of the job whose parent dies becomes its child, not init's --
+ * one that left the job's process group and session (setsid(2), a
+ * daemon's double fork) among them -- so it can find them all.
+ *
+ * It talks with ri-run over a socket whose only other end is ri-run's.
+ * ri-run asks it to start the job ('r': path, arguments, environment, and
+ * the job's descriptors passed with SCM_RIGHTS); it answers the job's pid
+ * and whether it could be executed ('s'), and the job's wait status when
+ * it ends ('x').  When ri-run says it is done ('d'), or dies -- end of
+ * file on the socket, by any signal, SIGKILL included -- the watchdog
+ * kills the job's process group, then every process left under it, until
+ * it has no child, and exits.  So nothing of the job, wherever it went,
+ * outlives the job, nor ri-run: issue 40, point 10.
  */
-static _Noreturn void
-child(const struct ri_run_opts *o, char **env, const sigset_t *mask, int out_fd, int lifeline, pid_t parent)
-{
-	char jw[1 + sizeof(int32_t)] = { 'j' };
-	int32_t self;
+struct wd_req {                 /* 'r', the fixed part */
+	uint8_t fds;            /* bit t: target descriptor t (0-3) is passed */
+	uint32_t argc, envc, len;       /* len: the strings' bytes that follow */
+};
 
-	(void)setpgid(0, 0);
-	/* the job dies with ri-run (ri-run(1)): its leader by the kernel's
-	 * parent-death signal, its whole group by the watchdog */
-	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != parent)
-		_exit(127);     /* ri-run died before the signal was armed */
-	self = (int32_t)getpid();
-	memcpy(jw + 1, &self, sizeof self);
-	/* one write of 5 bytes, atomic on a pipe; no watchdog, no job */
-	if (write(lifeline, jw, sizeof jw) != (ssize_t)sizeof jw)
-		_exit(127);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
-	signal(SIGPIPE, SIG_DFL);
-	(void)sigprocmask(SIG_SETMASK, mask, NULL);
-	if (o->outcome_stdout) {
-		/* --outcome-stdout: stdout is the outcome, as before fd 3 */
-		if (dup2(out_fd, STDOUT_FILENO) < 0)
-			_exit(127);
-		(void)fcntl(STDOUT_FILENO, F_SETFD, 0);
-		close_from(STDERR_FILENO + 1);
-	} else {
-		/* stdout and stderr pass through; the outcome pipe becomes fd 3
-		 * -- moved there first, so closing the rest above it keeps it */
-		if (out_fd != RI_OUTCOME_FD && dup2(out_fd, RI_OUTCOME_FD) < 0)
-			_exit(127);
-		(void)fcntl(RI_OUTCOME_FD, F_SETFD, 0);
-		close_from(RI_OUTCOME_FD + 1);
-	}
-	execve(o->path, o->argv, env);
-	/* no strerror here: it may translate, and allocate */
-	char num[16], *p = num + sizeof num;
-	int e = errno;
-	*--p = '\0';
-	do
-		*--p = (char)('0' + e % 10);
-	while ((e /= 10) > 0 && p > num);
-	say("ri-run: ");
-	say(o->argv[0]);
-	say(": cannot execute it (errno ");
-	say(p);
-	say(")\n");
-	_exit(127);
-}
-
-/* vfork the job's first process (child); its pid, or -1.  A function of
- * its own: nothing of the caller's frame lives across the vfork. */
-static __attribute__((noinline)) pid_t
-spawn_job(const struct ri_run_opts *o, char **env, int out_fd, int lifeline, pid_t parent)
-{
-	sigset_t all, mask;
-	pid_t pid;
-
-	fflush(NULL);
-	/* no handler of ri-run's runs in the child before it executes CMD */
-	sigfillset(&all);
-	(void)sigprocmask(SIG_SETMASK, &all, &mask);
-	/* vfork, deliberately: child() calls only async-signal-safe functions
-	 * on its own frame, then execve or _exit -- the analyzer's rule is
-	 * stricter than POSIX's (a function call at all) */
-	if ((pid = vfork()) == 0)       /* NOLINT(clang-analyzer-security.insecureAPI.vfork) */
-		child(o, env, &mask, out_fd, lifeline, parent); /* NOLINT(clang-analyzer-unix.Vfork) */
-	(void)sigprocmask(SIG_SETMASK, &mask, NULL);
-	return pid;
-}
-
-/*
- * The watchdog: a small process of its own group that outlives ri-run by
- * an instant.  It holds the read end of a lifeline whose only write end is
- * ri-run's.  Before the job runs anything, the job's first process writes
- * 'j' and its process group there; once the job has ended and its group
- * is stopped, ri-run writes 'd'.  End of file without 'd' means ri-run
- * died -- by any signal, SIGKILL included -- and the watchdog kills the
- * job's whole process group at once, long before the lease ends, so no
- * process of the job outlives the invocation's standing.  It runs
- * nothing; it is forked before the journal is opened, so it never held a
- * journal descriptor, and while ri-run is small, so the fork copies few
- * page tables and the watchdog shares few of the pages ri-run writes
- * later (issue 15).
- */
 static bool
 read_full(int fd, void *buf, size_t n)
 {
@@ -209,75 +143,416 @@ read_full(int fd, void *buf, size_t n)
 	return true;
 }
 
-static _Noreturn void
-watchdog(int lifeline)
+static bool
+write_full(int fd, const void *buf, size_t n)
 {
-	int32_t job = 0;
-	char c;
+	const char *p = buf;
+
+	while (n > 0) {
+		ssize_t k = write(fd, p, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return false;
+		p += k;
+		n -= (size_t)k;
+	}
+	return true;
+}
+
+/* the errno of a failed execve, set by the vfork child in the memory it
+ * shares with the watchdog (0: the job runs) */
+static volatile int exec_errno;
+
+/*
+ * The job's first process, a vfork(2) child of the watchdog: until it
+ * executes the command it makes system calls only -- no allocation, no
+ * stdio.  It dies with the watchdog (the kernel's parent-death signal,
+ * armed first), takes a process group of its own, puts the descriptors
+ * ri-run passed at 0 to 3, and closes every other one.
+ */
+static _Noreturn void
+job(const char *path, char *const argv[], char *const env[], const int src_in[4], const sigset_t *mask,
+    pid_t parent)
+{
+	int src[4], top = src_in[3] >= 0 ? 4 : 3;
+
+	(void)setpgid(0, 0);
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(127);     /* the watchdog died before the signal was armed */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	signal(SIGQUIT, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);
+	/* every source above 3 first, so no dup2 below closes a source not
+	 * yet placed */
+	for (int t = 0; t < 4; t++) {
+		src[t] = src_in[t];
+		if (src[t] >= 0 && src[t] < 4 && (src[t] = fcntl(src[t], F_DUPFD, 4)) < 0)
+			_exit(127);
+	}
+	for (int t = 0; t < top; t++) {
+		if (src[t] < 0)
+			(void)close(t);         /* ri-run had none there either */
+		else if (dup2(src[t], t) < 0)
+			_exit(127);
+	}
+	close_from(top);
+	(void)sigprocmask(SIG_SETMASK, mask, NULL);
+	execve(path, argv, env);
+	exec_errno = errno;
+	_exit(127);
+}
+
+/* vfork the job (job above); its pid, or -1.  A function of its own:
+ * nothing of the caller's frame lives across the vfork. */
+static __attribute__((noinline)) pid_t
+spawn_job(const char *path, char *const argv[], char *const env[], const int src[4], const sigset_t *mask)
+{
+	pid_t self = getpid(), pid;
+
+	exec_errno = 0;
+	/* vfork, deliberately: job() calls only async-signal-safe functions
+	 * on its own frame, then execve or _exit -- the analyzer's rule is
+	 * stricter than POSIX's (a function call at all) */
+	if ((pid = vfork()) == 0)       /* NOLINT(clang-analyzer-security.insecureAPI.vfork) */
+		job(path, argv, env, src, mask, self); /* NOLINT(clang-analyzer-unix.Vfork) */
+	return pid;
+}
+
+/* The watchdog's children now, by /proc (each process's parent is field
+ * 4 of its stat line): SIGKILL to each, and to its group when it leads
+ * one.  Their own children then become the watchdog's, for the next
+ * round. */
+static void
+kill_children(void)
+{
+	char path[64], line[512];
+	pid_t self = getpid();
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+
+	if (d == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		char *end, *rp;
+		long pid = strtol(de->d_name, &end, 10), ppid;
+		int fd;
+		ssize_t n;
+
+		if (*end != '\0' || pid <= 0)
+			continue;
+		snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		n = read(fd, line, sizeof line - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		line[n] = '\0';
+		/* "pid (comm) state ppid ...": comm may hold anything, so from
+		 * its last ')' */
+		if ((rp = strrchr(line, ')')) == NULL || sscanf(rp + 1, " %*c %ld", &ppid) != 1 || ppid != self)
+			continue;
+		if (getpgid((pid_t)pid) == (pid_t)pid)
+			(void)kill((pid_t)-pid, SIGKILL);
+		(void)kill((pid_t)pid, SIGKILL);
+	}
+	closedir(d);
+}
+
+/* Kill the job's group, then everything left under the watchdog, until
+ * no child is left (or, for a process the kernel will not let die, ~10 s;
+ * whatever is left then goes to init) */
+static void
+kill_all(pid_t jobpid, int sfd)
+{
+	if (jobpid > 0)
+		(void)kill(-jobpid, SIGKILL);
+	for (int round = 0; round < 200; round++) {
+		pid_t pid;
+		int st;
+		while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
+			;
+		if (pid < 0)
+			return;         /* ECHILD: nothing is left */
+		kill_children();
+		struct pollfd p = { sfd, POLLIN, 0 };
+		if (sfd < 0 || poll(&p, 1, 50) <= 0)
+			continue;
+		struct signalfd_siginfo si;
+		while (read(sfd, &si, sizeof si) > 0)
+			;
+	}
+}
+
+/* Receive the 'r' request's fixed part, its descriptors and its strings,
+ * and start the job; answer 's', its pid and exec errno.  The tag was read
+ * with the descriptors (wd_recv). */
+static pid_t
+wd_start(int life, const int rfd[4], int nrfd, const sigset_t *mask)
+{
+	struct wd_req q;
+	char *buf = NULL, *p, **argv = NULL, **env = NULL;
+	int src[4] = { -1, -1, -1, -1 }, k = 0;
+	pid_t pid = -1;
+	int32_t reply[2] = { -1, ENOEXEC };
+
+	if (!read_full(life, &q, sizeof q) || q.argc == 0 || q.argc > (1u << 20) || q.envc > (1u << 20) ||
+	    q.len > (64u << 20))
+		goto out;
+	buf = ri_xmalloc((size_t)q.len + 1);
+	argv = ri_xcalloc((size_t)q.argc + 1, sizeof *argv);
+	env = ri_xcalloc((size_t)q.envc + 1, sizeof *env);
+	if (!read_full(life, buf, q.len))
+		goto out;
+	buf[q.len] = '\0';
+	/* path, then argc arguments, then envc entries, each NUL-ended */
+	p = buf;
+	const char *path = p;
+	p += strlen(p) + 1;
+	for (uint32_t i = 0; i < q.argc + q.envc; i++) {
+		if (p >= buf + q.len)
+			goto out;
+		if (i < q.argc)
+			argv[i] = p;
+		else
+			env[i - q.argc] = p;
+		p += strlen(p) + 1;
+	}
+	for (int t = 0; t < 4; t++)
+		if (q.fds & (1u << t))
+			src[t] = k < nrfd ? rfd[k++] : -1;
+	if (k != nrfd)
+		goto out;
+	if ((pid = spawn_job(path, argv, env, src, mask)) > 0) {
+		reply[0] = (int32_t)pid;
+		reply[1] = exec_errno;
+	} else {
+		reply[1] = errno;
+	}
+out:
+	(void)write_full(life, "s", 1);
+	(void)write_full(life, reply, sizeof reply);
+	free(buf);
+	free(argv);
+	free(env);
+	return pid;
+}
+
+/* One tag from ri-run, with the descriptors sent along (into rfd, at most
+ * 4, close-on-exec here); false at end of file or an error. */
+static bool
+wd_recv(int life, char *tag, int rfd[4], int *nrfd)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(4 * sizeof(int))];
+	} cb;
+	struct iovec iov = { tag, 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb.b,
+		.msg_controllen = sizeof cb.b };
+	ssize_t n;
+
+	*nrfd = 0;
+	while ((n = recvmsg(life, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+		;
+	if (n != 1)
+		return false;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c != NULL; c = CMSG_NXTHDR(&m, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < cnt; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+			if (*nrfd < 4)
+				rfd[(*nrfd)++] = fd;
+			else
+				close(fd);
+		}
+	}
+	return true;
+}
+
+static _Noreturn void
+watchdog(int sock)
+{
+	sigset_t orig, chld;
+	pid_t jobpid = 0;
+	bool reported = false;
+	int life, sfd, devnull;
 
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
-	/* out of ri-run's group: a terminal's signal to ri-run's group does
-	 * not take the watchdog with it */
 	(void)setpgid(0, 0);
-	if (lifeline != STDIN_FILENO && dup2(lifeline, STDIN_FILENO) < 0)
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
+	/* the socket above the standard descriptors, which become /dev/null:
+	 * the watchdog holds nothing of ri-run's (a reader of ri-run's
+	 * output sees its end when ri-run and the job have gone) */
+	if ((life = fcntl(sock, F_DUPFD_CLOEXEC, 10)) < 0)
 		_exit(1);
-	(void)fcntl(STDIN_FILENO, F_SETFD, 0);
-	close_from(STDIN_FILENO + 1);
-	while (read_full(STDIN_FILENO, &c, 1)) {
-		if (c == 'd')
-			_exit(0);
-		if (c != 'j' || !read_full(STDIN_FILENO, &job, sizeof job))
-			break;
+	for (int fd = 0; fd < life; fd++)
+		(void)close(fd);
+	close_from(life + 1);
+	if ((devnull = open("/dev/null", O_RDWR)) == 0) {
+		(void)dup2(devnull, 1);
+		(void)dup2(devnull, 2);
 	}
-	if (job > 0)
-		(void)kill(-job, SIGKILL);
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	(void)sigprocmask(SIG_BLOCK, &chld, &orig);
+	sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	for (;;) {
+		struct pollfd p[2] = { { life, POLLIN, 0 }, { sfd, POLLIN, 0 } };
+		int rfd[4], nrfd;
+		char tag;
+
+		/* without a signalfd, a look at the children every 100 ms */
+		(void)poll(p, sfd >= 0 ? 2 : 1, sfd >= 0 ? -1 : 100);
+		if (sfd >= 0 && (p[1].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof si) > 0)
+				;
+		}
+		/* reap the job, and whatever of it became ours and ended */
+		for (;;) {
+			int st;
+			pid_t pid = waitpid(-1, &st, WNOHANG);
+			if (pid <= 0)
+				break;
+			if (pid == jobpid && !reported) {
+				int32_t s32 = st;
+				reported = true;
+				if (!write_full(life, "x", 1) || !write_full(life, &s32, sizeof s32))
+					break;
+			}
+		}
+		if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		if (!wd_recv(life, &tag, rfd, &nrfd) || tag == 'd')
+			break;
+		if (tag == 'r' && jobpid == 0)
+			jobpid = wd_start(life, rfd, nrfd, &orig);
+		for (int i = 0; i < nrfd; i++)
+			close(rfd[i]);
+	}
+	/* done, or ri-run died: nothing of the job outlives it */
+	kill_all(jobpid, sfd);
 	_exit(0);
 }
 
 int
 ri_watchdog_start(struct ri_watchdog *w, ri_err *err)
 {
-	int life[2];
+	int sv[2];
 
 	w->pid = -1;
-	w->lifeline = -1;
+	w->sock = -1;
 	/* a watchdog gone answers EPIPE, and never kills ri-run */
 	signal(SIGPIPE, SIG_IGN);
-	if (pipe(life) != 0)
-		return ri_fail(err, RI_INTERNAL, "cannot make the watchdog's lifeline: %s -- nothing was"
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+		return ri_fail(err, RI_INTERNAL, "cannot make the watchdog's socket: %s -- nothing was"
 		    " opened or written", strerror(errno));
-	(void)fcntl(life[1], F_SETFD, FD_CLOEXEC);
 	fflush(NULL);
 	if ((w->pid = fork()) < 0) {
 		int e = errno;
-		close(life[0]);
-		close(life[1]);
+		close(sv[0]);
+		close(sv[1]);
 		return ri_fail(err, RI_INTERNAL, "cannot fork the watchdog: %s -- nothing was opened or"
 		    " written", strerror(e));
 	}
 	if (w->pid == 0) {
-		close(life[1]);
-		watchdog(life[0]);
+		close(sv[0]);
+		watchdog(sv[1]);
 	}
-	close(life[0]);
-	w->lifeline = life[1];
+	close(sv[1]);
+	w->sock = sv[0];
 	return RI_OK;
 }
 
 void
 ri_watchdog_end(struct ri_watchdog *w)
 {
-	if (w->lifeline < 0)
+	if (w->sock < 0)
 		return;
-	if (write(w->lifeline, "d", 1) != 1)
+	if (write(w->sock, "d", 1) != 1)
 		(void)kill(w->pid, SIGKILL);
-	close(w->lifeline);
-	w->lifeline = -1;
+	close(w->sock);
+	w->sock = -1;
 	while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
 		;
+}
+
+/*
+ * Ask the watchdog to start the job: path, argv, env, and the job's
+ * descriptors 0-3 (want[t] < 0, or not open in ri-run: none there).  Its
+ * pid, or -1 (the watchdog is gone); *e the errno of a failed execve
+ * (the job then exits 127 at once).
+ */
+static pid_t
+wd_spawn(struct ri_watchdog *w, const char *path, char *const argv[], char *const env[], const int want[4],
+    int *e)
+{
+	struct wd_req q = { 0 };
+	size_t off = 0;
+	char *buf;
+	int sendfds[4], n = 0;
+	int32_t reply[2];
+	char tag;
+
+	*e = 0;
+	q.len = (uint32_t)strlen(path) + 1;
+	for (; argv[q.argc] != NULL; q.argc++)
+		q.len += (uint32_t)strlen(argv[q.argc]) + 1;
+	for (; env[q.envc] != NULL; q.envc++)
+		q.len += (uint32_t)strlen(env[q.envc]) + 1;
+	for (int t = 0; t < 4; t++) {
+		if (want[t] >= 0 && fcntl(want[t], F_GETFD) >= 0) {
+			q.fds |= (uint8_t)(1u << t);
+			sendfds[n++] = want[t];
+		}
+	}
+	buf = ri_xmalloc(q.len);
+	memcpy(buf + off, path, strlen(path) + 1);
+	off += strlen(path) + 1;
+	for (uint32_t i = 0; i < q.argc; off += strlen(argv[i]) + 1, i++)
+		memcpy(buf + off, argv[i], strlen(argv[i]) + 1);
+	for (uint32_t i = 0; i < q.envc; off += strlen(env[i]) + 1, i++)
+		memcpy(buf + off, env[i], strlen(env[i]) + 1);
+
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(4 * sizeof(int))];
+	} cb;
+	struct iovec iov = { (char *)"r", 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (n > 0) {
+		memset(&cb, 0, sizeof cb);
+		m.msg_control = cb.b;
+		m.msg_controllen = CMSG_SPACE((size_t)n * sizeof(int));
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN((size_t)n * sizeof(int));
+		memcpy(CMSG_DATA(c), sendfds, (size_t)n * sizeof(int));
+	}
+	ssize_t k;
+	while ((k = sendmsg(w->sock, &m, 0)) < 0 && errno == EINTR)
+		;
+	bool ok = k == 1 && write_full(w->sock, &q, sizeof q) && write_full(w->sock, buf, q.len) &&
+	    read_full(w->sock, &tag, 1) && tag == 's' && read_full(w->sock, reply, sizeof reply);
+	free(buf);
+	if (!ok || reply[0] <= 0) {
+		*e = ok ? reply[1] : 0;
+		return -1;
+	}
+	*e = reply[1];
+	return (pid_t)reply[0];
 }
 
 static int
@@ -293,21 +568,22 @@ cloexec_pipe(int fds[2])
 struct outcome {
 	int status;             /* waitpid status */
 	bool stopped;           /* ri-run stopped it (lease end or interrupt) */
+	bool lost;              /* the watchdog went before the job's end was known */
+	int exec_errno;         /* the command could not be executed */
 	char *out;
 	size_t len;
 	bool too_big;
 };
 
-/* Run CMD until it ends or the stop instant arrives; capture stdout up to
- * cap bytes and drain the rest. */
-/* Run CMD until it ends or the stop instant arrives; capture stdout up to
- * cap bytes and drain the rest. */
+/* Run CMD until it ends or the stop instant arrives; capture its outcome
+ * (descriptor 3, or stdout with --outcome-stdout) up to cap bytes and
+ * drain the rest. */
 static int
 run_child(const struct ri_run_opts *o, struct ri_watchdog *w, const char *inv, const char *ev,
     const char *datum, const char *deadline, const char *token, int64_t budget, struct outcome *res)
 {
 	int fds[2] = { -1, -1 };
-	pid_t pid, self = getpid();
+	pid_t pid;
 	size_t cap = res->len;
 	int64_t stop_at = ri_mono_ms() + budget, term_at = 0;
 	bool done = false, eof = false, killed = false;
@@ -318,8 +594,15 @@ run_child(const struct ri_run_opts *o, struct ri_watchdog *w, const char *inv, c
 	res->out = ri_xmalloc(cap + 1);
 	if (o->path == NULL || cloexec_pipe(fds) != 0)
 		return -1;
+	/* the job's 0-3: stdin, stdout (or the outcome pipe), stderr, and the
+	 * outcome pipe as 3 (none with --outcome-stdout) */
+	int want[4] = { STDIN_FILENO, o->outcome_stdout ? fds[1] : STDOUT_FILENO, STDERR_FILENO,
+		o->outcome_stdout ? -1 : fds[1] };
+	for (int t = 0; t <= 2; t++)
+		if ((o->closed_std & (1u << t)) && want[t] == t)
+			want[t] = -1;   /* closed for ri-run, closed for the job */
 	env = job_env(o, inv, ev, datum, deadline, token, &added);
-	pid = spawn_job(o, env, fds[1], w->lifeline, self);
+	pid = wd_spawn(w, o->path, o->argv, env, want, &res->exec_errno);
 	job_env_free(env, added);
 	close(fds[1]);
 	if (pid < 0) {
@@ -327,15 +610,13 @@ run_child(const struct ri_run_opts *o, struct ri_watchdog *w, const char *inv, c
 		return -1;
 	}
 	(void)fcntl(fds[0], F_SETFL, O_NONBLOCK);
-	/* every wait ends on its event -- output, EOF, the job's exit (a
-	 * pidfd) -- or on the next instant this loop acts at (the stop
-	 * instant, the end of the grace); a nap only where the kernel has no
-	 * pidfd (issue 15: a 10 ms nap after every job's EOF) */
-	int xfd = ri_exit_fd(pid);
+	/* every wait ends on its event -- output, EOF, the watchdog's word
+	 * that the job ended -- or on the next instant this loop acts at (the
+	 * stop instant, the end of the grace) */
 	while (!done || (!eof && !res->stopped)) {
 		struct pollfd p[2];
 		nfds_t np = 0;
-		int ix_out = -1, ix_exit = -1;
+		int ix_out = -1, ix_wd = -1;
 		int64_t now = ri_mono_ms(), left = stop_at - now, wait_ms;
 
 		/* at the stop instant (or when ri-run is interrupted): TERM to
@@ -357,18 +638,17 @@ run_child(const struct ri_run_opts *o, struct ri_watchdog *w, const char *inv, c
 			wait_ms = -1;
 		if (wait_ms < 0 && !(killed && wait_ms == -1))
 			wait_ms = 0;
-		if (xfd < 0 && (wait_ms < 0 || wait_ms > 20))
-			wait_ms = 20;
 		if (!eof) {
 			ix_out = (int)np;
 			p[np++] = (struct pollfd){ fds[0], POLLIN, 0 };
 		}
-		if (!done && xfd >= 0) {
-			ix_exit = (int)np;
-			p[np++] = (struct pollfd){ xfd, POLLIN, 0 };
+		if (!done) {
+			ix_wd = (int)np;
+			p[np++] = (struct pollfd){ w->sock, POLLIN, 0 };
 		}
-		if (np > 0 && poll(p, np, wait_ms > INT32_MAX ? INT32_MAX : (int)wait_ms) > 0 && ix_out >= 0 &&
-		    (p[ix_out].revents & (POLLIN | POLLHUP | POLLERR))) {
+		if (poll(p, np, wait_ms > INT32_MAX ? INT32_MAX : (int)wait_ms) <= 0)
+			continue;
+		if (ix_out >= 0 && (p[ix_out].revents & (POLLIN | POLLHUP | POLLERR))) {
 			char buf[8192];
 			ssize_t n = read(fds[0], buf, sizeof buf);
 			if (n == 0) {
@@ -382,23 +662,65 @@ run_child(const struct ri_run_opts *o, struct ri_watchdog *w, const char *inv, c
 				memcpy(res->out + res->len, buf, take);
 				res->len += take;
 			}
-		} else if (np == 0) {
-			ri_sleep_ms(wait_ms);   /* no pidfd, output ended: the fallback */
 		}
-		(void)ix_exit;
-		/* only this pid is reaped here, so its status is never lost */
-		if (!done && waitpid(pid, &res->status, WNOHANG) == pid)
+		if (ix_wd >= 0 && (p[ix_wd].revents & (POLLIN | POLLHUP | POLLERR))) {
+			/* 'x' and the job's wait status; end of file: the watchdog
+			 * went (killed), and the job with it (its parent-death
+			 * signal) -- an end nobody saw */
+			char tag;
+			int32_t st;
+			if (read_full(w->sock, &tag, 1) && tag == 'x' && read_full(w->sock, &st, sizeof st))
+				res->status = st;
+			else
+				res->lost = true;
 			done = true;
+		}
 	}
-	if (xfd >= 0)
-		close(xfd);
 	close(fds[0]);
 	res->out[res->len] = '\0';
 	/* nothing of the job outlives it: its group is stopped either way;
-	 * then the watchdog is told ri-run saw it end, and goes */
+	 * then the watchdog is told ri-run saw it end, and kills whatever of
+	 * the job is left under it, and goes */
 	(void)kill(-pid, SIGKILL);
 	ri_watchdog_end(w);
 	return 0;
+}
+
+void
+ri_run_hold_std(struct ri_run_opts *o)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0)
+			continue;
+		int n = open("/dev/null", O_RDWR);
+		if (n >= 0 && n != fd) {
+			(void)dup2(n, fd);
+			(void)close(n);
+		}
+		o->closed_std |= 1u << fd;
+	}
+}
+
+ri_ms
+ri_run_budget(const struct ri_config *c, const struct ri_kind *k, int64_t grace_ms)
+{
+	return k->completion_bound - c->read_bound - 2 * c->journal_write_bound - c->clock_offset_allowance -
+	    grace_ms;
+}
+
+void
+ri_run_budget_text(const struct ri_config *c, const struct ri_kind *k, int64_t grace_ms, char *buf, size_t n)
+{
+	char b[6][32];
+
+	ri_format_seconds(ri_run_budget(c, k, grace_ms), b[0], sizeof b[0]);
+	ri_format_seconds(k->completion_bound, b[1], sizeof b[1]);
+	ri_format_seconds(c->read_bound, b[2], sizeof b[2]);
+	ri_format_seconds(c->journal_write_bound, b[3], sizeof b[3]);
+	ri_format_seconds(c->clock_offset_allowance, b[4], sizeof b[4]);
+	ri_format_seconds(grace_ms, b[5], sizeof b[5]);
+	snprintf(buf, n, "%s s (kinds.%s.completion_bound %s s - read_bound %s s - 2\xc3\x97journal_write_bound"
+	    " %s s - clock_offset_allowance %s s - grace %s s)", b[0], k->name, b[1], b[2], b[3], b[4], b[5]);
 }
 
 int
@@ -470,6 +792,15 @@ ri_run(ri *r, const struct ri_run_opts *o, struct ri_watchdog *w, json_t **ans, 
 		return ri_fail(err, RI_USAGE, "kind %s has several outcomes: --outcome is required", k->name);
 	if (!ri_is_outcome_ref(k, outcome))
 		return ri_fail(err, RI_USAGE, "--outcome %s is not an outcome of kind %s", outcome, k->name);
+	/* a kind whose lease leaves the job no time would stop it at once and
+	 * send the act to the sweep: refused before anything is written */
+	if (ri_run_budget(r->cfg, k, o->grace_ms) <= 0) {
+		char why[512];
+		ri_run_budget_text(r->cfg, k, o->grace_ms, why, sizeof why);
+		return ri_fail(err, RI_CONFIG, "kind %s leaves its job no time: %s -- raise"
+		    " kinds.%s.completion_bound or lower --grace-ms; nothing was opened or written", k->name, why,
+		    k->name);
+	}
 	intent_data = o->intent_data ? json_deep_copy(o->intent_data) : json_object();
 	if (json_object_get(intent_data, "pairing_datum") != NULL && k->pairing_datum != RI_PAIR_NONE) {
 		json_decref(intent_data);
@@ -494,9 +825,14 @@ ri_run(ri *r, const struct ri_run_opts *o, struct ri_watchdog *w, json_t **ans, 
 		json_object_set_new(req, "credential", json_string(cred));
 	/* ri-run never runs the command when Open did not succeed */
 	if ((rc = ri_open(r, req, &opened, err)) != RI_OK) {
-		if (json_is_true(json_object_get(opened, "replay_mismatch")))
-			fprintf(stderr, "ri-run: replay mismatch: the act's recorded intent data differ from"
-			    " this run's (%s)\n", json_string_value(json_object_get(opened, "refused")));
+		/* one line on stderr (issue 44, point 4): the mismatch leads it */
+		if (json_is_true(json_object_get(opened, "replay_mismatch"))) {
+			char was[sizeof err->msg];
+			memcpy(was, err->msg, sizeof was);
+			snprintf(err->msg, sizeof err->msg, "replay mismatch: the act's recorded intent data"
+			    " differ from this run's (%.32s): %.900s", json_string_value(json_object_get(opened,
+			    "refused")), was);
+		}
 		*ans = opened;
 		opened = NULL;
 		goto out;
@@ -509,8 +845,7 @@ ri_run(ri *r, const struct ri_run_opts *o, struct ri_watchdog *w, json_t **ans, 
 	}
 	/* stop the job while Close still has its read, its write and the
 	 * allowance left (condition 3 charges the same) */
-	ri_ms stop = expires - r->cfg->read_bound - 2 * r->cfg->journal_write_bound -
-	    r->cfg->clock_offset_allowance - o->grace_ms;
+	ri_ms stop = expires - (k->completion_bound - ri_run_budget(r->cfg, k, o->grace_ms));
 	if (k->commit_fence && expires - r->cfg->clock_offset_allowance < stop)
 		stop = expires - r->cfg->clock_offset_allowance;
 	ri_format_instant(stop, deadline);
@@ -530,10 +865,28 @@ ri_run(ri *r, const struct ri_run_opts *o, struct ri_watchdog *w, json_t **ans, 
 		goto out;
 	}
 	ri_fault("run.after_act");
+	if (res.lost) {
+		rc = yield_unknown(r, opened, ans, err, "the watchdog was killed while the command ran, and the"
+		    " command with it");
+		goto out;
+	}
+	if (res.exec_errno != 0) {
+		char why[300];
+		snprintf(why, sizeof why, "the command could not be executed: %s", strerror(res.exec_errno));
+		rc = yield_unknown(r, opened, ans, err, why);
+		goto out;
+	}
 	if (res.stopped) {
-		rc = yield_unknown(r, opened, ans, err, interrupted ?
-		    "ri-run was interrupted while the command ran" :
-		    "the command was stopped at the lease's end");
+		char why[640];
+		if (interrupted) {
+			snprintf(why, sizeof why, "ri-run was interrupted (signal %d) while the command ran",
+			    (int)interrupted);
+		} else {
+			char budget[512];
+			ri_run_budget_text(r->cfg, k, o->grace_ms, budget, sizeof budget);
+			snprintf(why, sizeof why, "the command outran its budget of %s and was stopped", budget);
+		}
+		rc = yield_unknown(r, opened, ans, err, why);
 		goto out;
 	}
 	if (WIFSIGNALED(res.status)) {
@@ -547,7 +900,8 @@ ri_run(ri *r, const struct ri_run_opts *o, struct ri_watchdog *w, json_t **ans, 
 		if (code != o->pre_commit[i])
 			continue;
 		/* commit 2-3: a declared pre-commit arm is refused, and the
-		 * caller gets the constituent's own code */
+		 * caller gets the constituent's own code; only a declared one
+		 * (commit 9) */
 		json_t *rq = json_pack("{s:O, s:O, s:O, s:O, s:O, s:s, s:i}", "kind",
 		    json_object_get(opened, "kind"), "act_key", json_object_get(opened, "act_key"),
 		    "invocation_id", json_object_get(opened, "invocation_id"), "intent_event_id",
@@ -569,8 +923,8 @@ ri_run(ri *r, const struct ri_run_opts *o, struct ri_watchdog *w, json_t **ans, 
 		rc = yield_unknown(r, opened, ans, err, why);
 		goto out;
 	}
-	/* exit 0: committed; what it wrote on fd 3 (or stdout, with
-	 * --outcome-stdout) is the outcome data -- nothing is {} */
+	/* exit 0: committed (commit 4: Close); what it wrote on fd 3 (or
+	 * stdout, with --outcome-stdout) is the outcome data -- nothing is {} */
 	if (res.too_big) {
 		rc = yield_unknown(r, opened, ans, err, o->outcome_stdout ?
 		    "the command's output exceeds outcome_envelope" :

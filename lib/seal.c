@@ -202,7 +202,7 @@ ri_backup(ri *r, const char *dest, json_t **ans, ri_err *err)
 	struct ri_appended ap;
 	json_t *data = json_pack("{s:s, s:O, s:O}", "to", dest, "seq", json_object_get(sealed, "seq"), "hash",
 	    json_object_get(sealed, "hash"));
-	if ((st = r->st->ops->substrate(r->st, "audit.backed_up", data, &ap)) == RI_ST_OK)
+	if (r->st->ops->substrate(r->st, "audit.backed_up", data, &ap) == RI_ST_OK)
 		json_object_set_new(*ans, "recorded_seq", json_integer(ap.seq));
 	else
 		ri_alert(*ans, "the copy is whole, but it was not recorded in the journal: %s",

@@ -781,6 +781,10 @@ ri_lease_cap_judge(struct ri_st_core *c, const char *kind, const char *act_key, 
 	return RI_ST_OK;
 }
 
+/* The journal fence, judged inside the append's own transaction: only
+ * the section's holder, with an allowance to spare and before its write's
+ * terminus, appends -- so with the fence declared no invocation ever gets
+ * a second closing (Invariant 2.1; journal fence 3). */
 int
 ri_fence_judge(struct ri_st_core *c, const struct ri_lease_row *l, const struct ri_fence *f, ri_ms now, ri_ms until)
 {
@@ -831,8 +835,8 @@ int
 ri_st_witness_attach(struct ri_st_core *c, unsigned flags, ri_err *err)
 {
 	const struct ri_config *cfg = c->cfg;
-	struct ri_witness_line wl = { 0 };
-	unsigned char pk[32], inst[RI_INSTANCE_LEN];
+	struct ri_witness_line wl = { 0 };     /* cleared below on RI_NOT_KNOWN too */
+	unsigned char pk[32] = { 0 }, inst[RI_INSTANCE_LEN];
 	char pub[4200];
 	bool has_inst, has_pk = false;
 	int rc;

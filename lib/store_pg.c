@@ -147,11 +147,6 @@ static const char schema_ddl[] =
 	"  expires_at bigint NOT NULL, token bigint NOT NULL, mac bytea NOT NULL,"
 	"  PRIMARY KEY(kind, act_key));"
 	"CREATE TABLE marks(name text PRIMARY KEY, seq bigint NOT NULL, mac bytea NOT NULL);"
-	/* the instance's one clock: the server's, or the env seam's reading
-	 * the session passes in ri.clock */
-	"CREATE FUNCTION ri_clock() RETURNS bigint LANGUAGE sql VOLATILE AS $$"
-	"  SELECT coalesce(nullif(current_setting('ri.clock', true), '')::bigint,"
-	"    floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) $$;"
 	/* append-only at the database level: no DELETE, no TRUNCATE, and an
 	 * UPDATE only nulls a payload (and its salt) whose retention ended */
 	"CREATE FUNCTION ri_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
@@ -185,7 +180,33 @@ static const char schema_ddl[] =
 	"    'journal fence: the writer no longer holds the section with an allowance to spare at COMMIT';"
 	"  END IF; RETURN NULL; END $$;"
 	"CREATE CONSTRAINT TRIGGER records_fence AFTER INSERT ON records DEFERRABLE INITIALLY DEFERRED"
-	"  FOR EACH ROW EXECUTE FUNCTION ri_fence_check();";
+	"  FOR EACH ROW EXECUTE FUNCTION ri_fence_check();"
+	/* every name these functions use is the instance's own schema's (or
+	 * pg_catalog's, searched first): a session's search_path cannot put a
+	 * ri_clock() or a clock_timestamp() of its own in front of them */
+	"DO $$ BEGIN"
+	"  EXECUTE format('ALTER FUNCTION ri_clock() SET search_path = %I', current_schema());"
+	"  EXECUTE format('ALTER FUNCTION ri_append_only() SET search_path = %I', current_schema());"
+	"  EXECUTE format('ALTER FUNCTION ri_fence_check() SET search_path = %I', current_schema());"
+	"END $$;";
+
+/*
+ * The instance's one clock, ri_clock(), fixed at ri-init by the config's
+ * "clock" (issue 40 point 2): the server's own, or -- under "clock": "env",
+ * a test seam -- the reading of $RI_NOW each session passes in ri.clock.
+ * Retention is decided by it (ri_append_only): were the server's clock to
+ * defer to a session setting, any role that may UPDATE records could set
+ * ri.clock to the end of time in its own session and purge every payload.
+ * Only the schema's owner can replace the function (and ri-startcheck's
+ * journal-clock names which clock the journal has).
+ */
+static const char clock_ddl_server[] =
+	"CREATE FUNCTION ri_clock() RETURNS bigint LANGUAGE sql VOLATILE AS $$"
+	"  SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint $$;";
+static const char clock_ddl_env[] =
+	"CREATE FUNCTION ri_clock() RETURNS bigint LANGUAGE sql VOLATILE AS $$"
+	"  SELECT coalesce(nullif(current_setting('ri.clock', true), '')::bigint,"
+	"    floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) $$;";
 
 /* The schema's fingerprint: every column with its type and nullability,
  * every index, trigger (and whether it is enabled) and ri function, every
@@ -232,7 +253,8 @@ db_fail(struct pg *s, int code, const char *what, const PGresult *res)
 	    PQerrorMessage(s->conn);
 	char line[400];
 
-	snprintf(line, sizeof line, "%s", m);
+	/* the server's word, one line, never a password (issue 40 point 9) */
+	ri_redact(m, line, sizeof line);
 	for (char *p = line; *p; p++)
 		if (*p == '\n')
 			*p = ' ';
@@ -2955,7 +2977,7 @@ registry_verify(struct pg *s, const struct ri_jhead *jh, ri_state_fn each, void 
 		struct ri_actor_row row;
 		bool exists;
 		if ((rc = actor_get(s, jh, names[i], &row, &exists)) != RI_ST_OK) {
-			if (each == NULL) {
+			if (each == NULL || rc == RI_ST_UNAVAILABLE) {
 				ri_strings_free(names, n);
 				return rc;
 			}
@@ -2969,7 +2991,7 @@ registry_verify(struct pg *s, const struct ri_jhead *jh, ri_state_fn each, void 
 	for (size_t i = 0; i < n; i++) {
 		int64_t m;
 		if ((rc = pg_mark_get(&s->base, names[i], &m)) != RI_ST_OK) {
-			if (each == NULL) {
+			if (each == NULL || rc == RI_ST_UNAVAILABLE) {
 				ri_strings_free(names, n);
 				return rc;
 			}
@@ -3386,17 +3408,22 @@ pg_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 	char why[1024];
 	int rc;
 
+	/* a read refused or timed out is no finding: it ends the state read
+	 * RI_ST_UNAVAILABLE, and ri-audit reports what it would have judged as
+	 * incomplete (issue 40 point 1) -- never a failure it did not see,
+	 * never a pass */
 	if ((rc = tx_begin(s, false, true)) != RI_ST_OK)
 		return rc;
-	if ((rc = schema_check(s, why, sizeof why)) == RI_ST_UNAVAILABLE) {
-		rollback(s);
-		return rc;
-	}
+	if ((rc = schema_check(s, why, sizeof why)) == RI_ST_UNAVAILABLE)
+		goto out;
 	if (rc != RI_ST_OK)
 		each("8.1.8", 0, why, arg);
-	if ((rc = jhead_fetch(s, false, &hr)) != RI_ST_OK || !hr.present || !hr.shaped || !hr.has_last) {
+	if ((rc = jhead_fetch(s, false, &hr)) == RI_ST_UNAVAILABLE)
+		goto out;
+	if (rc != RI_ST_OK || !hr.present || !hr.shaped || !hr.has_last) {
 		each("8.1.1", 0, rc != RI_ST_OK ? s->core.err.msg : "the journal head is missing, malformed, or names"
 		    " a record the journal does not hold", arg);
+		rc = RI_ST_OK;
 		goto out;
 	}
 	if (s->core.key != NULL) {
@@ -3410,33 +3437,51 @@ pg_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 	{
 		struct ri_tree_io io = { s, node_get, node_put, NULL };
 		struct ri_leaf_batch b;
+		int64_t acts, invs;
 		ri_leaf_batch_init(&b, base, each, arg, leaf_check, s);
 		why[0] = '\0';
-		if (ri_leaf_batch_walk(&io, hr.h.root, &b, why, sizeof why) != RI_ST_OK)
+		if ((rc = ri_leaf_batch_walk(&io, hr.h.root, &b, why, sizeof why)) == RI_ST_UNAVAILABLE)
+			goto out;
+		if (rc != RI_ST_OK) {
 			each("8.1.1", 0, why[0] ? why : s->core.err.msg, arg);
-		else
-			ri_leaf_tally_judge(&b.t,
-			    count_of(s, "SELECT count(*) FROM (SELECT 1 FROM records GROUP BY kind, act_key) x"),
-			    count_of(s, "SELECT count(DISTINCT invocation_id) FROM records"));
+		} else {
+			if ((acts = count_of(s, "SELECT count(*) FROM (SELECT 1 FROM records GROUP BY kind, act_key) x")) < 0 ||
+			    (invs = count_of(s, "SELECT count(DISTINCT invocation_id) FROM records")) < 0) {
+				rc = RI_ST_UNAVAILABLE;
+				goto out;
+			}
+			ri_leaf_tally_judge(&b.t, acts, invs);
+		}
+		rc = RI_ST_OK;
 	}
 	if (s->core.key == NULL)
 		goto out;
-	if (open_scan(s, &hr.h, NULL, NULL, RI_NONE, NULL, NULL) != RI_ST_OK)
+	if ((rc = open_scan(s, &hr.h, NULL, NULL, RI_NONE, NULL, NULL)) == RI_ST_UNAVAILABLE)
+		goto out;
+	if (rc != RI_ST_OK)
 		each("8.1.3", 0, s->core.err.msg, arg);
 	{
 		PGresult *r = run(s, "SELECT kind, act_key FROM leases", NULL);
-		for (int i = 0; res_ok(r) && i < PQntuples(r); i++) {
+		rc = res_ok(r) ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "leases", r);
+		for (int i = 0; rc == RI_ST_OK && i < PQntuples(r); i++) {
 			struct ri_lease_row l;
 			bool exists;
-			if (lease_get(s, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), false, &l, &exists) != RI_ST_OK)
+			if ((rc = lease_get(s, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), false, &l, &exists)) ==
+			    RI_ST_UNAVAILABLE)
+				break;
+			if (rc != RI_ST_OK)
 				each("8.1.3", 0, s->core.err.msg, arg);
+			rc = RI_ST_OK;
 		}
 		PQclear(r);
+		if (rc != RI_ST_OK)
+			goto out;
 	}
-	registry_verify(s, &hr.h, each, arg);
+	if ((rc = registry_verify(s, &hr.h, each, arg)) != RI_ST_UNAVAILABLE)
+		rc = RI_ST_OK;
 out:
 	rollback(s);
-	return RI_ST_OK;
+	return rc;
 }
 
 static const unsigned char *
@@ -3512,9 +3557,11 @@ pg_connect(struct pg *s, ri_err *err)
 	if (!ri_pq_load("journal", err))
 		return RI_JOURNAL_UNAVAILABLE;
 	s->conn = PQconnectdb(s->core.cfg->journal);
-	if (s->conn == NULL || PQstatus(s->conn) != CONNECTION_OK)
+	if (s->conn == NULL || PQstatus(s->conn) != CONNECTION_OK) {
+		char why[1024];
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s",
-		    s->conn ? PQerrorMessage(s->conn) : "cannot connect");
+		    ri_redact(s->conn ? PQerrorMessage(s->conn) : "cannot connect", why, sizeof why));
+	}
 	if (session_setup(s) != RI_ST_OK)
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "%s", s->core.err.msg);
 	return RI_OK;
@@ -3648,7 +3695,15 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	r = PQexec(s->conn, "BEGIN; SET LOCAL statement_timeout = 0");
 	PQclear(r);
 	s->in_tx = true;
-	r = PQexec(s->conn, schema_ddl);
+#ifdef RI_NC_SESSION_CLOCK
+	r = PQexec(s->conn, clock_ddl_env);     /* negative control: every session may set the clock */
+#else
+	r = PQexec(s->conn, c->clock_env ? clock_ddl_env : clock_ddl_server);
+#endif
+	if (res_ok(r)) {
+		PQclear(r);
+		r = PQexec(s->conn, schema_ddl);
+	}
 	if (!res_ok(r)) {
 		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s", PQresultErrorMessage(r));
 		PQclear(r);
@@ -3691,6 +3746,31 @@ out:
 }
 
 int
+ri_pg_drop(const struct ri_config *c, ri_err *err)
+{
+	struct pg *s = ri_xcalloc(1, sizeof *s);
+	PGresult *r;
+	int rc;
+
+	s->nmap = ri_xcalloc(NMAP, sizeof *s->nmap);
+	s->base.ops = &pg_ops;
+	s->core.cfg = c;
+	if ((rc = pg_connect(s, err)) == RI_OK) {
+		/* the tables (their indexes and triggers with them), then the
+		 * functions: schema_ddl's objects and the clock's, none other */
+		s->round_trips++;
+		r = PQexec(s->conn, "BEGIN; DROP TABLE IF EXISTS records, heads, nodes, open_intents, actors, leases,"
+		    " marks, ri_meta; DROP FUNCTION IF EXISTS ri_append_only(), ri_fence_check(), ri_clock(); COMMIT");
+		if (!res_ok(r))
+			rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): could not remove what ri-init"
+			    " made: %s", s->conn ? PQerrorMessage(s->conn) : "");
+		PQclear(r);
+	}
+	pg_close(&s->base);
+	return rc;
+}
+
+int
 ri_pg_server_info(struct ri_store *st, json_t **json, bool *durable)
 {
 	struct pg *s = (struct pg *)st;
@@ -3702,9 +3782,13 @@ ri_pg_server_info(struct ri_store *st, json_t **json, bool *durable)
 		return RI_ST_INVALID_QUERY;
 	if (connected(s) != RI_ST_OK)
 		return RI_ST_UNAVAILABLE;
+	/* ... and which clock ri_clock() reads (issue 40 point 2): the
+	 * server's, or a session's ri.clock (made under "clock": "env") */
 	r = run(s, "SELECT version(), current_setting('server_version'), current_setting('fsync'),"
 	    " current_setting('synchronous_commit'), current_setting('full_page_writes'),"
-	    " current_setting('synchronous_standby_names')", NULL);
+	    " current_setting('synchronous_standby_names'),"
+	    " coalesce((SELECT bool_or(p.prosrc LIKE '%ri.clock%') FROM pg_proc p JOIN pg_namespace n"
+	    "  ON n.oid = p.pronamespace WHERE n.nspname = current_schema() AND p.proname = 'ri_clock'), true)", NULL);
 	if (!res_ok(r) || PQntuples(r) != 1) {
 		PQclear(r);
 		return RI_ST_UNAVAILABLE;
@@ -3712,10 +3796,11 @@ ri_pg_server_info(struct ri_store *st, json_t **json, bool *durable)
 	/* every synchronous_commit level but off flushes the commit's WAL
 	 * locally before answering; fsync off makes that flush a lie */
 	*durable = strcmp(PQgetvalue(r, 0, 2), "on") == 0 && strcmp(PQgetvalue(r, 0, 3), "off") != 0;
-	*json = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "backend", "postgresql",
+	*json = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "backend", "postgresql",
 	    "server", PQgetvalue(r, 0, 0), "server_version", PQgetvalue(r, 0, 1), "fsync", PQgetvalue(r, 0, 2),
 	    "synchronous_commit", PQgetvalue(r, 0, 3), "full_page_writes", PQgetvalue(r, 0, 4),
-	    "synchronous_standby_names", PQgetvalue(r, 0, 5));
+	    "synchronous_standby_names", PQgetvalue(r, 0, 5), "clock",
+	    strcmp(PQgetvalue(r, 0, 6), "f") == 0 ? "server" : "session");
 	PQclear(r);
 	return RI_ST_OK;
 }

@@ -2179,11 +2179,24 @@ change_wait(void *arg, int64_t ms)
 #endif
 }
 
-/* After a wake: still held by another, and unexpired?  Read in a plain
+/*
+ * After a wake: still held by another, and unexpired?  Read in a plain
  * read transaction, so a waiter woken by others' commits re-checks without
  * taking the writers' queue; *left is then the holder's remaining lease.
  * false also when the read fails: the write path reads it again, and says
- * why. */
+ * why.
+ *
+ * The wake is a write to the WAL, and a commit writes the WAL *before* it
+ * is visible: SQLite publishes it afterwards, in the shared-memory index,
+ * which no inotify event reports.  A reader woken by the release's own
+ * write could read the section still held and then wait out the holder's
+ * whole lease, no further write coming (issue 44, point 1: 7 waits of 20
+ * did).  Every ri writer holds the writers' queue (queue_take) from before
+ * its BEGIN to after its COMMIT returns, so the read first waits -- on the
+ * kernel's hand-over, never a nap -- for a shared hold of the queue: the
+ * writer whose write woke us has then published its commit.  The hold is
+ * dropped before the read; it holds no writer up past that instant.
+ */
 static bool
 held_elsewhere(struct sq *s, const char *kind, const char *act_key, const char *holder, ri_ms *left)
 {
@@ -2191,6 +2204,10 @@ held_elsewhere(struct sq *s, const char *kind, const char *act_key, const char *
 	bool began, exists, held = false;
 	ri_ms now;
 
+#ifndef RI_NC_WAKE_BEFORE_PUBLISH
+	if (s->queue_fd >= 0 && !s->queued && ri_lock_wait_shared(s->queue_fd, s->busy_ms) == 0)
+		(void)flock(s->queue_fd, LOCK_UN);
+#endif
 	if (read_begin(s, &began) != SQLITE_OK)
 		return false;
 	if (now_or_fail(s, &now) == RI_ST_OK && lease_get(s, kind, act_key, &l, &exists) == RI_ST_OK &&
@@ -2842,20 +2859,40 @@ schema_check(struct sq *s, char *why, size_t n)
 
 /* A consistent online copy (SQLite's backup API, one step: one read
  * snapshot of the journal, its WAL included) into a new file, left in
- * rollback mode so the copy is that one file. */
+ * rollback mode so the copy is that one file.  DEST is opened once,
+ * exclusively, never through a link, and the copy is written through that
+ * descriptor (ri_fd_vfs): no later open of the name exists for a symlink
+ * swap to redirect onto another file (issue 40 point 5). */
 static int
 sq_backup(struct ri_store *base, const char *dest)
 {
 	struct sq *s = (struct sq *)base;
 	sqlite3 *d = NULL;
 	sqlite3_backup *b;
+	struct stat mine = { 0 }, now;
+	unsigned char ver[2];
+	char name[32];
 	int fd, rc;
 
-	if ((fd = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0)
+#ifdef RI_NC_BACKUP_BY_NAME
+	/* negative control: the copy written by DEST's name, opened again */
+	if ((fd = open(dest, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) >= 0) {
+		close(fd);
+		fd = open(dest, O_RDWR | O_CLOEXEC);
+	}
+#else
+	fd = open(dest, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+#endif
+	if (fd < 0)
 		return ri_st_fail(&s->core, errno == EEXIST ? RI_ST_EXISTS : RI_ST_UNAVAILABLE, 0, NULL, "%s: %s", dest,
 		    errno == EEXIST ? "already exists; refusing to overwrite" : strerror(errno));
-	close(fd);
-	if (sqlite3_open_v2(dest, &d, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+	if (fstat(fd, &mine) != 0 || ri_fd_vfs() == NULL) {
+		rc = ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "backup to %s: %s", dest, strerror(errno));
+		goto fail;
+	}
+	snprintf(name, sizeof name, "ri-fd:%d", fd);
+	if (sqlite3_open_v2(name, &d, SQLITE_OPEN_READWRITE, ri_fd_vfs()) != SQLITE_OK ||
+	    sqlite3_exec(d, "PRAGMA journal_mode=OFF", NULL, NULL, NULL) != SQLITE_OK) {
 		rc = ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "%s: %s", dest, d ? sqlite3_errmsg(d) : "cannot open");
 		goto fail;
 	}
@@ -2869,20 +2906,18 @@ sq_backup(struct ri_store *base, const char *dest)
 		rc = ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "backup to %s: %s", dest, sqlite3_errstr(rc));
 		goto fail;
 	}
-	if (sqlite3_exec(d, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL) != SQLITE_OK) {
-		rc = ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "backup to %s: %s", dest, sqlite3_errmsg(d));
-		goto fail;
-	}
 	if (sqlite3_close(d) != SQLITE_OK) {
 		d = NULL;
 		rc = ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "backup to %s: close failed", dest);
 		goto fail;
 	}
 	d = NULL;
-	if ((fd = open(dest, O_RDONLY | O_CLOEXEC)) < 0 || fsync(fd) != 0) {
+	/* the pages came from a WAL journal, header included: the file
+	 * format's read and write versions (bytes 18, 19) say 1, rollback
+	 * mode, so the copy is the one file, with no -wal to look for */
+	ver[0] = ver[1] = 1;
+	if (pwrite(fd, ver, sizeof ver, 18) != (ssize_t)sizeof ver || fsync(fd) != 0) {
 		rc = ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "backup to %s: %s", dest, strerror(errno));
-		if (fd >= 0)
-			close(fd);
 		goto fail;
 	}
 	close(fd);
@@ -2890,7 +2925,10 @@ sq_backup(struct ri_store *base, const char *dest)
 fail:
 	if (d != NULL)
 		sqlite3_close(d);
-	unlink(dest);
+	/* what was made here goes, and only that: the name may no longer be it */
+	if (lstat(dest, &now) == 0 && now.st_dev == mine.st_dev && now.st_ino == mine.st_ino)
+		unlink(dest);
+	close(fd);
 	return rc;
 }
 
@@ -3102,6 +3140,31 @@ count_of(struct sq *s, const char *sql)
 	return n;
 }
 
+/* The text columns (1 or 2) of every row sql selects, into out: a name, or
+ * [a, b], null where a value is not text.  RI_ST_UNAVAILABLE when the
+ * read fails. */
+static int
+names_of(struct sq *s, const char *sql, int cols, json_t *out)
+{
+	sqlite3_stmt *st = prep(s, sql);
+	int rc;
+
+	if (st == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *a = col_text_ok(st, 0, false) ? (const char *)sqlite3_column_text(st, 0) : NULL;
+		if (cols == 1) {
+			json_array_append_new(out, a != NULL ? json_string(a) : json_null());
+			continue;
+		}
+		json_array_append_new(out, json_pack("[s?, s?]", a, col_text_ok(st, 1, false) ?
+		    (const char *)sqlite3_column_text(st, 1) : NULL));
+	}
+	rc = rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "read");
+	done(s, st);
+	return rc;
+}
+
 static int
 sq_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 {
@@ -3110,10 +3173,14 @@ sq_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 	unsigned char mac[RI_HASH_LEN], lh[RI_HASH_LEN], want[RI_HASH_LEN];
 	char why[512];
 	bool began;
-	json_t *names;
+	json_t *names = NULL;
 	size_t i;
 	json_t *v;
+	int rc;
 
+	/* a read that fails for want of the file (busy, I/O) is no finding:
+	 * it ends the state read RI_ST_UNAVAILABLE, and ri-audit reports what
+	 * it would have judged as incomplete (issue 40 point 1) */
 	if (read_begin(s, &began) != SQLITE_OK)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
 	if (!schema_check(s, why, sizeof why))
@@ -3122,8 +3189,11 @@ sq_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 	 * traversal's RI_P_HEAD).  Without the key the root is taken as
 	 * stored: the tree is public hashes, so an auditor holding only the
 	 * public key still sees a head deleted or rows hidden from it. */
-	if (jhead_read(s, &jh, mac) != RI_ST_OK || hash_at(s, jh.last_seq, lh) != RI_ST_OK) {
-		each("8.1.1", 0, s->core.err.msg, arg);
+	if ((rc = jhead_read(s, &jh, mac)) != RI_ST_OK || (rc = hash_at(s, jh.last_seq, lh)) != RI_ST_OK) {
+		if (rc != RI_ST_UNAVAILABLE) {
+			each("8.1.1", 0, s->core.err.msg, arg);
+			rc = RI_ST_OK;
+		}
 		goto out;
 	}
 	if (s->core.key != NULL) {
@@ -3137,73 +3207,74 @@ sq_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 	{
 		struct ri_tree_io io = { s, node_get, node_put, NULL };
 		struct ri_leaf_batch b;
+		int64_t acts, invs;
 		ri_leaf_batch_init(&b, base, each, arg, leaf_check, s);
 		why[0] = '\0';
-		if (ri_leaf_batch_walk(&io, jh.root, &b, why, sizeof why) != RI_ST_OK)
+		if ((rc = ri_leaf_batch_walk(&io, jh.root, &b, why, sizeof why)) == RI_ST_UNAVAILABLE)
+			goto out;
+		if (rc != RI_ST_OK) {
 			each("8.1.1", 0, why[0] ? why : s->core.err.msg, arg);
-		else
-			ri_leaf_tally_judge(&b.t,
-			    count_of(s, "SELECT count(*) FROM (SELECT 1 FROM records GROUP BY kind, act_key)"),
-			    count_of(s, "SELECT count(DISTINCT invocation_id) FROM records"));
+		} else {
+			if ((acts = count_of(s, "SELECT count(*) FROM (SELECT 1 FROM records GROUP BY kind, act_key)")) < 0 ||
+			    (invs = count_of(s, "SELECT count(DISTINCT invocation_id) FROM records")) < 0) {
+				rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
+				goto out;
+			}
+			ri_leaf_tally_judge(&b.t, acts, invs);
+		}
+		rc = RI_ST_OK;
 	}
 	if (s->core.key == NULL)
 		goto out;
-	if (open_verify(s, &jh) != RI_ST_OK)
+	if ((rc = open_verify(s, &jh)) == RI_ST_UNAVAILABLE)
+		goto out;
+	if (rc != RI_ST_OK)
 		each("8.1.3", 0, s->core.err.msg, arg);
 	/* leases, marks, actors: each row verified */
 	names = json_array();
-	{
-		sqlite3_stmt *st = prep(s, "SELECT kind, act_key FROM leases");
-		while (st != NULL && sqlite3_step(st) == SQLITE_ROW)
-			json_array_append_new(names, json_pack("[s?, s?]", col_text_ok(st, 0, false) ?
-			    (const char *)sqlite3_column_text(st, 0) : NULL, col_text_ok(st, 1, false) ?
-			    (const char *)sqlite3_column_text(st, 1) : NULL));
-		done(s, st);
-	}
+	if ((rc = names_of(s, "SELECT kind, act_key FROM leases", 2, names)) != RI_ST_OK)
+		goto out;
 	json_array_foreach(names, i, v) {
 		struct ri_lease_row l;
 		bool exists;
 		const char *k = json_string_value(json_array_get(v, 0)), *ak = json_string_value(json_array_get(v, 1));
 		if (k == NULL || ak == NULL)
 			each("8.1.3", 0, "journal integrity: a lease row is malformed", arg);
-		else if (lease_get(s, k, ak, &l, &exists) != RI_ST_OK)
+		else if ((rc = lease_get(s, k, ak, &l, &exists)) == RI_ST_UNAVAILABLE)
+			goto out;
+		else if (rc != RI_ST_OK)
 			each("8.1.3", 0, s->core.err.msg, arg);
 	}
 	json_array_clear(names);
-	{
-		sqlite3_stmt *st = prep(s, "SELECT name FROM marks");
-		while (st != NULL && sqlite3_step(st) == SQLITE_ROW)
-			json_array_append_new(names, col_text_ok(st, 0, false) ? json_string((const char *)sqlite3_column_text(st, 0)) :
-			    json_null());
-		done(s, st);
-	}
+	if ((rc = names_of(s, "SELECT name FROM marks", 1, names)) != RI_ST_OK)
+		goto out;
 	json_array_foreach(names, i, v) {
 		int64_t m;
 		if (!json_is_string(v))
 			each("8.1.3", 0, "journal integrity: a mark is malformed", arg);
-		else if (sq_mark_get(base, json_string_value(v), &m) != RI_ST_OK)
+		else if ((rc = sq_mark_get(base, json_string_value(v), &m)) == RI_ST_UNAVAILABLE)
+			goto out;
+		else if (rc != RI_ST_OK)
 			each("8.1.3", 0, s->core.err.msg, arg);
 	}
 	json_array_clear(names);
-	{
-		sqlite3_stmt *st = prep(s, "SELECT actor_ref FROM actors");
-		while (st != NULL && sqlite3_step(st) == SQLITE_ROW)
-			json_array_append_new(names, col_text_ok(st, 0, false) ? json_string((const char *)sqlite3_column_text(st, 0)) :
-			    json_null());
-		done(s, st);
-	}
+	if ((rc = names_of(s, "SELECT actor_ref FROM actors", 1, names)) != RI_ST_OK)
+		goto out;
 	json_array_foreach(names, i, v) {
 		struct ri_actor_row row;
 		bool exists;
 		if (!json_is_string(v))
 			each("8.1.3", 0, "journal integrity: an actor registry row is malformed", arg);
-		else if (actor_get(s, &jh, json_string_value(v), &row, &exists) != RI_ST_OK)
+		else if ((rc = actor_get(s, &jh, json_string_value(v), &row, &exists)) == RI_ST_UNAVAILABLE)
+			goto out;
+		else if (rc != RI_ST_OK)
 			each("8.1.3", 0, s->core.err.msg, arg);
 	}
-	json_decref(names);
+	rc = RI_ST_OK;
 out:
+	json_decref(names);
 	read_end(s, began);
-	return RI_ST_OK;
+	return rc;
 }
 
 /* store.h read_session: one snapshot, and the rows verified in it */
@@ -3424,9 +3495,11 @@ ri_sqlite_open(const struct ri_config *c, const unsigned char *key, size_t keyle
 	*out = NULL;
 	if (key == NULL && !(flags & RI_NO_KEY))
 		return ri_fail(err, RI_INTERNAL, "no integrity key");
-	if (access(c->journal, F_OK) != 0)
-		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s (run ri-init?)", c->journal,
-		    strerror(errno));
+	char why[512];
+	/* SQLite opens the journal and its sidecars by path and would block
+	 * on a FIFO there: each is a regular file first (issue 40 point 3) */
+	if (ri_db_files_regular(c->journal, why, sizeof why) != 0)
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s%s", why, errno == ENOENT ? " (run ri-init?)" : "");
 	s = ri_xcalloc(1, sizeof *s);
 	s->base.ops = &sqlite_ops;
 	s->core.cfg = c;
@@ -3483,7 +3556,7 @@ ri_sqlite_open(const struct ri_config *c, const unsigned char *key, size_t keyle
 	 * whose other thread could take the deadline's SIGALRM */
 #ifndef RI_NC_NO_WRITER_QUEUE
 	if (!s->readonly && !(flags & RI_THREADED))
-		s->queue_fd = open(c->journal, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		s->queue_fd = ri_open_regular(c->journal, O_RDONLY | O_NOFOLLOW, 0, NULL, 0);
 #endif
 	*out = &s->base;
 	return RI_OK;

@@ -33,4 +33,16 @@ bool ri_wal_is_open(sqlite3 *db);
  * synced is not an error (some file systems refuse it). */
 void ri_wal_dir_sync(sqlite3 *db);
 
+/*
+ * ri-backup's destination (issue 40 point 5): a VFS that serves one file
+ * SQLite is handed by descriptor, never by path.  The destination is
+ * created once, exclusively (O_CREAT|O_EXCL|O_NOFOLLOW), and opened as
+ * "ri-fd:N" through this VFS, whose main file is descriptor N itself: no
+ * later open of DEST's name exists for a symlink swap to redirect.  It
+ * serves no journal or WAL (the connection runs journal_mode OFF on a
+ * file no one else has) and no locks; SQLite's temporary files go to its
+ * own VFS.  The name, or NULL when SQLite has no default VFS.
+ */
+const char *ri_fd_vfs(void);
+
 #endif

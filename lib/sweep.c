@@ -33,6 +33,7 @@ enum landed { L_LANDED, L_SKIP, L_CREDENTIAL, L_UNRECORDABLE };
 struct tally {
 	int64_t examined, closed, abandoned, escalated, reported, skipped, closed_already;
 	int64_t surfaced, unreached;
+	int64_t unreconciled;           /* acts a restore lost, still held (issue 39) */
 };
 
 struct sweep {
@@ -203,8 +204,9 @@ identity(struct sweep *s, const struct ri_kind *k)
 		    r->st->ops->error(r->st)->msg);
 #ifndef RI_NC_SWEEP_UNDER_HUMAN
 	else if (!who.service)
+		/* Sweep never 2 */
 		snprintf(why, sizeof why, "%s is registered as a human, not a service: the sweep never"
-		    " writes under a human's credential (Sweep never 2)", k->service_actor);
+		    " writes under a human's credential", k->service_actor);
 #endif
 	else
 		json_object_set_new(s->creds, k->name, json_string(text));
@@ -355,9 +357,13 @@ escalate(struct sweep *s, const struct ri_kind *k, const struct ri_record *inten
 	json_decref(p);
 	if (*how != L_LANDED)
 		return V_SKIPPED;
-	/* reconcile step 3.8b: the operator's queue */
+	/* reconcile step 3.8b: the operator's queue -- and one line for the
+	 * person cron mails it to (issue 44, point 3) */
 	act_finding(s, RI_F_ESCALATED, k->name, intent->act_key, intent->invocation_id,
 	    json_pack("{s:s, s:s, s:O?}", "cause", cause, "escalated_event_id", ev, "candidates", cands));
+	ri_warnx("needs an operator: kind %s, act %s: invocation %s escalated (%s) -- see ri-resolve"
+	    " --invocation-id %s --probe", k->name, intent->act_key, intent->invocation_id, cause,
+	    intent->invocation_id);
 	return V_ESCALATED;
 }
 
@@ -458,8 +464,8 @@ report_only(struct sweep *s, const struct ri_kind *k, const struct ri_record *in
 	struct ri_probe p;
 	bool at_risk = ri_at_risk(s->c, intent->recorded_at, s->now);
 
-	/* reconcile 2, service identity 1: probe under the section, write
-	 * nothing, report the result for an operator -- every run's, and with
+	/* reconcile 2, service identity 1 (1a-1b): probe under the section,
+	 * write nothing, report the result for an operator -- every run's, and with
 	 * it whether step 5.1 finds the act at risk, so neither report
 	 * overwrites the other (reconcile 2e) */
 	ri_probe_ask(s->probers, k, intent->act_key, intent->payload, &p);
@@ -513,7 +519,9 @@ sweep_one(struct sweep *s, const struct ri_kind *k, const struct ri_open_intent 
 	ri_standing(inv.closings, inv.n_closings, &sd);
 #ifndef RI_NC_NO_SWEEP_REREAD
 	/* sweep closed ids 1, reconcile steps 2.5-2.6: any closing naming
-	 * the id -- by the invocation, another run or an operator */
+	 * the id -- by the invocation, another run or an operator -- and the
+	 * run writes nothing: one writer per act (Invariant 2.2), two runs
+	 * never both close it (Invariant 2.3) */
 	if (inv.n_closings > 0 || inv.intent == NULL) {
 		ri_inv_free(&inv);
 		(void)r->st->ops->release(r->st, k->name, oi->act_key, s->run_id);
@@ -596,7 +604,11 @@ act_id(const struct ri_record *rec, char *buf, size_t n)
 
 /* The closings key (reconcile step 5.2) over one invocation read whole,
  * through Which closing stands (standing.h): two or more chains, a second
- * intent, a void supersedes. */
+ * intent, a void supersedes.  Without a journal fence a late append leaves
+ * both closings (journal fence none 1a): each is surfaced here as a binding
+ * duplicate, under the closings key alone (journal fence none 3, 5;
+ * reconcile step 5.4) -- the scan runs whatever the fence
+ * (reconcile step 5.7), over the delta (reconcile step 5.5). */
 static void
 judge_closings(struct sweep *s, const struct ri_kind *k, const char *inv_id, struct ri_inv *inv)
 {
@@ -963,22 +975,44 @@ binding_gate(struct sweep *s)
 		return;
 	s->binding_refused = true;
 	for (size_t i = 0; i < n; i++) {
-		snprintf(msg, sizeof msg, "kind %s is not bound but has open intents (Binding 2)", unbound[i]);
+		/* Binding 2 */
+		snprintf(msg, sizeof msg, "kind %s is not bound but has open intents", unbound[i]);
 		ri_gate_record(s->c, unbound[i], "binding", "Binding 2-3", msg);
 		alert(s, "%s: the run writes nothing (bind it again until they are closed)", msg);
 	}
 	ri_strings_free(unbound, n);
 }
 
+/*
+ * The acts this run leaves to an operator (ri-sweep(1), EXIT STATUS 3;
+ * "needs_operator" in the tally): the ones it escalated, and the acts a
+ * restore lost that the run could not reconcile (issue 39) -- INTERFACE,
+ * third wave: "escalated or unreconciled".
+ */
+static int64_t
+needs_operator(const struct sweep *s)
+{
+	return s->t.escalated + s->t.unreconciled;
+}
+
 static json_t *
 tally_json(const struct sweep *s)
 {
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s}",
+	json_t *t = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s}",
 	    "examined", (json_int_t)s->t.examined, "closed", (json_int_t)s->t.closed,
 	    "abandoned", (json_int_t)s->t.abandoned, "escalated", (json_int_t)s->t.escalated,
 	    "reported", (json_int_t)s->t.reported, "skipped", (json_int_t)s->t.skipped,
 	    "closed_already", (json_int_t)s->t.closed_already, "surfaced", (json_int_t)s->t.surfaced,
-	    "unreached", (json_int_t)s->t.unreached, "run_id", s->run_id);
+	    "unreached", (json_int_t)s->t.unreached, "needs_operator", (json_int_t)needs_operator(s),
+	    "run_id", s->run_id);
+	char at[RI_INSTANT_LEN];
+
+	/* the run's instant: a line in a log says when (issue 44, point 3) */
+	if (s->now > 0) {
+		ri_format_instant(s->now, at);
+		json_object_set_new(t, "at", json_string(at));
+	}
+	return t;
 }
 
 static void
@@ -1011,7 +1045,7 @@ finish(struct sweep *s, json_t **ans, bool looked)
 /*
  * A run that ended but could not do all it should is degraded (ri-sweep(1),
  * EXIT STATUS 2): every alert, every kind whose store its probe could not
- * reach, and a run past run_bound (run bound 1-2: the instance's start
+ * reach, and a run past run_bound (run bound 1: the instance's start
  * conditions assume a run ends within it).  Said on stderr, and in the
  * answer's "degraded".
  */
@@ -1024,8 +1058,9 @@ degraded(struct sweep *s, json_t *ans, int64_t started)
 	int64_t took = ri_mono_ms() - started;
 
 	json_object_foreach(s->unreachable, kind, e) {
+		/* reconcile step 3.13 */
 		snprintf(msg, sizeof msg, "kind %s: the probe could not reach the store for %lld act%s, left for"
-		    " the next run (reconcile step 3.13): %s", kind,
+		    " the next run: %s", kind,
 		    (long long)json_integer_value(json_object_get(e, "acts")),
 		    json_integer_value(json_object_get(e, "acts")) == 1 ? "" : "s",
 		    json_string_value(json_object_get(e, "why")));
@@ -1035,8 +1070,9 @@ degraded(struct sweep *s, json_t *ans, int64_t started)
 	if (took > s->c->run_bound) {
 		ri_format_seconds(took, a, sizeof a);
 		ri_format_seconds(s->c->run_bound, b, sizeof b);
-		snprintf(msg, sizeof msg, "the run took %s s, past run_bound %s s: the start conditions no"
-		    " longer hold for this backlog (run bound 1; ri-startcheck)", a, b);
+		/* run bound 1 */
+		snprintf(msg, sizeof msg, "the run took %s s, past run_bound %s s: the start conditions"
+		    " ri-startcheck certified no longer hold for this backlog", a, b);
 		json_array_append_new(s->degraded, json_string(msg));
 		ri_warnx("degraded: %s", msg);
 	}
@@ -1044,31 +1080,172 @@ degraded(struct sweep *s, json_t *ans, int64_t started)
 		json_object_set(ans, "degraded", s->degraded);
 }
 
-/* run bound 1: the next run never starts beside a run in flight on this
- * node.  A run that finds one in flight does not start, and that is not a
- * failure: the run in flight is doing the work (Reconcile refuses only
- * journal-unavailable).  *busy says so. */
-static int
-run_lock(struct ri *r, const struct ri_sweep_opts *o, int *fd, bool *busy, ri_err *err)
-{
-	char path[4200];
+/*
+ * run bound 1: the next run never starts beside a run in flight on this
+ * node.  The run lock is a file beside the journal (on PostgreSQL, which
+ * is no local file, beside this host's findings register) that a run
+ * holds with flock(2) while it runs, and in which it records itself once
+ * it holds it -- {"pid", "run_id", "started_at"} -- leaving the record
+ * there when it ends.  Whoever else holds the lock holds it under the
+ * last run's record, or under none: so a lock held past run_bound from
+ * the recorded start (or with no start recorded) is not a run in flight
+ * but a stuck run or a neighbour stopping recovery, and is said (issue 40
+ * point 6).  A run that took the lock a moment ago writes its record at
+ * once, so a stale-looking record is looked at again, for a moment,
+ * before it is believed -- as is any lock, so a look (ri-startcheck's)
+ * never stops a run.
+ */
+#define LOCK_LOOKS 10                   /* looks at a held lock, LOCK_NAP ms apart */
+#define LOCK_NAP 20
 
-	*busy = false;
-	/* run bound 1 is per node: a PostgreSQL journal is no local file, so
-	 * the lock sits beside this host's findings register */
-	snprintf(path, sizeof path, "%s.sweep-%s.lock", ri_journal_is_pg(r->cfg->journal) ? r->cfg->findings :
-	    r->cfg->journal, o && o->node ? o->node : "local");
-	if ((*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
-		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "run lock %s: %s", path, strerror(errno));
-	if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+void
+ri_run_lock_path(const struct ri_config *c, const char *node, char *out, size_t n)
+{
+	snprintf(out, n, "%s.sweep-%s.lock", ri_journal_is_pg(c->journal) ? c->findings : c->journal,
+	    node ? node : "local");
+}
+
+/* The holder's record, judged at now: l->recorded, pid, run_id,
+ * started_at, and l->stale. */
+static void
+lock_judge(int fd, const struct ri_config *c, ri_ms now, struct ri_run_lock *l)
+{
+	char buf[512];
+	ssize_t got = pread(fd, buf, sizeof buf - 1, 0);
+	json_t *j = NULL, *v;
+
+	l->recorded = false;
+	l->pid = 0;
+	l->run_id[0] = '\0';
+	l->started_at = RI_NONE;
+	if (got > 0) {
+		buf[got] = '\0';
+		j = json_loads(buf, JSON_DISABLE_EOF_CHECK, NULL);
+	}
+	if (json_is_object(j) && json_is_integer(v = json_object_get(j, "started_at"))) {
+		l->recorded = true;
+		l->started_at = json_integer_value(v);
+		l->pid = (long)json_integer_value(json_object_get(j, "pid"));
+		snprintf(l->run_id, sizeof l->run_id, "%s", json_is_string(v = json_object_get(j, "run_id")) ?
+		    json_string_value(v) : "");
+	}
+	json_decref(j);
+#ifdef RI_NC_RUN_LOCK_UNAGED
+	l->stale = false;       /* negative control: any holder is a run in flight */
+#else
+	l->stale = !l->recorded || now - l->started_at > c->run_bound;
+#endif
+}
+
+/* Take the lock (0 into *got) or find it held: the holder judged, looked
+ * at again while it looks stale (LOCK_LOOKS).  -1 with errno on a lock
+ * that cannot be tried at all. */
+static int
+lock_try(int fd, int op, const struct ri_config *c, ri_ms now, struct ri_run_lock *l)
+{
+	l->held = false;
+	for (int look = 1;; look++) {
+		if (flock(fd, op | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK)
+			return -1;
+		l->held = true;
+		lock_judge(fd, c, now, l);
+		if ((!l->stale && look >= 2) || look == LOCK_LOOKS)
+			return 0;
+		ri_sleep_ms(LOCK_NAP);
+	}
+}
+
+int
+ri_run_lock_inspect(const struct ri_config *c, const char *path, ri_ms now, struct ri_run_lock *l,
+    char *why, size_t n)
+{
+	int fd, rc;
+
+	memset(l, 0, sizeof *l);
+	snprintf(l->path, sizeof l->path, "%s", path);
+	if ((fd = ri_open_regular(path, O_RDONLY | O_NOFOLLOW, 0, why, n)) < 0)
+		return -1;
+	/* a shared lock, for a look: a run starting now meets it for a
+	 * moment and looks again (lock_try) */
+	if ((rc = lock_try(fd, LOCK_SH, c, now, l)) != 0)
+		snprintf(why, n, "%s: %s", path, strerror(errno));
+	close(fd);
+	return rc;
+}
+
+static int
+run_lock(struct sweep *s, const struct ri_sweep_opts *o, int *fd, struct ri_run_lock *l, ri_err *err)
+{
+	char why[4400], rec[256];
+	int len;
+
+	memset(l, 0, sizeof *l);
+	ri_run_lock_path(s->c, o ? o->node : NULL, l->path, sizeof l->path);
+	/* a regular file, never followed through a link (issue 40 point 3) */
+	if ((*fd = ri_open_regular(l->path, O_RDWR | O_CREAT | O_NOFOLLOW, 0600, why, sizeof why)) < 0)
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "run lock %s", why);
+	if (lock_try(*fd, LOCK_EX, s->c, s->now, l) != 0) {
 		int e = errno;
 		close(*fd);
 		*fd = -1;
-		if (e != EWOULDBLOCK)
-			return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "run lock %s: %s", path, strerror(e));
-		*busy = true;
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "run lock %s: %s", l->path, strerror(e));
 	}
+	if (l->held) {
+		close(*fd);
+		*fd = -1;
+		return RI_OK;
+	}
+	/* held: this run's record, for whoever finds it held */
+	len = snprintf(rec, sizeof rec, "{\"pid\":%ld,\"run_id\":\"%s\",\"started_at\":%lld}\n", (long)getpid(),
+	    s->run_id, (long long)s->now);
+	if (ftruncate(*fd, 0) != 0 || pwrite(*fd, rec, (size_t)len, 0) != (ssize_t)len)
+		ri_warnx("run lock %s: its record could not be written: %s", l->path, strerror(errno));
 	return RI_OK;
+}
+
+/* The lock held by another: a run in flight does this run's work (not a
+ * failure: Reconcile refuses only journal-unavailable); one held past
+ * run_bound is a finding, an alert, and a degraded run (issue 40 point 6). */
+static int
+lock_held(struct sweep *s, const struct ri_sweep_opts *o, const struct ri_run_lock *l, json_t **ans, ri_err *err)
+{
+	char msg[2 * sizeof l->path + 512], since[RI_INSTANT_LEN], bound[32];
+	ri_err e;
+
+	if (!l->stale) {
+		/* run bound 1 */
+		*ans = tally_json(s);
+		json_object_set_new(*ans, "not_started", json_string(
+		    "another run is in flight on this node; it does this run's work"));
+		if (o == NULL || !o->quiet)
+			ri_warnx("another run is in flight on this node; this one did not start");
+		return RI_OK;
+	}
+	ri_format_seconds(s->c->run_bound, bound, sizeof bound);
+	if (l->recorded) {
+		ri_format_instant(l->started_at, since);
+		snprintf(msg, sizeof msg, "the run lock %s has been held past run_bound (%s s): the run recorded in it"
+		    " (%s, pid %ld) started at %s, and no run can start until the lock is released --"
+		    " find its holder (fuser %s)", l->path, bound, l->run_id, l->pid, since, l->path);
+	} else {
+		snprintf(msg, sizeof msg, "the run lock %s is held by a process that recorded no start: not a run;"
+		    " no run can start until the lock is released -- find its holder (fuser %s)",
+		    l->path, l->path);
+	}
+	if (ri_findings_open(s->c->findings, false, &s->reg, &e) != RI_OK)
+		alert(s, "the findings register is unavailable: %s", e.msg);
+	instance_finding(s, RI_F_RUN_LOCK_HELD, NULL, json_pack("{s:s, s:s, s:I, s:o, s:o, s:o}", "rule",
+	    "run bound 1", "lock", l->path, "run_bound_ms", (json_int_t)s->c->run_bound,
+	    "held_since", l->recorded ? ri_json_instant(l->started_at) : json_null(),
+	    "holder_pid", l->recorded && l->pid > 0 ? json_integer(l->pid) : json_null(),
+	    "holder_run_id", l->recorded && l->run_id[0] ? json_string(l->run_id) : json_null()));
+	alert(s, "%s", msg);
+	finish(s, ans, false);
+	json_object_set_new(*ans, "not_started", json_string(msg));
+	json_object_set(*ans, "degraded", s->degraded);
+	return ri_fail(err, RI_DEGRADED, "the run did not start: %s", msg);
 }
 
 int
@@ -1085,36 +1262,22 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 	int64_t mono0 = ri_mono_ms();
 
 	int lock = -1;
-	bool busy;
+	struct ri_run_lock runlock;
 
 	*ans = NULL;
-	if ((rc = run_lock(r, o, &lock, &busy, err)) != RI_OK) {
-		*ans = ri_refusal("journal-unavailable");
-		json_decref(s.alerts);
-		json_decref(s.creds);
-		json_decref(s.refused);
-		json_decref(s.degraded);
-		json_decref(s.unreachable);
-		return rc;
-	}
-	if (busy) {
-		ri_mint_id("run_", s.run_id);
-		*ans = tally_json(&s);
-		json_object_set_new(*ans, "not_started", json_string(
-		    "another run is in flight on this node (run bound 1); it does this run's work"));
-		if (o == NULL || !o->quiet)
-			ri_warnx("another run is in flight on this node; this one did not start (run bound 1)");
-		json_decref(s.alerts);
-		json_decref(s.creds);
-		json_decref(s.refused);
-		json_decref(s.degraded);
-		json_decref(s.unreachable);
-		return RI_OK;
-	}
-	/* Primitive policy 18: now, once per run, at the sweep's own seam */
+	/* Primitive policy 18: now, once per run, at the sweep's own seam --
+	 * before the lock, whose record says when this run started */
 	if ((rc = ri_now(s.c, &s.now, err)) != RI_OK)
 		goto out;
 	ri_mint_id("run_", s.run_id);
+	if ((rc = run_lock(&s, o, &lock, &runlock, err)) != RI_OK) {
+		*ans = ri_refusal("journal-unavailable");
+		goto out;
+	}
+	if (runlock.held) {
+		rc = lock_held(&s, o, &runlock, ans, err);
+		goto out;
+	}
 	s.probers = ri_prober_new(s.c);
 	if (ri_findings_open(s.c->findings, false, &s.reg, &e) != RI_OK)
 		alert(&s, "the findings register is unavailable: %s", e.msg);
@@ -1185,7 +1348,7 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 		 * the refusal is on the register with its reason */
 		finish(&s, ans, false);
 		rc = ri_fail(err, RI_CONFIG, "the instance must not start: a kind this config does not"
-		    " bind has open intents (Binding 2); the run wrote nothing -- bind it again");
+		    " bind has open intents; the run wrote nothing -- bind it again");
 		goto out;
 	}
 	/* AMD-03: a record that fails verification in the delta fails the
@@ -1209,8 +1372,10 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 	}
 	for (size_t i = 0; i < json_array_size(held); i++) {
 		json_t *h = json_array_get(held, i);
-		fprintf(stderr, "ri-sweep: act (%s, %s) was lost by a restore and is unreconciled: invocation %s"
-		    " waits for its store to be asked again, or for an operator (ri-resolve)\n",
+		/* through ri_warnx, so the line carries the run's instant like
+		 * every other ri-sweep line (issue 44, point 3) */
+		ri_warnx("act (%s, %s) was lost by a restore and is unreconciled: invocation %s"
+		    " waits for its store to be asked again, or for an operator (ri-resolve)",
 		    json_string_value(json_object_get(h, "kind")), json_string_value(json_object_get(h, "act_key")),
 		    json_string_value(json_object_get(h, "invocation_id")));
 	}
@@ -1240,12 +1405,13 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 	 * than silently overrunning (issue 15).  Its work stands. */
 	int64_t elapsed = ri_mono_ms() - mono0;
 	if (elapsed > s.c->run_bound) {
-		alert(&s, "this run took %lld ms, past run_bound (%lld ms, run bound 1): the closure arithmetic"
+		alert(&s, "this run took %lld ms, past run_bound (%lld ms): the closure arithmetic"
 		    " ri-startcheck certified does not hold for it -- raise run_bound or sweep more often",
 		    (long long)elapsed, (long long)s.c->run_bound);
 		instance_finding(&s, RI_F_RUN_OVERRUN, NULL, json_pack("{s:s, s:I, s:I}", "rule", "run bound 1",
 		    "elapsed_ms", (json_int_t)elapsed, "run_bound_ms", (json_int_t)s.c->run_bound));
 	}
+	s.t.unreconciled = (int64_t)unreconciled;
 	finish(&s, ans, true);
 	if (purged > 0)
 		json_object_set_new(*ans, "purged", json_integer(purged));
@@ -1259,6 +1425,12 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 		rc = ri_fail(err, RI_DEGRADED, "the run is degraded (%zu reason%s above): it closed what it"
 		    " could; the rest waits for the next run or an operator", json_array_size(s.degraded),
 		    json_array_size(s.degraded) == 1 ? "" : "s");
+	/* a run that did its work but left acts to a person exits 3 (a
+	 * degraded run's 2 says more, and stands) */
+	if (rc == RI_OK && needs_operator(&s) > 0)
+		rc = ri_fail(err, RI_NEEDS_OPERATOR, "%lld act%s need%s an operator (above): ri-findings --open"
+		    " lists them, ri-runbook(7) says how to resolve them", (long long)needs_operator(&s),
+		    needs_operator(&s) == 1 ? "" : "s", needs_operator(&s) == 1 ? "s" : "");
 	if (tampered) {
 		json_object_set_new(*ans, "refused", json_string("journal-unavailable"));
 		json_object_set_new(*ans, "cause", json_string("integrity"));
@@ -1311,7 +1483,7 @@ ri_sweep_outage(const char *config_path, json_t **ans, ri_err *err)
 			finish(&s, &tmp, false);
 			json_decref(tmp);
 		} else {
-			fprintf(stderr, "ri-sweep: the findings register is unavailable too: %s\n", e.msg);
+			ri_warnx("the findings register is unavailable too: %s", e.msg);
 		}
 	}
 	ri_findings_close(s.reg);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -264,12 +265,68 @@ ri_slurp_fd(int fd, size_t max, size_t *len, bool *too_big)
 	return buf;
 }
 
-char *
-ri_slurp(const char *path, size_t max, size_t *len)
+/* ri_open_regular's refusal: fd closed (when open), why said, errno e */
+static int
+open_refused(int fd, int e, const char *path, const char *what, char *why, size_t n)
 {
-	/* O_NONBLOCK: a FIFO named where a file belongs never blocks the
-	 * caller (it reads as empty or fails); a regular file is unaffected */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (why != NULL)
+		snprintf(why, n, "%s: %s", path, what != NULL ? what : strerror(e));
+	if (fd >= 0)
+		close(fd);
+	errno = e;
+	return -1;
+}
+
+int
+ri_open_regular(const char *path, int flags, mode_t mode, char *why, size_t n)
+{
+	struct stat sb;
+	int fd;
+
+	if ((fd = open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, mode)) < 0)
+		return open_refused(-1, errno, path, errno == ELOOP && (flags & O_NOFOLLOW) ?
+		    "a symbolic link, not a file" : NULL, why, n);
+	/* before anything reads, locks or waits on it: a FIFO, a device or a
+	 * directory is not the file ri was told of */
+	if (fstat(fd, &sb) != 0)
+		return open_refused(fd, errno, path, NULL, why, n);
+#ifndef RI_NC_OPEN_ANY_FILE
+	if (!S_ISREG(sb.st_mode))
+		return open_refused(fd, EINVAL, path, S_ISFIFO(sb.st_mode) ? "not a regular file (a FIFO)" :
+		    S_ISDIR(sb.st_mode) ? "not a regular file (a directory)" : "not a regular file", why, n);
+#endif
+	/* a regular file never blocks; blocking again for what comes next
+	 * (a lock wait, a write) */
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
+		return open_refused(fd, errno, path, NULL, why, n);
+	return fd;
+}
+
+int
+ri_db_files_regular(const char *path, char *why, size_t n)
+{
+	static const char *const side[] = { "", "-wal", "-shm", "-journal" };
+	char p[4200];
+
+	for (size_t i = 0; i < sizeof side / sizeof side[0]; i++) {
+		snprintf(p, sizeof p, "%s%s", path, side[i]);
+		int fd = ri_open_regular(p, O_RDONLY, 0, why, n);
+		if (fd >= 0) {
+			close(fd);
+			continue;
+		}
+		/* a sidecar that is not there is SQLite's to make */
+		if (errno == ENOENT && i > 0)
+			continue;
+		return -1;
+	}
+	return 0;
+}
+
+char *
+ri_slurp_why(const char *path, size_t max, size_t *len, char *why, size_t n)
+{
+	int fd = ri_open_regular(path, O_RDONLY, 0, why, n);
 	bool big;
 	char *s;
 
@@ -277,52 +334,124 @@ ri_slurp(const char *path, size_t max, size_t *len)
 		return NULL;
 	s = ri_slurp_fd(fd, max, len, &big);
 	close(fd);
-	if (s != NULL && big) {
+	if (s == NULL || big) {
+		int e = s == NULL ? errno : EFBIG;
 		free(s);
-		errno = EFBIG;
+		if (why != NULL)
+			snprintf(why, n, "%s: %s", path, strerror(e));
+		errno = e;
 		return NULL;
 	}
 	return s;
 }
 
+char *
+ri_slurp(const char *path, size_t max, size_t *len)
+{
+	return ri_slurp_why(path, max, len, NULL, 0);
+}
+
 int
-ri_secret_open(const char *path, char *why, size_t n)
+ri_replace_file(const char *path, int (*emit)(FILE *, void *), void *arg, char *why, size_t n)
+{
+	char tmp[4200];
+	mode_t mask;
+	FILE *f;
+	int fd, e;
+
+	if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp) {
+		snprintf(why, n, "%s: %s", path, strerror(ENAMETOOLONG));
+		return -1;
+	}
+#ifdef RI_NC_PREDICTABLE_TMP
+	/* negative control: the name anyone could plant, followed if a link */
+	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+#else
+	fd = mkstemp(tmp);
+#endif
+	if (fd < 0) {
+		snprintf(why, n, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	/* readable as a file fopen(3) made (mkstemp makes it 0600) */
+	mask = umask(0);
+	(void)umask(mask);
+	if (fchmod(fd, 0666 & ~mask) != 0 || (f = fdopen(fd, "w")) == NULL) {
+		e = errno;
+		close(fd);
+		goto fail;
+	}
+	if (emit(f, arg) != 0 || fflush(f) != 0 || fsync(fileno(f)) != 0) {
+		e = errno ? errno : EIO;
+		fclose(f);
+		goto fail;
+	}
+	if (fclose(f) != 0) {
+		e = errno;
+		goto fail;
+	}
+	if (rename(tmp, path) != 0) {
+		e = errno;
+		goto fail;
+	}
+	return 0;
+fail:
+	unlink(tmp);
+	snprintf(why, n, "%s: %s", path, strerror(e));
+	return -1;
+}
+
+static int
+private_open(const char *path, bool group_ok, char *why, size_t n)
 {
 	struct stat sb;
 	int fd;
 
-	/* O_NONBLOCK: a FIFO never blocks the open (it is refused below);
-	 * O_NOFOLLOW: a symlink is not followed to a file someone else chose */
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY)) < 0) {
-		snprintf(why, n, "%s: %s", path, errno == ELOOP ? "a symbolic link, not a file" :
-		    strerror(errno));
+	/* O_NOFOLLOW: a symlink is not followed to a file someone else chose */
+	if ((fd = ri_open_regular(path, O_RDONLY | O_NOFOLLOW, 0, why, n)) < 0)
 		return -1;
-	}
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-		snprintf(why, n, "%s: not a regular file", path);
+	if (fstat(fd, &sb) != 0) {
+		snprintf(why, n, "%s: %s", path, strerror(errno));
 		close(fd);
 		return -1;
 	}
-	if ((sb.st_mode & 077) != 0) {
-		snprintf(why, n, "%s: mode %03o is group- or world-accessible; chmod 600 it", path,
-		    (unsigned)(sb.st_mode & 0777));
+	/* private (0600 or stricter, the caller's), or -- a key only --
+	 * shared with one group: group read, nothing more (Instance start 3;
+	 * issue 44, point 6) */
+	bool shared = group_ok && (sb.st_mode & 077) == 040;
+	if ((sb.st_mode & 077) != 0 && !shared) {
+		snprintf(why, n, "%s: mode %03o is %s; chmod 600 it%s", path, (unsigned)(sb.st_mode & 0777),
+		    group_ok ? "wider than group read (0640)" : "group- or world-accessible",
+		    group_ok ? ", or 640 with a group of its own" : "");
 		close(fd);
 		return -1;
 	}
-	if (sb.st_uid != geteuid()) {
-		snprintf(why, n, "%s: owned by uid %u, not by the caller (uid %u)", path,
-		    (unsigned)sb.st_uid, (unsigned)geteuid());
+	if (shared ? (sb.st_uid != geteuid() && sb.st_uid != 0) : sb.st_uid != geteuid()) {
+		snprintf(why, n, "%s: owned by uid %u, not by the caller (uid %u)%s", path,
+		    (unsigned)sb.st_uid, (unsigned)geteuid(), shared ? " nor by root" : "");
 		close(fd);
 		return -1;
 	}
-	(void)fcntl(fd, F_SETFL, 0);
 	return fd;
 }
 
-char *
-ri_secret_read(const char *path, size_t max, size_t *len, char *why, size_t n)
+int
+ri_secret_open(const char *path, char *why, size_t n)
 {
-	int fd = ri_secret_open(path, why, n);
+	return private_open(path, false, why, n);
+}
+
+int
+ri_key_open(const char *path, char *why, size_t n)
+{
+	return private_open(path, true, why, n);
+}
+
+static char *
+private_read(const char *path, bool group_ok, size_t max, size_t *len, char *why, size_t n)
+{
+	int fd = private_open(path, group_ok, why, n);
 	size_t got;
 	bool big;
 	char *s;
@@ -344,6 +473,71 @@ ri_secret_read(const char *path, size_t max, size_t *len, char *why, size_t n)
 	if (len != NULL)
 		*len = got;
 	return s;
+}
+
+/* where a URI, or a password's value, ends in running text */
+static bool
+text_end(char c)
+{
+	return c == '\0' || c == '"' || c == '\'' || c == ' ' || c == '\t' || c == '\n' || c == '<' || c == '>';
+}
+
+static void
+put(char *out, size_t n, size_t *o, char c)
+{
+	if (*o + 1 < n)
+		out[(*o)++] = c;
+}
+
+const char *
+ri_redact(const char *text, char *out, size_t n)
+{
+	size_t o = 0;
+	const char *p = text;
+
+	if (n == 0)
+		return out;
+#define PUT(c) put(out, n, &o, (c))
+	while (*p) {
+		/* user:PASSWORD@host in a postgres:// or postgresql:// URI: up to
+		 * the URI's last '@' (a password may hold a '/' or a '?'; a
+		 * later '@' only hides more than the password, never less) */
+		size_t scheme = strncasecmp(p, "postgresql://", 13) == 0 ? 13 :
+		    strncasecmp(p, "postgres://", 11) == 0 ? 11 : 0;
+		if (scheme > 0) {
+			const char *auth = p + scheme, *end = auth, *at = NULL, *colon = NULL;
+			for (; !text_end(*end); end++)
+				if (*end == '@')
+					at = end;
+			for (const char *c = auth; at != NULL && c < at && colon == NULL; c++)
+				if (*c == ':')
+					colon = c;
+			for (const char *stop = colon ? colon + 1 : auth; p < stop; p++)
+				PUT(*p);
+			if (colon != NULL) {
+				PUT('*');
+				PUT('*');
+				PUT('*');
+				p = at;
+			}
+			continue;
+		}
+		/* password=VALUE, in a URI's query or a connection string */
+		if (strncasecmp(p, "password=", 9) == 0 && (p == text || (!isalnum((unsigned char)p[-1]) && p[-1] != '_'))) {
+			for (int i = 0; i < 9; i++)
+				PUT(*p++);
+			PUT('*');
+			PUT('*');
+			PUT('*');
+			while (*p != '&' && !text_end(*p))
+				p++;
+			continue;
+		}
+		PUT(*p++);
+	}
+#undef PUT
+	out[o] = '\0';
+	return out;
 }
 
 char *
@@ -425,15 +619,15 @@ on_lock_deadline(int sig)
 	(void)sig;              /* only to interrupt flock(2) */
 }
 
-int
-ri_lock_wait(int fd, int64_t budget_ms)
+static int
+lock_wait(int fd, int op, int64_t budget_ms)
 {
 	struct sigaction sa = { .sa_handler = on_lock_deadline }, old;
 	const struct itimerval off = { { 0, 0 }, { 0, 0 } };
 	int64_t deadline = ri_mono_ms() + budget_ms;
 	int rc, e;
 
-	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+	if (flock(fd, op | LOCK_NB) == 0)
 		return 0;
 	if (errno != EWOULDBLOCK)
 		return -1;
@@ -457,7 +651,7 @@ ri_lock_wait(int fd, int64_t budget_ms)
 		 * blocks is followed by another, so the wait still ends */
 		struct itimerval at = { { 0, 10000 }, { left / 1000, (long)(left % 1000) * 1000 } };
 		(void)setitimer(ITIMER_REAL, &at, NULL);
-		rc = flock(fd, LOCK_EX);
+		rc = flock(fd, op);
 		e = errno;
 		(void)setitimer(ITIMER_REAL, &off, NULL);
 		if (rc == 0 || e != EINTR)
@@ -467,6 +661,18 @@ ri_lock_wait(int fd, int64_t budget_ms)
 	(void)sigaction(SIGALRM, &old, NULL);
 	errno = e;
 	return rc;
+}
+
+int
+ri_lock_wait(int fd, int64_t budget_ms)
+{
+	return lock_wait(fd, LOCK_EX, budget_ms);
+}
+
+int
+ri_lock_wait_shared(int fd, int64_t budget_ms)
+{
+	return lock_wait(fd, LOCK_SH, budget_ms);
 }
 
 void *
@@ -581,4 +787,16 @@ ri_exit_fd(int pid)
 	(void)pid;
 #endif
 	return -1;
+}
+
+char *
+ri_secret_read(const char *path, size_t max, size_t *len, char *why, size_t n)
+{
+	return private_read(path, false, max, len, why, n);
+}
+
+char *
+ri_key_read(const char *path, size_t max, size_t *len, char *why, size_t n)
+{
+	return private_read(path, true, max, len, why, n);
 }

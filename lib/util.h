@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/types.h>
 #include "ri.h"
 
 #define RI_ID_LEN 36            /* "inv_" + 32 hex, NUL-terminated in 37 */
@@ -46,18 +47,57 @@ void ri_format_seconds(ri_ms d, char *buf, size_t n);
  * then 80 of fresh randomness (libsodium). */
 const char *ri_mint_id(const char *prefix, char out[RI_ID_LEN + 1]);
 
-/* Whole file, at most max bytes (else -1 with errno = EFBIG); NUL-terminated. */
+/*
+ * Every path ri opens itself is opened through this (issue 40 point 3):
+ * flags (O_RDONLY, O_RDWR, O_CREAT, O_NOFOLLOW where a symlink must not be
+ * followed, ...) plus O_NONBLOCK, so that a FIFO or a device named where a
+ * file belongs never blocks the open; then fstat-checked -- a regular
+ * file, or -1 with errno EINVAL -- before anything reads, locks or waits
+ * on it; then O_NONBLOCK is cleared.  mode is for O_CREAT.  On -1, why
+ * (when not NULL) holds "PATH: reason".
+ */
+int ri_open_regular(const char *path, int flags, mode_t mode, char *why, size_t n);
+/* A database file SQLite will open by its path: the file and each of its
+ * sidecars that exists (-wal, -shm, -journal) is a regular file, checked
+ * as ri_open_regular checks one, before SQLite opens any of them (it would
+ * block on a FIFO).  0, or -1 with errno and why. */
+int ri_db_files_regular(const char *path, char *why, size_t n);
+/* Put a new file at path, whole or not at all (issue 40 point 4): written
+ * by emit(f, arg) into a temporary file made exclusively beside it
+ * (mkstemp: a name no one could plant, never a symlink followed), synced,
+ * given the mode fopen(3) would give it, then renamed over path -- a
+ * symlink or a FIFO at path is replaced, never written through.  0, or -1
+ * with why (nothing left behind); emit returns non-zero on failure. */
+int ri_replace_file(const char *path, int (*emit)(FILE *, void *), void *arg, char *why, size_t n);
+/* Whole file, at most max bytes (else NULL with errno = EFBIG); NUL-terminated.
+ * A regular file only (ri_open_regular); ri_slurp_why says why not. */
 char *ri_slurp(const char *path, size_t max, size_t *len);
+char *ri_slurp_why(const char *path, size_t max, size_t *len, char *why, size_t n);
 /* Whole stream, at most max bytes; *too_big set when it held more. */
 char *ri_slurp_fd(int fd, size_t max, size_t *len, bool *too_big);
-/* A key or credential file (the start gate, Instance start 3): opened
- * O_NONBLOCK|O_NOFOLLOW (a FIFO never blocks, a symlink is refused), then
- * fstat-checked: a regular file, mode 0600 or stricter, owned by the
- * caller.  The fd, or -1 with why ("PATH: reason"). */
+/* A credential file (the start gate, Instance start 3): opened by
+ * ri_open_regular with O_NOFOLLOW (a FIFO never blocks, a symlink is
+ * refused), then checked: mode 0600 or stricter, owned by the caller.
+ * The fd, or -1 with why ("PATH: reason"). */
 int ri_secret_open(const char *path, char *why, size_t n);
 /* The whole of such a file (at most max bytes), trailing newlines
  * stripped; NULL with why. */
 char *ri_secret_read(const char *path, size_t max, size_t *len, char *why, size_t n);
+/* An instance key (the integrity key, the seal's secret key): as a
+ * credential file, or shared with a dedicated group -- mode 0640 (0440),
+ * group read and nothing more, owned by the caller or by root (the kernel
+ * lets only the group's members read it) -- so that several Unix users can
+ * run one instance's writers (INTERFACE, third wave; issue 44, point 6).
+ * Anything wider is refused. */
+int ri_key_open(const char *path, char *why, size_t n);
+char *ri_key_read(const char *path, size_t max, size_t *len, char *why, size_t n);
+
+/* text as ri may print it (issue 40 point 9): in every PostgreSQL
+ * connection URI it holds (postgres:// or postgresql://), the password of
+ * user:PASSWORD@ is "***", and so is the value of every password=...
+ * (a URI's query, or a key=value connection string).  Into out (cut at
+ * n); returns out. */
+const char *ri_redact(const char *text, char *out, size_t n);
 
 /* json_dumps, in a block the caller frees with free(): every command's
  * jansson has its own allocator (mem.h), so no caller may free what
@@ -91,6 +131,8 @@ char **ri_env_without(const char *const drop[], size_t room, size_t *kept);
  * the wait with SIGALRM (an interval timer of this process, its handler
  * restored after), so it is for single-threaded processes only. */
 int ri_lock_wait(int fd, int64_t budget_ms);
+/* The same for a shared lock (LOCK_SH). */
+int ri_lock_wait_shared(int fd, int64_t budget_ms);
 /* A descriptor that polls readable when child pid exits (pidfd_open), so a
  * wait for a child ends on the exit itself, never on a nap; -1 where the
  * kernel has none (the caller then falls back to short polls). */

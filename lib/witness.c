@@ -130,23 +130,16 @@ ri_head_parse(const char *s, int64_t *seq, unsigned char hash[RI_HASH_LEN])
 static int
 file_open(const char *path, int flags, int *fd, ri_err *err)
 {
-	struct stat sb;
-
-	if ((*fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0) {
-		if (errno == ENOENT)
-			return ri_fail(err, RI_INTEGRITY, "witness %s is missing: the journal cannot be checked"
-			    " against it (restore the witness, or run ri-init --accept-restore)", path);
-		if (errno == ELOOP)
-			return ri_fail(err, RI_INTEGRITY, "witness %s is a symbolic link: refused", path);
-		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "witness %s: %s", path, strerror(errno));
-	}
-	if (fstat(*fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-		close(*fd);
-		*fd = -1;
+	if ((*fd = ri_open_regular(path, flags | O_NOFOLLOW, 0, NULL, 0)) >= 0)
+		return RI_OK;
+	if (errno == ENOENT)
+		return ri_fail(err, RI_INTEGRITY, "witness %s is missing: the journal cannot be checked"
+		    " against it (restore the witness, or run ri-init --accept-restore)", path);
+	if (errno == ELOOP)
+		return ri_fail(err, RI_INTEGRITY, "witness %s is a symbolic link: refused", path);
+	if (errno == EINVAL)
 		return ri_fail(err, RI_INTEGRITY, "witness %s: not a regular file", path);
-	}
-	(void)fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) & ~O_NONBLOCK);
-	return RI_OK;
+	return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "witness %s: %s", path, strerror(errno));
 }
 
 int

@@ -95,6 +95,7 @@ late_close() {
 # ---- scenario 1: a late Close after an operator closed the escalation ------------
 
 @test "journal fence none 1b, the ruling (chains): a Close paused after its re-read wakes after the sweep's escalation and an operator's outcome over it -- its late outcome is a second chain: ri-read closed + binding_duplicate, the scan's finding, Check 2.1 fails" {
+	# Which closing stands 1: the standing closing is read by this section's rules alone, on every surface
 	ri_cfg '.instance.journal_fence = "none"'
 	late_close k
 	ri_at 33
@@ -372,6 +373,7 @@ late_close() {
 # ---- scenario 7: the retention drop in every reader --------------------------------
 
 @test "sequence high water 5, read invocation 1, Check 7.1, the ruling (retention drop): an intent past its retention end is out of ri-read's intents key, the sweep's scan and Check 2.3 -- before and after purge -- as it is out of Open's" {
+	# Invariant 7.3: the purged intent is out of every check
 	ri_cfg '.kinds.ledger.retention_period = "700s"'
 	yielded k
 	old=$(jq -r .invocation_id <<<"$OPEN")
@@ -468,6 +470,7 @@ closings_found() {
 }
 
 @test "reconcile step 5.2, 5.4, issue 15: the scan leaves a closing unread while nothing links to it, and judges it whole at the record that does -- two or three closings after one intent, or after its recovery record, are ONE finding; a second intent after the closing is the invocation key; a lone closing or a superseded one none" {
+	# sequence high water 1, 2: the scan reads the delta above its mark, and moves the mark only past what has settled; reconcile step 5.6: never past the horizon
 	for k in lone two three chain again; do
 		o=$(open_req "$k" "{\"pairing_datum\":\"pd-$k\"}" | ri-open)
 		close_req "$o" | ri-close >/dev/null

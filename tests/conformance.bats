@@ -132,7 +132,7 @@ unavailable_through_sweep() {
 	yielded k
 	ri_at 33
 	d=$(pause_dir pa sweep.after_enumerate)
-	RI_FAULT=sweep.after_enumerate=pause RI_FAULT_DIR=$d ri-sweep >"$T/a.out" 2>&1 &
+	RI_FAULT=sweep.after_enumerate=pause RI_FAULT_DIR=$d ri-sweep >"$T/a.out" 2>"$T/a.err" &
 	PIDS+=("$!")
 	wait_for "$d/sweep.after_enumerate.reached"
 	start=$SECONDS
@@ -140,11 +140,13 @@ unavailable_through_sweep() {
 	[ "$status" -eq 0 ]
 	[ $((SECONDS - start)) -lt 5 ]
 	jq -e '.not_started and .examined == 0 and .closed == 0' <<<"$output" >/dev/null
-	grep -q 'run bound 1' <<<"$stderr"
+	grep -q 'another run is in flight on this node; this one did not start' <<<"$stderr"
 	# on another node the run starts
 	echo >"$d/sweep.after_enumerate"
-	wait "${PIDS[0]}"
-	[ "$(jq .escalated "$T/a.out" | head -1)" -eq 1 ]
+	rc=0
+	wait "${PIDS[0]}" || rc=$?
+	[ "$rc" -eq 3 ]                        # it escalated the act: an operator's
+	[ "$(jq .escalated "$T/a.out")" -eq 1 ]
 }
 
 # ---- resolve 23 ---------------------------------------------------------------
@@ -184,6 +186,31 @@ unavailable_through_sweep() {
 	[ "$(jsql "SELECT count(*) FROM leases WHERE act_key = 'k' AND holder IS NOT NULL")" -eq 0 ]
 }
 
+# ---- open step 4.1-4.2 ------------------------------------------------------------
+
+@test "open step 4.1-4.2, journal write bound 1: an Open paused after its pre-check until less than journal_write_bound of its lease is left writes no intent -- it releases and answers section-unavailable (14)" {
+	# the system clock, and the fast shape: a 3 s lease, journal_write_bound 300 ms
+	ri_cfg '.clock = "system" | .instance.clock_offset_allowance = "100ms" | .instance.reconciliation_cadence = "10s" |
+	    .instance.run_bound = "5s" | .instance.closure_latency = "1500ms" | .instance.journal_write_bound = "300ms" |
+	    .instance.read_bound = "200ms" | .instance.compensation_window = "60s" | .kinds.ledger.completion_bound = "3s" |
+	    .kinds.ledger.commit_round_trip = "100ms" | .kinds.ledger.probe_round_trip = "200ms"'
+	n=$(records)
+	d=$(pause_dir pa open.after_precheck)
+	open_req k4 '{}' >"$T/a.json"
+	RI_FAULT=open.after_precheck=pause RI_FAULT_DIR=$d ri-open <"$T/a.json" >"$T/a.out" 2>"$T/a.err" &
+	a=$!
+	PIDS+=("$a")
+	wait_for "$d/open.after_precheck.reached"
+	sleep 2.85                                # < 300 ms of the 3 s lease left
+	echo >"$d/open.after_precheck"
+	rc=0
+	wait "$a" || rc=$?
+	[ "$rc" -eq 14 ] || { echo "ri-open: $rc $(cat "$T/a.out" "$T/a.err")"; false; }
+	[ "$(jq -r .refused "$T/a.out")" = section-unavailable ]
+	[ "$(records)" -eq "$n" ]
+	[ -z "$(jsql "SELECT coalesce(holder, '') FROM leases WHERE act_key = 'k4'")" ]
+}
+
 # ---- open step 5.3 --------------------------------------------------------------
 
 @test "open step 5.3: with no journal fence an Open paused as it issues its intent wakes after a second Open took the section -- it answers section-unavailable (14) naming its orphaned intent, never 0; the second holds the section; the sweep closes the orphan" {
@@ -203,7 +230,7 @@ unavailable_through_sweep() {
 	[ "$(jq -r .refused "$T/a.out")" = section-unavailable ]
 	orphan=$(jq -r .intent_event_id "$T/a.out")
 	[ "$(jsql "SELECT action_ref FROM records WHERE event_id = '$orphan'")" = ledger.intended ]
-	grep -q 'open step 5.3' "$T/a.err"
+	grep -q "landed after this invocation's section was gone; do not commit" "$T/a.err"
 	# the second invocation still holds the section and closes its own act
 	close_req "$B" | ri-close >/dev/null
 	# the orphan is the sweep's, like any other aged open intent

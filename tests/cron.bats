@@ -55,7 +55,7 @@ orphan() {
 	ri_at 33
 	sweep_degraded --quiet
 	[ "$(t unreached)" -eq 1 ]
-	[[ "$stderr" == "ri-sweep: the service identity ledger-reconciler of kind ledger is refused"* ]]
+	[[ "$stderr" == "2026-11-29T10:00:33.000Z ri-sweep: the service identity ledger-reconciler of kind ledger is refused"* ]]
 }
 
 @test "friction 7 (2,000 orphans ran past run_bound silently): a run that outlasts run_bound is degraded and says by how much" {
@@ -81,13 +81,46 @@ orphan() {
 	[[ "$stderr" == *"ri-sweep: degraded: the run took "*" s, past run_bound 1.1 s"* ]]
 }
 
-@test "friction 6: an escalation is for a person, so --quiet prints its tally (exit 0: the run did its work)" {
+@test "issue 44 point 3: an escalation is for a person -- the run exits 3 (it did its work, an act needs an operator), one timestamped line per act on stderr, and --quiet prints its tally; the next run is silent" {
 	instance
-	{ (RI_FAULT=run.after_open=die ri-run --kind ledger --act-key e1 --actor alice -- true) >/dev/null 2>&1; } 2>/dev/null || true
+	for k in e1 e2; do
+		{ (RI_FAULT=run.after_open=die ri-run --kind ledger --act-key "$k" --actor alice -- true) >/dev/null 2>&1; } 2>/dev/null || true
+	done
 	ri_at 33
 	run --separate-stderr ri-sweep --quiet
+	[ "$status" -eq 3 ]
+	jq -e '.escalated == 2 and .needs_operator == 2 and .at == "2026-11-29T10:00:33.000Z"' <<<"$output"
+	# one line an act, and one that sums up; every one says when
+	[ "${#stderr_lines[@]}" -eq 3 ]
+	for l in "${stderr_lines[@]}"; do [[ "$l" == "2026-11-29T10:00:33.000Z ri-sweep: "* ]]; done
+	[[ "${stderr_lines[0]}" == *"ri-sweep: needs an operator: kind ledger, act e"[12]": invocation inv_"*" escalated (not-observed)"* ]]
+	[[ "${stderr_lines[2]}" == *"ri-sweep: 2 acts need an operator"* ]]
+	ri_at 100
+	run --separate-stderr ri-sweep --quiet
 	[ "$status" -eq 0 ]
-	jq -e '.escalated == 1' <<<"$output"
+	[ -z "$output" ] && [ -z "$stderr" ]
+}
+
+@test "issue 44 point 3: the shipped cron line -- stdout (every tally, stamped with its instant) to the log, stderr left to cron's mail: empty on a clean run, a line per act that needs an operator" {
+	instance
+	line=$(grep '^\* \* \* \* \*' "$BATS_TEST_DIRNAME/../examples/cron.d/ri-sweep")
+	# minute hour day month weekday user command: the command is cron's shell's
+	cmd=$(awk '{ $1 = $2 = $3 = $4 = $5 = $6 = ""; sub(/^ +/, ""); print }' <<<"$line")
+	[[ "$cmd" != *"2>"* ]]                  # stderr is never sent to the log
+	cmd=${cmd//\/etc\/ri\/ri.json/$RI_CONFIG}
+	cmd=${cmd//\/var\/log\/ri\/ri-sweep.log/$T/ri-sweep.log}
+	[[ "$cmd" == "ri-sweep -c $RI_CONFIG >>$T/ri-sweep.log" ]]
+	sh -c "$cmd" 2>"$T/mail"
+	[ ! -s "$T/mail" ]
+	{ (RI_FAULT=run.after_open=die ri-run --kind ledger --act-key m1 --actor alice -- true) >/dev/null 2>&1; } 2>/dev/null || true
+	ri_at 33
+	rc=0
+	sh -c "$cmd" 2>"$T/mail" || rc=$?
+	[ "$rc" -eq 3 ]
+	grep -q '^2026-11-29T10:00:33.000Z ri-sweep: needs an operator: kind ledger, act m1: ' "$T/mail"
+	[ "$(wc -l <"$T/ri-sweep.log")" -eq 2 ]
+	jq -se '.[0].at == "2026-11-29T10:00:00.000Z" and .[1].at == "2026-11-29T10:00:33.000Z" and
+	    .[1].needs_operator == 1' "$T/ri-sweep.log"
 }
 
 @test "friction 6 ('ri: ALERT:' said nobody's name): a protocol writer's hard alert names the command" {
@@ -142,4 +175,27 @@ orphan() {
 	jq -e '[.kinds[].conditions[].pass] | all' <<<"$output"
 	# and it never touches a file: no journal was created where it points
 	[ ! -e /var/lib/ri/journal.db ] || true
+}
+
+@test "issue 44 point 10: what ri-sweep says to a person names no rule label of the specification -- an overrun, a run not started, an unreachable store, an unbound kind" {
+	instance
+	# an overrunning run and a run that finds another in flight
+	ri_cfg '.instance.run_bound = "1ms"'
+	run --separate-stderr ri-sweep
+	ri_cfg '.instance.run_bound = "135s"'
+	out1=$stderr
+	orphan l1
+	set_probe --store "$T/missing/ledger.db"
+	ri_at 33
+	run --separate-stderr ri-sweep
+	out2=$stderr
+	set_probe --store "$T/ledger.db"
+	ri_cfg '.kinds.other = .kinds.ledger'
+	ri-open --kind other --act-key u1 --actor alice >/dev/null
+	ri_cfg 'del(.kinds.other)'
+	run --separate-stderr ri-sweep
+	out3=$stderr
+	all="$out1 $out2 $out3"
+	[[ "$all" == *"past run_bound"* ]] && [[ "$all" == *"could not reach the store"* ]] && [[ "$all" == *"not bound but has open intents"* ]]
+	! grep -E '(run bound|reconcile step|Binding|Sweep never|open step) [0-9]' <<<"$all"
 }

@@ -56,6 +56,7 @@ instant() { date -u -d "@$(( (T0 / 1000) + $1 ))" +%Y-%m-%dT%H:%M:%S.000Z; }
 # ---- store-unavailable ------------------------------------------------------
 
 @test "store-unavailable (instance, kind): opens on the first run that sees it, last_seen advances on the next, closes on a run that no longer sees it (last_seen kept), and a recurrence opens a new record (findings 5, 7-12; reconcile step 3.13c)" {
+	# findings 6: the register's lines are the listed conditions only (the schema's enum); findings 13: the test reads them by name, never by order
 	orphan a
 	store_down
 	ri_at 33
@@ -318,6 +319,7 @@ instant() { date -u -d "@$(( (T0 / 1000) + $1 ))" +%Y-%m-%dT%H:%M:%S.000Z; }
 }
 
 @test "unbound-kind is bounded by the instance's longest retention: past it the intent is no longer surfaced, nor does it refuse the run (Binding 2, 6)" {
+	# findings 2: a finding naming no kind, and Binding 6's pass, reach back the longest retention period
 	ri_cfg '.kinds.ledger.retention_period = "700s" | .kinds.ledger2 = .kinds.ledger'
 	orphan k ledger2
 	ri_cfg 'del(.kinds.ledger2)'
@@ -382,4 +384,85 @@ instant() { date -u -d "@$(( (T0 / 1000) + $1 ))" +%Y-%m-%dT%H:%M:%S.000Z; }
 	[ "$(ri-findings --open --kind ledger2 | jq -s -c '[.[].finding]')" = '[]' ]
 	[ "$(ri-findings --open --kind ledger | jq -s -c '[.[] | select(.scope == "instance") | .closed]')" = '[false]' ]
 	[ -z "$(ri-findings --kind nosuchkind)" ]
+}
+
+# ---- issue 41 point 6: every answer valid, a typo a usage error, --check --------
+
+@test "issue 41 point 6: every line ri-findings prints validates against schemas/ri-findings.line.json -- act findings closed by an operator's resolution, open ones, instance findings open and closed; --open and --kind too" {
+	SCHEMA=$BATS_TEST_DIRNAME/../schemas/ri-findings.line.json
+	VALIDATE=$BATS_TEST_DIRNAME/lib/validate.py
+	BOB=$(ri-actor add bob | jq -r .credential)
+	# store-unavailable, opened then closed; two escalations, one resolved
+	orphan a
+	store_down
+	ri_at 33
+	sweep_any
+	store_up
+	empty_orphan e1
+	empty_orphan e2
+	ri_at 70
+	sweep
+	[ "$(t escalated)" -eq 2 ]
+	RI_CREDENTIAL=$BOB ri-resolve --kind ledger --act-key e1 --actor bob --abandon "OPS-1" >/dev/null
+	run --separate-stderr ri-findings
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -ge 3 ]
+	# the resolved escalation is an act finding that closed
+	jq -se 'any(.[]; .finding == "escalated" and .scope == "act" and .closed and (.closed_at | type) == "string")' <<<"$output"
+	jq -se 'any(.[]; .finding == "store-unavailable" and .closed)' <<<"$output"
+	printf '%s\n' "$output" | python3 "$VALIDATE" "$SCHEMA"
+	for flags in "--open" "--kind ledger" "--open --kind ledger"; do
+		# shellcheck disable=SC2086
+		ri-findings $flags | python3 "$VALIDATE" "$SCHEMA"
+	done
+	[ "$(ri-findings --open | jq -s 'map(select(.finding == "escalated")) | length')" -eq 1 ]
+}
+
+@test "issue 41 point 6: --kind naming no bound kind and no finding is a usage error (64), never an empty success; a kind the config no longer binds but a finding names still lists" {
+	run --separate-stderr ri-findings --open --kind TYPO
+	[ "$status" -eq 64 ]
+	[ -z "$output" ]
+	[[ "$stderr" == "ri-findings: --kind TYPO: no such kind"* ]]
+	run --separate-stderr ri-findings --kind TYPO --check
+	[ "$status" -eq 64 ]
+	# a bound kind with nothing to say: 0, nothing printed
+	run --separate-stderr ri-findings --kind ledger
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+	# an unbound kind's finding: the kind is known by its finding
+	ri_cfg '.kinds.other = .kinds.ledger'
+	ri-open --kind other --act-key u1 --actor alice >/dev/null
+	ri_cfg 'del(.kinds.other)'
+	ri_at 40
+	refused_sweep
+	run --separate-stderr ri-findings --kind other
+	[ "$status" -eq 0 ]
+	jq -se 'length >= 1 and all(.[]; .kind == "other")' <<<"$output"
+}
+
+@test "issue 41 point 6: --check exits 1 while a finding is open and 0 when none is, printing nothing on stdout (a monitoring script's test); --text says the same for people" {
+	run --separate-stderr ri-findings --check
+	[ "$status" -eq 0 ]
+	[ -z "$output" ] && [ -z "$stderr" ]
+	empty_orphan c1
+	ri_at 33
+	sweep
+	run --separate-stderr ri-findings --check
+	[ "$status" -eq 1 ]
+	[ -z "$output" ]
+	[[ "$stderr" == "ri-findings: 1 finding open (ri-findings --open --text lists it)" ]]
+	run --separate-stderr ri-findings --check --kind ledger
+	[ "$status" -eq 1 ]
+	run --separate-stderr ri-findings --open --text
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "${lines[0]}" == "2026-11-29T10:00:33.000Z  escalated "*" OPEN "*" ledger c1 inv_"*"  cause: not-observed" ]]
+	run --separate-stderr ri-findings --text --check
+	[ "$status" -eq 64 ]
+	BOB=$(ri-actor add bob | jq -r .credential)
+	RI_CREDENTIAL=$BOB ri-resolve --kind ledger --act-key c1 --actor bob --abandon "OPS-2" >/dev/null
+	run --separate-stderr ri-findings --check
+	[ "$status" -eq 0 ]
+	run ri-findings --text
+	[[ "$output" == *"escalated "*" closed 2026-11-29T10:00:33.000Z  ledger c1 "* ]]
 }

@@ -324,6 +324,10 @@ opened_then_closed() {
 	run --separate-stderr ri-sweep
 	[ "$(jq -r .unreconciled <<<"$output")" -eq 1 ]
 	[[ "$stderr" == *"(ledger, k) was lost by a restore and is unreconciled"* ]]
+	# ASSERT issue 39 + ri-sweep(1) EXIT STATUS 3: an unreconciled act
+	# needs an operator, and cron hears of it
+	[ "$status" -eq 3 ] || { echo "sweep exited $status: $stderr"; false; }
+	[ "$(jq -r .needs_operator <<<"$output")" -eq 1 ]
 	# the operator asks the store, and resolves with what it holds
 	req=$(jq -c '{kind, act_key, invocation_id, intent_event_id, actor_ref} +
 	    {disposition: {outcome: {outcome_action_ref: "ledger.disclosed", outcome_data: {}}}}' <<<"$o")
@@ -333,6 +337,7 @@ opened_then_closed() {
 	[ "$status" -eq 13 ]
 	[ "$(of_k k)" -eq 1 ]
 	run --separate-stderr ri-sweep
+	[ "$status" -eq 0 ]
 	[ "$(jq -r '.unreconciled // 0' <<<"$output")" -eq 0 ]
 	[ "$(records "action_ref = 'audit.reconciled'")" -eq 1 ]
 }

@@ -301,6 +301,8 @@ teardown() {
 	audits_fail
 	run --separate-stderr ri-audit --public-key "$T/seal.key.pub"
 	[[ "$output" == *"says active, but the records revoked it"* ]]
+	# Check 8.1.6: the registry row and its records disagree
+	jq -e '.checks[] | select(.check == "8.1.6") | .status == "fail"' <<<"$output"
 	startcheck_closed
 }
 

@@ -110,6 +110,7 @@ need_sweep() {
 # ---- Open: invalid-credential (10) ------------------------------------------
 
 @test "open step 4.4, Primitive policy 19: a wrong credential is invalid-credential (10), nothing written, section released" {
+	# Invariant 1.2: refused before anything is written
 	ri_instance
 	n=$(records)
 	run --separate-stderr ri-open <<<"$(open_req k1 '{}' alice ri1_not-her-credential)"
@@ -160,6 +161,7 @@ need_sweep() {
 }
 
 @test "Primitive policy 1, open step 1.1: an act_key over reference_length_cap is invalid-request (11, malformed); at the cap it opens" {
+	# Primitive policy 8: the actor_ref cap, below
 	ri_instance
 	long=$(printf 'k%.0s' $(seq 1 257))
 	n=$(records)
@@ -171,6 +173,11 @@ need_sweep() {
 	[ "$(jsql 'SELECT count(*) FROM leases')" -eq 0 ]
 	run --separate-stderr ri-open <<<"$(open_req "${long:1}")"
 	[ "$status" -eq 0 ]
+	[ "$(records)" -eq $((n + 1)) ]
+	# Primitive policy 8: an actor_ref over the cap is refused the same way
+	run --separate-stderr ri-open <<<"$(open_req k2 '{}' "$long")"
+	[ "$status" -eq 11 ]
+	[ "$(field cause)" = malformed ]
 	[ "$(records)" -eq $((n + 1)) ]
 }
 
@@ -289,6 +296,7 @@ largest_record() {
 # ---- Open: act-in-flight (12) -----------------------------------------------
 
 @test "open step 3.4-3.5: a second open of an act whose intent is in flight (the first yielded) is act-in-flight (12) naming it, writes nothing" {
+	# open step 3.2, 3.3: the open intents come from the re-read under the section, never a cache; open step 5, 5.1: the first Open returned holding the section, its intent counted open
 	ri_instance
 	opened k1
 	ri-yield <<<"$(yield_req "$A")" >/dev/null
@@ -315,6 +323,7 @@ largest_record() {
 }
 
 @test "open step 3.6-3.7: with a service identity an aged open intent (33 s) is act-in-flight (12), awaiting the sweep; nothing written, released" {
+	# Primitive policy 15, 38: Open's one reading of now, against the intent's recorded_at from the range read
 	ri_instance
 	opened k1
 	ri_at 33
@@ -395,6 +404,7 @@ largest_record() {
 # ---- Open: section-unavailable (14) -----------------------------------------
 
 @test "open step 2.2-2.3: a section held by an open that died after its pre-check (no intent) -> the next open waits the holder's remaining lease, then section-unavailable (14), nothing written" {
+	# act section 7: no try-take -- the take waits, bounded by the holder's lease
 	ri_instance fast
 	run --separate-stderr env RI_FAULT=open.after_precheck=die ri-open <<<"$(open_req k1)"
 	[ "$status" -eq 137 ]
@@ -582,7 +592,7 @@ largest_record() {
 	paused_close "$A"
 	ri_at 33
 	run --separate-stderr ri-sweep
-	[ "$status" -eq 0 ]
+	[ "$status" -eq 3 ]                    # escalated: an act for an operator
 	[ "$(jq -r .escalated <<<"$output")" -eq 1 ]
 	n=$(records)
 	resume_close
@@ -594,6 +604,7 @@ largest_record() {
 }
 
 @test "close step 2.2a-2.2c: Close re-run after its own outcome landed (close.outcome.after=die) adopts that outcome, appends nothing" {
+	# close 2: nothing kept between Open and Close -- the re-run Close reads what it needs from the journal
 	ri_instance
 	opened k1
 	run --separate-stderr env RI_FAULT=close.outcome.after=die ri-close <<<"$(close_req "$A")"
@@ -623,6 +634,7 @@ largest_record() {
 }
 
 @test "close step 1.2, journal write bound: 1 ms less than journal_write_bound of lease left -> 21, nothing written; exactly journal_write_bound left -> it writes" {
+	# retry terminus 1, 2; journal write bound 1: Close asks remaining first, and writes nothing with less than journal_write_bound left
 	ri_instance
 	opened k1
 	ri_at 27.001                           # lease ends at 30 s, jwb 3 s
@@ -639,6 +651,21 @@ largest_record() {
 	[ "$status" -eq 0 ]
 	[ "$(field landed_by)" = invocation ]
 	[ "$(records)" -eq $((n + 2)) ]
+}
+
+@test "close step 3.1: Close appends exactly one outcome record -- the outcome action ref, the caller's actor, the outcome data -- and answers its event id" {
+	ri_instance
+	opened k1
+	n=$(records)
+	run --separate-stderr ri-close <<<"$(close_req "$A" '{"row":7,"note":"ok"}')"
+	[ "$status" -eq 0 ]
+	ev=$(field outcome_event_id)
+	[ "$(records)" -eq $((n + 1)) ]
+	rec=$(rd k1 | jq -c --arg e "$ev" '.invocations[0].records[] | select(.event_id == $e)')
+	[ "$(jq -r .action_ref <<<"$rec")" = ledger.disclosed ]
+	[ "$(jq -r .actor_ref <<<"$rec")" = alice ]
+	[ "$(jq -c .payload.data <<<"$rec")" = '{"note":"ok","row":7}' ]
+	[ "$(state_of k1 "$(jq -r .invocation_id <<<"$A")")" = closed ]
 }
 
 @test "close step 3.3: an outcome_action_ref outside the kind's vocabulary -> 21 with an alert, nothing written, section released" {
@@ -722,6 +749,7 @@ largest_record() {
 }
 
 @test "close step 3.6a, 3.7: retry_terminus counted(2) with the outcome write failing on both attempts -> 21, nothing written, released" {
+	# retry terminus 3: counted(2) bounds the attempts and never the lease's end (the retries stay inside it); close step 3.5
 	ri_instance
 	ri_cfg '.kinds.ledger.retry_terminus = {"counted": 2}'
 	opened k1
@@ -814,7 +842,7 @@ largest_record() {
 	[ "$(rd k1 "$inv" | jq -r '.invocations[0].records[-1].payload.recovery')" = true ]
 }
 
-@test "close step 1.2: Close after Yield (a yielded caller) writes nothing and answers 21" {
+@test "close step 1.2, refuse step 1.4: Close or Refuse after Yield (a yielded caller) writes nothing and answers 21 or 22" {
 	ri_instance
 	opened k1
 	ri-yield <<<"$(yield_req "$A")" >/dev/null
@@ -822,6 +850,10 @@ largest_record() {
 	run --separate-stderr ri-close <<<"$(close_req "$A")"
 	[ "$status" -eq 21 ]
 	[ "$(field position)" = outcome ]
+	[ "$(records)" -eq "$n" ]
+	run --separate-stderr ri-refuse <<<"$(refuse_req "$A")"
+	[ "$status" -eq 22 ]
+	[ "$(field position)" = refusal ]
 	[ "$(records)" -eq "$n" ]
 }
 
@@ -897,6 +929,7 @@ tamper_intent() {
 }
 
 @test "refuse step 1.2a-1.2b: Refuse after the lease expired -> recording-failure(refusal) (22) carrying constituent_code, nothing written, intent open" {
+	# refuse steps 1, 1.1: Refuse asks remaining before anything else; refuse step 2 runs only with a lease
 	ri_instance
 	opened k1
 	ri_at 31
@@ -1078,7 +1111,8 @@ race_worker() {
 	for p in "${pids[@]}"; do wait "$p"; done
 	opens=$(cat "$T"/w? | grep -c '^open 0$' || true)
 	# every open answered 0, 12 or 14; every close of a granted open landed
-	[ -z "$(cat "$T"/w? | grep -v -E '^(open (0|12|14)|close 0)$' || true)" ]
+	bad=$(cat "$T"/w? | grep -v -E '^(open (0|12|14)|close 0)$' || true)
+	[ -z "$bad" ] || { echo "other answers: $(sort "$T"/w? | uniq -c | tr '\n' ' '); $(cat "$T"/w?.err)"; false; }
 	[ "$(cat "$T"/w? | wc -l)" -eq $((300 + opens)) ]
 	run rd same
 	[ "$(jq '.invocations | length' <<<"$output")" -eq "$opens" ]
@@ -1188,4 +1222,40 @@ race_worker() {
 	[ "$status" -eq 11 ]
 	run --separate-stderr ri-open <<<"$(open_req "$(head -c 300 /dev/zero | tr '\0' k)")"
 	[ "$status" -eq 11 ]
+}
+
+@test "issue 44 point 10: a required flag left out is a usage error (64) naming it, from every command given flags -- as from ri-run; a request on stdin that lacks the field stays malformed (65)" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	run --separate-stderr ri-open --act-key k --actor alice
+	[ "$status" -eq 64 ]
+	[[ "$stderr" == "ri-open: --kind is required"* ]]
+	run --separate-stderr ri-run --act-key k --actor alice -- true
+	[ "$status" -eq 64 ]
+	[[ "$stderr" == "ri-run: --kind is required"* ]]
+	run --separate-stderr ri-yield --kind ledger --act-key k
+	[ "$status" -eq 64 ]
+	[[ "$stderr" == "ri-yield: --invocation-id is required"* ]]
+	run --separate-stderr ri-read --act-key k
+	[ "$status" -eq 64 ]
+	[[ "$stderr" == "ri-read: --kind is required"* ]]
+	run --separate-stderr ri-open <<<'{"act_key":"k","actor_ref":"alice"}'
+	[ "$status" -eq 65 ]
+	[[ "$stderr" == *'the request lacks "kind"'* ]]
+	# a positioned command answers on its position, whatever was missing
+	run --separate-stderr ri-close --kind ledger
+	[ "$status" -eq 21 ]
+}
+
+@test "refuse step 3.8: a refusal the journal refuses as too large (a reason over payload_cap) is recording-failure(refusal) (22) with the job's code, nothing written, the intent left open" {
+	ri_instance
+	opened r1
+	n=$(records)
+	big=$(head -c 70000 /dev/zero | tr '\0' r)
+	run --separate-stderr ri-refuse <<<"$(refuse_req "$A" | jq -c --arg r "$big" '.reason = $r')"
+	[ "$status" -eq 22 ]
+	[ "$(field position)" = refusal ]
+	[ "$(field constituent_code)" = 3 ]
+	[ "$(records)" -eq "$n" ]
+	[ "$(rd r1 | jq -r '.invocations[0].state')" = open ]
 }

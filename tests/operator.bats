@@ -81,7 +81,16 @@ open_findings() { ri-findings --open | jq -r 'select(.scope == "act") | "\(.find
 	[ "$status" -eq 0 ]
 	RI_CREDENTIAL=$BOB run --separate-stderr ri-resolve --kind ledger --act-key k --actor bob --abandon gone
 	[ "$status" -eq 0 ]
+	# issue 44 point 8: bob's command again answers his landed resolution,
+	# exit 0, nothing written (retry-safe)
+	ev=$(jq -r .closing_event_id <<<"$output")
+	n=$(records)
 	RI_CREDENTIAL=$BOB run --separate-stderr ri-resolve --kind ledger --act-key k --actor bob --abandon gone
+	[ "$status" -eq 0 ]
+	[ "$(jq -r .closing_event_id <<<"$output")" = "$ev" ]
+	[ "$(records)" -eq "$n" ]
+	# nothing resolved by alice, nothing needing an operator: says so
+	RI_CREDENTIAL=$ALICE run --separate-stderr ri-resolve --kind ledger --act-key k --actor alice --abandon gone
 	[ "$status" -eq 64 ]
 	[ "$output" = '{"needs_operator":[]}' ]
 	[[ "$stderr" == *"no invocation of (ledger, k) needs an operator"* ]]
@@ -127,6 +136,125 @@ open_findings() { ri-findings --open | jq -r 'select(.scope == "act") | "\(.find
 	# an event of another act than the one named is not-known
 	run --separate-stderr ri-read --kind ledger --act-key other --event-id "$out"
 	[ "$status" -eq 17 ]
+	# a kind without its act key, all flags: a usage error naming the flag
+	# (issue 44 point 10: a missing flag is 64 in every command)
 	run --separate-stderr ri-read --kind ledger
-	[ "$status" -eq 65 ]
+	[ "$status" -eq 64 ]
+	[[ "$stderr" == *"--act-key"* ]]
+}
+
+# ---- issue 44 point 8: an escalation resolved in two commands, retry-safe ---------
+
+# state KEY -- records, leases and the grant counter: what a write would move
+journal_state() { jsql "SELECT (SELECT count(*) FROM records) || ' ' || (SELECT grants FROM heads) || ' ' ||
+    (SELECT count(*) FROM leases WHERE holder IS NOT NULL)"; }
+
+# pd KEY -- the pairing datum of the act's newest intent
+pd() { ri-read --kind ledger --act-key "$1" | jq -r '.invocations[0].records[0].payload.data.pairing_datum'; }
+
+@test "issue 44 point 8: ri-resolve --probe shows what the store answers for the act and the dispositions that supports -- committed, undecidable, not-committed, unavailable -- and takes no section, writes nothing" {
+	instance
+	for k in c1 u1 n1; do empty_orphan "$k"; done
+	ri_at 33
+	sweep
+	[ "$(t escalated)" -eq 3 ]
+	# the paused writes land after all: one row for c1, two for u1
+	ledger-admin --store "$T/ledger.db" plant --pairing-datum "$(pd c1)" --subject c1 --recipient r --scope s >/dev/null
+	for i in 1 2; do
+		ledger-admin --store "$T/ledger.db" plant --pairing-datum "$(pd u1)" --subject u1 --recipient "r$i" --scope s >/dev/null
+	done
+	before=$(journal_state)
+	# no credential needed: RI_CREDENTIAL unset
+	run --separate-stderr env -u RI_CREDENTIAL ri-resolve --probe --invocation-id "$(inv_of c1)"
+	[ "$status" -eq 0 ]
+	jq -e --arg i "$(inv_of c1)" '.invocation_id == $i and .kind == "ledger" and .act_key == "c1" and
+	    .state == "escalated" and .needs_operator == "escalated" and .probe.answer == "committed" and
+	    .probe.outcome_action_ref == "ledger.disclosed" and
+	    .supports == [{"disposition":"outcome", "why":.supports[0].why,
+	        "with":{"outcome":{"outcome_action_ref":"ledger.disclosed","outcome_data":.probe.outcome_data}}}]' <<<"$output"
+	# the supported disposition is ready for --disposition
+	with=$(jq -c '.supports[0].with' <<<"$output")
+	run --separate-stderr ri-resolve --probe --kind ledger --act-key u1
+	[ "$status" -eq 0 ]
+	jq -e '.probe.answer == "undecidable" and (.probe.candidates | length) == 2 and
+	    ([.supports[].disposition] == ["outcome", "escalated"]) and (.supports[0] | has("with") | not) and
+	    .supports[1].with.escalated.candidates == .probe.candidates' <<<"$output"
+	run --separate-stderr ri-resolve --probe --kind ledger --act-key n1
+	jq -e '.probe.answer == "not-committed" and .supports[0].disposition == "abandoned" and
+	    (.supports[0].with.abandoned.cause | type) == "string"' <<<"$output"
+	set_probe --store "$T/missing/ledger.db"
+	run --separate-stderr ri-resolve --probe --kind ledger --act-key n1
+	[ "$status" -eq 0 ]
+	jq -e '.probe.answer == "unavailable" and .supports == [] and (.probe.why | length) > 0' <<<"$output"
+	set_probe --store "$T/ledger.db"
+	[ "$(journal_state)" = "$before" ]
+	# then one command closes it, with what the probe printed
+	RI_CREDENTIAL=$BOB run --separate-stderr ri-resolve --invocation-id "$(inv_of c1)" --actor bob --disposition "$with"
+	[ "$status" -eq 0 ]
+	ri-read --kind ledger --act-key c1 | jq -e '.invocations[0].state == "closed"'
+	# an unknown invocation: 17; a disposition with --probe: 64
+	run --separate-stderr ri-resolve --probe --invocation-id inv_00000000000000000000000000000000
+	[ "$status" -eq 17 ]
+	run --separate-stderr ri-resolve --probe --invocation-id "$(inv_of n1)" --abandon x
+	[ "$status" -eq 64 ]
+}
+
+@test "issue 44 point 8: ri-resolve --invocation-id ID alone finds the kind, the act key and the intent; a --kind or --act-key that disagrees is 64, an unknown id 17, nothing written" {
+	instance
+	empty_orphan a1
+	ri_at 33
+	sweep
+	inv=$(inv_of a1)
+	n=$(records)
+	RI_CREDENTIAL=$BOB run --separate-stderr ri-resolve --invocation-id "$inv" --actor bob --act-key other --abandon x
+	[ "$status" -eq 64 ]
+	[[ "$stderr" == *"--act-key other disagrees with the invocation's own (a1)"* ]]
+	RI_CREDENTIAL=$BOB run --separate-stderr ri-resolve --invocation-id inv_00000000000000000000000000000000 \
+	    --actor bob --abandon x
+	[ "$status" -eq 17 ]
+	jq -e '. == {"refused":"not-known"}' <<<"$output"
+	[ "$(records)" -eq "$n" ]
+	RI_CREDENTIAL=$BOB run --separate-stderr ri-resolve --invocation-id "$inv" --actor bob --abandon "OPS-3: quiet"
+	[ "$status" -eq 0 ]
+	ri-read --invocation-id "$inv" | jq -e '.invocations[0] | .state == "resolved" and
+	    .records[-1].payload.act_key == "a1" and .records[-1].payload.resolved_by == "bob"'
+}
+
+@test "issue 44 point 8: re-running a resolution that landed answers its closing again, exit 0, nothing written (retry-safe) -- by the invocation, by the act, and as a request; another disposition or operator is still refused" {
+	instance
+	CAROL=$(ri-actor add carol | jq -r .credential)
+	empty_orphan r1
+	ri_at 33
+	sweep
+	inv=$(inv_of r1)
+	RI_CREDENTIAL=$BOB run --separate-stderr ri-resolve --invocation-id "$inv" --actor bob \
+	    --outcome ledger.disclosed --outcome-data '{"disclosure_id":"dsc-7"}'
+	[ "$status" -eq 0 ]
+	ev=$(jq -r .closing_event_id <<<"$output")
+	n=$(records)
+	for how in "--invocation-id $inv" "--kind ledger --act-key r1"; do
+		# shellcheck disable=SC2086
+		RI_CREDENTIAL=$BOB run --separate-stderr ri-resolve $how --actor bob \
+		    --outcome ledger.disclosed --outcome-data '{"disclosure_id":"dsc-7"}'
+		[ "$status" -eq 0 ] || { echo "$how: exit $status $output $stderr"; false; }
+		[ "$output" = "{\"closing_event_id\":\"$ev\"}" ]
+	done
+	req=$(ri-read --invocation-id "$inv" | jq -c --arg c "$BOB" '.invocations[0] | {kind: "ledger", act_key: "r1",
+	    invocation_id, intent_event_id: .records[0].event_id, actor_ref: "bob", credential: $c,
+	    disposition: {outcome: {outcome_action_ref: "ledger.disclosed", outcome_data: {disclosure_id: "dsc-7"}}}}')
+	run --separate-stderr ri-resolve <<<"$req"
+	[ "$status" -eq 0 ]
+	[ "$output" = "{\"closing_event_id\":\"$ev\"}" ]
+	[ "$(records)" -eq "$n" ]
+	# the same command with a wrong credential learns nothing: 10
+	run --separate-stderr ri-resolve <<<"$(jq -c '.credential = "ri1_wrong"' <<<"$req")"
+	[ "$status" -eq 10 ]
+	# other data, or another operator: what stands accounts for it (16)
+	RI_CREDENTIAL=$BOB run --separate-stderr ri-resolve --invocation-id "$inv" --actor bob \
+	    --outcome ledger.disclosed --outcome-data '{"disclosure_id":"dsc-8"}'
+	[ "$status" -eq 16 ]
+	RI_CREDENTIAL=$CAROL run --separate-stderr ri-resolve --invocation-id "$inv" --actor carol \
+	    --outcome ledger.disclosed --outcome-data '{"disclosure_id":"dsc-7"}'
+	[ "$status" -eq 16 ]
+	[ "$(records)" -eq "$n" ]
 }

@@ -121,7 +121,7 @@ journal_state() {
 	opened k1 '{"pairing_datum":"pd-1"}'
 	RI_PAIRING_DATUM=pd-1 ledger-disclose --store "$T/ledger.db" --subject s --recipient r >/dev/null
 	ri_at 33
-	ri-sweep >/dev/null
+	sweep_ran >/dev/null
 	run --separate-stderr ri-read <<<"$(rreq k1)"
 	[ "$status" -eq 0 ]
 	jq -e '.invocations[0] | .state == "closed" and
@@ -149,7 +149,7 @@ journal_state() {
 	ledger-admin --store "$T/ledger.db" init >/dev/null
 	opened k1 '{"pairing_datum":"pd-none"}'
 	ri_at 33
-	ri-sweep >/dev/null
+	sweep_ran >/dev/null
 	run --separate-stderr ri-read <<<"$(rreq k1)"
 	[ "$(jq -r '.invocations[0].state' <<<"$output")" = escalated ]
 	esc=$(jq -r '.invocations[0].records[-1].event_id' <<<"$output")
@@ -171,7 +171,7 @@ journal_state() {
 	ledger-admin --store "$T/ledger.db" init >/dev/null
 	opened k1 '{"pairing_datum":"pd-none"}'
 	ri_at 40
-	ri-sweep >/dev/null
+	sweep_ran >/dev/null
 	run --separate-stderr ri-read <<<"$(rreq k1)"
 	[ "$status" -eq 0 ]
 	jq -e '.invocations[0] | .state == "abandoned" and .records[-1].action_ref == "ledger.abandoned" and
@@ -265,4 +265,23 @@ journal_state() {
 	# the holder still holds, and Close works
 	run --separate-stderr ri-close <<<"$(close_req "$A")"
 	[ "$status" -eq 0 ]
+}
+
+@test "issue 44 point 10: ri-read --text is for people -- the act's invocations newest first, one line a record (seq, instant, action, actor, event id) with its data; a refusal prints nothing on stdout" {
+	opened k1 '{"amount":5}'
+	close_req "$A" '{"disclosure_id":"dsc-1"}' | ri-close >/dev/null
+	opened k1 '{"amount":6}'
+	run --separate-stderr ri-read --kind ledger --act-key k1 --text
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 5 ]
+	[[ "${lines[0]}" == "inv_"*"  ledger k1  open" ]]
+	[[ "${lines[1]}" =~ ^\ +[0-9]+\ \ 2026-11-29T10:00:00\.000Z\ \ ledger\.intended\ +alice\ +evt_[0-9a-f]+\ \ data\ \{\"amount\":6\}$ ]]
+	[[ "${lines[2]}" == "inv_"*"  ledger k1  closed" ]]
+	[[ "${lines[4]}" == *"ledger.disclosed"*"data {\"disclosure_id\":\"dsc-1\"}" ]]
+	# the same as JSON without it
+	[ "$(ri-read --kind ledger --act-key k1 | jq '.invocations | length')" -eq 2 ]
+	run --separate-stderr ri-read --kind ledger --act-key nothing --text
+	[ "$status" -eq 17 ]
+	[ -z "$output" ]
+	[[ "$stderr" == "ri-read: not-known"* ]]
 }

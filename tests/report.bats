@@ -51,7 +51,7 @@ x() { xmllint --xpath "string($2)" "$1"; }
 	[ "$status" -eq 0 ]
 	head=$(ri-audit | jq -r '"\(.head.seq):\(.head.hash)"')
 	[[ "${lines[0]}" == *"head $head"* ]]
-	[[ "${lines[-1]}" =~ ^23\ checks:\ [0-9]+\ pass,\ 0\ FAIL,\ [0-9]+\ not\ applicable\;\ 1\ act\ needs\ an\ operator$ ]]
+	[[ "${lines[-1]}" =~ ^23\ checks:\ [0-9]+\ pass,\ 0\ FAIL,\ 0\ INCOMPLETE,\ [0-9]+\ not\ applicable\;\ 1\ act\ needs\ an\ operator$ ]]
 	grep -q "needs an operator: act ledger lost" <<<"$output"
 	run --separate-stderr ri-audit --expect-head "$head"
 	[ "$status" -eq 0 ]
@@ -81,6 +81,7 @@ x() { xmllint --xpath "string($2)" "$1"; }
 	[ "$(x "$T/report.html" "//*[@id='tally']/@data-pass")" = "$(jq .tally.pass <<<"$J")" ]
 	[ "$(x "$T/report.html" "//*[@id='tally']/@data-fail")" = "$(jq .tally.fail <<<"$J")" ]
 	[ "$(x "$T/report.html" "//*[@id='tally']/@data-not-applicable")" = "$(jq '.tally["not-applicable"]' <<<"$J")" ]
+	[ "$(x "$T/report.html" "//*[@id='tally']/@data-incomplete")" = "$(jq .tally.incomplete <<<"$J")" ]
 	[ "$(x "$T/report.html" "//*[@id='head']")" = "$(jq -r '"\(.head.seq):\(.head.hash)"' <<<"$J")" ]
 	# every check: its verdict and how many records it names
 	for c in $(jq -r '.checks[].check' <<<"$J"); do
@@ -115,4 +116,47 @@ x() { xmllint --xpath "string($2)" "$1"; }
 	[ "$status" -eq 0 ]
 	[ -s "$T/r.html" ]
 	[ -z "$(ls "$T" | grep '\.tmp\.')" ]
+}
+
+@test "issue 44 point 10: the HTML audit shows a resolved escalation as closed, the slowest closure in seconds, at most 100 rows a table (the rest counted), and no line that repeats an act key for a command" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	ledger-admin --store "$T/ledger.db" init >/dev/null
+	# 130 intents whose jobs never wrote: the sweep escalates every one
+	(umask 077; printf '%s\n' "$ALICE" >"$T/alice.cred")
+	"$RI_TOOLS/ri-fill" --actor alice --credential-file "$T/alice.cred" --closed 1 --open 130 \
+	    --prefix "$(head -c 200 /dev/zero | tr '\0' k)" >/dev/null
+	ri_at 33
+	sweep
+	[ "$(t escalated)" -eq 130 ]
+	BOB=$(ri-actor add bob | jq -r .credential)
+	inv=$(ri-findings --open | jq -r 'select(.finding == "escalated") | .invocation_id' | head -1)
+	RI_CREDENTIAL=$BOB ri-resolve --invocation-id "$inv" --actor bob --abandon "OPS-5" >/dev/null
+	ri_at 60
+	ri-audit >"$T/audit.json" || true
+	jq -e --arg i "$inv" '[.findings[] | select(.invocation_id == $i)][0].closed_at == "2026-11-29T10:00:33.000Z"' "$T/audit.json"
+	ri-audit --html "$T/r.html" >/dev/null || true
+	xmllint --noout "$T/r.html"
+	# the resolved one's findings count closed, the others open -- as the
+	# JSON answer says; the open come first
+	open=$(jq '[.findings[] | select(.closed_at == null)] | length' "$T/audit.json")
+	closed=$(jq '[.findings[] | select(.closed_at != null)] | length' "$T/audit.json")
+	[ "$closed" -ge 1 ] && [ "$open" -ge 129 ]
+	[ "$(x "$T/r.html" "//*[local-name()='table'][@id='findings']/@data-open")" -eq "$open" ]
+	[ "$(x "$T/r.html" "//*[local-name()='table'][@id='findings']/@data-closed")" -eq "$closed" ]
+	[ "$(x "$T/r.html" "count(//*[local-name()='table'][@id='findings']//*[local-name()='tr'][@class='open'])")" -eq 100 ]
+	[ "$(x "$T/r.html" "//*[local-name()='p'][@id='findings-more']/@data-more")" -eq $((open + closed - 100)) ]
+	# capped: 100 rows, and the rest counted
+	[ "$(x "$T/r.html" "count(//*[local-name()='table'][@id='needs']//*[local-name()='tr'][@class='need'])")" -eq 100 ]
+	[ "$(x "$T/r.html" "//*[local-name()='p'][@id='needs-more']/@data-more")" -eq 29 ]
+	# seconds, not raw milliseconds
+	! grep -q 'took [0-9]* ms' "$T/r.html"
+	grep -q 'the slowest took [0-9.]* s' "$T/r.html" || grep -q 'the slowest took [0-9]* min' "$T/r.html"
+	# --text: one act key a line, and the command names the invocation alone
+	run --separate-stderr ri-audit --text
+	grep -q "ri-resolve --probe --invocation-id inv_" <<<"$output"
+	! grep -q -- "--act-key" <<<"$output"
+	[ "$(grep -c '^needs an operator: act' <<<"$output")" -eq 100 ]
+	grep -q '^needs an operator: 29 more' <<<"$output"
+	[ "$(wc -c <"$T/r.html")" -lt 300000 ]
 }

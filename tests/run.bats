@@ -33,16 +33,21 @@ holder() {
 	jsql "SELECT coalesce(holder, '') FROM leases WHERE kind = 'ledger' AND act_key = '$1'"
 }
 
-field() { jq -r --arg f "$1" 'if has($f) then .[$f] else empty end' <<<"$output" 2>/dev/null; }
+# field NAME -- a field of the answer xrun's ri-run wrote (--answer)
+field() { jq -r --arg f "$1" 'if has($f) then .[$f] else empty end' <<<"$answer" 2>/dev/null; }
 
 ms() { date +%s%3N; }
 
 # xrun KEY [RI-RUN OPTIONS] -- CMD...: ri-run as alice on KEY, under a hard
-# timeout so a hung ri-run fails the test instead of the suite
+# timeout so a hung ri-run fails the test instead of the suite; $output is
+# the job's standard output, $answer ri-run's answer (--answer FILE)
 xrun() {
 	local key=$1
 	shift
-	run --separate-stderr timeout -s KILL "${XRUN_TIMEOUT:-20}" ri-run --kind ledger --act-key "$key" --actor alice "$@"
+	rm -f "$T/answer.json"
+	run --separate-stderr timeout -s KILL "${XRUN_TIMEOUT:-20}" ri-run --answer "$T/answer.json" \
+	    --kind ledger --act-key "$key" --actor alice "$@"
+	answer=$(cat "$T/answer.json" 2>/dev/null || true)
 }
 
 # ---- the three partitions ------------------------------------------------------
@@ -142,13 +147,13 @@ xrun() {
 	echo data >"$T/a"
 	xrun c1 -- cp -v "$T/a" "$T/b"
 	[ "$status" -eq 0 ]
-	[ "${lines[0]}" = "'$T/a' -> '$T/b'" ]
-	jq -e '.landed_by == "invocation"' <<<"${lines[1]}"
+	[ "$output" = "'$T/a' -> '$T/b'" ]
+	jq -e '.landed_by == "invocation"' <<<"$answer"
 	latest c1 | jq -e '.state == "closed" and .records[-1].payload.data == {}'
 	xrun c2 -- sh -c 'echo to-stderr >&2; echo to-stdout; printf "{\"id\":\"%s\"}" x >&3'
 	[ "$status" -eq 0 ]
 	[ "$stderr" = to-stderr ]
-	[ "${lines[0]}" = to-stdout ]
+	[ "$output" = to-stdout ]
 	latest c2 | jq -e '.records[-1].payload.data == {"id":"x"}'
 	# the job is told where its outcome goes
 	xrun c3 -- sh -c 'printf "{\"fd\":\"%s\"}" "$RI_OUTCOME_FD" >&3'
@@ -187,6 +192,7 @@ xrun() {
 # ---- the example adopter -------------------------------------------------------
 
 @test "examples/README (pairing datum 1-2): ledger-disclose under ri-run closes the act; the store holds one row whose pairing_datum is the intent's" {
+	# Invariant 3, 3.4: the example probe pairs on the datum by equality, never on a time window
 	ri_instance
 	export RI_CREDENTIAL=$ALICE
 	xrun alice/bob/full --intent-data '{"subject":"alice","recipient":"bob","scope":"full"}' \
@@ -212,6 +218,7 @@ xrun() {
 }
 
 @test "examples/README (commit 2-3): the example job's pre-commit arm (store unreachable, exit 4) is refused and ri-run exits 4; nothing in the store" {
+	# commit 1, 5: the example job's endings sorted as its contract states them; commit 10-12: its kind declares no commit fence (the example is no fence)
 	ri_instance
 	export RI_CREDENTIAL=$ALICE
 	xrun alice/bob/full --pre-commit-exit 2,3,4 -- ledger-disclose --store "$T/no/such/dir/ledger.db" \
@@ -401,4 +408,240 @@ xrun() {
 	run script -qec "ri-read" /dev/null
 	[ "$status" -eq 64 ]
 	[[ "$output" == *"stdin is a terminal"* ]]
+}
+
+# ---- issue 44: wrapper habits ---------------------------------------------------
+
+@test "issue 44 point 1 (open step 2.2, act section 11): a waiting ri-run wakes at the holder's release, not at its lease's end -- 20 trials of 20, each within 750 ms" {
+	ri_instance fast
+	export RI_CREDENTIAL=$ALICE
+	# The holder's job takes 0.3 s; the waiter starts 0.1 s into it and
+	# waits on the section.  A wake missed costs the holder's whole lease
+	# (3 s of the env clock's frozen instant, in real time): the bug.
+	local slow=
+	for i in $(seq 1 20); do
+		( ri-run --kind ledger --act-key "w$i" --actor alice -- sleep 0.3 >/dev/null 2>&1
+		  ms >"$T/released.$i" ) &
+		sleep 0.1
+		timeout -s KILL 10 ri-run --kind ledger --act-key "w$i" --actor alice -- \
+		    sh -c 'date +%s%3N >"$0"' "$T/woke.$i" >/dev/null
+		wait
+		late=$(( $(cat "$T/woke.$i") - $(cat "$T/released.$i") ))
+		[ "$late" -lt 750 ] || slow="$slow trial $i: ${late} ms;"
+	done
+	[ -z "$slow" ] || { echo "woke late:$slow"; false; }
+}
+
+@test "issue 44 point 4: out=\$(ri-run ... printf x) is exactly x -- nothing of ri-run's own on stdout; the answer goes where asked (--answer-fd N, --answer FILE)" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	out=$(ri-run --kind ledger --act-key p1 --actor alice -- printf x)
+	[ "$out" = x ]
+	latest p1 | jq -e '.state == "closed"'
+	# --answer-fd N: the answer, one line, on a descriptor the caller opened
+	out=$(ri-run --answer-fd 3 --kind ledger --act-key p2 --actor alice -- printf x 3>"$T/fd3")
+	[ "$out" = x ]
+	[ "$(wc -l <"$T/fd3")" -eq 1 ]
+	jq -e '.landed_by == "invocation" and (.outcome_event_id | startswith("evt_"))' "$T/fd3"
+	# --answer-fd 1 puts it back on stdout, after the job's output
+	run --separate-stderr ri-run --answer-fd 1 --kind ledger --act-key p3 --actor alice -- echo job
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = job ]
+	jq -e '.landed_by == "invocation"' <<<"${lines[1]}"
+	# --answer FILE: created, or truncated, before anything runs
+	echo stale >"$T/ans.json"
+	out=$(ri-run --answer "$T/ans.json" --kind ledger --act-key p4 --actor alice -- printf x)
+	[ "$out" = x ]
+	jq -e '.landed_by == "invocation"' "$T/ans.json"
+	# a pipeline's reader gets the job's bytes and nothing else
+	[ "$(ri-run --kind ledger --act-key p5 --actor alice -- printf 'a\nb\n' | wc -c)" -eq 4 ]
+}
+
+@test "issue 44 point 4: a failure is one line on stderr naming ri-run, and the refusal is the answer where asked; a success says nothing on stderr" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	xrun f1 -- true
+	[ "$status" -eq 0 ]
+	[ -z "$stderr" ] && [ -z "$output" ]
+	xrun f2 -- sh -c 'exit 5'
+	[ "$status" -eq 21 ]
+	[ -z "$output" ]
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "${stderr_lines[0]}" == "ri-run: the command exited 5, not a declared pre-commit code; yielded: "* ]]
+	jq -e '. == {"refused":"recording-failure","position":"outcome"}' <<<"$answer"
+	# an Open refusal: one line too, the replay mismatch included
+	ri_cfg '.kinds.ledger.repeatable = false'
+	xrun f1 --intent-data '{"amount":7}' -- true
+	[ "$status" -eq 13 ]
+	[ -z "$output" ]
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "${stderr_lines[0]}" == "ri-run: replay mismatch: "* ]]
+	jq -e '.refused == "act-landed" and .replay_mismatch == true' <<<"$answer"
+}
+
+@test "issue 44 point 4: --answer-fd and --answer that cannot take the answer are usage errors (64) before anything is opened -- a closed descriptor, a symlink, a missing directory, both at once" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	n=$(records)
+	run --separate-stderr ri-run --answer-fd 7 --kind ledger --act-key a1 --actor alice -- touch "$T/ran"
+	[ "$status" -eq 64 ]
+	[[ "$stderr" == *"--answer-fd 7: not an open descriptor"* ]]
+	for bad in 0 2 x -1; do
+		run --separate-stderr ri-run --answer-fd "$bad" --kind ledger --act-key a1 --actor alice -- true
+		[ "$status" -eq 64 ]
+	done
+	ln -s "$T/elsewhere" "$T/link.json"
+	run --separate-stderr ri-run --answer "$T/link.json" --kind ledger --act-key a1 --actor alice -- touch "$T/ran"
+	[ "$status" -eq 64 ]
+	[[ "$stderr" == *"a symbolic link"* ]]
+	[ ! -e "$T/elsewhere" ]
+	run --separate-stderr ri-run --answer "$T/no/such/a.json" --kind ledger --act-key a1 --actor alice -- true
+	[ "$status" -eq 64 ]
+	run --separate-stderr ri-run --answer "$T/a.json" --answer-fd 1 --kind ledger --act-key a1 --actor alice -- true
+	[ "$status" -eq 64 ]
+	[ ! -e "$T/ran" ]
+	[ "$(records)" -eq "$n" ]
+}
+
+@test "issue 40 point 9: --intent-data-file FILE (or - for stdin) records the file's object as the intent data, never on the command line; bad input is 64 or 65 with nothing written" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	printf '{"subject":"s3cret","recipient":"bob"}\n' >"$T/intent.json"
+	xrun d1 --intent-data-file "$T/intent.json" -- sh -c 'tr "\0" " " </proc/$PPID/cmdline >"$0"' "$T/cmdline"
+	[ "$status" -eq 0 ]
+	latest d1 | jq -e '.records[0].payload.data | .subject == "s3cret" and .recipient == "bob" and
+	    (.pairing_datum | startswith("pd_"))'
+	# what every local user can read of ri-run while the job runs
+	grep -q -- "--intent-data-file $T/intent.json" "$T/cmdline"
+	! grep -q s3cret "$T/cmdline"
+	# stdin: '-'
+	printf '{"subject":"carol"}' | ri-run --intent-data-file - --kind ledger --act-key d2 --actor alice -- true
+	latest d2 | jq -e '.records[0].payload.data.subject == "carol"'
+	n=$(records)
+	run --separate-stderr ri-run --intent-data-file "$T/none.json" --kind ledger --act-key d3 --actor alice -- true
+	[ "$status" -eq 64 ]
+	[[ "$stderr" == "ri-run: --intent-data-file $T/none.json: No such file or directory"* ]]
+	echo '[1]' >"$T/arr.json"
+	run --separate-stderr ri-run --intent-data-file "$T/arr.json" --kind ledger --act-key d3 --actor alice -- true
+	[ "$status" -eq 65 ]
+	run --separate-stderr ri-run --intent-data-file - --kind ledger --act-key d3 --actor alice -- true <<<'not json'
+	[ "$status" -eq 65 ]
+	run --separate-stderr ri-run --intent-data '{}' --intent-data-file "$T/intent.json" --kind ledger --act-key d3 --actor alice -- true
+	[ "$status" -eq 64 ]
+	[ "$(records)" -eq "$n" ]
+}
+
+@test "issue 44 point 7: ri-run --help prints the time each kind gives its job, with its arithmetic; the stop message names that budget and completion_bound" {
+	ri_instance fast
+	export RI_CREDENTIAL=$ALICE
+	run --separate-stderr ri-run --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"ledger: 1.1 s (kinds.ledger.completion_bound 3 s - read_bound 0.2 s - 2"*"journal_write_bound 0.3 s - clock_offset_allowance 0.1 s - grace 1 s)"* ]]
+	run ri-run --grace-ms 500 --help
+	[[ "$output" == *"ledger: 1.6 s ("* ]]
+	# no config: the usage still, and why no budget
+	RI_CONFIG=$T/none.json run ri-run --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == "usage: ri-run"* ]]
+	XRUN_TIMEOUT=8 xrun b1 -- sleep 30
+	[ "$status" -eq 21 ]
+	[[ "$stderr" == *"the command outran its budget of 1.1 s (kinds.ledger.completion_bound 3 s"* ]]
+	# a budget of nothing is refused before Open, nothing written
+	n=$(records)
+	xrun b2 --grace-ms 2100 -- touch "$T/ran"
+	[ "$status" -eq 78 ]
+	[[ "$stderr" == *"kind ledger leaves its job no time: 0 s ("* ]]
+	[ ! -e "$T/ran" ]
+	[ "$(records)" -eq "$n" ]
+}
+
+@test "issue 44 point 10: --pre-commit-exit refuses ri-run's own exit codes (12 would read as act-in-flight, 21 as never re-run)" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	for c in 10 12 21 23 64 78 126 127; do
+		run --separate-stderr ri-run --pre-commit-exit "2,$c" --kind ledger --act-key c1 --actor alice -- true
+		[ "$status" -eq 64 ]
+		[[ "$stderr" == *"$c is one of ri-run's own exit codes"* ]]
+	done
+	xrun c1 --pre-commit-exit 9,24,63,79,125 -- sh -c 'exit 24'
+	[ "$status" -eq 24 ]
+}
+
+# ---- issue 40 point 10: no descendant of the job outlives it ---------------------
+
+# escaping JOB-TAIL -- a job whose child leaves the job's process group and
+# session (setsid), writes its pid to $T/escaped, and sleeps; then the job
+# itself runs JOB-TAIL
+escaping() {
+	printf '%s' 'setsid sh -c "echo \$\$ >\"\$0/escaped.tmp\"; mv \"\$0/escaped.tmp\" \"\$0/escaped\"; exec sleep 41" "$0" \
+	    </dev/null >/dev/null 2>&1 3>&- &
+	while [ ! -e "$0/escaped" ]; do sleep 0.05; done; '"$1"
+}
+
+# gone PID -- PID is no more (or a zombie) within 2 s
+gone() {
+	local i
+	for i in $(seq 1 40); do
+		if ! kill -0 "$1" 2>/dev/null || grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.05
+	done
+	echo "process $1 is still alive: $(tr '\0' ' ' <"/proc/$1/cmdline")"
+	return 1
+}
+
+@test "issue 40 point 10: a descendant that left the job's process group (setsid) dies with a killed ri-run" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	ri-run --kind ledger --act-key s1 --actor alice -- sh -c "$(escaping 'touch "$0/started"; sleep 30')" "$T" \
+	    >/dev/null 2>&1 3>&- &
+	BG=$!
+	for i in $(seq 1 200); do [ -e "$T/started" ] && break; sleep 0.05; done
+	esc=$(cat "$T/escaped")
+	# it did escape: a session and a process group of its own
+	[ "$(ps -o sid= -p "$esc" | tr -d ' ')" = "$esc" ]
+	kill -KILL "$BG"
+	wait "$BG" 2>/dev/null || true
+	BG=
+	gone "$esc"
+	[ "$(latest s1 | jq -r .state)" = open ]
+}
+
+@test "issue 40 point 10: a descendant that left the job's process group dies when the job ends, and ri-run's answer does not wait for it" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	t=$(ms)
+	xrun s2 -- sh -c "$(escaping 'exit 0')" "$T"
+	[ "$status" -eq 0 ]
+	[ $(( $(ms) - t )) -lt 10000 ]
+	gone "$(cat "$T/escaped")"
+	[ "$(latest s2 | jq -r .state)" = closed ]
+}
+
+@test "issue 40 point 10: the job's parent is the watchdog, which passes it exactly ri-run's descriptors -- a stdin ri-run was started without is closed for the job too, never the watchdog's socket" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	ri-run --kind ledger --act-key e1 --actor alice -- sh -c 'ls /proc/$$/fd | tr "\n" " " >"$0/fds"' "$T" <&-
+	[ "$(cat "$T/fds")" = "1 2 3 " ] || { echo "the job had: $(cat "$T/fds")"; false; }
+	# a command that passed the check but cannot be executed (a missing
+	# interpreter): one line, the unknown arm
+	printf '#!/no/such/interpreter\n' >"$T/bad"
+	chmod +x "$T/bad"
+	xrun e2 -- "$T/bad"
+	[ "$status" -eq 21 ]
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "$stderr" == "ri-run: the command could not be executed: No such file or directory; yielded: "* ]]
+}
+
+@test "issue 44 point 7: ri-startcheck prints the time each kind gives its job under ri-run, with the arithmetic and the key that sets it (--json too), and warns of a kind that leaves none" {
+	ri_instance
+	run --separate-stderr ri-startcheck
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"  job budget under ri-run: 19 s (kinds.ledger.completion_bound 30 s - read_bound 2 s - 2"*"journal_write_bound 3 s - clock_offset_allowance 2 s - grace 1 s)"* ]]
+	ri-startcheck --json | jq -e '.kinds[0].job_budget.ms == 19000 and
+	    (.kinds[0].job_budget.arithmetic | startswith("19 s (kinds.ledger.completion_bound 30 s"))'
+	ri_cfg '.kinds.ledger.completion_bound = "11s" | .instance.compensation_window = "10m"'
+	run --separate-stderr ri-startcheck --json
+	jq -e '.kinds[0].job_budget.ms == 0 and any(.warnings[]; startswith("kind ledger leaves a job no time under ri-run"))' <<<"$output"
 }

@@ -541,6 +541,7 @@ JSON
 # ---- ri-resolve -------------------------------------------------------------
 
 @test "ri-resolve: each disposition recorded (an outcome superseding an abandonment) and each refusal" {
+	# Capability requirement 9, 10: a journal read that fails verification is 23, never not-known (tamper_heads, below)
 	o=$(ri-open <<<"$(open_req v1)")
 	ri-yield <<<"$o" >/dev/null
 	# too-young (11): still in flight by the operator's now
@@ -588,6 +589,29 @@ JSON
 	answers ri-resolve.answer 23 '. == {"refused": "recording-failure", "position": "resolution", "cause": "integrity"}'
 }
 
+@test "issue 44 point 8: ri-resolve --probe's answers (committed, undecidable, not-committed, unavailable), and a resolution answered again" {
+	orphan pc                               # the row exists: committed
+	orphan pu                               # two rows carry its datum: undecidable
+	pd=$(ri-read --kind ledger --act-key pu | jq -r '.invocations[0].records[0].payload.data.pairing_datum')
+	ledger-admin --store "$T/ledger.db" plant --pairing-datum "$pd" >/dev/null
+	orphan pn after_open                    # no row: not-committed
+	ri_at 300
+	for k in pc pu pn; do
+		run --separate-stderr ri-resolve --probe --kind ledger --act-key "$k"
+		answers ri-resolve.answer 0 '(.probe.answer | IN("committed", "undecidable", "not-committed")) and
+		    (.supports | length) >= 1'
+	done
+	set_probe --store "$T/missing.db"
+	run --separate-stderr ri-resolve --probe --kind ledger --act-key pn
+	answers ri-resolve.answer 0 '.probe.answer == "unavailable" and .supports == []'
+	invalid ri-resolve.answer "$(jq -c '.probe.answer = "maybe"' <<<"$ANS")" "$(jq -c 'del(.supports)' <<<"$ANS")"
+	BOB=$(ri-actor add bob | jq -r .credential)
+	for i in 1 2; do
+		RI_CREDENTIAL=$BOB run --separate-stderr ri-resolve --invocation-id "$(inv_of pn)" --actor bob --abandon "OPS-4"
+		answers ri-resolve.answer 0 '(.closing_event_id | type) == "string"'
+	done
+}
+
 # ---- ri-read ----------------------------------------------------------------
 
 @test "ri-read: reports in every state (recovered, escalated with candidates over the cap, abandoned, refused, resolved, superseded, open) and each refusal" {
@@ -605,7 +629,7 @@ JSON
 	ri-yield <<<"$o" >/dev/null
 	ri_at 300
 	run --separate-stderr ri-sweep
-	answers ri-sweep.answer 0 "$partition and .closed == 1 and .abandoned == 1 and .escalated == 2"
+	answers ri-sweep.answer 3 "$partition and .closed == 1 and .abandoned == 1 and .escalated == 2 and .needs_operator == 2"
 	ri-resolve <<<"$(resolve_req "$o" '{"outcome":{"outcome_action_ref":"ledger.disclosed","outcome_data":{"disclosure_id":"dsc-op"}}}')" >/dev/null
 	o=$(ri-open <<<"$(open_req open)")
 	declare -A want=([rec]=closed [aband]=abandoned [esc]=escalated [ref]=refused [res]=closed [open]=open)
@@ -645,29 +669,39 @@ JSON
 # ---- ri-run -----------------------------------------------------------------
 
 @test "ri-run: ri-close's answer, ri-refuse's answer on a pre-commit exit, recording-failure on an unknown end, and Open's refusals" {
-	run --separate-stderr ri-run --kind ledger --act-key u1 --actor alice --pre-commit-exit 2,3,4 -- \
+	run --separate-stderr ri-run --answer-fd 1 --kind ledger --act-key u1 --actor alice --pre-commit-exit 2,3,4 -- \
 	    ledger-disclose --store "$T/ledger.db" --subject s --recipient r
 	answers ri-run.answer 0 '.landed_by == "invocation"'
-	run --separate-stderr ri-run --kind ledger --act-key u2 --actor alice --pre-commit-exit 2,3,4 -- sh -c 'exit 3'
+	run --separate-stderr ri-run --answer-fd 1 --kind ledger --act-key u2 --actor alice --pre-commit-exit 2,3,4 -- sh -c 'exit 3'
 	answers ri-run.answer 3 '(.refusal_event_id | type) == "string"'
-	run --separate-stderr ri-run --kind ledger --act-key u3 --actor alice --pre-commit-exit 2,3,4 -- sh -c 'exit 5'
+	run --separate-stderr ri-run --answer-fd 1 --kind ledger --act-key u3 --actor alice --pre-commit-exit 2,3,4 -- sh -c 'exit 5'
 	answers ri-run.answer 21 '. == {"refused": "recording-failure", "position": "outcome"}'
-	run --separate-stderr ri-run --kind ledger --act-key u4 --actor alice -- sh -c "echo 'not json' >&3"
+	run --separate-stderr ri-run --answer-fd 1 --kind ledger --act-key u4 --actor alice -- sh -c "echo 'not json' >&3"
 	answers ri-run.answer 21 '. == {"refused": "recording-failure", "position": "outcome"}'
-	run --separate-stderr ri-run --kind ledger --act-key u7 --actor alice --outcome-stdout -- echo '{"a":1}'
+	run --separate-stderr ri-run --answer-fd 1 --kind ledger --act-key u7 --actor alice --outcome-stdout -- echo '{"a":1}'
 	answers ri-run.answer 0 '.landed_by == "invocation"'
-	run --separate-stderr ri-run -n --kind ledger --act-key u3 --actor alice -- true
+	run --separate-stderr ri-run --answer-fd 1 -n --kind ledger --act-key u3 --actor alice -- true
 	answers ri-run.answer 12 '.refused == "act-in-flight"'
 	# Open refused: the command is not run
-	run --separate-stderr ri-run --kind ledger --act-key u3 --actor alice -- touch "$T/ran"
+	run --separate-stderr ri-run --answer-fd 1 --kind ledger --act-key u3 --actor alice -- touch "$T/ran"
 	answers ri-run.answer 12 '.refused == "act-in-flight"'
 	[ ! -e "$T/ran" ]
-	RI_CREDENTIAL=wrong run --separate-stderr ri-run --kind ledger --act-key u5 --actor alice -- true
+	RI_CREDENTIAL=wrong run --separate-stderr ri-run --answer-fd 1 --kind ledger --act-key u5 --actor alice -- true
 	answers ri-run.answer 10 '. == {"refused": "invalid-credential"}'
 	# unbound kind: the shape is checked here; its exit status (INTERFACE: 11)
 	# is not asserted -- see the report on ri-run's early returns
-	run --separate-stderr ri-run --kind nope --act-key u6 --actor alice -- true
+	run --separate-stderr ri-run --answer-fd 1 --kind nope --act-key u6 --actor alice -- true
 	answers ri-run.answer - '. == {"refused": "invalid-request", "cause": "unbound-kind"}'
+	# issue 44: --answer FILE holds the same answer; the job's output is not in it
+	run --separate-stderr ri-run --answer "$T/a.json" --kind ledger --act-key u8 --actor alice -- echo job
+	[ "$output" = job ]
+	run cat "$T/a.json"
+	answers ri-run.answer - '.landed_by == "invocation"'
+	# issue 40 point 9: --intent-data-file's object is the intent's data
+	echo '{"subject":"s"}' >"$T/intent.json"
+	run --separate-stderr ri-run --answer-fd 1 --intent-data-file "$T/intent.json" --kind ledger \
+	    --act-key u9 --actor alice -- true
+	answers ri-run.answer 0 '.landed_by == "invocation"'
 }
 
 # ---- ri-sweep ---------------------------------------------------------------
@@ -679,7 +713,7 @@ JSON
 	run --separate-stderr ri-run --kind ledger --act-key s2 --actor alice -- sh -c 'exit 5'
 	ri_at 300
 	run --separate-stderr ri-sweep
-	answers ri-sweep.answer 0 "$partition and .closed == 1 and .escalated == 1"
+	answers ri-sweep.answer 3 "$partition and .closed == 1 and .escalated == 1 and .needs_operator == 1"
 	ri_cfg '.kinds.ledger.service_identity = null'
 	orphan s3
 	ri_at 600
@@ -810,7 +844,7 @@ JSON
 	mv "$T/ledger.away" "$T/ledger.db"
 	ri_at 400
 	run --separate-stderr ri-sweep
-	answers ri-sweep.answer 0 "$partition"
+	answers ri-sweep.answer 3 "$partition and .needs_operator == 1"
 	# n2 escalated: nothing needs resolving on n1, one invocation on n2
 	BOB=$(ri-actor add bob | jq -r .credential)
 	RI_CREDENTIAL=$BOB run --separate-stderr ri-resolve --kind ledger --act-key n1 --actor bob --abandon x
@@ -848,7 +882,7 @@ JSON
 
 # ---- ri-startcheck ----------------------------------------------------------
 
-@test "ri-startcheck --json: ok (0), a failing condition (1), an unbound kind with open intents (1), a group-readable key (1), a journal failing verification (30)" {
+@test "ri-startcheck --json: ok (0), a failing condition (1), an unbound kind with open intents (1), a group-writable key (1), a journal failing verification (30)" {
 	run --separate-stderr ri-startcheck --json
 	answers ri-startcheck.answer 0 '.ok and (.warnings | length) == 2 and
 	    ([.capabilities[].check] | index("kinds.ledger.probe") != null)'
@@ -863,7 +897,7 @@ JSON
 	ri_cfg 'del(.kinds.gone)'
 	run --separate-stderr ri-startcheck --json
 	answers ri-startcheck.answer 1 '[.capabilities[] | select(.pass | not) | .check] == ["bindings"]'
-	chmod 0640 "$T/journal.key"
+	chmod 0660 "$T/journal.key"             # 0640 is a key shared with its group (issue 44)
 	run --separate-stderr ri-startcheck --json
 	answers ri-startcheck.answer 1 '[.capabilities[] | select(.pass | not) | .check] | index("integrity-key") != null'
 	chmod 0600 "$T/journal.key"

@@ -39,6 +39,8 @@ read_entry() { ri-read <<<"{\"kind\":\"ledger\",\"act_key\":\"$1\"}" | jq -c '.i
 # ---- each probe answer ------------------------------------------------------
 
 @test "probe committed: recovery_intended then the outcome, both under the service identity, counted closed (reconcile steps 3.2a-3.2c, 4.4)" {
+	# probe 6: the outcome data is only what the store re-derived (the row's own fields)
+	# reconcile steps 1, 2, 3, 3.1, 4: listed, taken, probed, closed, released; Invariant 5.3: the outcome's data is the store's row; Primitive policy 2, 11: each record names the act and the invocation; reconcile step 3.7, Sweep never 1: the job never runs again (one store row)
 	orphan k
 	ri_at 33
 	sweep
@@ -52,11 +54,15 @@ read_entry() { ri-read <<<"{\"kind\":\"ledger\",\"act_key\":\"$1\"}" | jq -c '.i
 	[ "$(jq -r '.records[2].payload.recovery' <<<"$e")" = true ]
 	[ "$(jq -r '.records[2].payload.data.disclosure_id' <<<"$e")" = \
 	    "$(ledger-admin --store "$T/ledger.db" list | jq -r .disclosure_id)" ]
+	jq -e --arg i "$INV" '.records | all(.payload.kind == "ledger" and .payload.act_key == "k" and
+	    .payload.invocation_id == $i)' <<<"$e"
+	[ "$(ledger-admin --store "$T/ledger.db" count)" -eq 1 ]
 	# reconcile step 4.4: the section is released
 	[ -z "$(jsql "SELECT holder FROM leases WHERE act_key = 'k'")" ]
 }
 
 @test "probe not-committed under commit_fence none: escalated with cause not-observed, never abandoned, even past the abandon edge (reconcile step 3.5; commit 14a-14b)" {
+	# Invariant 4.8, 4.9: without a commit fence, escalated, never abandoned
 	empty_orphan k
 	ri_at 40
 	sweep
@@ -97,6 +103,7 @@ read_entry() { ri-read <<<"{\"kind\":\"ledger\",\"act_key\":\"$1\"}" | jq -c '.i
 }
 
 @test "probe undecidable (a planted second row): escalated with cause undecidable naming both disclosure ids, and an escalated act finding; the sweep chooses neither (reconcile steps 3.8a-3.8c, 3.11, 3.12)" {
+	# Invariant 3.5: several records match, so candidates are named and nothing is closed
 	orphan k
 	pd=$(ledger-admin --store "$T/ledger.db" list | jq -r .pairing_datum)
 	ledger-admin --store "$T/ledger.db" plant --pairing-datum "$pd" >/dev/null
@@ -165,6 +172,7 @@ unavailable_case() {
 }
 
 @test "probe unavailable -- the store path does not exist: nothing written, skipped, store-unavailable for the kind (reconcile steps 3.13a-3.13c, 3.14; probe 4-5)" {
+	# Invariant 5.10: a store it cannot read is never closed
 	unavailable_case --store /nonexistent/ledger.db
 }
 
@@ -206,7 +214,8 @@ datum_none_case() {
 	timed_sweep_at 33
 	assert_untouched "$n" "pairing datum 6a: a committed answer for a kind whose pairing datum is none was taken"
 	assert_degraded
-	grep -q "pairing datum 6a" <<<"$stderr" || { echo "stderr does not name the rule: $stderr"; false; }
+	grep -q "the probe answered committed for a kind whose pairing datum is none" <<<"$stderr" ||
+	    { echo "stderr does not say why: $stderr"; false; }
 }
 
 @test "pairing datum 6a: a probe answering committed for a kind whose pairing datum is none is unavailable -- skipped, nothing written, the act stays open (probe 4-5; reconcile step 3.13)" {
@@ -220,6 +229,7 @@ datum_none_case() {
 # ---- each edge at its boundary instant --------------------------------------
 
 @test "examine edge: at +31.999 s the intent is in flight and not examined; at +32 s it is examined and closed (reconcile step 1.2; Term examine edge; Invariant 7.1)" {
+	# reconcile step 1.3; Allowance 3, 6: an applied comparison of the run's now with the journal's stamp, which leaves the in-flight intent out of the pass; Primitive policy 18: one reading per run
 	orphan k
 	ri_at 31.999
 	sweep
@@ -232,6 +242,7 @@ datum_none_case() {
 }
 
 @test "horizon edge (retention 700 s): at recorded_at + 700 s - 2 s - 1 ms the intent is still examined; at recorded_at + 698 s it is not (reconcile step 1.2; Term horizon edge; journal 8)" {
+	# Invariant 7.2: examined only before its horizon edge
 	ri_cfg '.kinds.ledger.retention_period = "700s"'   # condition 2: 30 + 2 + 600 = 632 < 700
 	run ri-startcheck
 	[ "$status" -eq 0 ]
@@ -453,6 +464,7 @@ datum_none_case() {
 # ---- two sweeps at once -------------------------------------------------------
 
 @test "two sweeps at once (--node a, --node b) over 200 orphans: each act closed exactly once, the closed counts sum to 200, closed_already makes up the rest (reconcile 7; Invariant 2.3; sweep closed ids 1)" {
+	# Invariant 2: one writer per act, whatever runs at once
 	# 200 crashed ri-runs take ~2 s here (measured), so the full 200 are used.
 	# Observed: the two runs serialise act by act on the section; the trailing
 	# run finds each act already closed, so one tally usually carries all the
@@ -658,6 +670,7 @@ race() {
 }
 
 @test "a sweep whose closing write is issued after an operator took the expired section is fenced out: absorbed into skipped, one closing stands (journal fence 3-4; Invariant 2.1-2.2)" {
+	# act section 6: the run's release of a section the operator now holds answers not-held, which the run discards
 	BOB=$(ri-actor add bob | jq -r .credential)
 	empty_orphan k
 	act=$(intent_of "invocation_id = '$INV'")
@@ -821,4 +834,44 @@ batch_case() {
 	run --separate-stderr ri-sweep
 	[ "$status" -eq 78 ]
 	[[ "$stderr" == *"probe_batch"*"true or false"* ]]
+}
+
+@test "reconcile step 3.16: the sweep's closing lands but its retention placement fails (sweep.closing.after=fail, step-4): read back, counted closed with a hard alert, one closing -- never written twice" {
+	orphan k
+	ri_at 33
+	RI_FAULT=sweep.closing.after=fail sweep_any
+	[ "$status" -eq 2 ]                     # the hard alert: a degraded run
+	[ "$(t closed)" -eq 1 ]
+	jq -e '.alert | contains("landed without its retention placement")' <<<"$TALLY"
+	[ "$(records "act_key = 'k' AND action_ref = 'ledger.disclosed'")" -eq 1 ]
+	[ "$(read_entry k | jq -r .state)" = closed ]
+}
+
+@test "reconcile step 2.7, 3.17, journal write bound 1: a run paused until less than journal_write_bound of its sweep lease is left writes nothing -- skipped, left for the next run, which closes the act" {
+	# the system clock, and the fast shape: sweep lease 1.5 s + 300 ms
+	ri_cfg '.clock = "system" | .instance.clock_offset_allowance = "100ms" | .instance.reconciliation_cadence = "10s" |
+	    .instance.run_bound = "5s" | .instance.closure_latency = "1500ms" | .instance.journal_write_bound = "300ms" |
+	    .instance.read_bound = "200ms" | .instance.compensation_window = "60s" | .kinds.ledger.completion_bound = "3s" |
+	    .kinds.ledger.commit_round_trip = "100ms" | .kinds.ledger.probe_round_trip = "200ms"'
+	orphan k
+	sleep 3.2                               # past the examine edge (3 s + 100 ms)
+	for point in sweep.after_reread sweep.after_probe; do
+		d=$T/p-$point
+		mkdir -p "$d"
+		mkfifo "$d/$point"
+		n=$(act_records)
+		RI_FAULT=$point=pause RI_FAULT_DIR=$d ri-sweep >"$T/s.out" 2>"$T/s.err" &
+		BG=$!
+		wait_for "$d/$point.reached"
+		sleep 1.65                      # < 300 ms of the 1.8 s lease left
+		echo >"$d/$point"
+		rc=0
+		wait "$BG" || rc=$?
+		BG=
+		[ "$rc" -eq 0 ] || { echo "$point: ri-sweep $rc: $(cat "$T/s.out" "$T/s.err")"; false; }
+		jq -e '.examined == 1 and .skipped == 1 and .closed == 0' "$T/s.out"
+		[ "$(act_records)" -eq "$n" ]   # nothing written
+	done
+	sweep
+	[ "$(t closed)" -eq 1 ]
 }

@@ -30,13 +30,14 @@ read_act() { ri-read <<<"{\"kind\":\"ledger\",\"act_key\":\"$1\"}"; }
 disclose() {
 	local key=$1
 	shift
-	ri-run --kind ledger --act-key "$key" --actor alice \
+	ri-run --answer-fd 1 --kind ledger --act-key "$key" --actor alice \
 	    --intent-data "{\"subject\":\"$key\",\"recipient\":\"bob\",\"scope\":\"full\"}" \
 	    --pre-commit-exit 2,3,4 "$@" -- \
 	    ledger-disclose --store "$T/ledger.db" --subject "$key" --recipient bob --scope full
 }
 
 @test "the clean run: one intent, one outcome, landed_by invocation, nothing for the sweep (Walkthrough: the clean run; close step 4.3)" {
+	# close steps 1, 3, 4: the lease checked, the outcome written, the answer returned
 	run --separate-stderr disclose alice/bob/full
 	[ "$status" -eq 0 ]
 	[ "$(jq -r .landed_by <<<"$output")" = invocation ]

@@ -296,7 +296,7 @@ fz_init(void)
 	append(st, alice, "alice", "vault.intended", "a \"k\" \xc3\xa9", inv[3], data);
 	now_at(T0 + 2 * DAY + 2 * SEC);
 	crypto_sign_keypair(pk, sk);
-	FZ_ASSERT(st->ops->seal(st, sk, &ap) == RI_ST_OK, "seal: %s", st->ops->error(st)->msg);
+	FZ_ASSERT(st->ops->seal(st, sk, NULL, &ap) == RI_ST_OK, "seal: %s", st->ops->error(st)->msg);
 	sodium_memzero(sk, sizeof sk);
 	now_at(T0 + 2 * DAY + 3 * SEC);
 	append(st, alice, "alice", "vault.stored", "a \"k\" \xc3\xa9", inv[3], "{\"data\":{\"id\":7}}");

@@ -188,9 +188,9 @@ stub_traverse(struct ri_store *s, ri_traverse_fn each, void *arg)
 }
 
 static int
-stub_seal(struct ri_store *s, const unsigned char sk[64], struct ri_appended *out)
+stub_seal(struct ri_store *s, const unsigned char sk[64], json_t *extra, struct ri_appended *out)
 {
-	(void)s; (void)sk;
+	(void)s; (void)sk; (void)extra;
 	memset(out, 0, sizeof *out);
 	return RI_ST_UNAVAILABLE;
 }

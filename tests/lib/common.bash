@@ -50,6 +50,11 @@ JSON
 		ri_pg_skip_file_tests
 		ri_pg_journal "$T/ri.json" || return 1
 	fi
+	# RI_INIT_CFG: a jq filter the config takes before ri-init (what
+	# ri-init fixes for the instance's life, e.g. '.clock = "system"')
+	if [ -n "${RI_INIT_CFG:-}" ]; then
+		ri_cfg "$RI_INIT_CFG" || return 1
+	fi
 	ri-init >/dev/null || return 1
 	ALICE=$(ri-actor add alice | jq -r .credential) || return 1
 	ri-actor add ledger-reconciler --service --credential-file "$T/reconciler.cred" >/dev/null || return 1
@@ -119,7 +124,18 @@ intent_of() {
 	    WHERE action_ref LIKE '%.intended' AND $1 ORDER BY seq DESC LIMIT 1" |
 	    jq -R -c 'split("|") | {kind: .[0], act_key: .[1], invocation_id: .[2], intent_event_id: .[3]}'
 }
-export -f ri_cfg ri_at open_req close_req records jsql payload_at intent_of ri_pg_on ri_pg_sql
+# sweep_ran [ARGS...] -- ri-sweep, its tally on stdout; succeeds when the
+# run finished: exit 0, or 3 with acts left to an operator (ri-sweep(1))
+sweep_ran() {
+	local out rc=0
+	out=$(ri-sweep "$@") || rc=$?
+	printf '%s\n' "$out"
+	[ "$rc" -eq 0 ] && return 0
+	[ "$rc" -eq 3 ] && jq -e '.needs_operator > 0' <<<"$out" >/dev/null && return 0
+	echo "ri-sweep exited $rc: $out" >&2
+	return 1
+}
+export -f ri_cfg ri_at open_req close_req records jsql payload_at intent_of ri_pg_on ri_pg_sql sweep_ran
 
 # attacker_sql SQL -- run SQL against the journal as an attacker with file
 # access and no key would: drop the append-only triggers, run it, and put

@@ -778,7 +778,7 @@ key_commands() {
 	[ "$(jq .records <<<"$output")" -eq "$(sql 'SELECT count(*) FROM records')" ]
 }
 
-@test "integrity key missing, a directory, empty, short, or group-readable (0640): every command that needs it exits 78 naming it; ri-audit --public-key still verifies; nothing is lost" {
+@test "integrity key missing, a directory, empty, short, or group-writable (0660): every command that needs it exits 78 naming it; ri-audit --public-key still verifies; nothing is lost" {
 	act k0
 	open_req k1 '{}' | ri-open >"$T/open.json"
 	close_req "$(cat "$T/open.json")" >"$T/close.json"
@@ -789,14 +789,14 @@ key_commands() {
 	ri-seal >/dev/null
 	snap >"$T/before"
 	cp -p "$T/journal.key" "$T/key.good"
-	for how in missing directory empty short mode0640; do
+	for how in missing directory empty short mode0660; do
 		rm -rf "$T/journal.key"
 		case $how in
 		missing) ;;
 		directory) mkdir "$T/journal.key" ;;
 		empty) install -m 0600 /dev/null "$T/journal.key" ;;
 		short) head -c 16 "$T/key.good" >"$T/journal.key"; chmod 0600 "$T/journal.key" ;;
-		mode0640) cp -p "$T/key.good" "$T/journal.key"; chmod 0640 "$T/journal.key" ;;
+		mode0660) cp -p "$T/key.good" "$T/journal.key"; chmod 0660 "$T/journal.key" ;;
 		esac
 		key_commands || { echo "(key $how)"; false; }
 		[ "$(snap)" = "$(cat "$T/before")" ]

@@ -226,7 +226,9 @@ sweep_points=(sweep.after_enumerate sweep.after_take sweep.after_reread sweep.af
 	# read invocation 8: the act-level binding duplicate
 	[ "$(jq '.binding_duplicate' <<<"$output")" = true ]
 	ri_at 10
-	ri-sweep >/dev/null
+	# both intents aged with no store record: escalated, for an operator (3)
+	run ri-sweep
+	[ "$status" -eq 3 ]
 	run ri-findings
 	grep -q '"key":"intents"' <<<"$output"
 }

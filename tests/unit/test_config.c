@@ -372,7 +372,7 @@ static const struct ecase {
 	{ "instance/journal_fence", "\"yes\"", NULL,
 	    "instance.journal_fence: expected \"none\" or \"declared\"", NULL },
 	/* kind names; journal 5 */
-	{ "kinds/audit", "$LEDGER", NULL, "kinds.audit: \"audit\" may not be a kind (journal 5)", NULL },
+	{ "kinds/audit", "$LEDGER", NULL, "kinds.audit: \"audit\" may not be a kind", NULL },  /* journal 5 */
 	{ "kinds/a.b", "$LEDGER", NULL, "kinds[\"a.b\"]: a kind name is", NULL },
 	{ "kinds/", "$LEDGER", NULL, "kinds[\"\"]: a kind name is", NULL },
 	{ "kinds/le dger", "$LEDGER", NULL, "kinds[\"le dger\"]: a kind name is", NULL },
@@ -683,6 +683,28 @@ test_hold_kinds(void)
 	json_decref(j);
 }
 
+/* issue 40 point 9: a journal URI as ri prints it -- never its password */
+static void
+test_redact(void)
+{
+	static const struct { const char *in, *want; } cases[] = {
+		{ "postgresql://ri:s3cret@db.example:5432/ri", "postgresql://ri:***@db.example:5432/ri" },
+		{ "postgres://ri:a/b?c@db/ri", "postgres://ri:***@db/ri" },
+		{ "POSTGRESQL://u:p@h/d?sslmode=require&password=q&x=1", "POSTGRESQL://u:***@h/d?sslmode=require&password=***&x=1" },
+		{ "postgresql:///ri?host=/tmp/s&user=ri&password=pw", "postgresql:///ri?host=/tmp/s&user=ri&password=***" },
+		{ "postgresql://ri@db/ri", "postgresql://ri@db/ri" },
+		{ "journal postgresql://u:pw@h/d: reachable", "journal postgresql://u:***@h/d: reachable" },
+		{ "host=db password=pw user=ri", "host=db password=*** user=ri" },
+		{ "a_password=kept-as-is", "a_password=kept-as-is" },
+		{ "journal.db: no URI here", "journal.db: no URI here" },
+	};
+	char out[256];
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		CHECK_STR(ri_redact(cases[i].in, out, sizeof out), cases[i].want);
+	CHECK_STR(ri_redact("postgresql://u:secret@h/d", out, 16), "postgresql://u:");
+}
+
 int
 main(void)
 {
@@ -700,6 +722,7 @@ main(void)
 	test_boundaries();
 	test_fences();
 	test_hold_kinds();
+	test_redact();
 
 	unlink(write_text("ri.json", ""));
 	if (rmdir(tmp) != 0)

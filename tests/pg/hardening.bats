@@ -1,0 +1,199 @@
+#!/usr/bin/env bats
+# hardening.bats -- issue 40 on PostgreSQL: what a role that holds only
+# DML on the instance's tables (SELECT, INSERT, UPDATE, DELETE: no
+# ownership, no DDL) can do to an instance, and what ri says of it.  Runs
+# only under tests/pg/run (make test-pg), which starts the server.
+
+bats_require_minimum_version 1.5.0
+
+load "$BATS_TEST_DIRNAME/../lib/common"
+
+setup() {
+	ri_pg_on || skip "needs tests/pg/run (a PostgreSQL server)"
+}
+
+teardown() {
+	if [ -n "${HOLDER:-}" ]; then
+		kill "$HOLDER" 2>/dev/null || true
+		wait "$HOLDER" 2>/dev/null || true
+	fi
+	if [ -n "${T:-}" ] && [ -d "$T" ]; then
+		rm -rf "$T"
+	fi
+}
+
+sql() {
+	ri_pg_sql "$RI_CONFIG" "$1"
+}
+
+# dml_role -- a login role with DML alone on the instance's schema; DML
+# holds its connection URI
+dml_role() {
+	local uri schema role
+	uri=$(jq -r .journal "$RI_CONFIG")
+	schema=$(sql "SELECT current_schema()")
+	role=dml_$schema
+	sql "CREATE ROLE $role LOGIN; GRANT USAGE ON SCHEMA $schema TO $role;
+	    GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA $schema TO $role" >/dev/null
+	DML=${uri/user=ri/user=$role}
+}
+
+# as_dml SQL -- run SQL as the DML role
+as_dml() {
+	psql "$DML" -qAtc "$1"
+}
+
+@test "issue 40 point 1: a DML role deletes the tree's leaves and an open-intents row, then holds nodes locked while the keyed ri-audit runs -- the checks it could not complete are incomplete, exit 1, never a pass" {
+	ri_instance
+	o=$(open_req k1 | ri-open)
+	close_req "$o" '{"disclosure_id":"d1"}' | ri-close >/dev/null
+	open_req k2 | ri-open >/dev/null
+	run ri-audit
+	[ "$status" -eq 0 ]
+	dml_role
+	# the attack: rows only the audit's state read would miss
+	as_dml "DELETE FROM nodes WHERE id <> ''::bytea; DELETE FROM open_intents" >/dev/null
+	# ... and the state read kept out of reach
+	psql "$DML" -qAt -c "BEGIN" -c "LOCK TABLE nodes IN ACCESS EXCLUSIVE MODE" -c "SELECT pg_sleep(600)" \
+	    >/dev/null 2>&1 &
+	HOLDER=$!
+	for _ in $(seq 1 200); do
+		[ "$(sql "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+		    WHERE c.relname = 'nodes' AND l.mode = 'AccessExclusiveLock' AND l.granted")" -ge 1 ] && break
+		sleep 0.05
+	done
+	run --separate-stderr ri-audit
+	printf '%s\n' "$output" >"$T/audit.json"
+	# ASSERT Check 8.1: a check the audit could not complete is never a pass
+	[ "$status" -eq 1 ]
+	jq -e '[.checks[] | select(.status == "incomplete")] | length > 0' "$T/audit.json"
+	jq -e '.checks[] | select(.check == "8.1.1") | .status != "pass"' "$T/audit.json"
+	jq -e '.tally.incomplete > 0' "$T/audit.json"
+	# the read's failure is named where a person reads it
+	jq -e '[.checks[] | select(.status == "incomplete") | .incomplete[]] | length > 0' "$T/audit.json"
+	# the lock gone, the audit sees the attack for what it is
+	kill "$HOLDER"
+	wait "$HOLDER" 2>/dev/null || true
+	HOLDER=
+	run --separate-stderr ri-audit
+	printf '%s\n' "$output" >"$T/audit.json"
+	[ "$status" -eq 1 ]
+	jq -e '.checks[] | select(.check == "8.1.1") | .status == "fail"' "$T/audit.json"
+}
+
+# payloads -- how many records still hold their payload
+payloads() {
+	sql "SELECT count(*) FROM records WHERE payload IS NOT NULL"
+}
+
+@test "issue 40 point 2: under \"clock\": \"system\" the server's own clock decides retention -- a DML role that sets ri.clock in its own session, or shadows ri_clock() through its search_path, cannot purge a payload; the journal still audits clean" {
+	RI_INIT_CFG='.clock = "system"' ri_instance
+	unset RI_NOW
+	o=$(open_req k1 | ri-open)
+	close_req "$o" '{"disclosure_id":"d1"}' | ri-close >/dev/null
+	n=$(payloads)
+	[ "$n" -ge 4 ]
+	dml_role
+	# the session's own test clock, set to the end of time
+	run as_dml "SET ri.clock = '9223372036854775807'; UPDATE records SET payload = NULL, salt = NULL"
+	# ASSERT retention is the server's: the append-only trigger refuses
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"append-only"* ]]
+	[ "$(payloads)" -eq "$n" ]
+	# a clock of its own, found first on its search_path
+	schema=$(sql "SELECT current_schema()")
+	sql "CREATE SCHEMA evil_$schema AUTHORIZATION dml_$schema" >/dev/null
+	run as_dml "CREATE FUNCTION evil_$schema.ri_clock() RETURNS bigint LANGUAGE sql
+	    AS 'SELECT 9223372036854775807::bigint';
+	    SET search_path = evil_$schema, $schema; UPDATE records SET payload = NULL, salt = NULL"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"append-only"* ]]
+	[ "$(payloads)" -eq "$n" ]
+	run ri-audit
+	[ "$status" -eq 0 ]
+	# and ri-startcheck names the journal's clock
+	run ri-startcheck --json
+	jq -e '.capabilities[] | select(.check == "journal-clock") | .pass' <<<"$output"
+}
+
+@test "issue 40 point 2: an instance made under the test clock (\"clock\": \"env\") and then run under \"clock\": \"system\" fails ri-startcheck's journal-clock: its ri_clock() still reads a session setting" {
+	ri_instance
+	ri_cfg '.clock = "system"'
+	unset RI_NOW
+	run ri-startcheck --json
+	[ "$status" -eq 1 ]
+	jq -e '.capabilities[] | select(.check == "journal-clock") | .pass == false' <<<"$output"
+	jq -e '.capabilities[] | select(.check == "journal-clock") | .message | test("ri.clock")' <<<"$output"
+}
+
+# with_password URI -- URI with a password in both places libpq takes one
+with_password() {
+	sed -e 's#^postgresql://#postgresql://ri:s3cretA@#' -e 's#$#\&password=s3cretB#' <<<"$1"
+}
+
+@test "issue 40 point 9: a journal URI's password is never printed -- not in ri-init's answer, ri-startcheck's (text or --json), ri-audit's, ri-sweep's, ri-read's or ri-findings', nor on stderr; the URI is shown with *** for it" {
+	ri_instance
+	ri_cfg ".journal = \"$(with_password "$(jq -r .journal "$RI_CONFIG")")\""
+	: >"$T/all.out"
+	for cmd in ri-startcheck "ri-startcheck --json" "ri-audit --text" ri-sweep "ri-read --kind ledger --act-key k1" \
+	    ri-findings; do
+		# shellcheck disable=SC2086
+		run --separate-stderr $cmd </dev/null
+		printf '%s\n%s\n' "$output" "$stderr" >>"$T/all.out"
+	done
+	run --separate-stderr ri-startcheck --json
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	jq -e '.capabilities[] | select(.check == "journal") | .message | test("postgresql://ri:\\*\\*\\*@.*password=\\*\\*\\*")' <<<"$output"
+	# ri-init's answer names the journal it made
+	mkdir "$T/i2"
+	jq --arg u "$(with_password "$(ri_pg_new_db)")" '.journal = $u' "$RI_CONFIG" >"$T/i2/ri.json"
+	run --separate-stderr env RI_CONFIG="$T/i2/ri.json" ri-init
+	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
+	printf '%s\n%s\n' "$output" "$stderr" >>"$T/all.out"
+	jq -e '.journal | test("\\*\\*\\*")' <<<"$output"
+	# ASSERT point 9: never the password
+	grep -n "s3cret" "$T/all.out" || true
+	[ "$(grep -c "s3cret" "$T/all.out")" -eq 0 ]
+}
+
+# tables -- how many relations the schema of CONFIG's journal holds
+tables() {
+	psql "$(jq -r .journal "$1")" -qAtc "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+	    WHERE n.nspname = current_schema()"
+}
+
+@test "issue 40 point 11: ri-init with a witness it cannot create exits 78 and leaves nothing made -- no table in the database, no key, no file; the corrected retry makes the instance" {
+	ri_instance
+	mkdir "$T/i2"
+	jq --arg u "$(ri_pg_new_db)" '.journal = $u | .witness = "no/such/dir/journal.witness"' "$RI_CONFIG" >"$T/i2/ri.json"
+	run --separate-stderr env RI_CONFIG="$T/i2/ri.json" ri-init
+	[ "$status" -eq 78 ]
+	grep -q "no/such/dir" <<<"$stderr"
+	# ASSERT point 11: a failed ri-init leaves no half-made instance
+	[ "$(tables "$T/i2/ri.json")" -eq 0 ]
+	[ "$(ls "$T/i2")" = ri.json ]
+	# corrected, the retry succeeds
+	jq '.witness = "journal.witness"' "$T/i2/ri.json" >"$T/i2/ri.json.new" && mv "$T/i2/ri.json.new" "$T/i2/ri.json"
+	run --separate-stderr env RI_CONFIG="$T/i2/ri.json" ri-init
+	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
+	[ "$(tables "$T/i2/ri.json")" -gt 0 ]
+	run --separate-stderr env RI_CONFIG="$T/i2/ri.json" ri-audit
+	[ "$status" -eq 0 ]
+}
+
+@test "issue 40 point 11: a step after the schema that fails (the genesis seal, whose clock cannot be read) drops what ri-init made in the database and removes every file it made, so the corrected retry succeeds" {
+	ri_instance
+	mkdir "$T/i2"
+	jq --arg u "$(ri_pg_new_db)" '.journal = $u' "$RI_CONFIG" >"$T/i2/ri.json"
+	# nothing before the schema reads the clock; the genesis seal does
+	run --separate-stderr env RI_CONFIG="$T/i2/ri.json" RI_NOW=not-an-instant ri-init
+	[ "$status" -ne 0 ]
+	grep -q "RI_NOW" <<<"$stderr"
+	# ASSERT point 11: what was made in the database is gone with the rest
+	[ "$(tables "$T/i2/ri.json")" -eq 0 ]
+	[ "$(ls "$T/i2")" = ri.json ]
+	run --separate-stderr env RI_CONFIG="$T/i2/ri.json" ri-init
+	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
+	run --separate-stderr env RI_CONFIG="$T/i2/ri.json" ri-audit
+	[ "$status" -eq 0 ]
+}
