@@ -47,6 +47,7 @@ CONSTANTS
     CL,              \* closure_latency (sweep lease = CL + JWB)
     Skew,            \* how far the judges' clocks (substrate, store) lag the host's
     OperatorSkew,    \* how far the operator's seam reads ahead of the host's clock
+    OpChoice,        \* the operator chooses over a duplicate or an escalation (ODisps)
     JournalFence,    \* journal_fence declared
     Gated,           \* the remaining gate before every write (journal write bound 1)
     CommitFenceValues,      \* SUBSET BOOLEAN: commit_fence declared
@@ -435,8 +436,9 @@ Accounted(S) ==
 \* chooses (issue 41 points 2-3): any disposition the store does not
 \* contradict -- an outcome the store holds, an abandonment of an aged act
 \* it does not hold (too-young on the operator's seam reading, resolve 19),
-\* or escalated again (candidates; choose none).  Elsewhere the one the
-\* operator's own probe supports.
+\* or escalated again (candidates; choose none).  Elsewhere -- and
+\* everywhere when ~OpChoice (the big configurations: README, reductions)
+\* -- the one the operator's own probe supports.
 ODisps(i) ==
     LET S == VisClosings(i)
         dup == ChainDup(S)
@@ -446,9 +448,10 @@ ODisps(i) ==
         lawful == (IF committed THEN {"outcome"} ELSE {})
                   \cup (IF ~committed /\ aged THEN {"abandoned"} ELSE {})
     IN IF Accounted(S) THEN {}                                            \* resolve 9
-       ELSE IF dup \/ st = "escalated" THEN lawful \cup {"escalated"}     \* the operator's choice
+       ELSE IF OpChoice /\ (dup \/ st = "escalated")
+            THEN lawful \cup {"escalated"}                                  \* the operator's choice
        ELSE IF committed THEN {"outcome"}
-       ELSE IF st = "abandoned" THEN {}                                    \* resolve 16-17
+       ELSE IF ~dup /\ st = "abandoned" THEN {}                            \* resolve 16-17
        ELSE IF ~aged THEN {}                                               \* resolve 18-19
        ELSE {"abandoned"}                                                  \* resolve 14, 20a
 
