@@ -8,6 +8,7 @@
 #                     (default 1; CI passes 2 to all three)
 #   make bench        benchmarks, reported as ratios against baselines
 #   make lint, tidy   cppcheck, clang's static analyzer (a warning fails)
+#   make tla, parity  TLC over tla/; every twin and its C negative control (tla/parity)
 #   make install      PREFIX=/usr/local DESTDIR=   (make uninstall undoes it)
 #
 # CFLAGS, CPPFLAGS and LDFLAGS are honoured (a packager's hardening flags are
@@ -95,7 +96,7 @@ BENCH_SRC:= $(sort $(wildcard bench/*.c))
 BENCHES  := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 HDRS     := $(wildcard lib/*.h lib/*.def)
 
-.PHONY: all test test-pg unit bats check bench install uninstall clean lint-docs reliability negative-controls fuzz lint tidy valgrind
+.PHONY: all test test-pg unit bats check bench install uninstall clean lint-docs reliability negative-controls parity fuzz lint tidy valgrind
 
 all: $(LIBA) $(CMDS) $(EXAMPLES)
 
@@ -307,6 +308,12 @@ TLA2TOOLS ?= ../shared/tools/tla/tla2tools.jar
 .PHONY: tla
 tla:
 	TLA2TOOLS="$(TLA2TOOLS)" tla/run
+
+# Twin parity (tla/README.md, tla/parity): every twin rejected by TLC and
+# its bug planted in C (a negative control) caught by a test; one table.
+.PHONY: parity
+parity:
+	TLA2TOOLS="$(TLA2TOOLS)" tla/parity-run
 
 lint: $(GEN)/example_config.h
 	cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability,performance \

@@ -296,7 +296,12 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 		goto out;
 	}
 	/* resolve 18-19: abandoned only for an aged intent, by the operator's now */
+#ifndef RI_NC_RESOLVE_NO_TOO_YOUNG
 	if (d == D_ABANDONED && ri_in_flight(r->cfg, q.k, intent.recorded_at, now)) {
+#else
+	/* negative control: no too-young guard at the operator's seam (tla -buggy-opclock) */
+	if (d == D_ABANDONED && false) {
+#endif
 		rc = invalid(ans, err, "too-young", "the intent is still in flight (examine edge not reached);"
 		    " wait and re-issue unchanged");
 		goto out;
@@ -314,17 +319,24 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 	payload = json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:s}", "invocation_id", q.invocation_id,
 	    "intent_event_id", q.intent_event_id, "kind", q.kind, "act_key", q.act_key, "recovery", 1,
 	    "resolved_by", q.actor_ref, "acting_actor_ref", intent.actor_ref);
+#ifndef RI_NC_RESOLVE_NO_SUPERSEDES
 	if (sd.duplicate) {
 		/* the ruling on resolving a duplicate: one closing naming every
 		 * standing chain head, so one chain is left */
 		json_t *heads = json_array();
+#ifndef RI_NC_RESOLVE_NAMES_ONE
 		for (size_t i = 0; i < inv.n_closings; i++)
 			if (inv.closings[i].head)
 				json_array_append_new(heads, json_string(inv.closings[i].rec->event_id));
+#else
+		/* negative control: only the standing head named (tla -buggy-resolveone) */
+		json_array_append_new(heads, json_string(sd.standing->rec->event_id));
+#endif
 		json_object_set_new(payload, "supersedes", heads);
 	} else if (sd.standing != NULL) {
 		json_object_set_new(payload, "supersedes", json_string(sd.standing->rec->event_id));
 	}
+#endif /* RI_NC_RESOLVE_NO_SUPERSEDES: negative control, resolved_by and no supersedes (tla -buggy-supersede) */
 	const char *action_ref;
 	if (d == D_OUTCOME) {
 		action_ref = json_string_value(json_object_get(body, "outcome_action_ref"));

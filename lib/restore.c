@@ -252,6 +252,12 @@ plan_act(struct ri *r, struct plan *p, const char *restore_ev, const char *kind,
 	char ref[160], marker[600];
 	int st;
 
+#ifdef RI_NC_RESTORE_FORGETS
+	/* negative control: the accept records nothing of the acts it lost --
+	 * no restored intent, no marker (tla -buggy-restore-forgets) */
+	json_decref(listed);
+	return RI_ST_OK;
+#endif
 	json_object_foreach(invs, inv, e) {
 		struct ri_inv iv;
 		struct ri_standing sd;
@@ -302,7 +308,12 @@ plan_act(struct ri *r, struct plan *p, const char *restore_ev, const char *kind,
 		json_decref(listed);
 		return st;
 	}
+#ifndef RI_NC_RESTORE_DROPS_HELD
 	if (rs.n == 1 && strcmp(rs.v[0].action_ref, "audit.unreconciled") == 0) {
+#else
+	/* negative control: the new marker lists only what this restore lost (tla -buggy-restore-drops-held) */
+	if (false) {
+#endif
 		size_t left;
 		json_t *pending = json_array(), *e2;
 		size_t i;

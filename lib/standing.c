@@ -141,6 +141,17 @@ ri_standing(struct ri_closing *c, size_t n, struct ri_standing *out)
 	}
 	/* Which closing stands 6, the ruling: two or more chains */
 	out->duplicate = out->n_heads >= 2;
+#ifdef RI_NC_DUPLICATE_ALONE
+	/* negative control: Which closing stands 6 read literally -- only heads
+	 * that supersede nothing count (tla -buggy-alone) */
+	{
+		size_t alone = 0;
+		for (size_t i = 0; i < n; i++)
+			if (c[i].head && (c[i].n_names == 0 || c[i].malformed))
+				alone++;
+		out->duplicate = alone >= 2;
+	}
+#endif
 #ifdef RI_NC_PAIRWISE_SUPERSESSION
 	/* negative control: supersession read pairwise -- each (superseded,
 	 * superseding) pair collapsed on its own, so a chain A <- B <- C

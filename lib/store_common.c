@@ -790,12 +790,21 @@ ri_fence_judge(struct ri_st_core *c, const struct ri_lease_row *l, const struct 
 {
 	ri_ms a = c->cfg->clock_offset_allowance;
 
+#ifdef RI_NC_FENCE_INSTANTS_BARE
+	/* negative control: the fence instants without the allowance (tla -buggy-skew) */
+	until += a;
+	a = 0;
+#endif
 	if (l == NULL || !l->held || strcmp(l->holder, f->holder) != 0 || !(now < l->expires - a))
 		return ri_st_fail(c, RI_ST_FENCED, 0, NULL,
 		    "journal fence: %s no longer holds the section with an allowance to spare", f->holder);
+#ifndef RI_NC_NO_WRITE_TERMINUS
 	if (!(now < until))
 		return ri_st_fail(c, RI_ST_FENCED, 0, NULL,
 		    "journal fence: the write's terminus (issue + journal_write_bound - allowance) has passed");
+#else
+	(void)until;                    /* negative control: no per-write terminus (tla -buggy-perwrite) */
+#endif
 	return RI_ST_OK;
 }
 

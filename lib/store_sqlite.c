@@ -1728,8 +1728,15 @@ sq_purge(struct ri_store *base, ri_ms now, int64_t *purged)
 			json_decref(kinds);
 			return abandon(s, rc);
 		}
+#ifndef RI_NC_PURGE_TODAY
 		sel = prep(s, "SELECT seq, kind, invocation_id FROM records WHERE retention_until <= ?"
 		    " AND payload IS NOT NULL ORDER BY retention_until LIMIT 512");
+#else
+		/* negative control: a payload's retention ends at recorded_at +
+		 * today's period, not at its stored end (tla -buggy-purge-today) */
+		sel = prep(s, "SELECT seq, kind, invocation_id, recorded_at FROM records WHERE ? IS NOT NULL"
+		    " AND retention_until IS NOT NULL AND payload IS NOT NULL ORDER BY retention_until LIMIT 512");
+#endif
 		upd = prep(s, "UPDATE records SET payload = NULL, salt = NULL WHERE seq = ?");
 		if (sel == NULL || upd == NULL) {
 			done(s, sel);
@@ -1749,6 +1756,10 @@ sq_purge(struct ri_store *base, ri_ms now, int64_t *purged)
 			int64_t seq = sqlite3_column_int64(sel, 0);
 			const char *k = (const char *)sqlite3_column_text(sel, 1);
 			const struct ri_kind *kd = ri_config_kind(s->core.cfg, k);
+#ifdef RI_NC_PURGE_TODAY
+			if (kd == NULL || sqlite3_column_int64(sel, 3) + kd->retention_period > now)
+				continue;
+#endif
 			sqlite3_reset(upd);
 			sqlite3_bind_int64(upd, 1, seq);
 			if (sqlite3_step(upd) != SQLITE_DONE)

@@ -421,7 +421,11 @@ close_act(struct sweep *s, const struct ri_kind *k, const struct ri_record *inte
 		break;
 	}
 	case RI_PROBE_NOT_COMMITTED:
+#ifndef RI_NC_ABANDON_UNFENCED
 		if (k->commit_fence) {
+#else
+		if (true) {             /* negative control: abandons with no commit fence (tla -buggy-fence) */
+#endif
 			/* reconcile steps 3.4, 3.6; Allowance 12, commit 13 */
 			if (!ri_past_abandon_edge(s->c, k, intent->recorded_at, s->now))
 				break;

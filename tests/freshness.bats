@@ -342,6 +342,45 @@ opened_then_closed() {
 	[ "$(records "action_ref = 'audit.reconciled'")" -eq 1 ]
 }
 
+# resolve_abandoned INV -- an operator abandons invocation INV of act k
+# (its intent as the journal holds it now: a restored one has its own id)
+resolve_abandoned() {
+	run --separate-stderr ri-resolve <<<"$(intent_of "act_key = 'k' AND invocation_id = '$1'" |
+	    jq -c '. + {actor_ref: "alice", disposition: {abandoned: {cause: "operator: the job died"}}}')"
+	[ "$status" -eq 0 ] || { echo "ri-resolve $1 exited $status: $output $stderr"; return 1; }
+}
+
+@test "issue 39 (tla/Freshness.tla -buggy-restore-drops-held): a second restore that loses only an operator's resolution still holds what the first restore's marker holds -- report-only, the act never runs twice" {
+	ri_cfg '.kinds.ledger.service_identity = null'
+	copy_now "$T/empty.db"
+	# i1: its job dies before the store (never closed); i2 lands
+	o1=$(ri-open <<<"$(open_req k '{"subject":"k","recipient":"bob","pairing_datum":"pd-1"}')")
+	ri_at 40
+	o2=$(ri-open <<<"$(open_req k '{"subject":"k","recipient":"bob","pairing_datum":"pd-2"}')")
+	RI_PAIRING_DATUM=pd-2 ledger-disclose --store "$L" --subject k --recipient bob >/dev/null
+	ri-close <<<"$(close_req "$o2" '{}')" >/dev/null
+	# the first restore loses both: both held
+	restore "$T/empty.db"
+	ri_at 50
+	run --separate-stderr ri-init --accept-restore --why "rolled back"
+	[ "$status" -eq 0 ] || { echo "$status $output $stderr"; false; }
+	copy_now "$T/accepted.db"
+	# the operator resolves i1 only; a second restore loses that resolution
+	ri_at 100
+	resolve_abandoned "$(jq -r .invocation_id <<<"$o1")"
+	restore "$T/accepted.db"
+	ri_at 110
+	run --separate-stderr ri-init --accept-restore --why "rolled back again"
+	[ "$status" -eq 0 ] || { echo "$status $output $stderr"; false; }
+	ri_at 150
+	resolve_abandoned "$(jq -r .invocation_id <<<"$o1")"
+	# i2 was never reconciled: the act is still held back
+	run --separate-stderr ri-open <<<"$(open_req k)"
+	[ "$status" -eq 12 ] || { echo "ri-open exited $status (i2 no longer held): $output $stderr"; false; }
+	[ "$(jq -r .cause <<<"$output")" = restore ]
+	[ "$(of_k k)" -eq 1 ]
+}
+
 # ---- the intent's line: what names the act to a later restore ----------------
 
 @test "issue 39 (tla/Freshness.tla, probe-powerloss): an intent whose witness line cannot be written is refused at Open (14, naming the orphaned intent) -- the job never runs; the sweep closes the intent; the intent's line is synced" {

@@ -208,9 +208,10 @@ outcome_for() {
 	[ "$(jq -r .skipped <<<"$output")" -eq 1 ]
 	ri_cfg '.kinds.ledger.retention_period = "1d"'
 	run --separate-stderr ri-startcheck --json
-	jq -e '.warnings | any(contains("retention_period") and contains("new records only"))' <<<"$output" >/dev/null
+	warned=$output                                         # judged last: the sweep's edge first
 	later 86400
-	run --separate-stderr ri-sweep                         # still down
+	run --separate-stderr ri-sweep                         # still down: the act still in its partition
+	[ "$(jq -r .skipped <<<"$output")" -eq 1 ]
 	[ "$status" -eq 2 ]
 	later 86400
 	set_probe --store "$T/ledger.db"                       # the store is back
@@ -220,6 +221,7 @@ outcome_for() {
 	run --separate-stderr ri-read --kind ledger --act-key k
 	[ "$(jq -r '.invocations[0].state' <<<"$output")" = closed ]
 	clean
+	jq -e '.warnings | any(contains("retention_period") and contains("new records only"))' <<<"$warned" >/dev/null
 }
 
 @test "issue 41 point 4, Check 8.1.5: a payload destroyed before its stored retention end (400d, though the period is 1d now) fails 8.1.5" {
@@ -232,6 +234,23 @@ outcome_for() {
 	inv=$(inv_of k)
 	attacker_sql "UPDATE records SET payload = NULL, salt = NULL WHERE invocation_id = '$inv'"
 	fails 8.1.5 "before its retention ended"
+}
+
+@test "issue 41 point 4, Term retention end (tla -buggy-purge-today): retention_period shortened (400d -> 1d) -- two days on, the sweep's purge keeps the payloads written under 400d (their stored retention end) and destroys those written under 1d; the audit is clean" {
+	orphan k
+	later 33
+	sweep
+	[ "$(t closed)" -eq 1 ]
+	ri_cfg '.kinds.ledger.retention_period = "1d"'
+	ri-open <<<"$(open_req k2)" >/dev/null
+	later 172800
+	sweep
+	old=$(inv_of k)
+	new=$(inv_of k2)
+	kept=$(jsql "SELECT count(*) FROM records WHERE invocation_id = '$old' AND payload IS NULL")
+	[ "$kept" -eq 0 ] || { echo "purged before their stored retention end: $kept records of $old"; false; }
+	[ "$(jsql "SELECT count(*) FROM records WHERE invocation_id = '$new' AND payload IS NULL")" -eq 1 ]
+	clean
 }
 
 # ---- the outside auditor: no config, the journal's own bindings -----------------

@@ -47,6 +47,7 @@ CONSTANTS
     CL,              \* closure_latency (sweep lease = CL + JWB)
     Skew,            \* how far the judges' clocks (substrate, store) lag the host's
     OperatorSkew,    \* how far the operator's seam reads ahead of the host's clock
+    OpChoice,        \* the operator chooses over a duplicate or an escalation (ODisps)
     JournalFence,    \* journal_fence declared
     Gated,           \* the remaining gate before every write (journal write bound 1)
     CommitFenceValues,      \* SUBSET BOOLEAN: commit_fence declared
@@ -418,28 +419,51 @@ OH == OpRuns[opr.c]
 OEnd == OpAt(opr.c, IF opr.c < OpCalls THEN "idle" ELSE "done")
 Env3 == <<now, cf, si, deaths, iv, sw, scan>>
 
-\* What Resolve would do for invocation i on a read taken now (resolve 8-21,
-\* with issue 9's ruling "Resolving a duplicate"): the disposition the
-\* operator's own probe supports, on the operator's seam reading (resolve 19).
-ODisp(i) ==
+\* resolve 9 (15a, 16a; issue 41 point 3): an outcome or a refusal that
+\* STANDS -- the standing chain head, one chain -- already accounts for the
+\* invocation.  (-buggy-resolve-superseded: any closing of it does, a
+\* superseded one too -- resolve.c's reading before fb3ad44.)
+Accounted(S) ==
+    /\ ~ChainDup(S)
+    /\ IF Bug = "resolve-superseded"
+       THEN \E k \in S : log[k].ty \in {"outcome", "refused"}
+       ELSE Heads(S) # {} /\ log[Standing(S)].ty \in {"outcome", "refused"}
+
+\* What Resolve lets the operator write for invocation i on a read taken
+\* now (resolve 8-21, with issue 9's ruling "Resolving a duplicate"): the
+\* empty set is a refusal (already-accounted, already-abandoned, too-young).
+\* Over a binding duplicate or an escalation that stands, the operator
+\* chooses (issue 41 points 2-3): any disposition the store does not
+\* contradict -- an outcome the store holds, an abandonment of an aged act
+\* it does not hold (too-young on the operator's seam reading, resolve 19),
+\* or escalated again (candidates; choose none).  Elsewhere -- and
+\* everywhere when ~OpChoice (the big configurations: README, reductions)
+\* -- the one the operator's own probe supports.
+ODisps(i) ==
     LET S == VisClosings(i)
         dup == ChainDup(S)
         st == IF Heads(S) = {} THEN "none" ELSE log[Standing(S)].ty
-    IN IF ~dup /\ st \in {"outcome", "refused"} THEN "already"            \* resolve 9
-       ELSE IF store[i].st = "committed" THEN "outcome"
-       ELSE IF ~dup /\ st = "abandoned" THEN "already"                     \* resolve 16-17
-       ELSE IF ~Aged(i, now + OperatorSkew) THEN "young"                   \* resolve 18-19
-       ELSE "abandoned"                                                    \* resolve 14, 20a
+        committed == store[i].st = "committed"
+        aged == Aged(i, now + OperatorSkew)                              \* resolve 18-19
+        lawful == (IF committed THEN {"outcome"} ELSE {})
+                  \cup (IF ~committed /\ aged THEN {"abandoned"} ELSE {})
+    IN IF Accounted(S) THEN {}                                            \* resolve 9
+       ELSE IF OpChoice /\ (dup \/ st = "escalated")
+            THEN lawful \cup {"escalated"}                                  \* the operator's choice
+       ELSE IF committed THEN {"outcome"}
+       ELSE IF ~dup /\ st = "abandoned" THEN {}                            \* resolve 16-17
+       ELSE IF ~aged THEN {}                                               \* resolve 18-19
+       ELSE {"abandoned"}                                                  \* resolve 14, 20a
 
 \* resolve 10: an invocation with no readable intent is not-known; resolve
 \* 4-6: take with the sweep lease, held by the operator run id, a blocking
-\* take.  (A call the journal already answers with already-accounted or
-\* too-young is not made: it would only hold the section a moment, which is
-\* the same as the others pausing.)
+\* take.  (A call the journal already answers with a refusal -- already-
+\* accounted, already-abandoned, too-young -- is not made: it would only
+\* hold the section a moment, which is the same as the others pausing.)
 OTake ==
     /\ opr.ph = "idle" /\ opr.c < OpCalls
     /\ \E i \in Invs :
-         /\ VisIntent(i) /\ ODisp(i) \notin {"already", "young"}
+         /\ VisIntent(i) /\ ODisps(i) # {}
          /\ Take(OpRuns[opr.c + 1], SL)
          /\ opr' = [OpAt(opr.c + 1, "read") EXCEPT !.t = i]
     /\ UNCHANGED <<log, net, store, lost>> /\ UNCHANGED Env3
@@ -453,13 +477,13 @@ ORead ==
     /\ LET i == opr.t
            S == VisClosings(i)
            H == Heads(S)
-           disp == ODisp(i)
            nm == CASE Bug = "supersede" -> {}       \* resolved_by and no supersedes
                    [] Bug = "resolveone" -> IF H = {} THEN {} ELSE {Standing(S)}
                    [] OTHER -> H
-       IN IF disp \in {"already", "young"} \/ ~GateOK(OH)
+       IN IF ODisps(i) = {} \/ ~GateOK(OH)
           THEN Release(OH) /\ opr' = OEnd
-          ELSE opr' = [opr EXCEPT !.ph = "issue", !.ty = disp, !.nm = nm, !.saw = S]
+          ELSE /\ \E disp \in ODisps(i) :
+                    opr' = [opr EXCEPT !.ph = "issue", !.ty = disp, !.nm = nm, !.saw = S]
                /\ UNCHANGED lease
     /\ UNCHANGED <<log, net, store, lost>> /\ UNCHANGED Env3
 
@@ -641,6 +665,15 @@ Inv6 ==
         /\ VNames(k) = log[k].nm
         /\ log[k].nm \subseteq log[k].saw
         /\ Heads(log[k].saw) \subseteq log[k].nm
+
+\* The operator's queue closes (resolve 9, 15a, 16a; issue 41 point 3): an
+\* invocation that needs an operator -- a binding duplicate, or an
+\* escalation that stands -- is never answered already-accounted.  Nothing
+\* else writes on it (the sweep's closed ids skip it; its invocation has
+\* closed), so that answer would stand for ever: Resolve must read the
+\* standing chain heads, never a closing one of them superseded.
+NeedsOperator(S) == ChainDup(S) \/ (Heads(S) # {} /\ log[Standing(S)].ty = "escalated")
+InvResolvable == \A i \in Invs : NeedsOperator(VisClosings(i)) => ~Accounted(VisClosings(i))
 
 \* Invariant 8 (the Ledger's): an intent is never in flight -- issued and
 \* still able to land -- while its own invocation no longer holds the section.
