@@ -350,9 +350,10 @@ check_bindings(struct ri *r, struct report *rep)
 		return;
 	for (size_t i = 0; i < r->cfg->n_kinds; i++) {
 		const struct ri_kind *k = &r->cfg->kinds[i], *b = NULL;
-		json_t *due = NULL;
-		if (ri_bindings_at(r, k->name, INT64_MAX, &b) != RI_ST_OK || ri_bindings_due(r, k, &due) != RI_ST_OK)
+		struct ri_append probe = { 0 };
+		if (ri_bindings_at(r, k->name, INT64_MAX, &b) != RI_ST_OK || ri_bindings_due(r, k, &probe) != RI_ST_OK)
 			continue;
+		json_t *due = probe.bound;
 		if (due != NULL && b != NULL && b != k && k->retention_period < b->retention_period) {
 			snprintf(msg, sizeof msg, "kinds.%s.retention_period is shorter than the one the journal holds"
 			    " (%lld s, now %lld s): it applies to new records only -- those written before keep the"

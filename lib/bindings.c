@@ -19,6 +19,7 @@ struct bound {
 struct ri_bindings {
 	bool loaded;
 	int64_t upto;                   /* the highest seq the history holds */
+	int64_t scope_seen;             /* the bindings scope's newest record read (0: none) */
 	struct bound *v;
 	size_t n, cap;
 };
@@ -174,9 +175,12 @@ load(struct ri *r)
 		struct ri_records page;
 		if ((st = r->st->ops->range_read(r->st, &q, &page)) != RI_ST_OK)
 			return st;
-		for (size_t i = 0; i < page.n; i++)
+		for (size_t i = 0; i < page.n; i++) {
+			if (page.v[i].seq > h->scope_seen)
+				h->scope_seen = page.v[i].seq;
 			if (strcmp(page.v[i].action_ref, "audit.bound") == 0)
 				add(h, &page.v[i]);
+		}
 		bool more = page.more;
 		q.from = page.next;
 		ri_records_clear(&page);
@@ -210,16 +214,20 @@ ri_bindings_at(struct ri *r, const char *kind, int64_t seq, const struct ri_kind
 }
 
 int
-ri_bindings_due(struct ri *r, const struct ri_kind *k, json_t **bound)
+ri_bindings_due(struct ri *r, const struct ri_kind *k, struct ri_append *a)
 {
 	struct ri_bindings *h = hist(r);
-	json_t *want;
+	json_t *want, **bound = &a->bound;
 	const struct bound *have = NULL;
 	int st;
 
 	*bound = NULL;
 	if (!h->loaded && (st = load(r)) != RI_ST_OK)
 		return st;
+	/* the decision below holds only while the scope is as read: the
+	 * store judges that under the append's head lock */
+	a->bindings_guard = true;
+	a->bindings_seen = h->scope_seen;
 	want = ri_bindings_json(r->cfg, k);
 	for (size_t i = h->n; i-- > 0 && have == NULL;)
 		if (strcmp(h->v[i].k.name, k->name) == 0)
@@ -243,8 +251,41 @@ ri_bindings_landed(struct ri *r, json_t *bound, int64_t seq)
 	struct ri_record rec = { .seq = seq - 1, .action_ref = "audit.bound", .act_key = (char *)scope,
 		.payload = bound };
 
-	if (bound != NULL && seq > 1)
+	if (bound != NULL && seq > 1) {
 		add(hist(r), &rec);
+		if (rec.seq > hist(r)->scope_seen)
+			hist(r)->scope_seen = rec.seq;
+	}
+}
+
+int
+ri_bindings_append(struct ri *r, const struct ri_kind *k, struct ri_append *a, struct ri_appended *ap,
+    bool *unread)
+{
+	int st;
+
+	for (int tries = 0;; tries++) {
+		*unread = false;
+		a->bound = NULL;
+		if (k != NULL && (st = ri_bindings_due(r, k, a)) != RI_ST_OK) {
+			*unread = true;
+			return st;
+		}
+		st = r->st->ops->record_action(r->st, a, ap);
+		if (st == RI_ST_OK)
+			ri_bindings_landed(r, a->bound, ap->seq);
+		json_decref(a->bound);
+		a->bound = NULL;
+		if (st != RI_ST_STALE_BINDINGS)
+			return st;
+		/* another writer recorded the kind's bindings since this one
+		 * read them (nothing was written): read them again and decide
+		 * anew -- bounded, as a writer rebinding without end is no
+		 * lawful instance */
+		if (tries == 3)
+			return RI_ST_STEP2;
+		hist(r)->loaded = false;
+	}
 }
 
 int

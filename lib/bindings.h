@@ -33,7 +33,7 @@ json_t *ri_bindings_json(const struct ri_config *c, const struct ri_kind *k);
 json_t *ri_bindings_genesis(const struct ri_config *c);
 
 /*
- * A writer about to append a record of kind k: *bound gets the audit.bound
+ * A writer about to append a record of kind k: a->bound gets the audit.bound
  * payload its append must carry (store.h ri_append.bound: the change lands
  * in the record's own transaction, just before it, or not at all -- a
  * refusal still writes nothing), or NULL when the kind's newest audit.bound
@@ -42,8 +42,19 @@ json_t *ri_bindings_genesis(const struct ri_config *c);
  * append landed, ri_bindings_landed(r, bound, record seq) keeps the
  * history in step (the caller still owns bound).
  */
-int ri_bindings_due(struct ri *r, const struct ri_kind *k, json_t **bound);
+int ri_bindings_due(struct ri *r, const struct ri_kind *k, struct ri_append *a);
 void ri_bindings_landed(struct ri *r, json_t *bound, int64_t seq);
+/*
+ * The append of a record of kind k (NULL: none bound) with its bindings
+ * decided as above and judged again by the store in the append's own
+ * transaction (ri_append.bindings_guard): a change another writer
+ * recorded since this one read the history is read and the decision made
+ * anew, so no record lands judged by bindings it was not written under.
+ * The store's code; *unread when the bindings could not be read (nothing
+ * issued).  a->bound is the helper's own.
+ */
+int ri_bindings_append(struct ri *r, const struct ri_kind *k, struct ri_append *a, struct ri_appended *ap,
+    bool *unread);
 
 /*
  * The binding of kind at seq: the newest audit.bound of the kind below

@@ -186,17 +186,8 @@ close_write(struct ri *r, struct inv_req *q, json_t **ans, ri_err *err)
 	int64_t attempts = 0, mono, mono0 = ri_mono_ms();
 	ri_ms left, left0 = RI_NONE;
 	int st, rc;
-	bool found;
+	bool found, unread;
 
-	/* bindings are history (issue 41): a change of the kind's bindings
-	 * since the intent lands with the outcome it judges, or not at all */
-	if (q->k != NULL && (st = ri_bindings_due(r, q->k, &a.bound)) != RI_ST_OK) {
-		release(r, q);
-		rc = ri_refuse_with(ans, ri_refusal_rf_st("outcome", st), err, RI_RF_OUTCOME,
-		    "recording-failure(outcome): the kind's bindings could not be read: %s; nothing written;"
-		    " the act's record is the sweep's -- never re-run", r->st->ops->error(r->st)->msg);
-		goto out;
-	}
 	for (;;) {
 		struct ri_inv inv;
 		struct ri_standing sd;
@@ -265,13 +256,18 @@ close_write(struct ri *r, struct inv_req *q, json_t **ans, ri_err *err)
 		mono = ri_mono_ms();
 		attempts++;
 		ri_mint_id("evt_", mine);       /* each attempt is its own record */
-		st = r->st->ops->record_action(r->st, &a, &ap);
-		snprintf(why, sizeof why, "%s", r->st->ops->error(r->st)->msg);
-		if (st == RI_ST_OK && a.bound != NULL) {
-			ri_bindings_landed(r, a.bound, ap.seq);
-			json_decref(a.bound);
-			a.bound = NULL;
+		/* bindings are history (issue 41): a change of the kind's
+		 * bindings since the intent lands with the outcome it judges,
+		 * or not at all */
+		st = ri_bindings_append(r, q->k, &a, &ap, &unread);
+		if (unread) {
+			release(r, q);
+			rc = ri_refuse_with(ans, ri_refusal_rf_st("outcome", st), err, RI_RF_OUTCOME,
+			    "recording-failure(outcome): the kind's bindings could not be read: %s; nothing written;"
+			    " the act's record is the sweep's -- never re-run", r->st->ops->error(r->st)->msg);
+			goto out;
 		}
+		snprintf(why, sizeof why, "%s", r->st->ops->error(r->st)->msg);
 		switch (st) {
 		case RI_ST_OK:
 			/* close step 4, close step 4.3: landed by the invocation */
@@ -482,21 +478,17 @@ refuse_call(ri *r, json_t *req, json_t **ans, ri_err *err)
 		return rc;
 	}
 	/* bindings are history (issue 41): a change lands with the refusal */
-	if (q.k != NULL && (st = ri_bindings_due(r, q.k, &a.bound)) != RI_ST_OK) {
-		json_decref(payload);
+	bool unread;
+	mono = ri_mono_ms();
+	st = ri_bindings_append(r, q.k, &a, &ap, &unread);
+	json_decref(payload);
+	if (unread) {
 		release(r, &q);
 		return ri_refuse_with(ans, rf_refusal(&q, st), err, RI_RF_REFUSAL,
 		    "recording-failure(refusal): the kind's bindings could not be read: %s",
 		    r->st->ops->error(r->st)->msg);
 	}
-	mono = ri_mono_ms();
-	st = r->st->ops->record_action(r->st, &a, &ap);
-	json_decref(payload);
 	snprintf(why, sizeof why, "%s", r->st->ops->error(r->st)->msg);
-	if (st == RI_ST_OK)
-		ri_bindings_landed(r, a.bound, ap.seq);
-	json_decref(a.bound);
-	a.bound = NULL;
 	switch (st) {
 	case RI_ST_OK:
 		/* refuse step 3.9: the store took the invocation out of the open

@@ -363,7 +363,7 @@ write_intent(struct ri *r, struct open_req *o, json_t *payload, char ev[RI_ID_LE
 		.credential = o->credential, .data = payload, .fence = &fence, .fault_tag = "open.intent" };
 	ri_ms left;
 	int64_t mono;
-	bool found;
+	bool found, unread;
 	int st, rc;
 
 	/* open step 4.1-4.2, journal write bound 1: the gate */
@@ -379,19 +379,15 @@ write_intent(struct ri *r, struct open_req *o, json_t *payload, char ev[RI_ID_LE
 	}
 	/* bindings are history (issue 41): a change of the kind's bindings
 	 * lands with the intent it judges, in its transaction, or not at all */
-	if ((st = ri_bindings_due(r, o->k, &a.bound)) != RI_ST_OK) {
+	mono = ri_mono_ms();
+	st = ri_bindings_append(r, o->k, &a, &ap, &unread);
+	if (unread) {
 		release(r, o);
 		return ri_refuse_with(ans, ri_refusal_rf_st("intent", st), err, RI_RF_INTENT,
 		    "recording-failure(intent): the kind's bindings could not be read: %s",
 		    r->st->ops->error(r->st)->msg);
 	}
-	mono = ri_mono_ms();
-	st = r->st->ops->record_action(r->st, &a, &ap);
 	snprintf(why, sizeof why, "%s", r->st->ops->error(r->st)->msg);
-	if (st == RI_ST_OK)
-		ri_bindings_landed(r, a.bound, ap.seq);
-	json_decref(a.bound);
-	a.bound = NULL;
 	switch (st) {
 	case RI_ST_OK:
 		snprintf(ev, RI_ID_LEN + 1, "%s", ap.event_id);

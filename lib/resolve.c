@@ -356,19 +356,16 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 	if ((rc = ri_seam_now(r, &fence.issue, err)) != RI_OK)
 		goto out;
 	/* bindings are history (issue 41): a change lands with the closing */
-	if ((st = ri_bindings_due(r, q.k, &a.bound)) != RI_ST_OK) {
+	bool unread;
+	mono = ri_mono_ms();
+	st = ri_bindings_append(r, q.k, &a, &ap, &unread);
+	if (unread) {
 		rc = ri_refuse_with(ans, ri_refusal_rf_st("resolution", st), err, RI_RF_RESOLUTION,
 		    "recording-failure(resolution): the kind's bindings could not be read: %s; nothing"
 		    " appended", r->st->ops->error(r->st)->msg);
 		goto out;
 	}
-	mono = ri_mono_ms();
-	st = r->st->ops->record_action(r->st, &a, &ap);
 	snprintf(why, sizeof why, "%s", r->st->ops->error(r->st)->msg);
-	if (st == RI_ST_OK)
-		ri_bindings_landed(r, a.bound, ap.seq);
-	json_decref(a.bound);
-	a.bound = NULL;
 	switch (st) {
 	case RI_ST_OK:
 		*ans = json_pack("{s:s}", "closing_event_id", ap.event_id);

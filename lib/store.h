@@ -40,7 +40,9 @@ enum ri_st {
 	RI_ST_SECTION_UNAVAILABLE,  /* take: not granted within the holder's lease */
 	RI_ST_NOT_HELD,             /* release: the caller does not hold it */
 	RI_ST_EXISTS,               /* actor_add: the name is taken */
-	RI_ST_READONLY              /* the journal is read-only */
+	RI_ST_READONLY,             /* the journal is read-only */
+	RI_ST_STALE_BINDINGS        /* record_action: the bindings scope moved since the
+	                             * writer read it; nothing written, read and retry */
 };
 
 struct ri_record {
@@ -95,6 +97,10 @@ struct ri_append {
 	                                 * before the record, in its transaction: a change
 	                                 * of the kind's bindings lands with the first
 	                                 * record judged by it, or not at all (bindings.h) */
+	bool bindings_guard;            /* the store checks, in the append's transaction,
+	                                 * that the bindings scope's head is still */
+	int64_t bindings_seen;          /* this seq (0: none), which the writer's decision
+	                                 * on `bound` read -- else RI_ST_STALE_BINDINGS */
 };
 
 struct ri_appended {

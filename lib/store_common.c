@@ -580,6 +580,19 @@ ri_append_request_judge(struct ri_st_core *c, const struct ri_append *a, char *k
 }
 
 int
+ri_append_bindings_judge(struct ri_st_core *c, const struct ri_append *a, int64_t last)
+{
+#ifndef RI_NC_BINDINGS_UNGUARDED
+	if (a->bindings_guard && last != a->bindings_seen)
+		return ri_st_fail(c, RI_ST_STALE_BINDINGS, 0, NULL, "the kind's bindings were recorded anew"
+		    " (seq %lld) since this writer read them (seq %lld)", (long long)last, (long long)a->bindings_seen);
+#else
+	(void)c; (void)a; (void)last;   /* negative control: a decision on stale bindings lands */
+#endif
+	return RI_ST_OK;
+}
+
+int
 ri_append_fault_before(struct ri_st_core *c, const struct ri_append *a, enum ri_fault_action *fa)
 {
 	char point[96];

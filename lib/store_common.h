@@ -185,6 +185,10 @@ int ri_substrate_role(struct ri_st_core *c, const struct ri_append *a, int *role
 /* The fault points "<tag>.before" (before storage) and "<tag>.after" (the
  * record landed), and the retention source (*fa RI_FA_NORETENTION: landed
  * on no policy). */
+/* bindings are history (issue 41): the writer's decision on ri_append.bound
+ * still holds at the append -- the bindings scope's verified head (last) is
+ * the one it read; else RI_ST_STALE_BINDINGS, nothing written. */
+int ri_append_bindings_judge(struct ri_st_core *c, const struct ri_append *a, int64_t last);
 int ri_append_fault_before(struct ri_st_core *c, const struct ri_append *a, enum ri_fault_action *fa);
 int ri_append_landed(struct ri_st_core *c, const struct ri_append *a, enum ri_fault_action fa, const char *kind,
     struct ri_appended *out);

@@ -2266,6 +2266,16 @@ pg_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 	    (rc = check_fence(s, kind, a->act_key ? a->act_key : "", a->fence, now)) != RI_ST_OK)
 		goto fail;
 #endif
+	if (a->bindings_guard) {
+		/* bindings are history (issue 41): judged under the head lock, as
+		 * store_sqlite.c's record_action does */
+		struct scope bsc;
+		int64_t blast = 0;
+		scope_make(&bsc, SCOPE_ACT, "audit", "bindings:");
+		if ((rc = scope_head(s, &jh, &bsc, "audit", "bindings:", &blast)) != RI_ST_OK ||
+		    (rc = ri_append_bindings_judge(&s->core, a, blast)) != RI_ST_OK)
+			goto fail;
+	}
 	if (a->bound != NULL) {
 		/* the kind's bindings changed: recorded in the same transaction,
 		 * just before the first record they judge (bindings.h) */

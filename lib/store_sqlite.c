@@ -1611,6 +1611,18 @@ sq_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 		goto fail;
 #endif
 	bool unplaced = fa == RI_FA_NORETENTION;
+	if (a->bindings_guard) {
+		/* bindings are history (issue 41): another writer may have
+		 * recorded the kind's bindings since this one decided what its
+		 * record needs -- judged under the head lock, so the decision and
+		 * the record are one */
+		struct scope bsc;
+		int64_t blast = 0;
+		scope_make(&bsc, SCOPE_ACT, "audit", "bindings:");
+		if ((rc = scope_head(s, &jh, &bsc, "audit", "bindings:", &blast)) != RI_ST_OK ||
+		    (rc = ri_append_bindings_judge(&s->core, a, blast)) != RI_ST_OK)
+			goto fail;
+	}
 	if (a->bound != NULL) {
 		/* the kind's bindings changed: recorded in the same transaction,
 		 * just before the first record they judge (bindings.h) */

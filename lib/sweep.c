@@ -257,16 +257,13 @@ sweep_write(struct sweep *s, const struct ri_kind *k, const struct ri_record *in
 		ri_mint_id("evt_", mine);       /* each attempt is its own record */
 		/* bindings are history (issue 41): a change of the kind's
 		 * bindings lands with the run's first closing they judge */
-		if (ri_bindings_due(r, k, &a.bound) != RI_ST_OK) {
+		bool unread;
+		st = ri_bindings_append(r, k, &a, &ap, &unread);
+		if (unread) {
 			alert(s, "the bindings of kind %s could not be read: %s; the act waits for the next run",
 			    k->name, r->st->ops->error(r->st)->msg);
 			return L_SKIP;
 		}
-		st = r->st->ops->record_action(r->st, &a, &ap);
-		if (st == RI_ST_OK)
-			ri_bindings_landed(r, a.bound, ap.seq);
-		json_decref(a.bound);
-		a.bound = NULL;
 		snprintf(ev, RI_ID_LEN + 1, "%s", mine);
 		switch (st) {
 		case RI_ST_OK:

@@ -140,6 +140,35 @@ outcome_for() {
 	ri-actor revoke ledger-reconciler >/dev/null
 }
 
+@test "issue 41 point 1, Check 2.5 (tla probe-bound-cached): a sweep run that read the bindings under ledger-reconciler, paused while the kind is rebound to ledger-reconciler-2 and an Open records the new binding, lands its outcome with the binding it was written under -- clean, never judged by the newer one" {
+	orphan k
+	later 33
+	ri-actor add ledger-reconciler-2 --service --credential-file "$T/r2.cred" >/dev/null
+	export RI_FAULT_DIR=$T/faults
+	mkdir -p "$RI_FAULT_DIR"
+	mkfifo "$RI_FAULT_DIR/sweep.after_take"
+	RI_FAULT=sweep.after_take=pause ri-sweep >"$T/sweep.out" 2>"$T/sweep.err" </dev/null 3>&- &
+	BG=$!
+	wait_for "$RI_FAULT_DIR/sweep.after_take.reached"
+	# the rotation, while the run (started under the old binding) waits
+	ri_cfg '.kinds.ledger.service_identity = {"actor_ref": "ledger-reconciler-2", "credential_file": "r2.cred"}'
+	o=$(open_req k2 | ri-open)
+	[ "$(records "action_ref = 'audit.bound'")" -eq 1 ]
+	echo >"$RI_FAULT_DIR/sweep.after_take"
+	rc=0
+	wait "$BG" || rc=$?
+	BG=
+	[ "$rc" -eq 0 ] || { echo "ri-sweep exited $rc: $(cat "$T/sweep.err")"; false; }
+	TALLY=$(cat "$T/sweep.out")
+	[ "$(t closed)" -eq 1 ]
+	# ASSERT bindings are history: the outcome the old identity wrote
+	# carries the binding it was written under (a second audit.bound, in
+	# its transaction), so Check 2.5 judges it by that
+	[ "$(records "action_ref = 'audit.bound'")" -eq 2 ]
+	clean
+	close_req "$o" '{"disclosure_id":"d2"}' | ri-close >/dev/null
+}
+
 @test "issue 41 point 1, Check 3.1/3.5: a kind made report-only after the sweep closed an act in time -- the act is judged by the binding of its time (3.1, clean), not by today's (3.5)" {
 	orphan k
 	later 33
