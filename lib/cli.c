@@ -114,11 +114,10 @@ vwarn_line(const char *fmt, va_list ap)
 		} else if (clock_gettime(CLOCK_REALTIME, &ts) == 0) {
 			ri_format_instant((ri_ms)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, at);
 		}
-		if (at[0] != '\0')
-			strcat(at, " ");
 	}
 	/* a journal URI's password never reaches a log (issue 40 point 9) */
-	fprintf(stderr, "%s%s: %s\n", at, ri_progname, ri_local(ri_redact(msg, safe, sizeof safe), loc, sizeof loc));
+	fprintf(stderr, "%s%s%s: %s\n", at, at[0] != '\0' ? " " : "", ri_progname,
+	    ri_local(ri_redact(msg, safe, sizeof safe), loc, sizeof loc));
 }
 
 void
