@@ -140,7 +140,7 @@ main(int argc, char **argv)
 	unsigned char inst[RI_INSTANCE_LEN];
 	char pktext[256], skhex[2 * sizeof sk + 2], pubpath[4096], insthex[33];
 	int ch, rc;
-	bool pg_made = false;
+	bool pg_made = false, witness_made = false;
 
 	ri_cli_init(argc, argv);
 	while ((ch = getopt_long(argc, argv, RI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
@@ -204,7 +204,7 @@ main(int argc, char **argv)
 	if (c->witness != NULL) {
 		if ((rc = ri_witness_create(c->witness, &err)) != RI_OK)
 			goto fail;
-		created[n_created++] = c->witness;
+		witness_made = true;
 	}
 	if (ri_journal_is_pg(c->journal)) {
 		/* the schema, in an empty database only (refuses a non-empty one) */
@@ -252,6 +252,11 @@ main(int argc, char **argv)
 	return rc;
 fail:
 	undo();
+	if (witness_made) {
+		ri_err e2;
+		if (ri_witness_remove(c->witness, &e2) != RI_OK)
+			ri_warnx("%s", e2.msg);
+	}
 	if (pg_made) {
 		ri_err e2;
 		if (ri_pg_drop(c, &e2) != RI_OK)

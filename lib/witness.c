@@ -143,6 +143,16 @@ file_open(const char *path, int flags, int *fd, ri_err *err)
 }
 
 int
+ri_witness_remove(const char *where, ri_err *err)
+{
+	if (ri_witness_is_pg(where))
+		return ri_witness_pg_drop(where, err);
+	if (unlink(where) != 0 && errno != ENOENT)
+		return ri_fail(err, RI_CONFIG, "witness %s: %s", where, strerror(errno));
+	return RI_OK;
+}
+
+int
 ri_witness_create(const char *where, ri_err *err)
 {
 	int fd;

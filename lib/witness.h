@@ -82,6 +82,9 @@ struct ri_witness;
 
 /* Create an empty witness (mode 0600); refuses an existing file. */
 int ri_witness_create(const char *where, ri_err *err);
+/* Undo ri_witness_create (a failed ri-init, issue 40 point 11): the file
+ * unlinked, or the table dropped. */
+int ri_witness_remove(const char *where, ri_err *err);
 /*
  * Open the witness at `where` for instance `instance`.  key: the integrity
  * key (NULL: a keyless reader, which can verify only signed lines, against

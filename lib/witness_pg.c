@@ -105,6 +105,22 @@ ri_witness_pg_create(const char *uri, ri_err *err)
 }
 
 int
+ri_witness_pg_drop(const char *uri, ri_err *err)
+{
+	PGconn *conn;
+	PGresult *r;
+	int rc;
+
+	if ((rc = connect_to(uri, &conn, err)) != RI_OK)
+		return rc;
+	r = PQexec(conn, "DROP TABLE IF EXISTS ri_witness; DROP FUNCTION IF EXISTS ri_witness_append_only()");
+	rc = PQresultStatus(r) == PGRES_COMMAND_OK ? RI_OK : failed(uri, conn, r, "cannot drop", err);
+	PQclear(r);
+	PQfinish(conn);
+	return rc;
+}
+
+int
 ri_witness_pg_open(const char *uri, struct ri_witness_pg **out, ri_err *err)
 {
 	struct ri_witness_pg *p = ri_xcalloc(1, sizeof *p);

@@ -12,6 +12,9 @@
 struct ri_witness_pg;
 
 int ri_witness_pg_create(const char *uri, ri_err *err);
+/* Undo ri_witness_pg_create: a failed ri-init leaves no witness table
+ * (issue 40 point 11). */
+int ri_witness_pg_drop(const char *uri, ri_err *err);
 int ri_witness_pg_open(const char *uri, struct ri_witness_pg **out, ri_err *err);
 void ri_witness_pg_close(struct ri_witness_pg *p);
 /* The line with the highest seq (*text NULL: none), malloc'ed. */

@@ -33,7 +33,10 @@ dml_role() {
 	uri=$(jq -r .journal "$RI_CONFIG")
 	schema=$(sql "SELECT current_schema()")
 	role=dml_$schema
-	sql "CREATE ROLE $role LOGIN; GRANT USAGE ON SCHEMA $schema TO $role;
+	# the journal's role "ri" may not create roles (it is no superuser,
+	# as in production): the server's admin makes it, ri grants on its own
+	psql -h "$RI_TEST_PG_HOST" -U postgres -d ri -qAtc "CREATE ROLE $role LOGIN" >/dev/null
+	sql "GRANT USAGE ON SCHEMA $schema TO $role;
 	    GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA $schema TO $role" >/dev/null
 	DML=${uri/user=ri/user=$role}
 }
@@ -75,6 +78,14 @@ as_dml() {
 	kill "$HOLDER"
 	wait "$HOLDER" 2>/dev/null || true
 	HOLDER=
+	# (a killed psql leaves its backend asleep, the lock held: end it)
+	psql -h "$RI_TEST_PG_HOST" -U postgres -d ri -qAtc "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+	    WHERE query LIKE '%pg_sleep(600)%' AND pid <> pg_backend_pid()" >/dev/null
+	for _ in $(seq 1 200); do
+		[ "$(sql "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+		    WHERE c.relname = 'nodes' AND l.mode = 'AccessExclusiveLock'")" -eq 0 ] && break
+		sleep 0.05
+	done
 	run --separate-stderr ri-audit
 	printf '%s\n' "$output" >"$T/audit.json"
 	[ "$status" -eq 1 ]
@@ -102,7 +113,7 @@ payloads() {
 	[ "$(payloads)" -eq "$n" ]
 	# a clock of its own, found first on its search_path
 	schema=$(sql "SELECT current_schema()")
-	sql "CREATE SCHEMA evil_$schema AUTHORIZATION dml_$schema" >/dev/null
+	psql -h "$RI_TEST_PG_HOST" -U postgres -d ri -qAtc "CREATE SCHEMA evil_$schema AUTHORIZATION dml_$schema" >/dev/null
 	run as_dml "CREATE FUNCTION evil_$schema.ri_clock() RETURNS bigint LANGUAGE sql
 	    AS 'SELECT 9223372036854775807::bigint';
 	    SET search_path = evil_$schema, $schema; UPDATE records SET payload = NULL, salt = NULL"
@@ -146,7 +157,11 @@ with_password() {
 	jq -e '.capabilities[] | select(.check == "journal") | .message | test("postgresql://ri:\\*\\*\\*@.*password=\\*\\*\\*")' <<<"$output"
 	# ri-init's answer names the journal it made
 	mkdir "$T/i2"
-	jq --arg u "$(with_password "$(ri_pg_new_db)")" '.journal = $u' "$RI_CONFIG" >"$T/i2/ri.json"
+	# a second instance: its own journal and its own witness
+	cp "$RI_CONFIG" "$T/i2/ri.json"
+	ri_pg_journal "$T/i2/ri.json"
+	jq --arg u "$(with_password "$(jq -r .journal "$T/i2/ri.json")")" '.journal = $u' "$T/i2/ri.json" >"$T/i2/ri.json.new"
+	mv "$T/i2/ri.json.new" "$T/i2/ri.json"
 	run --separate-stderr env RI_CONFIG="$T/i2/ri.json" ri-init
 	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
 	printf '%s\n%s\n' "$output" "$stderr" >>"$T/all.out"
@@ -184,7 +199,8 @@ tables() {
 @test "issue 40 point 11: a step after the schema that fails (the genesis seal, whose clock cannot be read) drops what ri-init made in the database and removes every file it made, so the corrected retry succeeds" {
 	ri_instance
 	mkdir "$T/i2"
-	jq --arg u "$(ri_pg_new_db)" '.journal = $u' "$RI_CONFIG" >"$T/i2/ri.json"
+	cp "$RI_CONFIG" "$T/i2/ri.json"
+	ri_pg_journal "$T/i2/ri.json"          # its own journal and witness
 	# nothing before the schema reads the clock; the genesis seal does
 	run --separate-stderr env RI_CONFIG="$T/i2/ri.json" RI_NOW=not-an-instant ri-init
 	[ "$status" -ne 0 ]
