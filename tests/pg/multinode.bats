@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # multinode.bats -- one instance on PostgreSQL shared by two "hosts" (issue
-# 13): two configs in two directories, each with its own copy of the keys
-# and its own findings register, one journal database and one witness
-# (a database of its own the journal's role cannot write, issue 39).  Runs only
+# 13): two configs in two directories, each with its own copy of the keys,
+# one journal database -- which holds the one findings register every host
+# writes and reads (issue 41 point 5) -- and one witness (a database of its
+# own the journal's role cannot write, issue 39).  Runs only
 # under tests/pg/run (make test-pg), which starts the server and exports
 # RI_TEST_PG_HOST, RI_TEST_PG_DATA and PGBIN.
 # test-pg: alone -- its server-restart test restarts the server every suite
@@ -24,12 +25,13 @@ teardown() {
 }
 
 # host_b -- a second host of the instance under $T/b: the same journal,
-# witness and keys, its own config directory and findings register
+# witness, findings register and keys, its own config directory
 host_b() {
 	B=$T/b
 	mkdir -p "$B"
 	cp "$T/journal.key" "$T/seal.key" "$T/seal.key.pub" "$T/reconciler.cred" "$B/"
-	cp "$T/findings.db" "$B/findings.db"
+	# a host-local register file, were there one (before issue 41 point 5)
+	if [ -e "$T/findings.db" ]; then cp "$T/findings.db" "$B/findings.db"; fi
 	cp "$RI_CONFIG" "$B/ri.json"     # its paths are relative: B's own files
 	BCFG=$B/ri.json
 	export BCFG
@@ -306,7 +308,8 @@ schema_of() {
 	# host C: a third host, which never writes the act the rollback loses
 	C=$T/c
 	mkdir -p "$C"
-	cp "$T/journal.key" "$T/seal.key" "$T/seal.key.pub" "$T/reconciler.cred" "$T/findings.db" "$RI_CONFIG" "$C/"
+	cp "$T/journal.key" "$T/seal.key" "$T/seal.key.pub" "$T/reconciler.cred" "$RI_CONFIG" "$C/"
+	if [ -e "$T/findings.db" ]; then cp "$T/findings.db" "$C/"; fi
 	run --separate-stderr ri-startcheck --json
 	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
 	jq -e '.capabilities[] | select(.check == "witness-independent") | .pass' <<<"$output" >/dev/null
@@ -367,4 +370,33 @@ schema_of() {
 		jq -e '.capabilities[] | select(.check == "witness-independent") | (.pass | not) and
 		    (.message | contains("can write the witness"))' <<<"$output" >/dev/null
 	}
+}
+
+@test "issue 41 point 5, one findings register per instance: host B's sweep surfaces an aged intent (closure-at-risk); host A's ri-findings lists it, and A's ri-audit passes 3.5 as B's does -- the verdict does not depend on which host audits" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	L=$T/ledger.db
+	ledger-admin --store "$L" init >/dev/null
+	# no service identity: 3.5 asks the register whether the aged intent
+	# was surfaced in time (Check 3.5; findings 7)
+	ri_cfg '.kinds.ledger.service_identity = null'
+	host_b
+	OPEN=$(open_req aged | ri-open)
+	INV=$(jq -r .invocation_id <<<"$OPEN")
+	ri_at 450
+	run --separate-stderr as_b ri-sweep
+	[ "$status" -eq 0 ] || [ "$status" -eq 3 ] || { echo "B's sweep: $status $output $stderr"; false; }
+	# host A's register is host B's
+	for host in "$RI_CONFIG" "$BCFG"; do
+		RI_CONFIG=$host run --separate-stderr ri-findings
+		[ "$status" -eq 0 ] || { echo "ri-findings ($host): $status $stderr"; false; }
+		jq -se --arg i "$INV" 'map(select(.finding == "closure-at-risk" and .invocation_id == $i)) | length == 1' \
+		    <<<"$output" >/dev/null || { echo "ri-findings on $host lacks B's closure-at-risk: $output"; false; }
+	done
+	ri_at 700
+	for host in "$RI_CONFIG" "$BCFG"; do
+		RI_CONFIG=$host run --separate-stderr ri-audit
+		jq -e '.checks[] | select(.check == "3.5") | .status == "pass"' <<<"$output" >/dev/null ||
+		    { echo "ri-audit on $host: 3.5 $(jq -c '.checks[] | select(.check == "3.5")' <<<"$output")"; false; }
+	done
 }
