@@ -30,11 +30,20 @@ host_b() {
 	B=$T/b
 	mkdir -p "$B"
 	cp "$T/journal.key" "$T/seal.key" "$T/seal.key.pub" "$T/reconciler.cred" "$B/"
-	# a host-local register file, were there one (before issue 41 point 5)
-	if [ -e "$T/findings.db" ]; then cp "$T/findings.db" "$B/findings.db"; fi
+	copy_local_register "$B"
 	cp "$RI_CONFIG" "$B/ri.json"     # its paths are relative: B's own files
 	BCFG=$B/ri.json
 	export BCFG
+}
+
+# copy_local_register DIR -- a copy of the host-local findings register file
+# the config names, were there one: there is none on PostgreSQL, whose
+# register is the journal database's (issue 41 point 5); a build that
+# keeps it per host (RI_NC_FINDINGS_PER_HOST) gives each host its own
+copy_local_register() {
+	local f
+	f=$(jq -r .findings "$RI_CONFIG")
+	if [ -e "$T/$f" ]; then cp "$T/$f" "$1/$f"; fi
 }
 
 # as_b CMD... -- run a command as host B
@@ -309,7 +318,7 @@ schema_of() {
 	C=$T/c
 	mkdir -p "$C"
 	cp "$T/journal.key" "$T/seal.key" "$T/seal.key.pub" "$T/reconciler.cred" "$RI_CONFIG" "$C/"
-	if [ -e "$T/findings.db" ]; then cp "$T/findings.db" "$C/"; fi
+	copy_local_register "$C"
 	run --separate-stderr ri-startcheck --json
 	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
 	jq -e '.capabilities[] | select(.check == "witness-independent") | .pass' <<<"$output" >/dev/null
