@@ -23,6 +23,7 @@
 
 #include <sodium.h>
 
+#include "fault.h"
 #include "findings_int.h"
 #include "pq.h"
 
@@ -37,7 +38,11 @@ struct ri_findings_pg {
 
 /* issue 41 point 5: a write's read-then-write decision holds the
  * register's write lock (see the head of this file) */
+#ifdef RI_NC_FINDINGS_UNLOCKED
+#define BEGIN_WRITE "BEGIN"     /* negative control: two hosts' writes race */
+#else
 #define BEGIN_WRITE "BEGIN; LOCK TABLE findings IN SHARE ROW EXCLUSIVE MODE"
+#endif
 
 static int
 pg_fail(struct ri_findings_pg *p, PGresult *r, ri_err *err)
@@ -342,6 +347,7 @@ ri_findings_pg_instance(struct ri_findings_pg *p, enum ri_finding what, const ch
 	if (!judge_one(p, SEL " WHERE scope = 'instance' AND closed_at IS NULL AND finding = $1"
 	    " AND coalesce(kind, '') = $2", 2, sel, &id, &ok, &keyless, NULL, &bad))
 		return pg_fail(p, bad, err);
+	ri_fault("findings.decided");
 	i64(sid, sizeof sid, id);
 	if (id > 0 && ok) {
 		/* findings 9: advance the standing record */

@@ -409,3 +409,37 @@ schema_of() {
 		    { echo "ri-audit on $host: 3.5 $(jq -c '.checks[] | select(.check == "3.5")' <<<"$output")"; false; }
 	done
 }
+
+@test "issue 41 point 5, two hosts' sweeps at once on one register: host A pauses between reading that no store-unavailable stands and writing one; host B's sweep waits for it -- never a second standing record, never a register write refused (findings 9, 12)" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	L=$T/ledger.db
+	ledger-admin --store "$L" init >/dev/null
+	# the store is down for every host: each probe answers unavailable
+	ri_cfg ".kinds.ledger.probe[2] = \"$T/missing/ledger.db\""
+	host_b
+	for k in k1 k2 k3; do open_req "$k" | ri-open >/dev/null; done
+	ri_at 40
+	pause_point findings.decided
+	RI_FAULT=findings.decided=pause ri-sweep >"$T/a.out" 2>&1 &
+	a=$!
+	reached findings.decided
+	as_b ri-sweep >"$T/b.out" 2>&1 &
+	b=$!
+	# B reaches the register while A holds its decision: B waits on A's
+	# lock (or, were there none, writes beside it and finishes)
+	for _ in $(seq 1 200); do
+		kill -0 "$b" 2>/dev/null || break
+		[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+		    AND query LIKE '%LOCK TABLE findings%'")" -gt 0 ] && break
+		sleep 0.05
+	done
+	echo go >"$RI_FAULT_DIR/findings.decided"
+	wait "$a" || true
+	wait "$b" || true
+	# ASSERT issue 41 point 5: neither host's register write was refused
+	! grep -H "could not surface" "$T/a.out" "$T/b.out" || false
+	run --separate-stderr ri-findings --open
+	[ "$status" -eq 0 ] || { echo "ri-findings: $status $stderr"; false; }
+	[ "$(jq -s '[.[] | select(.finding == "store-unavailable" and .kind == "ledger")] | length' <<<"$output")" -eq 1 ]
+}
