@@ -176,8 +176,8 @@ main(int argc, char **argv)
 	snprintf(pubpath, sizeof pubpath, "%s.pub", c->seal_key_file);
 	/* refuse before creating anything, so a refusal leaves no debris:
 	 * nothing there already, and somewhere to make each (issue 40 point 11) */
-	const char *paths[] = { c->integrity_key_file, c->seal_key_file, pubpath, c->journal, c->findings,
-		c->witness };
+	const char *paths[] = { c->integrity_key_file, c->seal_key_file, pubpath, c->journal,
+		ri_findings_location(c), c->witness };
 	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
 		if (paths[i] == NULL || ri_journal_is_pg(paths[i]))
 			continue;       /* a database is checked when it is connected to */
@@ -198,9 +198,14 @@ main(int argc, char **argv)
 	if ((rc = write_new(c->integrity_key_file, 0600, key, sizeof key, &err)) != RI_OK ||
 	    (rc = write_new(c->seal_key_file, 0600, skhex, strlen(skhex), &err)) != RI_OK)
 		goto fail;
-	if ((rc = ri_findings_create(c->findings, &err)) != RI_OK)
-		goto fail;
-	created[n_created++] = c->findings;
+	/* on PostgreSQL the register is a table of the journal's schema
+	 * (issue 41 point 5), made by ri_pg_create below and removed with it
+	 * by undo; else its own file */
+	if (!ri_journal_is_pg(ri_findings_location(c))) {
+		if ((rc = ri_findings_create(c->findings, &err)) != RI_OK)
+			goto fail;
+		created[n_created++] = c->findings;
+	}
 	if (c->witness != NULL) {
 		if ((rc = ri_witness_create(c->witness, &err)) != RI_OK)
 			goto fail;
@@ -241,7 +246,7 @@ main(int argc, char **argv)
 	char journal[4096], findings[4096], witness[4096];
 	json_t *ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:{s:O, s:O}}",
 	    "journal", ri_redact(c->journal, journal, sizeof journal),
-	    "findings", ri_redact(c->findings, findings, sizeof findings),
+	    "findings", ri_redact(ri_findings_location(c), findings, sizeof findings),
 	    "integrity_key_file", c->integrity_key_file,
 	    "seal_key_file", c->seal_key_file, "seal_public_key_file", pubpath, "instance_id", insthex,
 	    "witness", c->witness ? json_string(ri_redact(c->witness, witness, sizeof witness)) : json_null(),

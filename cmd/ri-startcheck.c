@@ -476,8 +476,10 @@ check_findings(const struct ri_config *c, struct report *rep)
 {
 	struct ri_findings *f;
 	ri_err err;
+	char where[4096];
 
-	if (ri_findings_open(c->findings, true, &f, &err) == RI_OK) {
+	ri_redact(ri_findings_location(c), where, sizeof where);
+	if (ri_findings_open(ri_findings_location(c), true, &f, &err) == RI_OK) {
 		struct unverified u = { 0 };
 		int rc = ri_findings_each(f, false, NULL, count_unverified, &u, &err);
 		int64_t keyless = ri_findings_keyless(f);
@@ -492,9 +494,9 @@ check_findings(const struct ri_config *c, struct report *rep)
 				    RI_FINDINGS_KEYLESS_MAX);
 			rep->integrity_failed = true;
 			cap(rep, false, "findings", "%s: %lld rows fail their MAC (first: row %lld, %s): forged or"
-			    " altered, never evidence%s", c->findings, (long long)u.n, (long long)u.first_id, u.first, past);
+			    " altered, never evidence%s", where, (long long)u.n, (long long)u.first_id, u.first, past);
 		} else {
-			cap(rep, true, "findings", "%s: reachable%s", c->findings, rep->keyed ? "; every row verifies" : "");
+			cap(rep, true, "findings", "%s: reachable%s", where, rep->keyed ? "; every row verifies" : "");
 		}
 	} else {
 		cap(rep, false, "findings", "%s", err.msg);
@@ -681,7 +683,7 @@ check_files_private(const struct ri_config *c, struct report *rep)
 
 	private_path(&x, c->path);
 	private_sidecars(&x, c->journal);
-	private_sidecars(&x, c->findings);
+	private_sidecars(&x, ri_findings_location(c));
 	private_path(&x, c->witness);
 	(void)each_run_lock(c, base, sizeof base, private_lock, &x);
 	private_path(&x, c->integrity_key_file);

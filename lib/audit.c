@@ -1748,7 +1748,9 @@ ri_audit(ri *r, const struct ri_audit_opts *o, json_t **ans, ri_err *err)
 				    " it, the line is a claim the journal must reach, not verified");
 		}
 	}
-	const char *regpath = o->findings ? o->findings : a.c->findings;
+	/* issue 41 point 5: on PostgreSQL the instance's one register, in
+	 * the journal's database -- whichever host audits reads the same */
+	const char *regpath = o->findings ? o->findings : ri_findings_location(a.c);
 	if (ri_findings_open(regpath, true, &a.reg, &e) == RI_OK) {
 		a.have_register = true;
 		if (ri_findings_each(a.reg, false, NULL, load_span, &a, &e) != RI_OK)

@@ -1,4 +1,6 @@
-/* findings.c -- the findings register on its own SQLite file. */
+/* findings.c -- the findings register: on its own SQLite file, or -- on a
+ * PostgreSQL journal -- a table in the journal's database (findings_pg.c),
+ * so one register serves every host of the instance (issue 41 point 5). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -8,15 +10,29 @@
 
 #include <sodium.h>
 
-#include "findings.h"
-#include "heads.h"
+#include "findings_int.h"
 #include "sha256.h"
 
 struct ri_findings {
 	sqlite3 *db;
 	char *path;
 	int64_t keyless;                /* rows shaped as keyless refusals (-1: not counted yet) */
+	struct ri_findings_pg *pg;      /* the PostgreSQL register (db NULL then) */
 };
+
+const char *
+ri_findings_location(const struct ri_config *c)
+{
+#ifdef RI_NC_FINDINGS_PER_HOST
+	/* negative control: each host keeps its own register on PostgreSQL */
+	return c->findings;
+#else
+	/* issue 41 point 5, one findings register per instance (findings
+	 * 1-13): on PostgreSQL every host's sweeps write, and every audit
+	 * reads, the register in the journal's own database */
+	return ri_journal_is_pg(c->journal) ? c->journal : c->findings;
+#endif
+}
 
 /* The register's key, derived from the integrity key (heads.h); set once
  * per process by whoever loaded that key (ri_instance_attach). */
@@ -64,57 +80,84 @@ static const char schema[] =
 	"CREATE TABLE runs(run_id TEXT PRIMARY KEY, started_at INTEGER NOT NULL,"
 	"  seq INTEGER NOT NULL UNIQUE) STRICT, WITHOUT ROWID;";
 
-#define ROW_COLS "id, finding, scope, kind, act_key, invocation_id, first_seen, first_seen_at," \
-	" last_seen, last_seen_at, closed_at, run_id, detail, mac"
+#define ROW_COLS RI_FINDINGS_COLS ", mac"
 
-static void
-fm_str(ri_hmac_state *st, sqlite3_stmt *q, int i)
+bool
+ri_findings_keyed(void)
 {
-	unsigned char tag = (unsigned char)sqlite3_column_type(q, i), len[8];
-	int n = sqlite3_column_bytes(q, i);
-	const unsigned char *v = sqlite3_column_blob(q, i);
-
-	ri_hmac_update(st, &tag, 1);
-	for (int k = 7; k >= 0; k--)
-		len[7 - k] = (unsigned char)((uint64_t)n >> (8 * k));
-	ri_hmac_update(st, len, 8);
-	if (n > 0 && v != NULL)
-		ri_hmac_update(st, v, (size_t)n);
+	return fkey_set;
 }
 
-/* The MAC of a row as selected with ROW_COLS (all but the mac), under the
- * register's key: every column with its storage type. */
-static void
-row_mac(sqlite3_stmt *q, unsigned char out[RI_HASH_LEN])
+/* The MAC of a row (its columns but the mac), under the register's key:
+ * every column with its storage type. */
+void
+ri_findings_row_mac(const struct ri_fcol *c, unsigned char out[RI_HASH_LEN])
 {
 	ri_hmac_state st;
 
 	ri_hmac_init_raw(&st, fkey, sizeof fkey);
 	ri_hmac_update(&st, (const unsigned char *)"ri finding", 11);
-	for (int i = 0; i < 13; i++) {
-		if (sqlite3_column_type(q, i) == SQLITE_INTEGER) {
-			unsigned char tag = SQLITE_INTEGER, b[8];
-			uint64_t v = (uint64_t)sqlite3_column_int64(q, i);
+	for (int i = 0; i < RI_FINDINGS_NCOLS - 1; i++) {
+		unsigned char tag = (unsigned char)c[i].type, b[8];
+		if (c[i].type == SQLITE_INTEGER) {
+			uint64_t v = (uint64_t)c[i].i;
 			for (int k = 7; k >= 0; k--, v >>= 8)
 				b[k] = (unsigned char)(v & 0xff);
 			ri_hmac_update(&st, &tag, 1);
 			ri_hmac_update(&st, b, 8);
-		} else {
-			fm_str(&st, q, i);
+			continue;
 		}
+		size_t n = c[i].type == SQLITE_NULL ? 0 : c[i].n;
+		ri_hmac_update(&st, &tag, 1);
+		for (int k = 7; k >= 0; k--)
+			b[7 - k] = (unsigned char)((uint64_t)n >> (8 * k));
+		ri_hmac_update(&st, b, 8);
+		if (n > 0 && c[i].s != NULL)
+			ri_hmac_update(&st, c[i].s, n);
 	}
 	ri_hmac_final(&st, out);
+}
+
+bool
+ri_findings_row_verified(const struct ri_fcol *c)
+{
+	unsigned char want[RI_HASH_LEN];
+	const struct ri_fcol *mac = &c[RI_FINDINGS_NCOLS - 1];
+
+	if (!fkey_set || mac->type != SQLITE_BLOB || mac->n != RI_HASH_LEN || mac->s == NULL)
+		return false;
+	ri_findings_row_mac(c, want);
+	return sodium_memcmp(want, mac->s, RI_HASH_LEN) == 0;
+}
+
+/* A row as typed values (SQLite: the statement's current row). */
+static void
+sq_cols(sqlite3_stmt *q, struct ri_fcol *c)
+{
+	for (int i = 0; i < RI_FINDINGS_NCOLS; i++) {
+		c[i].type = sqlite3_column_type(q, i);
+		c[i].i = c[i].type == SQLITE_INTEGER ? sqlite3_column_int64(q, i) : 0;
+		c[i].s = c[i].type == SQLITE_TEXT || c[i].type == SQLITE_BLOB ? sqlite3_column_blob(q, i) : NULL;
+		c[i].n = c[i].s != NULL ? (size_t)sqlite3_column_bytes(q, i) : 0;
+	}
+}
+
+static void
+row_mac(sqlite3_stmt *q, unsigned char out[RI_HASH_LEN])
+{
+	struct ri_fcol c[RI_FINDINGS_NCOLS];
+
+	sq_cols(q, c);
+	ri_findings_row_mac(c, out);
 }
 
 static bool
 row_verified(sqlite3_stmt *q)
 {
-	unsigned char want[RI_HASH_LEN];
+	struct ri_fcol c[RI_FINDINGS_NCOLS];
 
-	if (!fkey_set || sqlite3_column_type(q, 13) != SQLITE_BLOB || sqlite3_column_bytes(q, 13) != RI_HASH_LEN)
-		return false;
-	row_mac(q, want);
-	return sodium_memcmp(want, sqlite3_column_blob(q, 13), RI_HASH_LEN) == 0;
+	sq_cols(q, c);
+	return ri_findings_row_verified(c);
 }
 
 /* A start-gate refusal recorded where the key could not be read carries
@@ -132,26 +175,37 @@ row_verified(sqlite3_stmt *q)
  * the register, none is excused (ri_findings_each), and every surface
  * that reads the register fails as for forged rows, saying why.
  */
-#define KEYLESS_SHAPE "mac IS NULL AND finding = 'start-refused' AND scope = 'instance'" \
-	" AND run_id = 'start-gate' AND act_key IS NULL AND invocation_id IS NULL"
+#define KEYLESS_SHAPE RI_FINDINGS_KEYLESS_SHAPE
+
+static bool
+is_text(const struct ri_fcol *c, const char *want)
+{
+	return c->type == SQLITE_TEXT && c->s != NULL && c->n == strlen(want) && memcmp(c->s, want, c->n) == 0;
+}
+
+bool
+ri_findings_row_keyless(const struct ri_fcol *c)
+{
+	json_t *d;
+	bool causes;
+
+	if (c[13].type != SQLITE_NULL || !is_text(&c[1], ri_finding_name(RI_F_START_REFUSED)) ||
+	    !is_text(&c[2], "instance") || !is_text(&c[11], "start-gate") || c[12].type != SQLITE_TEXT ||
+	    c[12].s == NULL || c[4].type != SQLITE_NULL || c[5].type != SQLITE_NULL)
+		return false;
+	d = json_loadb((const char *)c[12].s, c[12].n, 0, NULL);
+	causes = json_is_object(d) && json_is_object(json_object_get(d, "causes"));
+	json_decref(d);
+	return causes;
+}
 
 static bool
 row_keyless(sqlite3_stmt *q)
 {
-	const unsigned char *finding = sqlite3_column_text(q, 1), *scope = sqlite3_column_text(q, 2);
-	const unsigned char *run = sqlite3_column_text(q, 11), *detail = sqlite3_column_text(q, 12);
-	json_t *d;
-	bool causes;
+	struct ri_fcol c[RI_FINDINGS_NCOLS];
 
-	if (sqlite3_column_type(q, 13) != SQLITE_NULL || finding == NULL || scope == NULL || run == NULL ||
-	    detail == NULL || strcmp((const char *)finding, ri_finding_name(RI_F_START_REFUSED)) != 0 ||
-	    strcmp((const char *)scope, "instance") != 0 || strcmp((const char *)run, "start-gate") != 0 ||
-	    sqlite3_column_type(q, 4) != SQLITE_NULL || sqlite3_column_type(q, 5) != SQLITE_NULL)
-		return false;
-	d = json_loads((const char *)detail, 0, NULL);
-	causes = json_is_object(d) && json_is_object(json_object_get(d, "causes"));
-	json_decref(d);
-	return causes;
+	sq_cols(q, c);
+	return ri_findings_row_keyless(c);
 }
 
 int64_t
@@ -159,6 +213,8 @@ ri_findings_keyless(struct ri_findings *f)
 {
 	sqlite3_stmt *q;
 
+	if (f->pg != NULL)
+		return ri_findings_pg_keyless(f->pg);
 	if (f->keyless >= 0)
 		return f->keyless;
 	if (sqlite3_prepare_v2(f->db, "SELECT count(*) FROM findings WHERE " KEYLESS_SHAPE, -1, &q, NULL) != SQLITE_OK)
@@ -271,6 +327,10 @@ ri_findings_create(const char *path, ri_err *err)
 	sqlite3 *db = NULL;
 	int fd, rc;
 
+	/* on PostgreSQL the register is made with the journal's schema
+	 * (store_pg.c, ri_pg_create): nothing to make here */
+	if (ri_journal_is_pg(path))
+		return RI_OK;
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return ri_fail(err, errno == EEXIST ? RI_USAGE : RI_CONFIG, "findings register %s: %s",
@@ -295,6 +355,19 @@ ri_findings_open(const char *path, bool readonly, struct ri_findings **out, ri_e
 	char why[512];
 
 	*out = NULL;
+	if (ri_journal_is_pg(path)) {
+		/* issue 41 point 5: the one register of the instance, a table in
+		 * the journal's database */
+		struct ri_findings_pg *pg;
+		int rc = ri_findings_pg_open(path, readonly, &pg, err);
+		if (rc != RI_OK)
+			return rc;
+		f = ri_xcalloc(1, sizeof *f);
+		f->pg = pg;
+		f->keyless = -1;
+		*out = f;
+		return RI_OK;
+	}
 	/* a FIFO in its place (or beside it) never hangs the caller (issue 40
 	 * point 3) */
 	if (ri_db_files_regular(path, why, sizeof why) != 0)
@@ -320,6 +393,7 @@ ri_findings_close(struct ri_findings *f)
 {
 	if (f == NULL)
 		return;
+	ri_findings_pg_close(f->pg);
 	sqlite3_close(f->db);
 	free(f->path);
 	free(f);
@@ -345,6 +419,11 @@ ri_findings_act(struct ri_findings *f, enum ri_finding what, const char *kind,
 	int64_t id;
 	int rc;
 
+	if (f->pg != NULL) {
+		rc = ri_findings_pg_act(f->pg, what, kind, act_key, invocation_id, by, now, d, err);
+		free(d);
+		return rc;
+	}
 	if (sqlite3_exec(f->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
 		free(d);
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "findings register %s: %s", f->path, sqlite3_errmsg(f->db));
@@ -420,6 +499,8 @@ ri_findings_run_begin(struct ri_findings *f, const char *run_id, ri_ms now, ri_e
 {
 	sqlite3_stmt *st;
 
+	if (f->pg != NULL)
+		return ri_findings_pg_run_begin(f->pg, run_id, now, err);
 	if (sqlite3_prepare_v2(f->db, "INSERT INTO runs(run_id, started_at, seq)"
 	    " VALUES (?, ?, (SELECT ifnull(max(seq), 0) + 1 FROM runs))", -1, &st, NULL) != SQLITE_OK)
 		return reg_fail(f, err);
@@ -438,6 +519,11 @@ ri_findings_instance(struct ri_findings *f, enum ri_finding what, const char *ki
 	int64_t id;
 	int rc;
 
+	if (f->pg != NULL) {
+		rc = ri_findings_pg_instance(f->pg, what, kind, run_id, now, d, err);
+		free(d);
+		return rc;
+	}
 	if (sqlite3_exec(f->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
 		free(d);
 		return reg_fail(f, err);
@@ -507,6 +593,8 @@ ri_findings_refusal(struct ri_findings *f, const char *kind, const char *cause, 
 	char *d;
 	int rc;
 
+	if (f->pg != NULL)
+		return ri_findings_pg_refusal(f->pg, kind, cause, by, now, entry, err);
 	if (sqlite3_exec(f->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
 		return reg_fail(f, err);
 	if (sqlite3_prepare_v2(f->db, "SELECT id, detail FROM findings WHERE scope = 'instance'"
@@ -608,6 +696,10 @@ ri_findings_close_unseen(struct ri_findings *f, const char *run_id, ri_ms now,
 	int rc;
 
 	(void)run_id;
+	if (f->pg != NULL) {
+		json_decref(close);
+		return ri_findings_pg_close_unseen(f->pg, now, seen, n_seen, err);
+	}
 	if (sqlite3_exec(f->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
 		json_decref(close);
 		return reg_fail(f, err);
@@ -654,16 +746,63 @@ ri_findings_close_unseen(struct ri_findings *f, const char *run_id, ri_ms now,
 	return RI_OK;
 }
 
-static const char *
-col(sqlite3_stmt *st, int i)
+/* the keyless exception holds up to its bound, and past it for none */
+bool
+ri_findings_excused(int64_t keyless)
 {
-	return (const char *)sqlite3_column_text(st, i);
+#ifdef RI_NC_KEYLESS_UNBOUNDED
+	(void)keyless;
+	return true;    /* negative control: any number of keyless rows excused */
+#else
+	return keyless >= 0 && keyless <= RI_FINDINGS_KEYLESS_MAX;
+#endif
+}
+
+static char *
+col_str(const struct ri_fcol *c)
+{
+	char *v;
+
+	if (c->type == SQLITE_NULL || c->s == NULL)
+		return NULL;
+	v = ri_xmalloc(c->n + 1);
+	memcpy(v, c->s, c->n);
+	v[c->n] = '\0';
+	return v;
 }
 
 static ri_ms
-col_ms(sqlite3_stmt *st, int i)
+col_int(const struct ri_fcol *c)
 {
-	return sqlite3_column_type(st, i) == SQLITE_NULL ? RI_NONE : sqlite3_column_int64(st, i);
+	return c->type == SQLITE_INTEGER ? c->i : RI_NONE;
+}
+
+int
+ri_findings_emit(const struct ri_fcol *c, bool excused, int (*each)(const struct ri_finding_row *, void *),
+    void *arg)
+{
+	char *t[RI_FINDINGS_NCOLS] = { 0 };
+	int rc;
+
+	for (int i = 1; i < RI_FINDINGS_NCOLS - 1; i++)
+		t[i] = col_str(&c[i]);
+	struct ri_finding_row r = {
+		.id = c[0].i, .finding = t[1], .scope = t[2], .kind = t[3], .act_key = t[4],
+		.invocation_id = t[5], .first_seen = t[6], .first_seen_at = col_int(&c[7]), .last_seen = t[8],
+		.last_seen_at = col_int(&c[9]), .closed_at = col_int(&c[10]), .run_id = t[11], .detail = t[12],
+		.verified = ri_findings_row_verified(c) };
+	r.keyless = excused && !r.verified && ri_findings_row_keyless(c);
+	if (r.finding == NULL || r.scope == NULL || r.first_seen == NULL || r.run_id == NULL) {
+		r.finding = r.finding ? r.finding : "";
+		r.scope = r.scope ? r.scope : "";
+		r.first_seen = r.first_seen ? r.first_seen : "";
+		r.run_id = r.run_id ? r.run_id : "";
+		r.verified = r.keyless = false;
+	}
+	rc = each(&r, arg);
+	for (int i = 0; i < RI_FINDINGS_NCOLS; i++)
+		free(t[i]);
+	return rc;
 }
 
 int
@@ -674,13 +813,9 @@ ri_findings_each(struct ri_findings *f, bool open_only, const char *kind,
 	char sql[512];
 	int rc;
 
-	/* the keyless exception holds up to its bound, and past it for none */
-	int64_t keyless = ri_findings_keyless(f);
-#ifdef RI_NC_KEYLESS_UNBOUNDED
-	bool excused = true;    /* negative control: any number of keyless rows excused */
-#else
-	bool excused = keyless >= 0 && keyless <= RI_FINDINGS_KEYLESS_MAX;
-#endif
+	if (f->pg != NULL)
+		return ri_findings_pg_each(f->pg, open_only, kind, each, arg, err);
+	bool excused = ri_findings_excused(ri_findings_keyless(f));
 
 	snprintf(sql, sizeof sql, "SELECT " ROW_COLS " FROM findings WHERE 1 %s %s ORDER BY id",
 	    open_only ? "AND (scope = 'act' OR closed_at IS NULL)" : "",
@@ -690,21 +825,9 @@ ri_findings_each(struct ri_findings *f, bool open_only, const char *kind,
 	if (kind != NULL)
 		sqlite3_bind_text(st, 1, kind, -1, SQLITE_TRANSIENT);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct ri_finding_row r = {
-			.id = sqlite3_column_int64(st, 0), .finding = col(st, 1), .scope = col(st, 2),
-			.kind = col(st, 3), .act_key = col(st, 4), .invocation_id = col(st, 5),
-			.first_seen = col(st, 6), .first_seen_at = col_ms(st, 7), .last_seen = col(st, 8),
-			.last_seen_at = col_ms(st, 9), .closed_at = col_ms(st, 10), .run_id = col(st, 11),
-			.detail = col(st, 12), .verified = row_verified(st) };
-		r.keyless = excused && !r.verified && row_keyless(st);
-		if (r.finding == NULL || r.scope == NULL || r.first_seen == NULL || r.run_id == NULL) {
-			r.finding = r.finding ? r.finding : "";
-			r.scope = r.scope ? r.scope : "";
-			r.first_seen = r.first_seen ? r.first_seen : "";
-			r.run_id = r.run_id ? r.run_id : "";
-			r.verified = r.keyless = false;
-		}
-		if (each(&r, arg) != 0)
+		struct ri_fcol c[RI_FINDINGS_NCOLS];
+		sq_cols(st, c);
+		if (ri_findings_emit(c, excused, each, arg) != 0)
 			break;
 	}
 	sqlite3_finalize(st);

@@ -1,6 +1,8 @@
 /*
  * findings.h -- the findings register (Composition state, findings 1-13):
- * its own SQLite file, so a journal outage can still be recorded.
+ * its own SQLite file, so a journal outage can still be recorded -- or, on
+ * a PostgreSQL journal, a table in the journal's database, the one
+ * register every host writes and reads (issue 41 point 5).
  *
  * An act finding {finding, kind, act_key, invocation_id, first_seen,
  * run_id} deduplicates on (invocation id, finding) and has no span.  An
@@ -49,6 +51,14 @@ struct ri_finding_row {
 void ri_findings_use_key(const unsigned char *key, size_t keylen);
 
 struct ri_findings;
+
+/* Where the instance's register is (issue 41 point 5, one findings
+ * register per instance): on a PostgreSQL journal, the journal's own
+ * database (the table "findings" its schema holds), which every host
+ * shares; else the config's "findings" file.  What ri_findings_create and
+ * ri_findings_open take as their path: a postgresql:// URI opens the
+ * table. */
+const char *ri_findings_location(const struct ri_config *c);
 
 int ri_findings_create(const char *path, ri_err *err);
 int ri_findings_open(const char *path, bool readonly, struct ri_findings **out, ri_err *err);

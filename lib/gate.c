@@ -39,7 +39,7 @@ ri_gate_record(const struct ri_config *c, const char *kind, const char *cause, c
 	/* Binding 3: the refusal lands on the compliance surface, with the
 	 * reason; a register that cannot be written never hides the refusal
 	 * itself, which the caller gets either way */
-	if (ri_findings_open(c->findings, false, &f, &e) != RI_OK) {
+	if (ri_findings_open(ri_findings_location(c), false, &f, &e) != RI_OK) {
 		ri_warnx("could not record the refusal (%s): %s", cause, e.msg);
 		return;
 	}

@@ -100,7 +100,7 @@ surface_aged(struct ri *r, struct open_req *o, const char *old_inv, ri_ms now, j
 	char by[64];
 
 	snprintf(by, sizeof by, "open:%s", o->inv);
-	if (ri_findings_open(r->cfg->findings, false, &f, &e) == RI_OK) {
+	if (ri_findings_open(ri_findings_location(r->cfg), false, &f, &e) == RI_OK) {
 		json_t *detail = json_pack("{s:s, s:s}", "rule", "open step 3.8c", "next_invocation_id", o->inv);
 		if (ri_findings_act(f, RI_F_CLOSURE_AT_RISK, o->kind, o->act_key, old_inv, by, now,
 		    detail, &e) != RI_OK)

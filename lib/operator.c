@@ -331,22 +331,24 @@ ri_findings_list(struct ri *r, bool open_only, const char *kind, enum ri_list_fo
 	 * integrity key: a row that fails is shown "verified": false, and the
 	 * listing fails closed (30) */
 	if ((rc = ri_instance_key(r, err)) != RI_OK ||
-	    (rc = ri_findings_open(r->cfg->findings, true, &f, err)) != RI_OK)
+	    (rc = ri_findings_open(ri_findings_location(r->cfg), true, &f, err)) != RI_OK)
 		return rc;
 	/* the register keeps act findings; which still stand is the journal's */
 	memset(counts, 0, sizeof *counts);
 	rc = ri_findings_each(f, false, kind, list_row, &x, err);
 	int64_t keyless = ri_findings_keyless(f);
+	char where[4096];
+	ri_redact(ri_findings_location(r->cfg), where, sizeof where);
 	ri_findings_close(f);
 	/* issue 40 point 7: past its bound the keyless exception excuses none */
 	if (keyless > RI_FINDINGS_KEYLESS_MAX)
 		ri_warnx("findings register %s: %lld unauthenticated start-refused rows, past the bound of %d a key"
 		    " outage leaves: none is excused -- forged, or the key was unreadable for long; investigate",
-		    r->cfg->findings, (long long)keyless, RI_FINDINGS_KEYLESS_MAX);
+		    where, (long long)keyless, RI_FINDINGS_KEYLESS_MAX);
 	fflush(stdout);
 	if (rc == RI_OK && x.unverified > 0)
 		rc = ri_fail(err, RI_INTEGRITY, "findings register %s: %lld rows fail their MAC (first: row %lld):"
-		    " written where the key could not be read, forged or altered -- never evidence", r->cfg->findings, (long long)x.unverified,
+		    " written where the key could not be read, forged or altered -- never evidence", where, (long long)x.unverified,
 		    (long long)x.first);
 	return rc;
 }

@@ -165,7 +165,7 @@ ri_seal_surface(ri *r, const char *why)
 	if (ri_now(r->cfg, &now, &e) != RI_OK)
 		return e.code;
 	ri_mint_id("run_", run);
-	if ((rc = ri_findings_open(r->cfg->findings, false, &f, &e)) != RI_OK)
+	if ((rc = ri_findings_open(ri_findings_location(r->cfg), false, &f, &e)) != RI_OK)
 		return rc;
 	/* the register copies the detail; it stays ours to free */
 	json_t *detail = json_pack("{s:s, s:s}", "why", why, "cause", "integrity");

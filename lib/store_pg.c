@@ -147,6 +147,31 @@ static const char schema_ddl[] =
 	"  expires_at bigint NOT NULL, token bigint NOT NULL, mac bytea NOT NULL,"
 	"  PRIMARY KEY(kind, act_key));"
 	"CREATE TABLE marks(name text PRIMARY KEY, seq bigint NOT NULL, mac bytea NOT NULL);"
+	/* the findings register (issue 41 point 5, one findings register per
+	 * instance): the SQLite register's columns and rows, MACed alike
+	 * (findings_pg.c); every host writes it, so it lives here */
+	"CREATE TABLE findings("
+	"  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+	"  finding text NOT NULL,"
+	"  scope text NOT NULL CHECK (scope IN ('act', 'instance')),"
+	"  kind text,"
+	"  act_key text,"
+	"  invocation_id text,"
+	"  first_seen text NOT NULL,"
+	"  first_seen_at bigint NOT NULL,"
+	"  last_seen text,"
+	"  last_seen_at bigint,"
+	"  closed_at bigint,"
+	"  run_id text NOT NULL,"
+	"  detail text,"
+	"  mac bytea);"
+	/* findings 12: one record per standing condition */
+	"CREATE UNIQUE INDEX findings_act ON findings(invocation_id, finding) WHERE scope = 'act';"
+	"CREATE UNIQUE INDEX findings_instance ON findings(finding, coalesce(kind, ''))"
+	"  WHERE scope = 'instance' AND closed_at IS NULL;"
+	"CREATE INDEX findings_kind ON findings(kind, id);"
+	"CREATE TABLE findings_runs(run_id text PRIMARY KEY, started_at bigint NOT NULL,"
+	"  seq bigint NOT NULL UNIQUE);"
 	/* append-only at the database level: no DELETE, no TRUNCATE, and an
 	 * UPDATE only nulls a payload (and its salt) whose retention ended */
 	"CREATE FUNCTION ri_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
@@ -3770,7 +3795,7 @@ ri_pg_drop(const struct ri_config *c, ri_err *err)
 		 * functions: schema_ddl's objects and the clock's, none other */
 		s->round_trips++;
 		r = PQexec(s->conn, "BEGIN; DROP TABLE IF EXISTS records, heads, nodes, open_intents, actors, leases,"
-		    " marks, ri_meta; DROP FUNCTION IF EXISTS ri_append_only(), ri_fence_check(), ri_clock(); COMMIT");
+		    " marks, findings, findings_runs, ri_meta; DROP FUNCTION IF EXISTS ri_append_only(), ri_fence_check(), ri_clock(); COMMIT");
 		if (!res_ok(r))
 			rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): could not remove what ri-init"
 			    " made: %s", s->conn ? PQerrorMessage(s->conn) : "");

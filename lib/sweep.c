@@ -1231,7 +1231,7 @@ lock_held(struct sweep *s, const struct ri_sweep_opts *o, const struct ri_run_lo
 		    " no run can start until the lock is released -- find its holder (fuser %s)",
 		    l->path, l->path);
 	}
-	if (ri_findings_open(s->c->findings, false, &s->reg, &e) != RI_OK)
+	if (ri_findings_open(ri_findings_location(s->c), false, &s->reg, &e) != RI_OK)
 		alert(s, "the findings register is unavailable: %s", e.msg);
 	instance_finding(s, RI_F_RUN_LOCK_HELD, NULL, json_pack("{s:s, s:s, s:I, s:o, s:o, s:o}", "rule",
 	    "run bound 1", "lock", l->path, "run_bound_ms", (json_int_t)s->c->run_bound,
@@ -1276,7 +1276,7 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 		goto out;
 	}
 	s.probers = ri_prober_new(s.c);
-	if (ri_findings_open(s.c->findings, false, &s.reg, &e) != RI_OK)
+	if (ri_findings_open(ri_findings_location(s.c), false, &s.reg, &e) != RI_OK)
 		alert(&s, "the findings register is unavailable: %s", e.msg);
 	else if (ri_findings_run_begin(s.reg, s.run_id, s.now, &e) != RI_OK)
 		alert(&s, "%s", e.msg);
@@ -1473,7 +1473,7 @@ ri_sweep_outage(const char *config_path, json_t **ans, ri_err *err)
 	(void)ri_instance_key(r, &e);   /* the register's rows are MACed when the key is at hand */
 	if (ri_now(s.c, &s.now, &e) == RI_OK) {
 		ri_mint_id("run_", s.run_id);
-		if (ri_findings_open(s.c->findings, false, &s.reg, &e) == RI_OK &&
+		if (ri_findings_open(ri_findings_location(s.c), false, &s.reg, &e) == RI_OK &&
 		    ri_findings_run_begin(s.reg, s.run_id, s.now, &e) == RI_OK) {
 			instance_finding(&s, RI_F_JOURNAL_UNAVAILABLE, NULL, json_pack("{s:s, s:s?}", "why", why,
 			    "cause", integrity ? "integrity" : NULL));

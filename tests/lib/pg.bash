@@ -35,7 +35,9 @@ ri_pg_file_pattern() {
 		printf '%s' "$(<"$cache")"
 		return
 	fi
-	local pat='sqlite3|journal\.db|attacker_sql|flip_mac|ri-rechain|ri-backup|\.witness'
+	# findings.db: the SQLite findings register, which a PostgreSQL
+	# instance has none of (its register is a table, issue 41 point 5)
+	local pat='sqlite3|journal\.db|findings\.db|attacker_sql|flip_mac|ri-rechain|ri-backup|\.witness'
 	local f body helpers= p grew=1 all
 	all=$(compgen -A function)
 	while [ "$grew" = 1 ]; do

@@ -213,3 +213,28 @@ tables() {
 	run --separate-stderr env RI_CONFIG="$T/i2/ri.json" ri-audit
 	[ "$status" -eq 0 ]
 }
+
+@test "issue 41 point 5, issue 40 point 11: the findings register is a table of the schema -- a failed ri-init drops it with the rest, the retry makes it, no findings file is made, and ri-findings and ri-startcheck read it" {
+	ri_instance
+	mkdir "$T/i2"
+	# no witness: the first instance's is taken (and a file one would be
+	# skipped as "sqlite file" here)
+	jq --arg u "$(ri_pg_new_db)" '.journal = $u | .["witness"] = null' "$RI_CONFIG" >"$T/i2/ri.json"
+	run --separate-stderr env RI_CONFIG="$T/i2/ri.json" RI_NOW=not-an-instant ri-init
+	[ "$status" -ne 0 ]
+	grep -q "RI_NOW" <<<"$stderr"
+	# ASSERT: the findings tables went with the schema
+	[ "$(tables "$T/i2/ri.json")" -eq 0 ]
+	[ "$(ls "$T/i2")" = ri.json ]
+	run --separate-stderr env RI_CONFIG="$T/i2/ri.json" ri-init
+	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
+	jq -e '.findings | startswith("postgresql://")' <<<"$output"
+	# the config's "findings" path names no register on PostgreSQL
+	f=$(jq -r .findings "$T/i2/ri.json")
+	[ ! -e "$T/i2/$f" ]
+	[ "$(psql "$(jq -r .journal "$T/i2/ri.json")" -qAtc "SELECT count(*) FROM findings")" -eq 0 ]
+	run --separate-stderr env RI_CONFIG="$T/i2/ri.json" ri-findings
+	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
+	run --separate-stderr env RI_CONFIG="$T/i2/ri.json" ri-startcheck --json
+	jq -e '.capabilities[] | select(.check == "findings") | .pass' <<<"$output"
+}

@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # multinode.bats -- one instance on PostgreSQL shared by two "hosts" (issue
-# 13): two configs in two directories, each with its own copy of the keys
-# and its own findings register, one journal database and one witness
-# (a database of its own the journal's role cannot write, issue 39).  Runs only
+# 13): two configs in two directories, each with its own copy of the keys,
+# one journal database -- which holds the one findings register every host
+# writes and reads (issue 41 point 5) -- and one witness (a database of its
+# own the journal's role cannot write, issue 39).  Runs only
 # under tests/pg/run (make test-pg), which starts the server and exports
 # RI_TEST_PG_HOST, RI_TEST_PG_DATA and PGBIN.
 # test-pg: alone -- its server-restart test restarts the server every suite
@@ -24,15 +25,25 @@ teardown() {
 }
 
 # host_b -- a second host of the instance under $T/b: the same journal,
-# witness and keys, its own config directory and findings register
+# witness, findings register and keys, its own config directory
 host_b() {
 	B=$T/b
 	mkdir -p "$B"
 	cp "$T/journal.key" "$T/seal.key" "$T/seal.key.pub" "$T/reconciler.cred" "$B/"
-	cp "$T/findings.db" "$B/findings.db"
+	copy_local_register "$B"
 	cp "$RI_CONFIG" "$B/ri.json"     # its paths are relative: B's own files
 	BCFG=$B/ri.json
 	export BCFG
+}
+
+# copy_local_register DIR -- a copy of the host-local findings register file
+# the config names, were there one: there is none on PostgreSQL, whose
+# register is the journal database's (issue 41 point 5); a build that
+# keeps it per host (RI_NC_FINDINGS_PER_HOST) gives each host its own
+copy_local_register() {
+	local f
+	f=$(jq -r .findings "$RI_CONFIG")
+	if [ -e "$T/$f" ]; then cp "$T/$f" "$1/$f"; fi
 }
 
 # as_b CMD... -- run a command as host B
@@ -306,7 +317,8 @@ schema_of() {
 	# host C: a third host, which never writes the act the rollback loses
 	C=$T/c
 	mkdir -p "$C"
-	cp "$T/journal.key" "$T/seal.key" "$T/seal.key.pub" "$T/reconciler.cred" "$T/findings.db" "$RI_CONFIG" "$C/"
+	cp "$T/journal.key" "$T/seal.key" "$T/seal.key.pub" "$T/reconciler.cred" "$RI_CONFIG" "$C/"
+	copy_local_register "$C"
 	run --separate-stderr ri-startcheck --json
 	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
 	jq -e '.capabilities[] | select(.check == "witness-independent") | .pass' <<<"$output" >/dev/null
@@ -367,4 +379,67 @@ schema_of() {
 		jq -e '.capabilities[] | select(.check == "witness-independent") | (.pass | not) and
 		    (.message | contains("can write the witness"))' <<<"$output" >/dev/null
 	}
+}
+
+@test "issue 41 point 5, one findings register per instance: host B's sweep surfaces an aged intent (closure-at-risk); host A's ri-findings lists it, and A's ri-audit passes 3.5 as B's does -- the verdict does not depend on which host audits" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	L=$T/ledger.db
+	ledger-admin --store "$L" init >/dev/null
+	# no service identity: 3.5 asks the register whether the aged intent
+	# was surfaced in time (Check 3.5; findings 7)
+	ri_cfg '.kinds.ledger.service_identity = null'
+	host_b
+	OPEN=$(open_req aged | ri-open)
+	INV=$(jq -r .invocation_id <<<"$OPEN")
+	ri_at 450
+	run --separate-stderr as_b ri-sweep
+	[ "$status" -eq 0 ] || [ "$status" -eq 3 ] || { echo "B's sweep: $status $output $stderr"; false; }
+	# host A's register is host B's
+	for host in "$RI_CONFIG" "$BCFG"; do
+		RI_CONFIG=$host run --separate-stderr ri-findings
+		[ "$status" -eq 0 ] || { echo "ri-findings ($host): $status $stderr"; false; }
+		jq -se --arg i "$INV" 'map(select(.finding == "closure-at-risk" and .invocation_id == $i)) | length == 1' \
+		    <<<"$output" >/dev/null || { echo "ri-findings on $host lacks B's closure-at-risk: $output"; false; }
+	done
+	ri_at 700
+	for host in "$RI_CONFIG" "$BCFG"; do
+		RI_CONFIG=$host run --separate-stderr ri-audit
+		jq -e '.checks[] | select(.check == "3.5") | .status == "pass"' <<<"$output" >/dev/null ||
+		    { echo "ri-audit on $host: 3.5 $(jq -c '.checks[] | select(.check == "3.5")' <<<"$output")"; false; }
+	done
+}
+
+@test "issue 41 point 5, two hosts' sweeps at once on one register: host A pauses between reading that no store-unavailable stands and writing one; host B's sweep waits for it -- never a second standing record, never a register write refused (findings 9, 12)" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	L=$T/ledger.db
+	ledger-admin --store "$L" init >/dev/null
+	# the store is down for every host: each probe answers unavailable
+	ri_cfg ".kinds.ledger.probe[2] = \"$T/missing/ledger.db\""
+	host_b
+	for k in k1 k2 k3; do open_req "$k" | ri-open >/dev/null; done
+	ri_at 40
+	pause_point findings.decided
+	RI_FAULT=findings.decided=pause ri-sweep >"$T/a.out" 2>&1 &
+	a=$!
+	reached findings.decided
+	as_b ri-sweep >"$T/b.out" 2>&1 &
+	b=$!
+	# B reaches the register while A holds its decision: B waits on A's
+	# lock (or, were there none, writes beside it and finishes)
+	for _ in $(seq 1 200); do
+		kill -0 "$b" 2>/dev/null || break
+		[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+		    AND query LIKE '%LOCK TABLE findings%'")" -gt 0 ] && break
+		sleep 0.05
+	done
+	echo go >"$RI_FAULT_DIR/findings.decided"
+	wait "$a" || true
+	wait "$b" || true
+	# ASSERT issue 41 point 5: neither host's register write was refused
+	! grep -H "could not surface" "$T/a.out" "$T/b.out" || false
+	run --separate-stderr ri-findings --open
+	[ "$status" -eq 0 ] || { echo "ri-findings: $status $stderr"; false; }
+	[ "$(jq -s '[.[] | select(.finding == "store-unavailable" and .kind == "ledger")] | length' <<<"$output")" -eq 1 ]
 }
