@@ -316,7 +316,7 @@ act() {
 	    ledger-disclose --store "$T/ledger.db" --subject "$1" --recipient r --scope s >/dev/null
 }
 
-@test "issue 41, lifecycle: actors revoked and added (ri-actor(1)) -- alice's acts, alice revoked, carol added, carol's acts and alice's orphan recovered after her revocation: clean (Check 8.1.6, 1.1); a record attested by alice written after her revocation fails Check 8.1.6" {
+@test "issue 41, lifecycle: actors revoked and added (ri-actor(1)) -- alice's acts, alice revoked, carol added, carol's acts and alice's orphan recovered after her revocation: clean (Check 8.1.6, 1.1); alice writing after her revocation from a host whose clock lags it is refused (a journal that took it fails Check 8.1.6)" {
 	act k1
 	orphan k2                                         # alice's, left open
 	later 10
@@ -332,14 +332,19 @@ act() {
 	clean
 	run --separate-stderr env RI_CREDENTIAL="$ALICE" ri-open <<<"$(open_req k4)"
 	[ "$status" -eq 10 ]                              # the store refuses her now
-	# unlawful: alice's record written after her revocation -- a host whose
-	# clock still reads before it (ri-forge: a raw append; recorded_at never
-	# goes backwards, so it lands after the revocation)
-	RI_NOW=$((revoked - 1000)) RI_CREDENTIAL=$ALICE "$RI_TOOLS/ri-forge" -c "$RI_CONFIG" \
-	    --action-ref ledger.intended --actor alice \
-	    --data "$(jq -nc '{invocation_id:"inv-forged", kind:"ledger", act_key:"k5", intent_data:{}}')" >/dev/null
-	# ASSERT Check 8.1.6
-	fails 8.1.6 "actor alice was revoked before this record"
+	# unlawful: alice writes after her revocation from a host whose clock
+	# still reads before it (1 s behind, inside the allowance).  recorded_at
+	# never goes backwards, so her record would land after the revocation:
+	# the store judges her credential at that instant and refuses it -- a
+	# journal that took it fails 8.1.6 (the negative control
+	# RI_NC_CRED_AT_NOW judges at the host's clock, and this catches it)
+	n=$(records)
+	run --separate-stderr env RI_NOW=$((revoked - 1000)) RI_CREDENTIAL="$ALICE" ri-open <<<"$(open_req k5)"
+	# ASSERT Check 8.1.6: every record's actor registered and not revoked at its recorded_at
+	[ "$status" -eq 10 ] || { fails 8.1.6 "actor alice was revoked before this record" &&
+	    echo "the store landed a revoked actor's record (ri-open $status): Check 8.1.6 fails"; false; }
+	[ "$(records)" -eq "$n" ]
+	clean
 }
 
 @test "issue 41, lifecycle: retention_period lengthened (1d -> 400d) -- records written under 1d are purged at their stored end (recorded_at + 1d), those written under 400d kept: clean (Term retention end, Check 8.1.5); a payload written under 400d destroyed at the old 1d end fails Check 8.1.5" {
