@@ -2281,7 +2281,14 @@ pg_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 	reads_ahead(s, a, kind);
 	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
 		return rc == RI_ST_UNAVAILABLE || rc == RI_ST_READONLY ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
-	if ((rc = check_credential(s, &jh, a->actor_ref, a->credential, now, NULL)) != RI_ST_OK)
+	/* Check 8.1.6: the credential judged at the recorded_at the record will
+	 * carry (never backwards, append_locked), as store_sqlite.c does */
+#ifdef RI_NC_CRED_AT_NOW
+	ri_ms at = now;                 /* negative control: the host's clock */
+#else
+	ri_ms at = jh.last_seq > 0 && s->last_at != RI_NONE && s->last_at > now ? s->last_at : now;
+#endif
+	if ((rc = check_credential(s, &jh, a->actor_ref, a->credential, at, NULL)) != RI_ST_OK)
 		goto fail;
 #ifdef RI_NC_NO_JOURNAL_FENCE
 	(void)check_fence;              /* negative control: the fence is never checked */

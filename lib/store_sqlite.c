@@ -1600,7 +1600,26 @@ sq_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 	 * appended to a journal that fails verification */
 	if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK)
 		goto fail;
-	if ((rc = check_credential(s, &jh, a->actor_ref, a->credential, now, NULL)) != RI_ST_OK)
+	/* Check 8.1.6 judges the actor at the record's recorded_at, which never
+	 * goes backwards (append_locked): the credential is judged at that
+	 * instant too, or a host whose clock lags the revocation lands a revoked
+	 * actor's record after it (issue 41, lifecycle: actors revoked) */
+	ri_ms at = now;
+#ifndef RI_NC_CRED_AT_NOW
+	if (jh.last_seq > 0) {
+		sqlite3_stmt *lst = prep(s, "SELECT recorded_at FROM records WHERE seq = ?");
+		if (lst == NULL) {
+			rc = db_fail(s, RI_ST_STEP2, "read");
+			goto fail;
+		}
+		sqlite3_bind_int64(lst, 1, jh.last_seq);
+		if (sqlite3_step(lst) == SQLITE_ROW && col_is(lst, 0, SQLITE_INTEGER, false) &&
+		    sqlite3_column_int64(lst, 0) > at)
+			at = sqlite3_column_int64(lst, 0);
+		done(s, lst);
+	}
+#endif
+	if ((rc = check_credential(s, &jh, a->actor_ref, a->credential, at, NULL)) != RI_ST_OK)
 		goto fail;
 #ifdef RI_NC_NO_JOURNAL_FENCE
 	(void)check_fence;              /* negative control: the fence is never checked */

@@ -4,9 +4,10 @@
 # clean; an unlawful variant of each fails the check that names it.  Time
 # moves on the env clock; the adopter's store is the example ledger.
 #
-# Spec: Check 2.5, 3.5, 6.1, 6.3, 6.4, 6.5, 8.1.5; resolve 9, 13, 15a, 16a,
-# 21; journal 8-9; Binding 1; the lifecycle issue's rulings (bindings are
-# history, one reading of retention, store checks judge what stands).
+# Spec: Check 2.1, 2.5, 3.5, 6.1, 6.3, 6.4, 6.5, 8.1.5, 8.1.6; resolve 9,
+# 13, 15a, 16a, 21; journal 8-9; Binding 1-3; the lifecycle issue's rulings
+# (bindings are history, one reading of retention, store checks judge what
+# stands).  Adding a PostgreSQL host: tests/pg/multinode.bats.
 
 bats_require_minimum_version 1.5.0
 
@@ -306,4 +307,136 @@ outcome_for() {
 	run --separate-stderr env -u RI_CONFIG ri-audit --journal copy.db --witness journal.key.witness \
 	    --public-key seal.key.pub
 	[ "$status" -eq 1 ]
+}
+
+# ---- the rest of the year: actors, retention lengthened, a kind retired, a duplicate
+
+# act KEY [ACTOR] [CRED] [KIND] -- an act done and closed by ri-run
+act() {
+	RI_CREDENTIAL=${3:-$ALICE} ri-run --kind "${4:-ledger}" --act-key "$1" --actor "${2:-alice}" -- \
+	    ledger-disclose --store "$T/ledger.db" --subject "$1" --recipient r --scope s >/dev/null
+}
+
+@test "issue 41, lifecycle: actors revoked and added (ri-actor(1)) -- alice's acts, alice revoked, carol added, carol's acts and alice's orphan recovered after her revocation: clean (Check 8.1.6, 1.1); alice writing after her revocation from a host whose clock lags it is refused (a journal that took it fails Check 8.1.6)" {
+	act k1
+	orphan k2                                         # alice's, left open
+	later 10
+	ri-actor revoke alice >/dev/null
+	revoked=$RI_NOW
+	CAROL=$(ri-actor add carol | jq -r .credential)
+	later 10
+	act k3 carol "$CAROL"
+	later 33
+	sweep                                              # alice's orphan recovered after her revocation
+	[ "$(t closed)" -eq 1 ]
+	# ASSERT Check 8.1.6: every record's actor registered and not revoked at its recorded_at
+	clean
+	run --separate-stderr env RI_CREDENTIAL="$ALICE" ri-open <<<"$(open_req k4)"
+	[ "$status" -eq 10 ]                              # the store refuses her now
+	# unlawful: alice writes after her revocation from a host whose clock
+	# still reads before it (1 s behind, inside the allowance).  recorded_at
+	# never goes backwards, so her record would land after the revocation:
+	# the store judges her credential at that instant and refuses it -- a
+	# journal that took it fails 8.1.6 (the negative control
+	# RI_NC_CRED_AT_NOW judges at the host's clock, and this catches it)
+	n=$(records)
+	run --separate-stderr env RI_NOW=$((revoked - 1000)) RI_CREDENTIAL="$ALICE" ri-open <<<"$(open_req k5)"
+	# ASSERT Check 8.1.6: every record's actor registered and not revoked at its recorded_at
+	[ "$status" -eq 10 ] || { fails 8.1.6 "actor alice was revoked before this record" &&
+	    echo "the store landed a revoked actor's record (ri-open $status): Check 8.1.6 fails"; false; }
+	[ "$(records)" -eq "$n" ]
+	clean
+}
+
+@test "issue 41, lifecycle: retention_period lengthened (1d -> 400d) -- records written under 1d are purged at their stored end (recorded_at + 1d), those written under 400d kept: clean (Term retention end, Check 8.1.5); a payload written under 400d destroyed at the old 1d end fails Check 8.1.5" {
+	ri_cfg '.kinds.ledger.retention_period = "1d"'
+	orphan k
+	later 33
+	sweep
+	[ "$(t closed)" -eq 1 ]
+	clean
+	ri_cfg '.kinds.ledger.retention_period = "400d"'
+	act k2                                            # records the 400d binding
+	[ "$(records "action_ref = 'audit.bound'")" -ge 1 ]
+	clean
+	old=$(inv_of k)
+	new=$(inv_of k2)
+	later 40000                                       # before k's stored end: kept
+	sweep
+	[ "$(jsql "SELECT count(*) FROM records WHERE invocation_id = '$old' AND payload IS NULL")" -eq 0 ]
+	later 132800                                      # past it
+	sweep
+	# ASSERT the one reading of retention: the stored end, not today's period
+	[ "$(jsql "SELECT count(*) FROM records WHERE invocation_id = '$old' AND payload IS NOT NULL")" -eq 0 ]
+	[ "$(jsql "SELECT count(*) FROM records WHERE invocation_id = '$new' AND payload IS NULL")" -eq 0 ]
+	clean
+	# unlawful: k2's payloads destroyed at the old period's end
+	attacker_sql "UPDATE records SET payload = NULL, salt = NULL WHERE invocation_id = '$new'"
+	# ASSERT Check 8.1.5
+	fails 8.1.5 "before its retention ended"
+}
+
+@test "issue 41, lifecycle: a kind retired -- ledger2's acts all closed, then removed from the config: clean, its records judged by the bindings the journal recorded (bindings are history); removing a kind that still has an open intent: ri-sweep exits 78 and writes nothing, ri-startcheck refuses (Binding 2, 3)" {
+	ri_cfg '.kinds.ledger2 = .kinds.ledger'
+	act k alice "$ALICE" ledger2
+	orphan k2 ledger2
+	later 33
+	sweep
+	[ "$(t closed)" -eq 1 ]
+	clean
+	ri_cfg 'del(.kinds.ledger2)'
+	run --separate-stderr ri-startcheck
+	[ "$status" -eq 0 ] || { echo "ri-startcheck: $status $output $stderr"; false; }
+	later 60
+	sweep
+	# ASSERT bindings are history: the retired kind's records judged by the journal's bindings
+	clean
+	# unlawful: ledger3 retired with an open intent
+	ri_cfg '.kinds.ledger3 = .kinds.ledger'
+	orphan k3 ledger3
+	ri_cfg 'del(.kinds.ledger3)'
+	later 33
+	n=$(records)
+	run --separate-stderr ri-sweep
+	# ASSERT Binding 2: refused, nothing written
+	[ "$status" -eq 78 ]
+	[ "$(records)" -eq "$n" ]
+	run --separate-stderr ri-startcheck
+	[ "$status" -ne 0 ]
+	[[ "$output$stderr" == *ledger3* ]]
+}
+
+@test "issue 41, lifecycle: a binding duplicate (journal fence none: a Close paused past the sweep's escalation and an operator's abandonment) resolved with ri-resolve naming every standing head -- clean; left unresolved it fails Check 2.1" {
+	ri_cfg '.instance.journal_fence = "none"'
+	o=$(open_req k '{"pairing_datum":"pd-k"}' | ri-open)
+	export RI_FAULT_DIR=$T/faults
+	mkdir -p "$RI_FAULT_DIR"
+	mkfifo "$RI_FAULT_DIR/close.after_reread"
+	close_req "$o" '{"disclosure_id":"late"}' >"$T/close.json"
+	RI_FAULT=close.after_reread=pause ri-close <"$T/close.json" >"$T/close.out" 2>&1 3>&- &
+	BG=$!
+	wait_for "$RI_FAULT_DIR/close.after_reread.reached"
+	later 33
+	sweep
+	[ "$(t escalated)" -eq 1 ]
+	later 7
+	resolve k '{"abandoned":{"cause":"operator: the store holds no such act"}}'
+	echo >"$RI_FAULT_DIR/close.after_reread"
+	wait "$BG" || true
+	BG=
+	[ "$(ri-read --kind ledger --act-key k </dev/null | jq -r '.invocations[0].binding_duplicate')" = true ]
+	# unlawful: the duplicate left standing
+	# ASSERT Check 2.1: no two standing chains of closings on one invocation
+	fails 2.1
+	later 60
+	heads=$(ri-read --kind ledger --act-key k </dev/null | jq -c '[.invocations[0].records[] |
+	    select(.action_ref == "ledger.disclosed" or .action_ref == "ledger.abandoned") | .event_id] | sort')
+	resolve k '{"abandoned":{"cause":"operator: the store holds no such act"}}'
+	fix=$(jq -r .closing_event_id <<<"$output")
+	sup=$(ri-read --kind ledger --act-key k </dev/null | jq -c --arg e "$fix" '.invocations[0].records[] |
+	    select(.event_id == $e) | .payload.supersedes | sort')
+	[ "$sup" = "$heads" ]
+	[ "$(ri-read --kind ledger --act-key k </dev/null | jq -r '.invocations[0].binding_duplicate')" = false ]
+	# ASSERT Check 2.1, 6.3: one chain stands, the store answers not-committed
+	clean
 }

@@ -13,6 +13,7 @@ bats_require_minimum_version 1.5.0
 
 load "$BATS_TEST_DIRNAME/../lib/common"
 load "$BATS_TEST_DIRNAME/../lib/acts"
+load "$BATS_TEST_DIRNAME/../lib/sweep"
 
 setup() {
 	ri_pg_on || skip "needs tests/pg/run (a PostgreSQL server)"
@@ -442,4 +443,49 @@ schema_of() {
 	run --separate-stderr ri-findings --open
 	[ "$status" -eq 0 ] || { echo "ri-findings: $status $stderr"; false; }
 	[ "$(jq -s '[.[] | select(.finding == "store-unavailable" and .kind == "ledger")] | length' <<<"$output")" -eq 1 ]
+
+@test "issue 41, lifecycle: a PostgreSQL host added to a running instance (the keys and the config copied, ri-init(1)) -- its writes and its sweep keep ri-audit --probe clean from either host (Check 8.1.3, 6.1); a host with another integrity key is refused and writes nothing (8.1.3: a record under it would fail its MAC)" {
+	ri_instance
+	export RI_CREDENTIAL=$ALICE
+	ledger-admin --store "$T/ledger.db" init >/dev/null
+	a=$(open_req k1 | ri-open)
+	close_req "$a" '{"disclosure_id":"d1"}' | ri-close >/dev/null
+	orphan k2                                          # host A's, left open
+	run --separate-stderr ri-audit --probe
+	[ "$status" -eq 0 ] || { echo "A before B: $(jq -c '[.checks[] | select(.status == "fail")]' <<<"$output")"; false; }
+	# the host joins the running instance
+	host_b
+	run --separate-stderr as_b ri-startcheck
+	[ "$status" -eq 0 ] || { echo "ri-startcheck on B: $status $output $stderr"; false; }
+	b=$(open_req k3 | as_b ri-open)
+	close_req "$b" '{"disclosure_id":"d3"}' | as_b ri-close >/dev/null
+	RI_CONFIG=$BCFG orphan k4                          # host B's, left open
+	ri_at 33
+	RI_CONFIG=$BCFG sweep                              # B's sweep recovers A's orphan and its own
+	[ "$(t closed)" -eq 2 ]
+	# ASSERT Check 8.1.3, 6.1: one journal, clean from either host
+	run --separate-stderr ri-audit --probe
+	[ "$status" -eq 0 ] || { echo "A: $(jq -c '[.checks[] | select(.status == "fail")]' <<<"$output")"; false; }
+	run --separate-stderr as_b ri-audit --probe
+	[ "$status" -eq 0 ] || { echo "B: $(jq -c '[.checks[] | select(.status == "fail")]' <<<"$output")"; false; }
+	# unlawful: a host C with the config and the seal key but an integrity
+	# key of its own
+	C=$T/c
+	mkdir -p "$C"
+	cp "$T/seal.key" "$T/seal.key.pub" "$T/reconciler.cred" "$T/findings.db" "$RI_CONFIG" "$C/"
+	head -c 32 /dev/urandom >"$C/journal.key"
+	chmod 600 "$C/journal.key"
+	n=$(records)
+	run --separate-stderr env RI_CONFIG="$C/ri.json" ri-open <<<"$(open_req k5)"
+	echo "C's ri-open: $status $output $stderr"
+	# ASSERT Check 8.1.3: nothing lands under another key -- the journal
+	# fails verification under it (15, integrity), the host may not start
+	[ "$status" -eq 15 ]
+	[ "$(records)" -eq "$n" ]
+	run --separate-stderr env RI_CONFIG="$C/ri.json" ri-startcheck
+	[ "$status" -ne 0 ]
+	[ "$(grep -c '^  FAIL' <<<"$output")" -eq 2 ]                 # the journal, and the witness behind it
+	grep -q '^  FAIL journal: journal integrity' <<<"$output"
+	run --separate-stderr ri-audit --probe
+	[ "$status" -eq 0 ]
 }
