@@ -443,6 +443,7 @@ schema_of() {
 	run --separate-stderr ri-findings --open
 	[ "$status" -eq 0 ] || { echo "ri-findings: $status $stderr"; false; }
 	[ "$(jq -s '[.[] | select(.finding == "store-unavailable" and .kind == "ledger")] | length' <<<"$output")" -eq 1 ]
+}
 
 @test "issue 41, lifecycle: a PostgreSQL host added to a running instance (the keys and the config copied, ri-init(1)) -- its writes and its sweep keep ri-audit --probe clean from either host (Check 8.1.3, 6.1); a host with another integrity key is refused and writes nothing (8.1.3: a record under it would fail its MAC)" {
 	ri_instance
