@@ -49,7 +49,7 @@ cat >"$d/ri.json" <<JSON
   "kinds": {
     "ledger": {
       "outcomes": ["disclosed"], "repeatable": true,
-      "completion_bound": "3s", "commit_round_trip": "100ms", "probe_round_trip": "200ms",
+      "completion_bound": "3s", "commit_round_trip": "100ms", "probe_round_trip": "600ms",
       "retention_period": "400d", "commit_fence": "none", "pairing_datum": "nonce",
       "outcome_envelope": 4096,
       "probe": ["$examples/ledger-probe", "--store", "$d/ledger.db"],
