@@ -910,7 +910,7 @@ commit(struct pg *s)
 	s->fence = NULL;
 	if (s->qfailed) {
 		/* a deferred write failed and the server ran nothing after it */
-		rc = ri_st_recode(&s->core, RI_ST_STEP2);
+		rc = ri_st_recode(&s->core, s->qcode == RI_ST_STALE_BINDINGS ? s->qcode : RI_ST_STEP2);
 		rollback(s);
 		return rc;
 	}
@@ -932,8 +932,9 @@ commit(struct pg *s)
 		}
 		if (s->qfailed) {
 			/* a write the server refused: it ran nothing after it, so
-			 * COMMIT never ran -- nothing landed */
-			rc = ri_st_recode(&s->core, RI_ST_STEP2);
+			 * COMMIT never ran -- nothing landed (a stale bindings
+			 * decision says so, for the writer to read them again) */
+			rc = ri_st_recode(&s->core, s->qcode == RI_ST_STALE_BINDINGS ? s->qcode : RI_ST_STEP2);
 			s->in_tx = true;
 			rollback(s);
 			return rc;
@@ -2298,16 +2299,24 @@ pg_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 	    (rc = check_fence(s, kind, a->act_key ? a->act_key : "", a->fence, now)) != RI_ST_OK)
 		goto fail;
 #endif
+#ifndef RI_NC_BINDINGS_UNGUARDED
 	if (a->bindings_guard) {
-		/* bindings are history (issue 41): judged under the head lock, as
-		 * store_sqlite.c's record_action does */
-		struct scope bsc;
-		int64_t blast = 0;
-		scope_make(&bsc, SCOPE_ACT, "audit", "bindings:");
-		if ((rc = scope_head(s, &jh, &bsc, "audit", "bindings:", &blast)) != RI_ST_OK ||
-		    (rc = ri_append_bindings_judge(&s->core, a, blast)) != RI_ST_OK)
+		/* bindings are history (issue 41): the writer's decision holds
+		 * only while the bindings scope is as it read it.  Judged under
+		 * the head's lock, sent with the writes so it costs no round trip
+		 * of its own (issue 13): a newer audit.bound makes the statement
+		 * fail (a division by zero, plain SQL's one way to raise), COMMIT
+		 * never runs, and the writer reads the bindings again.  A check
+		 * of concurrency, not of integrity: every reader and the audit
+		 * verify the rows themselves. */
+		struct params p = { 0 };
+		p_int(&p, a->bindings_seen);
+		if ((rc = defer_write(s, RI_ST_STALE_BINDINGS, "the kind's bindings, recorded anew since they were read",
+		    "SELECT 1 / (coalesce(max(seq), 0) = $1)::int FROM records"
+		    " WHERE kind = 'audit' AND act_key = 'bindings:'", &p)) != RI_ST_OK)
 			goto fail;
 	}
+#endif
 	if (a->bound != NULL) {
 		/* the kind's bindings changed: recorded in the same transaction,
 		 * just before the first record they judge (bindings.h) */
