@@ -548,6 +548,46 @@ ahead_take(struct pg *s, const char *sql, const struct params *p, PGresult **r)
 }
 
 /*
+ * RI_PG_TRACE=2: one line a round trip -- how many statements went, and the
+ * head of each (up to 40 bytes; a quoted literal shows as ?), so a reader
+ * sees every statement that travelled, never a value.
+ */
+static void
+trace_trip(int n, const char *sql)
+{
+	bool quoted = false, head = true;
+	int len = 0, nth = 0;
+
+	fprintf(stderr, "ri: pg: [%d in one round trip] ", n);
+	for (const char *c = sql; *c != '\0'; c++) {
+		if (*c == '\'') {
+			quoted = !quoted;
+			if (quoted && head && len < 40) {
+				if (len == 0 && nth++ > 0)
+					fputs(" | ", stderr);
+				fputc('?', stderr), len++;
+			}
+			continue;
+		}
+		if (quoted)
+			continue;
+		if (*c == ';') {
+			head = true, len = 0;
+			continue;
+		}
+		if (head && len == 0 && (*c == ' ' || *c == '\n'))
+			continue;
+		if (head && len == 0 && nth++ > 0)
+			fputs(" | ", stderr);
+		if (head && len < 40)
+			fputc(*c == '\n' ? ' ' : *c, stderr), len++;
+		else
+			head = false;
+	}
+	fputc('\n', stderr);
+}
+
+/*
  * sql -- statements separated by "; ", the last of which answers -- with
  * the reads queued ahead after it, in one round trip.  The last statement's
  * answer is returned; each read's answer is kept for run().  Once a
@@ -574,7 +614,7 @@ exec_ahead(struct pg *s, const char *sql)
 	for (int k = 0; k < s->nahead; k++)
 		len += (size_t)snprintf(all + len, n - len, "%s", s->ahead[k].sql);
 	if (s->trace > 1)
-		fprintf(stderr, "ri: pg: [%d in one round trip] %.50s\n", base + s->nahead, all);
+		trace_trip(base + s->nahead, all);
 	if (!PQsendQuery(s->conn, all)) {
 		free(all);
 		return NULL;
@@ -607,7 +647,7 @@ q_send(struct pg *s, bool with_last, int *answered)
 
 	s->round_trips++;
 	if (s->trace > 1)
-		fprintf(stderr, "ri: pg: [%d in one round trip] %.50s\n", n, s->q);
+		trace_trip(n, s->q);
 	*answered = 0;
 	if (!PQsendQuery(s->conn, s->q)) {
 		q_clear(s);
