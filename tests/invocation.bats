@@ -9,6 +9,8 @@
 # allowance 2 s -> examine edge +32 s, journal_write_bound 3 s) unless a test
 # says `ri_instance fast` (lease 3 s, jwb 300 ms) because it must wait a lease
 # or a write bound out in real time.  Time moves only through RI_NOW.
+#
+# test-pg: backend
 
 bats_require_minimum_version 1.5.0
 
@@ -1110,8 +1112,17 @@ race_worker() {
 	done
 	for p in "${pids[@]}"; do wait "$p"; done
 	opens=$(cat "$T"/w? | grep -c '^open 0$' || true)
-	# every open answered 0, 12 or 14; every close of a granted open landed
-	bad=$(cat "$T"/w? | grep -v -E '^(open (0|12|14)|close 0)$' || true)
+	# every open answered 0, 12 or 14; every close of a granted open landed.
+	# On PostgreSQL also 15, nothing written, when the server ended a session
+	# a loaded machine left idle in its transaction past journal_write_bound
+	# (300 ms here; the session's idle_in_transaction_session_timeout, issue
+	# 13 item 4): each such 15 has its own journal-unavailable line
+	ok='^(open (0|12|14)|close 0)$'
+	if ri_pg_on; then
+		ok='^(open (0|12|14|15)|close 0)$'
+		[ "$(cat "$T"/w? | grep -c '^open 15$' || true)" -le "$(cat "$T"/w?.err | grep -c 'ri-open: journal-unavailable: ' || true)" ]
+	fi
+	bad=$(cat "$T"/w? | grep -v -E "$ok" || true)
 	[ -z "$bad" ] || { echo "other answers: $(sort "$T"/w? | uniq -c | tr '\n' ' '); $(cat "$T"/w?.err)"; false; }
 	[ "$(cat "$T"/w? | wc -l)" -eq $((300 + opens)) ]
 	run rd same
