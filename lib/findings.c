@@ -10,6 +10,7 @@
 
 #include <sodium.h>
 
+#include "fault.h"
 #include "findings_int.h"
 #include "sha256.h"
 
@@ -536,6 +537,7 @@ ri_findings_instance(struct ri_findings *f, enum ri_finding what, const char *ki
 		free(d);
 		return reg_fail_db(f, err);
 	}
+	ri_fault("findings.decided");
 	if (id > 0 && ok) {
 		/* findings 9: advance the standing record */
 		rc = sqlite3_prepare_v2(f->db, "UPDATE findings SET last_seen = ?1, last_seen_at = ?2, run_id = ?1,"

@@ -53,6 +53,15 @@ act() { # the scenario's own act, into the fault in $FAULT
 		    invocation_id:$i, intent_event_id:$e, actor_ref:"bob", credential:$c,
 		    disposition:{abandoned:{cause:"the store has been quiet; no such disclosure"}}}' |
 		    RI_FAULT=$FAULT ri-resolve ;;
+	finding) # a crash between act and close, then a sweep whose probe cannot
+		# reach the store: it decides the instance finding store-unavailable
+		# (reconcile step 3.13c) into the fault; the store back for the restart
+		RI_FAULT=run.after_act=die ri-run --kind ledger --act-key a1 --actor alice -- \
+		    ledger-disclose --store "$T/ledger.db" --subject s --recipient r
+		ri_at 5
+		mv "$T/ledger.db" "$T/ledger.away"
+		RI_FAULT=$FAULT ri-sweep
+		mv "$T/ledger.away" "$T/ledger.db" ;;
 	purge) # a closed act past its retention, purged by a sweep into the fault
 		ri-run --kind ledger --act-key a1 --actor alice -- \
 		    ledger-disclose --store "$T/ledger.db" --subject s --recipient r
@@ -68,6 +77,7 @@ scenario_of() {
 	sweep.*) echo sweep ;;
 	resolve.*) echo resolve ;;
 	purge.*) echo purge ;;
+	findings.*) echo finding ;;
 	*) echo none ;;
 	esac
 }
