@@ -2,7 +2,7 @@
 #
 #   make              lib/libri.a, bin/ri-*, examples/bin/*
 #   make test         every suite (C unit tests, then bats over the real binaries)
-#   make test-pg      the bats suites again against a throwaway PostgreSQL server
+#   make test-pg      the suites that reach the backend, against a throwaway PostgreSQL
 #   make check        the whole suite again under ASan + UBSan (build/san)
 #   BATS_JOBS=N       make test, check and valgrind run N bats tests at a time
 #                     (default 1; CI passes 2 to all three)
@@ -191,7 +191,7 @@ bench: all $(BENCHES)
 # The same suites against a throwaway PostgreSQL server (issue 13), and the
 # multi-node tests (tests/pg/*.bats).
 # PG_SUITES: the bats files to run against the server (default: every
-# suite, tests/pg/*.bats and tests/reliability/*.bats; CI runs them all)
+# suite whose header says "# test-pg: backend" or "alone"; CI runs those)
 PG_SUITES ?=
 test-pg: all $(TOOLS)
 	RI_BIN=$(abspath $(BINDIR)) RI_EXAMPLES=$(abspath $(EXBINDIR)) RI_TOOLS=$(abspath $(BUILD)/tools) \

@@ -16,6 +16,8 @@
 # +34 s; compensation_window 10 min -> a closing is due by +602 s; kind
 # ledger, commit_fence none, service identity ledger-reconciler, the real
 # ledger probe.  Time moves only through RI_NOW (ri_at SECONDS).
+#
+# test-pg: backend
 
 bats_require_minimum_version 1.5.0
 

@@ -19,6 +19,8 @@
 # Walkthrough numbers (tests/lib/common.bash) unless a test says "fast":
 # lease 30 s, examine edge +32 s, sweep lease 15 s.  Time moves through
 # RI_NOW.  alice opens; bob is another registered human.
+#
+# test-pg: backend
 
 bats_require_minimum_version 1.5.0
 

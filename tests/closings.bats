@@ -9,6 +9,8 @@
 # Walkthrough numbers: lease 30 s, examine edge +32 s, sweep lease 15 s.
 # Every process reads its own RI_NOW, so a paused process keeps its instant
 # while the test moves the others'.  bob is the operator.
+#
+# test-pg: backend
 
 bats_require_minimum_version 1.5.0
 

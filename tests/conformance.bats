@@ -5,6 +5,8 @@
 #
 # Walkthrough numbers: lease 30 s, examine edge +32 s, sweep lease 15 s,
 # at-risk threshold 600 - 2x135 - 60 - 2 = 268 s.  bob is the operator.
+#
+# test-pg: backend
 
 bats_require_minimum_version 1.5.0
 

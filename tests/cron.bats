@@ -4,6 +4,8 @@
 # and says why on stderr; alerts carry the command's name; progress shows
 # on a terminal only; text falls back to ASCII outside a UTF-8 locale;
 # ri-init --example-config prints a config to edit.
+#
+# test-pg: no -- what cron and systemd see (exit codes, quiet output) is decided above the store
 
 bats_require_minimum_version 1.5.0
 

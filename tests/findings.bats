@@ -13,6 +13,8 @@
 #
 # Walkthrough numbers (tests/lib/common.bash); time moves only through
 # RI_NOW.  Every tally is checked against the partition identity.
+#
+# test-pg: backend
 
 bats_require_minimum_version 1.5.0
 

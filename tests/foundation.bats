@@ -1,6 +1,8 @@
 #!/usr/bin/env bats
 # foundation.bats -- the set-up commands end to end over the real binaries:
 # ri-init, ri-actor, ri-startcheck (INTERFACE.md: Commands, Exit codes).
+#
+# test-pg: backend
 
 bats_require_minimum_version 1.5.0
 

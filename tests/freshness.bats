@@ -12,6 +12,8 @@
 # never not-known), open step 3.13, Invariant 5 (recovery derived from the
 # store, never remembered); vaep AMD-03 (fail closed), GUA-06 (an
 # unestablished outcome is never "did not execute").
+#
+# test-pg: no -- the witness and restores of a SQLite file; on PostgreSQL, tests/pg/multinode.bats
 
 bats_require_minimum_version 1.5.0
 

@@ -6,6 +6,8 @@
 # place of a file, a lock held, rows written without a key) and holds no
 # key.  Time moves only through RI_NOW; nothing waits on a clock: every
 # command a FIFO could hang runs under timeout(1), and a hang is its 124.
+#
+# test-pg: backend
 
 bats_require_minimum_version 1.5.0
 

@@ -18,6 +18,8 @@
 # cross-project substitution, invalid schema ... fails closed"); vaep AMD-03
 # (fail closed), GUA-06 (an unestablished outcome is never "did not
 # execute"); recoverable-invocation Check 8.1, Primitive policy 35.
+#
+# test-pg: backend
 
 bats_require_minimum_version 1.5.0
 

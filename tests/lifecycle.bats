@@ -8,6 +8,8 @@
 # 13, 15a, 16a, 21; journal 8-9; Binding 1-3; the lifecycle issue's rulings
 # (bindings are history, one reading of retention, store checks judge what
 # stands).  Adding a PostgreSQL host: tests/pg/multinode.bats.
+#
+# test-pg: backend
 
 bats_require_minimum_version 1.5.0
 

@@ -4,6 +4,8 @@
 # what it holds), and fail on any non-zero exit a line did not ask for
 # with a trailing `|| test $? -eq N` (tests/lib/man_examples.sh).  The
 # pages must also render without a groff warning.
+#
+# test-pg: no -- the pages' examples, run as written (on SQLite, the default)
 
 bats_require_minimum_version 1.5.0
 

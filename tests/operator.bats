@@ -4,6 +4,8 @@
 # what still needs someone, ri-resolve finds the invocation from the act,
 # ri-read looks a record up by the ids ri-audit names.  Real binaries, real
 # journals; time moves only through RI_NOW.
+#
+# test-pg: backend
 
 bats_require_minimum_version 1.5.0
 

@@ -8,6 +8,8 @@
 # own, with binaries of its own (BINDIR, EXBINDIR, GEN under it) -- the
 # tree's bin/ keeps its /usr/local build, which the suites running beside
 # this one use; its last test uninstalls it.
+#
+# test-pg: no -- make install, the installed tree and the first run of a newcomer (SQLite, the default)
 
 bats_require_minimum_version 1.5.0
 

@@ -5,6 +5,8 @@
 # "Which closing stands"; not-known versus journal-unavailable versus a
 # journal that fails verification; and a read that takes no section and
 # writes nothing.
+#
+# test-pg: backend
 
 bats_require_minimum_version 1.5.0
 

@@ -3,6 +3,8 @@
 # item 7): ri-audit --text ends with a tally, names act keys and prints the
 # head as --expect-head takes it; ri-audit --html FILE writes one
 # self-contained page whose figures are the JSON answer's.
+#
+# test-pg: no -- the HTML rendering of an audit the other suites run on both backends
 
 bats_require_minimum_version 1.5.0
 

@@ -9,6 +9,8 @@
 # examine edge +32 s, sweep lease 12 + 3 = 15 s.  bob is the operator.
 # Time moves only through RI_NOW.  Tests that run ri-sweep assert the
 # partition identity on every tally.
+#
+# test-pg: backend
 
 bats_require_minimum_version 1.5.0
 

@@ -8,6 +8,8 @@
 # Credentials come from $RI_CREDENTIAL (never argv).  Tests that wait for the
 # lease in real time use `ri_instance fast` (lease 3 s: ri-run stops the job
 # at 3000 - read 200 - 2x jwb 300 - allowance 100 - grace 1000 = 1.1 s).
+#
+# test-pg: no -- ri-run's process handling; the actions it calls are proved on both backends by tests/invocation.bats
 
 bats_require_minimum_version 1.5.0
 

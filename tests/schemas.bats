@@ -12,6 +12,8 @@
 #
 # Without python3-jsonschema every test skips, saying so -- nothing passes
 # unchecked.
+#
+# test-pg: no -- the shapes of what the commands print, built above the store
 
 bats_require_minimum_version 1.5.0
 

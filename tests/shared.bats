@@ -7,6 +7,8 @@
 # wave), never wider -- and the journal, the register and the witness
 # writable.  The second-user test runs a real second user when the suite
 # runs as root (useradd, removed in teardown), and is skipped otherwise.
+#
+# test-pg: no -- the modes of an instance's files and the Unix users who share them (SQLite files)
 
 bats_require_minimum_version 1.5.0
 

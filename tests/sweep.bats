@@ -11,6 +11,8 @@
 # declared; the probe is ledger-probe over $T/ledger.db.  Time moves only
 # through RI_NOW.  Every test that runs ri-sweep checks the partition
 # identity on every tally it gets (assert_partition).
+#
+# test-pg: backend
 
 bats_require_minimum_version 1.5.0
 

@@ -8,6 +8,8 @@
 # completion_bound 30 s, allowance 2 s -> examine edge +32 s, abandon edge
 # +34 s; commit_fence none; service identity ledger-reconciler.  Time moves
 # only through RI_NOW (ri_at SECONDS).
+#
+# test-pg: backend
 
 bats_require_minimum_version 1.5.0
 

@@ -4,6 +4,8 @@
 # append's checks make, then the writes with COMMIT.  Counted by the
 # backend itself (RI_PG_TRACE), so the test holds with no clock.  Runs
 # only under tests/pg/run (make test-pg).
+#
+# test-pg: backend
 
 bats_require_minimum_version 1.5.0
 

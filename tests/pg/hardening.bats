@@ -3,6 +3,8 @@
 # DML on the instance's tables (SELECT, INSERT, UPDATE, DELETE: no
 # ownership, no DDL) can do to an instance, and what ri says of it.  Runs
 # only under tests/pg/run (make test-pg), which starts the server.
+#
+# test-pg: backend
 
 bats_require_minimum_version 1.5.0
 

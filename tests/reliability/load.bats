@@ -15,6 +15,8 @@
 # N defaults to 150 (1,200 acts per test, about 25 s on a 2-core machine);
 # RI_LOAD_N overrides it (`make bench` wants the issue's 2,000).  The
 # throughput is printed as a bats comment line (# load: ...).
+#
+# test-pg: no -- load on one SQLite file; on PostgreSQL, tests/pg/multinode.bats
 
 load "$BATS_TEST_DIRNAME/../lib/common"
 

@@ -18,6 +18,8 @@
 #   - the lock is sqlite3 holding BEGIN EXCLUSIVE.
 # The journal is inspected with `sqlite3 -readonly`, which never
 # checkpoints it (the common `records` helper would, and move the WAL's end).
+#
+# test-pg: no -- a full disk, a read-only file, SQLite's own locks: resources of a SQLite file
 
 load "$BATS_TEST_DIRNAME/../lib/common"
 bats_require_minimum_version 1.5.0     # run --separate-stderr

@@ -8,6 +8,8 @@
 #
 # Each process has its own frozen env clock, so a paused process keeps the
 # instant it started with, while the test moves RI_NOW for the others.
+#
+# test-pg: backend
 
 load "$BATS_TEST_DIRNAME/../lib/common"
 
