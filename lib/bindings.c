@@ -326,12 +326,6 @@ ri_bindings_instance(struct ri *r, json_t **instance)
 	return RI_ST_OK;
 }
 
-ri_ms
-ri_retention_end(const struct ri_kind *bound, const struct ri_record *rec)
-{
-	return bound != NULL ? rec->recorded_at + bound->retention_period : RI_NONE;
-}
-
 void
 ri_bindings_free(struct ri *r)
 {

@@ -73,10 +73,6 @@ void ri_bindings_feed(struct ri *r, const struct ri_record *rec);
 int ri_bindings_kinds(struct ri *r, char ***kinds, size_t *n);
 int ri_bindings_instance(struct ri *r, json_t **instance);
 
-/* Retention has one reading: recorded_at + the period bound when the
- * record was written (RI_NONE: the kind unbound). */
-ri_ms ri_retention_end(const struct ri_kind *bound, const struct ri_record *rec);
-
 void ri_bindings_free(struct ri *r);
 
 /*

@@ -337,8 +337,9 @@ precheck(struct ri *r, struct open_req *o, ri_ms now, json_t **ans, json_t *aged
 		}
 		rc = judge(r, o, e->inv_id, &e->inv, now, ans, aged, err);
 	}
-	if (rc == RI_OK && !o->k->repeatable && landed != NULL) {
-		/* open step 3.9 (repeatable 1: only for repeatable = no) */
+	if (rc == RI_OK && landed != NULL) {
+		/* open step 3.9 (repeatable 1: only for repeatable = no; a
+		 * repeatable act returned above, from precheck_repeatable) */
 		release(r, o);
 		bool mismatch = landed_by->inv.intent != NULL && replay_mismatch(landed_by->inv.intent,
 		    o->intent_data);
@@ -521,21 +522,16 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 	st = r->st->ops->take(r->st, o.kind, o.act_key, o.inv, o.k->completion_bound, &g);
 	if (st == RI_ST_INTEGRITY) {
 		json_decref(payload);
-		/* act section 11: a lease row past the longest lease this config
-		 * grants is surfaced, never waited on (INTERFACE 30: open -> 15) */
+		/* a journal head or lease row that fails verification is the
+		 * journal's integrity failure, and act section 11: a lease row
+		 * past the longest lease this config grants is surfaced, never
+		 * waited on (INTERFACE 30: open -> 15) */
 		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable", "cause",
 		    "integrity"), err, RI_JOURNAL_UNAVAILABLE, "%s", r->st->ops->error(r->st)->msg);
 		goto out;
 	}
 	if (st != RI_ST_OK) {
 		json_decref(payload);
-		/* a journal head or lease row that fails verification is the
-		 * journal's integrity failure (INTERFACE 30: open -> 15) */
-		if (st == RI_ST_INTEGRITY) {
-			rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable", "cause",
-			    "integrity"), err, RI_JOURNAL_UNAVAILABLE, "%s", r->st->ops->error(r->st)->msg);
-			goto out;
-		}
 		/* act section 5: the host's unavailable arm is section-unavailable */
 		rc = ri_refuse_with(ans, ri_refusal("section-unavailable"), err, RI_SECTION_UNAVAILABLE,
 		    "section-unavailable: %s", r->st->ops->error(r->st)->msg);

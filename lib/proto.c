@@ -58,28 +58,6 @@ ri_req_parse(json_t *req, const struct ri_field *fields, ri_err *err)
 	return RI_OK;
 }
 
-const char *
-ri_req_credential(const char *from_request, char *buf, size_t n)
-{
-	const char *env, *file;
-	char *text;
-	size_t len;
-
-	if (from_request != NULL)
-		return from_request;
-	if ((env = getenv("RI_CREDENTIAL")) != NULL && *env != '\0')
-		return env;
-	if ((file = getenv("RI_CREDENTIAL_FILE")) != NULL && *file != '\0' &&
-	    (text = ri_slurp(file, n - 1, &len)) != NULL) {
-		while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
-			text[--len] = '\0';
-		snprintf(buf, n, "%s", text);
-		free(text);
-		return buf;
-	}
-	return NULL;
-}
-
 bool
 ri_ref_ok(const struct ri *r, const char *s)
 {

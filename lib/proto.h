@@ -26,9 +26,6 @@ struct ri_field {
 /* RI_MALFORMED for a non-object, an unknown field, a wrong type or a
  * missing required field (INTERFACE: unknown fields are refused). */
 int ri_req_parse(json_t *req, const struct ri_field *fields, ri_err *err);
-/* The credential: the request's, else $RI_CREDENTIAL, else the file named
- * by $RI_CREDENTIAL_FILE.  Never from argv, never printed. */
-const char *ri_req_credential(const char *from_request, char *buf, size_t n);
 
 /* ---- the vocabulary ---- */
 

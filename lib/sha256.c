@@ -1,18 +1,24 @@
 /*
  * sha256.c -- SHA-256 (FIPS 180-4) and HMAC-SHA-256 (RFC 2104).
  *
- * Why ri has its own: libsodium's SHA-256 is portable C (2,700 to 3,500
- * instructions a block, by build) and ri-audit spends a third of its time
- * there.  On x86 CPUs with the SHA extensions (SHA-NI) a block is about
- * 200 instructions; elsewhere a plain C compression function written from
- * FIPS 180-4 section 6.2.2 is used.  Both give libsodium's exact output
- * (tests/unit/test_sha256.c checks every length 0..1100 on both paths).
+ * Why ri has its own: on x86 CPUs with the SHA extensions (SHA-NI) the
+ * compression function here measured 4.6x faster than libsodium's
+ * SHA-256, which is portable C only (2,700 to 3,500 instructions a block,
+ * by build, against about 200 here), and ri-audit spent a third of its
+ * time in libsodium's.  Elsewhere -- no SHA-NI, or RI_SHA256_PORTABLE set
+ * (to anything but "" or "0") -- these functions forward to libsodium's
+ * crypto_hash_sha256: ri's own portable C compression measured the same
+ * speed as libsodium's, so it was a second copy to keep right, and issue
+ * 42 removed it.  The HMAC below is one construction over whichever
+ * SHA-256 is in use, its output crypto_auth_hmacsha256's.  Both paths give
+ * libsodium's exact output (tests/unit/test_sha256.c checks every length
+ * 0..1100 on each, and states begun on one path finished on the other).
  *
- * The choice is made once, at the first compression: CPUID leaf 7 EBX bit
- * 29 (SHA) and leaf 1 ECX bits 9 (SSSE3) and 19 (SSE4.1), unless
- * RI_SHA256_PORTABLE is set (to anything but "" or "0").  Only the
- * SHA-NI function is compiled for those extensions (a target attribute),
- * so the rest of the build stays plain -std=c11 for any x86-64.
+ * The choice is made once, at the first use: CPUID leaf 7 EBX bit 29
+ * (SHA) and leaf 1 ECX bits 9 (SSSE3) and 19 (SSE4.1), unless
+ * RI_SHA256_PORTABLE is set.  Only the SHA-NI function is compiled for
+ * those extensions (a target attribute), so the rest of the build stays
+ * plain -std=c11 for any x86-64.
  */
 #include <stdatomic.h>
 #include <stdint.h>
@@ -31,6 +37,13 @@
 #define RI_SHA_X86 0
 #endif
 
+/* FIPS 180-4 section 5.3.3: H(0), the square roots of the first 8 primes. */
+static const uint32_t H0[8] = {
+	0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+	0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+};
+
+#if RI_SHA_X86
 /* FIPS 180-4 section 4.2.2: the first 32 bits of the fractional parts of
  * the cube roots of the first 64 primes.  Aligned for the SHA-NI path,
  * which adds four at a time to the message words. */
@@ -53,150 +66,6 @@ static const _Alignas(16) uint32_t K[64] = {
 	0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
 };
 
-/* FIPS 180-4 section 5.3.3: H(0), the square roots of the first 8 primes. */
-static const uint32_t H0[8] = {
-	0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-	0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
-};
-
-/* Words are big-endian (FIPS 180-4 section 3.1), whatever the host. */
-static inline uint32_t
-load_be32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	    (uint32_t)p[2] << 8 | (uint32_t)p[3];
-}
-
-static inline void
-store_be32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)(v >> 24);
-	p[1] = (unsigned char)(v >> 16);
-	p[2] = (unsigned char)(v >> 8);
-	p[3] = (unsigned char)v;
-}
-
-static inline uint32_t
-rotr(uint32_t x, unsigned n)
-{
-	return x >> n | x << (32 - n);
-}
-
-/*
- * The functions of FIPS 180-4 section 4.1.2, in forms with fewer
- * operations and register copies, equal bit by bit to the standard's:
- * ch picks y where x is 1 and z where it is 0 (4.2); maj is the majority
- * (4.3); a rotation distributes over xor, so rotr(rotr(x, 9) ^ x, 11) is
- * rotr(x, 20) ^ rotr(x, 11), and so on (4.4-4.7).  (About 15% fewer
- * instructions a block than the rotations written side by side.)
- */
-static inline uint32_t
-ch(uint32_t x, uint32_t y, uint32_t z)
-{
-	return z ^ (x & (y ^ z));
-}
-
-static inline uint32_t
-maj(uint32_t x, uint32_t y, uint32_t z)
-{
-	return (x & y) | (z & (x | y));
-}
-
-static inline uint32_t
-bsig0(uint32_t x)       /* (4.4): ROTR2 ^ ROTR13 ^ ROTR22 */
-{
-	return rotr(rotr(rotr(x, 9) ^ x, 11) ^ x, 2);
-}
-
-static inline uint32_t
-bsig1(uint32_t x)       /* (4.5): ROTR6 ^ ROTR11 ^ ROTR25 */
-{
-	return rotr(rotr(rotr(x, 14) ^ x, 5) ^ x, 6);
-}
-
-static inline uint32_t
-ssig0(uint32_t x)       /* (4.6): ROTR7 ^ ROTR18 ^ SHR3 */
-{
-	return rotr(rotr(x, 11) ^ x, 7) ^ x >> 3;
-}
-
-static inline uint32_t
-ssig1(uint32_t x)       /* (4.7): ROTR17 ^ ROTR19 ^ SHR10 */
-{
-	return rotr(rotr(x, 2) ^ x, 17) ^ x >> 10;
-}
-
-/*
- * One round of FIPS 180-4 section 6.2.2 step 3, without the renaming of
- * the eight working variables: the caller rotates the names instead
- * (round t + 1 passes h, a, b, ... where round t passed a, b, c, ...), so
- * only d and h change -- d becomes e's next value, h becomes a's.
- */
-#define ROUND(a, b, c, d, e, f, g, h, t, wt) do {                       \
-	uint32_t t1_ = (h) + bsig1(e) + ch(e, f, g) + K[t] + (wt);      \
-	(d) += t1_;                                                     \
-	(h) = t1_ + bsig0(a) + maj(a, b, c);                            \
-} while (0)
-
-/*
- * Step 1's schedule, kept as its last 16 words, w[t mod 16]: for t >= 16,
- * W[t] = sigma1(W[t-2]) + W[t-7] + sigma0(W[t-15]) + W[t-16], written over
- * W[t-16], which no later word needs.  BLOCKW is W[t] for t < 16.
- */
-#define SCHEDW(j) (w[(j) & 15] += ssig1(w[((j) + 14) & 15]) +          \
-	w[((j) + 9) & 15] + ssig0(w[((j) + 1) & 15]))
-#define BLOCKW(j) (w[j])
-
-/* Rounds t..t+7 over the working variables a..h, W[t..t+7] from
- * WT(j..j+7); after eight the names are back where they started. */
-#define ROUNDS8(t, j, WT) do {                                          \
-	ROUND(a, b, c, d, e, f, g, h, (t) + 0, WT((j) + 0));            \
-	ROUND(h, a, b, c, d, e, f, g, (t) + 1, WT((j) + 1));            \
-	ROUND(g, h, a, b, c, d, e, f, (t) + 2, WT((j) + 2));            \
-	ROUND(f, g, h, a, b, c, d, e, (t) + 3, WT((j) + 3));            \
-	ROUND(e, f, g, h, a, b, c, d, (t) + 4, WT((j) + 4));            \
-	ROUND(d, e, f, g, h, a, b, c, (t) + 5, WT((j) + 5));            \
-	ROUND(c, d, e, f, g, h, a, b, (t) + 6, WT((j) + 6));            \
-	ROUND(b, c, d, e, f, g, h, a, (t) + 7, WT((j) + 7));            \
-} while (0)
-
-/* FIPS 180-4 section 6.2.2, once for each of n blocks. */
-static void
-compress_portable(uint32_t st[8], const unsigned char *p, size_t n)
-{
-	uint32_t w[16];
-	int i, t;
-
-	for (; n > 0; n--, p += RI_SHA256_BLOCK) {
-		uint32_t a, b, c, d, e, f, g, h;
-
-		/* step 1, t < 16: the block's words */
-		for (i = 0; i < 16; i++)
-			w[i] = load_be32(p + 4 * i);
-		/* step 2 */
-		a = st[0]; b = st[1]; c = st[2]; d = st[3];
-		e = st[4]; f = st[5]; g = st[6]; h = st[7];
-		/* step 3, with step 1's later words made as they are used */
-		ROUNDS8(0, 0, BLOCKW);
-		ROUNDS8(8, 8, BLOCKW);
-		for (t = 16; t < 64; t += 16) {
-			ROUNDS8(t, 0, SCHEDW);
-			ROUNDS8(t + 8, 8, SCHEDW);
-		}
-		/* step 4: H(i) */
-		st[0] += a; st[1] += b; st[2] += c; st[3] += d;
-		st[4] += e; st[5] += f; st[6] += g; st[7] += h;
-	}
-	/* the schedule held message words -- key words, for an HMAC key */
-	sodium_memzero(w, sizeof w);
-}
-
-#undef ROUND
-#undef ROUNDS8
-#undef SCHEDW
-#undef BLOCKW
-
-#if RI_SHA_X86
 /*
  * Four rounds with the SHA extensions.  sha256rnds2 does two rounds: its
  * state is split as {A,B,E,F} and {C,D,G,H} (high lane to low), and it
@@ -284,6 +153,74 @@ compress_shani(uint32_t st[8], const unsigned char *p, size_t n)
 #undef SHANI_ROUNDS
 #undef SHANI_SCHEDULE
 
+/* Words are big-endian (FIPS 180-4 section 3.1), whatever the host. */
+static inline void
+store_be32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)(v >> 24);
+	p[1] = (unsigned char)(v >> 16);
+	p[2] = (unsigned char)(v >> 8);
+	p[3] = (unsigned char)v;
+}
+
+/*
+ * A piece of n bytes that reaches the end of the buffered block (smaller
+ * ones ri_sha256_update only copies): the buffer is completed and
+ * compressed, then every whole block of the piece is compressed in place,
+ * in one call, and the rest is buffered.
+ */
+static void
+shani_update(ri_sha256_state *st, const unsigned char *in, size_t n)
+{
+	size_t k;
+
+	st->n += n;
+	if (st->used > 0) {
+		k = RI_SHA256_BLOCK - st->used;
+		memcpy(st->buf + st->used, in, k);
+		compress_shani(st->h, st->buf, 1);
+		st->used = 0;
+		in += k;
+		n -= k;
+	}
+	if (n >= RI_SHA256_BLOCK) {
+		k = n / RI_SHA256_BLOCK;
+		compress_shani(st->h, in, k);
+		in += k * RI_SHA256_BLOCK;
+		n -= k * RI_SHA256_BLOCK;
+	}
+	if (n > 0) {
+		memcpy(st->buf, in, n);
+		st->used = n;
+	}
+}
+
+static void
+shani_final(ri_sha256_state *st, unsigned char out[RI_SHA256_BYTES])
+{
+	uint64_t bits = st->n << 3;     /* the length mod 2^64, in bits */
+	int i;
+
+	/* FIPS 180-4 section 5.1.1: a 1 bit, zeros to 448 mod 512, and the
+	 * length as a 64-bit big-endian integer; a second block when the
+	 * length does not fit after the 1 bit */
+	st->buf[st->used++] = 0x80;
+	if (st->used > RI_SHA256_BLOCK - 8) {
+		memset(st->buf + st->used, 0, RI_SHA256_BLOCK - st->used);
+		compress_shani(st->h, st->buf, 1);
+		st->used = 0;
+	}
+	memset(st->buf + st->used, 0, RI_SHA256_BLOCK - 8 - st->used);
+	for (i = 0; i < 8; i++)
+		st->buf[RI_SHA256_BLOCK - 1 - i] =
+		    (unsigned char)(bits >> (8 * i));
+	compress_shani(st->h, st->buf, 1);
+	/* section 6.2.2: the digest is H(N) in big-endian words */
+	for (i = 0; i < 8; i++)
+		store_be32(out + 4 * i, st->h[i]);
+	sodium_memzero(st, sizeof *st);
+}
+
 #if defined(__has_include)
 #if __has_include(<sys/platform/x86.h>)
 #include <sys/platform/x86.h>
@@ -322,10 +259,10 @@ cpu_has_shani(void)
 }
 #endif
 
-enum { PATH_UNKNOWN, PATH_PORTABLE, PATH_SHANI };
+enum { PATH_UNKNOWN, PATH_SODIUM, PATH_SHANI };
 
-/* The path chosen at the first compression; an atomic so threads that
- * race to choose it agree without a data race (they choose alike). */
+/* The path chosen at the first use; an atomic so threads that race to
+ * choose it agree without a data race (they choose alike). */
 static atomic_int sha_path;
 
 static int
@@ -334,8 +271,8 @@ choose_path(void)
 	const char *e = getenv("RI_SHA256_PORTABLE");
 
 	if (e != NULL && *e != '\0' && strcmp(e, "0") != 0)
-		return PATH_PORTABLE;
-	return cpu_has_shani() ? PATH_SHANI : PATH_PORTABLE;
+		return PATH_SODIUM;
+	return cpu_has_shani() ? PATH_SHANI : PATH_SODIUM;
 }
 
 static int
@@ -360,23 +297,61 @@ void
 ri_sha256_force_portable(int on)
 {
 	atomic_store_explicit(&sha_path,
-	    on || !cpu_has_shani() ? PATH_PORTABLE : PATH_SHANI,
+	    on || !cpu_has_shani() ? PATH_SODIUM : PATH_SHANI,
 	    memory_order_relaxed);
 }
 
-/* n whole blocks at p into st, by the chosen path */
+/*
+ * libsodium's crypto_hash_sha256_state (declared whole in its header)
+ * holds what ri's does: H(i), the length (in bits there, in bytes here)
+ * and the bytes of the unfinished block.  So a state is carried over
+ * and back whole, and one begun on either path can be finished on the
+ * other: the path changes under a test's ri_sha256_force_portable, and
+ * the instance key's HMAC states (integrity.c) live as long as the
+ * instance.  The length's top 3 bits are lost on the way; SHA-256 keeps
+ * the length mod 2^64 bits, which are the same.
+ */
 static void
-compress(uint32_t st[8], const unsigned char *p, size_t n)
+to_sodium(crypto_hash_sha256_state *s, const ri_sha256_state *st)
 {
-#if RI_SHA_X86
-	if (current_path() == PATH_SHANI) {
-		compress_shani(st, p, n);
-		return;
-	}
-#endif
-	compress_portable(st, p, n);
+	memcpy(s->state, st->h, sizeof s->state);
+	s->count = st->n << 3;
+	memcpy(s->buf, st->buf, st->used);
 }
 
+/* s is wiped: it held message bytes, or a key's padded state */
+static void
+from_sodium(ri_sha256_state *st, crypto_hash_sha256_state *s)
+{
+	memcpy(st->h, s->state, sizeof st->h);
+	st->n = s->count >> 3;
+	st->used = (size_t)(st->n % RI_SHA256_BLOCK);
+	memcpy(st->buf, s->buf, st->used);
+	sodium_memzero(s, sizeof *s);
+}
+
+static void
+sodium_update(ri_sha256_state *st, const unsigned char *in, size_t n)
+{
+	crypto_hash_sha256_state s;
+
+	to_sodium(&s, st);
+	crypto_hash_sha256_update(&s, in, n);
+	from_sodium(st, &s);
+}
+
+static void
+sodium_final(ri_sha256_state *st, unsigned char out[RI_SHA256_BYTES])
+{
+	crypto_hash_sha256_state s;
+
+	to_sodium(&s, st);
+	crypto_hash_sha256_final(&s, out);
+	sodium_memzero(&s, sizeof s);
+	sodium_memzero(st, sizeof *st);
+}
+
+/* H(0) and no bytes: crypto_hash_sha256_init's state too */
 void
 ri_sha256_init(ri_sha256_state *st)
 {
@@ -385,79 +360,58 @@ ri_sha256_init(ri_sha256_state *st)
 	st->used = 0;
 }
 
-/*
- * Pieces smaller than what the buffer lacks are only copied (ri feeds
- * many 1- to 32-byte fields); a full buffer is compressed, and then every
- * whole block of the caller's piece is compressed in place, in one call.
- */
 void
 ri_sha256_update(ri_sha256_state *st, const void *p, size_t n)
 {
 	const unsigned char *in = p;
-	size_t k;
 
 	if (n == 0)
 		return;
-	st->n += n;
-	if (st->used > 0) {
-		k = RI_SHA256_BLOCK - st->used;
-		if (n < k) {
-			memcpy(st->buf + st->used, in, n);
-			st->used += n;
-			return;
-		}
-		memcpy(st->buf + st->used, in, k);
-		compress(st->h, st->buf, 1);
-		st->used = 0;
-		in += k;
-		n -= k;
+	/* A piece that leaves the block unfinished is only copied, on either
+	 * path: ri feeds many 1- to 32-byte fields, and carrying libsodium's
+	 * state over and back for each would cost more than the copy. */
+	if (n < RI_SHA256_BLOCK - st->used) {
+		memcpy(st->buf + st->used, in, n);
+		st->used += n;
+		st->n += n;
+		return;
 	}
-	if (n >= RI_SHA256_BLOCK) {
-		k = n / RI_SHA256_BLOCK;
-		compress(st->h, in, k);
-		in += k * RI_SHA256_BLOCK;
-		n -= k * RI_SHA256_BLOCK;
+#if RI_SHA_X86
+	if (current_path() == PATH_SHANI) {
+		shani_update(st, in, n);
+		return;
 	}
-	if (n > 0) {
-		memcpy(st->buf, in, n);
-		st->used = n;
-	}
+#endif
+	sodium_update(st, in, n);
 }
 
 void
 ri_sha256_final(ri_sha256_state *st, unsigned char out[RI_SHA256_BYTES])
 {
-	uint64_t bits = st->n << 3;     /* the length mod 2^64, in bits */
-	int i;
-
-	/* FIPS 180-4 section 5.1.1: a 1 bit, zeros to 448 mod 512, and the
-	 * length as a 64-bit big-endian integer; a second block when the
-	 * length does not fit after the 1 bit */
-	st->buf[st->used++] = 0x80;
-	if (st->used > RI_SHA256_BLOCK - 8) {
-		memset(st->buf + st->used, 0, RI_SHA256_BLOCK - st->used);
-		compress(st->h, st->buf, 1);
-		st->used = 0;
+#if RI_SHA_X86
+	if (current_path() == PATH_SHANI) {
+		shani_final(st, out);
+		return;
 	}
-	memset(st->buf + st->used, 0, RI_SHA256_BLOCK - 8 - st->used);
-	for (i = 0; i < 8; i++)
-		st->buf[RI_SHA256_BLOCK - 1 - i] =
-		    (unsigned char)(bits >> (8 * i));
-	compress(st->h, st->buf, 1);
-	/* section 6.2.2: the digest is H(N) in big-endian words */
-	for (i = 0; i < 8; i++)
-		store_be32(out + 4 * i, st->h[i]);
-	sodium_memzero(st, sizeof *st);
+#endif
+	sodium_final(st, out);
 }
 
 void
 ri_sha256(const void *p, size_t n, unsigned char out[RI_SHA256_BYTES])
 {
-	ri_sha256_state st;
+#if RI_SHA_X86
+	if (current_path() == PATH_SHANI) {
+		ri_sha256_state st;
 
-	ri_sha256_init(&st);
-	ri_sha256_update(&st, p, n);
-	ri_sha256_final(&st, out);
+		ri_sha256_init(&st);
+		ri_sha256_update(&st, p, n);
+		ri_sha256_final(&st, out);
+		return;
+	}
+#endif
+	/* no state to carry over: libsodium's own one-shot */
+	crypto_hash_sha256(out, p, n);
 }
 
 /*

@@ -60,12 +60,6 @@ ri_witness_is_pg(const char *where)
 	return where != NULL && (strncmp(where, "postgresql://", 13) == 0 || strncmp(where, "postgres://", 11) == 0);
 }
 
-const char *
-ri_witness_where(const struct ri_witness *w)
-{
-	return w->where;
-}
-
 void
 ri_witness_sign(const unsigned char instance[RI_INSTANCE_LEN], struct ri_witnessed *what, const unsigned char sk[64])
 {

@@ -123,8 +123,6 @@ void ri_witness_sign(const unsigned char instance[RI_INSTANCE_LEN], struct ri_wi
     const unsigned char sk[64]);
 /* Does a signed line verify under the seal public key? */
 bool ri_witness_sig_ok(const struct ri_witness_line *l, const unsigned char pk[32]);
-/* Where the witness lives, for messages. */
-const char *ri_witness_where(const struct ri_witness *w);
 /* Is `where` a PostgreSQL witness (shared by hosts)? */
 bool ri_witness_is_pg(const char *where);
 

@@ -1,7 +1,11 @@
 /*
  * test_sha256.c -- lib/sha256.c against the standards and against
  * libsodium, on each path it has: the SHA extensions one (when this CPU
- * has them) and the portable one.
+ * has them), ri's own code, and the portable one, which forwards to
+ * libsodium (issue 42).  On the second the comparisons with libsodium
+ * check what ri still does around it: carrying the state to libsodium's
+ * and back, the buffering of small pieces, the HMAC construction, the
+ * wipes; the standards' vectors check it independently of libsodium.
  *
  *   FIPS 180-4's examples (the NIST vectors): "", "abc", the 448- and
  *   896-bit messages, a million 'a' fed in pieces
@@ -11,8 +15,12 @@
  *   bytes, splits around the padding's edges 55/56/63/64/65, random
  *   sizes, ri's 1-, 8- and 32-byte fields), HMAC keys of random length
  *   0..200 and every length 0..200; finals and the key wipe leave zeros
- *   RI_SHA256_PORTABLE=1: the test runs itself again with it set, and
- *   the path chosen there is the portable one
+ *   with both paths: hashes and HMACs begun on one path and finished on
+ *   the other, and HMAC keys made on one and used on the other (the
+ *   paths share one state)
+ *   RI_SHA256_PORTABLE=1: the test runs itself again with it set; the
+ *   path chosen there is the portable one, and it passes the standards'
+ *   vectors
  *
  * The journal format depends on the digests being libsodium's, so any
  * difference is a failure.  TEST_SHA256_SEED=n repeats another run's data.
@@ -319,16 +327,93 @@ all(const char *path)
 	differential(path);
 }
 
-/* the run inside the run: RI_SHA256_PORTABLE=1 chose the portable path */
+/*
+ * The paths share one state: a hash or an HMAC begun on one path and
+ * finished on the other gives libsodium's answer, whichever path began
+ * it, wherever in a block the switch falls -- as the instance key's HMAC
+ * states, made once (integrity.c), must whatever path a test forces later.
+ * Each hash is fed on one path, then the other, then finished on the
+ * first: the state is carried to libsodium's and back both ways.
+ */
+static void
+crossing(void)
+{
+	static unsigned char data[400];
+	unsigned char key[100], want[32], got[32];
+	crypto_auth_hmacsha256_state ss;
+	ri_sha256_state st;
+	ri_hmac_state hs;
+	ri_hmac_key k;
+
+	for (int first = 0; first < 2; first++) {
+		const int second = !first;      /* 1: libsodium's path */
+
+		for (size_t cut = 0; cut <= 200; cut++) {
+			size_t n = cut + (cut * 7) % 150;
+
+			rnd_fill(data, n);
+			crypto_hash_sha256(want, data, n);
+			ri_sha256_force_portable(first);
+			ri_sha256_init(&st);
+			ri_sha256_update(&st, data, cut);
+			ri_sha256_force_portable(second);
+			ri_sha256_update(&st, data + cut, n - cut);
+			ri_sha256_force_portable(first);
+			ri_sha256_final(&st, got);
+			CHECK(memcmp(got, want, 32) == 0, "begun on %s: length %zu, switched at %zu",
+			    first ? "libsodium" : "sha-ni", n, cut);
+			CHECK(all_zero(&st, sizeof st), "crossing: final left the state");
+		}
+		for (size_t keylen = 0; keylen <= sizeof key; keylen++) {
+			size_t n = (keylen * 11) % 200;
+
+			rnd_fill(key, keylen);
+			rnd_fill(data, n);
+			crypto_auth_hmacsha256_init(&ss, key, keylen);
+			crypto_auth_hmacsha256_update(&ss, data, n);
+			crypto_auth_hmacsha256_final(&ss, want);
+			/* a key made on one path, its MACs on the other */
+			ri_sha256_force_portable(first);
+			ri_hmac_key_init(&k, key, keylen);
+			ri_sha256_force_portable(second);
+			ri_hmac_init(&hs, &k);
+			ri_hmac_update(&hs, data, n);
+			ri_hmac_final(&hs, got);
+			CHECK(memcmp(got, want, 32) == 0, "HMAC key made on %s, key %zu bytes, length %zu",
+			    first ? "libsodium" : "sha-ni", keylen, n);
+			ri_hmac_key_wipe(&k);
+			/* a raw key's MAC switching mid-message and at the final */
+			ri_sha256_force_portable(first);
+			ri_hmac_init_raw(&hs, key, keylen);
+			ri_hmac_update(&hs, data, n / 2);
+			ri_sha256_force_portable(second);
+			ri_hmac_update(&hs, data + n / 2, n - n / 2);
+			ri_sha256_force_portable(first);
+			ri_hmac_final(&hs, got);
+			CHECK(memcmp(got, want, 32) == 0, "HMAC begun on %s, key %zu bytes, length %zu",
+			    first ? "libsodium" : "sha-ni", keylen, n);
+			CHECK(all_zero(&hs, sizeof hs), "crossing: HMAC final left the state");
+		}
+	}
+	PASS("sha-ni <-> libsodium: hashes switched at every point 0..200 and HMACs "
+	    "(keys 0..%zu bytes) begun on one path and finished on the other", sizeof key);
+}
+
+/* the run inside the run: RI_SHA256_PORTABLE=1 chose the portable path,
+ * libsodium's, from the first use on, and it gives the standards' answers */
 static int
 env_child(void)
 {
 	unsigned char out[32];
 
+	tl_init();
+	CHECK(sodium_init() >= 0, "sodium_init");
 	ri_sha256("abc", 3, out);
 	check_digest(out, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
 	    "abc under RI_SHA256_PORTABLE=1");
 	CHECK(!ri_sha256_accelerated(), "RI_SHA256_PORTABLE=1: the accelerated path was chosen");
+	nist_vectors("RI_SHA256_PORTABLE=1");
+	rfc4231("RI_SHA256_PORTABLE=1");
 	return 0;
 }
 
@@ -350,7 +435,7 @@ env_portable(const char *self)
 		_exit(127);
 	}
 	CHECK(tl_wait(pid) == 0, "the RI_SHA256_PORTABLE=1 run failed");
-	PASS("RI_SHA256_PORTABLE=1 chooses the portable path (a run of its own)");
+	PASS("RI_SHA256_PORTABLE=1 chooses the portable path, libsodium's (a run of its own)");
 }
 
 int
@@ -368,15 +453,18 @@ main(int argc, char **argv)
 
 	ri_sha256_force_portable(0);
 	accel = ri_sha256_accelerated();
-	if (accel)
+	if (accel) {
 		all("sha-ni");
-	else
+		crossing();
+	} else {
 		printf("# this CPU has no SHA extensions (or SSE4.1): "
-		    "the portable path only\n");
+		    "the portable path (libsodium) only\n");
+	}
 	ri_sha256_force_portable(1);
 	CHECK(!ri_sha256_accelerated(), "force_portable(1) left the accelerated path on");
-	all("portable");
+	all("portable (libsodium)");
 	env_portable(argv[0]);
-	printf("# paths covered: %s\n", accel ? "sha-ni, portable" : "portable");
+	printf("# paths covered: %s\n", accel ? "sha-ni, portable (libsodium), crossings" :
+	    "portable (libsodium)");
 	return 0;
 }
