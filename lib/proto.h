@@ -23,6 +23,17 @@ struct ri_field {
 	                         * rendered), json_t ** for OBJ/ANY */
 };
 
+/*
+ * What a request says: every field some command reads from its request, as
+ * the command's field table binds it.  One struct for all six so that their
+ * tables can be plain data (issue 42).
+ */
+struct ri_req {
+	const char *kind, *act_key, *invocation_id, *intent_event_id, *event_id, *actor_ref, *credential;
+	const char *outcome_action_ref, *reason;
+	json_t *intent_data, *outcome_data, *constituent_code, *disposition;
+};
+
 /* RI_MALFORMED for a non-object, an unknown field, a wrong type or a
  * missing required field (INTERFACE: unknown fields are refused). */
 int ri_req_parse(json_t *req, const struct ri_field *fields, ri_err *err);
