@@ -16,13 +16,6 @@ struct inv_req {
 	char cred_buf[256];
 };
 
-/* Fields ri-open answers, which jq merges on through to Close/Refuse/Yield. */
-#define OPEN_ANSWER_EXTRAS \
-	{ "lease_expires_at", RI_F_IGNORE, false, NULL }, \
-	{ "fencing_token", RI_F_IGNORE, false, NULL }, \
-	{ "commit_fence_deadline", RI_F_IGNORE, false, NULL }, \
-	{ "alert", RI_F_IGNORE, false, NULL }
-
 static void
 release(struct ri *r, const struct inv_req *q)
 {
@@ -337,21 +330,10 @@ static int
 close_call(ri *r, json_t *req, json_t **ans, ri_err *err)
 {
 	struct inv_req q = { 0 };
-	const struct ri_field fields[] = {
-		{ "kind", RI_F_STR, true, &q.in.kind },
-		{ "act_key", RI_F_STR, true, &q.in.act_key },
-		{ "invocation_id", RI_F_STR, true, &q.in.invocation_id },
-		{ "intent_event_id", RI_F_STR, true, &q.in.intent_event_id },
-		{ "actor_ref", RI_F_STR, true, &q.in.actor_ref },
-		{ "credential", RI_F_STR, false, &q.in.credential },
-		{ "outcome_action_ref", RI_F_STR, true, &q.in.outcome_action_ref },
-		{ "outcome_data", RI_F_OBJ, true, &q.in.outcome_data },
-		OPEN_ANSWER_EXTRAS,
-		{ NULL, 0, false, NULL } };
 	int rc;
 
 	*ans = NULL;
-	if ((rc = ri_req_parse(req, fields, err)) != RI_OK ||
+	if ((rc = ri_req_parse(req, ri_close_fields, &q.in, err)) != RI_OK ||
 	    (rc = ri_no_journal(r, "outcome", NULL, ans, err)) != RI_OK)
 		return rc;
 	if ((rc = bind_kind(r, &q, ans, ri_refusal_rf("outcome"), RI_RF_OUTCOME, err)) != RI_OK)
@@ -401,17 +383,6 @@ static int
 refuse_call(ri *r, json_t *req, json_t **ans, ri_err *err)
 {
 	struct inv_req q = { 0 };
-	const struct ri_field fields[] = {
-		{ "kind", RI_F_STR, true, &q.in.kind },
-		{ "act_key", RI_F_STR, true, &q.in.act_key },
-		{ "invocation_id", RI_F_STR, true, &q.in.invocation_id },
-		{ "intent_event_id", RI_F_STR, true, &q.in.intent_event_id },
-		{ "actor_ref", RI_F_STR, true, &q.in.actor_ref },
-		{ "credential", RI_F_STR, false, &q.in.credential },
-		{ "reason", RI_F_STR, true, &q.in.reason },
-		{ "constituent_code", RI_F_CODE, true, &q.in.constituent_code },
-		OPEN_ANSWER_EXTRAS,
-		{ NULL, 0, false, NULL } };
 	struct ri_inv inv;
 	struct ri_standing sd;
 	struct ri_appended ap;
@@ -422,7 +393,7 @@ refuse_call(ri *r, json_t *req, json_t **ans, ri_err *err)
 	int rc, st;
 
 	*ans = NULL;
-	if ((rc = ri_req_parse(req, fields, err)) != RI_OK ||
+	if ((rc = ri_req_parse(req, ri_refuse_fields, &q.in, err)) != RI_OK ||
 	    (rc = ri_no_journal(r, "refusal", q.in.constituent_code, ans, err)) != RI_OK)
 		return rc;
 	if ((rc = bind_kind(r, &q, ans, rf_refusal(&q, 0), RI_RF_REFUSAL, err)) != RI_OK)
@@ -544,21 +515,12 @@ int
 ri_yield(ri *r, json_t *req, json_t **ans, ri_err *err)
 {
 	struct inv_req q = { 0 };
-	const struct ri_field fields[] = {
-		{ "kind", RI_F_STR, true, &q.in.kind },
-		{ "act_key", RI_F_STR, true, &q.in.act_key },
-		{ "invocation_id", RI_F_STR, true, &q.in.invocation_id },
-		{ "intent_event_id", RI_F_STR, false, &q.in.intent_event_id },
-		{ "actor_ref", RI_F_STR, false, &q.in.actor_ref },
-		{ "credential", RI_F_STR, false, &q.in.credential },
-		OPEN_ANSWER_EXTRAS,
-		{ NULL, 0, false, NULL } };
 	const char *cause;
 	char why[700];
 	int rc, st;
 
 	*ans = NULL;
-	if ((rc = ri_req_parse(req, fields, err)) != RI_OK)
+	if ((rc = ri_req_parse(req, ri_yield_fields, &q.in, err)) != RI_OK)
 		return rc;
 	if ((rc = ri_caller_credential(r->cfg, q.in.credential, q.cred_buf, sizeof q.cred_buf, &q.in.credential,
 	    err)) != RI_OK)

@@ -445,13 +445,6 @@ int
 ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 {
 	struct open_req o = { 0 };
-	const struct ri_field fields[] = {
-		{ "kind", RI_F_STR, true, &o.in.kind },
-		{ "act_key", RI_F_STR, true, &o.in.act_key },
-		{ "actor_ref", RI_F_STR, true, &o.in.actor_ref },
-		{ "credential", RI_F_STR, false, &o.in.credential },
-		{ "intent_data", RI_F_OBJ, false, &o.in.intent_data },
-		{ NULL, 0, false, NULL } };
 	struct ri_grant g;
 	json_t *payload, *aged = json_array(), *alerts = json_array();
 	char why[600], ev[RI_ID_LEN + 1];
@@ -459,7 +452,7 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 	int rc, st;
 
 	*ans = NULL;
-	if ((rc = ri_req_parse(req, fields, err)) != RI_OK ||
+	if ((rc = ri_req_parse(req, ri_open_fields, &o.in, err)) != RI_OK ||
 	    (rc = ri_no_journal(r, NULL, NULL, ans, err)) != RI_OK)
 		goto out;
 	/* no intent data is {} -- as ri-run has always read it */

@@ -9,11 +9,12 @@
 /* ---- requests ---- */
 
 int
-ri_req_parse(json_t *req, const struct ri_field *fields, ri_err *err)
+ri_req_parse(json_t *req, const struct ri_field *fields, struct ri_req *out, ri_err *err)
 {
 	const char *key;
 	json_t *v;
 
+	memset(out, 0, sizeof *out);
 	if (!json_is_object(req))
 		return ri_fail(err, RI_MALFORMED, "the request must be a JSON object");
 	json_object_foreach(req, key, v) {
@@ -32,24 +33,25 @@ ri_req_parse(json_t *req, const struct ri_field *fields, ri_err *err)
 			}
 			continue;
 		}
+		void *dest = (char *)out + f->at;
 		switch (f->type) {
 		case RI_F_STR:
 			if (!json_is_string(v))
 				return ri_fail(err, RI_MALFORMED, "\"%s\" must be a string", f->name);
-			*(const char **)f->dest = json_string_value(v);
+			*(const char **)dest = json_string_value(v);
 			break;
 		case RI_F_CODE:
 			if (!json_is_string(v) && !json_is_integer(v))
 				return ri_fail(err, RI_MALFORMED, "\"%s\" must be a string or an integer", f->name);
-			*(json_t **)f->dest = v;
+			*(json_t **)dest = v;
 			break;
 		case RI_F_OBJ:
 			if (!json_is_object(v))
 				return ri_fail(err, RI_MALFORMED, "\"%s\" must be a JSON object", f->name);
-			*(json_t **)f->dest = v;
+			*(json_t **)dest = v;
 			break;
 		case RI_F_ANY:
-			*(json_t **)f->dest = v;
+			*(json_t **)dest = v;
 			break;
 		case RI_F_IGNORE:
 			break;

@@ -15,18 +15,10 @@
 
 enum ri_ftype { RI_F_STR, RI_F_OBJ, RI_F_CODE, RI_F_IGNORE, RI_F_ANY };
 
-struct ri_field {
-	const char *name;
-	enum ri_ftype type;
-	bool required;
-	void *dest;             /* const char ** for STR/CODE (CODE: string or integer,
-	                         * rendered), json_t ** for OBJ/ANY */
-};
-
 /*
  * What a request says: every field some command reads from its request, as
  * the command's field table binds it.  One struct for all six so that their
- * tables can be plain data (issue 42).
+ * tables are plain data, with nothing of a call in them (issue 42).
  */
 struct ri_req {
 	const char *kind, *act_key, *invocation_id, *intent_event_id, *event_id, *actor_ref, *credential;
@@ -34,9 +26,23 @@ struct ri_req {
 	json_t *intent_data, *outcome_data, *constituent_code, *disposition;
 };
 
-/* RI_MALFORMED for a non-object, an unknown field, a wrong type or a
+struct ri_field {
+	const char *name;
+	enum ri_ftype type;
+	bool required;
+	size_t at;              /* offsetof(struct ri_req, ...): a const char * for
+	                         * STR, a json_t * for OBJ/CODE (CODE: a string or an
+	                         * integer)/ANY; unused for IGNORE */
+};
+
+/* The six requests' tables (requests.c), each ended by a NULL name. */
+extern const struct ri_field ri_open_fields[], ri_close_fields[], ri_refuse_fields[],
+    ri_yield_fields[], ri_resolve_fields[], ri_read_fields[];
+
+/* Fill *out from req by fields (a field the request lacks is NULL).
+ * RI_MALFORMED for a non-object, an unknown field, a wrong type or a
  * missing required field (INTERFACE: unknown fields are refused). */
-int ri_req_parse(json_t *req, const struct ri_field *fields, ri_err *err);
+int ri_req_parse(json_t *req, const struct ri_field *fields, struct ri_req *out, ri_err *err);
 /* The credential: the request's, else $RI_CREDENTIAL, else the file named
  * by $RI_CREDENTIAL_FILE.  Never from argv, never printed. */
 const char *ri_req_credential(const char *from_request, char *buf, size_t n);

@@ -166,15 +166,6 @@ int
 ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 {
 	struct resolve_req q = { 0 };
-	const struct ri_field fields[] = {
-		{ "kind", RI_F_STR, true, &q.in.kind },
-		{ "act_key", RI_F_STR, true, &q.in.act_key },
-		{ "invocation_id", RI_F_STR, true, &q.in.invocation_id },
-		{ "intent_event_id", RI_F_STR, true, &q.in.intent_event_id },
-		{ "actor_ref", RI_F_STR, true, &q.in.actor_ref },
-		{ "credential", RI_F_STR, false, &q.in.credential },
-		{ "disposition", RI_F_OBJ, true, &q.in.disposition },
-		{ NULL, 0, false, NULL } };
 	enum disposition d = D_OUTCOME;
 	json_t *body = NULL, *payload = NULL;
 	struct ri_grant g;
@@ -190,7 +181,7 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 
 	*ans = NULL;
 	memset(&intent, 0, sizeof intent);
-	if ((rc = ri_req_parse(req, fields, err)) != RI_OK ||
+	if ((rc = ri_req_parse(req, ri_resolve_fields, &q.in, err)) != RI_OK ||
 	    (rc = ri_no_journal(r, "resolution", NULL, ans, err)) != RI_OK)
 		return rc;
 	if ((q.k = ri_config_kind(r->cfg, q.in.kind)) == NULL)
