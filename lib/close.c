@@ -371,12 +371,8 @@ ri_close(ri *r, json_t *req, json_t **ans, ri_err *err)
 static json_t *
 rf_refusal(const struct inv_req *q, int st)
 {
-	json_t *j = json_pack("{s:s, s:s, s:O}", "refused", "recording-failure", "position", "refusal",
-	    "constituent_code", q->in.constituent_code);
-
-	if (st == RI_ST_INTEGRITY)
-		json_object_set_new(j, "cause", json_string("integrity"));
-	return j;
+	return ri_cause_integrity(json_pack("{s:s, s:s, s:O}", "refused", "recording-failure", "position",
+	    "refusal", "constituent_code", q->in.constituent_code), st == RI_ST_INTEGRITY);
 }
 
 static int

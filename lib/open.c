@@ -176,13 +176,9 @@ judge(struct ri *r, struct open_req *o, const char *inv_id, const struct ri_inv 
 static int
 unavailable(struct ri *r, struct open_req *o, int st, json_t **ans, ri_err *err)
 {
-	json_t *ref = ri_refusal("journal-unavailable");
-
 	release(r, o);
-	if (st == RI_ST_INTEGRITY)
-		json_object_set_new(ref, "cause", json_string("integrity"));
-	return ri_refuse_with(ans, ref, err, RI_JOURNAL_UNAVAILABLE, "journal-unavailable: %s",
-	    r->st->ops->error(r->st)->msg);
+	return ri_refuse_with(ans, ri_refusal_unavailable(st == RI_ST_INTEGRITY), err, RI_JOURNAL_UNAVAILABLE,
+	    "journal-unavailable: %s", r->st->ops->error(r->st)->msg);
 }
 
 static int
@@ -191,9 +187,8 @@ malformed(struct ri *r, struct open_req *o, const char *event_id, const char *wh
 	/* a record of illegal shape in what step 3 decides from: fail closed,
 	 * as a reader does */
 	release(r, o);
-	return ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable", "cause",
-	    "integrity"), err, RI_JOURNAL_UNAVAILABLE, "journal integrity: record %s is malformed: %s",
-	    event_id, why);
+	return ri_refuse_with(ans, ri_refusal_unavailable(true), err, RI_JOURNAL_UNAVAILABLE,
+	    "journal integrity: record %s is malformed: %s", event_id, why);
 }
 
 /*
@@ -270,10 +265,10 @@ precheck_repeatable(struct ri *r, struct open_req *o, ri_ms now, json_t **ans, j
 			/* the index names an intent its invocation's records do not
 			 * hold: the derived state is not the journal's */
 			release(r, o);
-			rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable", "cause",
-			    "integrity"), err, RI_JOURNAL_UNAVAILABLE, "journal integrity: the open-intents index "
-			    "names intent seq %lld of invocation %s, which its records do not hold"
-			    " (after investigating, ri-sweep --rebuild)", (long long)oi[i].seq, oi[i].invocation_id);
+			rc = ri_refuse_with(ans, ri_refusal_unavailable(true), err, RI_JOURNAL_UNAVAILABLE,
+			    "journal integrity: the open-intents index names intent seq %lld of invocation %s,"
+			    " which its records do not hold (after investigating, ri-sweep --rebuild)",
+			    (long long)oi[i].seq, oi[i].invocation_id);
 		}
 		if (rc == RI_OK)
 			rc = judge(r, o, oi[i].invocation_id, &inv, now, ans, aged, err);
@@ -430,8 +425,7 @@ write_intent(struct ri *r, struct open_req *o, json_t *payload, char ev[RI_ID_LE
 		    "recording-failure(intent): the reply was lost and the read-back found nothing");
 	case RI_ST_INTEGRITY:
 		release(r, o);
-		return ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable",
-		    "cause", "integrity"), err, RI_JOURNAL_UNAVAILABLE, "%s", why);
+		return ri_refuse_with(ans, ri_refusal_unavailable(true), err, RI_JOURNAL_UNAVAILABLE, "%s", why);
 	default:
 		/* Primitive policy 23: step-2 and step-3; journal fence 3: a
 		 * fenced-out write lands on the position's arm */
@@ -515,8 +509,8 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 		json_decref(payload);
 		/* act section 11: a lease row past the longest lease this config
 		 * grants is surfaced, never waited on (INTERFACE 30: open -> 15) */
-		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable", "cause",
-		    "integrity"), err, RI_JOURNAL_UNAVAILABLE, "%s", r->st->ops->error(r->st)->msg);
+		rc = ri_refuse_with(ans, ri_refusal_unavailable(true), err, RI_JOURNAL_UNAVAILABLE, "%s",
+		    r->st->ops->error(r->st)->msg);
 		goto out;
 	}
 	if (st != RI_ST_OK) {
@@ -524,8 +518,8 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 		/* a journal head or lease row that fails verification is the
 		 * journal's integrity failure (INTERFACE 30: open -> 15) */
 		if (st == RI_ST_INTEGRITY) {
-			rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable", "cause",
-			    "integrity"), err, RI_JOURNAL_UNAVAILABLE, "%s", r->st->ops->error(r->st)->msg);
+			rc = ri_refuse_with(ans, ri_refusal_unavailable(true), err, RI_JOURNAL_UNAVAILABLE, "%s",
+			    r->st->ops->error(r->st)->msg);
 			goto out;
 		}
 		/* act section 5: the host's unavailable arm is section-unavailable */

@@ -345,6 +345,20 @@ ri_refusal(const char *code)
 }
 
 json_t *
+ri_cause_integrity(json_t *refusal, bool integrity)
+{
+	if (integrity)
+		json_object_set_new(refusal, "cause", json_string("integrity"));
+	return refusal;
+}
+
+json_t *
+ri_refusal_unavailable(bool integrity)
+{
+	return ri_cause_integrity(ri_refusal("journal-unavailable"), integrity);
+}
+
+json_t *
 ri_refusal_rf(const char *position)
 {
 	return json_pack("{s:s, s:s}", "refused", "recording-failure", "position", position);
@@ -353,13 +367,9 @@ ri_refusal_rf(const char *position)
 json_t *
 ri_refusal_rf_st(const char *position, int st)
 {
-	json_t *j = ri_refusal_rf(position);
-
 	/* INTERFACE 30: a writer lands a verification failure on its
 	 * position's arm, saying why */
-	if (st == RI_ST_INTEGRITY)
-		json_object_set_new(j, "cause", json_string("integrity"));
-	return j;
+	return ri_cause_integrity(ri_refusal_rf(position), st == RI_ST_INTEGRITY);
 }
 
 int
@@ -449,9 +459,7 @@ ri_no_journal(struct ri *r, const char *pos, json_t *constituent_code, json_t **
 		return RI_OK;
 	*err = r->unopened;
 	if (pos == NULL) {
-		*ans = json_pack("{s:s}", "refused", "journal-unavailable");
-		if (rc == RI_INTEGRITY)
-			json_object_set_new(*ans, "cause", json_string("integrity"));
+		*ans = ri_refusal_unavailable(rc == RI_INTEGRITY);
 		return rc == RI_INTEGRITY && (r->flags & RI_READONLY) ? RI_INTEGRITY : RI_JOURNAL_UNAVAILABLE;
 	}
 	if (strcmp(pos, "yield") == 0) {

@@ -112,6 +112,11 @@ bool ri_record_legal(const struct ri_record *rec, char *why, size_t n);
 json_t *ri_record_json(const struct ri_record *rec);
 
 json_t *ri_refusal(const char *code);
+/* The refusal with "cause": "integrity" when integrity -- the journal failed
+ * verification rather than being out of reach (INTERFACE 30); returned. */
+json_t *ri_cause_integrity(json_t *refusal, bool integrity);
+/* {"refused": "journal-unavailable"}, with that cause when integrity. */
+json_t *ri_refusal_unavailable(bool integrity);
 json_t *ri_refusal_rf(const char *position);
 /* The same, with "cause": "integrity" when st is RI_ST_INTEGRITY. */
 json_t *ri_refusal_rf_st(const char *position, int st);

@@ -68,9 +68,9 @@ static int
 unavailable(struct ri *r, int st, json_t **ans, ri_err *err)
 {
 	if (st == RI_ST_INTEGRITY)
-		return ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable",
-		    "cause", "integrity"), err, RI_INTEGRITY, "%s", r->st->ops->error(r->st)->msg);
-	return ri_refuse_with(ans, ri_refusal("journal-unavailable"), err, RI_JOURNAL_UNAVAILABLE,
+		return ri_refuse_with(ans, ri_refusal_unavailable(true), err, RI_INTEGRITY, "%s",
+		    r->st->ops->error(r->st)->msg);
+	return ri_refuse_with(ans, ri_refusal_unavailable(false), err, RI_JOURNAL_UNAVAILABLE,
 	    "journal-unavailable: %s", r->st->ops->error(r->st)->msg);
 }
 
@@ -79,8 +79,7 @@ unavailable(struct ri *r, int st, json_t **ans, ri_err *err)
 static int
 illegal(json_t **ans, ri_err *err, const struct ri_record *rec, const char *why)
 {
-	return ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable", "cause",
-	    "integrity"), err, RI_INTEGRITY,
+	return ri_refuse_with(ans, ri_refusal_unavailable(true), err, RI_INTEGRITY,
 	    "journal integrity: record seq %lld (%s) is malformed: %s", (long long)rec->seq, rec->event_id, why);
 }
 
