@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "instance.h"
+#include "proto.h"
 #include "run.h"
 #include "util.h"
 
@@ -233,9 +234,7 @@ main(int argc, char **argv)
 		 * journal-unavailable, and the command never runs */
 		if (rc != RI_JOURNAL_UNAVAILABLE && rc != RI_INTEGRITY)
 			ri_die(rc, "%s", err.msg);
-		ans = json_pack("{s:s}", "refused", "journal-unavailable");
-		if (rc == RI_INTEGRITY)
-			json_object_set_new(ans, "cause", json_string("integrity"));
+		ans = ri_refusal_unavailable(rc == RI_INTEGRITY);
 		json_decref(o.intent_data);
 		ri_watchdog_end(&w);
 		return ri_cli_finish_to(out, RI_JOURNAL_UNAVAILABLE, ans, &err);

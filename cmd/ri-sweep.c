@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "instance.h"
+#include "proto.h"
 #include "sweep.h"
 
 static const char usage[] = "ri-sweep [-c config] [--node NAME] [-q | --quiet] [--rebuild]";
@@ -20,7 +21,7 @@ rebuild(ri *r, json_t **ans, ri_err *err)
 	if (st == RI_ST_OK)
 		return RI_OK;
 	if (st == RI_ST_INTEGRITY) {
-		*ans = json_pack("{s:s, s:s}", "refused", "journal-unavailable", "cause", "integrity");
+		*ans = ri_refusal_unavailable(true);
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "not rebuilt: %s", r->st->ops->error(r->st)->msg);
 	}
 	return ri_store_code(r, st, err);

@@ -17,6 +17,7 @@
 #include "jsonfast.h"
 #include "instance.h"
 #include "mem.h"
+#include "proto.h"
 #include "util.h"
 
 const char *ri_progname = "ri";
@@ -499,7 +500,7 @@ out:
 static int
 integrity_refusal(json_t **ans, ri_err *err)
 {
-	*ans = json_pack("{s:s, s:s}", "refused", "journal-unavailable", "cause", "integrity");
+	*ans = ri_refusal_unavailable(true);
 	err->code = RI_JOURNAL_UNAVAILABLE;
 	return RI_JOURNAL_UNAVAILABLE;
 }

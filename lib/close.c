@@ -11,34 +11,25 @@
 #include "proto.h"
 
 struct inv_req {
-	const char *kind, *act_key, *invocation_id, *intent_event_id, *actor_ref, *credential;
-	const char *outcome_action_ref, *reason;
-	json_t *outcome_data, *constituent_code;
+	struct ri_req in;               /* the request */
 	const struct ri_kind *k;
 	char cred_buf[256];
 };
 
-/* Fields ri-open answers, which jq merges on through to Close/Refuse/Yield. */
-#define OPEN_ANSWER_EXTRAS \
-	{ "lease_expires_at", RI_F_IGNORE, false, NULL }, \
-	{ "fencing_token", RI_F_IGNORE, false, NULL }, \
-	{ "commit_fence_deadline", RI_F_IGNORE, false, NULL }, \
-	{ "alert", RI_F_IGNORE, false, NULL }
-
 static void
 release(struct ri *r, const struct inv_req *q)
 {
-	(void)r->st->ops->release(r->st, q->kind, q->act_key, q->invocation_id);
+	(void)r->st->ops->release(r->st, q->in.kind, q->in.act_key, q->in.invocation_id);
 }
 
 static int
 bind_kind(struct ri *r, struct inv_req *q, json_t **ans, json_t *refusal, int code, ri_err *err)
 {
-	if ((q->k = ri_config_kind(r->cfg, q->kind)) != NULL) {
+	if ((q->k = ri_config_kind(r->cfg, q->in.kind)) != NULL) {
 		json_decref(refusal);
 		return RI_OK;
 	}
-	return ri_refuse_with(ans, refusal, err, code, "kind \"%s\" is not bound in %s", q->kind,
+	return ri_refuse_with(ans, refusal, err, code, "kind \"%s\" is not bound in %s", q->in.kind,
 	    r->cfg->path);
 }
 
@@ -47,7 +38,7 @@ bind_kind(struct ri *r, struct inv_req *q, json_t **ans, json_t *refusal, int co
 static bool
 standing_to_write(struct ri *r, const struct inv_req *q, ri_ms *left)
 {
-	return r->st->ops->remaining(r->st, q->kind, q->act_key, q->invocation_id, left) == RI_ST_OK &&
+	return r->st->ops->remaining(r->st, q->in.kind, q->in.act_key, q->in.invocation_id, left) == RI_ST_OK &&
 	    *left != RI_NONE && r->cfg->journal_write_bound <= *left;
 }
 
@@ -57,16 +48,16 @@ static int
 reread(struct ri *r, const struct inv_req *q, struct ri_inv *inv, struct ri_standing *sd,
     char *why, size_t n)
 {
-	int st = ri_inv_read(r, q->invocation_id, inv);
+	int st = ri_inv_read(r, q->in.invocation_id, inv);
 
 	if (st != RI_ST_OK) {
 		snprintf(why, n, "%s", r->st->ops->error(r->st)->msg);
 		return st;
 	}
-	if (inv->intent == NULL || strcmp(inv->intent->event_id, q->intent_event_id) != 0 ||
-	    strcmp(inv->intent->kind, q->kind) != 0 || strcmp(inv->intent->act_key, q->act_key) != 0) {
-		snprintf(why, n, "no intent %s of (%s, %s) names invocation %s", q->intent_event_id,
-		    q->kind, q->act_key, q->invocation_id);
+	if (inv->intent == NULL || strcmp(inv->intent->event_id, q->in.intent_event_id) != 0 ||
+	    strcmp(inv->intent->kind, q->in.kind) != 0 || strcmp(inv->intent->act_key, q->in.act_key) != 0) {
+		snprintf(why, n, "no intent %s of (%s, %s) names invocation %s", q->in.intent_event_id,
+		    q->in.kind, q->in.act_key, q->in.invocation_id);
 		ri_inv_free(inv);
 		return RI_ST_NOT_KNOWN;
 	}
@@ -74,7 +65,7 @@ reread(struct ri *r, const struct inv_req *q, struct ri_inv *inv, struct ri_stan
 	if (sd->malformed != NULL) {
 		/* the closings issue's ruling: fail closed on a void supersedes */
 		snprintf(why, n, "journal integrity: closing %s names no earlier closing of invocation %s",
-		    sd->malformed->rec->event_id, q->invocation_id);
+		    sd->malformed->rec->event_id, q->in.invocation_id);
 		ri_inv_free(inv);
 		return RI_ST_INTEGRITY;
 	}
@@ -97,8 +88,8 @@ authorise(struct ri *r, const struct inv_req *q, json_t **ans, json_t *refusal, 
 	const char *cause;
 	char why[700];
 
-	if (ri_caller_is_actor(r, q->kind, q->act_key, q->invocation_id, q->intent_event_id,
-	    q->actor_ref, q->credential, &cause, why, sizeof why) == RI_ST_OK) {
+	if (ri_caller_is_actor(r, q->in.kind, q->in.act_key, q->in.invocation_id, q->in.intent_event_id,
+	    q->in.actor_ref, q->in.credential, &cause, why, sizeof why) == RI_ST_OK) {
 		json_decref(refusal);
 		return RI_OK;
 	}
@@ -173,13 +164,13 @@ ri_refuse_positioned(int code, json_t *req, json_t **ans, ri_err *err)
 static int
 close_write(struct ri *r, struct inv_req *q, json_t **ans, ri_err *err)
 {
-	json_t *payload = json_pack("{s:s, s:s, s:s, s:s, s:O}", "invocation_id", q->invocation_id,
-	    "intent_event_id", q->intent_event_id, "kind", q->kind, "act_key", q->act_key,
-	    "data", q->outcome_data);
-	struct ri_fence fence = { .holder = q->invocation_id };
+	json_t *payload = json_pack("{s:s, s:s, s:s, s:s, s:O}", "invocation_id", q->in.invocation_id,
+	    "intent_event_id", q->in.intent_event_id, "kind", q->in.kind, "act_key", q->in.act_key,
+	    "data", q->in.outcome_data);
+	struct ri_fence fence = { .holder = q->in.invocation_id };
 	char mine[RI_ID_LEN + 1];
-	struct ri_append a = { .event_id = mine, .action_ref = q->outcome_action_ref, .act_key = q->act_key,
-		.invocation_id = q->invocation_id, .actor_ref = q->actor_ref, .credential = q->credential,
+	struct ri_append a = { .event_id = mine, .action_ref = q->in.outcome_action_ref, .act_key = q->in.act_key,
+		.invocation_id = q->in.invocation_id, .actor_ref = q->in.actor_ref, .credential = q->in.credential,
 		.data = payload, .fence = &fence, .fault_tag = "close.outcome" };
 	struct ri_appended ap;
 	char why[600];
@@ -285,7 +276,7 @@ close_write(struct ri *r, struct inv_req *q, json_t **ans, ri_err *err)
 		case RI_ST_INVALID_REQUEST:
 			if (st == RI_ST_STEP4 || strcmp(ap.cause, "retention") == 0) {
 				/* Primitive policy 27-28: read back; success with a hard alert */
-				if (ri_read_back(r, q->invocation_id, mine, &found) == RI_ST_OK && found) {
+				if (ri_read_back(r, q->in.invocation_id, mine, &found) == RI_ST_OK && found) {
 					*ans = json_pack("{s:s, s:s}", "outcome_event_id", mine, "landed_by", "invocation");
 					ri_alert(*ans, "the outcome landed but %s", st == RI_ST_STEP4 ?
 					    "its retention placement failed (step-4)" : "on no retention policy");
@@ -302,8 +293,8 @@ close_write(struct ri *r, struct inv_req *q, json_t **ans, ri_err *err)
 			goto out;
 		case RI_ST_LOST:
 			/* Primitive policy 32-36: wait out the bound, read back, adopt */
-			ri_wait_write_bound(r, q->kind, q->act_key, q->invocation_id, left, mono);
-			if (ri_read_back(r, q->invocation_id, mine, &found) == RI_ST_OK && found) {
+			ri_wait_write_bound(r, q->in.kind, q->in.act_key, q->in.invocation_id, left, mono);
+			if (ri_read_back(r, q->in.invocation_id, mine, &found) == RI_ST_OK && found) {
 				*ans = json_pack("{s:s, s:s}", "outcome_event_id", mine, "landed_by", "invocation");
 				release(r, q);
 				rc = RI_OK;
@@ -339,42 +330,31 @@ static int
 close_call(ri *r, json_t *req, json_t **ans, ri_err *err)
 {
 	struct inv_req q = { 0 };
-	const struct ri_field fields[] = {
-		{ "kind", RI_F_STR, true, &q.kind },
-		{ "act_key", RI_F_STR, true, &q.act_key },
-		{ "invocation_id", RI_F_STR, true, &q.invocation_id },
-		{ "intent_event_id", RI_F_STR, true, &q.intent_event_id },
-		{ "actor_ref", RI_F_STR, true, &q.actor_ref },
-		{ "credential", RI_F_STR, false, &q.credential },
-		{ "outcome_action_ref", RI_F_STR, true, &q.outcome_action_ref },
-		{ "outcome_data", RI_F_OBJ, true, &q.outcome_data },
-		OPEN_ANSWER_EXTRAS,
-		{ NULL, 0, false, NULL } };
 	int rc;
 
 	*ans = NULL;
-	if ((rc = ri_req_parse(req, fields, err)) != RI_OK ||
+	if ((rc = ri_req_parse(req, ri_close_fields, &q.in, err)) != RI_OK ||
 	    (rc = ri_no_journal(r, "outcome", NULL, ans, err)) != RI_OK)
 		return rc;
 	if ((rc = bind_kind(r, &q, ans, ri_refusal_rf("outcome"), RI_RF_OUTCOME, err)) != RI_OK)
 		return rc;
-	if ((rc = ri_caller_credential(r->cfg, q.credential, q.cred_buf, sizeof q.cred_buf, &q.credential,
+	if ((rc = ri_caller_credential(r->cfg, q.in.credential, q.cred_buf, sizeof q.cred_buf, &q.in.credential,
 	    err)) != RI_OK)
 		return rc;
-	if (q.credential == NULL)
-		q.credential = "";      /* refused as invalid-credential below */
+	if (q.in.credential == NULL)
+		q.in.credential = "";      /* refused as invalid-credential below */
 	/* close 1, Check 2: the intent's actor, before the section is touched */
 	if ((rc = authorise(r, &q, ans, ri_refusal_rf("outcome"), RI_RF_OUTCOME, err)) != RI_OK)
 		return rc;
-	if (!ri_is_outcome_ref(q.k, q.outcome_action_ref)) {
+	if (!ri_is_outcome_ref(q.k, q.in.outcome_action_ref)) {
 		/* not in the kind's vocabulary: a non-retention invalid-request,
 		 * which lands recording-failure(outcome) (close step 3.3) */
 		release(r, &q);
 		rc = ri_refuse_with(ans, ri_refusal_rf("outcome"), err, RI_RF_OUTCOME,
-		    "recording-failure(outcome): \"%s\" is not an outcome of kind %s", q.outcome_action_ref,
-		    q.kind);
+		    "recording-failure(outcome): \"%s\" is not an outcome of kind %s", q.in.outcome_action_ref,
+		    q.in.kind);
 		ri_alert(*ans, "outcome ref %s is outside the vocabulary; the sweep escalates the act",
-		    q.outcome_action_ref);
+		    q.in.outcome_action_ref);
 		return rc;
 	}
 	return close_write(r, &q, ans, err);
@@ -391,29 +371,14 @@ ri_close(ri *r, json_t *req, json_t **ans, ri_err *err)
 static json_t *
 rf_refusal(const struct inv_req *q, int st)
 {
-	json_t *j = json_pack("{s:s, s:s, s:O}", "refused", "recording-failure", "position", "refusal",
-	    "constituent_code", q->constituent_code);
-
-	if (st == RI_ST_INTEGRITY)
-		json_object_set_new(j, "cause", json_string("integrity"));
-	return j;
+	return ri_cause_integrity(json_pack("{s:s, s:s, s:O}", "refused", "recording-failure", "position",
+	    "refusal", "constituent_code", q->in.constituent_code), st == RI_ST_INTEGRITY);
 }
 
 static int
 refuse_call(ri *r, json_t *req, json_t **ans, ri_err *err)
 {
 	struct inv_req q = { 0 };
-	const struct ri_field fields[] = {
-		{ "kind", RI_F_STR, true, &q.kind },
-		{ "act_key", RI_F_STR, true, &q.act_key },
-		{ "invocation_id", RI_F_STR, true, &q.invocation_id },
-		{ "intent_event_id", RI_F_STR, true, &q.intent_event_id },
-		{ "actor_ref", RI_F_STR, true, &q.actor_ref },
-		{ "credential", RI_F_STR, false, &q.credential },
-		{ "reason", RI_F_STR, true, &q.reason },
-		{ "constituent_code", RI_F_CODE, true, &q.constituent_code },
-		OPEN_ANSWER_EXTRAS,
-		{ NULL, 0, false, NULL } };
 	struct ri_inv inv;
 	struct ri_standing sd;
 	struct ri_appended ap;
@@ -424,16 +389,16 @@ refuse_call(ri *r, json_t *req, json_t **ans, ri_err *err)
 	int rc, st;
 
 	*ans = NULL;
-	if ((rc = ri_req_parse(req, fields, err)) != RI_OK ||
-	    (rc = ri_no_journal(r, "refusal", q.constituent_code, ans, err)) != RI_OK)
+	if ((rc = ri_req_parse(req, ri_refuse_fields, &q.in, err)) != RI_OK ||
+	    (rc = ri_no_journal(r, "refusal", q.in.constituent_code, ans, err)) != RI_OK)
 		return rc;
 	if ((rc = bind_kind(r, &q, ans, rf_refusal(&q, 0), RI_RF_REFUSAL, err)) != RI_OK)
 		return rc;
-	if ((rc = ri_caller_credential(r->cfg, q.credential, q.cred_buf, sizeof q.cred_buf, &q.credential,
+	if ((rc = ri_caller_credential(r->cfg, q.in.credential, q.cred_buf, sizeof q.cred_buf, &q.in.credential,
 	    err)) != RI_OK)
 		return rc;
-	if (q.credential == NULL)
-		q.credential = "";
+	if (q.in.credential == NULL)
+		q.in.credential = "";
 	/* refuse step 1: standing before any read (refuse steps 1.1-1.4;
 	 * refuse steps 1.2a-1.2b: no lease, nothing written; refuse step 0.2:
 	 * a pair no Open returned holds no lease either) */
@@ -465,13 +430,13 @@ refuse_call(ri *r, json_t *req, json_t **ans, ri_err *err)
 	ri_inv_free(&inv);
 	ri_fault("refuse.after_reread");
 	/* refuse step 3.1 */
-	json_t *payload = json_pack("{s:s, s:s, s:s, s:s, s:s, s:O}", "invocation_id", q.invocation_id,
-	    "intent_event_id", q.intent_event_id, "kind", q.kind, "act_key", q.act_key,
-	    "reason", q.reason, "constituent_code", q.constituent_code);
-	struct ri_fence fence = { .holder = q.invocation_id };
+	json_t *payload = json_pack("{s:s, s:s, s:s, s:s, s:s, s:O}", "invocation_id", q.in.invocation_id,
+	    "intent_event_id", q.in.intent_event_id, "kind", q.in.kind, "act_key", q.in.act_key,
+	    "reason", q.in.reason, "constituent_code", q.in.constituent_code);
+	struct ri_fence fence = { .holder = q.in.invocation_id };
 	struct ri_append a = { .event_id = ri_mint_id("evt_", ev), .action_ref = ri_action_ref(q.k, "refused", ref, sizeof ref),
-		.act_key = q.act_key, .invocation_id = q.invocation_id, .actor_ref = q.actor_ref,
-		.credential = q.credential, .data = payload, .fence = &fence, .fault_tag = "refuse.refusal" };
+		.act_key = q.in.act_key, .invocation_id = q.in.invocation_id, .actor_ref = q.in.actor_ref,
+		.credential = q.in.credential, .data = payload, .fence = &fence, .fault_tag = "refuse.refusal" };
 	if ((rc = ri_seam_now(r, &fence.issue, err)) != RI_OK) {
 		json_decref(payload);
 		release(r, &q);
@@ -500,7 +465,7 @@ refuse_call(ri *r, json_t *req, json_t **ans, ri_err *err)
 	case RI_ST_INVALID_REQUEST:
 		if (st == RI_ST_STEP4 || strcmp(ap.cause, "retention") == 0) {
 			/* refuse steps 3.3-3.4: read back, never retry */
-			if (ri_read_back(r, q.invocation_id, ev, &found) == RI_ST_OK && found) {
+			if (ri_read_back(r, q.in.invocation_id, ev, &found) == RI_ST_OK && found) {
 				release(r, &q);
 				*ans = json_pack("{s:s}", "refusal_event_id", ev);
 				ri_alert(*ans, "the refusal landed but %s", st == RI_ST_STEP4 ?
@@ -511,8 +476,8 @@ refuse_call(ri *r, json_t *req, json_t **ans, ri_err *err)
 		break;                  /* refuse step 3.8 */
 	case RI_ST_LOST:
 		/* refuse step 3.6: one read-back, after the bound */
-		ri_wait_write_bound(r, q.kind, q.act_key, q.invocation_id, left, mono);
-		if (ri_read_back(r, q.invocation_id, ev, &found) == RI_ST_OK && found) {
+		ri_wait_write_bound(r, q.in.kind, q.in.act_key, q.in.invocation_id, left, mono);
+		if (ri_read_back(r, q.in.invocation_id, ev, &found) == RI_ST_OK && found) {
 			release(r, &q);
 			*ans = json_pack("{s:s}", "refusal_event_id", ev);
 			return RI_OK;
@@ -546,33 +511,24 @@ int
 ri_yield(ri *r, json_t *req, json_t **ans, ri_err *err)
 {
 	struct inv_req q = { 0 };
-	const struct ri_field fields[] = {
-		{ "kind", RI_F_STR, true, &q.kind },
-		{ "act_key", RI_F_STR, true, &q.act_key },
-		{ "invocation_id", RI_F_STR, true, &q.invocation_id },
-		{ "intent_event_id", RI_F_STR, false, &q.intent_event_id },
-		{ "actor_ref", RI_F_STR, false, &q.actor_ref },
-		{ "credential", RI_F_STR, false, &q.credential },
-		OPEN_ANSWER_EXTRAS,
-		{ NULL, 0, false, NULL } };
 	const char *cause;
 	char why[700];
 	int rc, st;
 
 	*ans = NULL;
-	if ((rc = ri_req_parse(req, fields, err)) != RI_OK)
+	if ((rc = ri_req_parse(req, ri_yield_fields, &q.in, err)) != RI_OK)
 		return rc;
-	if ((rc = ri_caller_credential(r->cfg, q.credential, q.cred_buf, sizeof q.cred_buf, &q.credential,
+	if ((rc = ri_caller_credential(r->cfg, q.in.credential, q.cred_buf, sizeof q.cred_buf, &q.in.credential,
 	    err)) != RI_OK)
 		return rc;
-	if (q.actor_ref == NULL || q.credential == NULL)
+	if (q.in.actor_ref == NULL || q.in.credential == NULL)
 		return ri_refuse_with(ans, ri_refusal("invalid-credential"), err, RI_INVALID_CREDENTIAL,
 		    "invalid-credential: ri-yield needs the intent's actor_ref and its credential (request,"
 		    " $RI_CREDENTIAL or $RI_CREDENTIAL_FILE); nothing released");
 	if (r->st == NULL)
 		return ri_no_journal(r, "yield", NULL, ans, err);
-	st = ri_caller_is_actor(r, q.kind, q.act_key, q.invocation_id, q.intent_event_id, q.actor_ref,
-	    q.credential, &cause, why, sizeof why);
+	st = ri_caller_is_actor(r, q.in.kind, q.in.act_key, q.in.invocation_id, q.in.intent_event_id, q.in.actor_ref,
+	    q.in.credential, &cause, why, sizeof why);
 	if (st == RI_ST_UNAVAILABLE || st == RI_ST_INTEGRITY) {
 		/* who the caller is cannot be decided: nothing is released, and
 		 * the section frees at its lease's end, as with no journal */
@@ -583,7 +539,7 @@ ri_yield(ri *r, json_t *req, json_t **ans, ri_err *err)
 	if (st != RI_ST_OK)
 		return ri_refuse_with(ans, ri_refusal("invalid-credential"), err, RI_INVALID_CREDENTIAL,
 		    "invalid-credential (%s): %s; nothing released", cause, why);
-	st = r->st->ops->release(r->st, q.kind, q.act_key, q.invocation_id);
+	st = r->st->ops->release(r->st, q.in.kind, q.in.act_key, q.in.invocation_id);
 	*ans = json_pack("{s:b}", "ok", 1);
 	if (st != RI_ST_OK && st != RI_ST_NOT_HELD)
 		ri_alert(*ans, "the release did not land (%s); the section frees at its lease's end",

@@ -15,8 +15,7 @@
 #include "restore.h"
 
 struct open_req {
-	const char *kind, *act_key, *actor_ref, *credential;
-	json_t *intent_data;
+	struct ri_req in;               /* the request */
 	const struct ri_kind *k;
 	char inv[RI_ID_LEN + 1];
 	char cred_buf[256];
@@ -26,7 +25,7 @@ static void
 release(struct ri *r, struct open_req *o)
 {
 	/* act section 6: the not-held arm is discarded */
-	(void)r->st->ops->release(r->st, o->kind, o->act_key, o->inv);
+	(void)r->st->ops->release(r->st, o->in.kind, o->in.act_key, o->inv);
 }
 
 /*
@@ -54,13 +53,13 @@ fits(struct ri *r, struct open_req *o, json_t *intent_payload, char *why, size_t
 	size_t cands_len = (size_t)c->intent_candidates_cap * (size_t)c->reference_length_cap;
 	json_t *common = json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:s}",
 	    "invocation_id", o->inv, "intent_event_id", "evt_00000000000000000000000000000000",
-	    "kind", k->name, "act_key", o->act_key, "recovery", 1, "acting_actor_ref", "",
+	    "kind", k->name, "act_key", o->in.act_key, "recovery", 1, "acting_actor_ref", "",
 	    "resolved_by", "", "supersedes", "evt_00000000000000000000000000000000");
 	json_t *outcome = json_deep_copy(common), *esc = json_deep_copy(common), *cands = json_array();
 	size_t intent_sz, outcome_sz = 0, esc_sz;
 	bool ok;
 
-	intent_sz = ri_envelope_size(ri_action_ref(k, "intended", ref, sizeof ref), o->actor_ref,
+	intent_sz = ri_envelope_size(ri_action_ref(k, "intended", ref, sizeof ref), o->in.actor_ref,
 	    intent_payload);
 	/* the envelope's actor_ref, acting_actor_ref and resolved_by: the
 	 * longest actor ref each */
@@ -102,7 +101,7 @@ surface_aged(struct ri *r, struct open_req *o, const char *old_inv, ri_ms now, j
 	snprintf(by, sizeof by, "open:%s", o->inv);
 	if (ri_findings_open(ri_findings_location(r->cfg), false, &f, &e) == RI_OK) {
 		json_t *detail = json_pack("{s:s, s:s}", "rule", "open step 3.8c", "next_invocation_id", o->inv);
-		if (ri_findings_act(f, RI_F_CLOSURE_AT_RISK, o->kind, o->act_key, old_inv, by, now,
+		if (ri_findings_act(f, RI_F_CLOSURE_AT_RISK, o->in.kind, o->in.act_key, old_inv, by, now,
 		    detail, &e) != RI_OK)
 			ri_alert(ans, "could not surface aged intent %s: %s", old_inv, e.msg);
 		json_decref(detail);
@@ -155,7 +154,7 @@ judge(struct ri *r, struct open_req *o, const char *inv_id, const struct ri_inv 
 	 * read's recorded_at -- and the completion bound the intent was
 	 * written under (bindings are history, issue 41) */
 	const struct ri_kind *bk = NULL;
-	if (ri_bindings_at(r, o->kind, inv->intent->seq, &bk) != RI_ST_OK || bk == NULL)
+	if (ri_bindings_at(r, o->in.kind, inv->intent->seq, &bk) != RI_ST_OK || bk == NULL)
 		bk = o->k;
 	bool in_flight = ri_in_flight(r->cfg, bk, inv->intent->recorded_at, now);
 	if (in_flight || o->k->service_actor != NULL) {
@@ -164,7 +163,7 @@ judge(struct ri *r, struct open_req *o, const char *inv_id, const struct ri_inv 
 		release(r, o);
 		return ri_refuse_with(ans, json_pack("{s:s, s:s, s:b}", "refused", "act-in-flight",
 		    "invocation_id", inv_id, "replay_mismatch", replay_mismatch(inv->intent,
-		    o->intent_data)), err, RI_ACT_IN_FLIGHT,
+		    o->in.intent_data)), err, RI_ACT_IN_FLIGHT,
 		    "act-in-flight: invocation %s of this act is %s", inv_id,
 		    in_flight ? "live" : "awaiting the sweep");
 	}
@@ -177,13 +176,9 @@ judge(struct ri *r, struct open_req *o, const char *inv_id, const struct ri_inv 
 static int
 unavailable(struct ri *r, struct open_req *o, int st, json_t **ans, ri_err *err)
 {
-	json_t *ref = ri_refusal("journal-unavailable");
-
 	release(r, o);
-	if (st == RI_ST_INTEGRITY)
-		json_object_set_new(ref, "cause", json_string("integrity"));
-	return ri_refuse_with(ans, ref, err, RI_JOURNAL_UNAVAILABLE, "journal-unavailable: %s",
-	    r->st->ops->error(r->st)->msg);
+	return ri_refuse_with(ans, ri_refusal_unavailable(st == RI_ST_INTEGRITY), err, RI_JOURNAL_UNAVAILABLE,
+	    "journal-unavailable: %s", r->st->ops->error(r->st)->msg);
 }
 
 static int
@@ -192,9 +187,8 @@ malformed(struct ri *r, struct open_req *o, const char *event_id, const char *wh
 	/* a record of illegal shape in what step 3 decides from: fail closed,
 	 * as a reader does */
 	release(r, o);
-	return ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable", "cause",
-	    "integrity"), err, RI_JOURNAL_UNAVAILABLE, "journal integrity: record %s is malformed: %s",
-	    event_id, why);
+	return ri_refuse_with(ans, ri_refusal_unavailable(true), err, RI_JOURNAL_UNAVAILABLE,
+	    "journal integrity: record %s is malformed: %s", event_id, why);
 }
 
 /*
@@ -226,7 +220,7 @@ static int
 precheck_repeatable(struct ri *r, struct open_req *o, ri_ms now, json_t **ans, json_t *aged, ri_err *err)
 {
 	struct ri_open_intent *oi = NULL;
-	struct ri_query q = { .from = 0, .limit = 64, .kind = o->kind, .act_key = o->act_key, .descending = true };
+	struct ri_query q = { .from = 0, .limit = 64, .kind = o->in.kind, .act_key = o->in.act_key, .descending = true };
 	unsigned char sh[32];
 	int64_t sealed = 0;
 	size_t n = 0;
@@ -255,7 +249,7 @@ precheck_repeatable(struct ri *r, struct open_req *o, ri_ms now, json_t **ans, j
 			break;
 		q.limit = q.limit < 256 ? q.limit * 2 : 512;
 	}
-	if ((st = r->st->ops->open_intents(r->st, o->kind, o->act_key, RI_NONE, &oi, &n)) != RI_ST_OK)
+	if ((st = r->st->ops->open_intents(r->st, o->in.kind, o->in.act_key, RI_NONE, &oi, &n)) != RI_ST_OK)
 		return unavailable(r, o, st, ans, err);
 	for (size_t i = 0; i < n && rc == RI_OK; i++) {
 		struct ri_inv inv;
@@ -267,14 +261,14 @@ precheck_repeatable(struct ri *r, struct open_req *o, ri_ms now, json_t **ans, j
 			if (!ri_record_legal(&inv.all.v[j], why, sizeof why))
 				rc = malformed(r, o, inv.all.v[j].event_id, why, ans, err);
 		if (rc == RI_OK && (inv.intent == NULL || inv.intent->seq != oi[i].seq ||
-		    strcmp(inv.intent->kind, o->kind) != 0 || strcmp(inv.intent->act_key, o->act_key) != 0)) {
+		    strcmp(inv.intent->kind, o->in.kind) != 0 || strcmp(inv.intent->act_key, o->in.act_key) != 0)) {
 			/* the index names an intent its invocation's records do not
 			 * hold: the derived state is not the journal's */
 			release(r, o);
-			rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable", "cause",
-			    "integrity"), err, RI_JOURNAL_UNAVAILABLE, "journal integrity: the open-intents index "
-			    "names intent seq %lld of invocation %s, which its records do not hold"
-			    " (after investigating, ri-sweep --rebuild)", (long long)oi[i].seq, oi[i].invocation_id);
+			rc = ri_refuse_with(ans, ri_refusal_unavailable(true), err, RI_JOURNAL_UNAVAILABLE,
+			    "journal integrity: the open-intents index names intent seq %lld of invocation %s,"
+			    " which its records do not hold (after investigating, ri-sweep --rebuild)",
+			    (long long)oi[i].seq, oi[i].invocation_id);
 		}
 		if (rc == RI_OK)
 			rc = judge(r, o, oi[i].invocation_id, &inv, now, ans, aged, err);
@@ -307,7 +301,7 @@ precheck(struct ri *r, struct open_req *o, ri_ms now, json_t **ans, json_t *aged
 	 * been asked again (the sweep) or an operator has resolved it --
 	 * whatever the journal now says of it, and whatever the binding (open
 	 * step 3.8 does not proceed past it) */
-	if ((st = ri_restore_held(r, o->kind, o->act_key, &held)) != RI_ST_OK)
+	if ((st = ri_restore_held(r, o->in.kind, o->in.act_key, &held)) != RI_ST_OK)
 		return unavailable(r, o, st, ans, err);
 	if (held != NULL) {
 		release(r, o);
@@ -320,7 +314,7 @@ precheck(struct ri *r, struct open_req *o, ri_ms now, json_t **ans, json_t *aged
 	}
 	if (o->k->repeatable)
 		return precheck_repeatable(r, o, now, ans, aged, err);
-	if ((st = ri_act_read(r, o->kind, o->act_key, NULL, 0, &act)) != RI_ST_OK)
+	if ((st = ri_act_read(r, o->in.kind, o->in.act_key, NULL, 0, &act)) != RI_ST_OK)
 		return unavailable(r, o, st, ans, err);
 	if (act.bad != NULL) {
 		rc = malformed(r, o, act.bad->event_id, act.why, ans, err);
@@ -342,7 +336,7 @@ precheck(struct ri *r, struct open_req *o, ri_ms now, json_t **ans, json_t *aged
 		 * repeatable act returned above, from precheck_repeatable) */
 		release(r, o);
 		bool mismatch = landed_by->inv.intent != NULL && replay_mismatch(landed_by->inv.intent,
-		    o->intent_data);
+		    o->in.intent_data);
 		rc = ri_refuse_with(ans, json_pack("{s:s, s:s, s:b}", "refused", "act-landed",
 		    "outcome_event_id", landed->rec->event_id, "replay_mismatch", mismatch), err, RI_ACT_LANDED,
 		    "act-landed: the non-repeatable act already has outcome %s", landed->rec->event_id);
@@ -360,15 +354,15 @@ write_intent(struct ri *r, struct open_req *o, json_t *payload, char ev[RI_ID_LE
 	struct ri_appended ap;
 	struct ri_fence fence = { .holder = o->inv };
 	struct ri_append a = { .event_id = ri_mint_id("evt_", mine), .action_ref = ri_action_ref(o->k, "intended", ref, sizeof ref),
-		.act_key = o->act_key, .invocation_id = o->inv, .actor_ref = o->actor_ref,
-		.credential = o->credential, .data = payload, .fence = &fence, .fault_tag = "open.intent" };
+		.act_key = o->in.act_key, .invocation_id = o->inv, .actor_ref = o->in.actor_ref,
+		.credential = o->in.credential, .data = payload, .fence = &fence, .fault_tag = "open.intent" };
 	ri_ms left;
 	int64_t mono;
 	bool found, unread;
 	int st, rc;
 
 	/* open step 4.1-4.2, journal write bound 1: the gate */
-	if (r->st->ops->remaining(r->st, o->kind, o->act_key, o->inv, &left) != RI_ST_OK ||
+	if (r->st->ops->remaining(r->st, o->in.kind, o->in.act_key, o->inv, &left) != RI_ST_OK ||
 	    left == RI_NONE || r->cfg->journal_write_bound > left) {
 		release(r, o);
 		return ri_refuse_with(ans, ri_refusal("section-unavailable"), err, RI_SECTION_UNAVAILABLE,
@@ -419,7 +413,7 @@ write_intent(struct ri *r, struct open_req *o, json_t *payload, char ev[RI_ID_LE
 	case RI_ST_LOST:
 		/* Primitive policy 32-37: unknown; no blind retry; read back only
 		 * after journal_write_bound has elapsed since the issue */
-		ri_wait_write_bound(r, o->kind, o->act_key, o->inv, left, mono);
+		ri_wait_write_bound(r, o->in.kind, o->in.act_key, o->inv, left, mono);
 		rc = ri_read_back(r, o->inv, mine, &found);
 		if (rc == RI_ST_OK && found) {
 			snprintf(ev, RI_ID_LEN + 1, "%s", mine);
@@ -432,8 +426,7 @@ write_intent(struct ri *r, struct open_req *o, json_t *payload, char ev[RI_ID_LE
 		    "recording-failure(intent): the reply was lost and the read-back found nothing");
 	case RI_ST_INTEGRITY:
 		release(r, o);
-		return ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable",
-		    "cause", "integrity"), err, RI_JOURNAL_UNAVAILABLE, "%s", why);
+		return ri_refuse_with(ans, ri_refusal_unavailable(true), err, RI_JOURNAL_UNAVAILABLE, "%s", why);
 	default:
 		/* Primitive policy 23: step-2 and step-3; journal fence 3: a
 		 * fenced-out write lands on the position's arm */
@@ -447,13 +440,6 @@ int
 ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 {
 	struct open_req o = { 0 };
-	const struct ri_field fields[] = {
-		{ "kind", RI_F_STR, true, &o.kind },
-		{ "act_key", RI_F_STR, true, &o.act_key },
-		{ "actor_ref", RI_F_STR, true, &o.actor_ref },
-		{ "credential", RI_F_STR, false, &o.credential },
-		{ "intent_data", RI_F_OBJ, false, &o.intent_data },
-		{ NULL, 0, false, NULL } };
 	struct ri_grant g;
 	json_t *payload, *aged = json_array(), *alerts = json_array();
 	char why[600], ev[RI_ID_LEN + 1];
@@ -461,34 +447,34 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 	int rc, st;
 
 	*ans = NULL;
-	if ((rc = ri_req_parse(req, fields, err)) != RI_OK ||
+	if ((rc = ri_req_parse(req, ri_open_fields, &o.in, err)) != RI_OK ||
 	    (rc = ri_no_journal(r, NULL, NULL, ans, err)) != RI_OK)
 		goto out;
 	/* no intent data is {} -- as ri-run has always read it */
-	if (o.intent_data == NULL) {
+	if (o.in.intent_data == NULL) {
 		json_object_set_new(req, "intent_data", json_object());
-		o.intent_data = json_object_get(req, "intent_data");
+		o.in.intent_data = json_object_get(req, "intent_data");
 	}
 	/* Binding 1: every act is read through its kind's binding; a kind the
 	 * config does not bind opens nothing */
-	if ((o.k = ri_config_kind(r->cfg, o.kind)) == NULL) {
+	if ((o.k = ri_config_kind(r->cfg, o.in.kind)) == NULL) {
 		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "invalid-request", "cause",
-		    "unbound-kind"), err, RI_INVALID_REQUEST, "kind \"%s\" is not bound in %s", o.kind,
+		    "unbound-kind"), err, RI_INVALID_REQUEST, "kind \"%s\" is not bound in %s", o.in.kind,
 		    r->cfg->path);
 		goto out;
 	}
-	if ((rc = ri_caller_credential(r->cfg, o.credential, o.cred_buf, sizeof o.cred_buf,
-	    &o.credential, err)) != RI_OK)
+	if ((rc = ri_caller_credential(r->cfg, o.in.credential, o.cred_buf, sizeof o.cred_buf,
+	    &o.in.credential, err)) != RI_OK)
 		goto out;
 	/* open step 1.1, Primitive policy 1, 7, 8: non-empty, under the cap,
 	 * never inspected beyond that; step 1.5: nothing written */
-	if (o.credential == NULL || *o.credential == '\0') {
+	if (o.in.credential == NULL || *o.in.credential == '\0') {
 		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "invalid-request", "cause",
 		    "malformed"), err, RI_INVALID_REQUEST, "no credential: set RI_CREDENTIAL_FILE (or"
 		    " RI_CREDENTIAL), or give \"credential\" in the request");
 		goto out;
 	}
-	if (!ri_ref_ok(r, o.act_key) || !ri_ref_ok(r, o.actor_ref)) {
+	if (!ri_ref_ok(r, o.in.act_key) || !ri_ref_ok(r, o.in.actor_ref)) {
 		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "invalid-request", "cause",
 		    "malformed"), err, RI_INVALID_REQUEST,
 		    "act_key and actor_ref must be non-empty and at most %lld bytes",
@@ -496,16 +482,16 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 		goto out;
 	}
 	/* open step 1.2: the service identity closes acts, never opens them */
-	if (o.k->service_actor != NULL && strcmp(o.actor_ref, o.k->service_actor) == 0) {
+	if (o.k->service_actor != NULL && strcmp(o.in.actor_ref, o.k->service_actor) == 0) {
 		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "invalid-request", "cause",
 		    "service-identity"), err, RI_INVALID_REQUEST,
-		    "%s is the kind's service identity, which may not open", o.actor_ref);
+		    "%s is the kind's service identity, which may not open", o.in.actor_ref);
 		goto out;
 	}
 	ri_mint_id("inv_", o.inv);
 	/* the intent payload: intent data with invocation id, kind, act key */
-	payload = json_pack("{s:s, s:s, s:s, s:O}", "invocation_id", o.inv, "kind", o.kind,
-	    "act_key", o.act_key, "data", o.intent_data);
+	payload = json_pack("{s:s, s:s, s:s, s:O}", "invocation_id", o.inv, "kind", o.in.kind,
+	    "act_key", o.in.act_key, "data", o.in.intent_data);
 	/* open steps 1.3-1.4 */
 	if (!fits(r, &o, payload, why, sizeof why)) {
 		json_decref(payload);
@@ -519,15 +505,15 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 		goto out;
 	}
 	/* open step 2: take((kind, act key), invocation id, completion bound) */
-	st = r->st->ops->take(r->st, o.kind, o.act_key, o.inv, o.k->completion_bound, &g);
+	st = r->st->ops->take(r->st, o.in.kind, o.in.act_key, o.inv, o.k->completion_bound, &g);
 	if (st == RI_ST_INTEGRITY) {
 		json_decref(payload);
 		/* a journal head or lease row that fails verification is the
 		 * journal's integrity failure, and act section 11: a lease row
 		 * past the longest lease this config grants is surfaced, never
 		 * waited on (INTERFACE 30: open -> 15) */
-		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable", "cause",
-		    "integrity"), err, RI_JOURNAL_UNAVAILABLE, "%s", r->st->ops->error(r->st)->msg);
+		rc = ri_refuse_with(ans, ri_refusal_unavailable(true), err, RI_JOURNAL_UNAVAILABLE, "%s",
+		    r->st->ops->error(r->st)->msg);
 		goto out;
 	}
 	if (st != RI_ST_OK) {
@@ -569,7 +555,7 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 	 * after another invocation took the section; this caller must then
 	 * never commit, and the orphaned intent is the sweep's, like any other */
 	ri_ms left;
-	if (r->st->ops->remaining(r->st, o.kind, o.act_key, o.inv, &left) != RI_ST_OK || left == RI_NONE) {
+	if (r->st->ops->remaining(r->st, o.in.kind, o.in.act_key, o.inv, &left) != RI_ST_OK || left == RI_NONE) {
 		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "section-unavailable",
 		    "intent_event_id", ev), err, RI_SECTION_UNAVAILABLE,
 		    "section-unavailable: the intent %s landed after this invocation's section was gone;"
@@ -578,8 +564,8 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 	}
 #endif
 	/* open step 5: return holding the section */
-	*ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:I}", "kind", o.kind, "act_key", o.act_key,
-	    "actor_ref", o.actor_ref, "invocation_id", o.inv, "intent_event_id", ev,
+	*ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:I}", "kind", o.in.kind, "act_key", o.in.act_key,
+	    "actor_ref", o.in.actor_ref, "invocation_id", o.inv, "intent_event_id", ev,
 	    "lease_expires_at", ri_json_instant(g.expires_at), "fencing_token", (json_int_t)g.token);
 	if (o.k->commit_fence)
 		/* Allowance 7: the commit fence deadline carries the allowance */

@@ -9,11 +9,12 @@
 /* ---- requests ---- */
 
 int
-ri_req_parse(json_t *req, const struct ri_field *fields, ri_err *err)
+ri_req_parse(json_t *req, const struct ri_field *fields, struct ri_req *out, ri_err *err)
 {
 	const char *key;
 	json_t *v;
 
+	memset(out, 0, sizeof *out);
 	if (!json_is_object(req))
 		return ri_fail(err, RI_MALFORMED, "the request must be a JSON object");
 	json_object_foreach(req, key, v) {
@@ -32,24 +33,25 @@ ri_req_parse(json_t *req, const struct ri_field *fields, ri_err *err)
 			}
 			continue;
 		}
+		void *dest = (char *)out + f->at;
 		switch (f->type) {
 		case RI_F_STR:
 			if (!json_is_string(v))
 				return ri_fail(err, RI_MALFORMED, "\"%s\" must be a string", f->name);
-			*(const char **)f->dest = json_string_value(v);
+			*(const char **)dest = json_string_value(v);
 			break;
 		case RI_F_CODE:
 			if (!json_is_string(v) && !json_is_integer(v))
 				return ri_fail(err, RI_MALFORMED, "\"%s\" must be a string or an integer", f->name);
-			*(json_t **)f->dest = v;
+			*(json_t **)dest = v;
 			break;
 		case RI_F_OBJ:
 			if (!json_is_object(v))
 				return ri_fail(err, RI_MALFORMED, "\"%s\" must be a JSON object", f->name);
-			*(json_t **)f->dest = v;
+			*(json_t **)dest = v;
 			break;
 		case RI_F_ANY:
-			*(json_t **)f->dest = v;
+			*(json_t **)dest = v;
 			break;
 		case RI_F_IGNORE:
 			break;
@@ -321,6 +323,20 @@ ri_refusal(const char *code)
 }
 
 json_t *
+ri_cause_integrity(json_t *refusal, bool integrity)
+{
+	if (integrity)
+		json_object_set_new(refusal, "cause", json_string("integrity"));
+	return refusal;
+}
+
+json_t *
+ri_refusal_unavailable(bool integrity)
+{
+	return ri_cause_integrity(ri_refusal("journal-unavailable"), integrity);
+}
+
+json_t *
 ri_refusal_rf(const char *position)
 {
 	return json_pack("{s:s, s:s}", "refused", "recording-failure", "position", position);
@@ -329,13 +345,9 @@ ri_refusal_rf(const char *position)
 json_t *
 ri_refusal_rf_st(const char *position, int st)
 {
-	json_t *j = ri_refusal_rf(position);
-
 	/* INTERFACE 30: a writer lands a verification failure on its
 	 * position's arm, saying why */
-	if (st == RI_ST_INTEGRITY)
-		json_object_set_new(j, "cause", json_string("integrity"));
-	return j;
+	return ri_cause_integrity(ri_refusal_rf(position), st == RI_ST_INTEGRITY);
 }
 
 int
@@ -425,9 +437,7 @@ ri_no_journal(struct ri *r, const char *pos, json_t *constituent_code, json_t **
 		return RI_OK;
 	*err = r->unopened;
 	if (pos == NULL) {
-		*ans = json_pack("{s:s}", "refused", "journal-unavailable");
-		if (rc == RI_INTEGRITY)
-			json_object_set_new(*ans, "cause", json_string("integrity"));
+		*ans = ri_refusal_unavailable(rc == RI_INTEGRITY);
 		return rc == RI_INTEGRITY && (r->flags & RI_READONLY) ? RI_INTEGRITY : RI_JOURNAL_UNAVAILABLE;
 	}
 	if (strcmp(pos, "yield") == 0) {

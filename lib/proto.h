@@ -15,17 +15,34 @@
 
 enum ri_ftype { RI_F_STR, RI_F_OBJ, RI_F_CODE, RI_F_IGNORE, RI_F_ANY };
 
+/*
+ * What a request says: every field some command reads from its request, as
+ * the command's field table binds it.  One struct for all six so that their
+ * tables are plain data, with nothing of a call in them (issue 42).
+ */
+struct ri_req {
+	const char *kind, *act_key, *invocation_id, *intent_event_id, *event_id, *actor_ref, *credential;
+	const char *outcome_action_ref, *reason;
+	json_t *intent_data, *outcome_data, *constituent_code, *disposition;
+};
+
 struct ri_field {
 	const char *name;
 	enum ri_ftype type;
 	bool required;
-	void *dest;             /* const char ** for STR/CODE (CODE: string or integer,
-	                         * rendered), json_t ** for OBJ/ANY */
+	size_t at;              /* offsetof(struct ri_req, ...): a const char * for
+	                         * STR, a json_t * for OBJ/CODE (CODE: a string or an
+	                         * integer)/ANY; unused for IGNORE */
 };
 
-/* RI_MALFORMED for a non-object, an unknown field, a wrong type or a
+/* The six requests' tables (requests.c), each ended by a NULL name. */
+extern const struct ri_field ri_open_fields[], ri_close_fields[], ri_refuse_fields[],
+    ri_yield_fields[], ri_resolve_fields[], ri_read_fields[];
+
+/* Fill *out from req by fields (a field the request lacks is NULL).
+ * RI_MALFORMED for a non-object, an unknown field, a wrong type or a
  * missing required field (INTERFACE: unknown fields are refused). */
-int ri_req_parse(json_t *req, const struct ri_field *fields, ri_err *err);
+int ri_req_parse(json_t *req, const struct ri_field *fields, struct ri_req *out, ri_err *err);
 
 /* ---- the vocabulary ---- */
 
@@ -92,6 +109,11 @@ bool ri_record_legal(const struct ri_record *rec, char *why, size_t n);
 json_t *ri_record_json(const struct ri_record *rec);
 
 json_t *ri_refusal(const char *code);
+/* The refusal with "cause": "integrity" when integrity -- the journal failed
+ * verification rather than being out of reach (INTERFACE 30); returned. */
+json_t *ri_cause_integrity(json_t *refusal, bool integrity);
+/* {"refused": "journal-unavailable"}, with that cause when integrity. */
+json_t *ri_refusal_unavailable(bool integrity);
 json_t *ri_refusal_rf(const char *position);
 /* The same, with "cause": "integrity" when st is RI_ST_INTEGRITY. */
 json_t *ri_refusal_rf_st(const char *position, int st);

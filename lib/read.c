@@ -68,9 +68,9 @@ static int
 unavailable(struct ri *r, int st, json_t **ans, ri_err *err)
 {
 	if (st == RI_ST_INTEGRITY)
-		return ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable",
-		    "cause", "integrity"), err, RI_INTEGRITY, "%s", r->st->ops->error(r->st)->msg);
-	return ri_refuse_with(ans, ri_refusal("journal-unavailable"), err, RI_JOURNAL_UNAVAILABLE,
+		return ri_refuse_with(ans, ri_refusal_unavailable(true), err, RI_INTEGRITY, "%s",
+		    r->st->ops->error(r->st)->msg);
+	return ri_refuse_with(ans, ri_refusal_unavailable(false), err, RI_JOURNAL_UNAVAILABLE,
 	    "journal-unavailable: %s", r->st->ops->error(r->st)->msg);
 }
 
@@ -79,8 +79,7 @@ unavailable(struct ri *r, int st, json_t **ans, ri_err *err)
 static int
 illegal(json_t **ans, ri_err *err, const struct ri_record *rec, const char *why)
 {
-	return ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "journal-unavailable", "cause",
-	    "integrity"), err, RI_INTEGRITY,
+	return ri_refuse_with(ans, ri_refusal_unavailable(true), err, RI_INTEGRITY,
 	    "journal integrity: record seq %lld (%s) is malformed: %s", (long long)rec->seq, rec->event_id, why);
 }
 
@@ -154,13 +153,8 @@ unavailable:
 int
 ri_read_invocation(ri *r, json_t *req, json_t **ans, ri_err *err)
 {
-	const char *kind = NULL, *act_key = NULL, *inv_id = NULL, *event_id = NULL;
-	const struct ri_field fields[] = {
-		{ "kind", RI_F_STR, false, &kind },
-		{ "act_key", RI_F_STR, false, &act_key },
-		{ "invocation_id", RI_F_STR, false, &inv_id },
-		{ "event_id", RI_F_STR, false, &event_id },
-		{ NULL, 0, false, NULL } };
+	struct ri_req in;
+	const char *kind, *act_key, *inv_id, *event_id;
 	const struct ri_kind *k;
 	struct ri_act act;
 	char kbuf[256], abuf[4096], ibuf[RI_ID_LEN + 1];
@@ -169,8 +163,13 @@ ri_read_invocation(ri *r, json_t *req, json_t **ans, ri_err *err)
 	int rc, st;
 
 	*ans = NULL;
-	if ((rc = ri_req_parse(req, fields, err)) != RI_OK)
+	if ((rc = ri_req_parse(req, ri_read_fields, &in, err)) != RI_OK)
 		return rc;
+	/* what the request names; locate() takes the rest from the journal */
+	kind = in.kind;
+	act_key = in.act_key;
+	inv_id = in.invocation_id;
+	event_id = in.event_id;
 	if ((kind == NULL) != (act_key == NULL) && event_id == NULL) {
 		snprintf(err->missing, sizeof err->missing, "%s", kind == NULL ? "kind" : "act_key");
 		return ri_fail(err, RI_MALFORMED, "kind and act_key go together; or give invocation_id"

@@ -14,8 +14,7 @@
 #include "proto.h"
 
 struct resolve_req {
-	const char *kind, *act_key, *invocation_id, *intent_event_id, *actor_ref, *credential;
-	json_t *disposition;
+	struct ri_req in;               /* the request */
 	const struct ri_kind *k;
 	char op_run[RI_ID_LEN + 1];
 	char cred_buf[256];
@@ -49,16 +48,16 @@ parse_disposition(struct ri *r, struct resolve_req *q, enum disposition *d, json
 	json_t *v, *x;
 	size_t i;
 
-	if (json_object_size(q->disposition) != 1)
+	if (json_object_size(q->in.disposition) != 1)
 		return invalid(ans, err, "malformed", "disposition must be exactly one of outcome, abandoned, escalated");
-	json_object_foreach(q->disposition, key, v) {
+	json_object_foreach(q->in.disposition, key, v) {
 		*body = v;
 		if (strcmp(key, "outcome") == 0) {
 			json_t *ref = json_object_get(v, "outcome_action_ref"), *data = json_object_get(v, "outcome_data");
 			if (!json_is_object(v) || json_object_size(v) != 2 || !json_is_string(ref) ||
 			    !json_is_object(data) || !ri_is_outcome_ref(q->k, json_string_value(ref)))
 				return invalid(ans, err, "malformed", "outcome needs outcome_action_ref (an outcome of kind %s)"
-				    " and an outcome_data object, and nothing else", q->kind);
+				    " and an outcome_data object, and nothing else", q->in.kind);
 			*d = D_OUTCOME;
 		} else if (strcmp(key, "abandoned") == 0) {
 			if (!json_is_object(v) || json_object_size(v) != 1 || !json_is_string(json_object_get(v, "cause")))
@@ -100,9 +99,9 @@ caller_kind(struct ri *r, struct resolve_req *q, json_t **ans, ri_err *err)
 	bool service;
 
 #ifndef RI_NC_NO_CALLER_KIND
-	service = ri_is_service_actor(r->cfg, q->actor_ref, NULL) ||
-	    (r->st->ops->authenticate(r->st, q->actor_ref, q->credential, &who) == RI_ST_OK &&
-	    ri_is_service_actor(r->cfg, q->actor_ref, &who));
+	service = ri_is_service_actor(r->cfg, q->in.actor_ref, NULL) ||
+	    (r->st->ops->authenticate(r->st, q->in.actor_ref, q->in.credential, &who) == RI_ST_OK &&
+	    ri_is_service_actor(r->cfg, q->in.actor_ref, &who));
 #else
 	(void)r;
 	(void)who;
@@ -110,7 +109,7 @@ caller_kind(struct ri *r, struct resolve_req *q, json_t **ans, ri_err *err)
 #endif
 	if (service)
 		return invalid(ans, err, "caller-kind", "%s is a service identity: Resolve is for human"
-		    " operators; nothing written", q->actor_ref);
+		    " operators; nothing written", q->in.actor_ref);
 	return RI_OK;
 }
 
@@ -137,7 +136,7 @@ landed_before(struct ri *r, struct resolve_req *q, const struct ri_standing *sd,
 		return RI_CONTINUE;
 	p = c->rec->payload;
 	const char *by = json_string_value(json_object_get(p, "resolved_by"));
-	if (by == NULL || strcmp(by, q->actor_ref) != 0)
+	if (by == NULL || strcmp(by, q->in.actor_ref) != 0)
 		return RI_CONTINUE;
 	switch (d) {
 	case D_OUTCOME:
@@ -156,7 +155,7 @@ landed_before(struct ri *r, struct resolve_req *q, const struct ri_standing *sd,
 	}
 	if (!same)
 		return RI_CONTINUE;
-	if (r->st->ops->authenticate(r->st, q->actor_ref, q->credential, &who) != RI_ST_OK)
+	if (r->st->ops->authenticate(r->st, q->in.actor_ref, q->in.credential, &who) != RI_ST_OK)
 		return ri_refuse_with(ans, ri_refusal("invalid-credential"), err, RI_INVALID_CREDENTIAL,
 		    "invalid-credential: %s; nothing appended", r->st->ops->error(r->st)->msg);
 	*ans = json_pack("{s:s}", "closing_event_id", c->rec->event_id);
@@ -167,15 +166,6 @@ int
 ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 {
 	struct resolve_req q = { 0 };
-	const struct ri_field fields[] = {
-		{ "kind", RI_F_STR, true, &q.kind },
-		{ "act_key", RI_F_STR, true, &q.act_key },
-		{ "invocation_id", RI_F_STR, true, &q.invocation_id },
-		{ "intent_event_id", RI_F_STR, true, &q.intent_event_id },
-		{ "actor_ref", RI_F_STR, true, &q.actor_ref },
-		{ "credential", RI_F_STR, false, &q.credential },
-		{ "disposition", RI_F_OBJ, true, &q.disposition },
-		{ NULL, 0, false, NULL } };
 	enum disposition d = D_OUTCOME;
 	json_t *body = NULL, *payload = NULL;
 	struct ri_grant g;
@@ -191,20 +181,20 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 
 	*ans = NULL;
 	memset(&intent, 0, sizeof intent);
-	if ((rc = ri_req_parse(req, fields, err)) != RI_OK ||
+	if ((rc = ri_req_parse(req, ri_resolve_fields, &q.in, err)) != RI_OK ||
 	    (rc = ri_no_journal(r, "resolution", NULL, ans, err)) != RI_OK)
 		return rc;
-	if ((q.k = ri_config_kind(r->cfg, q.kind)) == NULL)
-		return invalid(ans, err, "malformed", "kind \"%s\" is not bound", q.kind);
+	if ((q.k = ri_config_kind(r->cfg, q.in.kind)) == NULL)
+		return invalid(ans, err, "malformed", "kind \"%s\" is not bound", q.in.kind);
 	if ((rc = parse_disposition(r, &q, &d, &body, ans, err)) != RI_OK)
 		return rc;
 	/* resolve 2: the credential is validated at the closing write and
 	 * nowhere earlier */
-	if ((rc = ri_caller_credential(r->cfg, q.credential, q.cred_buf, sizeof q.cred_buf,
-	    &q.credential, err)) != RI_OK)
+	if ((rc = ri_caller_credential(r->cfg, q.in.credential, q.cred_buf, sizeof q.cred_buf,
+	    &q.in.credential, err)) != RI_OK)
 		return rc;
-	if (q.credential == NULL)
-		q.credential = "";
+	if (q.in.credential == NULL)
+		q.in.credential = "";
 	if ((rc = caller_kind(r, &q, ans, err)) != RI_OK)
 		return rc;
 	/* resolve 19: now and the operator run id, at the operator's seam */
@@ -212,7 +202,7 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 		return rc;
 	ri_mint_id("opr_", q.op_run);
 	/* resolve 4-6: the sweep lease, held by the operator run id */
-	if ((st = r->st->ops->take(r->st, q.kind, q.act_key, q.op_run, ri_sweep_lease(r->cfg), &g)) ==
+	if ((st = r->st->ops->take(r->st, q.in.kind, q.in.act_key, q.op_run, ri_sweep_lease(r->cfg), &g)) ==
 	    RI_ST_INTEGRITY)
 		/* act section 11: a lease row past the longest lease is surfaced,
 		 * never waited on (INTERFACE 30: resolve -> 23) */
@@ -224,7 +214,7 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 	}
 	ri_fault("resolve.after_take");
 	/* resolve 8: re-read under the section */
-	if ((st = ri_inv_read(r, q.invocation_id, &inv)) != RI_ST_OK) {
+	if ((st = ri_inv_read(r, q.in.invocation_id, &inv)) != RI_ST_OK) {
 		rc = ri_refuse_with(ans, ri_refusal_rf_st("resolution", st), err, RI_RF_RESOLUTION,
 		    "recording-failure(resolution): the re-read failed: %s", r->st->ops->error(r->st)->msg);
 		goto out;
@@ -267,15 +257,15 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 	}
 	/* resolve 10-12: read_record(intent event id) -- never from the range
 	 * read, so a lawfully purged intent answers purged, not not-known */
-	st = r->st->ops->read_record(r->st, q.intent_event_id, &intent);
+	st = r->st->ops->read_record(r->st, q.in.intent_event_id, &intent);
 	if (st == RI_ST_OK || st == RI_ST_PURGED)
 		have_intent = true;
 	if (st == RI_ST_NOT_KNOWN || (have_intent && (intent.role != RI_ROLE_INTENT ||
-	    intent.invocation_id == NULL || strcmp(intent.invocation_id, q.invocation_id) != 0 ||
-	    strcmp(intent.kind, q.kind) != 0 || strcmp(intent.act_key, q.act_key) != 0))) {
+	    intent.invocation_id == NULL || strcmp(intent.invocation_id, q.in.invocation_id) != 0 ||
+	    strcmp(intent.kind, q.in.kind) != 0 || strcmp(intent.act_key, q.in.act_key) != 0))) {
 		rc = ri_refuse_with(ans, ri_refusal("not-known"), err, RI_NOT_KNOWN,
-		    "not-known: no intent %s of invocation %s on (%s, %s)", q.intent_event_id, q.invocation_id,
-		    q.kind, q.act_key);
+		    "not-known: no intent %s of invocation %s on (%s, %s)", q.in.intent_event_id, q.in.invocation_id,
+		    q.in.kind, q.in.act_key);
 		goto out;
 	}
 	if (st == RI_ST_PURGED) {
@@ -308,7 +298,7 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 	}
 	ri_fault("resolve.after_reread");
 	/* resolve 7: the gate */
-	if (r->st->ops->remaining(r->st, q.kind, q.act_key, q.op_run, &left) != RI_ST_OK || left == RI_NONE ||
+	if (r->st->ops->remaining(r->st, q.in.kind, q.in.act_key, q.op_run, &left) != RI_ST_OK || left == RI_NONE ||
 	    r->cfg->journal_write_bound > left) {
 		rc = ri_refuse_with(ans, ri_refusal_rf_st("resolution", 0), err, RI_RF_RESOLUTION,
 		    "recording-failure(resolution): the section's lease is too short to write; nothing appended");
@@ -316,9 +306,9 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 	}
 	/* resolve 13, 15, 21: recovery, resolved_by, acting actor ref;
 	 * supersedes names the standing record; no recovery_intended */
-	payload = json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:s}", "invocation_id", q.invocation_id,
-	    "intent_event_id", q.intent_event_id, "kind", q.kind, "act_key", q.act_key, "recovery", 1,
-	    "resolved_by", q.actor_ref, "acting_actor_ref", intent.actor_ref);
+	payload = json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:s}", "invocation_id", q.in.invocation_id,
+	    "intent_event_id", q.in.intent_event_id, "kind", q.in.kind, "act_key", q.in.act_key, "recovery", 1,
+	    "resolved_by", q.in.actor_ref, "acting_actor_ref", intent.actor_ref);
 #ifndef RI_NC_RESOLVE_NO_SUPERSEDES
 	if (sd.duplicate) {
 		/* the ruling on resolving a duplicate: one closing naming every
@@ -350,8 +340,8 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 		json_object_set_new(payload, "cause", json_string("undecidable"));
 	}
 	struct ri_fence fence = { .holder = q.op_run };
-	struct ri_append a = { .event_id = ri_mint_id("evt_", ev), .action_ref = action_ref, .act_key = q.act_key, .invocation_id = q.invocation_id,
-		.actor_ref = q.actor_ref, .credential = q.credential, .data = payload, .fence = &fence,
+	struct ri_append a = { .event_id = ri_mint_id("evt_", ev), .action_ref = action_ref, .act_key = q.in.act_key, .invocation_id = q.in.invocation_id,
+		.actor_ref = q.in.actor_ref, .credential = q.in.credential, .data = payload, .fence = &fence,
 		.fault_tag = "resolve.closing" };
 	if ((rc = ri_seam_now(r, &fence.issue, err)) != RI_OK)
 		goto out;
@@ -380,7 +370,7 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 	case RI_ST_INVALID_REQUEST:
 		if (st == RI_ST_STEP4 || strcmp(ap.cause, "retention") == 0) {
 			/* resolve 24-25: read back, success with a hard alert, no retry */
-			if (ri_read_back(r, q.invocation_id, ev, &found) == RI_ST_OK && found) {
+			if (ri_read_back(r, q.in.invocation_id, ev, &found) == RI_ST_OK && found) {
 				*ans = json_pack("{s:s}", "closing_event_id", ev);
 				ri_alert(*ans, "the resolution landed but %s", st == RI_ST_STEP4 ?
 				    "its retention placement failed (step-4)" : "on no retention policy");
@@ -396,7 +386,7 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 		 * read back like the outcome position's; found nothing, it lands
 		 * recording-failure(resolution) with a hard alert -- never an
 		 * invalid-request the operator could not tell from resolve 27's */
-		if (ri_read_back(r, q.invocation_id, ev, &found) == RI_ST_OK && found) {
+		if (ri_read_back(r, q.in.invocation_id, ev, &found) == RI_ST_OK && found) {
 			*ans = json_pack("{s:s}", "closing_event_id", ev);
 			ri_alert(*ans, "the resolution landed although the substrate refused it: %s", why);
 			rc = RI_OK;
@@ -408,10 +398,10 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 		ri_alert(*ans, "the resolution could not be recorded: %s", why);
 		break;
 	case RI_ST_LOST:
-		ri_wait_write_bound(r, q.kind, q.act_key, q.op_run, left, mono);
+		ri_wait_write_bound(r, q.in.kind, q.in.act_key, q.op_run, left, mono);
 		/* resolve 24, 26: its own record, by the event id it minted --
 		 * never another writer's closing of the invocation */
-		if (ri_read_back(r, q.invocation_id, ev, &found) == RI_ST_OK && found) {
+		if (ri_read_back(r, q.in.invocation_id, ev, &found) == RI_ST_OK && found) {
 			*ans = json_pack("{s:s}", "closing_event_id", ev);
 			rc = RI_OK;
 			break;
@@ -428,7 +418,7 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 	}
 out:
 	/* resolve 22 (and every refusal after the take): release */
-	(void)r->st->ops->release(r->st, q.kind, q.act_key, q.op_run);
+	(void)r->st->ops->release(r->st, q.in.kind, q.in.act_key, q.op_run);
 	json_decref(payload);
 	if (have_inv)
 		ri_inv_free(&inv);

@@ -118,7 +118,7 @@ seal_with(ri *r, json_t *extra, json_t **ans, ri_err *err)
 	sodium_memzero(sk, sizeof sk);
 	if (st != RI_ST_OK) {
 		if (st == RI_ST_INTEGRITY)
-			*ans = json_pack("{s:s, s:s}", "refused", "journal-unavailable", "cause", "integrity");
+			*ans = ri_refusal_unavailable(true);
 		rc = ri_store_code(r, st, err);
 		return rc == RI_INTEGRITY ? ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal integrity: not sealed: %s",
 		    r->st->ops->error(r->st)->msg) : rc;

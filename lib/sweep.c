@@ -1268,7 +1268,7 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 		goto out;
 	ri_mint_id("run_", s.run_id);
 	if ((rc = run_lock(&s, o, &lock, &runlock, err)) != RI_OK) {
-		*ans = ri_refusal("journal-unavailable");
+		*ans = ri_refusal_unavailable(false);
 		goto out;
 	}
 	if (runlock.held) {
@@ -1288,10 +1288,8 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 		 * instance finding; answer journal-unavailable */
 		instance_finding(&s, RI_F_JOURNAL_UNAVAILABLE, NULL, json_pack("{s:s, s:s?}", "why",
 		    r->st->ops->error(r->st)->msg, "cause", st == RI_ST_INTEGRITY ? "integrity" : NULL));
-		rc = ri_refuse_with(ans, ri_refusal("journal-unavailable"), err, RI_JOURNAL_UNAVAILABLE,
+		rc = ri_refuse_with(ans, ri_refusal_unavailable(st == RI_ST_INTEGRITY), err, RI_JOURNAL_UNAVAILABLE,
 		    "journal-unavailable: %s", r->st->ops->error(r->st)->msg);
-		if (st == RI_ST_INTEGRITY)
-			json_object_set_new(*ans, "cause", json_string("integrity"));
 		json_t *tmp = NULL;
 		finish(&s, &tmp, false);
 		json_decref(tmp);
@@ -1490,8 +1488,6 @@ ri_sweep_outage(const char *config_path, json_t **ans, ri_err *err)
 	json_decref(s.alerts);
 	json_decref(s.creds);
 	ri_instance_close(r);
-	*ans = ri_refusal("journal-unavailable");
-	if (integrity)
-		json_object_set_new(*ans, "cause", json_string("integrity"));
+	*ans = ri_refusal_unavailable(integrity);
 	return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal-unavailable: %s", why);
 }

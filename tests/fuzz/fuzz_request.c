@@ -297,41 +297,32 @@ fz_init(void)
 	FZ_ASSERT(dup2(stdin_fd, STDIN_FILENO) == STDIN_FILENO, "dup2");
 }
 
-/* ---- the commands' field tables (lib/open.c, close.c, resolve.c, read.c) */
-
-struct parsed {
-	const char *kind, *act_key, *invocation_id, *intent_event_id, *actor_ref, *credential;
-	const char *outcome_action_ref, *reason;
-	json_t *intent_data, *outcome_data, *constituent_code, *disposition;
-};
-
-#define OPEN_ANSWER_EXTRAS \
-	{ "lease_expires_at", RI_F_IGNORE, false, NULL }, \
-	{ "fencing_token", RI_F_IGNORE, false, NULL }, \
-	{ "commit_fence_deadline", RI_F_IGNORE, false, NULL }, \
-	{ "alert", RI_F_IGNORE, false, NULL }
+/* ---- the commands' field tables (lib/requests.c: the very ones they parse with) */
 
 static void
-check_fields(const struct ri_field *f, json_t *req, const char *table)
+check_fields(const struct ri_field *f, json_t *req, const struct ri_req *q, const char *table)
 {
-	/* every required field was set, with the promised type */
+	/* every field present was set, with the promised type; every other
+	 * is NULL; every required one was present */
 	for (; f->name != NULL; f++) {
 		json_t *v = json_object_get(req, f->name);
+		const void *at = (const char *)q + f->at;
 		if (f->required)
 			FZ_ASSERT(v != NULL, "%s: required \"%s\" absent after OK", table, f->name);
-		if (v == NULL || f->dest == NULL)
-			continue;
 		switch (f->type) {
 		case RI_F_STR:
-			FZ_ASSERT(json_is_string(v) && *(const char **)f->dest == json_string_value(v),
+			FZ_ASSERT(v == NULL ? *(const char *const *)at == NULL :
+			    json_is_string(v) && *(const char *const *)at == json_string_value(v),
 			    "%s: \"%s\"", table, f->name);
 			break;
 		case RI_F_CODE:
-			FZ_ASSERT((json_is_string(v) || json_is_integer(v)) && *(json_t **)f->dest == v,
+			FZ_ASSERT(v == NULL ? *(json_t *const *)at == NULL :
+			    (json_is_string(v) || json_is_integer(v)) && *(json_t *const *)at == v,
 			    "%s: \"%s\"", table, f->name);
 			break;
 		case RI_F_OBJ:
-			FZ_ASSERT(json_is_object(v) && *(json_t **)f->dest == v, "%s: \"%s\"", table, f->name);
+			FZ_ASSERT(v == NULL ? *(json_t *const *)at == NULL :
+			    json_is_object(v) && *(json_t *const *)at == v, "%s: \"%s\"", table, f->name);
 			break;
 		default:
 			break;
@@ -340,14 +331,14 @@ check_fields(const struct ri_field *f, json_t *req, const char *table)
 }
 
 static void
-parse_with(json_t *req, const struct ri_field *fields, const char *table)
+parse_with(json_t *req, const struct ri_field *fields, struct ri_req *q, const char *table)
 {
 	ri_err err = { 0 };
-	int rc = ri_req_parse(req, fields, &err);
+	int rc = ri_req_parse(req, fields, q, &err);
 
 	FZ_ASSERT(rc == RI_OK || rc == RI_MALFORMED, "%s: ri_req_parse answered %d", table, rc);
 	if (rc == RI_OK)
-		check_fields(fields, req, table);
+		check_fields(fields, req, q, table);
 	else
 		FZ_ASSERT(err.code == RI_MALFORMED && err.msg[0] != '\0', "%s: no message", table);
 }
@@ -355,93 +346,26 @@ parse_with(json_t *req, const struct ri_field *fields, const char *table)
 static void
 all_tables(json_t *req)
 {
-	struct parsed q;
+	struct ri_req q;
 
-	memset(&q, 0, sizeof q);
-	{
-		const struct ri_field open_fields[] = {
-			{ "kind", RI_F_STR, true, &q.kind },
-			{ "act_key", RI_F_STR, true, &q.act_key },
-			{ "actor_ref", RI_F_STR, true, &q.actor_ref },
-			{ "credential", RI_F_STR, false, &q.credential },
-			{ "intent_data", RI_F_OBJ, true, &q.intent_data },
-			{ NULL, 0, false, NULL } };
-		parse_with(req, open_fields, "open");
+	parse_with(req, ri_open_fields, &q, "open");
+	parse_with(req, ri_close_fields, &q, "close");
+	/* the vocabulary check close makes on what it parsed */
+	if (q.outcome_action_ref != NULL)
+		for (size_t i = 0; i < inst.cfg->n_kinds; i++)
+			(void)ri_is_outcome_ref(&inst.cfg->kinds[i], q.outcome_action_ref);
+	parse_with(req, ri_refuse_fields, &q, "refuse");
+	if (q.constituent_code != NULL) {
+		/* what ri-refuse packs into its refusal */
+		json_t *j = json_pack("{s:s, s:s, s:O}", "refused", "recording-failure", "position",
+		    "refusal", "constituent_code", q.constituent_code);
+		FZ_ASSERT(j != NULL, "refuse: json_pack of constituent_code");
+		free(ri_json_canonical(j));
+		json_decref(j);
 	}
-	memset(&q, 0, sizeof q);
-	{
-		const struct ri_field close_fields[] = {
-			{ "kind", RI_F_STR, true, &q.kind },
-			{ "act_key", RI_F_STR, true, &q.act_key },
-			{ "invocation_id", RI_F_STR, true, &q.invocation_id },
-			{ "intent_event_id", RI_F_STR, true, &q.intent_event_id },
-			{ "actor_ref", RI_F_STR, true, &q.actor_ref },
-			{ "credential", RI_F_STR, false, &q.credential },
-			{ "outcome_action_ref", RI_F_STR, true, &q.outcome_action_ref },
-			{ "outcome_data", RI_F_OBJ, true, &q.outcome_data },
-			OPEN_ANSWER_EXTRAS,
-			{ NULL, 0, false, NULL } };
-		parse_with(req, close_fields, "close");
-		/* the vocabulary check close makes on what it parsed */
-		if (q.outcome_action_ref != NULL)
-			for (size_t i = 0; i < inst.cfg->n_kinds; i++)
-				(void)ri_is_outcome_ref(&inst.cfg->kinds[i], q.outcome_action_ref);
-	}
-	memset(&q, 0, sizeof q);
-	{
-		const struct ri_field refuse_fields[] = {
-			{ "kind", RI_F_STR, true, &q.kind },
-			{ "act_key", RI_F_STR, true, &q.act_key },
-			{ "invocation_id", RI_F_STR, true, &q.invocation_id },
-			{ "intent_event_id", RI_F_STR, true, &q.intent_event_id },
-			{ "actor_ref", RI_F_STR, true, &q.actor_ref },
-			{ "credential", RI_F_STR, false, &q.credential },
-			{ "reason", RI_F_STR, true, &q.reason },
-			{ "constituent_code", RI_F_CODE, true, &q.constituent_code },
-			OPEN_ANSWER_EXTRAS,
-			{ NULL, 0, false, NULL } };
-		parse_with(req, refuse_fields, "refuse");
-		if (q.constituent_code != NULL) {
-			/* what ri-refuse packs into its refusal */
-			json_t *j = json_pack("{s:s, s:s, s:O}", "refused", "recording-failure", "position",
-			    "refusal", "constituent_code", q.constituent_code);
-			FZ_ASSERT(j != NULL, "refuse: json_pack of constituent_code");
-			free(ri_json_canonical(j));
-			json_decref(j);
-		}
-	}
-	{
-		const struct ri_field yield_fields[] = {
-			{ "kind", RI_F_STR, true, &q.kind },
-			{ "act_key", RI_F_STR, true, &q.act_key },
-			{ "invocation_id", RI_F_STR, true, &q.invocation_id },
-			{ "intent_event_id", RI_F_IGNORE, false, NULL },
-			{ "actor_ref", RI_F_IGNORE, false, NULL },
-			{ "credential", RI_F_IGNORE, false, NULL },
-			OPEN_ANSWER_EXTRAS,
-			{ NULL, 0, false, NULL } };
-		parse_with(req, yield_fields, "yield");
-	}
-	{
-		const struct ri_field resolve_fields[] = {
-			{ "kind", RI_F_STR, true, &q.kind },
-			{ "act_key", RI_F_STR, true, &q.act_key },
-			{ "invocation_id", RI_F_STR, true, &q.invocation_id },
-			{ "intent_event_id", RI_F_STR, true, &q.intent_event_id },
-			{ "actor_ref", RI_F_STR, true, &q.actor_ref },
-			{ "credential", RI_F_STR, false, &q.credential },
-			{ "disposition", RI_F_OBJ, true, &q.disposition },
-			{ NULL, 0, false, NULL } };
-		parse_with(req, resolve_fields, "resolve");
-	}
-	{
-		const struct ri_field read_fields[] = {
-			{ "kind", RI_F_STR, true, &q.kind },
-			{ "act_key", RI_F_STR, true, &q.act_key },
-			{ "invocation_id", RI_F_STR, false, &q.invocation_id },
-			{ NULL, 0, false, NULL } };
-		parse_with(req, read_fields, "read");
-	}
+	parse_with(req, ri_yield_fields, &q, "yield");
+	parse_with(req, ri_resolve_fields, &q, "resolve");
+	parse_with(req, ri_read_fields, &q, "read");
 }
 
 /* ---- time text ---- */
