@@ -15,7 +15,7 @@
 # added to ours); warnings are errors only with WERROR=1, as CI builds.
 # Variables a sub-build overrides: BUILD (objects), LIBA, BINDIR, EXBINDIR,
 # GEN (generated headers: the PREFIX-dependent ones), SAN (sanitizer
-# flags), EXTRA_CFLAGS (e.g. a negative-control -D).
+# flags), EXTRA_CFLAGS (tests/negative/run's -DRI_NC_RUNTIME, below).
 #
 # STATIC=1 (the default where glibc's libc.a is installed, as Debian's
 # libc6-dev installs it) links each command statically: a command is a
@@ -48,6 +48,15 @@ BUILD    ?= build/default
 LIBA     ?= lib/libri.a
 BINDIR   ?= bin
 EXBINDIR ?= examples/bin
+
+# -DRI_NC_RUNTIME makes a build in which $RI_NC switches a safety mechanism
+# off (lib/nc.h): tests/negative/run's own, under build/nc.  Never the
+# tree's build, never installed -- the default build cannot switch one.
+ifneq (,$(findstring RI_NC_RUNTIME,$(EXTRA_CFLAGS) $(CFLAGS) $(CPPFLAGS)))
+ifneq (,$(filter build/default bin examples/bin lib/libri.a,$(BUILD) $(BINDIR) $(EXBINDIR) $(LIBA))$(filter install,$(MAKECMDGOALS)))
+$(error -DRI_NC_RUNTIME is a negative-control build (lib/nc.h): never into the tree's own build dirs, never installed)
+endif
+endif
 
 GEN      ?= $(BUILD)/gen
 CPPFLAGS_RI = -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DRI_VERSION='"$(VERSION)"' -Ilib -I$(GEN) \

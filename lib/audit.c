@@ -22,6 +22,7 @@
 #include "findings.h"
 #include "instance.h"
 #include "integrity.h"
+#include "nc.h"
 #include "operator.h"
 #include "probe.h"
 #include "progress.h"
@@ -303,10 +304,9 @@ incomplete(struct audit *a, const char *id, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-#ifndef RI_NC_AUDIT_PASSES_UNREAD
-	if (strcmp(json_string_value(json_object_get(c, "status")), "pass") == 0)
+	if (!RI_NC(RI_NC_AUDIT_PASSES_UNREAD) &&
+	    strcmp(json_string_value(json_object_get(c, "status")), "pass") == 0)
 		json_object_set_new(c, "status", json_string("incomplete"));
-#endif
 	if (why == NULL) {
 		why = json_array();
 		json_object_set_new(c, "incomplete", why);
@@ -620,11 +620,8 @@ probe_checks(struct audit *a, const struct ri_kind *k, const struct ri_inv *inv,
 
 		if (!((c->type == RI_C_OUTCOME && c->recovery) ||
 		    (c->type == RI_C_ABANDONED && !superseded_by_outcome) ||
-#ifndef RI_NC_AUDIT_JUDGES_SUPERSEDED
-		    (c->type == RI_C_ESCALATED && c->head)))
-#else
-		    c->type == RI_C_ESCALATED))     /* negative control: superseded ones too */
-#endif
+		    (c->type == RI_C_ESCALATED && c->head) ||
+		    (c->type == RI_C_ESCALATED && RI_NC(RI_NC_AUDIT_JUDGES_SUPERSEDED))))  /* negative control: superseded ones too */
 			continue;
 		if (!probed) {
 			/* the probe is today's config's (the store's reader, not a
@@ -649,13 +646,9 @@ probe_checks(struct audit *a, const struct ri_kind *k, const struct ri_inv *inv,
 			json_t *data = json_object_get(c->rec->payload, "data");
 			bool committed = p.answer == RI_PROBE_COMMITTED && streq(p.outcome_action_ref, c->rec->action_ref) &&
 			    json_equal(p.outcome_data, data);
-#ifndef RI_NC_AUDIT_NO_OPERATOR_CHOICE
-			bool chosen = c->resolved_by && p.answer == RI_PROBE_UNDECIDABLE &&
-			    candidate_names(p.candidates, data);
-#else
-			bool chosen = false;    /* negative control: the operator's choice never counts */
-			(void)candidate_names;
-#endif
+			/* negative control: the operator's choice never counts */
+			bool chosen = !RI_NC(RI_NC_AUDIT_NO_OPERATOR_CHOICE) && c->resolved_by &&
+			    p.answer == RI_PROBE_UNDECIDABLE && candidate_names(p.candidates, data);
 			if (!committed && !chosen)
 				fail(a, "6.1", in->invocation_id, c->rec->event_id, NULL,
 				    "the store does not corroborate the recovered outcome (probe: %s)",
@@ -984,9 +977,8 @@ pending_judge(struct audit *a, struct pending *p, bool complete)
 	struct ri_records got = pending_take(a->pending, p);
 	struct ri_inv inv = { .all = got };
 
-#ifdef RI_NC_AUDIT_JUDGES_PART
-	complete = true;        /* negative control: judge whatever rows were gathered */
-#endif
+	if (RI_NC(RI_NC_AUDIT_JUDGES_PART))
+		complete = true;        /* negative control: judge whatever rows were gathered */
 	if (!complete) {
 		judge_invocation(a, &got.v[0]);
 		ri_records_clear(&got);
@@ -1068,12 +1060,11 @@ pending_end(struct audit *a, bool judge)
 		if (judge) {
 			const struct ri_record *in = &p->got.v[0];
 			a->cur = in;
-#ifndef RI_NC_AUDIT_WAITING_UNREPORTED
-			fail(a, "8.1.1", in->invocation_id, in->event_id, NULL,
-			    "the invocation index names %lld rows of this invocation, up to seq %lld, and the traversal"
-			    " carried %zu: the index was altered, or rows hidden", (long long)p->want, (long long)p->last,
-			    p->got.n);
-#endif
+			if (!RI_NC(RI_NC_AUDIT_WAITING_UNREPORTED))
+				fail(a, "8.1.1", in->invocation_id, in->event_id, NULL,
+				    "the invocation index names %lld rows of this invocation, up to seq %lld, and the"
+				    " traversal carried %zu: the index was altered, or rows hidden", (long long)p->want,
+				    (long long)p->last, p->got.n);
 			a->cur = NULL;
 			pending_judge(a, p, true);
 		} else {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bindings.h"
+#include "nc.h"
 #include "proto.h"
 
 static const char scope[] = "bindings:";
@@ -200,15 +201,12 @@ ri_bindings_at(struct ri *r, const char *kind, int64_t seq, const struct ri_kind
 	*out = NULL;
 	if (!h->loaded && (st = load(r)) != RI_ST_OK)
 		return st;
-#ifndef RI_NC_BINDINGS_TODAY
-	for (size_t i = h->n; i-- > 0;)
+	/* negative control: today's config judges every record */
+	for (size_t i = h->n; i-- > 0 && !RI_NC(RI_NC_BINDINGS_TODAY);)
 		if (h->v[i].seq < seq && strcmp(h->v[i].k.name, kind) == 0) {
 			*out = &h->v[i].k;
 			return RI_ST_OK;
 		}
-#else
-	(void)seq;                      /* negative control: today's config judges every record */
-#endif
 	*out = r->cfg != NULL ? ri_config_kind(r->cfg, kind) : NULL;
 	return RI_ST_OK;
 }

@@ -8,6 +8,7 @@
 #include "bindings.h"
 #include "fault.h"
 #include "gate.h"
+#include "nc.h"
 #include "proto.h"
 
 struct inv_req {
@@ -210,8 +211,7 @@ close_write(struct ri *r, struct inv_req *q, json_t **ans, ri_err *err)
 			    "recording-failure(outcome): the re-read failed: %s", why);
 			goto out;
 		}
-#ifndef RI_NC_NO_CLOSE_REREAD
-		if (sd.standing != NULL) {
+		if (!RI_NC(RI_NC_NO_CLOSE_REREAD) && sd.standing != NULL) {
 			const struct ri_closing *c = sd.standing;
 			if (c->type == RI_C_OUTCOME) {
 				/* close step 2.2: adopt the outcome that stands.  landed_by
@@ -237,7 +237,6 @@ close_write(struct ri *r, struct inv_req *q, json_t **ans, ri_err *err)
 			    " is an operator's (ri-resolve)", ev2, as);
 			goto out;
 		}
-#endif
 		ri_inv_free(&inv);
 		ri_fault("close.after_reread");
 		if ((rc = ri_seam_now(r, &fence.issue, err)) != RI_OK) {

@@ -12,6 +12,7 @@
 
 #include "fault.h"
 #include "findings_int.h"
+#include "nc.h"
 #include "sha256.h"
 
 struct ri_findings {
@@ -24,15 +25,12 @@ struct ri_findings {
 const char *
 ri_findings_location(const struct ri_config *c)
 {
-#ifdef RI_NC_FINDINGS_PER_HOST
-	/* negative control: each host keeps its own register on PostgreSQL */
-	return c->findings;
-#else
+	if (RI_NC(RI_NC_FINDINGS_PER_HOST))
+		return c->findings;     /* negative control: each host keeps its own register on PostgreSQL */
 	/* issue 41 point 5, one findings register per instance (findings
 	 * 1-13): on PostgreSQL every host's sweeps write, and every audit
 	 * reads, the register in the journal's own database */
 	return ri_journal_is_pg(c->journal) ? c->journal : c->findings;
-#endif
 }
 
 /* The register's key, derived from the integrity key (heads.h); set once
@@ -752,12 +750,9 @@ ri_findings_close_unseen(struct ri_findings *f, const char *run_id, ri_ms now,
 bool
 ri_findings_excused(int64_t keyless)
 {
-#ifdef RI_NC_KEYLESS_UNBOUNDED
-	(void)keyless;
-	return true;    /* negative control: any number of keyless rows excused */
-#else
+	if (RI_NC(RI_NC_KEYLESS_UNBOUNDED))
+		return true;    /* negative control: any number of keyless rows excused */
 	return keyless >= 0 && keyless <= RI_FINDINGS_KEYLESS_MAX;
-#endif
 }
 
 static char *

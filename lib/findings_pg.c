@@ -25,6 +25,7 @@
 
 #include "fault.h"
 #include "findings_int.h"
+#include "nc.h"
 #include "pq.h"
 
 struct ri_findings_pg {
@@ -38,11 +39,9 @@ struct ri_findings_pg {
 
 /* issue 41 point 5: a write's read-then-write decision holds the
  * register's write lock (see the head of this file) */
-#ifdef RI_NC_FINDINGS_UNLOCKED
-#define BEGIN_WRITE "BEGIN"     /* negative control: two hosts' writes race */
-#else
-#define BEGIN_WRITE "BEGIN; LOCK TABLE findings IN SHARE ROW EXCLUSIVE MODE"
-#endif
+#define BEGIN_WRITE (RI_NC(RI_NC_FINDINGS_UNLOCKED) ? \
+	"BEGIN" :                                       /* negative control: two hosts' writes race */ \
+	"BEGIN; LOCK TABLE findings IN SHARE ROW EXCLUSIVE MODE")
 
 static int
 pg_fail(struct ri_findings_pg *p, PGresult *r, ri_err *err)

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "gate.h"
 #include "integrity.h"
+#include "nc.h"
 #include "proto.h"
 
 /* The register's clock: the seam, or the system's when the seam cannot
@@ -248,16 +249,14 @@ ri_caller_is_actor(struct ri *r, const char *kind, const char *act_key, const ch
 		snprintf(why, n, "%s", r->st->ops->error(r->st)->msg);
 		return st;
 	}
-#ifndef RI_NC_NO_ACTOR_CHECK
 	/* close 1, Check 2: only the intent's actor closes, refuses or yields */
-	if (strcmp(actor, owner) != 0) {
+	if (!RI_NC(RI_NC_NO_ACTOR_CHECK) && strcmp(actor, owner) != 0) {
 		*cause = RI_CAUSE_ACTOR;
 		/* close 1 */
 		snprintf(why, n, "%s is not the intent's actor (%s): only the intent's actor may close,"
 		    " refuse or yield it", actor, owner);
 		return RI_ST_INVALID_CREDENTIAL;
 	}
-#endif
 	return RI_ST_OK;
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "heads.h"
+#include "nc.h"
 #include "sha256.h"
 #include "store.h"
 
@@ -276,17 +277,18 @@ cache_find(struct ri_tree_cache *c, const unsigned char *id, size_t idlen, const
 		return false;
 	/* gen 0 never matches: a zeroed cache is empty.  The hash decides:
 	 * the body is the one its verified parent names, whenever it was read */
-#ifndef RI_NC_TREE_CACHE_BY_ID
-	e = cache_entry(c, cache_slot(want));
-	if (e != NULL && e->idlen == idlen && memcmp(e->hash, want, RI_HASH_LEN) == 0 && memcmp(e->id, id, idlen) == 0) {
-#else
-	/* negative control: any node once cached at this id, by id alone */
-	(void)want;
-	for (unsigned i = 0; i < RI_TREE_CACHE && e == NULL; i++)
-		if ((e = cache_entry(c, i)) != NULL && !(e->idlen == idlen && memcmp(e->id, id, idlen) == 0))
+	if (!RI_NC(RI_NC_TREE_CACHE_BY_ID)) {
+		e = cache_entry(c, cache_slot(want));
+		if (e != NULL && !(e->idlen == idlen && memcmp(e->hash, want, RI_HASH_LEN) == 0 &&
+		    memcmp(e->id, id, idlen) == 0))
 			e = NULL;
+	} else {
+		/* negative control: any node once cached at this id, by id alone */
+		for (unsigned i = 0; i < RI_TREE_CACHE && e == NULL; i++)
+			if ((e = cache_entry(c, i)) != NULL && !(e->idlen == idlen && memcmp(e->id, id, idlen) == 0))
+				e = NULL;
+	}
 	if (e != NULL) {
-#endif
 		memcpy(body, e->body, e->len);
 		*len = e->len;
 		return true;
@@ -328,27 +330,21 @@ read_node(const struct ri_tree_io *io, const unsigned char key[RI_SCOPE_LEN], in
 	size_t idlen = node_id(key, d, id);
 	int rc;
 
-#ifndef RI_NC_NO_ABSENCE_PROOF
-	/* verified, or written, at this id: the body its parent names */
-	if (cache_find(io->cache, id, idlen, want, body, len))
+	/* verified, or written, at this id: the body its parent names (not
+	 * under the negative control below: the cache only ever holds
+	 * verified nodes) */
+	if (!RI_NC(RI_NC_NO_ABSENCE_PROOF) && cache_find(io->cache, id, idlen, want, body, len))
 		return RI_ST_OK;
-#endif
 	rc = io->get(io->ctx, id, idlen, body, len);
-#ifdef RI_NC_NO_ABSENCE_PROOF
-	/* negative control: a node that is not there is an empty subtree,
-	 * and no node's hash is checked against its parent's */
-	if (rc == RI_ST_NOT_KNOWN)
-		return RI_ST_NOT_KNOWN;
-	(void)h;
-	(void)leaf_prefix_ok;
-	if (rc == RI_ST_OK && !body_ok(body, *len))
-		rc = RI_ST_NOT_KNOWN;
-	(void)want;
-	(void)why;
-	(void)n;
-	(void)cache_find;       /* the cache only ever holds verified nodes */
-	return rc;
-#else
+	if (RI_NC(RI_NC_NO_ABSENCE_PROOF)) {
+		/* negative control: a node that is not there is an empty subtree,
+		 * and no node's hash is checked against its parent's */
+		if (rc == RI_ST_NOT_KNOWN)
+			return RI_ST_NOT_KNOWN;
+		if (rc == RI_ST_OK && !body_ok(body, *len))
+			rc = RI_ST_NOT_KNOWN;
+		return rc;
+	}
 	if (rc == RI_ST_NOT_KNOWN) {
 		snprintf(why, n, "a node of the scope heads' tree (depth %d) is missing (a head row deleted)", d);
 		return RI_ST_INTEGRITY;
@@ -367,7 +363,6 @@ read_node(const struct ri_tree_io *io, const unsigned char key[RI_SCOPE_LEN], in
 	}
 	cache_add(io->cache, id, idlen, h, body, *len);
 	return RI_ST_OK;
-#endif
 }
 
 int

@@ -11,6 +11,7 @@
 #include "fault.h"
 #include "gate.h"
 #include "findings.h"
+#include "nc.h"
 #include "proto.h"
 #include "restore.h"
 
@@ -539,8 +540,7 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 	 * act unprotected against a rollback -- so, as at open step 5.3, the
 	 * caller must not commit, and the intent is the sweep's */
 	const struct ri_store_error *se = r->st->ops->error(r->st);
-#ifndef RI_NC_INTENT_LINE_UNCHECKED
-	if (se->witness_missed && strcmp(se->witness_event_id, ev) == 0) {
+	if (!RI_NC(RI_NC_INTENT_LINE_UNCHECKED) && se->witness_missed && strcmp(se->witness_event_id, ev) == 0) {
 		release(r, &o);
 		rc = ri_refuse_with(ans, json_pack("{s:s, s:s, s:s}", "refused", "section-unavailable",
 		    "intent_event_id", ev, "alert", "the intent landed, but the witness could not record it"), err,
@@ -548,21 +548,19 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 		    " written (%s); do not commit -- the sweep closes the intent", ev, se->witness_msg);
 		goto out;
 	}
-#endif
-#ifndef RI_NC_NO_OPEN_SECTION_CHECK
 	/* open step 5.3: Open MUST hold the section at return.  Without a
 	 * journal fence an intent issued before the lease ran out can land
 	 * after another invocation took the section; this caller must then
 	 * never commit, and the orphaned intent is the sweep's, like any other */
 	ri_ms left;
-	if (r->st->ops->remaining(r->st, o.in.kind, o.in.act_key, o.inv, &left) != RI_ST_OK || left == RI_NONE) {
+	if (!RI_NC(RI_NC_NO_OPEN_SECTION_CHECK) &&
+	    (r->st->ops->remaining(r->st, o.in.kind, o.in.act_key, o.inv, &left) != RI_ST_OK || left == RI_NONE)) {
 		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "section-unavailable",
 		    "intent_event_id", ev), err, RI_SECTION_UNAVAILABLE,
 		    "section-unavailable: the intent %s landed after this invocation's section was gone;"
 		    " do not commit -- the sweep closes the intent", ev);   /* open step 5.3 */
 		goto out;
 	}
-#endif
 	/* open step 5: return holding the section */
 	*ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:I}", "kind", o.in.kind, "act_key", o.in.act_key,
 	    "actor_ref", o.in.actor_ref, "invocation_id", o.inv, "intent_event_id", ev,

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "nc.h"
 #include "probe.h"
 #include "proto.h"
 
@@ -108,16 +109,14 @@ parse_answer(const struct ri_config *c, const struct ri_kind *k, const char *act
 		json_decref(j);
 		return malformed(p, "the probe's output is not one JSON object");
 	}
-#ifndef RI_NC_BATCH_ANSWER_UNKEYED
 	/* probe 1 per line: an answer is about the act asked, or no answer */
-	if (act_key != NULL) {
+	if (!RI_NC(RI_NC_BATCH_ANSWER_UNKEYED) && act_key != NULL) {
 		json_t *key = json_object_get(j, "act_key");
 		if (!json_is_string(key) || strcmp(json_string_value(key), act_key) != 0) {
 			json_decref(j);
 			return malformed(p, "the batch probe's line does not name act_key %s", act_key);
 		}
 	}
-#endif
 	a = json_object_get(j, "answer");
 	ans = json_is_string(a) ? json_string_value(a) : "";
 	if (strcmp(ans, "committed") == 0 && only_keys(j, committed_keys, 3 + batch)) {
@@ -180,9 +179,8 @@ ri_probe_parse_line(const struct ri_config *c, const struct ri_kind *k, const ch
 static void
 datum_guard(const struct ri_kind *k, struct ri_probe *p)
 {
-#ifdef RI_NC_NO_DATUM_GUARD
-	return;
-#endif
+	if (RI_NC(RI_NC_NO_DATUM_GUARD))
+		return;         /* negative control: committed trusted with no datum */
 	if (p->answer == RI_PROBE_COMMITTED && k->pairing_datum == RI_PAIR_NONE)
 		/* pairing datum 6a */
 		unavailable(p, "the probe answered committed for a kind whose pairing datum is none");
@@ -492,14 +490,11 @@ batch_start(struct batch *b, const struct ri_kind *k, size_t cap, char *why, siz
 static bool
 batch_unasked(struct batch *b)
 {
-#ifdef RI_NC_BATCH_EXTRA_LINES
-	(void)b;
-	return false;
-#else
 	struct pollfd f = { b->out, POLLIN, 0 };
 
+	if (RI_NC(RI_NC_BATCH_EXTRA_LINES))
+		return false;   /* negative control: what came unasked is never seen */
 	return poll(&f, 1, 0) > 0 && f.revents != 0;
-#endif
 }
 
 /* Send the request line and read one line back, by the deadline.  0 with
@@ -549,11 +544,7 @@ batch_exchange(struct batch *b, const char *req, size_t req_len, size_t cap, int
 				*line_len = (size_t)(nl - b->buf) + 1;
 				/* a line before the whole request was taken, or more
 				 * than the one line: not an answer to this request */
-#ifndef RI_NC_BATCH_EXTRA_LINES
-				if (off < req_len || *line_len != b->len) {
-#else
-				if (off < req_len) {
-#endif
+				if (off < req_len || (*line_len != b->len && !RI_NC(RI_NC_BATCH_EXTRA_LINES))) {
 					snprintf(why, n, "the batch probe wrote %s", off < req_len ?
 					    "an answer before taking the whole request" : "more than one line");
 					return -1;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "nc.h"
 #include "proto.h"
 
 /* ---- requests ---- */
@@ -269,9 +270,8 @@ ri_intent_retained(const struct ri_config *c, const struct ri_record *intent, ri
 
 	if (intent->purged)
 		return false;
-#ifdef RI_NC_NO_RETENTION_DROP
-	return true;            /* negative control: only a purge drops an intent */
-#endif
+	if (RI_NC(RI_NC_NO_RETENTION_DROP))
+		return true;            /* negative control: only a purge drops an intent */
 	if (intent->retention_until != RI_NONE)
 		end = intent->retention_until;
 	else if (k != NULL)

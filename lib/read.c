@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nc.h"
 #include "proto.h"
 #include "restore.h"
 
@@ -53,9 +54,8 @@ entry_json(const struct ri_config *c, const struct ri_act_inv *e)
 	 * invocation a late append left two closings on reads
 	 * binding_duplicate) */
 	bool dup = e->sd.duplicate;
-#ifdef RI_NC_READ_NO_DUPLICATE
-	dup = false;            /* negative control: the entry never reports the closings key */
-#endif
+	if (RI_NC(RI_NC_READ_NO_DUPLICATE))
+		dup = false;            /* negative control: the entry never reports the closings key */
 	return json_pack("{s:s, s:s, s:b, s:o, s:b}", "invocation_id", e->inv_id,
 	    "state", ri_state_name(e->sd.state), "binding_duplicate", dup,
 	    "records", recs, "more", more);

@@ -11,6 +11,7 @@
 #include "bindings.h"
 #include "fault.h"
 #include "gate.h"
+#include "nc.h"
 #include "proto.h"
 
 struct resolve_req {
@@ -98,15 +99,10 @@ caller_kind(struct ri *r, struct resolve_req *q, json_t **ans, ri_err *err)
 	struct ri_actor who;
 	bool service;
 
-#ifndef RI_NC_NO_CALLER_KIND
-	service = ri_is_service_actor(r->cfg, q->in.actor_ref, NULL) ||
+	/* negative control: no caller is a service identity */
+	service = !RI_NC(RI_NC_NO_CALLER_KIND) && (ri_is_service_actor(r->cfg, q->in.actor_ref, NULL) ||
 	    (r->st->ops->authenticate(r->st, q->in.actor_ref, q->in.credential, &who) == RI_ST_OK &&
-	    ri_is_service_actor(r->cfg, q->in.actor_ref, &who));
-#else
-	(void)r;
-	(void)who;
-	service = false;
-#endif
+	    ri_is_service_actor(r->cfg, q->in.actor_ref, &who)));
 	if (service)
 		return invalid(ans, err, "caller-kind", "%s is a service identity: Resolve is for human"
 		    " operators; nothing written", q->in.actor_ref);
@@ -239,16 +235,16 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 	 * later one superseded (resolve 15a, 16a; issue 41 point 3) -- unless
 	 * two chains stand, which an operator must be able to resolve (journal
 	 * fence none 4, the closings issue's ruling) */
-#ifndef RI_NC_RESOLVE_READS_SUPERSEDED
-	const struct ri_closing *accounted = !sd.duplicate && sd.standing != NULL &&
-	    (sd.standing->type == RI_C_OUTCOME || sd.standing->type == RI_C_REFUSED) ? sd.standing : NULL;
-#else
-	/* negative control: every closing read, superseded ones too */
 	const struct ri_closing *accounted = NULL;
-	for (size_t i = 0; i < inv.n_closings && !sd.duplicate && accounted == NULL; i++)
-		if (inv.closings[i].type == RI_C_OUTCOME || inv.closings[i].type == RI_C_REFUSED)
-			accounted = &inv.closings[i];
-#endif
+	if (!RI_NC(RI_NC_RESOLVE_READS_SUPERSEDED)) {
+		accounted = !sd.duplicate && sd.standing != NULL &&
+		    (sd.standing->type == RI_C_OUTCOME || sd.standing->type == RI_C_REFUSED) ? sd.standing : NULL;
+	} else {
+		/* negative control: every closing read, superseded ones too */
+		for (size_t i = 0; i < inv.n_closings && !sd.duplicate && accounted == NULL; i++)
+			if (inv.closings[i].type == RI_C_OUTCOME || inv.closings[i].type == RI_C_REFUSED)
+				accounted = &inv.closings[i];
+	}
 	if (accounted != NULL) {
 		rc = ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "already-accounted",
 		    "closing_event_id", accounted->rec->event_id), err, RI_ALREADY_ACCOUNTED,
@@ -286,12 +282,9 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 		goto out;
 	}
 	/* resolve 18-19: abandoned only for an aged intent, by the operator's now */
-#ifndef RI_NC_RESOLVE_NO_TOO_YOUNG
-	if (d == D_ABANDONED && ri_in_flight(r->cfg, q.k, intent.recorded_at, now)) {
-#else
 	/* negative control: no too-young guard at the operator's seam (tla -buggy-opclock) */
-	if (d == D_ABANDONED && false) {
-#endif
+	if (d == D_ABANDONED && !RI_NC(RI_NC_RESOLVE_NO_TOO_YOUNG) &&
+	    ri_in_flight(r->cfg, q.k, intent.recorded_at, now)) {
 		rc = invalid(ans, err, "too-young", "the intent is still in flight (examine edge not reached);"
 		    " wait and re-issue unchanged");
 		goto out;
@@ -309,24 +302,24 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 	payload = json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:s}", "invocation_id", q.in.invocation_id,
 	    "intent_event_id", q.in.intent_event_id, "kind", q.in.kind, "act_key", q.in.act_key, "recovery", 1,
 	    "resolved_by", q.in.actor_ref, "acting_actor_ref", intent.actor_ref);
-#ifndef RI_NC_RESOLVE_NO_SUPERSEDES
-	if (sd.duplicate) {
+	if (RI_NC(RI_NC_RESOLVE_NO_SUPERSEDES)) {
+		/* negative control: resolved_by and no supersedes (tla -buggy-supersede) */
+	} else if (sd.duplicate) {
 		/* the ruling on resolving a duplicate: one closing naming every
 		 * standing chain head, so one chain is left */
 		json_t *heads = json_array();
-#ifndef RI_NC_RESOLVE_NAMES_ONE
-		for (size_t i = 0; i < inv.n_closings; i++)
-			if (inv.closings[i].head)
-				json_array_append_new(heads, json_string(inv.closings[i].rec->event_id));
-#else
-		/* negative control: only the standing head named (tla -buggy-resolveone) */
-		json_array_append_new(heads, json_string(sd.standing->rec->event_id));
-#endif
+		if (!RI_NC(RI_NC_RESOLVE_NAMES_ONE)) {
+			for (size_t i = 0; i < inv.n_closings; i++)
+				if (inv.closings[i].head)
+					json_array_append_new(heads, json_string(inv.closings[i].rec->event_id));
+		} else {
+			/* negative control: only the standing head named (tla -buggy-resolveone) */
+			json_array_append_new(heads, json_string(sd.standing->rec->event_id));
+		}
 		json_object_set_new(payload, "supersedes", heads);
 	} else if (sd.standing != NULL) {
 		json_object_set_new(payload, "supersedes", json_string(sd.standing->rec->event_id));
 	}
-#endif /* RI_NC_RESOLVE_NO_SUPERSEDES: negative control, resolved_by and no supersedes (tla -buggy-supersede) */
 	const char *action_ref;
 	if (d == D_OUTCOME) {
 		action_ref = json_string_value(json_object_get(body, "outcome_action_ref"));

@@ -8,6 +8,7 @@
 
 #include "audit.h"
 #include "clock.h"
+#include "nc.h"
 #include "proto.h"
 #include "restore.h"
 #include "vocab.h"
@@ -252,12 +253,12 @@ plan_act(struct ri *r, struct plan *p, const char *restore_ev, const char *kind,
 	char ref[160], marker[600];
 	int st;
 
-#ifdef RI_NC_RESTORE_FORGETS
-	/* negative control: the accept records nothing of the acts it lost --
-	 * no restored intent, no marker (tla -buggy-restore-forgets) */
-	json_decref(listed);
-	return RI_ST_OK;
-#endif
+	if (RI_NC(RI_NC_RESTORE_FORGETS)) {
+		/* negative control: the accept records nothing of the acts it lost --
+		 * no restored intent, no marker (tla -buggy-restore-forgets) */
+		json_decref(listed);
+		return RI_ST_OK;
+	}
 	json_object_foreach(invs, inv, e) {
 		struct ri_inv iv;
 		struct ri_standing sd;
@@ -308,12 +309,8 @@ plan_act(struct ri *r, struct plan *p, const char *restore_ev, const char *kind,
 		json_decref(listed);
 		return st;
 	}
-#ifndef RI_NC_RESTORE_DROPS_HELD
-	if (rs.n == 1 && strcmp(rs.v[0].action_ref, "audit.unreconciled") == 0) {
-#else
 	/* negative control: the new marker lists only what this restore lost (tla -buggy-restore-drops-held) */
-	if (false) {
-#endif
+	if (!RI_NC(RI_NC_RESTORE_DROPS_HELD) && rs.n == 1 && strcmp(rs.v[0].action_ref, "audit.unreconciled") == 0) {
 		size_t left;
 		json_t *pending = json_array(), *e2;
 		size_t i;
@@ -647,17 +644,14 @@ ri_restore_held(struct ri *r, const char *kind, const char *act_key, char **inv)
 	int st;
 
 	*inv = NULL;
-#ifdef RI_NC_NO_RESTORE_HOLD
-	(void)r, (void)kind, (void)act_key, (void)marker_of, (void)marker_left, (void)left, (void)rs, (void)st;
-	return RI_ST_OK;                /* negative control: a restored act is never held back */
-#else
+	if (RI_NC(RI_NC_NO_RESTORE_HOLD))
+		return RI_ST_OK;        /* negative control: a restored act is never held back */
 	if ((st = marker_of(r, kind, act_key, &rs)) != RI_ST_OK)
 		return st;
 	if (rs.n == 1 && strcmp(rs.v[0].action_ref, "audit.unreconciled") == 0)
 		st = marker_left(r, &rs.v[0], inv, &left, NULL);
 	ri_records_clear(&rs);
 	return st;
-#endif
 }
 
 /* ---- the sweep's pass ----------------------------------------------------------- */

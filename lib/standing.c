@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nc.h"
 #include "standing.h"
 
 static void *
@@ -113,11 +114,9 @@ ri_standing(struct ri_closing *c, size_t n, struct ri_standing *out)
 	for (size_t i = 0; i < n; i++) {
 		c[i].head = true;
 		c[i].malformed = c[i].names_malformed;
-#ifndef RI_NC_NO_SUPERSEDES_CHECK
-		for (size_t k = 0; k < c[i].n_names && !c[i].malformed; k++)
+		for (size_t k = 0; k < c[i].n_names && !c[i].malformed && !RI_NC(RI_NC_NO_SUPERSEDES_CHECK); k++)
 			if (named(c, n, i, c[i].names[k]) == NULL)
 				c[i].malformed = true;
-#endif
 		if (c[i].malformed && out->malformed == NULL)
 			out->malformed = &c[i];
 	}
@@ -141,22 +140,19 @@ ri_standing(struct ri_closing *c, size_t n, struct ri_standing *out)
 	}
 	/* Which closing stands 6, the ruling: two or more chains */
 	out->duplicate = out->n_heads >= 2;
-#ifdef RI_NC_DUPLICATE_ALONE
-	/* negative control: Which closing stands 6 read literally -- only heads
-	 * that supersede nothing count (tla -buggy-alone) */
-	{
+	if (RI_NC(RI_NC_DUPLICATE_ALONE)) {
+		/* negative control: Which closing stands 6 read literally -- only heads
+		 * that supersede nothing count (tla -buggy-alone) */
 		size_t alone = 0;
 		for (size_t i = 0; i < n; i++)
 			if (c[i].head && (c[i].n_names == 0 || c[i].malformed))
 				alone++;
 		out->duplicate = alone >= 2;
 	}
-#endif
-#ifdef RI_NC_PAIRWISE_SUPERSESSION
-	/* negative control: supersession read pairwise -- each (superseded,
-	 * superseding) pair collapsed on its own, so a chain A <- B <- C
-	 * counts as two closings (the reading Which closing stands 4 forbids) */
-	{
+	if (RI_NC(RI_NC_PAIRWISE_SUPERSESSION)) {
+		/* negative control: supersession read pairwise -- each (superseded,
+		 * superseding) pair collapsed on its own, so a chain A <- B <- C
+		 * counts as two closings (the reading Which closing stands 4 forbids) */
 		size_t pairs = 0, alone = 0;
 		for (size_t i = 0; i < n; i++) {
 			if (c[i].n_names > 0 && !c[i].malformed)
@@ -166,7 +162,6 @@ ri_standing(struct ri_closing *c, size_t n, struct ri_standing *out)
 		}
 		out->duplicate = pairs + alone >= 2;
 	}
-#endif
 	if (out->standing == NULL) {
 		out->state = RI_STATE_OPEN;
 		return;

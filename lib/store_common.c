@@ -10,6 +10,7 @@
 #include "config.h"
 #include "heads.h"
 #include "jsonfast.h"
+#include "nc.h"
 #include "store_common.h"
 #include "util.h"
 #include "vocab.h"
@@ -65,10 +66,9 @@ ri_raw_verify(const unsigned char instance[RI_INSTANCE_LEN], const unsigned char
 		ri_record_hash(prev, &h, calc);
 		if (!ri_eq32(calc, w->hash))
 			why = "its header or chain link is wrong (altered, moved or copied, or a row before it deleted)";
-#ifndef RI_NC_NO_MAC_CHECK
-		else if (key != NULL && !ri_mac_ok(key, keylen, w->hash, RI_HASH_LEN, w->mac, RI_HASH_LEN))
+		else if (!RI_NC(RI_NC_NO_MAC_CHECK) && key != NULL &&
+		    !ri_mac_ok(key, keylen, w->hash, RI_HASH_LEN, w->mac, RI_HASH_LEN))
 			why = "it fails its MAC (forged, or the wrong integrity key)";
-#endif
 	}
 	if (why == NULL && w->payload_text != NULL) {
 		/* ri_json_parse: what json_loads(JSON_REJECT_DUPLICATES) reads */
@@ -265,12 +265,9 @@ ri_raw_trusted(struct ri_st_core *c, struct ri_record *r, struct ri_raw *w)
 bool
 ri_lease_free(const struct ri_lease_row *l, const char *holder, ri_ms now)
 {
-#ifdef RI_NC_LEASE_IGNORES_HOLDER
-	(void)l, (void)holder, (void)now;
-	return true;                    /* negative control: no exclusion at all */
-#else
+	if (RI_NC(RI_NC_LEASE_IGNORES_HOLDER))
+		return true;                    /* negative control: no exclusion at all */
 	return l == NULL || !l->held || l->expires <= now || strcmp(l->holder, holder) == 0;
-#endif
 }
 
 int
@@ -582,13 +579,10 @@ ri_append_request_judge(struct ri_st_core *c, const struct ri_append *a, char *k
 int
 ri_append_bindings_judge(struct ri_st_core *c, const struct ri_append *a, int64_t last)
 {
-#ifndef RI_NC_BINDINGS_UNGUARDED
-	if (a->bindings_guard && last != a->bindings_seen)
+	/* negative control: a decision on stale bindings lands */
+	if (!RI_NC(RI_NC_BINDINGS_UNGUARDED) && a->bindings_guard && last != a->bindings_seen)
 		return ri_st_fail(c, RI_ST_STALE_BINDINGS, 0, NULL, "the kind's bindings were recorded anew"
 		    " (seq %lld) since this writer read them (seq %lld)", (long long)last, (long long)a->bindings_seen);
-#else
-	(void)c; (void)a; (void)last;   /* negative control: a decision on stale bindings lands */
-#endif
 	return RI_ST_OK;
 }
 
@@ -765,7 +759,6 @@ ri_lease_row_judge(struct ri_st_core *c, const char *kind, const char *act_key, 
 int
 ri_lease_cap_judge(struct ri_st_core *c, const char *kind, const char *act_key, ri_ms left)
 {
-#ifndef RI_NC_NO_LEASE_CAP
 	/*
 	 * act section 11, resolve 5, reconcile step 2.2: a take waits at most
 	 * the holder's remaining lease -- and no honest holder's remaining
@@ -783,14 +776,11 @@ ri_lease_cap_judge(struct ri_st_core *c, const char *kind, const char *act_key, 
 	 * journaled at all.  The cap is what bounds a forged holder: the
 	 * wait ends within one longest lease.
 	 */
-	if (left > ri_longest_lease(c->cfg))
+	if (!RI_NC(RI_NC_NO_LEASE_CAP) && left > ri_longest_lease(c->cfg))
 		return ri_st_fail(c, RI_ST_INTEGRITY, 0, NULL,
 		    "journal integrity: the lease row of (%s, %s) expires %lld ms ahead, beyond the"
 		    " longest lease this config grants (%lld ms): the leases table was altered",
 		    kind, act_key, (long long)left, (long long)ri_longest_lease(c->cfg));
-#else
-	(void)c, (void)kind, (void)act_key, (void)left;
-#endif
 	return RI_ST_OK;
 }
 
@@ -803,21 +793,18 @@ ri_fence_judge(struct ri_st_core *c, const struct ri_lease_row *l, const struct 
 {
 	ri_ms a = c->cfg->clock_offset_allowance;
 
-#ifdef RI_NC_FENCE_INSTANTS_BARE
-	/* negative control: the fence instants without the allowance (tla -buggy-skew) */
-	until += a;
-	a = 0;
-#endif
+	if (RI_NC(RI_NC_FENCE_INSTANTS_BARE)) {
+		/* negative control: the fence instants without the allowance (tla -buggy-skew) */
+		until += a;
+		a = 0;
+	}
 	if (l == NULL || !l->held || strcmp(l->holder, f->holder) != 0 || !(now < l->expires - a))
 		return ri_st_fail(c, RI_ST_FENCED, 0, NULL,
 		    "journal fence: %s no longer holds the section with an allowance to spare", f->holder);
-#ifndef RI_NC_NO_WRITE_TERMINUS
-	if (!(now < until))
+	/* negative control: no per-write terminus (tla -buggy-perwrite) */
+	if (!RI_NC(RI_NC_NO_WRITE_TERMINUS) && !(now < until))
 		return ri_st_fail(c, RI_ST_FENCED, 0, NULL,
 		    "journal fence: the write's terminus (issue + journal_write_bound - allowance) has passed");
-#else
-	(void)until;                    /* negative control: no per-write terminus (tla -buggy-perwrite) */
-#endif
 	return RI_ST_OK;
 }
 
@@ -965,11 +952,9 @@ ri_st_witness_flush(struct ri_st_core *c)
 	for (size_t i = 0; i < c->n_pend; i++) {
 		ri_err e;
 		struct ri_witnessed *w = &c->pend[i];
-#ifdef RI_NC_NO_APPEND_WITNESS
 		/* negative control: only a seal's line is witnessed, as before */
-		if (!w->has_sig)
+		if (RI_NC(RI_NC_NO_APPEND_WITNESS) && !w->has_sig)
 			continue;
-#endif
 		/* the intent committed, its line not yet written: a fail here is a
 		 * line that could not be written (Open then refuses, open.c) */
 		bool failed = w->sync && ri_fault("open.witness") == RI_FA_FAIL;
@@ -1003,19 +988,15 @@ ri_st_witness_discard(struct ri_st_core *c)
 bool
 ri_witness_wants(const struct ri_st_core *c, int64_t last_seq)
 {
-#ifndef RI_NC_NO_WITNESS_CHECK
+	if (RI_NC(RI_NC_NO_WITNESS_CHECK))
+		return false;   /* negative control: the journal never compared with its witness */
 	return c->anchored && last_seq >= c->anchor_seq;
-#else
-	(void)c, (void)last_seq;
-	return false;
-#endif
 }
 
 int
 ri_witness_judge(struct ri_st_core *c, int64_t last_seq, const unsigned char *at)
 {
-#ifndef RI_NC_NO_WITNESS_CHECK
-	if (!c->anchored)
+	if (RI_NC(RI_NC_NO_WITNESS_CHECK) || !c->anchored)
 		return RI_ST_OK;
 	if (last_seq < c->anchor_seq)
 		return ri_st_fail(c, RI_ST_INTEGRITY, last_seq, NULL,
@@ -1027,9 +1008,6 @@ ri_witness_judge(struct ri_st_core *c, int64_t last_seq, const unsigned char *at
 		    "journal integrity: the record at seq %lld is not the one the witness names:"
 		    " the journal was rewritten behind its seal, or is another journal",
 		    (long long)c->anchor_seq);
-#else
-	(void)c, (void)last_seq, (void)at;
-#endif
 	return RI_ST_OK;
 }
 

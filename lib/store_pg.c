@@ -46,6 +46,7 @@
 #include "fault.h"
 #include "heads.h"
 #include "integrity.h"
+#include "nc.h"
 #include "store_common.h"
 #include "store_pg.h"
 #include "pq.h"
@@ -2324,23 +2325,15 @@ pg_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 		return rc == RI_ST_UNAVAILABLE || rc == RI_ST_READONLY ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
 	/* Check 8.1.6: the credential judged at the recorded_at the record will
 	 * carry (never backwards, append_locked), as store_sqlite.c does */
-#ifdef RI_NC_CRED_AT_NOW
-	ri_ms at = now;                 /* negative control: the host's clock */
-#else
-	ri_ms at = jh.last_seq > 0 && s->last_at != RI_NONE && s->last_at > now ? s->last_at : now;
-#endif
+	ri_ms at = RI_NC(RI_NC_CRED_AT_NOW) ? now :     /* negative control: the host's clock */
+	    jh.last_seq > 0 && s->last_at != RI_NONE && s->last_at > now ? s->last_at : now;
 	if ((rc = check_credential(s, &jh, a->actor_ref, a->credential, at, NULL)) != RI_ST_OK)
 		goto fail;
-#ifdef RI_NC_NO_JOURNAL_FENCE
-	(void)check_fence;              /* negative control: the fence is never checked */
-	(void)c;
-#else
-	if (a->fence != NULL && c->journal_fence &&
+	/* negative control: the fence is never checked */
+	if (!RI_NC(RI_NC_NO_JOURNAL_FENCE) && a->fence != NULL && c->journal_fence &&
 	    (rc = check_fence(s, kind, a->act_key ? a->act_key : "", a->fence, now)) != RI_ST_OK)
 		goto fail;
-#endif
-#ifndef RI_NC_BINDINGS_UNGUARDED
-	if (a->bindings_guard) {
+	if (!RI_NC(RI_NC_BINDINGS_UNGUARDED) && a->bindings_guard) {
 		/* bindings are history (issue 41): the writer's decision holds
 		 * only while the bindings scope is as it read it.  Judged under
 		 * the head's lock, sent with the writes so it costs no round trip
@@ -2356,7 +2349,6 @@ pg_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 		    " WHERE kind = 'audit' AND act_key = 'bindings:'", &p)) != RI_ST_OK)
 			goto fail;
 	}
-#endif
 	if (a->bound != NULL) {
 		/* the kind's bindings changed: recorded in the same transaction,
 		 * just before the first record they judge (bindings.h) */
@@ -3164,12 +3156,9 @@ pg_seal(struct ri_store *base, const unsigned char sk[64], json_t *extra, struct
 	/* a seal's verification may outlast a write's budget */
 	if ((rc = exec1(s, RI_ST_UNAVAILABLE, "seal", "SET LOCAL statement_timeout = 0", NULL)) != RI_ST_OK)
 		goto fail;
-#ifndef RI_NC_NO_SEAL_VERIFY
-	if ((rc = verify_since_seal(s, &jh, now)) != RI_ST_OK)
+	/* negative control: seal whatever head there is */
+	if (!RI_NC(RI_NC_NO_SEAL_VERIFY) && (rc = verify_since_seal(s, &jh, now)) != RI_ST_OK)
 		goto fail;
-#else
-	(void)verify_since_seal;
-#endif
 	ri_seal_message(s->core.instance_id, jh.last_seq, lh, msg);
 	crypto_sign_detached(sig, NULL, msg, sizeof msg, sk);
 	ri_hex(lh, sizeof lh, hh);
@@ -3786,11 +3775,8 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	r = PQexec(s->conn, "BEGIN; SET LOCAL statement_timeout = 0");
 	PQclear(r);
 	s->in_tx = true;
-#ifdef RI_NC_SESSION_CLOCK
-	r = PQexec(s->conn, clock_ddl_env);     /* negative control: every session may set the clock */
-#else
-	r = PQexec(s->conn, c->clock_env ? clock_ddl_env : clock_ddl_server);
-#endif
+	/* negative control: every session may set the clock */
+	r = PQexec(s->conn, RI_NC(RI_NC_SESSION_CLOCK) || c->clock_env ? clock_ddl_env : clock_ddl_server);
 	if (res_ok(r)) {
 		PQclear(r);
 		r = PQexec(s->conn, schema_ddl);

@@ -36,6 +36,7 @@
 #include "fault.h"
 #include "heads.h"
 #include "integrity.h"
+#include "nc.h"
 #include "store_common.h"
 #include "store_sqlite.h"
 #include "store_sqlite_vfs.h"
@@ -1163,14 +1164,10 @@ queue_leave(struct sq *s)
 static void
 wal_dir_sync(struct sq *s)
 {
-#ifndef RI_NC_NO_WAL_DIR_SYNC
-	if (s->wal_dir_synced || s->nosync || !ri_wal_is_open(s->db))
+	if (RI_NC(RI_NC_NO_WAL_DIR_SYNC) || s->wal_dir_synced || s->nosync || !ri_wal_is_open(s->db))
 		return;
 	ri_wal_dir_sync(s->db);
 	s->wal_dir_synced = true;
-#else
-	(void)s;
-#endif
 }
 
 static int
@@ -1605,8 +1602,7 @@ sq_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 	 * instant too, or a host whose clock lags the revocation lands a revoked
 	 * actor's record after it (issue 41, lifecycle: actors revoked) */
 	ri_ms at = now;
-#ifndef RI_NC_CRED_AT_NOW
-	if (jh.last_seq > 0) {
+	if (!RI_NC(RI_NC_CRED_AT_NOW) && jh.last_seq > 0) {
 		sqlite3_stmt *lst = prep(s, "SELECT recorded_at FROM records WHERE seq = ?");
 		if (lst == NULL) {
 			rc = db_fail(s, RI_ST_STEP2, "read");
@@ -1618,17 +1614,12 @@ sq_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 			at = sqlite3_column_int64(lst, 0);
 		done(s, lst);
 	}
-#endif
 	if ((rc = check_credential(s, &jh, a->actor_ref, a->credential, at, NULL)) != RI_ST_OK)
 		goto fail;
-#ifdef RI_NC_NO_JOURNAL_FENCE
-	(void)check_fence;              /* negative control: the fence is never checked */
-	(void)c;
-#else
-	if (a->fence != NULL && c->journal_fence &&
+	/* negative control: the fence is never checked */
+	if (!RI_NC(RI_NC_NO_JOURNAL_FENCE) && a->fence != NULL && c->journal_fence &&
 	    (rc = check_fence(s, kind, a->act_key ? a->act_key : "", a->fence, now)) != RI_ST_OK)
 		goto fail;
-#endif
 	bool unplaced = fa == RI_FA_NORETENTION;
 	if (a->bindings_guard) {
 		/* bindings are history (issue 41): another writer may have
@@ -1759,15 +1750,13 @@ sq_purge(struct ri_store *base, ri_ms now, int64_t *purged)
 			json_decref(kinds);
 			return abandon(s, rc);
 		}
-#ifndef RI_NC_PURGE_TODAY
-		sel = prep(s, "SELECT seq, kind, invocation_id FROM records WHERE retention_until <= ?"
-		    " AND payload IS NOT NULL ORDER BY retention_until LIMIT 512");
-#else
-		/* negative control: a payload's retention ends at recorded_at +
-		 * today's period, not at its stored end (tla -buggy-purge-today) */
-		sel = prep(s, "SELECT seq, kind, invocation_id, recorded_at FROM records WHERE ? IS NOT NULL"
+		sel = prep(s, !RI_NC(RI_NC_PURGE_TODAY) ?
+		    "SELECT seq, kind, invocation_id FROM records WHERE retention_until <= ?"
+		    " AND payload IS NOT NULL ORDER BY retention_until LIMIT 512" :
+		    /* negative control: a payload's retention ends at recorded_at +
+		     * today's period, not at its stored end (tla -buggy-purge-today) */
+		    "SELECT seq, kind, invocation_id, recorded_at FROM records WHERE ? IS NOT NULL"
 		    " AND retention_until IS NOT NULL AND payload IS NOT NULL ORDER BY retention_until LIMIT 512");
-#endif
 		upd = prep(s, "UPDATE records SET payload = NULL, salt = NULL WHERE seq = ?");
 		if (sel == NULL || upd == NULL) {
 			done(s, sel);
@@ -1787,10 +1776,9 @@ sq_purge(struct ri_store *base, ri_ms now, int64_t *purged)
 			int64_t seq = sqlite3_column_int64(sel, 0);
 			const char *k = (const char *)sqlite3_column_text(sel, 1);
 			const struct ri_kind *kd = ri_config_kind(s->core.cfg, k);
-#ifdef RI_NC_PURGE_TODAY
-			if (kd == NULL || sqlite3_column_int64(sel, 3) + kd->retention_period > now)
+			if (RI_NC(RI_NC_PURGE_TODAY) &&
+			    (kd == NULL || sqlite3_column_int64(sel, 3) + kd->retention_period > now))
 				continue;
-#endif
 			sqlite3_reset(upd);
 			sqlite3_bind_int64(upd, 1, seq);
 			if (sqlite3_step(upd) != SQLITE_DONE)
@@ -2172,10 +2160,8 @@ change_wait(void *arg, int64_t ms)
 	struct pollfd p;
 	ssize_t n;
 
-#ifdef RI_NC_LEASE_WAIT_NAPS
-	(void)s, (void)buf, (void)p, (void)n, (void)ms;
-	return false;                   /* negative control: the backoff naps */
-#else
+	if (RI_NC(RI_NC_LEASE_WAIT_NAPS))
+		return false;                   /* negative control: the backoff naps */
 	if (s->watch_fd < 0) {
 		char wal[4096];
 		if (s->watch_failed)
@@ -2207,7 +2193,6 @@ change_wait(void *arg, int64_t ms)
 		s->watch_fd = -1;
 	}
 	return true;
-#endif
 }
 
 /*
@@ -2235,10 +2220,9 @@ held_elsewhere(struct sq *s, const char *kind, const char *act_key, const char *
 	bool began, exists, held = false;
 	ri_ms now;
 
-#ifndef RI_NC_WAKE_BEFORE_PUBLISH
-	if (s->queue_fd >= 0 && !s->queued && ri_lock_wait_shared(s->queue_fd, s->busy_ms) == 0)
+	if (!RI_NC(RI_NC_WAKE_BEFORE_PUBLISH) &&
+	    s->queue_fd >= 0 && !s->queued && ri_lock_wait_shared(s->queue_fd, s->busy_ms) == 0)
 		(void)flock(s->queue_fd, LOCK_UN);
-#endif
 	if (read_begin(s, &began) != SQLITE_OK)
 		return false;
 	if (now_or_fail(s, &now) == RI_ST_OK && lease_get(s, kind, act_key, &l, &exists) == RI_ST_OK &&
@@ -2713,12 +2697,9 @@ sq_seal(struct ri_store *base, const unsigned char sk[64], json_t *extra, struct
 		rollback(s);
 		return RI_ST_OK;
 	}
-#ifndef RI_NC_NO_SEAL_VERIFY
-	if ((rc = verify_since_seal(s, &jh, now)) != RI_ST_OK)
+	/* negative control: seal whatever head there is */
+	if (!RI_NC(RI_NC_NO_SEAL_VERIFY) && (rc = verify_since_seal(s, &jh, now)) != RI_ST_OK)
 		goto fail;
-#else
-	(void)verify_since_seal;        /* negative control: seal whatever head there is */
-#endif
 	ri_seal_message(s->core.instance_id, jh.last_seq, lh, msg);
 	crypto_sign_detached(sig, NULL, msg, sizeof msg, sk);
 	ri_hex(lh, sizeof lh, hh);
@@ -2905,15 +2886,15 @@ sq_backup(struct ri_store *base, const char *dest)
 	char name[32];
 	int fd, rc;
 
-#ifdef RI_NC_BACKUP_BY_NAME
-	/* negative control: the copy written by DEST's name, opened again */
-	if ((fd = open(dest, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) >= 0) {
-		close(fd);
-		fd = open(dest, O_RDWR | O_CLOEXEC);
+	if (RI_NC(RI_NC_BACKUP_BY_NAME)) {
+		/* negative control: the copy written by DEST's name, opened again */
+		if ((fd = open(dest, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) >= 0) {
+			close(fd);
+			fd = open(dest, O_RDWR | O_CLOEXEC);
+		}
+	} else {
+		fd = open(dest, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	}
-#else
-	fd = open(dest, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-#endif
 	if (fd < 0)
 		return ri_st_fail(&s->core, errno == EEXIST ? RI_ST_EXISTS : RI_ST_UNAVAILABLE, 0, NULL, "%s: %s", dest,
 		    errno == EEXIST ? "already exists; refusing to overwrite" : strerror(errno));
@@ -3325,10 +3306,9 @@ sq_read_session(struct ri_store *base, bool on)
 		return RI_ST_OK;
 	}
 	s->in_session = s->session_head = false;
-#ifndef RI_NC_SESSION_OUTLIVES_SNAPSHOT
 	/* what was verified was verified in this snapshot only */
-	ri_payloads_end(&s->core);
-#endif
+	if (!RI_NC(RI_NC_SESSION_OUTLIVES_SNAPSHOT))
+		ri_payloads_end(&s->core);
 	if (!sqlite3_get_autocommit(s->db))
 		sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
 	return RI_ST_OK;
@@ -3585,10 +3565,8 @@ ri_sqlite_open(const struct ri_config *c, const unsigned char *key, size_t keyle
 	}
 	/* the writers' queue (begin_immediate); not in a threaded command,
 	 * whose other thread could take the deadline's SIGALRM */
-#ifndef RI_NC_NO_WRITER_QUEUE
-	if (!s->readonly && !(flags & RI_THREADED))
+	if (!RI_NC(RI_NC_NO_WRITER_QUEUE) && !s->readonly && !(flags & RI_THREADED))
 		s->queue_fd = ri_open_regular(c->journal, O_RDONLY | O_NOFOLLOW, 0, NULL, 0);
-#endif
 	*out = &s->base;
 	return RI_OK;
 }

@@ -20,6 +20,7 @@
 #include "fault.h"
 #include "findings.h"
 #include "gate.h"
+#include "nc.h"
 #include "probe.h"
 #include "progress.h"
 #include "proto.h"
@@ -202,12 +203,10 @@ identity(struct sweep *s, const struct ri_kind *k)
 	if (st != RI_ST_OK)
 		snprintf(why, sizeof why, "%s: %s", st == RI_ST_INTEGRITY ? "integrity" : "invalid-credential",
 		    r->st->ops->error(r->st)->msg);
-#ifndef RI_NC_SWEEP_UNDER_HUMAN
-	else if (!who.service)
+	else if (!RI_NC(RI_NC_SWEEP_UNDER_HUMAN) && !who.service)
 		/* Sweep never 2 */
 		snprintf(why, sizeof why, "%s is registered as a human, not a service: the sweep never"
 		    " writes under a human's credential", k->service_actor);
-#endif
 	else
 		json_object_set_new(s->creds, k->name, json_string(text));
 	sodium_memzero(text, len);
@@ -375,26 +374,24 @@ close_act(struct sweep *s, const struct ri_kind *k, const struct ri_record *inte
 	*how = L_LANDED;
 	ri_probe_ask(s->probers, k, intent->act_key, intent->payload, &p);
 	ri_fault("sweep.after_probe");
-#ifdef RI_NC_PROBE_UNAVAILABLE_AS_NOT_COMMITTED
 	/* negative control: a store outage read as "not committed" */
-	if (p.answer == RI_PROBE_UNAVAILABLE)
+	if (RI_NC(RI_NC_PROBE_UNAVAILABLE_AS_NOT_COMMITTED) && p.answer == RI_PROBE_UNAVAILABLE)
 		p.answer = RI_PROBE_NOT_COMMITTED;
-#endif
 	switch (p.answer) {
 	case RI_PROBE_COMMITTED: {
-#ifndef RI_NC_NO_ENVELOPE_CHECK
 		/* reconcile step 3.20, Term outcome envelope: an outcome that
 		 * outgrew the kind's envelope cannot shrink; the escalation fits */
-		char *od = ri_json_canonical(p.outcome_data);
-		bool outgrew = (int64_t)strlen(od) > k->outcome_envelope;
-		free(od);
-		if (outgrew) {
-			alert(s, "the probe's outcome for %s outgrew outcome_envelope %lld; escalated as"
-			    " outcome-unrecordable", intent->invocation_id, (long long)k->outcome_envelope);
-			v = escalate(s, k, intent, "outcome-unrecordable", NULL, how);
-			break;
+		if (!RI_NC(RI_NC_NO_ENVELOPE_CHECK)) {
+			char *od = ri_json_canonical(p.outcome_data);
+			bool outgrew = (int64_t)strlen(od) > k->outcome_envelope;
+			free(od);
+			if (outgrew) {
+				alert(s, "the probe's outcome for %s outgrew outcome_envelope %lld; escalated as"
+				    " outcome-unrecordable", intent->invocation_id, (long long)k->outcome_envelope);
+				v = escalate(s, k, intent, "outcome-unrecordable", NULL, how);
+				break;
+			}
 		}
-#endif
 		/* reconcile step 3.2, Invariant 5.1-5.3: recovery_intended first,
 		 * then the outcome carrying only what the probe returned */
 		/* the plan is the outcome it is about to write */
@@ -418,11 +415,8 @@ close_act(struct sweep *s, const struct ri_kind *k, const struct ri_record *inte
 		break;
 	}
 	case RI_PROBE_NOT_COMMITTED:
-#ifndef RI_NC_ABANDON_UNFENCED
-		if (k->commit_fence) {
-#else
-		if (true) {             /* negative control: abandons with no commit fence (tla -buggy-fence) */
-#endif
+		/* negative control: abandons with no commit fence (tla -buggy-fence) */
+		if (k->commit_fence || RI_NC(RI_NC_ABANDON_UNFENCED)) {
 			/* reconcile steps 3.4, 3.6; Allowance 12, commit 13 */
 			if (!ri_past_abandon_edge(s->c, k, intent->recorded_at, s->now))
 				break;
@@ -514,17 +508,15 @@ sweep_one(struct sweep *s, const struct ri_kind *k, const struct ri_open_intent 
 	}
 	ri_fault("sweep.after_reread");
 	ri_standing(inv.closings, inv.n_closings, &sd);
-#ifndef RI_NC_NO_SWEEP_REREAD
 	/* sweep closed ids 1, reconcile steps 2.5-2.6: any closing naming
 	 * the id -- by the invocation, another run or an operator -- and the
 	 * run writes nothing: one writer per act (Invariant 2.2), two runs
 	 * never both close it (Invariant 2.3) */
-	if (inv.n_closings > 0 || inv.intent == NULL) {
+	if (!RI_NC(RI_NC_NO_SWEEP_REREAD) && (inv.n_closings > 0 || inv.intent == NULL)) {
 		ri_inv_free(&inv);
 		(void)r->st->ops->release(r->st, k->name, oi->act_key, s->run_id);
 		return V_CLOSED_ALREADY;
 	}
-#endif
 	/* reconcile step 2.7 */
 	if (r->st->ops->remaining(r->st, k->name, oi->act_key, s->run_id, &left) != RI_ST_OK ||
 	    left == RI_NONE || s->c->journal_write_bound > left) {
@@ -613,11 +605,9 @@ judge_closings(struct sweep *s, const struct ri_kind *k, const char *inv_id, str
 
 	ri_standing(inv->closings, inv->n_closings, &sd);
 	if (inv->intent != NULL && ri_intent_retained(s->c, inv->intent, s->now)) {
-#ifndef RI_NC_NO_DUPLICATE_SCAN
-		if (sd.duplicate)
+		if (!RI_NC(RI_NC_NO_DUPLICATE_SCAN) && sd.duplicate)
 			act_finding(s, RI_F_BINDING_DUPLICATE, k->name, inv->intent->act_key, inv_id,
 			    json_pack("{s:s, s:I}", "key", "closings", "chains", (json_int_t)sd.n_heads));
-#endif
 		if (sd.malformed != NULL)
 			alert(s, "closing %s of invocation %s names no earlier closing of it (malformed supersedes)",
 			    sd.malformed->rec->event_id, inv_id);
@@ -704,20 +694,17 @@ scan_chain(struct sweep *s, struct scan *sc, const struct ri_kind *k, struct ri_
 	json_t *p = json_object_get(sc->pending, rec->invocation_id);
 	bool linked = p != NULL && rec->inv_link == json_integer_value(json_array_get(p, 0));
 
-#ifndef RI_NC_NO_DEFERRED_JUDGEMENT
 	/* it follows a record of the delta that ends no chain pending: maybe
 	 * a closing judged alone -- judged now, whole, as the read at that
 	 * closing would have, once: at the record that links to it */
 	struct ri_inv inv;
-	if (!linked && rec->inv_link > sc->mark && ri_inv_read(s->r, rec->invocation_id, &inv) == RI_ST_OK) {
+	if (!RI_NC(RI_NC_NO_DEFERRED_JUDGEMENT) && !linked && rec->inv_link > sc->mark &&
+	    ri_inv_read(s->r, rec->invocation_id, &inv) == RI_ST_OK) {
 		const struct ri_record *c = left_alone(s, sc, k, &inv);
 		if (c != NULL && c->seq == rec->inv_link)
 			judge_closings(s, k, rec->invocation_id, &inv);
 		ri_inv_free(&inv);
 	}
-#else
-	(void)left_alone;
-#endif
 	if (ri_role_closing(rec->role)) {
 		bool alone = linked && json_is_true(json_array_get(p, 1)) && closing_alone(s, k, rec);
 		if (p != NULL)
@@ -1127,11 +1114,8 @@ lock_judge(int fd, const struct ri_config *c, ri_ms now, struct ri_run_lock *l)
 		    json_string_value(v) : "");
 	}
 	json_decref(j);
-#ifdef RI_NC_RUN_LOCK_UNAGED
-	l->stale = false;       /* negative control: any holder is a run in flight */
-#else
-	l->stale = !l->recorded || now - l->started_at > c->run_bound;
-#endif
+	/* negative control: any holder is a run in flight */
+	l->stale = !RI_NC(RI_NC_RUN_LOCK_UNAGED) && (!l->recorded || now - l->started_at > c->run_bound);
 }
 
 /* Take the lock (0 into *got) or find it held: the holder judged, looked

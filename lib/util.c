@@ -16,7 +16,20 @@
 #include <unistd.h>
 #include <sodium.h>
 
+#include "nc.h"
 #include "util.h"
+
+#ifdef RI_NC_RUNTIME
+/* nc.h: the one negative control $RI_NC names is switched off (read at
+ * every call: a control's build is never timed) */
+int
+ri_nc_on(const char *flag)
+{
+	const char *on = getenv("RI_NC");
+
+	return on != NULL && strcmp(on, flag) == 0;
+}
+#endif
 
 void
 ri_vfail(ri_err *err, int code, const char *fmt, va_list ap)
@@ -290,11 +303,9 @@ ri_open_regular(const char *path, int flags, mode_t mode, char *why, size_t n)
 	 * directory is not the file ri was told of */
 	if (fstat(fd, &sb) != 0)
 		return open_refused(fd, errno, path, NULL, why, n);
-#ifndef RI_NC_OPEN_ANY_FILE
-	if (!S_ISREG(sb.st_mode))
+	if (!RI_NC(RI_NC_OPEN_ANY_FILE) && !S_ISREG(sb.st_mode))
 		return open_refused(fd, EINVAL, path, S_ISFIFO(sb.st_mode) ? "not a regular file (a FIFO)" :
 		    S_ISDIR(sb.st_mode) ? "not a regular file (a directory)" : "not a regular file", why, n);
-#endif
 	/* a regular file never blocks; blocking again for what comes next
 	 * (a lock wait, a write) */
 	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
@@ -363,13 +374,13 @@ ri_replace_file(const char *path, int (*emit)(FILE *, void *), void *arg, char *
 		snprintf(why, n, "%s: %s", path, strerror(ENAMETOOLONG));
 		return -1;
 	}
-#ifdef RI_NC_PREDICTABLE_TMP
-	/* negative control: the name anyone could plant, followed if a link */
-	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-#else
-	fd = mkstemp(tmp);
-#endif
+	if (RI_NC(RI_NC_PREDICTABLE_TMP)) {
+		/* negative control: the name anyone could plant, followed if a link */
+		snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	} else {
+		fd = mkstemp(tmp);
+	}
 	if (fd < 0) {
 		snprintf(why, n, "%s: %s", path, strerror(errno));
 		return -1;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <sodium.h>
 
+#include "nc.h"
 #include "witness.h"
 #include "witness_pg.h"
 
@@ -270,16 +271,15 @@ line_judge(struct ri_witness *w, const char *text, size_t len, int64_t at, struc
 			return ri_fail(err, RI_INTEGRITY, "witness %s: %s is malformed", w->where, where);
 		}
 		if (w->keyed) {
-#ifndef RI_NC_WITNESS_UNVERIFIED
-			if (!ri_mac_ok(w->key, sizeof w->key, text, len - MAC_TAIL, mac, sizeof mac) ||
-			    (at >= 0 && json_integer_value(jat) != at)) {
+			if (!RI_NC(RI_NC_WITNESS_UNVERIFIED) &&
+			    (!ri_mac_ok(w->key, sizeof w->key, text, len - MAC_TAIL, mac, sizeof mac) ||
+			    (at >= 0 && json_integer_value(jat) != at))) {
 				int64_t s = out->seq;
 				ri_witness_line_clear(out);
 				return ri_fail(err, RI_INTEGRITY, "journal integrity: the witness %s: %s (seq %lld)"
 				    " fails its MAC or is not where it was written: forged, replayed, or under"
 				    " another key", w->where, where, (long long)s);
 			}
-#endif
 			out->verified = true;
 			/* a seal's line is checked by its signature too, where the
 			 * public key is at hand: a seal under another key is not ours */
@@ -387,13 +387,10 @@ file_newest(struct ri_witness *w, struct ri_witness_line *out, ri_err *err)
 			    " is malformed", w->where, (long long)(from + p));
 		}
 		lines++;
-#ifndef RI_NC_WITNESS_LAST_LINE
 		/* the highest (epoch, sequence), never merely the last line: an
-		 * older line appended after it does not move the witness back */
-		if (ep > best_epoch || (ep == best_epoch && s >= best)) {
-#else
-		if (true) {
-#endif
+		 * older line appended after it does not move the witness back
+		 * (negative control: the last line, whatever it says) */
+		if (RI_NC(RI_NC_WITNESS_LAST_LINE) || ep > best_epoch || (ep == best_epoch && s >= best)) {
 			best_epoch = ep;
 			best = s;
 			best_at = p;

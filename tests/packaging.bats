@@ -60,6 +60,16 @@ teardown() {
 	[ "$(find "$D" -name 'ri-forge' -o -name 'ri-fill' | wc -l)" -eq 0 ]
 }
 
+@test "no shipped build can switch a safety mechanism off: the installed commands and programs, and the ones the suites run, read no RI_NC (lib/nc.h: only tests/negative/run's -DRI_NC_RUNTIME build does)" {
+	r=$D$P
+	n=0
+	for f in "$r"/bin/ri-* "$r"/libexec/ri/* "$RI_BIN"/ri-*; do
+		n=$((n + 1))
+		! grep -a -q RI_NC "$f" || { echo "$f can switch a negative control (RI_NC): a -DRI_NC_RUNTIME build"; false; }
+	done
+	[ "$n" -gt 20 ]
+}
+
 @test "issue 44 point 10 (PREFIX): every installed file that names a path names it under PREFIX -- the config template, ri-init --example-config, the units, the cron line, the demo; nothing says /usr/local" {
 	r=$D$P
 	bad=$(grep -rl -I --exclude='*.md' --exclude=NEWS --exclude-dir=man /usr/local "$r" || true)
