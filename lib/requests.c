@@ -14,6 +14,13 @@
 #define IGNORED(name) { #name, RI_F_IGNORE, false, 0 }
 #define END { NULL, 0, false, 0 }
 
+/* An invocation named whole, and who names it: how Close, Refuse and
+ * Resolve begin (the credential may come from the environment instead) */
+#define INVOCATION_NAMED \
+	FIELD(kind, RI_F_STR, true), FIELD(act_key, RI_F_STR, true), \
+	FIELD(invocation_id, RI_F_STR, true), FIELD(intent_event_id, RI_F_STR, true), \
+	FIELD(actor_ref, RI_F_STR, true), FIELD(credential, RI_F_STR, false)
+
 /* Fields ri-open answers, which jq merges on through to Close/Refuse/Yield. */
 #define OPEN_ANSWER_EXTRAS \
 	IGNORED(lease_expires_at), IGNORED(fencing_token), IGNORED(commit_fence_deadline), IGNORED(alert)
@@ -29,12 +36,7 @@ const struct ri_field ri_open_fields[] = {
 
 /* ri-close (close.c) */
 const struct ri_field ri_close_fields[] = {
-	FIELD(kind, RI_F_STR, true),
-	FIELD(act_key, RI_F_STR, true),
-	FIELD(invocation_id, RI_F_STR, true),
-	FIELD(intent_event_id, RI_F_STR, true),
-	FIELD(actor_ref, RI_F_STR, true),
-	FIELD(credential, RI_F_STR, false),
+	INVOCATION_NAMED,
 	FIELD(outcome_action_ref, RI_F_STR, true),
 	FIELD(outcome_data, RI_F_OBJ, true),
 	OPEN_ANSWER_EXTRAS,
@@ -42,12 +44,7 @@ const struct ri_field ri_close_fields[] = {
 
 /* ri-refuse (close.c) */
 const struct ri_field ri_refuse_fields[] = {
-	FIELD(kind, RI_F_STR, true),
-	FIELD(act_key, RI_F_STR, true),
-	FIELD(invocation_id, RI_F_STR, true),
-	FIELD(intent_event_id, RI_F_STR, true),
-	FIELD(actor_ref, RI_F_STR, true),
-	FIELD(credential, RI_F_STR, false),
+	INVOCATION_NAMED,
 	FIELD(reason, RI_F_STR, true),
 	FIELD(constituent_code, RI_F_CODE, true),
 	OPEN_ANSWER_EXTRAS,
@@ -67,12 +64,7 @@ const struct ri_field ri_yield_fields[] = {
 
 /* ri-resolve (resolve.c) */
 const struct ri_field ri_resolve_fields[] = {
-	FIELD(kind, RI_F_STR, true),
-	FIELD(act_key, RI_F_STR, true),
-	FIELD(invocation_id, RI_F_STR, true),
-	FIELD(intent_event_id, RI_F_STR, true),
-	FIELD(actor_ref, RI_F_STR, true),
-	FIELD(credential, RI_F_STR, false),
+	INVOCATION_NAMED,
 	FIELD(disposition, RI_F_OBJ, true),
 	END };
 

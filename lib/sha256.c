@@ -311,6 +311,11 @@ ri_sha256_force_portable(int on)
  * instance.  The length's top 3 bits are lost on the way; SHA-256 keeps
  * the length mod 2^64 bits, which are the same.
  */
+_Static_assert(sizeof ((crypto_hash_sha256_state *)0)->state == sizeof ((ri_sha256_state *)0)->h,
+    "libsodium's SHA-256 state holds H(i) as ri's does");
+_Static_assert(sizeof ((crypto_hash_sha256_state *)0)->buf >= RI_SHA256_BLOCK,
+    "libsodium's SHA-256 state holds an unfinished block");
+
 static void
 to_sodium(crypto_hash_sha256_state *s, const ri_sha256_state *st)
 {
