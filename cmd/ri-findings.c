@@ -1,11 +1,64 @@
 /* ri-findings -- list the findings register as JSON lines (or text, or
  * just say whether anything is open); an act finding stands while its act
  * needs someone (ri-findings(1)). */
+#include <stdio.h>
+
 #include "cli.h"
 #include "instance.h"
 #include "operator.h"
 
 static const char usage[] = "ri-findings [-c config] [--open] [--kind KIND] [--text | --check]";
+
+/* The detail's most telling field, for a line of text. */
+static const char *
+detail_word(const json_t *detail, char *buf, size_t n)
+{
+	static const char *const keys[] = { "cause", "answer", "why", "key", "rule", NULL };
+
+	for (size_t i = 0; keys[i] != NULL; i++) {
+		json_t *v = json_object_get(detail, keys[i]);
+		if (json_is_string(v)) {
+			snprintf(buf, n, "%s: %s", keys[i], json_string_value(v));
+			return buf;
+		}
+	}
+	return "";
+}
+
+/* --text: one line a finding -- when, what, where, open or closed, why --
+ * with the columns a person scans for (ri-findings(1)) */
+static void
+text_row(const json_t *j, void *arg)
+{
+	(void)arg;
+	char why[512], state[64];
+	const char *closed_at = json_string_value(json_object_get(j, "closed_at"));
+	json_t *kind = json_object_get(j, "kind"), *act = json_object_get(j, "act_key"),
+	    *inv = json_object_get(j, "invocation_id");
+
+	if (closed_at != NULL)
+		snprintf(state, sizeof state, "closed %s", closed_at);
+	else
+		snprintf(state, sizeof state, "OPEN");
+	printf("%s  %-26s  %-6s  %s%s%s%s%s  %s%s\n",
+	    json_string_value(json_object_get(j, "first_seen_at")),
+	    json_string_value(json_object_get(j, "finding")), state,
+	    json_is_string(kind) ? json_string_value(kind) : "(instance)",
+	    json_is_string(act) ? " " : "", json_is_string(act) ? json_string_value(act) : "",
+	    json_is_string(inv) ? " " : "", json_is_string(inv) ? json_string_value(inv) : "",
+	    detail_word(json_object_get(j, "detail"), why, sizeof why),
+	    json_is_true(json_object_get(j, "verified")) ? "" : "  UNVERIFIED (never evidence)");
+}
+
+
+/* the JSON line (schemas/ri-findings.line.json) */
+static void
+json_row(const json_t *j, void *arg)
+{
+	(void)arg;
+	ri_cli_print((json_t *)j);
+}
+
 
 int
 main(int argc, char **argv)
@@ -47,8 +100,9 @@ main(int argc, char **argv)
 	/* the register is its own file, readable through a journal outage */
 	(void)ri_instance_attach(r, RI_READONLY, &jerr);
 	/* --check: is anything open? (issue 41, point 6) -- printed nowhere */
-	rc = ri_findings_list(r, open_only || check, kind, check ? RI_LIST_NONE : text ? RI_LIST_TEXT : RI_LIST_JSON,
+	rc = ri_findings_list(r, open_only || check, kind, check ? NULL : text ? text_row : json_row, NULL,
 	    &n, &warn, &err);
+	fflush(stdout);
 	if (warn)
 		ri_warnx("act findings as the register holds them -- the journal cannot be read: %s", jerr.msg);
 	/* a kind neither bound nor named by any finding is a typo, never "no

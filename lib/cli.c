@@ -22,6 +22,8 @@
 
 const char *ri_progname = "ri";
 
+static void warn_line(const char *msg);
+
 /* The locale's character set, as setlocale(3) finds it: only LC_CTYPE is
  * taken from the environment (numbers and messages stay "C").  Asked the
  * first time a message is printed, not at every start: setlocale reads
@@ -47,6 +49,8 @@ ri_cli_init(int argc, char **argv)
 
 	/* first: jansson's allocator before any JSON value exists (mem.h) */
 	(void)ri_json_mem_install();
+	/* the library's diagnostics print as the command's own lines */
+	ri_diag_set(warn_line);
 	if (argc > 0 && argv[0] != NULL) {
 		p = strrchr(argv[0], '/');
 		ri_progname = p ? p + 1 : argv[0];
@@ -100,12 +104,13 @@ ri_cli_stamp(const struct ri_config *c)
 	stamp_cfg = c;
 }
 
+/* The one printer of a line on stderr: ri_warnx, ri_die, and the
+ * library's ri_diag (installed at ri_cli_init). */
 static void
-vwarn_line(const char *fmt, va_list ap)
+warn_line(const char *msg)
 {
-	char msg[4096], safe[4096], loc[4096], at[RI_INSTANT_LEN + 1] = "";
+	char safe[4096], loc[4096], at[RI_INSTANT_LEN + 1] = "";
 
-	vsnprintf(msg, sizeof msg, fmt, ap);
 	if (stamping) {
 		ri_ms now;
 		ri_err e;
@@ -119,6 +124,15 @@ vwarn_line(const char *fmt, va_list ap)
 	/* a journal URI's password never reaches a log (issue 40 point 9) */
 	fprintf(stderr, "%s%s%s: %s\n", at, at[0] != '\0' ? " " : "", ri_progname,
 	    ri_local(ri_redact(msg, safe, sizeof safe), loc, sizeof loc));
+}
+
+static void
+vwarn_line(const char *fmt, va_list ap)
+{
+	char msg[4096];
+
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	warn_line(msg);
 }
 
 void

@@ -8,7 +8,6 @@
 
 #include "clock.h"
 #include "findings.h"
-#include "cli.h"
 #include "gate.h"
 #include "integrity.h"
 #include "nc.h"
@@ -41,7 +40,7 @@ ri_gate_record(const struct ri_config *c, const char *kind, const char *cause, c
 	 * reason; a register that cannot be written never hides the refusal
 	 * itself, which the caller gets either way */
 	if (ri_findings_open(ri_findings_location(c), false, &f, &e) != RI_OK) {
-		ri_warnx("could not record the refusal (%s): %s", cause, e.msg);
+		ri_diag("could not record the refusal (%s): %s", cause, e.msg);
 		return;
 	}
 	/* a refusal met before the instance loaded its key (the five
@@ -56,7 +55,7 @@ ri_gate_record(const struct ri_config *c, const char *kind, const char *cause, c
 	json_t *entry = json_pack("{s:s, s:s, s:o}", "rule", rule, "message", msg, "at",
 	    ri_json_instant(now));
 	if (ri_findings_refusal(f, kind, cause, "start-gate", now, entry, &e) != RI_OK)
-		ri_warnx("could not record the refusal (%s): %s", cause, e.msg);
+		ri_diag("could not record the refusal (%s): %s", cause, e.msg);
 	json_decref(entry);
 	ri_findings_close(f);
 }

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "bindings.h"
-#include "cli.h"
 #include "fault.h"
 #include "gate.h"
 #include "findings.h"
@@ -110,7 +109,7 @@ surface_aged(struct ri *r, struct open_req *o, const char *old_inv, ri_ms now, j
 	} else {
 		ri_alert(ans, "could not surface aged intent %s: %s", old_inv, e.msg);
 	}
-	ri_warnx("aged intent %s left open for an operator", old_inv);      /* open step 3.8 */
+	ri_diag("aged intent %s left open for an operator", old_inv);      /* open step 3.8 */
 }
 
 /*

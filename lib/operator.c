@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
 #include "findings.h"
 #include "operator.h"
 #include "probe.h"
@@ -218,7 +217,8 @@ ri_resolve_fill(struct ri *r, json_t *req, int argc, char **argv, json_t **ans, 
 struct list_ctx {
 	struct ri *r;
 	bool open_only;
-	enum ri_list_form form;
+	ri_list_emit *emit;
+	void *emit_arg;
 	struct ri_list_counts *counts;
 	int64_t unverified, first;      /* rows whose MAC fails, the first one */
 };
@@ -233,46 +233,6 @@ static json_t *
 str_or_null(const char *s)
 {
 	return s ? json_string(s) : json_null();
-}
-
-/* The detail's most telling field, for a line of text. */
-static const char *
-detail_word(json_t *detail, char *buf, size_t n)
-{
-	static const char *const keys[] = { "cause", "answer", "why", "key", "rule", NULL };
-
-	for (size_t i = 0; keys[i] != NULL; i++) {
-		json_t *v = json_object_get(detail, keys[i]);
-		if (json_is_string(v)) {
-			snprintf(buf, n, "%s: %s", keys[i], json_string_value(v));
-			return buf;
-		}
-	}
-	return "";
-}
-
-/* --text: one line a finding -- when, what, where, open or closed, why --
- * with the columns a person scans for (ri-findings(1)) */
-static void
-text_row(json_t *j)
-{
-	char why[512], state[64];
-	const char *closed_at = json_string_value(json_object_get(j, "closed_at"));
-	json_t *kind = json_object_get(j, "kind"), *act = json_object_get(j, "act_key"),
-	    *inv = json_object_get(j, "invocation_id");
-
-	if (closed_at != NULL)
-		snprintf(state, sizeof state, "closed %s", closed_at);
-	else
-		snprintf(state, sizeof state, "OPEN");
-	printf("%s  %-26s  %-6s  %s%s%s%s%s  %s%s\n",
-	    json_string_value(json_object_get(j, "first_seen_at")),
-	    json_string_value(json_object_get(j, "finding")), state,
-	    json_is_string(kind) ? json_string_value(kind) : "(instance)",
-	    json_is_string(act) ? " " : "", json_is_string(act) ? json_string_value(act) : "",
-	    json_is_string(inv) ? " " : "", json_is_string(inv) ? json_string_value(inv) : "",
-	    detail_word(json_object_get(j, "detail"), why, sizeof why),
-	    json_is_true(json_object_get(j, "verified")) ? "" : "  UNVERIFIED (never evidence)");
 }
 
 static int
@@ -310,19 +270,17 @@ list_row(const struct ri_finding_row *f, void *arg)
 	 * tampering (lib/findings.c row_keyless): it does not fail the listing */
 	if (!f->verified && !f->keyless && x->unverified++ == 0)
 		x->first = f->id;
-	if (x->form == RI_LIST_JSON)
-		ri_cli_print(j);
-	else if (x->form == RI_LIST_TEXT)
-		text_row(j);
+	if (x->emit != NULL)
+		x->emit(j, x->emit_arg);
 	json_decref(j);
 	return 0;
 }
 
 int
-ri_findings_list(struct ri *r, bool open_only, const char *kind, enum ri_list_form form,
+ri_findings_list(struct ri *r, bool open_only, const char *kind, ri_list_emit *emit, void *emit_arg,
     struct ri_list_counts *counts, bool *warn, ri_err *err)
 {
-	struct list_ctx x = { r, open_only, form, counts, 0, 0 };
+	struct list_ctx x = { r, open_only, emit, emit_arg, counts, 0, 0 };
 	struct ri_findings *f;
 	int rc;
 
@@ -342,10 +300,9 @@ ri_findings_list(struct ri *r, bool open_only, const char *kind, enum ri_list_fo
 	ri_findings_close(f);
 	/* issue 40 point 7: past its bound the keyless exception excuses none */
 	if (keyless > RI_FINDINGS_KEYLESS_MAX)
-		ri_warnx("findings register %s: %lld unauthenticated start-refused rows, past the bound of %d a key"
+		ri_diag("findings register %s: %lld unauthenticated start-refused rows, past the bound of %d a key"
 		    " outage leaves: none is excused -- forged, or the key was unreadable for long; investigate",
 		    where, (long long)keyless, RI_FINDINGS_KEYLESS_MAX);
-	fflush(stdout);
 	if (rc == RI_OK && x.unverified > 0)
 		rc = ri_fail(err, RI_INTEGRITY, "findings register %s: %lld rows fail their MAC (first: row %lld):"
 		    " written where the key could not be read, forged or altered -- never evidence", where, (long long)x.unverified,

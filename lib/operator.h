@@ -44,16 +44,15 @@ int ri_act_pending(struct ri *r, const char *kind, const char *act_key, ri_ms no
  * journal to read (r->st NULL), act findings are as the register holds
  * them, and *warn says so.
  */
-enum ri_list_form {
-	RI_LIST_JSON,           /* one JSON object a line (schemas/ri-findings.line.json) */
-	RI_LIST_TEXT,           /* one line of text a finding, for people (--text) */
-	RI_LIST_NONE            /* nothing printed: the counts alone (--check) */
-};
+/* Each row the filters keep, as the JSON object of
+ * schemas/ri-findings.line.json, is handed to emit (the CLI prints it as a
+ * JSON line or as text); NULL for none (--check: the counts alone). */
+typedef void ri_list_emit(const json_t *row, void *arg);
 struct ri_list_counts {
 	size_t named;           /* rows naming the kind asked for (all rows without one) */
 	size_t shown;           /* rows the filters kept: open ones, with open_only */
 };
-int ri_findings_list(struct ri *r, bool open_only, const char *kind, enum ri_list_form form,
+int ri_findings_list(struct ri *r, bool open_only, const char *kind, ri_list_emit *emit, void *emit_arg,
     struct ri_list_counts *counts, bool *warn, ri_err *err);
 
 /* ri-resolve's shorthand (struct ri_cmd.fill): --abandon CAUSE |

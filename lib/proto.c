@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
 #include "nc.h"
 #include "proto.h"
 
@@ -375,7 +374,7 @@ ri_alert(json_t *ans, const char *fmt, ...)
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	/* the command's own name, so a log or a cron mail says who */
-	ri_warnx("ALERT: %s", msg);
+	ri_diag("ALERT: %s", msg);
 	json_t *have = json_object_get(ans, "alert");
 	if (json_is_string(have)) {
 		char both[2100];

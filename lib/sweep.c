@@ -16,7 +16,6 @@
 
 #include "audit.h"
 #include "bindings.h"
-#include "cli.h"
 #include "fault.h"
 #include "findings.h"
 #include "gate.h"
@@ -95,7 +94,7 @@ alert(struct sweep *s, const char *fmt, ...)
 	json_array_append_new(s->alerts, json_string(msg));
 	if (s->degraded != NULL)
 		json_array_append_new(s->degraded, json_string(msg));
-	ri_warnx("%s", msg);
+	ri_diag("%s", msg);
 }
 
 /* reconcile step 3.13-3.14: the probe could not reach the store; the act
@@ -357,7 +356,7 @@ escalate(struct sweep *s, const struct ri_kind *k, const struct ri_record *inten
 	 * person cron mails it to (issue 44, point 3) */
 	act_finding(s, RI_F_ESCALATED, k->name, intent->act_key, intent->invocation_id,
 	    json_pack("{s:s, s:s, s:O?}", "cause", cause, "escalated_event_id", ev, "candidates", cands));
-	ri_warnx("needs an operator: kind %s, act %s: invocation %s escalated (%s) -- see ri-resolve"
+	ri_diag("needs an operator: kind %s, act %s: invocation %s escalated (%s) -- see ri-resolve"
 	    " --invocation-id %s --probe", k->name, intent->act_key, intent->invocation_id, cause,
 	    intent->invocation_id);
 	return V_ESCALATED;
@@ -1049,7 +1048,7 @@ degraded(struct sweep *s, json_t *ans, int64_t started)
 		    json_integer_value(json_object_get(e, "acts")) == 1 ? "" : "s",
 		    json_string_value(json_object_get(e, "why")));
 		json_array_append_new(s->degraded, json_string(msg));
-		ri_warnx("degraded: %s", msg);
+		ri_diag("degraded: %s", msg);
 	}
 	if (took > s->c->run_bound) {
 		ri_format_seconds(took, a, sizeof a);
@@ -1058,7 +1057,7 @@ degraded(struct sweep *s, json_t *ans, int64_t started)
 		snprintf(msg, sizeof msg, "the run took %s s, past run_bound %s s: the start conditions"
 		    " ri-startcheck certified no longer hold for this backlog", a, b);
 		json_array_append_new(s->degraded, json_string(msg));
-		ri_warnx("degraded: %s", msg);
+		ri_diag("degraded: %s", msg);
 	}
 	if (json_array_size(s->degraded) > 0)
 		json_object_set(ans, "degraded", s->degraded);
@@ -1182,7 +1181,7 @@ run_lock(struct sweep *s, const struct ri_sweep_opts *o, int *fd, struct ri_run_
 	len = snprintf(rec, sizeof rec, "{\"pid\":%ld,\"run_id\":\"%s\",\"started_at\":%lld}\n", (long)getpid(),
 	    s->run_id, (long long)s->now);
 	if (ftruncate(*fd, 0) != 0 || pwrite(*fd, rec, (size_t)len, 0) != (ssize_t)len)
-		ri_warnx("run lock %s: its record could not be written: %s", l->path, strerror(errno));
+		ri_diag("run lock %s: its record could not be written: %s", l->path, strerror(errno));
 	return RI_OK;
 }
 
@@ -1201,7 +1200,7 @@ lock_held(struct sweep *s, const struct ri_sweep_opts *o, const struct ri_run_lo
 		json_object_set_new(*ans, "not_started", json_string(
 		    "another run is in flight on this node; it does this run's work"));
 		if (o == NULL || !o->quiet)
-			ri_warnx("another run is in flight on this node; this one did not start");
+			ri_diag("another run is in flight on this node; this one did not start");
 		return RI_OK;
 	}
 	ri_format_seconds(s->c->run_bound, bound, sizeof bound);
@@ -1351,9 +1350,9 @@ ri_sweep(ri *r, const struct ri_sweep_opts *o, json_t **ans, ri_err *err)
 	}
 	for (size_t i = 0; i < json_array_size(held); i++) {
 		json_t *h = json_array_get(held, i);
-		/* through ri_warnx, so the line carries the run's instant like
+		/* through ri_diag, so the line carries the run's instant like
 		 * every other ri-sweep line (issue 44, point 3) */
-		ri_warnx("act (%s, %s) was lost by a restore and is unreconciled: invocation %s"
+		ri_diag("act (%s, %s) was lost by a restore and is unreconciled: invocation %s"
 		    " waits for its store to be asked again, or for an operator (ri-resolve)",
 		    json_string_value(json_object_get(h, "kind")), json_string_value(json_object_get(h, "act_key")),
 		    json_string_value(json_object_get(h, "invocation_id")));
@@ -1462,7 +1461,7 @@ ri_sweep_outage(const char *config_path, json_t **ans, ri_err *err)
 			finish(&s, &tmp, false);
 			json_decref(tmp);
 		} else {
-			ri_warnx("the findings register is unavailable too: %s", e.msg);
+			ri_diag("the findings register is unavailable too: %s", e.msg);
 		}
 	}
 	ri_findings_close(s.reg);

@@ -811,3 +811,28 @@ ri_key_read(const char *path, size_t max, size_t *len, char *why, size_t n)
 {
 	return private_read(path, true, max, len, why, n);
 }
+
+static ri_diag_fn *diag_hook;
+
+void
+ri_diag_set(ri_diag_fn *fn)
+{
+	diag_hook = fn;
+}
+
+void
+ri_diag(const char *fmt, ...)
+{
+	char msg[4096], safe[4096];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (diag_hook != NULL) {
+		diag_hook(msg);
+		return;
+	}
+	/* a journal URI's password never reaches a log (issue 40 point 9) */
+	fprintf(stderr, "%s\n", ri_redact(msg, safe, sizeof safe));
+}

@@ -99,6 +99,16 @@ char *ri_key_read(const char *path, size_t max, size_t *len, char *why, size_t n
  * n); returns out. */
 const char *ri_redact(const char *text, char *out, size_t n);
 
+/* Diagnostics: the library's only way to say something to a person (it
+ * never prints or exits itself; the CLI layer does).  ri_diag formats one
+ * line and hands it to the hook ri_diag_set installed -- the CLI's printer
+ * (cli.c: program name, the instant after ri_cli_stamp, the locale).  With
+ * no hook (a library user, a unit test) the line goes to stderr as it is,
+ * redacted (ri_redact), with no program name. */
+typedef void ri_diag_fn(const char *line);
+void ri_diag_set(ri_diag_fn *fn);
+void ri_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* json_dumps, in a block the caller frees with free(): every command's
  * jansson has its own allocator (mem.h), so no caller may free what
  * json_dumps returns itself.  NULL when json_dumps fails. */
