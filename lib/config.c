@@ -563,11 +563,25 @@ parse_kinds(struct ri_config *c, json_t *o, ri_err *err)
 
 /* "journal" names a PostgreSQL database (a connection URI) rather than a
  * SQLite file: the multi-node backend (store_pg.c, issue 13). */
+enum ri_backend
+ri_journal_backend(const char *journal)
+{
+	if (journal != NULL && (strncmp(journal, "postgresql://", 13) == 0 ||
+	    strncmp(journal, "postgres://", 11) == 0))
+		return RI_BACKEND_PG;
+	return RI_BACKEND_SQLITE;
+}
+
+bool
+ri_backend_shared(enum ri_backend b)
+{
+	return b == RI_BACKEND_PG;
+}
+
 bool
 ri_journal_is_pg(const char *journal)
 {
-	return journal != NULL && (strncmp(journal, "postgresql://", 13) == 0 ||
-	    strncmp(journal, "postgres://", 11) == 0);
+	return ri_journal_backend(journal) == RI_BACKEND_PG;
 }
 
 static int

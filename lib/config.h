@@ -70,7 +70,21 @@ const char *ri_config_path(const char *flag);
 
 /* Terms of the protocol, computed once from the config. */
 ri_ms ri_sweep_lease(const struct ri_config *c);            /* closure_latency + jwb */
-bool ri_journal_is_pg(const char *journal);                /* a postgresql:// URI */
+/* The backend, as the journal's location names it: the one place that
+ * decides.  A new backend is a value here, its prefix in
+ * ri_journal_backend, its answer in ri_backend_shared, and its open in
+ * instance.c's table. */
+enum ri_backend {
+	RI_BACKEND_SQLITE,      /* a path: one host's SQLite file (store_sqlite.c) */
+	RI_BACKEND_PG,          /* a postgresql:// URI: the multi-node backend (store_pg.c, issue 13) */
+	RI_BACKEND_COUNT
+};
+enum ri_backend ri_journal_backend(const char *journal);
+/* A database several hosts share rather than a file of this host: the
+ * findings register is a table in it (issue 41 point 5, findings.c), and
+ * a host's run lock sits beside its own findings path (sweep.c). */
+bool ri_backend_shared(enum ri_backend b);
+bool ri_journal_is_pg(const char *journal);                /* RI_BACKEND_PG */
 ri_ms ri_longest_lease(const struct ri_config *c);          /* the longest grant + allowance */
 ri_ms ri_settle_bound(const struct ri_config *c);           /* jwb + allowance */
 ri_ms ri_at_risk_threshold(const struct ri_config *c);

@@ -30,7 +30,7 @@ ri_findings_location(const struct ri_config *c)
 	/* issue 41 point 5, one findings register per instance (findings
 	 * 1-13): on PostgreSQL every host's sweeps write, and every audit
 	 * reads, the register in the journal's own database */
-	return ri_journal_is_pg(c->journal) ? c->journal : c->findings;
+	return ri_backend_shared(ri_journal_backend(c->journal)) ? c->journal : c->findings;
 }
 
 /* The register's key, derived from the integrity key (heads.h); set once
@@ -328,7 +328,7 @@ ri_findings_create(const char *path, ri_err *err)
 
 	/* on PostgreSQL the register is made with the journal's schema
 	 * (store_pg.c, ri_pg_create): nothing to make here */
-	if (ri_journal_is_pg(path))
+	if (ri_journal_backend(path) == RI_BACKEND_PG)
 		return RI_OK;
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -354,7 +354,7 @@ ri_findings_open(const char *path, bool readonly, struct ri_findings **out, ri_e
 	char why[512];
 
 	*out = NULL;
-	if (ri_journal_is_pg(path)) {
+	if (ri_journal_backend(path) == RI_BACKEND_PG) {
 		/* issue 41 point 5: the one register of the instance, a table in
 		 * the journal's database */
 		struct ri_findings_pg *pg;

@@ -97,13 +97,19 @@ ri_instance_attach(struct ri *r, unsigned flags, ri_err *err)
 	return RI_OK;
 }
 
+/* Each backend's open, by the backend the journal's location names
+ * (config.h, ri_journal_backend). */
+typedef int store_open_fn(const struct ri_config *c, const unsigned char *key, size_t keylen,
+    unsigned flags, struct ri_store **out, ri_err *err);
+static store_open_fn *const store_open[RI_BACKEND_COUNT] = {
+	[RI_BACKEND_SQLITE] = ri_sqlite_open,   /* a path: one host's SQLite file */
+	[RI_BACKEND_PG] = ri_pg_open,           /* a postgresql:// journal, shared by several hosts */
+};
+
 int
 ri_instance_store(struct ri *r, struct ri_store **out, ri_err *err)
 {
-	/* the backend: a postgresql:// journal is shared by several hosts
-	 * (store_pg.c); a path is one host's SQLite file (store_sqlite.c) */
-	return ri_journal_is_pg(r->cfg->journal) ? ri_pg_open(r->cfg, r->key, r->keylen, r->flags, out, err) :
-	    ri_sqlite_open(r->cfg, r->key, r->keylen, r->flags, out, err);
+	return store_open[ri_journal_backend(r->cfg->journal)](r->cfg, r->key, r->keylen, r->flags, out, err);
 }
 
 int

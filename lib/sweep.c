@@ -1084,7 +1084,8 @@ degraded(struct sweep *s, json_t *ans, int64_t started)
 void
 ri_run_lock_path(const struct ri_config *c, const char *node, char *out, size_t n)
 {
-	snprintf(out, n, "%s.sweep-%s.lock", ri_journal_is_pg(c->journal) ? c->findings : c->journal,
+	snprintf(out, n, "%s.sweep-%s.lock", ri_backend_shared(ri_journal_backend(c->journal)) ? c->findings :
+	    c->journal,
 	    node ? node : "local");
 }
 
