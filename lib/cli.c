@@ -1,8 +1,6 @@
 /* cli.c -- the same options parser and output helpers everywhere. */
 #include <ctype.h>
 #include <errno.h>
-#include <langinfo.h>
-#include <locale.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,27 +18,7 @@
 #include "proto.h"
 #include "util.h"
 
-const char *ri_progname = "ri";
-
 static void warn_line(const char *msg);
-
-/* The locale's character set, as setlocale(3) finds it: only LC_CTYPE is
- * taken from the environment (numbers and messages stay "C").  Asked the
- * first time a message is printed, not at every start: setlocale reads
- * the locale's files, ~60 K instructions and four system calls of a
- * command whose answer is pure ASCII (issue 15). */
-static bool
-locale_utf8(void)
-{
-	static int utf8 = -1;
-	const char *cs;
-
-	if (utf8 < 0) {
-		utf8 = setlocale(LC_CTYPE, "") != NULL && (cs = nl_langinfo(CODESET)) != NULL &&
-		    (strcasecmp(cs, "UTF-8") == 0 || strcasecmp(cs, "utf8") == 0);
-	}
-	return utf8 == 1;
-}
 
 void
 ri_cli_init(int argc, char **argv)
@@ -55,42 +33,6 @@ ri_cli_init(int argc, char **argv)
 		p = strrchr(argv[0], '/');
 		ri_progname = p ? p + 1 : argv[0];
 	}
-}
-
-const char *
-ri_local(const char *s, char *buf, size_t n)
-{
-	static const struct { const char *u, *a; } map[] = {
-		{ "\xc3\x97", "x" }, { "\xe2\x89\xa5", ">=" }, { "\xe2\x89\xa4", "<=" },
-		{ "\xe2\x80\x94", "--" }, { "\xe2\x80\x93", "-" }, { "\xe2\x80\xa6", "..." },
-		{ "\xe2\x86\x92", "->" }, { "\xe2\x80\x99", "'" }, { "\xe2\x80\x9c", "\"" },
-		{ "\xe2\x80\x9d", "\"" },
-	};
-	size_t o = 0;
-
-	if (n == 0 || locale_utf8())
-		return s;
-	while (*s != '\0' && o + 1 < n) {
-		size_t i, len = 0;
-		for (i = 0; i < sizeof map / sizeof map[0]; i++)
-			if (strncmp(s, map[i].u, (len = strlen(map[i].u))) == 0)
-				break;
-		if (i < sizeof map / sizeof map[0]) {
-			for (const char *a = map[i].a; *a && o + 1 < n; a++)
-				buf[o++] = *a;
-			s += len;
-		} else if ((unsigned char)*s >= 0x80) {
-			/* any other non-ASCII sequence: one '?' */
-			buf[o++] = '?';
-			s++;
-			while ((*s & 0xc0) == 0x80)
-				s++;
-		} else {
-			buf[o++] = *s++;
-		}
-	}
-	buf[o] = '\0';
-	return buf;
 }
 
 /* ri_cli_stamp: every line on stderr starts with the instant */

@@ -5,16 +5,11 @@
 
 #include <getopt.h>
 #include "ri.h"
+#include "util.h"                 /* ri_progname, ri_local */
 
-extern const char *ri_progname;
 /* A command's first statement: its name for messages, and jansson's
  * allocator (mem.h) -- so no JSON value may exist before it. */
 void ri_cli_init(int argc, char **argv);
-/* s for a person in this locale: s itself, or its ASCII fallback in buf
- * when the locale (LC_ALL, LC_CTYPE, LANG) does not speak UTF-8 -- x for
- * U+00D7, >= for U+2265, <= for U+2264, -- for a dash.  JSON stays UTF-8,
- * as JSON is. */
-const char *ri_local(const char *s, char *buf, size_t n);
 /* "ri-open: message" on stderr, then exit(code). */
 _Noreturn void ri_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ri_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

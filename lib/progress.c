@@ -2,7 +2,6 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "cli.h"
 #include "progress.h"
 #include "util.h"
 

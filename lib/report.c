@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "audit.h"
-#include "cli.h"
 #include "util.h"
 
 static const char *

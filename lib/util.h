@@ -109,6 +109,15 @@ typedef void ri_diag_fn(const char *line);
 void ri_diag_set(ri_diag_fn *fn);
 void ri_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* The program's name, for the lines it prints ("ri" until ri_cli_init
+ * sets it from argv[0]). */
+extern const char *ri_progname;
+/* s for a person in this locale: s itself, or its ASCII fallback in buf
+ * when the locale (LC_ALL, LC_CTYPE, LANG) does not speak UTF-8 -- x for
+ * U+00D7, >= for U+2265, <= for U+2264, -- for a dash.  JSON stays UTF-8,
+ * as JSON is. */
+const char *ri_local(const char *s, char *buf, size_t n);
+
 /* json_dumps, in a block the caller frees with free(): every command's
  * jansson has its own allocator (mem.h), so no caller may free what
  * json_dumps returns itself.  NULL when json_dumps fails. */
