@@ -10,6 +10,7 @@
 #include "gate.h"
 #include "nc.h"
 #include "proto.h"
+#include "settle.h"
 
 struct inv_req {
 	struct ri_req in;               /* the request */
@@ -169,16 +170,16 @@ close_write(struct ri *r, struct inv_req *q, json_t **ans, ri_err *err)
 	    "intent_event_id", q->in.intent_event_id, "kind", q->in.kind, "act_key", q->in.act_key,
 	    "data", q->in.outcome_data);
 	struct ri_fence fence = { .holder = q->in.invocation_id };
-	char mine[RI_ID_LEN + 1];
-	struct ri_append a = { .event_id = mine, .action_ref = q->in.outcome_action_ref, .act_key = q->in.act_key,
+	struct ri_append a = { .action_ref = q->in.outcome_action_ref, .act_key = q->in.act_key,
 		.invocation_id = q->in.invocation_id, .actor_ref = q->in.actor_ref, .credential = q->in.credential,
 		.data = payload, .fence = &fence, .fault_tag = "close.outcome" };
-	struct ri_appended ap;
+	/* Primitive policy 29, 37: step-2, step-3 and a lost reply read back
+	 * empty are retried under the section */
+	struct ri_settle w = { .k = q->k, .a = &a, .fence = &fence, .retry = RI_RETRY_STEP23 | RI_RETRY_LOST };
 	char why[600];
-	int64_t attempts = 0, mono, mono0 = ri_mono_ms();
+	int64_t attempts = 0, mono0 = ri_mono_ms();
 	ri_ms left, left0 = RI_NONE;
 	int st, rc;
-	bool found, unread;
 
 	for (;;) {
 		struct ri_inv inv;
@@ -239,77 +240,53 @@ close_write(struct ri *r, struct inv_req *q, json_t **ans, ri_err *err)
 		}
 		ri_inv_free(&inv);
 		ri_fault("close.after_reread");
-		if ((rc = ri_seam_now(r, &fence.issue, err)) != RI_OK) {
+		attempts++;
+		w.left = left;
+		enum ri_settled settled = write_settle(r, &w, err);
+		if (settled == RI_SETTLE_NO_NOW) {
 			release(r, q);
+			rc = w.rc;
 			goto out;
 		}
-		mono = ri_mono_ms();
-		attempts++;
-		ri_mint_id("evt_", mine);       /* each attempt is its own record */
-		/* bindings are history (issue 41): a change of the kind's
-		 * bindings since the intent lands with the outcome it judges,
-		 * or not at all */
-		st = ri_bindings_append(r, q->k, &a, &ap, &unread);
-		if (unread) {
+		if (settled == RI_SETTLE_UNREAD) {
 			release(r, q);
-			rc = ri_refuse_with(ans, ri_refusal_rf_st("outcome", st), err, RI_RF_OUTCOME,
+			rc = ri_refuse_with(ans, ri_refusal_rf_st("outcome", w.st), err, RI_RF_OUTCOME,
 			    "recording-failure(outcome): the kind's bindings could not be read: %s; nothing written;"
 			    " the act's record is the sweep's -- never re-run", r->st->ops->error(r->st)->msg);
 			goto out;
 		}
-		snprintf(why, sizeof why, "%s", r->st->ops->error(r->st)->msg);
-		switch (st) {
-		case RI_ST_OK:
-			/* close step 4, close step 4.3: landed by the invocation */
-			*ans = json_pack("{s:s, s:s}", "outcome_event_id", ap.event_id, "landed_by", "invocation");
+		snprintf(why, sizeof why, "%s", w.why);
+		if (settled == RI_SETTLE_LANDED) {
+			/* close step 4, close step 4.3: landed by the invocation;
+			 * Primitive policy 28: read back after step-4 or a
+			 * retention-source invalid-request, success with a hard
+			 * alert; 36: read back after a lost reply, adopted */
+			*ans = json_pack("{s:s, s:s}", "outcome_event_id", w.ev, "landed_by", "invocation");
+			write_settle_alert(*ans, "outcome", &w);
 			release(r, q);
 			rc = RI_OK;
 			goto out;
-		case RI_ST_INVALID_CREDENTIAL:
-			/* close step 3.8, Primitive policy 31 */
+		}
+		if (settled == RI_SETTLE_NOT_LANDED) {
 			release(r, q);
-			rc = ri_refuse_with(ans, ri_refusal_rf("outcome"), err, RI_RF_OUTCOME,
-			    "recording-failure(outcome): invalid-credential: %s", why);
-			goto out;
-		case RI_ST_STEP4:
-		case RI_ST_INVALID_REQUEST:
-			if (st == RI_ST_STEP4 || strcmp(ap.cause, "retention") == 0) {
-				/* Primitive policy 27-28: read back; success with a hard alert */
-				if (ri_read_back(r, q->in.invocation_id, mine, &found) == RI_ST_OK && found) {
-					*ans = json_pack("{s:s, s:s}", "outcome_event_id", mine, "landed_by", "invocation");
-					ri_alert(*ans, "the outcome landed but %s", st == RI_ST_STEP4 ?
-					    "its retention placement failed (step-4)" : "on no retention policy");
-					release(r, q);
-					rc = RI_OK;
-					goto out;
-				}
+			if (w.st == RI_ST_INVALID_CREDENTIAL) {
+				/* close step 3.8, Primitive policy 31 */
+				rc = ri_refuse_with(ans, ri_refusal_rf("outcome"), err, RI_RF_OUTCOME,
+				    "recording-failure(outcome): invalid-credential: %s", why);
+			} else if (w.st == RI_ST_STEP4 || w.st == RI_ST_INVALID_REQUEST) {
+				/* close step 3.3, Primitive policy 40: escalated as outcome-unrecordable */
+				rc = ri_refuse_with(ans, ri_refusal_rf("outcome"), err, RI_RF_OUTCOME,
+				    "recording-failure(outcome): %s", why);
+				ri_alert(*ans, "the outcome could not be recorded (%s); the sweep escalates it", why);
+			} else {
+				/* journal fence 3: fenced out; an integrity failure */
+				rc = ri_refuse_with(ans, ri_refusal_rf_st("outcome", w.st), err, RI_RF_OUTCOME,
+				    "recording-failure(outcome): %s", why);
 			}
-			/* close step 3.3, Primitive policy 40: escalated as outcome-unrecordable */
-			release(r, q);
-			rc = ri_refuse_with(ans, ri_refusal_rf("outcome"), err, RI_RF_OUTCOME,
-			    "recording-failure(outcome): %s", why);
-			ri_alert(*ans, "the outcome could not be recorded (%s); the sweep escalates it", why);
-			goto out;
-		case RI_ST_LOST:
-			/* Primitive policy 32-36: wait out the bound, read back, adopt */
-			ri_wait_write_bound(r, q->in.kind, q->in.act_key, q->in.invocation_id, left, mono);
-			if (ri_read_back(r, q->in.invocation_id, mine, &found) == RI_ST_OK && found) {
-				*ans = json_pack("{s:s, s:s}", "outcome_event_id", mine, "landed_by", "invocation");
-				release(r, q);
-				rc = RI_OK;
-				goto out;
-			}
-			break;          /* Primitive policy 37: may retry */
-		case RI_ST_STEP2:
-		case RI_ST_STEP3:
-			break;          /* Primitive policy 29: retry under the section */
-		default:
-			/* journal fence 3: fenced out; an integrity failure */
-			release(r, q);
-			rc = ri_refuse_with(ans, ri_refusal_rf_st("outcome", st), err, RI_RF_OUTCOME,
-			    "recording-failure(outcome): %s", why);
 			goto out;
 		}
+		/* RI_SETTLE_RETRY: Primitive policy 29 (step-2, step-3), 37 (a
+		 * lost reply read back empty) */
 		/* close step 3.6: counted(n) bounds the attempts */
 		if (q->k->retry_counted > 0 && attempts >= q->k->retry_counted) {
 			release(r, q);
@@ -380,11 +357,8 @@ refuse_call(ri *r, json_t *req, json_t **ans, ri_err *err)
 	struct inv_req q = { 0 };
 	struct ri_inv inv;
 	struct ri_standing sd;
-	struct ri_appended ap;
-	char why[600], ev[RI_ID_LEN + 1], ref[160];
+	char why[600], ref[160];
 	ri_ms left;
-	int64_t mono;
-	bool found;
 	int rc, st;
 
 	*ans = NULL;
@@ -433,62 +407,38 @@ refuse_call(ri *r, json_t *req, json_t **ans, ri_err *err)
 	    "intent_event_id", q.in.intent_event_id, "kind", q.in.kind, "act_key", q.in.act_key,
 	    "reason", q.in.reason, "constituent_code", q.in.constituent_code);
 	struct ri_fence fence = { .holder = q.in.invocation_id };
-	struct ri_append a = { .event_id = ri_mint_id("evt_", ev), .action_ref = ri_action_ref(q.k, "refused", ref, sizeof ref),
+	struct ri_append a = { .action_ref = ri_action_ref(q.k, "refused", ref, sizeof ref),
 		.act_key = q.in.act_key, .invocation_id = q.in.invocation_id, .actor_ref = q.in.actor_ref,
 		.credential = q.in.credential, .data = payload, .fence = &fence, .fault_tag = "refuse.refusal" };
-	if ((rc = ri_seam_now(r, &fence.issue, err)) != RI_OK) {
-		json_decref(payload);
-		release(r, &q);
-		return rc;
-	}
-	/* bindings are history (issue 41): a change lands with the refusal */
-	bool unread;
-	mono = ri_mono_ms();
-	st = ri_bindings_append(r, q.k, &a, &ap, &unread);
+	/* refuse steps 3.3-3.6: read back, never retry */
+	struct ri_settle w = { .k = q.k, .a = &a, .fence = &fence, .left = left };
+	enum ri_settled settled = write_settle(r, &w, err);
 	json_decref(payload);
-	if (unread) {
+	if (settled == RI_SETTLE_NO_NOW) {
 		release(r, &q);
-		return ri_refuse_with(ans, rf_refusal(&q, st), err, RI_RF_REFUSAL,
+		return w.rc;
+	}
+	if (settled == RI_SETTLE_UNREAD) {
+		release(r, &q);
+		return ri_refuse_with(ans, rf_refusal(&q, w.st), err, RI_RF_REFUSAL,
 		    "recording-failure(refusal): the kind's bindings could not be read: %s",
 		    r->st->ops->error(r->st)->msg);
 	}
-	snprintf(why, sizeof why, "%s", r->st->ops->error(r->st)->msg);
-	switch (st) {
-	case RI_ST_OK:
-		/* refuse step 3.9: the store took the invocation out of the open
-		 * intents in the refusal's own transaction; refuse step 3.10 */
-		release(r, &q);
-		*ans = json_pack("{s:s}", "refusal_event_id", ap.event_id);
-		return RI_OK;
-	case RI_ST_STEP4:
-	case RI_ST_INVALID_REQUEST:
-		if (st == RI_ST_STEP4 || strcmp(ap.cause, "retention") == 0) {
-			/* refuse steps 3.3-3.4: read back, never retry */
-			if (ri_read_back(r, q.in.invocation_id, ev, &found) == RI_ST_OK && found) {
-				release(r, &q);
-				*ans = json_pack("{s:s}", "refusal_event_id", ev);
-				ri_alert(*ans, "the refusal landed but %s", st == RI_ST_STEP4 ?
-				    "its retention placement failed (step-4)" : "on no retention policy");
-				return RI_OK;
-			}
-		}
-		break;                  /* refuse step 3.8 */
-	case RI_ST_LOST:
-		/* refuse step 3.6: one read-back, after the bound */
-		ri_wait_write_bound(r, q.in.kind, q.in.act_key, q.in.invocation_id, left, mono);
-		if (ri_read_back(r, q.in.invocation_id, ev, &found) == RI_ST_OK && found) {
-			release(r, &q);
-			*ans = json_pack("{s:s}", "refusal_event_id", ev);
-			return RI_OK;
-		}
-		break;
-	default:
-		break;                  /* refuse steps 3.5, 3.7; journal fence 3 */
-	}
 	release(r, &q);
-	return ri_refuse_with(ans, rf_refusal(&q, st), err, RI_RF_REFUSAL,
+	if (settled == RI_SETTLE_LANDED) {
+		/* refuse step 3.9: the store took the invocation out of the open
+		 * intents in the refusal's own transaction; refuse step 3.10;
+		 * refuse steps 3.3-3.4: read back after step-4 or a
+		 * retention-source invalid-request, with a hard alert; refuse
+		 * step 3.6: one read-back after a lost reply, after the bound */
+		*ans = json_pack("{s:s}", "refusal_event_id", w.ev);
+		write_settle_alert(*ans, "refusal", &w);
+		return RI_OK;
+	}
+	/* refuse steps 3.5, 3.7, 3.8; journal fence 3 */
+	return ri_refuse_with(ans, rf_refusal(&q, w.st), err, RI_RF_REFUSAL,
 	    "recording-failure(refusal): %s; the intent stays open and the sweep records the attempt"
-	    " -- never re-run", why);
+	    " -- never re-run", w.why);
 }
 
 int

@@ -12,6 +12,7 @@
 #include "findings.h"
 #include "nc.h"
 #include "proto.h"
+#include "settle.h"
 #include "restore.h"
 
 struct open_req {
@@ -350,89 +351,71 @@ static int
 write_intent(struct ri *r, struct open_req *o, json_t *payload, char ev[RI_ID_LEN + 1],
     json_t *alerts_out, json_t **ans, ri_err *err)
 {
-	char ref[160], why[600], mine[RI_ID_LEN + 1];
-	struct ri_appended ap;
+	char ref[160];
 	struct ri_fence fence = { .holder = o->inv };
-	struct ri_append a = { .event_id = ri_mint_id("evt_", mine), .action_ref = ri_action_ref(o->k, "intended", ref, sizeof ref),
+	struct ri_append a = { .action_ref = ri_action_ref(o->k, "intended", ref, sizeof ref),
 		.act_key = o->in.act_key, .invocation_id = o->inv, .actor_ref = o->in.actor_ref,
 		.credential = o->in.credential, .data = payload, .fence = &fence, .fault_tag = "open.intent" };
-	ri_ms left;
-	int64_t mono;
-	bool found, unread;
-	int st, rc;
+	/* Primitive policy 20: read back before any invalid-request; 23: no
+	 * retry of step-2 or step-3 at the intent */
+	struct ri_settle w = { .k = o->k, .a = &a, .fence = &fence, .read_back_refused = true };
 
 	/* open step 4.1-4.2, journal write bound 1: the gate */
-	if (r->st->ops->remaining(r->st, o->in.kind, o->in.act_key, o->inv, &left) != RI_ST_OK ||
-	    left == RI_NONE || r->cfg->journal_write_bound > left) {
+	if (r->st->ops->remaining(r->st, o->in.kind, o->in.act_key, o->inv, &w.left) != RI_ST_OK ||
+	    w.left == RI_NONE || r->cfg->journal_write_bound > w.left) {
 		release(r, o);
 		return ri_refuse_with(ans, ri_refusal("section-unavailable"), err, RI_SECTION_UNAVAILABLE,
 		    "section-unavailable: less than journal_write_bound of the lease is left"); /* open step 4.2 */
 	}
-	if ((rc = ri_seam_now(r, &fence.issue, err)) != RI_OK) {
+	switch (write_settle(r, &w, err)) {
+	case RI_SETTLE_NO_NOW:
 		release(r, o);
-		return rc;
-	}
-	/* bindings are history (issue 41): a change of the kind's bindings
-	 * lands with the intent it judges, in its transaction, or not at all */
-	mono = ri_mono_ms();
-	st = ri_bindings_append(r, o->k, &a, &ap, &unread);
-	if (unread) {
+		return w.rc;
+	case RI_SETTLE_UNREAD:
 		release(r, o);
-		return ri_refuse_with(ans, ri_refusal_rf_st("intent", st), err, RI_RF_INTENT,
+		return ri_refuse_with(ans, ri_refusal_rf_st("intent", w.st), err, RI_RF_INTENT,
 		    "recording-failure(intent): the kind's bindings could not be read: %s",
 		    r->st->ops->error(r->st)->msg);
-	}
-	snprintf(why, sizeof why, "%s", r->st->ops->error(r->st)->msg);
-	switch (st) {
-	case RI_ST_OK:
-		snprintf(ev, RI_ID_LEN + 1, "%s", ap.event_id);
-		return RI_OK;
-	case RI_ST_INVALID_CREDENTIAL:
-		/* Primitive policy 19, Invariant 1.2: passes through, nothing written */
-		release(r, o);
-		return ri_refuse_with(ans, ri_refusal("invalid-credential"), err, RI_INVALID_CREDENTIAL,
-		    "invalid-credential: %s", why);
-	case RI_ST_INVALID_REQUEST:
-	case RI_ST_STEP4:
-		/* Primitive policy 20-25: read back before any invalid-request;
-		 * never retry after step-4 (26) */
-		rc = ri_read_back(r, o->inv, mine, &found);
-		if (rc == RI_ST_OK && found) {
-			snprintf(ev, RI_ID_LEN + 1, "%s", mine);
-			json_array_append_new(alerts_out, json_pack("{s:s}", "alert", st == RI_ST_STEP4 ?
-			    "the intent landed but its retention placement failed (recording-failure step-4)" :
-			    "the intent landed with invalid-request (retention); read back by invocation id"));
-			return RI_OK;
-		}
-		release(r, o);
-		if (st == RI_ST_STEP4)
-			return ri_refuse_with(ans, ri_refusal_rf("intent"), err, RI_RF_INTENT,
-			    "recording-failure(intent): step-4, and the read-back found nothing: %s", why);
-		return ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "invalid-request", "cause",
-		    ap.cause[0] ? ap.cause : "malformed"), err, RI_INVALID_REQUEST, "invalid-request: %s", why);
-	case RI_ST_LOST:
-		/* Primitive policy 32-37: unknown; no blind retry; read back only
-		 * after journal_write_bound has elapsed since the issue */
-		ri_wait_write_bound(r, o->in.kind, o->in.act_key, o->inv, left, mono);
-		rc = ri_read_back(r, o->inv, mine, &found);
-		if (rc == RI_ST_OK && found) {
-			snprintf(ev, RI_ID_LEN + 1, "%s", mine);
+	case RI_SETTLE_LANDED:
+		snprintf(ev, RI_ID_LEN + 1, "%s", w.ev);
+		/* Primitive policy 21, 25, 36: adopted, with a hard alert */
+		if (w.via == RI_VIA_LOST)
 			json_array_append_new(alerts_out, json_pack("{s:s}", "alert",
 			    "the intent write's reply was lost; the intent was read back and adopted"));
-			return RI_OK;
-		}
-		release(r, o);
+		else if (w.via != RI_VIA_WRITE)
+			json_array_append_new(alerts_out, json_pack("{s:s}", "alert", w.st == RI_ST_STEP4 ?
+			    "the intent landed but its retention placement failed (recording-failure step-4)" :
+			    "the intent landed with invalid-request (retention); read back by invocation id"));
+		return RI_OK;
+	default:
+		break;
+	}
+	release(r, o);
+	switch (w.st) {
+	case RI_ST_INVALID_CREDENTIAL:
+		/* Primitive policy 19, Invariant 1.2: passes through, nothing written */
+		return ri_refuse_with(ans, ri_refusal("invalid-credential"), err, RI_INVALID_CREDENTIAL,
+		    "invalid-credential: %s", w.why);
+	case RI_ST_INVALID_REQUEST:
+	case RI_ST_STEP4:
+		/* Primitive policy 22: the read-back found nothing; never retry
+		 * after step-4 (26) */
+		if (w.st == RI_ST_STEP4)
+			return ri_refuse_with(ans, ri_refusal_rf("intent"), err, RI_RF_INTENT,
+			    "recording-failure(intent): step-4, and the read-back found nothing: %s", w.why);
+		return ri_refuse_with(ans, json_pack("{s:s, s:s}", "refused", "invalid-request", "cause",
+		    w.ap.cause[0] ? w.ap.cause : "malformed"), err, RI_INVALID_REQUEST, "invalid-request: %s", w.why);
+	case RI_ST_LOST:
+		/* Primitive policy 37: the read-back found nothing */
 		return ri_refuse_with(ans, ri_refusal_rf("intent"), err, RI_RF_INTENT,
 		    "recording-failure(intent): the reply was lost and the read-back found nothing");
 	case RI_ST_INTEGRITY:
-		release(r, o);
-		return ri_refuse_with(ans, ri_refusal_unavailable(true), err, RI_JOURNAL_UNAVAILABLE, "%s", why);
+		return ri_refuse_with(ans, ri_refusal_unavailable(true), err, RI_JOURNAL_UNAVAILABLE, "%s", w.why);
 	default:
 		/* Primitive policy 23: step-2 and step-3; journal fence 3: a
 		 * fenced-out write lands on the position's arm */
-		release(r, o);
 		return ri_refuse_with(ans, ri_refusal_rf("intent"), err, RI_RF_INTENT,
-		    "recording-failure(intent): %s", why);
+		    "recording-failure(intent): %s", w.why);
 	}
 }
 

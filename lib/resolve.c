@@ -13,6 +13,7 @@
 #include "gate.h"
 #include "nc.h"
 #include "proto.h"
+#include "settle.h"
 
 struct resolve_req {
 	struct ri_req in;               /* the request */
@@ -168,12 +169,10 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 	struct ri_inv inv;
 	struct ri_standing sd;
 	struct ri_record intent;
-	struct ri_appended ap;
-	char ref[160], ev[RI_ID_LEN + 1], why[600];
+	char ref[160];
 	ri_ms now, left;
-	int64_t mono;
 	int rc, st;
-	bool found, have_inv = false, have_intent = false;
+	bool have_inv = false, have_intent = false;
 
 	*ans = NULL;
 	memset(&intent, 0, sizeof intent);
@@ -333,80 +332,67 @@ ri_resolve(ri *r, json_t *req, json_t **ans, ri_err *err)
 		json_object_set_new(payload, "cause", json_string("undecidable"));
 	}
 	struct ri_fence fence = { .holder = q.op_run };
-	struct ri_append a = { .event_id = ri_mint_id("evt_", ev), .action_ref = action_ref, .act_key = q.in.act_key, .invocation_id = q.in.invocation_id,
+	struct ri_append a = { .action_ref = action_ref, .act_key = q.in.act_key, .invocation_id = q.in.invocation_id,
 		.actor_ref = q.in.actor_ref, .credential = q.in.credential, .data = payload, .fence = &fence,
 		.fault_tag = "resolve.closing" };
-	if ((rc = ri_seam_now(r, &fence.issue, err)) != RI_OK)
+	/* resolve 23: any invalid-request is read back, not only a
+	 * retention-source one; no retry (retry-safe for the operator) */
+	struct ri_settle w = { .k = q.k, .a = &a, .fence = &fence, .left = left, .read_back_refused = true };
+	switch (write_settle(r, &w, err)) {
+	case RI_SETTLE_NO_NOW:
+		rc = w.rc;
 		goto out;
-	/* bindings are history (issue 41): a change lands with the closing */
-	bool unread;
-	mono = ri_mono_ms();
-	st = ri_bindings_append(r, q.k, &a, &ap, &unread);
-	if (unread) {
-		rc = ri_refuse_with(ans, ri_refusal_rf_st("resolution", st), err, RI_RF_RESOLUTION,
+	case RI_SETTLE_UNREAD:
+		rc = ri_refuse_with(ans, ri_refusal_rf_st("resolution", w.st), err, RI_RF_RESOLUTION,
 		    "recording-failure(resolution): the kind's bindings could not be read: %s; nothing"
 		    " appended", r->st->ops->error(r->st)->msg);
 		goto out;
-	}
-	snprintf(why, sizeof why, "%s", r->st->ops->error(r->st)->msg);
-	switch (st) {
-	case RI_ST_OK:
-		*ans = json_pack("{s:s}", "closing_event_id", ap.event_id);
+	case RI_SETTLE_LANDED:
+		*ans = json_pack("{s:s}", "closing_event_id", w.ev);
+		/* resolve 24-25: read back, success with a hard alert, no retry */
+		write_settle_alert(*ans, "resolution", &w);
+		if (w.via == RI_VIA_REFUSED)
+			/* resolve 23, Primitive policy 27, 40: the substrate's own
+			 * invalid-request at the closing write (the payload cap, say)
+			 * is read back like the outcome position's */
+			ri_alert(*ans, "the resolution landed although the substrate refused it: %s", w.why);
+		/* resolve 24, 26 (RI_VIA_LOST): its own record, by the event id
+		 * it minted -- never another writer's closing of the invocation */
 		rc = RI_OK;
+		goto out;
+	default:
 		break;
+	}
+	switch (w.st) {
 	case RI_ST_INVALID_CREDENTIAL:
 		/* resolve 3 */
 		rc = ri_refuse_with(ans, ri_refusal("invalid-credential"), err, RI_INVALID_CREDENTIAL,
-		    "invalid-credential: %s; nothing appended", why);
+		    "invalid-credential: %s; nothing appended", w.why);
 		break;
 	case RI_ST_STEP4:
 	case RI_ST_INVALID_REQUEST:
-		if (st == RI_ST_STEP4 || strcmp(ap.cause, "retention") == 0) {
-			/* resolve 24-25: read back, success with a hard alert, no retry */
-			if (ri_read_back(r, q.in.invocation_id, ev, &found) == RI_ST_OK && found) {
-				*ans = json_pack("{s:s}", "closing_event_id", ev);
-				ri_alert(*ans, "the resolution landed but %s", st == RI_ST_STEP4 ?
-				    "its retention placement failed (step-4)" : "on no retention policy");
-				rc = RI_OK;
-				break;
-			}
+		if (w.retention) {
 			rc = ri_refuse_with(ans, ri_refusal_rf_st("resolution", 0), err, RI_RF_RESOLUTION,
-			    "recording-failure(resolution): %s, and the read-back found nothing", why);
+			    "recording-failure(resolution): %s, and the read-back found nothing", w.why);
 			break;
 		}
-		/* resolve 23, Primitive policy 27, 40: the substrate's own
-		 * invalid-request at the closing write (the payload cap, say) is
-		 * read back like the outcome position's; found nothing, it lands
+		/* resolve 23, Primitive policy 40: found nothing, it lands
 		 * recording-failure(resolution) with a hard alert -- never an
 		 * invalid-request the operator could not tell from resolve 27's */
-		if (ri_read_back(r, q.in.invocation_id, ev, &found) == RI_ST_OK && found) {
-			*ans = json_pack("{s:s}", "closing_event_id", ev);
-			ri_alert(*ans, "the resolution landed although the substrate refused it: %s", why);
-			rc = RI_OK;
-			break;
-		}
 		rc = ri_refuse_with(ans, ri_refusal_rf_st("resolution", 0), err, RI_RF_RESOLUTION,
 		    "recording-failure(resolution): the substrate refused the closing record (%s); nothing"
-		    " appended", why);
-		ri_alert(*ans, "the resolution could not be recorded: %s", why);
+		    " appended", w.why);
+		ri_alert(*ans, "the resolution could not be recorded: %s", w.why);
 		break;
 	case RI_ST_LOST:
-		ri_wait_write_bound(r, q.in.kind, q.in.act_key, q.op_run, left, mono);
-		/* resolve 24, 26: its own record, by the event id it minted --
-		 * never another writer's closing of the invocation */
-		if (ri_read_back(r, q.in.invocation_id, ev, &found) == RI_ST_OK && found) {
-			*ans = json_pack("{s:s}", "closing_event_id", ev);
-			rc = RI_OK;
-			break;
-		}
 		/* resolve 26: a lost reply whose read-back is empty */
-		rc = ri_refuse_with(ans, ri_refusal_rf_st("resolution", st), err, RI_RF_RESOLUTION,
+		rc = ri_refuse_with(ans, ri_refusal_rf_st("resolution", w.st), err, RI_RF_RESOLUTION,
 		    "recording-failure(resolution): the reply was lost and the read-back found nothing;"
 		    " nothing appended -- retry-safe");
 		break;
 	default:
-		rc = ri_refuse_with(ans, ri_refusal_rf_st("resolution", st), err, RI_RF_RESOLUTION,
-		    "recording-failure(resolution): %s; nothing appended -- retry-safe", why);
+		rc = ri_refuse_with(ans, ri_refusal_rf_st("resolution", w.st), err, RI_RF_RESOLUTION,
+		    "recording-failure(resolution): %s; nothing appended -- retry-safe", w.why);
 		break;
 	}
 out:

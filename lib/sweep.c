@@ -24,6 +24,7 @@
 #include "progress.h"
 #include "proto.h"
 #include "restore.h"
+#include "settle.h"
 #include "sweep.h"
 
 enum verdict { V_CLOSED, V_ABANDONED, V_ESCALATED, V_REPORTED, V_SKIPPED, V_CLOSED_ALREADY };
@@ -232,67 +233,51 @@ sweep_write(struct sweep *s, const struct ri_kind *k, const struct ri_record *in
 	struct ri *r = s->r;
 	const char *cred = credential(s, k);
 	struct ri_fence fence = { .holder = s->run_id };
-	char mine[RI_ID_LEN + 1];
-	struct ri_append a = { .event_id = mine, .action_ref = action_ref, .act_key = intent->act_key,
+	struct ri_append a = { .action_ref = action_ref, .act_key = intent->act_key,
 		.invocation_id = intent->invocation_id, .actor_ref = k->service_actor,
 		.credential = cred ? cred : "", .data = payload, .fence = &fence, .fault_tag = tag };
-	struct ri_appended ap;
-	bool found;
+	/* Primitive policy 29: step-2 and step-3 are retried under the section
+	 * and the gate; a lost reply read back empty is not (the next run
+	 * re-reads) */
+	struct ri_settle w = { .k = k, .a = &a, .fence = &fence, .retry = RI_RETRY_STEP23 };
 	ri_err e;
 
 	for (int attempt = 0; attempt < 3; attempt++) {
-		ri_ms left;
-		int64_t mono;
-		int st;
-
 		/* journal write bound 1: the gate before every write */
-		if (r->st->ops->remaining(r->st, k->name, intent->act_key, s->run_id, &left) != RI_ST_OK ||
-		    left == RI_NONE || r->cfg->journal_write_bound > left)
+		if (r->st->ops->remaining(r->st, k->name, intent->act_key, s->run_id, &w.left) != RI_ST_OK ||
+		    w.left == RI_NONE || r->cfg->journal_write_bound > w.left)
 			return L_SKIP;
-		if (ri_now(r->cfg, &fence.issue, &e) != RI_OK)
+		enum ri_settled settled = write_settle(r, &w, &e);
+		if (settled == RI_SETTLE_NO_NOW)
 			return L_SKIP;
-		mono = ri_mono_ms();
-		ri_mint_id("evt_", mine);       /* each attempt is its own record */
-		/* bindings are history (issue 41): a change of the kind's
-		 * bindings lands with the run's first closing they judge */
-		bool unread;
-		st = ri_bindings_append(r, k, &a, &ap, &unread);
-		if (unread) {
+		if (settled == RI_SETTLE_UNREAD) {
 			alert(s, "the bindings of kind %s could not be read: %s; the act waits for the next run",
 			    k->name, r->st->ops->error(r->st)->msg);
 			return L_SKIP;
 		}
-		snprintf(ev, RI_ID_LEN + 1, "%s", mine);
-		switch (st) {
-		case RI_ST_OK:
+		snprintf(ev, RI_ID_LEN + 1, "%s", w.mine);
+		switch (settled) {
+		case RI_SETTLE_LANDED:
+			/* reconcile step 3.16: read back after step-4 or a
+			 * retention-source invalid-request, never retry */
+			if (w.via == RI_VIA_STEP4 || w.via == RI_VIA_RETENTION)
+				alert(s, "%s for %s landed without its retention placement", action_ref,
+				    intent->invocation_id);
 			return L_LANDED;
-		case RI_ST_INVALID_CREDENTIAL:
-			return L_CREDENTIAL;
-		case RI_ST_STEP4:
-		case RI_ST_INVALID_REQUEST:
-			if (st == RI_ST_STEP4 || strcmp(ap.cause, "retention") == 0) {
-				/* reconcile step 3.16: read back, never retry */
-				if (ri_read_back(r, intent->invocation_id, mine, &found) == RI_ST_OK && found) {
-					alert(s, "%s for %s landed without its retention placement", action_ref,
-					    intent->invocation_id);
-					return L_LANDED;
-				}
-				return L_SKIP;
-			}
-			return L_UNRECORDABLE;
-		case RI_ST_LOST:
-			ri_wait_write_bound(r, k->name, intent->act_key, s->run_id, left, mono);
-			if (ri_read_back(r, intent->invocation_id, mine, &found) == RI_ST_OK && found)
-				return L_LANDED;
-			return L_SKIP;  /* never blind: the next run re-reads */
-		case RI_ST_STEP2:
-		case RI_ST_STEP3:
+		case RI_SETTLE_RETRY:
 			ri_sleep_ms(5 * (attempt + 1));
 			continue;       /* retried only under the section and the gate */
 		default:
-			/* journal fence 4: a fenced-out write is absorbed into skipped */
-			return L_SKIP;
+			break;
 		}
+		if (w.st == RI_ST_INVALID_CREDENTIAL)
+			return L_CREDENTIAL;
+		if (w.st == RI_ST_INVALID_REQUEST && !w.retention)
+			return L_UNRECORDABLE;
+		/* a retention-source read-back that found nothing; a lost reply
+		 * read back empty: never blind, the next run re-reads; journal
+		 * fence 4: a fenced-out write is absorbed into skipped */
+		return L_SKIP;
 	}
 	return L_SKIP;          /* reconcile step 3.17: left for the next run */
 }
