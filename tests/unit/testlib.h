@@ -12,6 +12,9 @@
  *                           capturing its stdout; returns the exit status
  *   tl_instance(...)        temp dir + ri.json + `ri-init` + `ri-actor add alice`
  *   tl_now(t)               the env clock: setenv("RI_NOW", t) in ms
+ *   tl_pg_host()            $RI_TEST_PG_HOST: the journals are PostgreSQL
+ *                           schemas of tests/pg/run's server (below)
+ *   SKIP(fmt, ...)          "skip - ...": a case this backend cannot run
  *
  * Header-only, every function static inline, so a test that uses part of it
  * compiles clean under -Wall -Wextra -Werror.
@@ -175,8 +178,8 @@ tl_now(int64_t t)
  * a throwaway server), every config written here names a new empty schema
  * of database "ri" (role ri) as its journal and one of "riw" (role riw) as
  * its witness, so the same test runs on either backend.  The superuser
- * "postgres" (trust auth on the socket) is the attacker, and copies a
- * schema for tl_clone.
+ * "postgres" (trust auth on the socket) is the attacker, and copies an
+ * instance's schemas for tl_clone.
  */
 static inline const char *
 tl_pg_host(void)
