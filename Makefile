@@ -207,13 +207,17 @@ bench: all $(BENCHES)
 	    RI_BENCH=$(abspath $(BUILD)/bench) bench/run
 
 # The same suites against a throwaway PostgreSQL server (issue 13), and the
-# multi-node tests (tests/pg/*.bats).
-# PG_SUITES: the bats files to run against the server (default: every
-# suite whose header says "# test-pg: backend" or "alone"; CI runs those)
+# multi-node tests (tests/pg/*.bats); first, against the same server, the
+# unit tests that open a journal (issue 42: test_store and
+# test_store_common, each journal a new schema of it).
+# PG_SUITES: the bats files (or unit binaries) to run against the server
+# (default: those unit tests, and every suite whose header says
+# "# test-pg: backend" or "alone"; CI runs those)
 PG_SUITES ?=
-test-pg: all $(TOOLS)
+UNITS_PG := $(BUILD)/unit/test_store $(BUILD)/unit/test_store_common
+test-pg: all $(TOOLS) $(UNITS_PG)
 	RI_BIN=$(abspath $(BINDIR)) RI_EXAMPLES=$(abspath $(EXBINDIR)) RI_TOOLS=$(abspath $(BUILD)/tools) \
-	    tests/pg/run $(PG_SUITES)
+	    RI_UNIT=$(abspath $(BUILD)/unit) tests/pg/run $(PG_SUITES)
 
 reliability: all
 	RI_BIN=$(abspath $(BINDIR)) RI_EXAMPLES=$(abspath $(EXBINDIR)) tests/reliability/run

@@ -160,8 +160,21 @@ probe_answer() {
 ev() { jsql "SELECT event_id FROM records WHERE seq = $1"; }
 
 # tamper SQL -- as an attacker with file access: drop the append-only
-# triggers, run SQL against the journal, put the triggers back
-tamper() { attacker_sql "$1"; }
+# triggers, run SQL against the journal, put the triggers back (on
+# PostgreSQL, as its superuser: tests/lib/pg.bash ri_pg_tamper)
+tamper() { ri_pg_tamper "$1"; }
+
+# mac_flip_sql SEQ -- the SQL that flips the low bit of the first byte of
+# record SEQ's MAC, on either backend
+mac_flip_sql() {
+	if ri_pg_on; then
+		printf 'UPDATE records SET mac = set_byte(mac, 0, get_byte(mac, 0) # 1) WHERE seq = %s' "$1"
+		return
+	fi
+	local hex
+	hex=$(jsql "SELECT hex(mac) FROM records WHERE seq = $1")
+	printf "UPDATE records SET mac = X'%02X%s' WHERE seq = %s" $(( 0x${hex:0:2} ^ 0x01 )) "${hex:2}" "$1"
+}
 
 # checkpoint -- fold the WAL into journal.db (nothing left in -wal)
 checkpoint() { sqlite3 "$T/journal.db" 'PRAGMA wal_checkpoint(TRUNCATE)' >/dev/null; }
@@ -720,8 +733,7 @@ every_path() {
 @test "Check 8.1.3: a byte flipped in a MAC is named as a MAC failure, and only that" {
 	small_journal
 	e=$(ev 5)
-	hex=$(sqlite3 "$T/journal.db" "SELECT hex(mac) FROM records WHERE seq = 5")
-	tamper "UPDATE records SET mac = X'$(printf '%02X' $(( 0x${hex:0:2} ^ 0x01 )))${hex:2}' WHERE seq = 5"
+	tamper "$(mac_flip_sql 5)"
 	audit
 	names 8.1.3 "$e"
 	[ "$(jq '[.checks[] | select(.check == "8.1.3") | .failures[]] | length' "$T/audit.json")" -eq 1 ]

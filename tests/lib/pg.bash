@@ -106,3 +106,20 @@ ri_pg_witness_sql() {
 ri_pg_sql() {
 	psql "$(jq -r .journal "$1")" -qAtc "$2"
 }
+
+# ri_pg_tamper SQL -- the attacker's SQL on the journal of $RI_CONFIG, on
+# either backend (issue 42: the tamper matrix on both): on SQLite,
+# attacker_sql (the file, its triggers dropped and put back); on
+# PostgreSQL, as the server's superuser, the append-only triggers not fired
+# (session_replication_role = replica) and the schema -- MACed at ri-init
+# -- untouched.  A test that tampers through it runs on both backends.
+ri_pg_tamper() {
+	if ! ri_pg_on; then
+		attacker_sql "$1"
+		return
+	fi
+	local uri
+	uri=$(jq -r .journal "$RI_CONFIG") || return 1
+	psql "${uri/user=ri/user=postgres}" -v ON_ERROR_STOP=1 -qAt \
+	    -c "SET session_replication_role = replica" -c "$1" >/dev/null
+}

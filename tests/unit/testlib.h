@@ -12,6 +12,9 @@
  *                           capturing its stdout; returns the exit status
  *   tl_instance(...)        temp dir + ri.json + `ri-init` + `ri-actor add alice`
  *   tl_now(t)               the env clock: setenv("RI_NOW", t) in ms
+ *   tl_pg_host()            $RI_TEST_PG_HOST: the journals are PostgreSQL
+ *                           schemas of tests/pg/run's server (below)
+ *   SKIP(fmt, ...)          "skip - ...": a case this backend cannot run
  *
  * Header-only, every function static inline, so a test that uses part of it
  * compiles clean under -Wall -Wextra -Werror.
@@ -41,14 +44,25 @@ static char tl_dirs[TL_MAX_DIRS][PATH_MAX];
 static size_t tl_ndirs;
 static pid_t tl_owner;          /* the process that registered the dirs */
 static bool tl_failed;
+static char tl_pg_dbs[TL_MAX_DIRS][64];  /* the databases tl_clone made */
+static size_t tl_pg_ndbs;
 
 static inline void
 tl_cleanup(void)
 {
-	char cmd[PATH_MAX + 32];
+	char cmd[3 * PATH_MAX];
 
 	if (getpid() != tl_owner || tl_failed || getenv("TL_KEEP") != NULL)
 		return;
+	for (size_t i = 0; i < tl_pg_ndbs; i++) {
+		const char *b = getenv("PGBIN");
+		if (snprintf(cmd, sizeof cmd, "'%s%spsql' -h '%s' -U postgres -d postgres -qAtc 'DROP DATABASE %s'"
+		    " >/dev/null", b ? b : "", b ? "/" : "", getenv("RI_TEST_PG_HOST"), tl_pg_dbs[i]) >= (int)sizeof cmd)
+			continue;
+		if (system(cmd) != 0)
+			fprintf(stderr, "warning: could not drop database %s\n", tl_pg_dbs[i]);
+	}
+	tl_pg_ndbs = 0;
 	for (size_t i = 0; i < tl_ndirs; i++) {
 		if (snprintf(cmd, sizeof cmd, "rm -rf '%s'", tl_dirs[i]) >= (int)sizeof cmd)
 			continue;
@@ -158,6 +172,118 @@ tl_now(int64_t t)
 	setenv("RI_NOW", buf, 1);
 }
 
+/*
+ * The PostgreSQL switch (issue 42), tests/lib/pg.bash's for the C tests:
+ * with $RI_TEST_PG_HOST set (tests/pg/run sets it: the socket directory of
+ * a throwaway server), every config written here names a new empty schema
+ * of database "ri" (role ri) as its journal and one of "riw" (role riw) as
+ * its witness, so the same test runs on either backend.  The superuser
+ * "postgres" (trust auth on the socket) is the attacker, and copies an
+ * instance's schemas for tl_clone.
+ */
+static inline const char *
+tl_pg_host(void)
+{
+	const char *h = getenv("RI_TEST_PG_HOST");
+
+	return h != NULL && *h != '\0' ? h : NULL;
+}
+
+/* A test that cannot run on this backend says so and why (tests/pg/run
+ * counts the lines). */
+#define SKIP(...) do {                                                  \
+	printf("skip - ");                                              \
+	printf(__VA_ARGS__);                                            \
+	putchar('\n');                                                  \
+	fflush(stdout);                                                 \
+} while (0)
+
+/* A PostgreSQL client program: $PGBIN's (the server's own version, as
+ * pg_dump requires), else the one on PATH. */
+static inline void
+tl_pg_prog(char *out, size_t n, const char *prog)
+{
+	const char *b = getenv("PGBIN");
+	char p[PATH_MAX];
+
+	if (b != NULL && *b != '\0' && snprintf(p, sizeof p, "%s/%s", b, prog) < (int)sizeof p &&
+	    access(p, X_OK) == 0)
+		tl_fmt(out, n, "%s", p);
+	else
+		tl_fmt(out, n, "%s", prog);
+}
+
+static inline void
+tl_sh(const char *cmd)
+{
+	fflush(NULL);
+	CHECK(system(cmd) == 0, "%s failed", cmd);
+}
+
+/* A new empty schema in database db, owned by role user: its name. */
+static inline void
+tl_pg_new_schema(const char *db, const char *user, char out[64])
+{
+	unsigned char r[8];
+	char psql[PATH_MAX], cmd[2 * PATH_MAX + 256];
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+	CHECK(fd >= 0 && read(fd, r, sizeof r) == (ssize_t)sizeof r && close(fd) == 0, "/dev/urandom");
+	snprintf(out, 64, "%s_%02x%02x%02x%02x%02x%02x%02x%02x", strcmp(db, "ri") == 0 ? "ri" : "w",
+	    r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
+	tl_pg_prog(psql, sizeof psql, "psql");
+	tl_fmt(cmd, sizeof cmd, "'%s' -h '%s' -U %s -d %s -qAtc 'CREATE SCHEMA %s' >/dev/null", psql, tl_pg_host(),
+	    user, db, out);
+	tl_sh(cmd);
+}
+
+/* The URI of schema in database db as role user. */
+static inline void
+tl_pg_uri(const char *db, const char *user, const char *schema, char *out, size_t n)
+{
+	tl_fmt(out, n, "postgresql:///%s?host=%s&user=%s&options=-csearch_path%%3D%s", db, tl_pg_host(), user,
+	    schema);
+}
+
+/* The database and the schema a config's member ("journal", "witness")
+ * names. */
+static inline void
+tl_pg_where(const char *config, const char *member, char db[64], char schema[64])
+{
+	json_error_t je;
+	json_t *c = json_load_file(config, 0, &je);
+	const char *u, *s;
+
+	CHECK(c != NULL, "%s: %s", config, je.text);
+	u = json_string_value(json_object_get(c, member));
+	s = u != NULL ? strstr(u, "search_path%3D") : NULL;
+	CHECK(s != NULL && strncmp(u, "postgresql:///", 14) == 0, "%s: the %s is no schema of the test server",
+	    config, member);
+	snprintf(schema, 64, "%s", s + strlen("search_path%3D"));
+	snprintf(db, 64, "%.*s", (int)strcspn(u + 14, "?"), u + 14);
+	json_decref(c);
+}
+
+/* A new database owned by role user, which no other role may connect to
+ * (as riw's, tests/pg/run): its name. */
+static inline void
+tl_pg_new_db(const char *user, const char *prefix, char out[64])
+{
+	unsigned char r[8];
+	char psql[PATH_MAX], cmd[2 * PATH_MAX + 512];
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+	CHECK(fd >= 0 && read(fd, r, sizeof r) == (ssize_t)sizeof r && close(fd) == 0, "/dev/urandom");
+	snprintf(out, 64, "%s_%02x%02x%02x%02x%02x%02x%02x%02x", prefix, r[0], r[1], r[2], r[3], r[4], r[5], r[6],
+	    r[7]);
+	tl_pg_prog(psql, sizeof psql, "psql");
+	tl_fmt(cmd, sizeof cmd, "'%s' -h '%s' -U postgres -d postgres -qAt -c 'CREATE DATABASE %s OWNER %s'"
+	    " -c 'REVOKE ALL ON DATABASE %s FROM PUBLIC' >/dev/null", psql, tl_pg_host(), out, user, out);
+	tl_sh(cmd);
+	CHECK(tl_pg_ndbs < TL_MAX_DIRS, "too many databases");
+	snprintf(tl_pg_dbs[tl_pg_ndbs++], 64, "%s", out);
+}
+
 /* An ri.json; NULL / 0 fields take the walkthrough's values. */
 struct tl_cfg {
 	const char *clock;              /* "env" (default) or "system" */
@@ -181,11 +307,19 @@ struct tl_cfg {
 static inline void
 tl_write_config(const char *dir, const struct tl_cfg *c, char path[PATH_MAX])
 {
-	char text[8192];
+	char text[8192], journal[PATH_MAX + 128] = "journal.db", witness[PATH_MAX + 160] = "";
 
+	if (tl_pg_host() != NULL) {
+		char j[64], w[64], u[PATH_MAX + 128];
+		tl_pg_new_schema("ri", "ri", j);
+		tl_pg_new_schema("riw", "riw", w);
+		tl_pg_uri("ri", "ri", j, journal, sizeof journal);
+		tl_pg_uri("riw", "riw", w, u, sizeof u);
+		tl_fmt(witness, sizeof witness, " \"witness\": \"%s\",", u);
+	}
 	snprintf(text, sizeof text,
 	    "{\n"
-	    "  \"journal\": \"journal.db\", \"findings\": \"findings.db\",\n"
+	    "  \"journal\": \"%s\", \"findings\": \"findings.db\",%s\n"
 	    "  \"integrity_key_file\": \"journal.key\", \"seal_key_file\": \"seal.key\",\n"
 	    "  \"clock\": \"%s\", \"fault_injection\": %s,\n"
 	    "  \"instance\": {\n"
@@ -197,6 +331,7 @@ tl_write_config(const char *dir, const struct tl_cfg *c, char path[PATH_MAX])
 	    "  },\n"
 	    "  \"kinds\": { %s }\n"
 	    "}\n",
+	    journal, witness,
 	    c->clock ? c->clock : "env", c->faults ? "true" : "false",
 	    c->allowance ? c->allowance : "2s",
 	    c->closure_latency ? c->closure_latency : "12s",
@@ -364,6 +499,34 @@ tl_clone(const struct tl_instance *src, struct tl_instance *dst, const char *tag
 	CHECK(system(cmd) == 0, "%s failed", cmd);
 	tl_fmt(dst->config, PATH_MAX, "%s/ri.json", dst->dir);
 	memcpy(dst->cred, src->cred, sizeof dst->cred);
+	if (tl_pg_host() != NULL) {
+		/* the journal and the witness are schemas: copied too, by the
+		 * superuser, each into a database of its own under the same
+		 * name -- the schema's fingerprint, MACed at ri-init
+		 * (store_pg.c schema_check), names its schema -- and still
+		 * owned by ri and riw */
+		static const struct { const char *member, *user, *prefix; } m[] = {
+			{ "journal", "ri", "c" }, { "witness", "riw", "cw" } };
+		char dump[PATH_MAX], psql[PATH_MAX], db[64], schema[64], to[64], uri[PATH_MAX + 128];
+		json_error_t je;
+		json_t *c;
+
+		tl_pg_prog(dump, sizeof dump, "pg_dump");
+		tl_pg_prog(psql, sizeof psql, "psql");
+		c = json_load_file(dst->config, 0, &je);
+		CHECK(c != NULL, "%s: %s", dst->config, je.text);
+		for (size_t i = 0; i < 2; i++) {
+			tl_pg_where(src->config, m[i].member, db, schema);
+			tl_pg_new_db(m[i].user, m[i].prefix, to);
+			tl_fmt(cmd, sizeof cmd, "'%s' -h '%s' -U postgres -d %s -n %s | '%s' -h '%s' -U postgres -d %s -q"
+			    " -v ON_ERROR_STOP=1 >/dev/null", dump, tl_pg_host(), db, schema, psql, tl_pg_host(), to);
+			tl_sh(cmd);
+			tl_pg_uri(to, m[i].user, schema, uri, sizeof uri);
+			json_object_set_new(c, m[i].member, json_string(uri));
+		}
+		CHECK(json_dump_file(c, dst->config, JSON_INDENT(2)) == 0, "rewrite %s", dst->config);
+		json_decref(c);
+	}
 }
 
 /* Wait for a forked child; its exit status (128 + signal when killed). */
