@@ -22,6 +22,9 @@
  * error of the operation.  Each backend's handle begins its own fields
  * after it (store_sqlite.c's struct sq, store_pg.c's struct pg).
  */
+struct ri_backend;
+struct ri_tree_cache;
+
 #define RI_WITNESS_PEND 8       /* lines held for one transaction (then the newest kept) */
 
 struct ri_st_core {
@@ -45,6 +48,11 @@ struct ri_st_core {
 	size_t n_pend;
 	struct ri_store_error err;
 	struct ri_payloads *payloads;   /* inside a traversal: ri_payloads_begin */
+	/* the backend's primitives over its handle bk, and the tree's node
+	 * cache it keeps (store_engine.h ri_eng_attach) */
+	const struct ri_backend *be;
+	void *bk;
+	struct ri_tree_cache *nodes;
 };
 
 /* A row's stored integrity columns, beside the record they belong to. */

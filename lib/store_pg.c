@@ -47,7 +47,7 @@
 #include "heads.h"
 #include "integrity.h"
 #include "nc.h"
-#include "store_common.h"
+#include "store_engine.h"
 #include "store_pg.h"
 #include "pq.h"
 #include "witness.h"
@@ -1049,18 +1049,15 @@ clock_now(struct pg *s, ri_ms *now)
 
 /* ---- the journal head, the tree of scope heads, the witness ------------ */
 
-/* Stored hash of the record at seq (0 = the genesis). */
+/* Stored hash of the record at seq (store_engine.h record_hash). */
 static int
-hash_at(struct pg *s, int64_t seq, unsigned char out[RI_HASH_LEN])
+record_hash(void *bk, int64_t seq, unsigned char out[RI_HASH_LEN])
 {
+	struct pg *s = bk;
 	struct params p = { 0 };
 	PGresult *r;
 	int rc;
 
-	if (seq == 0) {
-		memcpy(out, s->core.genesis, RI_HASH_LEN);
-		return RI_ST_OK;
-	}
 	p_int(&p, seq);
 	r = run(s, "SELECT hash FROM records WHERE seq = $1", &p);
 	if (!res_ok(r))
@@ -1068,8 +1065,7 @@ hash_at(struct pg *s, int64_t seq, unsigned char out[RI_HASH_LEN])
 	else if (PQntuples(r) == 1 && g_bytes(r, 0, 0, out, RI_HASH_LEN))
 		rc = RI_ST_OK;
 	else
-		rc = ri_st_fail(&s->core, RI_ST_INTEGRITY, seq, NULL,
-		    "journal integrity: record seq %lld is missing or has no hash (a deleted row)", (long long)seq);
+		rc = RI_ST_NOT_KNOWN;
 	PQclear(r);
 	return rc;
 }
@@ -1295,6 +1291,19 @@ scope_max(struct pg *s, int type, const char *a, const char *b, int64_t *out, un
 	return rc;
 }
 
+/* store_engine.h scope_newest: the hash comes in the same statement,
+ * with the scope's path of the tree. */
+static int
+scope_newest(void *bk, const struct scope *sc, const char *a, const char *b, int64_t *seq,
+    unsigned char hash[RI_HASH_LEN], enum ri_hashed *hashed)
+{
+	bool has = false;
+	int rc = scope_max(bk, sc->type, a, b, seq, hash, &has, sc->key);
+
+	*hashed = has ? RI_HASH_READ : RI_HASH_NONE;
+	return rc;
+}
+
 /* the statement of scopes_prefetch (and of its read sent ahead) */
 static void
 scopes_sql(const unsigned char act[RI_SCOPE_LEN], const char *kind, const char *act_key,
@@ -1411,42 +1420,6 @@ node_put(void *ctx, const unsigned char *id, size_t idlen, const unsigned char *
 	    " ON CONFLICT (id) DO UPDATE SET body = excluded.body", &p);
 }
 
-static int
-tree_get(struct pg *s, const struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], bool *present,
-    struct ri_leaf *leaf)
-{
-	struct ri_tree_io io = { s, node_get, node_put, &s->nodes };
-	char why[256] = "";
-	int rc = ri_tree_get(&io, jh->root, key, present, leaf, why, sizeof why);
-
-	if (rc == RI_ST_INTEGRITY && why[0] != '\0')
-		return ri_st_fail(&s->core, rc, 0, NULL, "journal integrity: %s", why);
-	return rc;
-}
-
-static int
-tree_get_cb(void *backend, const struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], bool *present,
-    struct ri_leaf *leaf)
-{
-	return tree_get(backend, jh, key, present, leaf);
-}
-
-static int
-tree_put(struct pg *s, struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], int64_t seq,
-    const unsigned char hash[RI_HASH_LEN])
-{
-	struct ri_tree_io io = { s, node_get, node_put, &s->nodes };
-	struct ri_leaf leaf = { .last_seq = seq };
-	char why[256] = "";
-	int rc;
-
-	memcpy(leaf.hash, hash, RI_HASH_LEN);
-	rc = ri_tree_put(&io, jh->root, key, &leaf, why, sizeof why);
-	if (rc == RI_ST_INTEGRITY && why[0] != '\0')
-		return ri_st_fail(&s->core, rc, 0, NULL, "journal integrity: %s", why);
-	return rc;
-}
-
 /*
  * The head row, read (and locked: lock) with what judging it needs in the
  * same round trip -- the rows' newest seq, the hash at the head's seq, the
@@ -1555,7 +1528,7 @@ jhead_get_at(struct pg *s, bool lock, struct ri_jhead *h, unsigned char last_has
 	if (s->core.key == NULL) {
 		memset(h, 0, sizeof *h);
 		h->last_seq = hr.rows;
-		if ((rc = hash_at(s, hr.rows, last_hash)) != RI_ST_OK)
+		if ((rc = ri_eng_hash_at(&s->core, hr.rows, last_hash)) != RI_ST_OK)
 			return rc;
 	} else {
 		if (!hr.present)
@@ -1599,48 +1572,6 @@ jhead_set(struct pg *s, const struct ri_jhead *h, const unsigned char last_hash[
 	 * transaction (write_begin), so it is there when this lands */
 	return defer_write(s, RI_ST_UNAVAILABLE, "write", "UPDATE heads SET last_seq = $1, root = $2,"
 	    " open_count = $3, open_acc = $4, sealed_seq = $5, grants = $6, mac = $7 WHERE id = 1", &p);
-}
-
-/* The verified head of a scope under a verified journal head (see
- * store_sqlite.c's scope_head: the same judgement). */
-static int
-scope_head(struct pg *s, const struct ri_jhead *jh, const struct scope *sc, const char *a, const char *b,
-    int64_t *last)
-{
-	struct ri_leaf leaf;
-	unsigned char h[RI_HASH_LEN];
-	int64_t rows = 0;
-	bool present, has;
-	int rc;
-
-	if (sc->type == SCOPE_ALL) {
-		*last = jh->last_seq;
-		return RI_ST_OK;
-	}
-	if ((rc = scope_max(s, sc->type, a, b, &rows, h, &has, sc->key)) != RI_ST_OK)
-		return rc;
-	if (s->core.key == NULL) {
-		*last = rows;
-		return RI_ST_OK;
-	}
-	if ((rc = tree_get(s, jh, sc->key, &present, &leaf)) != RI_ST_OK) {
-		if (rc == RI_ST_INTEGRITY)
-			s->core.err.seq = rows != 0 ? rows : jh->last_seq;
-		return rc;
-	}
-	return ri_scope_head_judge(&s->core, sc, rows, has ? h : NULL, present, &leaf, last);
-}
-
-static int
-head_get(struct pg *s, const struct scope *sc, const char *a, const char *b, int64_t *last)
-{
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
-	int rc;
-
-	if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK)
-		return rc;
-	return scope_head(s, &jh, sc, a, b, last);
 }
 
 /* ---- rows ------------------------------------------------------------------- */
@@ -1710,7 +1641,7 @@ pg_read_record(struct ri_store *base, const char *event_id, struct ri_record *ou
 		goto out;
 	}
 	load_row(r, 0, out, &w);
-	if ((rc = hash_at(s, out->seq - 1, prev)) != RI_ST_OK) {
+	if ((rc = ri_eng_hash_at(&s->core, out->seq - 1, prev)) != RI_ST_OK) {
 		free(w.payload_text);
 		goto out;
 	}
@@ -1720,7 +1651,7 @@ pg_read_record(struct ri_store *base, const char *event_id, struct ri_record *ou
 	struct scope sc;
 	int64_t last;
 	scope_make(&sc, SCOPE_ALL, NULL, NULL);
-	if ((rc = head_get(s, &sc, NULL, NULL, &last)) != RI_ST_OK)
+	if ((rc = ri_eng_head_get(&s->core, &sc, NULL, NULL, &last)) != RI_ST_OK)
 		goto out;
 	rc = out->purged ? RI_ST_PURGED : RI_ST_OK;
 out:
@@ -1737,12 +1668,6 @@ out:
 /* The range read of store_sqlite.c (Capability requirement 1-3), the same
  * walk of the scope's back pointers. */
 static int
-hash_at_cb(void *backend, int64_t seq, unsigned char out[RI_HASH_LEN])
-{
-	return hash_at(backend, seq, out);
-}
-
-static int
 pg_range_read(struct ri_store *base, const struct ri_query *q, struct ri_records *out)
 {
 	struct pg *s = (struct pg *)base;
@@ -1758,8 +1683,8 @@ pg_range_read(struct ri_store *base, const struct ri_query *q, struct ri_records
 	memset(out, 0, sizeof *out);
 	if ((rc = ri_walk_query(&s->core, q, &sc, &wk)) != RI_ST_OK)
 		return rc;
-	wk.hash_at = hash_at_cb;
-	wk.backend = s;
+	wk.hash_at = ri_eng_hash_at_cb;
+	wk.backend = &s->core;
 	if (q->trusted && !s->in_tx)
 		return ri_st_fail(&s->core, RI_ST_INVALID_QUERY, 0, NULL, "a trusted read outside a traversal");
 	if ((rc = read_begin(s, &began)) != RI_ST_OK)
@@ -1768,7 +1693,7 @@ pg_range_read(struct ri_store *base, const struct ri_query *q, struct ri_records
 		goto out;
 	if (q->trusted)
 		head = INT64_MAX;
-	else if ((rc = head_get(s, &sc, sc.type == SCOPE_INV ? q->invocation_id : q->kind, q->act_key,
+	else if ((rc = ri_eng_head_get(&s->core, &sc, sc.type == SCOPE_INV ? q->invocation_id : q->kind, q->act_key,
 	    &head)) != RI_ST_OK)
 		goto out;
 	ri_walk_begin(&wk, q->from, head);
@@ -1818,10 +1743,9 @@ out:
 /* Every row of the index, checked whole against the head's count and
  * accumulator (heads.h), filtered after the check. */
 static int
-open_scan(struct pg *s, const struct ri_jhead *jh, const char *kind, const char *act_key, ri_ms aged_by,
-    struct ri_open_intent **out, size_t *n)
+open_rows(void *bk, struct ri_open_scan *os)
 {
-	struct ri_open_scan os = { .kind = kind, .act_key = act_key, .aged_by = aged_by, .out = out, .n = n };
+	struct pg *s = bk;
 	PGresult *r;
 	int rc;
 
@@ -1833,35 +1757,10 @@ open_scan(struct pg *s, const struct ri_jhead *jh, const char *kind, const char 
 		return rc;
 	}
 	for (int i = 0; i < PQntuples(r); i++)
-		ri_open_scan_row(&os, PQgetvalue(r, i, 0), g_int(r, i, 1), PQgetvalue(r, i, 2), PQgetvalue(r, i, 3),
+		ri_open_scan_row(os, PQgetvalue(r, i, 0), g_int(r, i, 1), PQgetvalue(r, i, 2), PQgetvalue(r, i, 3),
 		    PQgetvalue(r, i, 4), g_int(r, i, 5));
 	PQclear(r);
-	return ri_open_scan_end(&s->core, &os, jh);
-}
-
-static int
-pg_open_intents(struct ri_store *base, const char *kind, const char *act_key, ri_ms aged_by,
-    struct ri_open_intent **out, size_t *n)
-{
-	struct pg *s = (struct pg *)base;
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
-	bool began;
-	int rc;
-
-	*out = NULL;
-	*n = 0;
-	if ((rc = read_begin(s, &began)) != RI_ST_OK)
-		return rc;
-	if ((rc = jhead_get(s, &jh, lh)) == RI_ST_OK)
-		rc = open_scan(s, &jh, kind, act_key, aged_by, out, n);
-	read_end(s, began);
-	if (rc != RI_ST_OK) {
-		ri_open_intents_free(*out, *n);
-		*out = NULL;
-		*n = 0;
-	}
-	return rc;
+	return RI_ST_OK;
 }
 
 /* ---- actors, leases, the fence ------------------------------------------------ */
@@ -1874,16 +1773,14 @@ pg_open_intents(struct ri_store *base, const char *kind, const char *act_key, ri
  * does (ri_actor_row_judge): MACed, and bound to the newest registry
  * record of its scope. */
 static int
-actor_get(struct pg *s, const struct ri_jhead *jh, const char *actor, struct ri_actor_row *row, bool *exists)
+actor_read(void *bk, const char *actor, struct ri_actor_row *row, enum ri_found *found)
 {
+	struct pg *s = bk;
 	struct params p = { 0 };
-	struct scope sc;
-	struct ri_leaf leaf = { 0 };
-	bool present;
 	PGresult *r;
 	int rc;
 
-	*exists = false;
+	*found = RI_ROW_NONE;
 	p_text(&p, actor);
 	r = run(s, ACTOR_SQL, &p);
 	if (!res_ok(r)) {
@@ -1897,32 +1794,17 @@ actor_get(struct pg *s, const struct ri_jhead *jh, const char *actor, struct ri_
 		row->created = g_int(r, 0, 2);
 		row->revoked = g_ms(r, 0, 3);
 		row->reg_seq = g_int(r, 0, 4);
-		PQclear(r);
-		if (!ok)
-			return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: actor %s is malformed", actor);
-		*exists = true;
-	} else {
-		PQclear(r);
+		*found = ok ? RI_ROW_OK : RI_ROW_MALFORMED;
 	}
-	if (s->core.key == NULL)
-		return RI_ST_OK;
-	scope_make(&sc, SCOPE_ACT, "audit", actor);
-	if ((rc = prefetch(s, sc.key)) != RI_ST_OK || (rc = tree_get(s, jh, sc.key, &present, &leaf)) != RI_ST_OK)
-		return rc;
-	return ri_actor_row_judge(&s->core, actor, *exists ? row : NULL, present, leaf.last_seq);
+	PQclear(r);
+	return RI_ST_OK;
 }
 
+/* store_engine.h path_hint: the path in one statement (prefetch). */
 static int
-check_credential(struct pg *s, const struct ri_jhead *jh, const char *actor, const char *cred, ri_ms now,
-    struct ri_actor *who)
+path_hint(void *bk, const unsigned char key[RI_SCOPE_LEN])
 {
-	struct ri_actor_row row;
-	bool exists;
-	int rc;
-
-	if ((rc = actor_get(s, jh, actor, &row, &exists)) != RI_ST_OK)
-		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
-	return ri_credential_judge(&s->core, actor, exists ? &row : NULL, cred, now, who);
+	return prefetch(bk, key);
 }
 
 #define LEASE_SQL "SELECT holder, expires_at, token, mac FROM leases WHERE kind = $1 AND act_key = $2"
@@ -1931,14 +1813,14 @@ check_credential(struct pg *s, const struct ri_jhead *jh, const char *actor, con
 /* A lease row, verified (MAC).  lock: FOR UPDATE -- taken after the head
  * row's lock, never before (the lock order). */
 static int
-lease_get(struct pg *s, const char *kind, const char *act_key, bool lock, struct ri_lease_row *l, bool *exists)
+lease_read(void *bk, const char *kind, const char *act_key, bool lock, struct ri_lease_row *l, enum ri_found *found)
 {
+	struct pg *s = bk;
 	struct params p = { 0 };
 	PGresult *r;
 	int rc;
 
-	*exists = false;
-	memset(l, 0, sizeof *l);
+	*found = RI_ROW_NONE;
 	p_text(&p, kind);
 	p_text(&p, act_key);
 	r = run(s, lock ? LEASE_LOCK_SQL : LEASE_SQL, &p);
@@ -1960,20 +1842,17 @@ lease_get(struct pg *s, const char *kind, const char *act_key, bool lock, struct
 		l->token = g_int(r, 0, 2);
 	}
 	PQclear(r);
-	if (!ok)
-		return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: the lease of (%s, %s) is malformed",
-		    kind, act_key);
-	*exists = true;
-	return ri_lease_row_judge(&s->core, kind, act_key, l);
+	*found = ok ? RI_ROW_OK : RI_ROW_MALFORMED;
+	return RI_ST_OK;
 }
 
 static int
-lease_put(struct pg *s, const char *kind, const char *act_key, const char *holder, ri_ms expires, int64_t token)
+lease_write(void *bk, const char *kind, const char *act_key, const char *holder, ri_ms expires, int64_t token,
+    const unsigned char mac[RI_HASH_LEN])
 {
+	struct pg *s = bk;
 	struct params p = { 0 };
-	unsigned char mac[RI_HASH_LEN];
 
-	ri_lease_mac(s->core.key, s->core.keylen, s->core.instance_id, kind, act_key, holder, expires, token, mac);
 	p_text(&p, kind);
 	p_text(&p, act_key);
 	p_text(&p, holder);
@@ -1995,40 +1874,35 @@ lease_put(struct pg *s, const char *kind, const char *act_key, const char *holde
  * checks it again at COMMIT (ri_fence_check, a deferred constraint
  * trigger), so a writer stalled between here and its COMMIT is refused.
  */
+/* store_engine.h fence_until: the write's terminus, issue +
+ * journal_write_bound - allowance, is a reading of the writer's own
+ * clock: carried to the instance clock as the time it has left. */
 static int
-check_fence(struct pg *s, const char *kind, const char *act_key, const struct ri_fence *f, ri_ms now)
+fence_until(void *bk, const struct ri_fence *f, ri_ms now, ri_ms *until)
 {
-	struct ri_lease_row l;
-	bool exists;
-	ri_ms a = s->core.cfg->clock_offset_allowance, until, host_now;
+	struct pg *s = bk;
+	ri_ms host_now;
 	ri_err e;
-	char *txt;
-	int rc;
 
-	/* the write's terminus, issue + journal_write_bound - allowance, is a
-	 * reading of the writer's own clock: carried to the instance clock as
-	 * the time it has left */
 	if (ri_now(s->core.cfg, &host_now, &e) != RI_OK)
 		return ri_st_fail(&s->core, RI_ST_STEP2, 0, NULL, "%s", e.msg);
-	until = now + (f->issue + s->core.cfg->journal_write_bound - a - host_now);
-	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I}", "kind", kind, "act_key", act_key, "holder", f->holder,
-	    "allowance", (json_int_t)a, "until", (json_int_t)until);
-	txt = ri_json_dumps(j, JSON_COMPACT);
-	json_decref(j);
-	/* the lease row locked (after the head: the lock order; sent ahead in
-	 * the head's round trip), and the COMMIT-time fence kept to be set
-	 * with the writes (pg_record_action) */
-	if ((rc = lease_get(s, kind, act_key, true, &l, &exists)) != RI_ST_OK) {
-		free(txt);
-		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
-	}
-	if ((rc = ri_fence_judge(&s->core, exists ? &l : NULL, f, now, until)) != RI_ST_OK) {
-		free(txt);
-		return rc;
-	}
-	free(s->fence);
-	s->fence = txt;
+	*until = now + (f->issue + s->core.cfg->journal_write_bound - s->core.cfg->clock_offset_allowance - host_now);
 	return RI_ST_OK;
+}
+
+/* store_engine.h fence_armed: the lease row was locked (after the head:
+ * the lock order; sent ahead in the head's round trip); the COMMIT-time
+ * fence is kept to be set with the writes (pg_record_action). */
+static void
+fence_armed(void *bk, const char *kind, const char *act_key, const struct ri_fence *f, ri_ms until)
+{
+	struct pg *s = bk;
+	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I}", "kind", kind, "act_key", act_key, "holder", f->holder,
+	    "allowance", (json_int_t)s->core.cfg->clock_offset_allowance, "until", (json_int_t)until);
+
+	free(s->fence);
+	s->fence = ri_json_dumps(j, JSON_COMPACT);
+	json_decref(j);
 }
 
 
@@ -2150,10 +2024,10 @@ append_locked(struct pg *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 		if ((rc = scopes_prefetch(s, act.key, kind, act_key, inv.key, a->invocation_id)) != RI_ST_OK)
 			return rc;
 	}
-	if ((rc = scope_head(s, jh, &act, kind, act_key, &act_last)) != RI_ST_OK)
+	if ((rc = ri_eng_scope_head(&s->core, jh, &act, kind, act_key, &act_last)) != RI_ST_OK)
 		return rc;
 	if (a->invocation_id != NULL) {
-		if ((rc = scope_head(s, jh, &inv, a->invocation_id, NULL, &inv_last)) != RI_ST_OK)
+		if ((rc = ri_eng_scope_head(&s->core, jh, &inv, a->invocation_id, NULL, &inv_last)) != RI_ST_OK)
 			return rc;
 	}
 	if (jh->last_seq > 0 && s->last_at != RI_NONE && s->last_at > recorded_at)
@@ -2206,8 +2080,8 @@ append_locked(struct pg *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 	free(payload);
 	if (rc != RI_ST_OK)
 		return rc;
-	if ((rc = tree_put(s, jh, act.key, h.seq, hash)) != RI_ST_OK ||
-	    (a->invocation_id && (rc = tree_put(s, jh, inv.key, h.seq, hash)) != RI_ST_OK))
+	if ((rc = ri_eng_tree_put(&s->core, jh, act.key, h.seq, hash)) != RI_ST_OK ||
+	    (a->invocation_id && (rc = ri_eng_tree_put(&s->core, jh, inv.key, h.seq, hash)) != RI_ST_OK))
 		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
 	if (role == RI_ROLE_INTENT && a->invocation_id != NULL && inv_last == 0)
 		rc = open_add_first(s, jh, a->invocation_id, h.seq, kind, act_key, h.event_id, recorded_at);
@@ -2327,11 +2201,11 @@ pg_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 	 * carry (never backwards, append_locked), as store_sqlite.c does */
 	ri_ms at = RI_NC(RI_NC_CRED_AT_NOW) ? now :     /* negative control: the host's clock */
 	    jh.last_seq > 0 && s->last_at != RI_NONE && s->last_at > now ? s->last_at : now;
-	if ((rc = check_credential(s, &jh, a->actor_ref, a->credential, at, NULL)) != RI_ST_OK)
+	if ((rc = ri_eng_check_credential(&s->core, &jh, a->actor_ref, a->credential, at, NULL)) != RI_ST_OK)
 		goto fail;
 	/* negative control: the fence is never checked */
 	if (!RI_NC(RI_NC_NO_JOURNAL_FENCE) && a->fence != NULL && c->journal_fence &&
-	    (rc = check_fence(s, kind, a->act_key ? a->act_key : "", a->fence, now)) != RI_ST_OK)
+	    (rc = ri_eng_check_fence(&s->core, kind, a->act_key ? a->act_key : "", a->fence, now)) != RI_ST_OK)
 		goto fail;
 	if (!RI_NC(RI_NC_BINDINGS_UNGUARDED) && a->bindings_guard) {
 		/* bindings are history (issue 41): the writer's decision holds
@@ -2522,101 +2396,48 @@ pg_purge(struct ri_store *base, ri_ms now, int64_t *purged)
 /* ---- Actor Identity --------------------------------------------------------- */
 
 
+/* store_engine.h actor_insert: a taken name is a violation of the
+ * actors' own key (not of a record's, written in the same statement's
+ * round trip) */
 static int
-pg_actor_add(struct ri_store *base, const char *actor, bool service, char credential[128])
+actor_insert(void *bk, const char *actor, const struct ri_actor_row *row)
 {
-	struct pg *s = (struct pg *)base;
-	unsigned char lh[RI_HASH_LEN];
+	struct pg *s = bk;
 	struct params p = { 0 };
-	struct ri_appended ap;
-	struct ri_jhead jh;
-	struct ri_actor_row row;
-	bool exists;
-	ri_ms now;
+	PGresult *r;
+	const char *cn;
 	int rc;
 
-	if (!ri_valid_actor_name(actor, s->core.cfg->reference_length_cap))
-		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL,
-		    "actor name must be 1..%lld of [A-Za-z0-9._@-] and not \"audit\"",
-		    (long long)s->core.cfg->reference_length_cap);
-	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
-		return rc;
-	if ((rc = actor_get(s, &jh, actor, &row, &exists)) != RI_ST_OK)
-		goto fail;
-	if (exists) {
-		rc = ri_st_fail(&s->core, RI_ST_EXISTS, 0, NULL, "actor %s already exists", actor);
-		goto fail;
-	}
-	json_t *data = json_pack("{s:s, s:s}", "actor_ref", actor, "type", service ? "service" : "human");
-	rc = append_substrate(s, &jh, lh, "audit.actor_registered", actor, data, now, &ap);
-	json_decref(data);
-	if (rc != RI_ST_OK)
-		goto fail;
-	row = (struct ri_actor_row){ .service = service, .created = now, .revoked = RI_NONE, .reg_seq = ap.seq };
-	ri_credential_mint(&s->core, actor, credential, &row);
 	p_text(&p, actor);
-	p_int(&p, service);
-	p_bytes(&p, row.cred_hash, 32);
-	p_int(&p, now);
-	p_int(&p, ap.seq);
-	p_bytes(&p, row.mac, RI_HASH_LEN);
-	if ((rc = exec1(s, RI_ST_STEP2, "actor add", "INSERT INTO actors VALUES ($1, $2, $3, $4, NULL, $5, $6)",
-	    &p)) != RI_ST_OK)
-		goto fail;
-	if ((rc = commit(s)) == RI_ST_OK)
-		return RI_ST_OK;
-	sodium_memzero(credential, 128);
-	return rc;
-fail:
-	rollback_keep(s);
-	sodium_memzero(credential, 128);
+	p_int(&p, row->service);
+	p_bytes(&p, row->cred_hash, 32);
+	p_int(&p, row->created);
+	p_int(&p, row->reg_seq);
+	p_bytes(&p, row->mac, RI_HASH_LEN);
+	r = run(s, "INSERT INTO actors VALUES ($1, $2, $3, $4, NULL, $5, $6)", &p);
+	if (res_ok(r))
+		rc = RI_ST_OK;
+	else if (r != NULL && (cn = PQresultErrorField(r, PG_DIAG_CONSTRAINT_NAME)) != NULL &&
+	    strcmp(cn, "actors_pkey") == 0)
+		rc = RI_ST_EXISTS;
+	else
+		rc = db_fail(s, RI_ST_STEP2, "actor add", r);
+	PQclear(r);
 	return rc;
 }
 
 static int
-pg_actor_revoke(struct ri_store *base, const char *actor)
+actor_update(void *bk, const char *actor, const struct ri_actor_row *row)
 {
-	struct pg *s = (struct pg *)base;
-	unsigned char lh[RI_HASH_LEN];
+	struct pg *s = bk;
 	struct params p = { 0 };
-	struct ri_appended ap;
-	struct ri_jhead jh;
-	struct ri_actor_row row;
-	bool exists;
-	ri_ms now;
-	int rc;
 
-	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
-		return rc;
-	if ((rc = actor_get(s, &jh, actor, &row, &exists)) != RI_ST_OK)
-		goto fail;
-	if (!exists) {
-		rc = ri_st_fail(&s->core, RI_ST_NOT_KNOWN, 0, NULL, "no actor %s", actor);
-		goto fail;
-	}
-	if (row.revoked != RI_NONE) {
-		rollback(s);
-		return RI_ST_OK;
-	}
-	json_t *data = json_pack("{s:s}", "actor_ref", actor);
-	rc = append_substrate(s, &jh, lh, "audit.actor_revoked", actor, data, now, &ap);
-	json_decref(data);
-	if (rc != RI_ST_OK)
-		goto fail;
-	row.revoked = now;
-	row.reg_seq = ap.seq;
-	ri_actor_row_mac(&s->core, actor, &row, row.mac);
-	p_int(&p, now);
-	p_int(&p, ap.seq);
-	p_bytes(&p, row.mac, RI_HASH_LEN);
+	p_int(&p, row->revoked);
+	p_int(&p, row->reg_seq);
+	p_bytes(&p, row->mac, RI_HASH_LEN);
 	p_text(&p, actor);
-	if ((rc = exec1(s, RI_ST_STEP2, "actor revoke", "UPDATE actors SET revoked_at = $1, reg_seq = $2, mac = $3"
-	    " WHERE actor_ref = $4", &p)) != RI_ST_OK)
-		goto fail;
-	return commit(s);
-fail:
-	rollback_keep(s);
-	return rc;
+	return exec1(s, RI_ST_STEP2, "actor revoke", "UPDATE actors SET revoked_at = $1, reg_seq = $2, mac = $3"
+	    " WHERE actor_ref = $4", &p);
 }
 
 /* Every actor name (actors_list, registry checks). */
@@ -2662,7 +2483,7 @@ pg_actor_list(struct ri_store *base, struct ri_actor **out, size_t *n)
 	for (size_t i = 0; i < nn; i++) {
 		struct ri_actor_row row;
 		bool exists;
-		if ((rc = actor_get(s, &jh, names[i], &row, &exists)) != RI_ST_OK)
+		if ((rc = ri_eng_actor_get(&s->core, &jh, names[i], &row, &exists)) != RI_ST_OK)
 			goto out;
 		struct ri_actor *a = &(*out)[(*n)++];
 		a->actor_ref = ri_strdup(names[i]);
@@ -2678,34 +2499,6 @@ out:
 		*out = NULL;
 		*n = 0;
 	}
-	return rc;
-}
-
-static int
-pg_authenticate(struct ri_store *base, const char *actor, const char *cred, struct ri_actor *out)
-{
-	struct pg *s = (struct pg *)base;
-	struct ri_actor who = { 0 };
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
-	bool began;
-	ri_ms now;
-	int rc;
-
-	ri_st_err_clear(&s->core.err);
-	if (out != NULL)
-		memset(out, 0, sizeof *out);
-	if ((rc = ri_authenticate_request_judge(&s->core, actor, cred)) != RI_ST_OK)
-		return rc;
-	if ((rc = read_begin(s, &began)) != RI_ST_OK)
-		return rc;
-	if ((rc = jhead_get_at(s, false, &jh, lh, &now)) == RI_ST_OK)
-		rc = check_credential(s, &jh, actor, cred, now, &who);
-	read_end(s, began);
-	if (rc == RI_ST_STEP2)
-		rc = ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
-	if (rc == RI_ST_OK && out != NULL)
-		*out = who;
 	return rc;
 }
 
@@ -2762,13 +2555,13 @@ pg_take(struct ri_store *base, const char *kind, const char *act_key, const char
 
 		if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
 			return rc == RI_ST_INTEGRITY ? rc : ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
-		if ((rc = lease_get(s, kind, act_key, true, &l, &exists)) != RI_ST_OK) {
+		if ((rc = ri_eng_lease_get(&s->core, kind, act_key, true, &l, &exists)) != RI_ST_OK) {
 			rollback_keep(s);
 			return rc == RI_ST_INTEGRITY ? rc : ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
 		}
 		if (ri_lease_free(exists ? &l : NULL, holder, now)) {
 			jh.grants++;
-			if (lease_put(s, kind, act_key, holder, now + duration, jh.grants) != RI_ST_OK ||
+			if (ri_eng_lease_put(&s->core, kind, act_key, holder, now + duration, jh.grants) != RI_ST_OK ||
 			    jhead_set(s, &jh, lh) != RI_ST_OK) {
 				rollback_keep(s);
 				return ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
@@ -2799,7 +2592,7 @@ pg_remaining(struct ri_store *base, const char *kind, const char *act_key, const
 	*left = RI_NONE;
 	if ((rc = read_begin(s, &began)) != RI_ST_OK)
 		return rc;
-	if ((rc = clock_now(s, &now)) == RI_ST_OK && (rc = lease_get(s, kind, act_key, false, &l, &exists)) == RI_ST_OK &&
+	if ((rc = clock_now(s, &now)) == RI_ST_OK && (rc = ri_eng_lease_get(&s->core, kind, act_key, false, &l, &exists)) == RI_ST_OK &&
 	    exists && l.held && strcmp(l.holder, holder) == 0 && l.expires > now)
 		*left = l.expires - now;
 	read_end(s, began);
@@ -2821,12 +2614,12 @@ pg_release(struct ri_store *base, const char *kind, const char *act_key, const c
 	 * does not move it */
 	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
 		return rc == RI_ST_INTEGRITY ? rc : ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
-	if ((rc = lease_get(s, kind, act_key, true, &l, &exists)) != RI_ST_OK) {
+	if ((rc = ri_eng_lease_get(&s->core, kind, act_key, true, &l, &exists)) != RI_ST_OK) {
 		rollback_keep(s);
 		return rc;
 	}
 	held = exists && l.held && strcmp(l.holder, holder) == 0;
-	if (held && (rc = lease_put(s, kind, act_key, NULL, 0, l.token)) != RI_ST_OK) {
+	if (held && (rc = ri_eng_lease_put(&s->core, kind, act_key, NULL, 0, l.token)) != RI_ST_OK) {
 		rollback_keep(s);
 		return rc;
 	}
@@ -2838,15 +2631,12 @@ pg_release(struct ri_store *base, const char *kind, const char *act_key, const c
 /* ---- marks, head ---------------------------------------------------------------- */
 
 static int
-pg_mark_get(struct ri_store *base, const char *name, int64_t *seq)
+mark_read(void *bk, const char *name, int64_t *seq, unsigned char mac[RI_HASH_LEN], enum ri_found *found)
 {
-	struct pg *s = (struct pg *)base;
+	struct pg *s = bk;
 	struct params p = { 0 };
-	unsigned char mac[RI_HASH_LEN], calc[RI_HASH_LEN];
 	PGresult *r;
-	bool ok = false, found;
 
-	*seq = 0;
 	if (!s->in_tx && connected(s) != RI_ST_OK)
 		return RI_ST_UNAVAILABLE;
 	p_text(&p, name);
@@ -2856,59 +2646,25 @@ pg_mark_get(struct ri_store *base, const char *name, int64_t *seq)
 		PQclear(r);
 		return rc;
 	}
-	found = PQntuples(r) == 1;
-	if (found) {
+	if (PQntuples(r) == 1) {
 		*seq = g_int(r, 0, 0);
-		ok = g_bytes(r, 0, 1, mac, RI_HASH_LEN);
+		*found = g_bytes(r, 0, 1, mac, RI_HASH_LEN) ? RI_ROW_OK : RI_ROW_MALFORMED;
 	}
 	PQclear(r);
-	if (found && s->core.key != NULL) {
-		if (ok)
-			ri_mark_mac(s->core.key, s->core.keylen, s->core.instance_id, name, *seq, calc);
-		if (!ok || sodium_memcmp(calc, mac, RI_HASH_LEN) != 0) {
-			*seq = 0;
-			return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: mark %s fails its MAC", name);
-		}
-	}
 	return RI_ST_OK;
 }
 
 static int
-pg_mark_set(struct ri_store *base, const char *name, int64_t seq)
+mark_write(void *bk, const char *name, int64_t seq, const unsigned char mac[RI_HASH_LEN])
 {
-	struct pg *s = (struct pg *)base;
+	struct pg *s = bk;
 	struct params p = { 0 };
-	unsigned char mac[RI_HASH_LEN];
-	int rc;
 
-	if ((rc = tx_begin(s, true, false)) != RI_ST_OK)
-		return rc;
-	ri_mark_mac(s->core.key, s->core.keylen, s->core.instance_id, name, seq, mac);
 	p_text(&p, name);
 	p_int(&p, seq);
 	p_bytes(&p, mac, RI_HASH_LEN);
-	if ((rc = exec1(s, RI_ST_UNAVAILABLE, "write", "INSERT INTO marks VALUES ($1, $2, $3) ON CONFLICT (name)"
-	    " DO UPDATE SET seq = excluded.seq, mac = excluded.mac", &p)) != RI_ST_OK) {
-		rollback_keep(s);
-		return rc;
-	}
-	return commit(s) == RI_ST_OK ? RI_ST_OK : RI_ST_UNAVAILABLE;
-}
-
-static int
-pg_head(struct ri_store *base, int64_t *seq, unsigned char hash[32])
-{
-	struct pg *s = (struct pg *)base;
-	struct ri_jhead jh;
-	bool began;
-	int rc;
-
-	if ((rc = read_begin(s, &began)) != RI_ST_OK)
-		return rc;
-	if ((rc = jhead_get(s, &jh, hash)) == RI_ST_OK)
-		*seq = jh.last_seq;
-	read_end(s, began);
-	return rc;
+	return exec1(s, RI_ST_UNAVAILABLE, "write", "INSERT INTO marks VALUES ($1, $2, $3) ON CONFLICT (name)"
+	    " DO UPDATE SET seq = excluded.seq, mac = excluded.mac", &p);
 }
 
 /* ---- the traversal, peek ------------------------------------------------------- */
@@ -2971,7 +2727,7 @@ pg_traverse(struct ri_store *base, ri_traverse_fn each, void *arg)
 		struct scope sc;
 		int64_t head;
 		scope_make(&sc, SCOPE_ALL, NULL, NULL);
-		if ((rc = head_get(s, &sc, NULL, NULL, &head)) == RI_ST_INTEGRITY) {
+		if ((rc = ri_eng_head_get(&s->core, &sc, NULL, NULL, &head)) == RI_ST_INTEGRITY) {
 			struct ri_record r = { .seq = last };
 			each(&r, RI_P_HEAD, arg);
 		} else if (rc != RI_ST_OK) {
@@ -3059,7 +2815,7 @@ registry_verify(struct pg *s, const struct ri_jhead *jh, ri_state_fn each, void 
 	for (size_t i = 0; i < n; i++) {
 		struct ri_actor_row row;
 		bool exists;
-		if ((rc = actor_get(s, jh, names[i], &row, &exists)) != RI_ST_OK) {
+		if ((rc = ri_eng_actor_get(&s->core, jh, names[i], &row, &exists)) != RI_ST_OK) {
 			if (each == NULL || rc == RI_ST_UNAVAILABLE) {
 				ri_strings_free(names, n);
 				return rc;
@@ -3073,7 +2829,7 @@ registry_verify(struct pg *s, const struct ri_jhead *jh, ri_state_fn each, void 
 		return rc;
 	for (size_t i = 0; i < n; i++) {
 		int64_t m;
-		if ((rc = pg_mark_get(&s->base, names[i], &m)) != RI_ST_OK) {
+		if ((rc = ri_eng_mark_get(&s->base, names[i], &m)) != RI_ST_OK) {
 			if (each == NULL || rc == RI_ST_UNAVAILABLE) {
 				ri_strings_free(names, n);
 				return rc;
@@ -3092,12 +2848,12 @@ static int
 verify_since_seal(struct pg *s, const struct ri_jhead *jh, ri_ms now)
 {
 	struct params p = { 0 };
-	struct ri_seal_walk sw = { .jh = jh, .expect = jh->sealed_seq + 1, .now = now, .tree_get = tree_get_cb,
-		.backend = s };
+	struct ri_seal_walk sw = { .jh = jh, .expect = jh->sealed_seq + 1, .now = now, .tree_get = ri_eng_tree_get_cb,
+		.backend = &s->core };
 	PGresult *res;
 	int rc;
 
-	if ((rc = hash_at(s, sw.expect - 1, sw.prev)) != RI_ST_OK)
+	if ((rc = ri_eng_hash_at(&s->core, sw.expect - 1, sw.prev)) != RI_ST_OK)
 		return rc;
 	p_int(&p, sw.expect);
 	res = run(s, "SELECT " REC_COLS " FROM records WHERE seq >= $1 ORDER BY seq", &p);
@@ -3120,7 +2876,7 @@ verify_since_seal(struct pg *s, const struct ri_jhead *jh, ri_ms now)
 	PQclear(res);
 	if ((rc = ri_seal_walk_end(&s->core, &sw)) != RI_ST_OK)
 		return rc;
-	if (s->core.key != NULL && (rc = open_scan(s, jh, NULL, NULL, RI_NONE, NULL, NULL)) != RI_ST_OK)
+	if (s->core.key != NULL && (rc = ri_eng_open_scan(&s->core, jh, NULL, NULL, RI_NONE, NULL, NULL)) != RI_ST_OK)
 		return rc;
 	return registry_verify(s, jh, NULL, NULL);
 }
@@ -3180,29 +2936,19 @@ fail:
 	return rc;
 }
 
+/* store_engine.h sealed_rows */
 static int
-pg_sealed(struct ri_store *base, int64_t *seq, unsigned char hash[32])
+sealed_rows(void *bk, int64_t *seq)
 {
-	struct pg *s = (struct pg *)base;
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
-	bool began;
-	int rc;
+	struct pg *s = bk;
+	PGresult *r = run(s, "SELECT max(seq) FROM records WHERE action_ref = 'audit.sealed'", NULL);
+	int rc = RI_ST_OK;
 
-	*seq = 0;
-	if ((rc = read_begin(s, &began)) != RI_ST_OK)
-		return rc;
-	if ((rc = jhead_get(s, &jh, lh)) == RI_ST_OK && s->core.key == NULL) {
-		PGresult *r = run(s, "SELECT max(seq) FROM records WHERE action_ref = 'audit.sealed'", NULL);
-		if (!res_ok(r))
-			rc = db_fail(s, RI_ST_UNAVAILABLE, "read", r);
-		else if (!g_null(r, 0, 0))
-			jh.sealed_seq = g_int(r, 0, 0);
-		PQclear(r);
-	}
-	if (rc == RI_ST_OK && (rc = hash_at(s, jh.sealed_seq, hash)) == RI_ST_OK)
-		*seq = jh.sealed_seq;
-	read_end(s, began);
+	if (!res_ok(r))
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", r);
+	else if (!g_null(r, 0, 0))
+		*seq = g_int(r, 0, 0);
+	PQclear(r);
 	return rc;
 }
 
@@ -3291,7 +3037,7 @@ pg_rebuild(struct ri_store *base, json_t **report)
 			int64_t last = g_int(res, i, 2);
 			scope_make(&sc, pass == 0 ? SCOPE_ACT : SCOPE_INV, PQgetvalue(res, i, 0),
 			    g_null(res, i, 1) ? NULL : PQgetvalue(res, i, 1));
-			if ((rc = hash_at(s, last, h)) != RI_ST_OK || (rc = tree_put(s, &jh, sc.key, last, h)) != RI_ST_OK)
+			if ((rc = ri_eng_hash_at(&s->core, last, h)) != RI_ST_OK || (rc = ri_eng_tree_put(&s->core, &jh, sc.key, last, h)) != RI_ST_OK)
 				goto fail;
 			scopes++;
 		}
@@ -3311,9 +3057,9 @@ pg_rebuild(struct ri_store *base, json_t **report)
 			struct ri_lease_row l;
 			bool exists;
 			const char *kk = PQgetvalue(res, i, 0), *ak = PQgetvalue(res, i, 1);
-			if (lease_get(s, kk, ak, false, &l, &exists) == RI_ST_INTEGRITY) {
+			if (ri_eng_lease_get(&s->core, kk, ak, false, &l, &exists) == RI_ST_INTEGRITY) {
 				jh.grants++;
-				if ((rc = lease_put(s, kk, ak, NULL, 0, jh.grants)) != RI_ST_OK)
+				if ((rc = ri_eng_lease_put(&s->core, kk, ak, NULL, 0, jh.grants)) != RI_ST_OK)
 					goto fail;
 				leases_reset++;
 			}
@@ -3325,7 +3071,7 @@ pg_rebuild(struct ri_store *base, json_t **report)
 		for (size_t i = 0; i < n; i++) {
 			int64_t m;
 			struct params p = { 0 };
-			if (pg_mark_get(base, k[i], &m) == RI_ST_OK)
+			if (ri_eng_mark_get(base, k[i], &m) == RI_ST_OK)
 				continue;
 			p_text(&p, k[i]);
 			exec1(s, RI_ST_UNAVAILABLE, "rebuild", "DELETE FROM marks WHERE name = $1", &p);
@@ -3536,7 +3282,7 @@ pg_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 	}
 	if (s->core.key == NULL)
 		goto out;
-	if ((rc = open_scan(s, &hr.h, NULL, NULL, RI_NONE, NULL, NULL)) == RI_ST_UNAVAILABLE)
+	if ((rc = ri_eng_open_scan(&s->core, &hr.h, NULL, NULL, RI_NONE, NULL, NULL)) == RI_ST_UNAVAILABLE)
 		goto out;
 	if (rc != RI_ST_OK)
 		each("8.1.3", 0, s->core.err.msg, arg);
@@ -3546,7 +3292,7 @@ pg_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 		for (int i = 0; rc == RI_ST_OK && i < PQntuples(r); i++) {
 			struct ri_lease_row l;
 			bool exists;
-			if ((rc = lease_get(s, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), false, &l, &exists)) ==
+			if ((rc = ri_eng_lease_get(&s->core, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), false, &l, &exists)) ==
 			    RI_ST_UNAVAILABLE)
 				break;
 			if (rc != RI_ST_OK)
@@ -3590,22 +3336,109 @@ pg_close(struct ri_store *base)
 	free(s);
 }
 
+static int
+jhead_get_cb(void *bk, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN])
+{
+	return jhead_get(bk, h, last_hash);
+}
+
+static int
+be_read_begin(void *bk, bool *began)
+{
+	return read_begin(bk, began);
+}
+
+static void
+be_read_end(void *bk, bool began)
+{
+	read_end(bk, began);
+}
+
+static int
+be_write_begin(void *bk)
+{
+	return tx_begin(bk, true, false);
+}
+
+static int
+be_commit(void *bk)
+{
+	return commit(bk);
+}
+
+static void
+be_rollback(void *bk)
+{
+	rollback_keep(bk);
+}
+
+/* the server's clock, in the head's round trip */
+static int
+jhead_now(void *bk, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN], ri_ms *now)
+{
+	return jhead_get_at(bk, false, h, last_hash, now);
+}
+
+static int
+be_write_head(void *bk, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri_ms *now)
+{
+	return write_begin(bk, jh, lh, now);
+}
+
+static int
+be_append_substrate(void *bk, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN], const char *action_ref,
+    const char *act_key, json_t *data, ri_ms now, struct ri_appended *out)
+{
+	return append_substrate(bk, jh, lh, action_ref, act_key, data, now, out);
+}
+
+/* The primitives of store_engine.h: SQL and decoding, behind them the
+ * read-ahead, the deferred writes and the batched nodes. */
+static const struct ri_backend pg_backend = {
+	.record_hash = record_hash,
+	.scope_newest = scope_newest,
+	.node_get = node_get,
+	.node_put = node_put,
+	.jhead_get = jhead_get_cb,
+	.path_hint = path_hint,
+	.actor_read = actor_read,
+	.lease_read = lease_read,
+	.lease_write = lease_write,
+	.fence_until = fence_until,
+	.fence_armed = fence_armed,
+	.read_begin = be_read_begin,
+	.read_end = be_read_end,
+	.write_begin = be_write_begin,
+	.commit = be_commit,
+	.rollback = be_rollback,
+	.jhead_now = jhead_now,
+	.sealed_rows = sealed_rows,
+	.open_rows = open_rows,
+	.mark_read = mark_read,
+	.mark_write = mark_write,
+	.write_head = be_write_head,
+	.append_substrate = be_append_substrate,
+	.actor_insert = actor_insert,
+	.actor_update = actor_update,
+};
+_Static_assert(offsetof(struct pg, core) == offsetof(struct ri_eng_store, core), "struct pg begins as ri_eng_store");
+
 static const struct ri_store_ops pg_ops = {
 	.record_action = pg_record_action,
 	.read_record = pg_read_record,
 	.range_read = pg_range_read,
-	.open_intents = pg_open_intents,
+	.open_intents = ri_eng_open_intents,
 	.purge = pg_purge,
-	.actor_add = pg_actor_add,
-	.actor_revoke = pg_actor_revoke,
+	.actor_add = ri_eng_actor_add,
+	.actor_revoke = ri_eng_actor_revoke,
 	.actor_list = pg_actor_list,
-	.authenticate = pg_authenticate,
+	.authenticate = ri_eng_authenticate,
 	.open_kinds = pg_open_kinds,
 	.take = pg_take,
 	.remaining = pg_remaining,
 	.release = pg_release,
-	.mark_get = pg_mark_get,
-	.mark_set = pg_mark_set,
+	.mark_get = ri_eng_mark_get,
+	.mark_set = ri_eng_mark_set,
 	.traverse = pg_traverse,
 	.peek = pg_peek,
 	.inv_span = pg_inv_span,
@@ -3616,8 +3449,8 @@ static const struct ri_store_ops pg_ops = {
 	.rebuild = pg_rebuild,
 	.audit_state = pg_audit_state,
 	.instance_id = pg_instance_id,
-	.head = pg_head,
-	.sealed = pg_sealed,
+	.head = ri_eng_head,
+	.sealed = ri_eng_sealed,
 	.error = pg_error,
 	.close = pg_close,
 };
@@ -3645,17 +3478,6 @@ pg_connect(struct pg *s, ri_err *err)
 	if (session_setup(s) != RI_ST_OK)
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "%s", s->core.err.msg);
 	return RI_OK;
-}
-
-static void
-derive_keys(struct pg *s)
-{
-	unsigned char full[RI_HASH_LEN];
-	static const char tag[] = "ri credential hash key";
-
-	ri_mac(s->core.key, s->core.keylen, tag, sizeof tag, full);
-	memcpy(s->core.cred_key, full, sizeof s->core.cred_key);
-	sodium_memzero(full, sizeof full);
 }
 
 static int
@@ -3695,6 +3517,7 @@ ri_pg_open(const struct ri_config *c, const unsigned char *key, size_t keylen, u
 		return ri_fail(err, RI_INTERNAL, "no integrity key");
 	s = ri_xcalloc(1, sizeof *s);
 	s->base.ops = &pg_ops;
+	ri_eng_attach(&s->core, &pg_backend, s, &s->nodes);
 	s->nmap = ri_xcalloc(NMAP, sizeof *s->nmap);
 	const char *trace = getenv("RI_PG_TRACE");
 	s->trace = trace != NULL ? atoi(trace) : 0;
@@ -3703,7 +3526,7 @@ ri_pg_open(const struct ri_config *c, const unsigned char *key, size_t keylen, u
 	if (key != NULL) {
 		s->core.key = (unsigned char *)key;
 		s->core.keylen = keylen;
-		derive_keys(s);
+		ri_eng_derive_keys(&s->core);
 	}
 	if ((rc = pg_connect(s, err)) != RI_OK || (rc = load_meta(s, err)) != RI_OK) {
 		pg_close(&s->base);
@@ -3726,7 +3549,7 @@ ri_pg_open(const struct ri_config *c, const unsigned char *key, size_t keylen, u
 	if (key != NULL && !(flags & RI_READONLY)) {
 		int64_t seq;
 		unsigned char h[RI_HASH_LEN];
-		if (pg_head(&s->base, &seq, h) == RI_ST_INTEGRITY) {
+		if (ri_eng_head(&s->base, &seq, h) == RI_ST_INTEGRITY) {
 			rc = ri_fail(err, RI_INTEGRITY, "%s", s->core.err.msg);
 			pg_close(&s->base);
 			return rc;
@@ -3753,6 +3576,7 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	int rc;
 
 	s->base.ops = &pg_ops;
+	ri_eng_attach(&s->core, &pg_backend, s, &s->nodes);
 	s->core.cfg = c;
 	s->core.key = (unsigned char *)key;
 	s->core.keylen = keylen;
@@ -3831,6 +3655,7 @@ ri_pg_drop(const struct ri_config *c, ri_err *err)
 
 	s->nmap = ri_xcalloc(NMAP, sizeof *s->nmap);
 	s->base.ops = &pg_ops;
+	ri_eng_attach(&s->core, &pg_backend, s, &s->nodes);
 	s->core.cfg = c;
 	if ((rc = pg_connect(s, err)) == RI_OK) {
 		/* the tables (their indexes and triggers with them), then the

@@ -37,7 +37,7 @@
 #include "heads.h"
 #include "integrity.h"
 #include "nc.h"
-#include "store_common.h"
+#include "store_engine.h"
 #include "store_sqlite.h"
 #include "store_sqlite_vfs.h"
 #include "mem.h"
@@ -375,17 +375,14 @@ sql_now(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 
 /* ---- the journal head, the tree of scope heads, the witness ------------ */
 
-/* Stored hash of the record at seq (0 = the genesis). */
+/* Stored hash of the record at seq (store_engine.h record_hash). */
 static int
-hash_at(struct sq *s, int64_t seq, unsigned char out[RI_HASH_LEN])
+record_hash(void *bk, int64_t seq, unsigned char out[RI_HASH_LEN])
 {
+	struct sq *s = bk;
 	sqlite3_stmt *st;
 	int rc;
 
-	if (seq == 0) {
-		memcpy(out, s->core.genesis, RI_HASH_LEN);
-		return RI_ST_OK;
-	}
 	if ((st = prep(s, "SELECT hash FROM records WHERE seq = ?")) == NULL)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
 	sqlite3_bind_int64(st, 1, seq);
@@ -396,9 +393,7 @@ hash_at(struct sq *s, int64_t seq, unsigned char out[RI_HASH_LEN])
 	}
 	done(s, st);
 	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
-		return ri_st_fail(&s->core, RI_ST_INTEGRITY, seq, NULL,
-		    "journal integrity: record seq %lld is missing or has no hash (a deleted row)",
-		    (long long)seq);
+		return RI_ST_NOT_KNOWN;
 	return db_fail(s, RI_ST_UNAVAILABLE, "read");
 }
 
@@ -429,6 +424,16 @@ scope_max(struct sq *s, int type, const char *a, const char *b, int64_t *out)
 	*out = sqlite3_column_int64(st, 0);
 	done(s, st);
 	return RI_ST_OK;
+}
+
+/* store_engine.h scope_newest: the hash is the engine's to read. */
+static int
+scope_newest(void *bk, const struct scope *sc, const char *a, const char *b, int64_t *seq,
+    unsigned char hash[RI_HASH_LEN], enum ri_hashed *hashed)
+{
+	(void)hash;
+	*hashed = RI_HASH_UNREAD;
+	return scope_max(bk, sc->type, a, b, seq);
 }
 
 /* The node store of the tree (heads.h). */
@@ -474,42 +479,6 @@ node_put(void *ctx, const unsigned char *id, size_t idlen, const unsigned char *
 	rc = sqlite3_step(st);
 	done(s, st);
 	return rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "write");
-}
-
-static int
-tree_get(struct sq *s, const struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], bool *present,
-    struct ri_leaf *leaf)
-{
-	struct ri_tree_io io = { s, node_get, node_put, &s->nodes };
-	char why[256] = "";
-	int rc = ri_tree_get(&io, jh->root, key, present, leaf, why, sizeof why);
-
-	if (rc == RI_ST_INTEGRITY && why[0] != '\0')
-		return ri_st_fail(&s->core, rc, 0, NULL, "journal integrity: %s", why);
-	return rc;
-}
-
-static int
-tree_get_cb(void *backend, const struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], bool *present,
-    struct ri_leaf *leaf)
-{
-	return tree_get(backend, jh, key, present, leaf);
-}
-
-static int
-tree_put(struct sq *s, struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], int64_t seq,
-    const unsigned char hash[RI_HASH_LEN])
-{
-	struct ri_tree_io io = { s, node_get, node_put, &s->nodes };
-	struct ri_leaf leaf = { .last_seq = seq };
-	char why[256] = "";
-	int rc;
-
-	memcpy(leaf.hash, hash, RI_HASH_LEN);
-	rc = ri_tree_put(&io, jh->root, key, &leaf, why, sizeof why);
-	if (rc == RI_ST_INTEGRITY && why[0] != '\0')
-		return ri_st_fail(&s->core, rc, 0, NULL, "journal integrity: %s", why);
-	return rc;
 }
 
 /* The head row as stored (typed), without judging it. */
@@ -584,7 +553,7 @@ jhead_verify(struct sq *s, struct ri_jhead *h, unsigned char last_hash[RI_HASH_L
 	if (s->core.key == NULL) {
 		memset(h, 0, sizeof *h);
 		h->last_seq = rows;
-		if ((rc = hash_at(s, rows, last_hash)) != RI_ST_OK)
+		if ((rc = ri_eng_hash_at(&s->core, rows, last_hash)) != RI_ST_OK)
 			return rc;
 	} else {
 		if ((rc = jhead_read(s, h, mac)) != RI_ST_OK) {
@@ -592,7 +561,7 @@ jhead_verify(struct sq *s, struct ri_jhead *h, unsigned char last_hash[RI_HASH_L
 				s->core.err.seq = rows;      /* name the journal's newest record */
 			return rc;
 		}
-		rc = hash_at(s, h->last_seq, last_hash);
+		rc = ri_eng_hash_at(&s->core, h->last_seq, last_hash);
 		if (rc != RI_ST_OK && rc != RI_ST_INTEGRITY)
 			return rc;
 		if ((rc = ri_jhead_judge(&s->core, h, mac, rc == RI_ST_OK ? last_hash : NULL, rows)) != RI_ST_OK)
@@ -600,7 +569,7 @@ jhead_verify(struct sq *s, struct ri_jhead *h, unsigned char last_hash[RI_HASH_L
 	}
 	if (!ri_witness_wants(&s->core, h->last_seq))
 		return ri_witness_judge(&s->core, h->last_seq, NULL);
-	if ((rc = hash_at(s, s->core.anchor_seq, at)) != RI_ST_OK)
+	if ((rc = ri_eng_hash_at(&s->core, s->core.anchor_seq, at)) != RI_ST_OK)
 		return rc;
 	return ri_witness_judge(&s->core, h->last_seq, at);
 }
@@ -630,59 +599,6 @@ jhead_set(struct sq *s, const struct ri_jhead *h, const unsigned char last_hash[
 	if (sqlite3_changes(s->db) != 1)
 		return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: the journal head is missing");
 	return RI_ST_OK;
-}
-
-/*
- * The verified head of a scope under a verified journal head: the tree
- * proves it present -- its leaf agrees with the newest record the rows
- * hold, and that record's hash is the one the leaf bound -- or proves it
- * absent, and then no row may claim it.  Without a key only the rows are
- * consulted.
- */
-static int
-scope_head(struct sq *s, const struct ri_jhead *jh, const struct scope *sc, const char *a, const char *b,
-    int64_t *last)
-{
-	struct ri_leaf leaf;
-	unsigned char h[RI_HASH_LEN];
-	int64_t rows = 0;
-	bool present;
-	int rc;
-
-	if (sc->type == SCOPE_ALL) {
-		*last = jh->last_seq;
-		return RI_ST_OK;
-	}
-	if ((rc = scope_max(s, sc->type, a, b, &rows)) != RI_ST_OK)
-		return rc;
-	if (s->core.key == NULL) {
-		*last = rows;
-		return RI_ST_OK;
-	}
-	if ((rc = tree_get(s, jh, sc->key, &present, &leaf)) != RI_ST_OK) {
-		if (rc == RI_ST_INTEGRITY)      /* name the scope's newest record, or the journal's */
-			s->core.err.seq = rows != 0 ? rows : jh->last_seq;
-		return rc;
-	}
-	/* the newest row's hash (rows 0: the genesis, no read) */
-	if ((rc = hash_at(s, rows, h)) != RI_ST_OK)
-		return rc;
-	return ri_scope_head_judge(&s->core, sc, rows, h, present, &leaf, last);
-}
-
-/* The same, with the journal's own head verified first (the root hangs
- * off it): an empty answer from a journal that is not ours, truncated, or
- * hiding the scope is never an absence. */
-static int
-head_get(struct sq *s, const struct scope *sc, const char *a, const char *b, int64_t *last)
-{
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
-	int rc;
-
-	if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK)
-		return rc;
-	return scope_head(s, &jh, sc, a, b, last);
 }
 
 /* ---- rows and their verification --------------------------------------- */
@@ -776,56 +692,6 @@ load_row(sqlite3_stmt *st, struct ri_record *r, struct ri_raw *w)
 	}
 }
 
-
-void
-ri_record_clear(struct ri_record *r)
-{
-	free(r->action_ref);
-	free(r->kind);
-	free(r->act_key);
-	free(r->invocation_id);
-	free(r->actor_ref);
-	json_decref(r->payload);
-	memset(r, 0, sizeof *r);
-}
-
-void
-ri_records_clear(struct ri_records *rs)
-{
-	for (size_t i = 0; i < rs->n; i++)
-		ri_record_clear(&rs->v[i]);
-	free(rs->v);
-	memset(rs, 0, sizeof *rs);
-}
-
-void
-ri_open_intents_free(struct ri_open_intent *v, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(v[i].kind);
-		free(v[i].act_key);
-		free(v[i].invocation_id);
-		free(v[i].event_id);
-	}
-	free(v);
-}
-
-void
-ri_actors_free(struct ri_actor *v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i].actor_ref);
-	free(v);
-}
-
-void
-ri_strings_free(char **v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
 static int
 now_or_fail(struct sq *s, ri_ms *now)
 {
@@ -872,7 +738,7 @@ sq_read_record(struct ri_store *base, const char *event_id, struct ri_record *ou
 	}
 	load_row(st, out, &w);
 	done(s, st);
-	if ((rc = hash_at(s, out->seq - 1, prev)) != RI_ST_OK) {
+	if ((rc = ri_eng_hash_at(&s->core, out->seq - 1, prev)) != RI_ST_OK) {
 		free(w.payload_text);
 		goto out;
 	}
@@ -882,7 +748,7 @@ sq_read_record(struct ri_store *base, const char *event_id, struct ri_record *ou
 	struct scope sc;
 	int64_t last;
 	scope_make(&sc, SCOPE_ALL, NULL, NULL);
-	if ((rc = head_get(s, &sc, NULL, NULL, &last)) != RI_ST_OK)
+	if ((rc = ri_eng_head_get(&s->core, &sc, NULL, NULL, &last)) != RI_ST_OK)
 		goto out;
 	rc = out->purged ? RI_ST_PURGED : RI_ST_OK;
 out:
@@ -903,12 +769,6 @@ out:
  * is an integrity failure.
  */
 static int
-hash_at_cb(void *backend, int64_t seq, unsigned char out[RI_HASH_LEN])
-{
-	return hash_at(backend, seq, out);
-}
-
-static int
 sq_range_read(struct ri_store *base, const struct ri_query *q, struct ri_records *out)
 {
 	struct sq *s = (struct sq *)base;
@@ -923,8 +783,8 @@ sq_range_read(struct ri_store *base, const struct ri_query *q, struct ri_records
 	memset(out, 0, sizeof *out);
 	if ((rc = ri_walk_query(&s->core, q, &sc, &wk)) != RI_ST_OK)
 		return rc;
-	wk.hash_at = hash_at_cb;
-	wk.backend = s;
+	wk.hash_at = ri_eng_hash_at_cb;
+	wk.backend = &s->core;
 	if ((rc = now_or_fail(s, &wk.now)) != RI_ST_OK)
 		return rc;
 	if (read_begin(s, &began) != SQLITE_OK)
@@ -936,7 +796,7 @@ sq_range_read(struct ri_store *base, const struct ri_query *q, struct ri_records
 			goto out;
 		}
 		head = INT64_MAX;
-	} else if ((rc = head_get(s, &sc, sc.type == SCOPE_INV ? q->invocation_id : q->kind, q->act_key,
+	} else if ((rc = ri_eng_head_get(&s->core, &sc, sc.type == SCOPE_INV ? q->invocation_id : q->kind, q->act_key,
 	    &head)) != RI_ST_OK) {
 		/* (the journal's own head stands too, and the scope's head proves
 		 * it present or absent: an empty answer from a journal that is
@@ -997,10 +857,9 @@ out:
  * after the check; the cost is O(open intents), the sweep's own bound.
  */
 static int
-open_scan(struct sq *s, const struct ri_jhead *jh, const char *kind, const char *act_key, ri_ms aged_by,
-    struct ri_open_intent **out, size_t *n)
+open_rows(void *bk, struct ri_open_scan *os)
 {
-	struct ri_open_scan os = { .kind = kind, .act_key = act_key, .aged_by = aged_by, .out = out, .n = n };
+	struct sq *s = bk;
 	sqlite3_stmt *st;
 	int rc;
 
@@ -1013,39 +872,12 @@ open_scan(struct sq *s, const struct ri_jhead *jh, const char *kind, const char 
 			return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL,
 			    "journal integrity: a row of the open-intents index is malformed");
 		}
-		ri_open_scan_row(&os, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1),
+		ri_open_scan_row(os, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1),
 		    (const char *)sqlite3_column_text(st, 2), (const char *)sqlite3_column_text(st, 3),
 		    (const char *)sqlite3_column_text(st, 4), sqlite3_column_int64(st, 5));
 	}
 	done(s, st);
-	if (rc != SQLITE_DONE)
-		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	return ri_open_scan_end(&s->core, &os, jh);
-}
-
-static int
-sq_open_intents(struct ri_store *base, const char *kind, const char *act_key, ri_ms aged_by,
-    struct ri_open_intent **out, size_t *n)
-{
-	struct sq *s = (struct sq *)base;
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
-	bool began;
-	int rc;
-
-	*out = NULL;
-	*n = 0;
-	if (read_begin(s, &began) != SQLITE_OK)
-		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	if ((rc = jhead_get(s, &jh, lh)) == RI_ST_OK)
-		rc = open_scan(s, &jh, kind, act_key, aged_by, out, n);
-	read_end(s, began);
-	if (rc != RI_ST_OK) {
-		ri_open_intents_free(*out, *n);
-		*out = NULL;
-		*n = 0;
-	}
-	return rc;
+	return rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "read");
 }
 
 /* ---- record_action ------------------------------------------------------- */
@@ -1220,15 +1052,13 @@ lease_sync(struct sq *s, bool durable)
  * MACed, and bound to the newest registry record of the actor's scope
  * ("audit", actor).  *exists false when there is none. */
 static int
-actor_get(struct sq *s, const struct ri_jhead *jh, const char *actor, struct ri_actor_row *row, bool *exists)
+actor_read(void *bk, const char *actor, struct ri_actor_row *row, enum ri_found *found)
 {
+	struct sq *s = bk;
 	sqlite3_stmt *st;
-	struct scope sc;
-	struct ri_leaf leaf = { 0 };
-	bool present;
 	int rc;
 
-	*exists = false;
+	*found = RI_ROW_NONE;
 	if ((st = prep(s, "SELECT service, cred_hash, created_at, revoked_at, reg_seq, mac FROM actors"
 	    " WHERE actor_ref = ?")) == NULL)
 		return db_fail(s, RI_ST_UNAVAILABLE, "actor read");
@@ -1246,47 +1076,27 @@ actor_get(struct sq *s, const struct ri_jhead *jh, const char *actor, struct ri_
 			row->reg_seq = sqlite3_column_int64(st, 4);
 		}
 		done(s, st);
-		if (!ok)
-			return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: actor %s is malformed", actor);
-		*exists = true;
-	} else {
-		done(s, st);
-		if (rc != SQLITE_DONE)
-			return db_fail(s, RI_ST_UNAVAILABLE, "actor read");
-	}
-	if (s->core.key == NULL)
+		*found = ok ? RI_ROW_OK : RI_ROW_MALFORMED;
 		return RI_ST_OK;
-	scope_make(&sc, SCOPE_ACT, "audit", actor);
-	if ((rc = tree_get(s, jh, sc.key, &present, &leaf)) != RI_ST_OK)
-		return rc;
-	return ri_actor_row_judge(&s->core, actor, *exists ? row : NULL, present, leaf.last_seq);
+	}
+	done(s, st);
+	return rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "actor read");
 }
 
 /* Actor Identity: the credential check at record_action
  * (ri_credential_judge). */
-static int
-check_credential(struct sq *s, const struct ri_jhead *jh, const char *actor, const char *cred, ri_ms now,
-    struct ri_actor *who)
-{
-	struct ri_actor_row row;
-	bool exists;
-	int rc;
-
-	if ((rc = actor_get(s, jh, actor, &row, &exists)) != RI_ST_OK)
-		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
-	return ri_credential_judge(&s->core, actor, exists ? &row : NULL, cred, now, who);
-}
 
 /* A lease row, read and judged (ri_lease_row_judge): typed and MACed
  * (heads.h).  *exists false when there is none. */
 static int
-lease_get(struct sq *s, const char *kind, const char *act_key, struct ri_lease_row *l, bool *exists)
+lease_read(void *bk, const char *kind, const char *act_key, bool lock, struct ri_lease_row *l, enum ri_found *found)
 {
+	struct sq *s = bk;
 	sqlite3_stmt *st;
 	int rc;
 
-	*exists = false;
-	memset(l, 0, sizeof *l);
+	(void)lock;             /* the write transaction holds the whole file */
+	*found = RI_ROW_NONE;
 	if ((st = prep(s, "SELECT holder, expires_at, token, mac FROM leases WHERE kind = ? AND act_key = ?")) == NULL)
 		return db_fail(s, RI_ST_UNAVAILABLE, "lease read");
 	bind_text(st, 1, kind);
@@ -1306,21 +1116,18 @@ lease_get(struct sq *s, const char *kind, const char *act_key, struct ri_lease_r
 		l->token = sqlite3_column_int64(st, 2);
 	}
 	done(s, st);
-	if (!ok)
-		return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: the lease of (%s, %s) is malformed",
-		    kind, act_key);
-	*exists = true;
-	return ri_lease_row_judge(&s->core, kind, act_key, l);
+	*found = ok ? RI_ROW_OK : RI_ROW_MALFORMED;
+	return RI_ST_OK;
 }
 
 static int
-lease_put(struct sq *s, const char *kind, const char *act_key, const char *holder, ri_ms expires, int64_t token)
+lease_write(void *bk, const char *kind, const char *act_key, const char *holder, ri_ms expires, int64_t token,
+    const unsigned char mac[RI_HASH_LEN])
 {
+	struct sq *s = bk;
 	sqlite3_stmt *st;
-	unsigned char mac[RI_HASH_LEN];
 	int rc;
 
-	ri_lease_mac(s->core.key, s->core.keylen, s->core.instance_id, kind, act_key, holder, expires, token, mac);
 	if ((st = prep(s, "INSERT INTO leases(kind, act_key, holder, expires_at, token, mac)"
 	    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(kind, act_key) DO UPDATE SET"
 	    " holder = excluded.holder, expires_at = excluded.expires_at,"
@@ -1341,18 +1148,6 @@ lease_put(struct sq *s, const char *kind, const char *act_key, const char *holde
  * with one allowance to spare (the lease terminus), and the write's own
  * terminus, issue + journal_write_bound - allowance, has not passed.  The
  * lease row is verified first: a forged row never lets a write through. */
-static int
-check_fence(struct sq *s, const char *kind, const char *act_key, const struct ri_fence *f, ri_ms now)
-{
-	struct ri_lease_row l;
-	bool exists;
-	int rc;
-
-	if ((rc = lease_get(s, kind, act_key, &l, &exists)) != RI_ST_OK)
-		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
-	return ri_fence_judge(&s->core, exists ? &l : NULL, f, now,
-	    f->issue + s->core.cfg->journal_write_bound - s->core.cfg->clock_offset_allowance);
-}
 
 /* The open-intents index moves in the append's transaction, and its count
  * and accumulator in the journal head with it (heads.h). */
@@ -1449,11 +1244,11 @@ append_locked(struct sq *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 	if (ri_kind_of(a->action_ref, kind, sizeof kind) != 0)
 		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "malformed action ref");
 	scope_make(&act, SCOPE_ACT, kind, act_key);
-	if ((rc = scope_head(s, jh, &act, kind, act_key, &act_last)) != RI_ST_OK)
+	if ((rc = ri_eng_scope_head(&s->core, jh, &act, kind, act_key, &act_last)) != RI_ST_OK)
 		return rc;
 	if (a->invocation_id != NULL) {
 		scope_make(&inv, SCOPE_INV, a->invocation_id, NULL);
-		if ((rc = scope_head(s, jh, &inv, a->invocation_id, NULL, &inv_last)) != RI_ST_OK)
+		if ((rc = ri_eng_scope_head(&s->core, jh, &inv, a->invocation_id, NULL, &inv_last)) != RI_ST_OK)
 			return rc;
 	}
 	if (last > 0) {
@@ -1519,8 +1314,8 @@ append_locked(struct sq *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_
 	if (rc != SQLITE_DONE)
 		return db_fail(s, RI_ST_STEP2, "append");
 	/* the heads of its scopes, then the journal's: one MAC binds them all */
-	if ((rc = tree_put(s, jh, act.key, h.seq, hash)) != RI_ST_OK ||
-	    (a->invocation_id && (rc = tree_put(s, jh, inv.key, h.seq, hash)) != RI_ST_OK))
+	if ((rc = ri_eng_tree_put(&s->core, jh, act.key, h.seq, hash)) != RI_ST_OK ||
+	    (a->invocation_id && (rc = ri_eng_tree_put(&s->core, jh, inv.key, h.seq, hash)) != RI_ST_OK))
 		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
 	/* the derived index of open intents moves in the same transaction */
 	if (role == RI_ROLE_INTENT && a->invocation_id != NULL)
@@ -1614,11 +1409,11 @@ sq_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 			at = sqlite3_column_int64(lst, 0);
 		done(s, lst);
 	}
-	if ((rc = check_credential(s, &jh, a->actor_ref, a->credential, at, NULL)) != RI_ST_OK)
+	if ((rc = ri_eng_check_credential(&s->core, &jh, a->actor_ref, a->credential, at, NULL)) != RI_ST_OK)
 		goto fail;
 	/* negative control: the fence is never checked */
 	if (!RI_NC(RI_NC_NO_JOURNAL_FENCE) && a->fence != NULL && c->journal_fence &&
-	    (rc = check_fence(s, kind, a->act_key ? a->act_key : "", a->fence, now)) != RI_ST_OK)
+	    (rc = ri_eng_check_fence(&s->core, kind, a->act_key ? a->act_key : "", a->fence, now)) != RI_ST_OK)
 		goto fail;
 	bool unplaced = fa == RI_FA_NORETENTION;
 	if (a->bindings_guard) {
@@ -1629,7 +1424,7 @@ sq_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 		struct scope bsc;
 		int64_t blast = 0;
 		scope_make(&bsc, SCOPE_ACT, "audit", "bindings:");
-		if ((rc = scope_head(s, &jh, &bsc, "audit", "bindings:", &blast)) != RI_ST_OK ||
+		if ((rc = ri_eng_scope_head(&s->core, &jh, &bsc, "audit", "bindings:", &blast)) != RI_ST_OK ||
 		    (rc = ri_append_bindings_judge(&s->core, a, blast)) != RI_ST_OK)
 			goto fail;
 	}
@@ -1838,122 +1633,45 @@ sq_purge(struct ri_store *base, ri_ms now, int64_t *purged)
 /* ---- Actor Identity --------------------------------------------------------- */
 
 
-/*
- * Actor Identity: an actor's registry records (audit.actor_registered,
- * audit.actor_revoked) carry act_key = the actor ref, so each actor's
- * history is a scope with an authenticated head; the registry row is MACed
- * with the seq of its newest registry record.
- */
+/* store_engine.h actor_insert: a taken name is a constraint violation */
 static int
-sq_actor_add(struct ri_store *base, const char *actor, bool service, char credential[128])
+actor_insert(void *bk, const char *actor, const struct ri_actor_row *row)
 {
-	struct sq *s = (struct sq *)base;
-	unsigned char lh[RI_HASH_LEN];
+	struct sq *s = bk;
 	sqlite3_stmt *st;
-	struct ri_appended ap;
-	struct ri_jhead jh;
-	struct ri_actor_row row;
-	bool exists;
-	ri_ms now;
 	int rc;
 
-	if (!ri_valid_actor_name(actor, s->core.cfg->reference_length_cap))
-		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL,
-		    "actor name must be 1..%lld of [A-Za-z0-9._@-] and not \"audit\"",
-		    (long long)s->core.cfg->reference_length_cap);
-	if ((rc = begin_immediate(s)) != RI_ST_OK)
-		return rc;
-	if ((rc = now_or_fail(s, &now)) != RI_ST_OK || (rc = jhead_get(s, &jh, lh)) != RI_ST_OK ||
-	    (rc = actor_get(s, &jh, actor, &row, &exists)) != RI_ST_OK)
-		goto fail;
-	if (exists) {
-		rc = ri_st_fail(&s->core, RI_ST_EXISTS, 0, NULL, "actor %s already exists", actor);
-		goto fail;
-	}
-	json_t *data = json_pack("{s:s, s:s}", "actor_ref", actor, "type", service ? "service" : "human");
-	rc = append_substrate(s, "audit.actor_registered", actor, data, now, &ap);
-	json_decref(data);
-	if (rc != RI_ST_OK)
-		goto fail;
-	row = (struct ri_actor_row){ .service = service, .created = now, .revoked = RI_NONE, .reg_seq = ap.seq };
-	ri_credential_mint(&s->core, actor, credential, &row);
-	if ((st = prep(s, "INSERT INTO actors VALUES (?, ?, ?, ?, NULL, ?, ?)")) == NULL) {
-		rc = db_fail(s, RI_ST_STEP2, "actor add");
-		goto fail;
-	}
+	if ((st = prep(s, "INSERT INTO actors VALUES (?, ?, ?, ?, NULL, ?, ?)")) == NULL)
+		return db_fail(s, RI_ST_STEP2, "actor add");
 	bind_text(st, 1, actor);
-	sqlite3_bind_int(st, 2, service);
-	sqlite3_bind_blob(st, 3, row.cred_hash, 32, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 4, now);
-	sqlite3_bind_int64(st, 5, ap.seq);
-	sqlite3_bind_blob(st, 6, row.mac, RI_HASH_LEN, SQLITE_TRANSIENT);
+	sqlite3_bind_int(st, 2, row->service);
+	sqlite3_bind_blob(st, 3, row->cred_hash, 32, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 4, row->created);
+	sqlite3_bind_int64(st, 5, row->reg_seq);
+	sqlite3_bind_blob(st, 6, row->mac, RI_HASH_LEN, SQLITE_TRANSIENT);
 	rc = sqlite3_step(st);
 	done(s, st);
-	if ((rc & 0xff) == SQLITE_CONSTRAINT) {
-		rc = ri_st_fail(&s->core, RI_ST_EXISTS, 0, NULL, "actor %s already exists", actor);
-		goto fail;
-	}
-	if (rc != SQLITE_DONE) {
-		rc = db_fail(s, RI_ST_STEP2, "actor add");
-		goto fail;
-	}
-	return commit(s);
-fail:
-	sodium_memzero(credential, 128);
-	return abandon(s, rc);
+	if ((rc & 0xff) == SQLITE_CONSTRAINT)
+		return RI_ST_EXISTS;
+	return rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_STEP2, "actor add");
 }
 
 static int
-sq_actor_revoke(struct ri_store *base, const char *actor)
+actor_update(void *bk, const char *actor, const struct ri_actor_row *row)
 {
-	struct sq *s = (struct sq *)base;
+	struct sq *s = bk;
 	sqlite3_stmt *st;
-	unsigned char lh[RI_HASH_LEN];
-	struct ri_appended ap;
-	struct ri_jhead jh;
-	struct ri_actor_row row;
-	bool exists;
-	ri_ms now;
 	int rc;
 
-	if ((rc = begin_immediate(s)) != RI_ST_OK)
-		return rc;
-	if ((rc = now_or_fail(s, &now)) != RI_ST_OK || (rc = jhead_get(s, &jh, lh)) != RI_ST_OK ||
-	    (rc = actor_get(s, &jh, actor, &row, &exists)) != RI_ST_OK)
-		goto fail;
-	if (!exists) {
-		rc = ri_st_fail(&s->core, RI_ST_NOT_KNOWN, 0, NULL, "no actor %s", actor);
-		goto fail;
-	}
-	if (row.revoked != RI_NONE) {
-		rollback(s);
-		return RI_ST_OK;        /* already revoked: idempotent */
-	}
-	json_t *data = json_pack("{s:s}", "actor_ref", actor);
-	rc = append_substrate(s, "audit.actor_revoked", actor, data, now, &ap);
-	json_decref(data);
-	if (rc != RI_ST_OK)
-		goto fail;
-	row.revoked = now;
-	row.reg_seq = ap.seq;
-	ri_actor_row_mac(&s->core, actor, &row, row.mac);
-	if ((st = prep(s, "UPDATE actors SET revoked_at = ?, reg_seq = ?, mac = ? WHERE actor_ref = ?")) == NULL) {
-		rc = db_fail(s, RI_ST_STEP2, "actor revoke");
-		goto fail;
-	}
-	sqlite3_bind_int64(st, 1, now);
-	sqlite3_bind_int64(st, 2, ap.seq);
-	sqlite3_bind_blob(st, 3, row.mac, RI_HASH_LEN, SQLITE_TRANSIENT);
+	if ((st = prep(s, "UPDATE actors SET revoked_at = ?, reg_seq = ?, mac = ? WHERE actor_ref = ?")) == NULL)
+		return db_fail(s, RI_ST_STEP2, "actor revoke");
+	sqlite3_bind_int64(st, 1, row->revoked);
+	sqlite3_bind_int64(st, 2, row->reg_seq);
+	sqlite3_bind_blob(st, 3, row->mac, RI_HASH_LEN, SQLITE_TRANSIENT);
 	bind_text(st, 4, actor);
 	rc = sqlite3_step(st);
 	done(s, st);
-	if (rc != SQLITE_DONE) {
-		rc = db_fail(s, RI_ST_STEP2, "actor revoke");
-		goto fail;
-	}
-	return commit(s);
-fail:
-	return abandon(s, rc);
+	return rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_STEP2, "actor revoke");
 }
 
 static int
@@ -1999,7 +1717,7 @@ sq_actor_list(struct ri_store *base, struct ri_actor **out, size_t *n)
 	for (size_t i = 0; i < nn; i++) {
 		struct ri_actor_row row;
 		bool exists;
-		if ((rc = actor_get(s, &jh, names[i], &row, &exists)) != RI_ST_OK)
+		if ((rc = ri_eng_actor_get(&s->core, &jh, names[i], &row, &exists)) != RI_ST_OK)
 			goto out;
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 8;
@@ -2024,44 +1742,6 @@ out:
 		*out = NULL;
 		*n = 0;
 	}
-	return rc;
-}
-
-/*
- * authenticate(actor, credential): the check record_action makes, made
- * alone -- nothing appended, no attestation minted -- so a writer can know
- * who its caller is before it touches a section (close 1, Check 2; resolve's
- * caller kind, Invariant 5.4; the sweep's service identity, Sweep never 2).
- * record_action still checks again at the write.
- */
-static int
-sq_authenticate(struct ri_store *base, const char *actor, const char *cred, struct ri_actor *out)
-{
-	struct sq *s = (struct sq *)base;
-	struct ri_actor who = { 0 };
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
-	bool began;
-	ri_ms now;
-	int rc;
-
-	ri_st_err_clear(&s->core.err);
-	if (out != NULL)
-		memset(out, 0, sizeof *out);
-	if ((rc = ri_authenticate_request_judge(&s->core, actor, cred)) != RI_ST_OK)
-		return rc;
-	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
-		return rc;
-	/* the registry row is bound to the verified head, as at the write */
-	if (read_begin(s, &began) != SQLITE_OK)
-		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	if ((rc = jhead_get(s, &jh, lh)) == RI_ST_OK)
-		rc = check_credential(s, &jh, actor, cred, now, &who);
-	read_end(s, began);
-	if (rc == RI_ST_STEP2)
-		rc = ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
-	if (rc == RI_ST_OK && out != NULL)
-		*out = who;
 	return rc;
 }
 
@@ -2225,7 +1905,7 @@ held_elsewhere(struct sq *s, const char *kind, const char *act_key, const char *
 		(void)flock(s->queue_fd, LOCK_UN);
 	if (read_begin(s, &began) != SQLITE_OK)
 		return false;
-	if (now_or_fail(s, &now) == RI_ST_OK && lease_get(s, kind, act_key, &l, &exists) == RI_ST_OK &&
+	if (now_or_fail(s, &now) == RI_ST_OK && ri_eng_lease_get(&s->core, kind, act_key, false, &l, &exists) == RI_ST_OK &&
 	    !ri_lease_free(exists ? &l : NULL, holder, now)) {
 		held = true;
 		*left = l.expires - now;
@@ -2269,7 +1949,7 @@ take_loop(struct sq *s, const char *kind, const char *act_key, const char *holde
 		}
 		/* the journal head (whose grant counter mints the token) and the
 		 * lease row, each verified: a forged or replayed row never grants */
-		if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK || (rc = lease_get(s, kind, act_key, &l, &exists)) != RI_ST_OK) {
+		if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK || (rc = ri_eng_lease_get(&s->core, kind, act_key, false, &l, &exists)) != RI_ST_OK) {
 			abandon(s, rc);
 			return rc == RI_ST_INTEGRITY ? rc : ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
 		}
@@ -2278,7 +1958,7 @@ take_loop(struct sq *s, const char *kind, const char *act_key, const char *holde
 			 * journal head's MAC -- it only ever increases, for every key,
 			 * even should a lease row be deleted */
 			jh.grants++;
-			if (lease_put(s, kind, act_key, holder, now + duration, jh.grants) != RI_ST_OK ||
+			if (ri_eng_lease_put(&s->core, kind, act_key, holder, now + duration, jh.grants) != RI_ST_OK ||
 			    jhead_set(s, &jh, lh) != RI_ST_OK) {
 				rc = ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
 				rollback(s);
@@ -2314,7 +1994,7 @@ sq_remaining(struct ri_store *base, const char *kind, const char *act_key, const
 	*left = RI_NONE;
 	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
 		return rc;
-	if ((rc = lease_get(s, kind, act_key, &l, &exists)) != RI_ST_OK)
+	if ((rc = ri_eng_lease_get(&s->core, kind, act_key, false, &l, &exists)) != RI_ST_OK)
 		return rc;
 	if (exists && l.held && strcmp(l.holder, holder) == 0 && l.expires > now)
 		*left = l.expires - now;
@@ -2344,10 +2024,10 @@ release_locked(struct sq *s, const char *kind, const char *act_key, const char *
 
 	if (begin_immediate(s) != RI_ST_OK)
 		return ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
-	if ((rc = lease_get(s, kind, act_key, &l, &exists)) != RI_ST_OK)
+	if ((rc = ri_eng_lease_get(&s->core, kind, act_key, false, &l, &exists)) != RI_ST_OK)
 		return abandon(s, rc);
 	held = exists && l.held && strcmp(l.holder, holder) == 0;
-	if (held && (rc = lease_put(s, kind, act_key, NULL, 0, l.token)) != RI_ST_OK) {
+	if (held && (rc = ri_eng_lease_put(&s->core, kind, act_key, NULL, 0, l.token)) != RI_ST_OK) {
 		rollback(s);
 		return rc;
 	}
@@ -2358,85 +2038,43 @@ release_locked(struct sq *s, const char *kind, const char *act_key, const char *
 
 /* ---- marks, head ---------------------------------------------------------------- */
 
-/* A mark is MACed with its name and value: a forged mark never moves the
- * sweep's high water past records it has not scanned.  (An older mark
- * replayed only makes the next scan longer.) */
 static int
-sq_mark_get(struct ri_store *base, const char *name, int64_t *seq)
+mark_read(void *bk, const char *name, int64_t *seq, unsigned char mac[RI_HASH_LEN], enum ri_found *found)
 {
-	struct sq *s = (struct sq *)base;
+	struct sq *s = bk;
 	sqlite3_stmt *st = prep(s, "SELECT seq, mac FROM marks WHERE name = ?");
-	unsigned char mac[RI_HASH_LEN], calc[RI_HASH_LEN];
 	int rc;
-	bool ok = true;
 
-	*seq = 0;
 	if (st == NULL)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
 	bind_text(st, 1, name);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
-		ok = col_is(st, 0, SQLITE_INTEGER, false) && col_h32(st, 1, mac);
+		*found = col_is(st, 0, SQLITE_INTEGER, false) && col_h32(st, 1, mac) ? RI_ROW_OK : RI_ROW_MALFORMED;
 		*seq = sqlite3_column_int64(st, 0);
 	}
 	done(s, st);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	if (rc == SQLITE_ROW && s->core.key != NULL) {
-		if (ok)
-			ri_mark_mac(s->core.key, s->core.keylen, s->core.instance_id, name, *seq, calc);
-		if (!ok || sodium_memcmp(calc, mac, RI_HASH_LEN) != 0) {
-			*seq = 0;
-			return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: mark %s fails its MAC", name);
-		}
-	}
 	return RI_ST_OK;
 }
 
 static int
-sq_mark_set(struct ri_store *base, const char *name, int64_t seq)
+mark_write(void *bk, const char *name, int64_t seq, const unsigned char mac[RI_HASH_LEN])
 {
-	struct sq *s = (struct sq *)base;
-	sqlite3_stmt *st;
-	unsigned char mac[RI_HASH_LEN];
+	struct sq *s = bk;
+	sqlite3_stmt *st = prep(s, "INSERT INTO marks VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET seq = excluded.seq,"
+	    " mac = excluded.mac");
 	int rc;
 
-	if ((rc = begin_immediate(s)) != RI_ST_OK)
-		return rc;
-	ri_mark_mac(s->core.key, s->core.keylen, s->core.instance_id, name, seq, mac);
-	st = prep(s, "INSERT INTO marks VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET seq = excluded.seq,"
-	    " mac = excluded.mac");
-	if (st == NULL) {
-		rollback(s);
+	if (st == NULL)
 		return db_fail(s, RI_ST_UNAVAILABLE, "write");
-	}
 	bind_text(st, 1, name);
 	sqlite3_bind_int64(st, 2, seq);
 	sqlite3_bind_blob(st, 3, mac, RI_HASH_LEN, SQLITE_TRANSIENT);
 	rc = sqlite3_step(st);
 	done(s, st);
-	if (rc != SQLITE_DONE) {
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "write");
-		rollback(s);
-		return rc;
-	}
-	return commit(s) == RI_ST_OK ? RI_ST_OK : RI_ST_UNAVAILABLE;
-}
-
-static int
-sq_head(struct ri_store *base, int64_t *seq, unsigned char hash[32])
-{
-	struct sq *s = (struct sq *)base;
-	struct ri_jhead jh;
-	bool began;
-	int rc;
-
-	if (read_begin(s, &began) != SQLITE_OK)
-		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	if ((rc = jhead_get(s, &jh, hash)) == RI_ST_OK)
-		*seq = jh.last_seq;
-	read_end(s, began);
-	return rc;
+	return rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "write");
 }
 
 /*
@@ -2495,7 +2133,7 @@ sq_traverse(struct ri_store *base, ri_traverse_fn each, void *arg)
 		struct scope sc;
 		int64_t head;
 		scope_make(&sc, SCOPE_ALL, NULL, NULL);
-		if ((rc = head_get(s, &sc, NULL, NULL, &head)) == RI_ST_INTEGRITY) {
+		if ((rc = ri_eng_head_get(&s->core, &sc, NULL, NULL, &head)) == RI_ST_INTEGRITY) {
 			struct ri_record r = { .seq = last };
 			snprintf(r.event_id, sizeof r.event_id, "%s", "");
 			each(&r, RI_P_HEAD, arg);
@@ -2571,7 +2209,7 @@ sq_inv_span(struct ri_store *base, const char *invocation_id, int64_t *first, in
 static int
 open_verify(struct sq *s, const struct ri_jhead *jh)
 {
-	return s->core.key == NULL ? RI_ST_OK : open_scan(s, jh, NULL, NULL, RI_NONE, NULL, NULL);
+	return s->core.key == NULL ? RI_ST_OK : ri_eng_open_scan(&s->core, jh, NULL, NULL, RI_NONE, NULL, NULL);
 }
 
 /* Every actor row (MAC, and bound to its newest registry record) and every
@@ -2598,7 +2236,7 @@ registry_verify(struct sq *s, const struct ri_jhead *jh)
 		if (!json_is_string(v))
 			rc = ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: an actor registry row is malformed");
 		else
-			rc = actor_get(s, jh, json_string_value(v), &row, &exists);
+			rc = ri_eng_actor_get(&s->core, jh, json_string_value(v), &row, &exists);
 		if (rc != RI_ST_OK)
 			break;
 	}
@@ -2613,7 +2251,7 @@ registry_verify(struct sq *s, const struct ri_jhead *jh)
 			if (!json_is_string(v))
 				rc = ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a mark is malformed");
 			else
-				rc = sq_mark_get(&s->base, json_string_value(v), &m);
+				rc = ri_eng_mark_get(&s->base, json_string_value(v), &m);
 			if (rc != RI_ST_OK)
 				break;
 		}
@@ -2634,11 +2272,11 @@ static int
 verify_since_seal(struct sq *s, const struct ri_jhead *jh, ri_ms now)
 {
 	sqlite3_stmt *st;
-	struct ri_seal_walk sw = { .jh = jh, .expect = jh->sealed_seq + 1, .now = now, .tree_get = tree_get_cb,
-		.backend = s };
+	struct ri_seal_walk sw = { .jh = jh, .expect = jh->sealed_seq + 1, .now = now, .tree_get = ri_eng_tree_get_cb,
+		.backend = &s->core };
 	int rc;
 
-	if ((rc = hash_at(s, sw.expect - 1, sw.prev)) != RI_ST_OK)
+	if ((rc = ri_eng_hash_at(&s->core, sw.expect - 1, sw.prev)) != RI_ST_OK)
 		return rc;
 	if ((st = prep(s, "SELECT " REC_COLS " FROM records WHERE seq >= ? ORDER BY seq")) == NULL)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
@@ -2723,33 +2361,19 @@ fail:
 	return abandon(s, rc);
 }
 
+/* store_engine.h sealed_rows */
 static int
-sq_sealed(struct ri_store *base, int64_t *seq, unsigned char hash[32])
+sealed_rows(void *bk, int64_t *seq)
 {
-	struct sq *s = (struct sq *)base;
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
-	bool began;
-	int rc;
+	struct sq *s = bk;
+	sqlite3_stmt *st = prep(s, "SELECT max(seq) FROM records WHERE action_ref = 'audit.sealed'");
 
-	*seq = 0;
-	if (read_begin(s, &began) != SQLITE_OK)
+	if (st == NULL)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	if ((rc = jhead_get(s, &jh, lh)) == RI_ST_OK && s->core.key == NULL) {
-		/* without the key, the newest seal is what the rows say */
-		sqlite3_stmt *st = prep(s, "SELECT max(seq) FROM records WHERE action_ref = 'audit.sealed'");
-		if (st == NULL)
-			rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
-		else {
-			if (sqlite3_step(st) == SQLITE_ROW && col_is(st, 0, SQLITE_INTEGER, true))
-				jh.sealed_seq = sqlite3_column_int64(st, 0);
-			done(s, st);
-		}
-	}
-	if (rc == RI_ST_OK && (rc = hash_at(s, jh.sealed_seq, hash)) == RI_ST_OK)
-		*seq = jh.sealed_seq;
-	read_end(s, began);
-	return rc;
+	if (sqlite3_step(st) == SQLITE_ROW && col_is(st, 0, SQLITE_INTEGER, true))
+		*seq = sqlite3_column_int64(st, 0);
+	done(s, st);
+	return RI_ST_OK;
 }
 
 /* ---- the schema ri creates ------------------------------------------------ */
@@ -3029,7 +2653,8 @@ sq_rebuild(struct ri_store *base, json_t **report)
 			int64_t last = sqlite3_column_int64(st, 2);
 			scope_make(&sc, pass == 0 ? SCOPE_ACT : SCOPE_INV, (const char *)sqlite3_column_text(st, 0),
 			    (const char *)sqlite3_column_text(st, 1));
-			if ((rc = hash_at(s, last, h)) != RI_ST_OK || (rc = tree_put(s, &jh, sc.key, last, h)) != RI_ST_OK)
+			if ((rc = ri_eng_hash_at(&s->core, last, h)) != RI_ST_OK ||
+			    (rc = ri_eng_tree_put(&s->core, &jh, sc.key, last, h)) != RI_ST_OK)
 				goto fail;
 			scopes++;
 		}
@@ -3054,7 +2679,7 @@ sq_rebuild(struct ri_store *base, json_t **report)
 				continue;
 			}
 			const char *k = (const char *)sqlite3_column_text(st, 0), *ak = (const char *)sqlite3_column_text(st, 1);
-			if (lease_get(s, k, ak, &l, &exists) == RI_ST_INTEGRITY)
+			if (ri_eng_lease_get(&s->core, k, ak, false, &l, &exists) == RI_ST_INTEGRITY)
 				json_array_append_new(bad, json_pack("[s, s]", k, ak));
 		}
 		done(s, st);
@@ -3063,7 +2688,7 @@ sq_rebuild(struct ri_store *base, json_t **report)
 			if (json_is_null(v))
 				continue;
 			jh.grants++;
-			if ((rc = lease_put(s, json_string_value(json_array_get(v, 0)), json_string_value(json_array_get(v, 1)),
+			if ((rc = ri_eng_lease_put(&s->core, json_string_value(json_array_get(v, 0)), json_string_value(json_array_get(v, 1)),
 			    NULL, 0, jh.grants)) != RI_ST_OK) {
 				json_decref(bad);
 				goto fail;
@@ -3078,7 +2703,7 @@ sq_rebuild(struct ri_store *base, json_t **report)
 		st = prep(s, "SELECT name FROM marks");
 		while (st != NULL && sqlite3_step(st) == SQLITE_ROW) {
 			int64_t m;
-			if (!col_text_ok(st, 0, false) || sq_mark_get(base, (const char *)sqlite3_column_text(st, 0), &m) != RI_ST_OK)
+			if (!col_text_ok(st, 0, false) || ri_eng_mark_get(base, (const char *)sqlite3_column_text(st, 0), &m) != RI_ST_OK)
 				json_array_append_new(bad, json_string(col_text_ok(st, 0, false) ?
 				    (const char *)sqlite3_column_text(st, 0) : ""));
 		}
@@ -3201,7 +2826,7 @@ sq_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 	 * traversal's RI_P_HEAD).  Without the key the root is taken as
 	 * stored: the tree is public hashes, so an auditor holding only the
 	 * public key still sees a head deleted or rows hidden from it. */
-	if ((rc = jhead_read(s, &jh, mac)) != RI_ST_OK || (rc = hash_at(s, jh.last_seq, lh)) != RI_ST_OK) {
+	if ((rc = jhead_read(s, &jh, mac)) != RI_ST_OK || (rc = ri_eng_hash_at(&s->core, jh.last_seq, lh)) != RI_ST_OK) {
 		if (rc != RI_ST_UNAVAILABLE) {
 			each("8.1.1", 0, s->core.err.msg, arg);
 			rc = RI_ST_OK;
@@ -3252,7 +2877,7 @@ sq_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 		const char *k = json_string_value(json_array_get(v, 0)), *ak = json_string_value(json_array_get(v, 1));
 		if (k == NULL || ak == NULL)
 			each("8.1.3", 0, "journal integrity: a lease row is malformed", arg);
-		else if ((rc = lease_get(s, k, ak, &l, &exists)) == RI_ST_UNAVAILABLE)
+		else if ((rc = ri_eng_lease_get(&s->core, k, ak, false, &l, &exists)) == RI_ST_UNAVAILABLE)
 			goto out;
 		else if (rc != RI_ST_OK)
 			each("8.1.3", 0, s->core.err.msg, arg);
@@ -3264,7 +2889,7 @@ sq_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 		int64_t m;
 		if (!json_is_string(v))
 			each("8.1.3", 0, "journal integrity: a mark is malformed", arg);
-		else if ((rc = sq_mark_get(base, json_string_value(v), &m)) == RI_ST_UNAVAILABLE)
+		else if ((rc = ri_eng_mark_get(base, json_string_value(v), &m)) == RI_ST_UNAVAILABLE)
 			goto out;
 		else if (rc != RI_ST_OK)
 			each("8.1.3", 0, s->core.err.msg, arg);
@@ -3277,7 +2902,7 @@ sq_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
 		bool exists;
 		if (!json_is_string(v))
 			each("8.1.3", 0, "journal integrity: an actor registry row is malformed", arg);
-		else if ((rc = actor_get(s, &jh, json_string_value(v), &row, &exists)) == RI_ST_UNAVAILABLE)
+		else if ((rc = ri_eng_actor_get(&s->core, &jh, json_string_value(v), &row, &exists)) == RI_ST_UNAVAILABLE)
 			goto out;
 		else if (rc != RI_ST_OK)
 			each("8.1.3", 0, s->core.err.msg, arg);
@@ -3339,22 +2964,118 @@ sq_close(struct ri_store *base)
 	free(s);
 }
 
+static int
+jhead_get_cb(void *bk, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN])
+{
+	return jhead_get(bk, h, last_hash);
+}
+
+static int
+be_read_begin(void *bk, bool *began)
+{
+	return read_begin(bk, began) == SQLITE_OK ? RI_ST_OK : db_fail(bk, RI_ST_UNAVAILABLE, "read");
+}
+
+static void
+be_read_end(void *bk, bool began)
+{
+	read_end(bk, began);
+}
+
+static int
+be_write_begin(void *bk)
+{
+	return begin_immediate(bk);
+}
+
+static int
+be_commit(void *bk)
+{
+	return commit(bk);
+}
+
+static void
+be_rollback(void *bk)
+{
+	(void)abandon(bk, RI_ST_OK);
+}
+
+/* the host's clock (ri_now), then the head */
+static int
+jhead_now(void *bk, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN], ri_ms *now)
+{
+	int rc = now_or_fail(bk, now);
+
+	return rc != RI_ST_OK ? rc : jhead_get(bk, h, last_hash);
+}
+
+static int
+write_head(void *bk, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri_ms *now)
+{
+	struct sq *s = bk;
+	int rc;
+
+	if ((rc = begin_immediate(s)) != RI_ST_OK)
+		return rc;
+	if ((rc = now_or_fail(s, now)) != RI_ST_OK || (rc = jhead_get(s, jh, lh)) != RI_ST_OK)
+		return abandon(s, rc);
+	return RI_ST_OK;
+}
+
+/* the append reads the head again: it moved with the transaction's
+ * earlier appends, written through (jhead_set) */
+static int
+be_append_substrate(void *bk, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN], const char *action_ref,
+    const char *act_key, json_t *data, ri_ms now, struct ri_appended *out)
+{
+	(void)jh;
+	(void)lh;
+	return append_substrate(bk, action_ref, act_key, data, now, out);
+}
+
+/* The primitives of store_engine.h: SQL and decoding, nothing else. */
+static const struct ri_backend sq_backend = {
+	.record_hash = record_hash,
+	.scope_newest = scope_newest,
+	.node_get = node_get,
+	.node_put = node_put,
+	.jhead_get = jhead_get_cb,
+	.actor_read = actor_read,
+	.lease_read = lease_read,
+	.lease_write = lease_write,
+	.read_begin = be_read_begin,
+	.read_end = be_read_end,
+	.write_begin = be_write_begin,
+	.commit = be_commit,
+	.rollback = be_rollback,
+	.jhead_now = jhead_now,
+	.sealed_rows = sealed_rows,
+	.open_rows = open_rows,
+	.mark_read = mark_read,
+	.mark_write = mark_write,
+	.write_head = write_head,
+	.append_substrate = be_append_substrate,
+	.actor_insert = actor_insert,
+	.actor_update = actor_update,
+};
+_Static_assert(offsetof(struct sq, core) == offsetof(struct ri_eng_store, core), "struct sq begins as ri_eng_store");
+
 static const struct ri_store_ops sqlite_ops = {
 	.record_action = sq_record_action,
 	.read_record = sq_read_record,
 	.range_read = sq_range_read,
-	.open_intents = sq_open_intents,
+	.open_intents = ri_eng_open_intents,
 	.purge = sq_purge,
-	.actor_add = sq_actor_add,
-	.actor_revoke = sq_actor_revoke,
+	.actor_add = ri_eng_actor_add,
+	.actor_revoke = ri_eng_actor_revoke,
 	.actor_list = sq_actor_list,
-	.authenticate = sq_authenticate,
+	.authenticate = ri_eng_authenticate,
 	.open_kinds = sq_open_kinds,
 	.take = sq_take,
 	.remaining = sq_remaining,
 	.release = sq_release,
-	.mark_get = sq_mark_get,
-	.mark_set = sq_mark_set,
+	.mark_get = ri_eng_mark_get,
+	.mark_set = ri_eng_mark_set,
 	.traverse = sq_traverse,
 	.peek = sq_peek,
 	.inv_span = sq_inv_span,
@@ -3366,8 +3087,8 @@ static const struct ri_store_ops sqlite_ops = {
 	.audit_state = sq_audit_state,
 	.read_session = sq_read_session,
 	.instance_id = sq_instance_id,
-	.head = sq_head,
-	.sealed = sq_sealed,
+	.head = ri_eng_head,
+	.sealed = ri_eng_sealed,
 	.error = sq_error,
 	.close = sq_close,
 };
@@ -3430,17 +3151,6 @@ setup_connection(struct sq *s, ri_err *err)
 	    NULL, NULL, NULL) != SQLITE_OK)
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s", s->core.cfg->journal, sqlite3_errmsg(s->db));
 	return RI_OK;
-}
-
-static void
-derive_keys(struct sq *s)
-{
-	unsigned char full[RI_HASH_LEN];
-	static const char tag[] = "ri credential hash key";
-
-	ri_mac(s->core.key, s->core.keylen, tag, sizeof tag, full);
-	memcpy(s->core.cred_key, full, sizeof s->core.cred_key);
-	sodium_memzero(full, sizeof full);
 }
 
 static int
@@ -3513,6 +3223,7 @@ ri_sqlite_open(const struct ri_config *c, const unsigned char *key, size_t keyle
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s%s", why, errno == ENOENT ? " (run ri-init?)" : "");
 	s = ri_xcalloc(1, sizeof *s);
 	s->base.ops = &sqlite_ops;
+	ri_eng_attach(&s->core, &sq_backend, s, &s->nodes);
 	s->core.cfg = c;
 	s->readonly = (flags & RI_READONLY) != 0;
 	s->queue_fd = -1;
@@ -3520,7 +3231,7 @@ ri_sqlite_open(const struct ri_config *c, const unsigned char *key, size_t keyle
 	if (key != NULL) {
 		s->core.key = (unsigned char *)key;
 		s->core.keylen = keylen;
-		derive_keys(s);
+		ri_eng_derive_keys(&s->core);
 	}
 	oflags |= SQLITE_OPEN_NOMUTEX;
 	if (sqlite3_open_v2(c->journal, &s->db, oflags, ri_wal_vfs()) != SQLITE_OK) {
@@ -3556,7 +3267,7 @@ ri_sqlite_open(const struct ri_config *c, const unsigned char *key, size_t keyle
 		 * tampered journal to say what is wrong with it) */
 		int64_t seq;
 		unsigned char h[RI_HASH_LEN];
-		int st = sq_head(&s->base, &seq, h);
+		int st = ri_eng_head(&s->base, &seq, h);
 		if (st == RI_ST_INTEGRITY) {
 			rc = ri_fail(err, RI_INTEGRITY, "%s", s->core.err.msg);
 			sq_close(&s->base);
@@ -3586,6 +3297,7 @@ ri_sqlite_create(const struct ri_config *c, const unsigned char *key, size_t key
 		    "journal %s: %s", c->journal, errno == EEXIST ? "already exists; refusing to overwrite" :
 		    strerror(errno));
 	close(fd);
+	ri_eng_attach(&s.core, &sq_backend, &s, &s.nodes);
 	s.core.cfg = c;
 	s.core.key = (unsigned char *)key;
 	s.core.keylen = keylen;
