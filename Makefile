@@ -27,7 +27,7 @@
 # glibc's linker prints as a notice at each static link ("Using 'dlopen'
 # in statically linked applications requires..."): getpwuid (ri-seal's
 # operator name; "unknown" without it) and the dlopen of a PostgreSQL
-# journal's libpq.so.5 (lib/store_pg.c; SQLite's extension loading is
+# journal's libpq.so.5 (lib/store/pg/store_pg.c; SQLite's extension loading is
 # never enabled) load glibc's shared objects at run time, which must be
 # those of the glibc the commands were linked with -- rebuild after a
 # glibc upgrade, or build with STATIC=0 (as a distribution packages it,
@@ -50,11 +50,11 @@ BINDIR   ?= bin
 EXBINDIR ?= examples/bin
 
 # -DRI_NC_RUNTIME makes a build in which $RI_NC switches a safety mechanism
-# off (lib/nc.h): tests/negative/run's own, under build/nc.  Never the
+# off (lib/util/nc.h): tests/negative/run's own, under build/nc.  Never the
 # tree's build, never installed -- the default build cannot switch one.
 ifneq (,$(findstring RI_NC_RUNTIME,$(EXTRA_CFLAGS) $(CFLAGS) $(CPPFLAGS)))
 ifneq (,$(filter build/default bin examples/bin lib/libri.a,$(BUILD) $(BINDIR) $(EXBINDIR) $(LIBA))$(filter install,$(MAKECMDGOALS)))
-$(error -DRI_NC_RUNTIME is a negative-control build (lib/nc.h): never into the tree's own build dirs, never installed)
+$(error -DRI_NC_RUNTIME is a negative-control build (lib/util/nc.h): never into the tree's own build dirs, never installed)
 endif
 endif
 
@@ -65,7 +65,7 @@ CFLAGS_RI   = -std=c11 -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) $(OPT) 
 PQ_CFLAGS  ?= $(shell pkg-config --cflags libpq 2>/dev/null || echo -I$$(pg_config --includedir))
 LIBC_A   := $(findstring /,$(shell $(CC) -print-file-name=libc.a 2>/dev/null))
 STATIC   ?= $(if $(LIBC_A),1,0)
-# libpq's headers only: lib/store_pg.c loads libpq.so.5 when a PostgreSQL
+# libpq's headers only: lib/store/pg/store_pg.c loads libpq.so.5 when a PostgreSQL
 # journal is opened (dlopen), so a SQLite host's commands never load it
 # DEPS_STATIC=1 (the default where the three archives are installed, as
 # Debian's -dev packages install them): SQLite, libsodium and jansson are
@@ -91,7 +91,7 @@ LINK_NOTES = 2>$@.ld || { cat $@.ld >&2; rm -f $@.ld; exit 1; }; \
 	    held != "" { print held; held = "" } /: in function / { held = $$0; next } { print } \
 	    END { if (held != "") print held }' $@.ld >&2; rm -f $@.ld
 
-LIB_SRC  := $(sort $(wildcard lib/*.c))
+LIB_SRC  := $(sort $(wildcard lib/*/*.c lib/*/*/*.c))
 LIB_OBJ  := $(LIB_SRC:lib/%.c=$(BUILD)/lib/%.o)
 CMD_SRC  := $(sort $(wildcard cmd/ri-*.c))
 CMDS     := $(CMD_SRC:cmd/%.c=$(BINDIR)/%)
@@ -103,7 +103,7 @@ TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
 TOOLS    := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 BENCH_SRC:= $(sort $(wildcard bench/*.c))
 BENCHES  := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
-HDRS     := $(wildcard lib/*.h lib/*.def)
+HDRS     := $(wildcard lib/*.h lib/*/*.h lib/*/*/*.h lib/*/*.def)
 
 .PHONY: all test test-pg unit bats check bench install uninstall clean lint-docs reliability negative-controls parity fuzz lint tidy valgrind
 
@@ -141,7 +141,7 @@ $(BINDIR)/ri-init: $(GEN)/example_config.h
 $(GEN)/version: FORCE
 	@mkdir -p $(@D)
 	@echo '$(VERSION)' | cmp -s - $@ || echo '$(VERSION)' >$@
-$(BUILD)/lib/instance.o: $(GEN)/version
+$(BUILD)/lib/protocol/instance.o: $(GEN)/version
 
 $(EXBINDIR)/%: examples/%.c $(LIBA) $(HDRS)
 	@mkdir -p $(@D)
@@ -341,16 +341,16 @@ lint: $(GEN)/example_config.h
 	cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability,performance \
 	    --inline-suppr -Ilib -I$(BUILD)/gen --include=/usr/include/jansson.h -D_POSIX_C_SOURCE=200809L \
 	    lib cmd examples tests/tools bench
-	@# a command's jansson has its own allocator (lib/mem.h): json_dumps'
+	@# a command's jansson has its own allocator (lib/util/mem.h): json_dumps'
 	@# text is freed only through ri_json_dumps (util.c)
-	@if grep -nE '(^|[^_[:alnum:]])json_dumps[[:space:]]*\(' lib/*.c cmd/*.c tests/tools/*.c | \
-	    grep -v '^lib/util\.c:'; then \
-	    echo "lint: json_dumps outside ri_json_dumps: its text must not reach free() (lib/mem.h)" >&2; exit 1; fi
+	@if grep -nE '(^|[^_[:alnum:]])json_dumps[[:space:]]*\(' $(LIB_SRC) cmd/*.c tests/tools/*.c | \
+	    grep -v '^lib/util/util\.c:'; then \
+	    echo "lint: json_dumps outside ri_json_dumps: its text must not reach free() (lib/util/mem.h)" >&2; exit 1; fi
 
 # clang's static analyzer (.clang-tidy says which checks, and why one
 # family is off) over every C source we ship or test with, two at a time;
 # a warning fails.
-TIDY_SRC := $(sort $(wildcard lib/*.c cmd/*.c examples/*.c bench/*.c tests/tools/*.c tests/unit/*.c \
+TIDY_SRC := $(sort $(wildcard $(LIB_SRC) cmd/*.c examples/*.c bench/*.c tests/tools/*.c tests/unit/*.c \
 	tests/fuzz/*.c))
 tidy: $(GEN)/example_config.h
 	@printf '%s\n' $(TIDY_SRC) | xargs -P2 -I{} clang-tidy --quiet {} -- $(CPPFLAGS_RI) -std=c11 \

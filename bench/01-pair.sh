@@ -229,7 +229,7 @@ fi
 # ---- fsyncs ------------------------------------------------------------------
 # strace -y names each fd's file: -wal = a transaction's commit, the
 # directory = the writer's one-time fsync of the WAL's directory, before
-# its first commit and outside the write lock (lib/store_sqlite_vfs.h;
+# its first commit and outside the write lock (lib/store/sqlite/store_sqlite_vfs.h;
 # SQLite's own, inside the commit, for a WAL it creates), .db = a
 # checkpoint.
 classify() { # STRACE_OUT -> "wal dir db other"
@@ -239,7 +239,7 @@ classify() { # STRACE_OUT -> "wal dir db other"
 }
 st() { strace -f -y -qq -e trace=fsync,fdatasync -o "$1" "${@:2}"; }
 # one pair whose processes did not checkpoint (a checkpoint -- once the
-# WAL holds WAL_TRIM_FRAMES, 128, lib/store_sqlite.c: every fourth or fifth
+# WAL holds WAL_TRIM_FRAMES, 128, lib/store/sqlite/store_sqlite.c: every fourth or fifth
 # pair -- is counted apart, in the mean of 20 below)
 for try in 1 2 3 4 5; do
 	o=$(st "$BT/s.open" "$RI_BIN/ri-open" --kind ledger --act-key "strace-$try" --actor alice \

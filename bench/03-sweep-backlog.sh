@@ -15,7 +15,7 @@
 # through the store: marks are MACed) -- ri-fill appends without sweeping,
 # and a sweep that finds no mark scans the whole journal from seq 1 (on
 # 10^6 records that one scan took ~10 minutes on this machine: it is
-# quadratic in the closings it remembers, lib/sweep.c seen_add; that is
+# quadratic in the closings it remembers, lib/protocol/sweep.c seen_add; that is
 # a one-time cost of a journal never swept, not the per-orphan cost).  Then a first sweep at RI_NOW = newest recorded_at +
 # 10 s, when every orphan is still in flight (examined 0): the run's fixed
 # work (enumeration, the scan of the 1,000 intents past the mark, the

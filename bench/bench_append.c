@@ -30,8 +30,8 @@
 #include <time.h>
 
 #include "../tests/unit/testlib.h"
-#include "instance.h"
-#include "store.h"
+#include "protocol/instance.h"
+#include "store/store.h"
 
 static double
 now_ms(void)

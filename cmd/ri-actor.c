@@ -10,8 +10,8 @@
 #include <unistd.h>
 #include <sodium.h>
 
-#include "cli.h"
-#include "instance.h"
+#include "cli/cli.h"
+#include "protocol/instance.h"
 
 static const char usage[] =
 	"ri-actor [-c config] add NAME [--service] [--credential-file FILE]\n"

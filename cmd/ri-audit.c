@@ -7,11 +7,11 @@
 #include <unistd.h>
 #include <sodium.h>
 
-#include "audit.h"
-#include "cli.h"
-#include "witness.h"
-#include "config.h"
-#include "instance.h"
+#include "audit/audit.h"
+#include "cli/cli.h"
+#include "store/witness.h"
+#include "util/config.h"
+#include "protocol/instance.h"
 
 static const char usage[] =
 	"ri-audit [-c config] [--journal FILE] [--findings FILE] [--witness FILE] [--probe]\n"

@@ -1,8 +1,8 @@
 /* ri-backup -- a consistent online copy of the journal (SQLite's backup
  * API, its WAL included) into a new file, after a seal, so the copy ends
  * with a witnessed seal (ri-backup(1)).  Never `cp` a live journal. */
-#include "audit.h"
-#include "cli.h"
+#include "audit/audit.h"
+#include "cli/cli.h"
 
 int
 main(int argc, char **argv)

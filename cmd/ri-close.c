@@ -1,6 +1,6 @@
 /* ri-close -- Close: write the act's outcome under the section Open took,
  * or adopt the one another writer landed (ri-close(1)). */
-#include "cli.h"
+#include "cli/cli.h"
 
 static const struct ri_shorthand shorthands[] = {
 	{ "kind", "kind", false, false }, { "act-key", "act_key", false, false },

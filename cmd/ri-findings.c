@@ -3,9 +3,9 @@
  * needs someone (ri-findings(1)). */
 #include <stdio.h>
 
-#include "cli.h"
-#include "instance.h"
-#include "operator.h"
+#include "cli/cli.h"
+#include "protocol/instance.h"
+#include "protocol/operator.h"
 
 static const char usage[] = "ri-findings [-c config] [--open] [--kind KIND] [--text | --check]";
 

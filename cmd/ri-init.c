@@ -11,15 +11,15 @@
 #include <unistd.h>
 #include <sodium.h>
 
-#include "audit.h"
-#include "cli.h"
-#include "findings.h"
-#include "instance.h"
-#include "integrity.h"
-#include "restore.h"
-#include "store_pg.h"
-#include "store_sqlite.h"
-#include "witness.h"
+#include "audit/audit.h"
+#include "cli/cli.h"
+#include "store/findings.h"
+#include "protocol/instance.h"
+#include "util/integrity.h"
+#include "protocol/restore.h"
+#include "store/pg/store_pg.h"
+#include "store/sqlite/store_sqlite.h"
+#include "store/witness.h"
 
 static const char usage[] =
 	"ri-init [-c config] [--accept-restore --why TEXT [--expect-head HEAD] [--all-unreconciled]]\n"

@@ -1,6 +1,6 @@
 /* ri-open -- Open: take the act's critical section, write the intent,
  * answer what Close, Refuse and Yield need (ri-open(1)). */
-#include "cli.h"
+#include "cli/cli.h"
 
 static const struct ri_shorthand shorthands[] = {
 	{ "kind", "kind", false, false }, { "act-key", "act_key", false, false },

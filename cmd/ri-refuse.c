@@ -1,6 +1,6 @@
 /* ri-refuse -- Refuse: record that the bound commit refused on a
  * pre-commit arm, closing the intent (ri-refuse(1)). */
-#include "cli.h"
+#include "cli/cli.h"
 
 static const struct ri_shorthand shorthands[] = {
 	{ "kind", "kind", false, false }, { "act-key", "act_key", false, false },

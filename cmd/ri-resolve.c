@@ -5,8 +5,8 @@
  * what the store holds, and writes nothing. */
 #include <string.h>
 
-#include "cli.h"
-#include "operator.h"
+#include "cli/cli.h"
+#include "protocol/operator.h"
 
 static const struct ri_shorthand shorthands[] = {
 	{ "kind", "kind", false, false }, { "act-key", "act_key", false, false },

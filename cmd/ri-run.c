@@ -7,11 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "instance.h"
-#include "proto.h"
-#include "run.h"
-#include "util.h"
+#include "cli/cli.h"
+#include "protocol/instance.h"
+#include "protocol/proto.h"
+#include "protocol/run.h"
+#include "util/util.h"
 
 static const char usage[] =
 	"ri-run [-c config] [-n | --wait SECS] --kind K --act-key KEY --actor A\n"

@@ -2,8 +2,8 @@
  * journal's head with the seal key, append the seal and its witness line,
  * so an auditor holding only the public key can verify the chain up to it
  * (ri-seal(1)).  ri-sweep seals after every run. */
-#include "audit.h"
-#include "cli.h"
+#include "audit/audit.h"
+#include "cli/cli.h"
 
 static int
 seal(ri *r, const char *operand, json_t **ans, ri_err *err)

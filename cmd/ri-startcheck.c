@@ -1,12 +1,12 @@
 /* ri-startcheck -- may this instance start?  The five conditions of
  * instance start for every kind, with their arithmetic, then the
- * capabilities the protocol needs: lib/startcheck.c checks, this prints. */
+ * capabilities the protocol needs: lib/protocol/startcheck.c checks, this prints. */
 #include <stdio.h>
 
-#include "cli.h"
-#include "fault.h"
-#include "instance.h"
-#include "startcheck.h"
+#include "cli/cli.h"
+#include "util/fault.h"
+#include "protocol/instance.h"
+#include "protocol/startcheck.h"
 
 static const char usage[] = "ri-startcheck [-c config] [--json] [--fault-points]";
 

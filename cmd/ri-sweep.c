@@ -3,10 +3,10 @@
  * and on the reconciliation cadence, from cron or a systemd timer. */
 #include <unistd.h>
 
-#include "cli.h"
-#include "instance.h"
-#include "proto.h"
-#include "sweep.h"
+#include "cli/cli.h"
+#include "protocol/instance.h"
+#include "protocol/proto.h"
+#include "protocol/sweep.h"
 
 static const char usage[] = "ri-sweep [-c config] [--node NAME] [-q | --quiet] [--rebuild]";
 

@@ -1,6 +1,6 @@
 /* ri-yield -- Yield: release the act's section without writing; the
  * intent stays open for the sweep (ri-yield(1)). */
-#include "cli.h"
+#include "cli/cli.h"
 
 static const struct ri_shorthand shorthands[] = {
 	{ "kind", "kind", false, false }, { "act-key", "act_key", false, false },

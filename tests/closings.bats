@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # closings.bats -- one reading of "which closing stands" on every surface
-# (the closings issue and its rulings; lib/standing.c).  Each scenario is
+# (the closings issue and its rulings; lib/protocol/standing.c).  Each scenario is
 # built with the real binaries and the fault points (pause, lose), and
 # asserts what ri-read, the sweep's duplicate scan (reconcile step 5.2-5.4)
 # and ri-audit's Check 2.1 say -- and that an operator can close a

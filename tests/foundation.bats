@@ -312,7 +312,7 @@ teardown() {
 	for l in "${lines[@]}"; do
 		[[ "$l" =~ ^[a-z_.]+$'\t'(write|step)$'\t'.+ ]] || { echo "bad line: $l"; false; }
 	done
-	def=$BATS_TEST_DIRNAME/../lib/faults.def
+	def=$BATS_TEST_DIRNAME/../lib/util/faults.def
 	if [ -f "$def" ]; then
 		[ "${#lines[@]}" -eq "$(grep -cE '^RI_FAULT_(WRITE|STEP)\(' "$def")" ]
 	fi

@@ -149,7 +149,7 @@ each_reader() {
 	grep -q "journal.db.sweep-local.lock: not a regular file" <<<"$stderr"
 }
 
-# The witness is read by lib/witness.c (issue 39), which makes the same
+# The witness is read by lib/store/witness.c (issue 39), which makes the same
 # check itself (its file_open) and reads a witness that is not a regular
 # file as an integrity failure.
 @test "issue 40 point 3: a FIFO in place of the witness -- every reader answers at once: ri-read 30, ri-audit 1, ri-startcheck 30, ri-findings 0, ri-sweep 15" {

@@ -238,7 +238,7 @@ need_sweep() {
 # ACTION outcome: the outcome carrying outcome_envelope bytes of data with
 # every field a writer may add; ACTION escalation: intent_candidates_cap
 # candidates of reference_length_cap each.  Built here with jq, so the
-# test checks ri's own arithmetic (lib/open.c fits) against the records.
+# test checks ri's own arithmetic (lib/protocol/open.c fits) against the records.
 largest_record() {
 	jq -nc --arg k "$1" --arg inv "$2" --arg what "$3" \
 	    --argjson refcap "$(jq .instance.reference_length_cap "$RI_CONFIG")" \

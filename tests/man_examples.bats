@@ -193,12 +193,12 @@ ri-seal.1 ri-audit.1 ri-runbook.7 ri-backup.1"
 	T=$(mktemp -d "${BATS_TMPDIR:-/tmp}/ri-rules.XXXXXX")
 	cp -r "$top/lib" "$top/cmd" "$top/man" "$top/tests" "$top/examples" "$top/docs" "$top/tools" "$top/Makefile" "$T/"
 	c=Check p=pairing pp=Primitive
-	echo "/* $pp policy 6: cited here, tested nowhere */" >>"$T/lib/clock.c"
+	echo "/* $pp policy 6: cited here, tested nowhere */" >>"$T/lib/util/clock.c"
 	printf '@test "%s datum 4: cited by a test, enforced nowhere" {\n\ttrue\n}\n' "$p" >>"$T/tests/run.bats"
-	echo "/* $c 4.9: no such statement */" >>"$T/lib/clock.h"
+	echo "/* $c 4.9: no such statement */" >>"$T/lib/util/clock.h"
 	RI_RULES_TOP=$T run "$T/tools/rules-index" --check
 	[ "$status" -eq 1 ]
-	[[ "$output" == *"$pp policy 6: enforced (lib/clock.c:"*") and tested nowhere"* ]]
+	[[ "$output" == *"$pp policy 6: enforced (lib/util/clock.c:"*") and tested nowhere"* ]]
 	[[ "$output" == *"$p datum 4: tested (tests/run.bats: \"$p datum 4: cited by a test, enforced nowhere\") and enforced nowhere"* ]]
 	[[ "$output" == *"$c 4.9: cited, with no statement in docs/rules"* ]]
 	[[ "$output" == *"man/ri-rules.7 is not what tools/rules-index --write makes of the tree"* ]]

@@ -60,7 +60,7 @@ teardown() {
 	[ "$(find "$D" -name 'ri-forge' -o -name 'ri-fill' | wc -l)" -eq 0 ]
 }
 
-@test "no shipped build can switch a safety mechanism off: the installed commands and programs, and the ones the suites run, read no RI_NC (lib/nc.h: only tests/negative/run's -DRI_NC_RUNTIME build does)" {
+@test "no shipped build can switch a safety mechanism off: the installed commands and programs, and the ones the suites run, read no RI_NC (lib/util/nc.h: only tests/negative/run's -DRI_NC_RUNTIME build does)" {
 	r=$D$P
 	n=0
 	for f in "$r"/bin/ri-* "$r"/libexec/ri/* "$RI_BIN"/ri-*; do

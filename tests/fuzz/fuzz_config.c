@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "util/config.h"
 
 #define FZ_ASSERT(c, ...) do {                                          \
 	if (!(c)) {                                                     \

@@ -1,5 +1,5 @@
 /*
- * fuzz_jsonfast.c -- libFuzzer harness for ri_json_parse (lib/jsonfast.h):
+ * fuzz_jsonfast.c -- libFuzzer harness for ri_json_parse (lib/util/jsonfast.h):
  * arbitrary bytes through it and through jansson (json_loadb with
  * JSON_REJECT_DUPLICATES, and json_loads when the input has no NUL), by
  * tests/unit/jsonfast_diff.h, the check tests/unit/test_jsonfast.c uses.

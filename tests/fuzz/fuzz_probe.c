@@ -1,6 +1,6 @@
 /*
  * fuzz_probe.c -- libFuzzer harness for the probe's answer: ri_probe_parse
- * (lib/probe.h) over arbitrary bytes, the probe's stdout, and
+ * (lib/protocol/probe.h) over arbitrary bytes, the probe's stdout, and
  * ri_probe_parse_line over the same bytes as a batch probe's line for act
  * key "k" (issue 15: the four shapes with act_key beside), with a fixed
  * valid config built once from a literal, for two kinds (one outcome and a
@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "probe.h"
-#include "proto.h"
+#include "protocol/probe.h"
+#include "protocol/proto.h"
 
 #define FZ_ASSERT(c, ...) do {                                          \
 	if (!(c)) {                                                     \

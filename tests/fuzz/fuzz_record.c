@@ -1,6 +1,6 @@
 /*
  * fuzz_record.c -- libFuzzer harness for journal record verification
- * (lib/store_sqlite.c: read_record, range_read, traverse, head).
+ * (lib/store/sqlite/store_sqlite.c: read_record, range_read, traverse, head).
  *
  * Once per process: a temp dir, an ri.json like tests/lib/common.bash
  * writes, a journal made by ri_sqlite_create, two actors registered through
@@ -40,10 +40,10 @@
 #include <sodium.h>
 #include <sqlite3.h>
 
-#include "integrity.h"
-#include "instance.h"
-#include "proto.h"
-#include "store_sqlite.h"
+#include "util/integrity.h"
+#include "protocol/instance.h"
+#include "protocol/proto.h"
+#include "store/sqlite/store_sqlite.h"
 
 #define FZ_ASSERT(c, ...) do {                                          \
 	if (!(c)) {                                                     \

@@ -28,9 +28,9 @@
 #include <unistd.h>
 #include <sodium.h>
 
-#include "cli.h"
-#include "instance.h"
-#include "proto.h"
+#include "cli/cli.h"
+#include "protocol/instance.h"
+#include "protocol/proto.h"
 
 #define FZ_ASSERT(c, ...) do {                                          \
 	if (!(c)) {                                                     \
@@ -297,7 +297,7 @@ fz_init(void)
 	FZ_ASSERT(dup2(stdin_fd, STDIN_FILENO) == STDIN_FILENO, "dup2");
 }
 
-/* ---- the commands' field tables (lib/requests.c: the very ones they parse with) */
+/* ---- the commands' field tables (lib/protocol/requests.c: the very ones they parse with) */
 
 static void
 check_fields(const struct ri_field *f, json_t *req, const struct ri_req *q, const char *table)

@@ -56,7 +56,7 @@ sql() {
 	ri_pg_sql "$RI_CONFIG" "$1"
 }
 
-# pause_point POINT -- arm a pause (lib/fault.c): the FIFO the paused
+# pause_point POINT -- arm a pause (lib/util/fault.c): the FIFO the paused
 # process blocks on
 pause_point() {
 	export RI_FAULT_DIR=$T/faults

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# matrix.bash -- the restart matrix: every named fault point (lib/faults.def,
+# matrix.bash -- the restart matrix: every named fault point (lib/util/faults.def,
 # read from `ri-startcheck --fault-points`, so a new boundary cannot be added
 # without entering this matrix) x every fault kind that applies to it
 # (die = SIGKILL with no cleanup; fail; lose the reply).  Each cell runs a

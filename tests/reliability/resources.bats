@@ -290,7 +290,7 @@ sys_open() {
 }
 
 @test "disk full under the env clock: ri-close still gives up with 21 -- its retries are bounded on the monotonic clock (ri(7) Test seams)" {
-	# BUG (reported): lib/close.c close_write retries a failed append while
+	# BUG (reported): lib/protocol/close.c close_write retries a failed append while
 	# remaining() grants the lease, and remaining() reads $RI_NOW, which
 	# never moves inside one process: ri-close (and ri-run after its job)
 	# retries every 50 ms forever.
@@ -364,7 +364,7 @@ sys_open() {
 	echo "# locked: ri-open exit $status after $elapsed ms: $stderr" >&3
 	# it waited out the busy timeout -- under the declared journal fence
 	# that is the per-write terminus, journal_write_bound less the
-	# allowance (300 - 100 ms; lib/store_sqlite.c setup_connection) --
+	# allowance (300 - 100 ms; lib/store/sqlite/store_sqlite.c setup_connection) --
 	# and not more than a lease
 	[ "$elapsed" -ge 200 ]
 	[ "$elapsed" -lt 3000 ]
@@ -395,7 +395,7 @@ sys_open() {
 }
 
 @test "journal locked: ri-open's refusal sentence on stderr says why (the journal is locked)" {
-	# BUG (reported): take_loop in lib/store_sqlite.c formats its error with
+	# BUG (reported): take_loop in lib/store/sqlite/store_sqlite.c formats its error with
 	# st_fail(s, ..., "%s", s->err.msg) -- source and destination are the
 	# same buffer, and the sentence comes out empty: "ri-open:
 	# section-unavailable: "

@@ -29,8 +29,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "instance.h"
+#include "cli/cli.h"
+#include "protocol/instance.h"
 
 static int64_t last_closed;
 

@@ -25,7 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "instance.h"
+#include "protocol/instance.h"
 
 static const char usage[] =
 	"usage: ri-forge -c CONFIG --action-ref REF --actor A [--credential-file F]\n"

@@ -19,7 +19,7 @@
 #include <sqlite3.h>
 #include <sodium.h>
 
-#include "integrity.h"
+#include "util/integrity.h"
 
 static _Noreturn void
 die(const char *what, sqlite3 *db)

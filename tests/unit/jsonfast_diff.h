@@ -1,7 +1,7 @@
 /*
  * jsonfast_diff.h -- the differential check shared by
  * tests/unit/test_jsonfast.c and tests/fuzz/fuzz_jsonfast.c: one input
- * through ri_json_parse (lib/jsonfast.h) and through jansson, and what
+ * through ri_json_parse (lib/util/jsonfast.h) and through jansson, and what
  * differs, if anything.
  *
  * The reference is json_loadb(text, len, JSON_REJECT_DUPLICATES); for a
@@ -27,7 +27,7 @@
 #include <string.h>
 #include <jansson.h>
 
-#include "jsonfast.h"
+#include "util/jsonfast.h"
 
 struct jd_stats {
 	unsigned long cases;            /* inputs compared */

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "util/config.h"
 
 static int failures;
 static char tmp[PATH_MAX];      /* mkdtemp directory, as created */

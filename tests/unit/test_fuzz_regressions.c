@@ -30,13 +30,13 @@
 #include <sodium.h>
 
 #include "testlib.h"
-#include "cli.h"
-#include "instance.h"
-#include "heads.h"
-#include "integrity.h"
-#include "probe.h"
-#include "proto.h"
-#include "store_sqlite.h"
+#include "cli/cli.h"
+#include "protocol/instance.h"
+#include "store/heads.h"
+#include "util/integrity.h"
+#include "protocol/probe.h"
+#include "protocol/proto.h"
+#include "store/sqlite/store_sqlite.h"
 
 #define T0 1795946400000LL
 #define LIT(s) s, sizeof(s) - 1         /* a literal with its NULs: bytes, length */

@@ -1,5 +1,5 @@
 /*
- * test_jsonfast.c -- lib/jsonfast.c (ri_json_parse) against jansson
+ * test_jsonfast.c -- lib/util/jsonfast.c (ri_json_parse) against jansson
  * itself: every input goes through both, through jsonfast_diff.h, which
  * requires the same acceptance and, on acceptance, identical values
  * (json_equal, the same json_dumps with sorted keys and in insertion
@@ -33,7 +33,7 @@
 #include <math.h>
 #include <time.h>
 
-#include "jsonfast.h"
+#include "util/jsonfast.h"
 #include "jsonfast_diff.h"
 #include "testlib.h"
 

@@ -1,4 +1,4 @@
-/* test_mem.c -- the size classes (lib/mem.c, issue 15).  SQLite's
+/* test_mem.c -- the size classes (lib/util/mem.c, issue 15).  SQLite's
  * allocator in a single-threaded command: every size class and the large
  * blocks through sqlite3_malloc/realloc/free, each block aligned, as large
  * as asked, its own (no two live blocks overlap), its contents kept by a
@@ -14,9 +14,9 @@
 #include <time.h>
 
 #include "testlib.h"
-#include "mem.h"
-#include "store_sqlite.h"
-#include "util.h"
+#include "util/mem.h"
+#include "store/sqlite/store_sqlite.h"
+#include "util/util.h"
 
 #define LIVE 4000
 
@@ -282,7 +282,7 @@ main(void)
 	ours = m.xRoundup(100) == 128;
 	CHECK(ours == want_ours, "the size classes %s installed, and should%s be", ours ? "are" : "are not",
 	    want_ours ? "" : " not");
-	printf("# SQLite's and jansson's allocator: %s\n", ours ? "the size classes (lib/mem.c)" : "malloc");
+	printf("# SQLite's and jansson's allocator: %s\n", ours ? "the size classes (lib/util/mem.c)" : "malloc");
 	blocks(ours);
 	database();
 	json_blocks(ours);

@@ -1,5 +1,5 @@
 /*
- * test_sha256.c -- lib/sha256.c against the standards and against
+ * test_sha256.c -- lib/util/sha256.c against the standards and against
  * libsodium, on each path it has: the SHA extensions one (when this CPU
  * has them), ri's own code, and the portable one, which forwards to
  * libsodium (issue 42).  On the second the comparisons with libsodium
@@ -27,7 +27,7 @@
  */
 #include <sodium.h>
 
-#include "sha256.h"
+#include "util/sha256.h"
 #include "testlib.h"
 
 #define MAXLEN 1100

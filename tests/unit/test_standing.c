@@ -5,7 +5,7 @@
  * chains, a void supersedes, the state projection, and the intents key.
  * Pure: the records are built here, as the range read would return them.
  */
-#include "standing.h"
+#include "protocol/standing.h"
 #include "testlib.h"
 
 #define MAXR 8

@@ -1,7 +1,7 @@
 /*
  * test_store.c -- the substrate ("Audit Trail": Event Log, Actor Identity,
  * Tamper Evidence, Retention Window) and the critical-section host
- * ("Lease") of lib/store_sqlite.c and lib/store_pg.c, through the storage
+ * ("Lease") of lib/store/sqlite/store_sqlite.c and lib/store/pg/store_pg.c, through the storage
  * interface (store.h) only, on journals made by the real ri-init and
  * ri-actor.  The journal is SQLite's; with $RI_TEST_PG_HOST set (tests/pg/run,
  * make test-pg) every instance's journal and witness are new schemas of a
@@ -24,11 +24,11 @@
 #include <time.h>
 
 #include "testlib.h"
-#include "heads.h"
-#include "instance.h"
-#include "integrity.h"
-#include "pq.h"
-#include "store.h"
+#include "store/heads.h"
+#include "protocol/instance.h"
+#include "util/integrity.h"
+#include "store/pg/pq.h"
+#include "store/store.h"
 
 #define T0 1767225600000LL              /* 2026-01-01T00:00:00Z */
 #define SEC 1000LL

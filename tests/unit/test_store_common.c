@@ -11,10 +11,10 @@
 #include <sodium.h>
 #include <time.h>
 
-#include "clock.h"
-#include "config.h"
-#include "heads.h"
-#include "store_common.h"
+#include "util/clock.h"
+#include "util/config.h"
+#include "store/heads.h"
+#include "store/store_common.h"
 #include "testlib.h"
 
 static struct ri_st_core core;

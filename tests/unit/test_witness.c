@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "testlib.h"
-#include "witness.h"
+#include "store/witness.h"
 
 static unsigned char key[32], inst[RI_INSTANCE_LEN], pk[32], sk[64];
 static char path[PATH_MAX];

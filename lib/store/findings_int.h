@@ -1,0 +1,62 @@
+/*
+ * findings_int.h -- what the findings register's two backends share
+ * (findings.c: SQLite; findings_pg.c: a table in the PostgreSQL journal's
+ * database, issue 41 point 5): a row as typed values, its MAC, and the
+ * keyless exception's shape.  Both MAC a row alike, column by column with
+ * its SQLite storage type, so every reader judges a row the same way
+ * whichever backend holds it.
+ */
+#ifndef RI_FINDINGS_INT_H
+#define RI_FINDINGS_INT_H
+
+#include "store/findings.h"
+#include "store/heads.h"
+
+/* One column of a row selected as RI_FINDINGS_COLS: type is SQLite's
+ * (SQLITE_INTEGER, SQLITE_TEXT, SQLITE_BLOB, SQLITE_NULL). */
+struct ri_fcol {
+	int type;
+	int64_t i;
+	const unsigned char *s;
+	size_t n;
+};
+#define RI_FINDINGS_NCOLS 14
+
+#define RI_FINDINGS_COLS "id, finding, scope, kind, act_key, invocation_id, first_seen, first_seen_at," \
+	" last_seen, last_seen_at, closed_at, run_id, detail"
+
+/* The keyless exception's shape (findings.c, row_keyless), as SQL both
+ * backends run. */
+#define RI_FINDINGS_KEYLESS_SHAPE "mac IS NULL AND finding = 'start-refused' AND scope = 'instance'" \
+	" AND run_id = 'start-gate' AND act_key IS NULL AND invocation_id IS NULL"
+
+bool ri_findings_keyed(void);
+void ri_findings_row_mac(const struct ri_fcol *c, unsigned char out[RI_HASH_LEN]);
+bool ri_findings_row_verified(const struct ri_fcol *c);
+bool ri_findings_row_keyless(const struct ri_fcol *c);
+/* Is the keyless exception in force for a register holding `keyless`
+ * such rows (-1: unknown)? */
+bool ri_findings_excused(int64_t keyless);
+/* Hand one row to ri_findings_each's callback; its return. */
+int ri_findings_emit(const struct ri_fcol *c, bool excused,
+    int (*each)(const struct ri_finding_row *, void *), void *arg);
+
+/* The PostgreSQL register (findings_pg.c): the public calls, on a handle
+ * ri_findings_open made for a postgresql:// location. */
+struct ri_findings_pg;
+int ri_findings_pg_open(const char *uri, bool readonly, struct ri_findings_pg **out, ri_err *err);
+void ri_findings_pg_close(struct ri_findings_pg *p);
+int ri_findings_pg_act(struct ri_findings_pg *p, enum ri_finding what, const char *kind,
+    const char *act_key, const char *invocation_id, const char *by, ri_ms now, const char *detail, ri_err *err);
+int ri_findings_pg_run_begin(struct ri_findings_pg *p, const char *run_id, ri_ms now, ri_err *err);
+int ri_findings_pg_instance(struct ri_findings_pg *p, enum ri_finding what, const char *kind,
+    const char *run_id, ri_ms now, const char *detail, ri_err *err);
+int ri_findings_pg_refusal(struct ri_findings_pg *p, const char *kind, const char *cause,
+    const char *by, ri_ms now, json_t *entry, ri_err *err);
+int ri_findings_pg_close_unseen(struct ri_findings_pg *p, ri_ms now, const char *const *seen, size_t n_seen,
+    ri_err *err);
+int64_t ri_findings_pg_keyless(struct ri_findings_pg *p);
+int ri_findings_pg_each(struct ri_findings_pg *p, bool open_only, const char *kind,
+    int (*each)(const struct ri_finding_row *, void *), void *arg, ri_err *err);
+
+#endif

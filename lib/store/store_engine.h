@@ -1,0 +1,196 @@
+/*
+ * store_engine.h -- the store's protocol steps written once (store_engine.c)
+ * over a narrow table of backend primitives, the way SQLite's VFS keeps
+ * its logic above sqlite3_io_methods.  A backend (store_sqlite.c,
+ * store_pg.c) implements the primitives with its own SQL and decoding
+ * only, and keeps its performance machinery (PostgreSQL's read-ahead,
+ * deferred writes, batched node writes) behind them; a third backend
+ * would implement them and nothing else.
+ *
+ * A primitive answers RI_ST_OK, RI_ST_NOT_KNOWN where it says so, or the
+ * code of its own failure, already recorded in the handle's error
+ * (ri_st_fail): the engine adds the protocol's judgement, never a second
+ * message over the backend's.
+ */
+#ifndef RI_STORE_ENGINE_H
+#define RI_STORE_ENGINE_H
+
+#include "store/heads.h"
+#include "store/store_common.h"
+
+/* scope_newest's answer about the newest row's hash */
+enum ri_hashed {
+	RI_HASH_UNREAD = 0,             /* not read: the engine reads it (hash_at) */
+	RI_HASH_READ,                   /* read with the seq */
+	RI_HASH_NONE                    /* the row has none (or there is no row) */
+};
+
+/* what a read of one keyed row found */
+enum ri_found {
+	RI_ROW_NONE = 0,                /* no row */
+	RI_ROW_OK,                      /* a row, every column decoded exactly */
+	RI_ROW_MALFORMED                /* a row whose columns are not what ri writes */
+};
+
+struct ri_backend {
+	/* The stored hash of the record at seq (>= 1): NOT_KNOWN when no row
+	 * holds seq or its hash is not one. */
+	int (*record_hash)(void *bk, int64_t seq, unsigned char out[RI_HASH_LEN]);
+	/* The newest seq of a scope as the rows say it (0 when none): a, b
+	 * the scope's fields (store_common.h scope_make); the backend may
+	 * read the row's hash in the same statement (*hashed). */
+	int (*scope_newest)(void *bk, const struct scope *sc, const char *a, const char *b, int64_t *seq,
+	    unsigned char hash[RI_HASH_LEN], enum ri_hashed *hashed);
+	/* The node store of the tree of scope heads (heads.h ri_tree_io, ctx
+	 * the backend's handle): NOT_KNOWN for an absent node. */
+	int (*node_get)(void *bk, const unsigned char *id, size_t idlen, unsigned char body[RI_NODE_MAX], size_t *len);
+	int (*node_put)(void *bk, const unsigned char *id, size_t idlen, const unsigned char *body, size_t len);
+	/* The verified journal head and the hash of its newest record: read
+	 * and judged by the backend, which knows how to read it in one round
+	 * trip (ri_jhead_judge, ri_witness_judge). */
+	int (*jhead_get)(void *bk, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN]);
+	/* Optional (NULL: none): key's path of the tree is read next -- a
+	 * backend that pays a round trip a node fetches the path at once. */
+	int (*path_hint)(void *bk, const unsigned char key[RI_SCOPE_LEN]);
+	/* An actor's registry row, decoded (not judged). */
+	int (*actor_read)(void *bk, const char *actor, struct ri_actor_row *row, enum ri_found *found);
+	/* A lease row, decoded (not judged); lock: the append's or the take's
+	 * own, held to the transaction's end (after the head: the lock order)
+	 * where the backend has row locks. */
+	int (*lease_read)(void *bk, const char *kind, const char *act_key, bool lock, struct ri_lease_row *l,
+	    enum ri_found *found);
+	/* Insert or replace a lease row (holder NULL: free), its MAC given. */
+	int (*lease_write)(void *bk, const char *kind, const char *act_key, const char *holder, ri_ms expires,
+	    int64_t token, const unsigned char mac[RI_HASH_LEN]);
+	/* Optional (NULL: the fence's terminus is issue + journal_write_bound
+	 * - allowance, on the clock now was read on).  A backend whose `now`
+	 * is another clock than the writer's (the server's) carries the
+	 * terminus over to it. */
+	int (*fence_until)(void *bk, const struct ri_fence *f, ri_ms now, ri_ms *until);
+	/* Optional: the fence held at the append (journal fence 3) -- a
+	 * backend that checks it again at COMMIT keeps what it needs. */
+	void (*fence_armed)(void *bk, const char *kind, const char *act_key, const struct ri_fence *f, ri_ms until);
+	/* A read transaction (one snapshot) unless one is open already
+	 * (*began false); read_end ends what read_begin began. */
+	int (*read_begin)(void *bk, bool *began);
+	void (*read_end)(void *bk, bool began);
+	/* A write transaction (the journal's writers serialised) and its end:
+	 * commit answers OK or the code of its failure; rollback keeps the
+	 * handle's error (what failed inside the transaction). */
+	int (*write_begin)(void *bk);
+	int (*commit)(void *bk);
+	void (*rollback)(void *bk);
+	/* jhead_get with the clock the store judges by, read in the same
+	 * transaction: the host's (ri_now) or the server's. */
+	int (*jhead_now)(void *bk, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN], ri_ms *now);
+	/* Keyless readers: the newest audit.sealed record as the rows say it
+	 * (*seq untouched when none). */
+	int (*sealed_rows)(void *bk, int64_t *seq);
+	/* Every row of the open-intents index into os (ri_open_scan_row). */
+	int (*open_rows)(void *bk, struct ri_open_scan *os);
+	/* A mark's row, decoded (not judged: *found RI_ROW_MALFORMED when its
+	 * columns are not ri's), and its replacement, MAC given. */
+	int (*mark_read)(void *bk, const char *name, int64_t *seq, unsigned char mac[RI_HASH_LEN], enum ri_found *found);
+	int (*mark_write)(void *bk, const char *name, int64_t seq, const unsigned char mac[RI_HASH_LEN]);
+	/* A write transaction begun, the clock read and the head verified
+	 * (*now, *jh, lh); on a failure the transaction is rolled back, its
+	 * error kept. */
+	int (*write_head)(void *bk, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri_ms *now);
+	/* One substrate record (actor "audit", no credential) appended inside
+	 * the write transaction write_head began, under jh. */
+	int (*append_substrate)(void *bk, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN], const char *action_ref,
+	    const char *act_key, json_t *data, ri_ms now, struct ri_appended *out);
+	/* A new registry row (service, cred_hash, created, reg_seq, mac; not
+	 * revoked): RI_ST_EXISTS, error not set, when the name is taken; and
+	 * a revocation of one (revoked, reg_seq, mac). */
+	int (*actor_insert)(void *bk, const char *actor, const struct ri_actor_row *row);
+	int (*actor_update)(void *bk, const char *actor, const struct ri_actor_row *row);
+};
+
+/*
+ * Every backend's handle begins so (struct sq, struct pg): the store the
+ * protocol holds, then the core; the engine's store.h ops find the core
+ * from the store.
+ */
+struct ri_eng_store {
+	struct ri_store base;
+	struct ri_st_core core;
+};
+#define RI_ENG_CORE(st) (&((struct ri_eng_store *)(void *)(st))->core)
+
+/* A backend's handle joins the engine: its primitives (be, over bk) and
+ * the tree's node cache it keeps for as long as it chooses (heads.h). */
+void ri_eng_attach(struct ri_st_core *c, const struct ri_backend *be, void *bk, struct ri_tree_cache *nodes);
+
+/* ---- the journal head, the tree of scope heads -------------------------- */
+
+/* Stored hash of the record at seq (0 = the genesis); a missing row is an
+ * integrity failure naming seq. */
+int ri_eng_hash_at(struct ri_st_core *c, int64_t seq, unsigned char out[RI_HASH_LEN]);
+/* ri_walk's hash_at and ri_seal_walk's tree_get (store_common.h), backend
+ * the core. */
+int ri_eng_hash_at_cb(void *core, int64_t seq, unsigned char out[RI_HASH_LEN]);
+int ri_eng_tree_get_cb(void *core, const struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], bool *present,
+    struct ri_leaf *leaf);
+/* A scope's leaf in the tree under jh's root, and its replacement (jh's
+ * root moves); a malformed tree is an integrity failure. */
+int ri_eng_tree_get(struct ri_st_core *c, const struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], bool *present,
+    struct ri_leaf *leaf);
+int ri_eng_tree_put(struct ri_st_core *c, struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], int64_t seq,
+    const unsigned char hash[RI_HASH_LEN]);
+/* The verified head of a scope under a verified journal head (jh), and
+ * the same with the journal's own head verified first (ri_eng_head_get). */
+int ri_eng_scope_head(struct ri_st_core *c, const struct ri_jhead *jh, const struct scope *sc, const char *a,
+    const char *b, int64_t *last);
+int ri_eng_head_get(struct ri_st_core *c, const struct scope *sc, const char *a, const char *b, int64_t *last);
+
+/* ---- keys ------------------------------------------------------------------ */
+
+/* The credential hash key, derived from the integrity key (c->key set). */
+void ri_eng_derive_keys(struct ri_st_core *c);
+
+/* ---- the actor registry (Actor Identity) -------------------------------- */
+
+/* An actor's row (*exists: there is one), verified against its MAC and
+ * its scope's head in the tree under jh (ri_actor_row_judge). */
+int ri_eng_actor_get(struct ri_st_core *c, const struct ri_jhead *jh, const char *actor, struct ri_actor_row *row,
+    bool *exists);
+/* The credential check at record_action (who may be NULL): an
+ * unreachable registry is step 2 of the append. */
+int ri_eng_check_credential(struct ri_st_core *c, const struct ri_jhead *jh, const char *actor, const char *cred,
+    ri_ms now, struct ri_actor *who);
+
+/* ---- leases and the journal fence --------------------------------------- */
+
+/* A lease row (*exists: there is one) verified against its MAC; lock: see
+ * ri_backend.lease_read. */
+int ri_eng_lease_get(struct ri_st_core *c, const char *kind, const char *act_key, bool lock, struct ri_lease_row *l,
+    bool *exists);
+int ri_eng_lease_put(struct ri_st_core *c, const char *kind, const char *act_key, const char *holder, ri_ms expires,
+    int64_t token);
+/* journal fence 3 inside the append's transaction, at now (the clock the
+ * append reads): the writer still holds the section with the allowance
+ * to spare, and its write's terminus has not passed. */
+int ri_eng_check_fence(struct ri_st_core *c, const char *kind, const char *act_key, const struct ri_fence *f,
+    ri_ms now);
+
+/* ---- the open-intents index ---------------------------------------------- */
+
+/* The index verified against the head jh, and the rows the filters choose
+ * into *out (NULL: verify only; store_common.h ri_open_scan). */
+int ri_eng_open_scan(struct ri_st_core *c, const struct ri_jhead *jh, const char *kind, const char *act_key,
+    ri_ms aged_by, struct ri_open_intent **out, size_t *n);
+
+/* ---- store.h ops written once ------------------------------------------- */
+
+int ri_eng_open_intents(struct ri_store *st, const char *kind, const char *act_key, ri_ms aged_by,
+    struct ri_open_intent **out, size_t *n);
+int ri_eng_authenticate(struct ri_store *st, const char *actor, const char *cred, struct ri_actor *out);
+int ri_eng_mark_get(struct ri_store *st, const char *name, int64_t *seq);
+int ri_eng_mark_set(struct ri_store *st, const char *name, int64_t seq);
+int ri_eng_actor_add(struct ri_store *st, const char *actor, bool service, char credential[128]);
+int ri_eng_actor_revoke(struct ri_store *st, const char *actor);
+int ri_eng_head(struct ri_store *st, int64_t *seq, unsigned char hash[32]);
+int ri_eng_sealed(struct ri_store *st, int64_t *seq, unsigned char hash[32]);
+
+#endif
