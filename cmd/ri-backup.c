@@ -2,6 +2,7 @@
  * API, its WAL included) into a new file, after a seal, so the copy ends
  * with a witnessed seal (ri-backup(1)).  Never `cp` a live journal. */
 #include "audit/audit.h"
+#include "protocol/seal.h"
 #include "cli/cli.h"
 
 int

@@ -12,6 +12,7 @@
 #include <sodium.h>
 
 #include "audit/audit.h"
+#include "protocol/seal.h"
 #include "cli/cli.h"
 #include "store/findings.h"
 #include "protocol/instance.h"

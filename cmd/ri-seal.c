@@ -3,6 +3,7 @@
  * so an auditor holding only the public key can verify the chain up to it
  * (ri-seal(1)).  ri-sweep seals after every run. */
 #include "audit/audit.h"
+#include "protocol/seal.h"
 #include "cli/cli.h"
 
 static int

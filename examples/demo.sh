@@ -6,8 +6,9 @@
 #   examples/demo.sh          the tour; the instance is removed at the end
 #   examples/demo.sh --keep   leave the instance (its path is printed last)
 #
-# From the source tree (after make) it runs bin/ and examples/bin/;
-# installed (make install, the Debian package: PREFIX/libexec/ri/demo.sh)
+# From the source tree (after make) it runs bin/ and examples/bin/, or
+# the trees RI_BIN and RI_EXAMPLES name when they are set (the suites set
+# them: make check runs the demo on its sanitized build); installed (make install, the Debian package: PREFIX/libexec/ri/demo.sh)
 # it runs the installed commands and the example programs beside it.
 set -euo pipefail
 keep=no
@@ -18,7 +19,9 @@ case "${1:-}" in
 esac
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
-if [ -x "$top/bin/ri-init" ] && [ -x "$top/examples/bin/ledger-probe" ]; then
+if [ -n "${RI_BIN:-}" ] && [ -x "$RI_BIN/ri-init" ] && [ -x "${RI_EXAMPLES:-}/ledger-probe" ]; then
+	bin=$RI_BIN examples=$RI_EXAMPLES
+elif [ -x "$top/bin/ri-init" ] && [ -x "$top/examples/bin/ledger-probe" ]; then
 	bin=$top/bin examples=$top/examples/bin
 else
 	bin=/usr/local/bin examples=$here

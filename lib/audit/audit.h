@@ -29,19 +29,6 @@ int ri_audit(ri *r, const struct ri_audit_opts *o, json_t **ans, ri_err *err);
 void ri_audit_text(json_t *report, FILE *out);
 int ri_audit_html(json_t *report, FILE *out);
 
-/* ri-seal: verify every record since the previous seal, append a seal over
- * the current head (audit.sealed) and its line to the witness.  A failed
- * verification answers journal-unavailable with "cause":"integrity"
- * (RI_JOURNAL_UNAVAILABLE) and appends nothing. */
-int ri_seal(ri *r, json_t **ans, ri_err *err);
-/* ri-init: the genesis seal, carrying the founding bindings of every kind
- * (bindings.h: {"bindings": {kind: audit.bound payload}}). */
-int ri_seal_genesis(ri *r, json_t **ans, ri_err *err);
-/* Surface a verification failure in the findings register: an instance
- * finding journal-unavailable with {"why", "cause":"integrity"}. */
-int ri_seal_surface(ri *r, const char *why);
-/* ri-backup: seal, then a consistent online copy into the new file dest. */
-int ri_backup(ri *r, const char *dest, json_t **ans, ri_err *err);
 /* ri-init --accept-restore: restore.h. */
 
 #endif

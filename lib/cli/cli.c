@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "audit/audit.h"
+#include "protocol/seal.h"
 #include "cli/cli.h"
 #include "util/clock.h"
 #include "util/jsonfast.h"

@@ -23,7 +23,7 @@
 #ifndef RI_BINDINGS_H
 #define RI_BINDINGS_H
 
-#include "protocol/instance.h"
+#include "protocol/handle.h"
 
 /* The binding a kind has under this config, as audit.bound records it. */
 json_t *ri_bindings_json(const struct ri_config *c, const struct ri_kind *k);

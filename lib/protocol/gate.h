@@ -16,7 +16,7 @@
 #ifndef RI_GATE_H
 #define RI_GATE_H
 
-#include "protocol/instance.h"
+#include "protocol/handle.h"
 
 /* Record a refusal of the start gate on the findings register, once per
  * (kind, cause) (Binding 3).  kind NULL: the instance's. */

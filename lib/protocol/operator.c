@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "store/findings.h"
+#include "protocol/instance.h"
 #include "protocol/operator.h"
 #include "protocol/probe.h"
 

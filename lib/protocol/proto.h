@@ -8,7 +8,7 @@
 #define RI_PROTO_H
 
 #include "util/clock.h"
-#include "protocol/instance.h"
+#include "protocol/handle.h"
 #include "protocol/standing.h"
 
 /* ---- requests ---- */

@@ -6,7 +6,7 @@
 #include <unistd.h>
 #include <sodium.h>
 
-#include "audit/audit.h"
+#include "protocol/seal.h"
 #include "util/clock.h"
 #include "util/nc.h"
 #include "protocol/proto.h"

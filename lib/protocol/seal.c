@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <sodium.h>
 
-#include "audit/audit.h"
+#include "protocol/seal.h"
 #include "protocol/bindings.h"
 #include "util/clock.h"
 #include "store/findings.h"

@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <sodium.h>
 
-#include "audit/audit.h"
+#include "protocol/seal.h"
 #include "protocol/bindings.h"
 #include "util/fault.h"
 #include "store/findings.h"
