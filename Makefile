@@ -338,6 +338,8 @@ parity:
 	TLA2TOOLS="$(TLA2TOOLS)" tla/parity-run
 
 lint: $(GEN)/example_config.h
+	@# the layers (docs/ARCHITECTURE.md): every import downward, no circle
+	tests/tools/layers lib
 	cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability,performance \
 	    --inline-suppr -Ilib -I$(BUILD)/gen --include=/usr/include/jansson.h -D_POSIX_C_SOURCE=200809L \
 	    lib cmd examples tests/tools bench

@@ -203,3 +203,25 @@ ri-seal.1 ri-audit.1 ri-runbook.7 ri-backup.1"
 	[[ "$output" == *"$c 4.9: cited, with no statement in docs/rules"* ]]
 	[[ "$output" == *"man/ri-rules.7 is not what tools/rules-index --write makes of the tree"* ]]
 }
+
+@test "issue 42: lib/'s layers -- tests/tools/layers passes the tree, and fails an upward import and a circle, naming each" {
+	top=$BATS_TEST_DIRNAME/..
+	run "$top/tests/tools/layers" "$top/lib"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"all downward, no circle"* ]]
+	T=$(mktemp -d "${BATS_TMPDIR:-/tmp}/ri-layers.XXXXXX")
+	cp -r "$top/lib" "$T/lib"
+	# the store reaching up to the protocol
+	sed -i '0,/^#include "/s##\#include "protocol/proto.h"\n&#' "$T/lib/store/heads.c"
+	run "$top/tests/tools/layers" "$T/lib"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"store/heads.c: upward import of protocol/proto.h (store -> protocol)"* ]]
+	# two util modules that include each other: a circle, even in one layer
+	cp -r "$top/lib/." "$T/lib/"
+	sed -i '0,/^#include "/s##\#include "util/clock.h"\n&#' "$T/lib/util/vocab.c"
+	sed -i '0,/^#include "/s##\#include "util/vocab.h"\n&#' "$T/lib/util/clock.h"
+	run "$top/tests/tools/layers" "$T/lib"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"circle: "*"util/clock"*"util/vocab"* ]]
+	rm -rf "$T"
+}
