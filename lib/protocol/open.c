@@ -378,7 +378,7 @@ write_intent(struct ri *r, struct open_req *o, json_t *payload, char ev[RI_ID_LE
 		    r->st->ops->error(r->st)->msg);
 	case RI_SETTLE_LANDED:
 		snprintf(ev, RI_ID_LEN + 1, "%s", w.ev);
-		/* Primitive policy 21, 25, 36: adopted, with a hard alert */
+		/* Primitive policy 20-25, 36: read back and adopted, with a hard alert */
 		if (w.via == RI_VIA_LOST)
 			json_array_append_new(alerts_out, json_pack("{s:s}", "alert",
 			    "the intent write's reply was lost; the intent was read back and adopted"));
@@ -398,7 +398,7 @@ write_intent(struct ri *r, struct open_req *o, json_t *payload, char ev[RI_ID_LE
 		    "invalid-credential: %s", w.why);
 	case RI_ST_INVALID_REQUEST:
 	case RI_ST_STEP4:
-		/* Primitive policy 22: the read-back found nothing; never retry
+		/* Primitive policy 20-25: the read-back found nothing; never retry
 		 * after step-4 (26) */
 		if (w.st == RI_ST_STEP4)
 			return ri_refuse_with(ans, ri_refusal_rf("intent"), err, RI_RF_INTENT,

@@ -51,7 +51,7 @@ write_settle(struct ri *r, struct ri_settle *w, ri_err *err)
 	case RI_ST_STEP4:
 	case RI_ST_INVALID_REQUEST:
 		w->retention = w->st == RI_ST_STEP4 || strcmp(w->ap.cause, "retention") == 0;
-		/* Primitive policy 20-22, 24, 27: read back by invocation id, for
+		/* Primitive policy 20-25, 27: read back by invocation id, for
 		 * step-4 and a retention-source invalid-request (and, where the
 		 * position says so, any invalid-request); never retry after
 		 * step-4 (26) */
