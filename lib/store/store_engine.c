@@ -281,6 +281,10 @@ ri_eng_lease_put(struct ri_st_core *c, const char *kind, const char *act_key, co
 	return c->be->lease_write(c->bk, kind, act_key, holder, expires, token, mac);
 }
 
+/* journal fence 1, Allowance 7-10: the writer still holds the act's lease
+ * with one allowance to spare (the lease terminus), and the write's own
+ * terminus, issue + journal_write_bound - allowance, has not passed.  The
+ * lease row is verified first: a forged row never lets a write through. */
 int
 ri_eng_check_fence(struct ri_st_core *c, const char *kind, const char *act_key, const struct ri_fence *f, ri_ms now)
 {

@@ -1873,10 +1873,10 @@ lease_write(void *bk, const char *kind, const char *act_key, const char *holder,
  * fence 3: the same condition is handed to the server (ri.fence), which
  * checks it again at COMMIT (ri_fence_check, a deferred constraint
  * trigger), so a writer stalled between here and its COMMIT is refused.
- */
-/* store_engine.h fence_until: the write's terminus, issue +
+ * store_engine.h fence_until: the write's terminus, issue +
  * journal_write_bound - allowance, is a reading of the writer's own
- * clock: carried to the instance clock as the time it has left. */
+ * clock: carried to the instance clock as the time it has left.
+ */
 static int
 fence_until(void *bk, const struct ri_fence *f, ri_ms now, ri_ms *until)
 {

@@ -1144,11 +1144,6 @@ lease_write(void *bk, const char *kind, const char *act_key, const char *holder,
 	return rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "lease write");
 }
 
-/* journal fence 1, Allowance 7-10: the writer still holds the act's lease
- * with one allowance to spare (the lease terminus), and the write's own
- * terminus, issue + journal_write_bound - allowance, has not passed.  The
- * lease row is verified first: a forged row never lets a write through. */
-
 /* The open-intents index moves in the append's transaction, and its count
  * and accumulator in the journal head with it (heads.h). */
 static int
