@@ -307,7 +307,9 @@ struct tl_cfg {
 static inline void
 tl_write_config(const char *dir, const struct tl_cfg *c, char path[PATH_MAX])
 {
-	char text[8192], journal[PATH_MAX + 128] = "journal.db", witness[PATH_MAX + 160] = "";
+	char journal[PATH_MAX + 128] = "journal.db", witness[PATH_MAX + 160] = "";
+	/* room for both addresses at their longest, and the rest of the config */
+	char text[sizeof journal + sizeof witness + 8192];
 
 	if (tl_pg_host() != NULL) {
 		char j[64], w[64], u[PATH_MAX + 128];
