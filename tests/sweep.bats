@@ -850,11 +850,16 @@ batch_case() {
 }
 
 @test "reconcile step 2.7, 3.17, journal write bound 1: a run paused until less than journal_write_bound of its sweep lease is left writes nothing -- skipped, left for the next run, which closes the act" {
-	# the system clock, and the fast shape: sweep lease 1.5 s + 300 ms
+	# the system clock, and a fast shape whose probe_round_trip (2 s) a
+	# loaded machine meets: under make check's sanitizers a 200 ms bound
+	# timed the probe out, and the run skipped on that path instead of the
+	# one this test is about (instance start 8: 3 s > 0.2 + 2 x 0.3 + 2 s).
+	# Sweep lease: closure_latency 3 s + journal_write_bound 300 ms.
 	ri_cfg '.clock = "system" | .instance.clock_offset_allowance = "100ms" | .instance.reconciliation_cadence = "10s" |
-	    .instance.run_bound = "5s" | .instance.closure_latency = "1500ms" | .instance.journal_write_bound = "300ms" |
+	    .instance.run_bound = "7s" | .instance.closure_latency = "3s" | .instance.journal_write_bound = "300ms" |
 	    .instance.read_bound = "200ms" | .instance.compensation_window = "60s" | .kinds.ledger.completion_bound = "3s" |
-	    .kinds.ledger.commit_round_trip = "100ms" | .kinds.ledger.probe_round_trip = "200ms"'
+	    .kinds.ledger.commit_round_trip = "100ms" | .kinds.ledger.probe_round_trip = "2s"'
+	ri-startcheck >/dev/null
 	orphan k
 	sleep 3.2                               # past the examine edge (3 s + 100 ms)
 	for point in sweep.after_reread sweep.after_probe; do
@@ -865,7 +870,7 @@ batch_case() {
 		RI_FAULT=$point=pause RI_FAULT_DIR=$d ri-sweep >"$T/s.out" 2>"$T/s.err" &
 		BG=$!
 		wait_for "$d/$point.reached"
-		sleep 1.65                      # < 300 ms of the 1.8 s lease left
+		sleep 3.15                      # < 300 ms of the 3.3 s lease left
 		echo >"$d/$point"
 		rc=0
 		wait "$BG" || rc=$?
