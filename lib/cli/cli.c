@@ -16,10 +16,12 @@
 #include "util/jsonfast.h"
 #include "protocol/instance.h"
 #include "util/mem.h"
+#include "util/progress.h"
 #include "protocol/proto.h"
 #include "util/util.h"
 
 static void warn_line(const char *msg);
+static void progress_line(const char *line);
 
 void
 ri_cli_init(int argc, char **argv)
@@ -30,10 +32,24 @@ ri_cli_init(int argc, char **argv)
 	(void)ri_json_mem_install();
 	/* the library's diagnostics print as the command's own lines */
 	ri_diag_set(warn_line);
+	/* the progress line only on a terminal: never in a log or a cron mail */
+	if (isatty(STDERR_FILENO))
+		ri_progress_set(progress_line);
 	if (argc > 0 && argv[0] != NULL) {
 		p = strrchr(argv[0], '/');
 		ri_progname = p ? p + 1 : argv[0];
 	}
+}
+
+/* The progress drawer (progress.h): over the last line, or erase it. */
+static void
+progress_line(const char *line)
+{
+	if (line != NULL)
+		fprintf(stderr, "\r%s\033[K", line);
+	else
+		fputs("\r\033[K", stderr);
+	fflush(stderr);
 }
 
 /* ri_cli_stamp: every line on stderr starts with the instant */

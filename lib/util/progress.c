@@ -1,14 +1,21 @@
 /* progress.c -- the progress line (progress.h). */
 #include <stdio.h>
-#include <unistd.h>
 
 #include "util/progress.h"
 #include "util/util.h"
 
+static ri_progress_fn *drawer;
+
+void
+ri_progress_set(ri_progress_fn *fn)
+{
+	drawer = fn;
+}
+
 void
 ri_progress_begin(struct ri_progress *p, bool on, const char *what, int64_t total)
 {
-	p->on = on && isatty(STDERR_FILENO);
+	p->on = on && drawer != NULL;
 	p->what = what;
 	p->total = total;
 	p->start_ms = p->last_ms = ri_mono_ms();
@@ -18,18 +25,19 @@ ri_progress_begin(struct ri_progress *p, bool on, const char *what, int64_t tota
 static void
 draw(struct ri_progress *p, int64_t done, int64_t now)
 {
+	char line[256];
 	int64_t ms = now - p->start_ms;
 	long long rate = ms > 0 ? (long long)(done * 1000 / ms) : (long long)done;
 
 	if (p->total > 0)
-		fprintf(stderr, "\r%s: %lld of %lld %s done (%lld %s/s, %lld.%01lld s)\033[K", ri_progname,
-		    (long long)done, (long long)p->total, p->what, rate, p->what, (long long)(ms / 1000),
-		    (long long)(ms % 1000 / 100));
+		snprintf(line, sizeof line, "%s: %lld of %lld %s done (%lld %s/s, %lld.%01lld s)",
+		    ri_progname, (long long)done, (long long)p->total, p->what, rate, p->what,
+		    (long long)(ms / 1000), (long long)(ms % 1000 / 100));
 	else
-		fprintf(stderr, "\r%s: %lld %s done (%lld %s/s, %lld.%01lld s)\033[K", ri_progname,
-		    (long long)done, p->what, rate, p->what, (long long)(ms / 1000),
+		snprintf(line, sizeof line, "%s: %lld %s done (%lld %s/s, %lld.%01lld s)",
+		    ri_progname, (long long)done, p->what, rate, p->what, (long long)(ms / 1000),
 		    (long long)(ms % 1000 / 100));
-	fflush(stderr);
+	drawer(line);
 	p->drawn = true;
 	p->last_ms = now;
 }
@@ -52,7 +60,6 @@ ri_progress_end(struct ri_progress *p, int64_t done)
 	if (!p->on)
 		return;
 	draw(p, done, ri_mono_ms());
-	fputs("\r\033[K", stderr);
-	fflush(stderr);
+	drawer(NULL);
 	p->on = false;
 }
