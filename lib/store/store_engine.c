@@ -9,6 +9,7 @@
 #include <sodium.h>
 
 #include "util/integrity.h"
+#include "util/nc.h"
 #include "store/store_engine.h"
 
 /* ---- what a caller of store.h frees --------------------------------------- */
@@ -549,6 +550,302 @@ ri_eng_actor_revoke(struct ri_store *st, const char *actor)
 	ri_actor_row_mac(c, actor, &row, row.mac);
 	if ((rc = c->be->actor_update(c->bk, actor, &row)) != RI_ST_OK)
 		goto fail;
+	return c->be->commit(c->bk);
+fail:
+	c->be->rollback(c->bk);
+	return rc;
+}
+
+/* ---- reads of the records table -------------------------------------------- */
+
+int
+ri_eng_read_record(struct ri_store *st, const char *event_id, struct ri_record *out)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+	struct ri_raw w;
+	unsigned char prev[RI_HASH_LEN];
+	struct scope sc;
+	int64_t last;
+	bool began;
+	ri_ms now;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	ri_st_err_clear(&c->err);
+	if ((rc = c->be->read_begin(c->bk, &began)) != RI_ST_OK)
+		return rc;
+	if ((rc = c->be->read_now(c->bk, &now)) != RI_ST_OK)
+		goto out;
+	if ((rc = c->be->record_by_id(c->bk, event_id, out, &w)) != RI_ST_OK) {
+		if (rc == RI_ST_NOT_KNOWN)
+			rc = ri_st_fail(c, RI_ST_NOT_KNOWN, 0, event_id, "no record %s", event_id);
+		goto out;
+	}
+	if ((rc = ri_eng_hash_at(c, out->seq - 1, prev)) != RI_ST_OK) {
+		free(w.payload_text);
+		goto out;
+	}
+	if ((rc = ri_st_verify_row(c, out, &w, prev, now)) != RI_ST_OK)
+		goto out;
+	/* the journal's own head must stand, so a truncated tail is seen */
+	scope_make(&sc, SCOPE_ALL, NULL, NULL);
+	if ((rc = ri_eng_head_get(c, &sc, NULL, NULL, &last)) != RI_ST_OK)
+		goto out;
+	rc = out->purged ? RI_ST_PURGED : RI_ST_OK;
+out:
+	c->be->read_end(c->bk, began);
+	if (rc != RI_ST_OK && rc != RI_ST_PURGED)
+		ri_record_clear(out);
+	return rc;
+}
+
+struct range_walk {
+	struct ri_st_core *c;
+	struct ri_walk *wk;
+	struct ri_records *out;
+};
+
+/* one row of a range read: the page's bound first, then the walk's link */
+static int
+range_row(void *arg, struct ri_record *r, struct ri_raw *w, bool *stop)
+{
+	struct range_walk *x = arg;
+	bool full;
+	int rc;
+
+	if ((rc = ri_walk_peek(x->c, x->wk, x->out, r->seq, &full)) != RI_ST_OK || full) {
+		ri_record_clear(r);
+		free(w->payload_text);
+		*stop = full;
+		return rc;
+	}
+	return ri_walk_take(x->c, x->wk, x->out, r, w);
+}
+
+/*
+ * The open-upper-bound sequence-range read (Capability requirement 1-3):
+ * from q->from with no upper bound, a declared page size, a cursor and a
+ * page-complete signal.  A filtered read walks its scope's back pointers,
+ * so a record missing from the middle, the start or the end of the scope
+ * is an integrity failure.
+ */
+int
+ri_eng_range_read(struct ri_store *st, const struct ri_query *q, struct ri_records *out)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+	struct scope sc;
+	struct ri_walk wk;
+	struct range_walk x = { .c = c, .wk = &wk, .out = out };
+	int64_t head = 0;
+	bool began;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	if ((rc = ri_walk_query(c, q, &sc, &wk)) != RI_ST_OK)
+		return rc;
+	wk.hash_at = ri_eng_hash_at_cb;
+	wk.backend = c;
+	/* trust holds only inside the traversal's own snapshot */
+	if (q->trusted && !c->be->in_snapshot(c->bk))
+		return ri_st_fail(c, RI_ST_INVALID_QUERY, 0, NULL, "a trusted read outside a traversal");
+	if ((rc = c->be->read_begin(c->bk, &began)) != RI_ST_OK)
+		return rc;
+	if ((rc = c->be->read_now(c->bk, &wk.now)) != RI_ST_OK)
+		goto out;
+	if (q->trusted) {
+		head = INT64_MAX;
+	} else if ((rc = ri_eng_head_get(c, &sc, sc.type == SCOPE_INV ? q->invocation_id : q->kind, q->act_key,
+	    &head)) != RI_ST_OK) {
+		/* (the journal's own head stands too, and the scope's head proves
+		 * it present or absent: an empty answer from a journal that is
+		 * not ours, truncated, or hiding the scope is not an absence) */
+		goto out;
+	}
+	ri_walk_begin(&wk, q->from, head);
+	struct ri_rows_query rq = { .from = wk.from, .desc = wk.desc, .type = sc.type,
+		.a = sc.type == SCOPE_INV ? q->invocation_id : q->kind, .b = q->act_key,
+		.limit = (int64_t)wk.limit + 1 };
+	if ((rc = c->be->records_from(c->bk, &rq, range_row, &x)) == RI_ST_OK)
+		rc = ri_walk_end(c, &wk, out);
+out:
+	c->be->read_end(c->bk, began);
+	if (rc != RI_ST_OK)
+		ri_records_clear(out);
+	return rc;
+}
+
+struct traversal {
+	struct ri_st_core *c;
+	ri_traverse_fn each;
+	void *arg;
+	unsigned char prev[RI_HASH_LEN];
+	int64_t last;
+	ri_ms now;
+	bool stopped;
+};
+
+static int
+traverse_row(void *arg, struct ri_record *r, struct ri_raw *w, bool *stop)
+{
+	struct traversal *t = arg;
+	unsigned problems = 0;
+
+	if (r->seq != t->last + 1)
+		problems |= RI_P_GAP;
+	problems |= ri_raw_problems(t->c, r, w, t->prev, t->now);
+	t->last = r->seq;
+	t->stopped = *stop = t->each(r, problems, t->arg) != 0;
+	ri_payloads_drop(t->c, r->seq);
+	ri_record_clear(r);
+	return RI_ST_OK;
+}
+
+/*
+ * The full traversal: every row in seq order (a row below seq 1 too), each
+ * judged on its own -- contiguity, the link recomputed from the stored
+ * hash of the row before, the MAC, the payload digest, purge legality --
+ * so one bad row is named and the rest still judged.
+ */
+int
+ri_eng_traverse(struct ri_store *st, ri_traverse_fn each, void *arg)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+	struct traversal t = { .c = c, .each = each, .arg = arg };
+	struct ri_rows_query rq = { .from = INT64_MIN, .type = SCOPE_ALL };
+	int (*begin)(void *, bool *) = c->be->scan_begin != NULL ? c->be->scan_begin : c->be->read_begin;
+	bool began = false;
+	int rc;
+
+	if ((rc = begin(c->bk, &began)) != RI_ST_OK)
+		return rc;
+	if ((rc = c->be->read_now(c->bk, &t.now)) != RI_ST_OK)
+		goto out;
+	memcpy(t.prev, c->genesis, RI_HASH_LEN);
+	ri_payloads_begin(c);
+	rc = c->be->records_from(c->bk, &rq, traverse_row, &t);
+	ri_payloads_end(c);
+	if (rc != RI_ST_OK || t.stopped || c->key == NULL)
+		goto out;
+	/* the authenticated head: a truncated tail is seen here */
+	struct scope sc;
+	int64_t head;
+	scope_make(&sc, SCOPE_ALL, NULL, NULL);
+	if ((rc = ri_eng_head_get(c, &sc, NULL, NULL, &head)) == RI_ST_INTEGRITY) {
+		struct ri_record r = { .seq = t.last };
+		each(&r, RI_P_HEAD, arg);
+		rc = RI_ST_OK;
+	}
+out:
+	c->be->read_end(c->bk, began);
+	return rc;
+}
+
+int
+ri_eng_peek(struct ri_store *st, const char *event_id, struct ri_record *out)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+
+	memset(out, 0, sizeof *out);
+	if (!c->be->in_snapshot(c->bk))
+		return ri_st_fail(c, RI_ST_INVALID_QUERY, 0, NULL, "peek outside a traversal");
+	return c->be->peek_row(c->bk, event_id, out);
+}
+
+/* store.h inv_span: the invocation index alone, in the traversal's
+ * snapshot */
+int
+ri_eng_inv_span(struct ri_store *st, const char *invocation_id, int64_t *first, int64_t *last, int64_t *n)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+
+	*first = *last = *n = 0;
+	if (!c->be->in_snapshot(c->bk))
+		return ri_st_fail(c, RI_ST_INVALID_QUERY, 0, NULL, "an invocation's span outside a traversal");
+	return c->be->inv_rows(c->bk, invocation_id, first, last, n);
+}
+
+/* ---- seals ------------------------------------------------------------------- */
+
+static int
+seal_row(void *arg, struct ri_record *r, struct ri_raw *w, bool *stop)
+{
+	struct ri_seal_walk *sw = arg;
+
+	(void)stop;
+	return ri_seal_walk_row(sw->backend, sw, r, w);
+}
+
+/*
+ * Seals that mean something: before a seal is signed, every record since
+ * the previous seal is verified -- contiguous up to the authenticated
+ * head, each link, MAC and digest, each record's act and invocation heads
+ * in the tree no older than it -- and the open-intents index against its
+ * accumulator and the registry (seal_verify).  O(records since the
+ * previous seal + open intents).
+ */
+static int
+verify_since_seal(struct ri_st_core *c, const struct ri_jhead *jh, ri_ms now)
+{
+	struct ri_seal_walk sw = { .jh = jh, .expect = jh->sealed_seq + 1, .now = now, .tree_get = ri_eng_tree_get_cb,
+		.backend = c };
+	struct ri_rows_query rq = { .type = SCOPE_ALL };
+	int rc;
+
+	if ((rc = ri_eng_hash_at(c, sw.expect - 1, sw.prev)) != RI_ST_OK)
+		return rc;
+	rq.from = sw.expect;
+	if ((rc = c->be->records_from(c->bk, &rq, seal_row, &sw)) != RI_ST_OK ||
+	    (rc = ri_seal_walk_end(c, &sw)) != RI_ST_OK)
+		return rc;
+	return c->be->seal_verify(c->bk, jh);
+}
+
+/* Sign the head and append audit.sealed after it, in one transaction --
+ * never over a head that fails verification. */
+int
+ri_eng_seal(struct ri_store *st, const unsigned char sk[64], json_t *extra, struct ri_appended *out)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN], msg[RI_SEAL_MSG_LEN], sig[crypto_sign_BYTES];
+	char hh[2 * RI_HASH_LEN + 1], sh[2 * crypto_sign_BYTES + 1], ih[2 * RI_INSTANCE_LEN + 1];
+	ri_ms now;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	if (c->key == NULL)
+		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "sealing needs the integrity key");
+	if ((rc = c->be->write_head(c->bk, &jh, lh, &now)) != RI_ST_OK)
+		return rc;
+	/* a head that is itself a seal is sealed already: no record per idle run */
+	if (jh.last_seq > 0 && jh.sealed_seq == jh.last_seq) {
+		c->be->event_id_at(c->bk, jh.last_seq, out->event_id);
+		out->seq = jh.last_seq;
+		memcpy(out->hash, lh, RI_HASH_LEN);
+		c->be->rollback(c->bk);
+		return RI_ST_OK;
+	}
+	if (c->be->seal_begin != NULL && (rc = c->be->seal_begin(c->bk)) != RI_ST_OK)
+		goto fail;
+	/* negative control: seal whatever head there is */
+	if (!RI_NC(RI_NC_NO_SEAL_VERIFY) && (rc = verify_since_seal(c, &jh, now)) != RI_ST_OK)
+		goto fail;
+	ri_seal_message(c->instance_id, jh.last_seq, lh, msg);
+	crypto_sign_detached(sig, NULL, msg, sizeof msg, sk);
+	ri_hex(lh, sizeof lh, hh);
+	ri_hex(sig, sizeof sig, sh);
+	ri_hex(c->instance_id, sizeof c->instance_id, ih);
+	json_t *data = json_pack("{s:s, s:I, s:s, s:s, s:s}", "instance_id", ih, "seq", (json_int_t)jh.last_seq,
+	    "head_hash", hh, "signature", sh, "algorithm", "ed25519");
+	if (extra != NULL)
+		json_object_update_missing(data, extra);
+	rc = c->be->append_substrate(c->bk, &jh, lh, "audit.sealed", "", data, now, out);
+	json_decref(data);
+	if (rc != RI_ST_OK)
+		goto fail;
+	/* the seal's witness line is signed too: an auditor with only the
+	 * public key verifies it */
+	ri_st_witness_sign(c, sk);
 	return c->be->commit(c->bk);
 fail:
 	c->be->rollback(c->bk);

@@ -1610,132 +1610,108 @@ load_row(const PGresult *res, int i, struct ri_record *r, struct ri_raw *w)
 }
 
 
-/* ---- read_record ------------------------------------------------------- */
+/* ---- the records table read (store_engine.h) ------------------------------ */
 
 static int
-pg_read_record(struct ri_store *base, const char *event_id, struct ri_record *out)
+read_now(void *bk, ri_ms *now)
 {
-	struct pg *s = (struct pg *)base;
-	struct params p = { 0 };
-	struct ri_raw w;
-	unsigned char prev[RI_HASH_LEN];
-	PGresult *r = NULL;
-	bool began;
-	ri_ms now;
-	int rc;
+	return clock_now(bk, now);
+}
 
-	memset(out, 0, sizeof *out);
-	ri_st_err_clear(&s->core.err);
-	if ((rc = read_begin(s, &began)) != RI_ST_OK)
-		return rc;
-	if ((rc = clock_now(s, &now)) != RI_ST_OK)
-		goto out;
-	p_text(&p, event_id);
-	r = run(s, "SELECT " REC_COLS " FROM records WHERE event_id = $1", &p);
-	if (!res_ok(r)) {
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", r);
-		goto out;
-	}
-	if (PQntuples(r) == 0) {
-		rc = ri_st_fail(&s->core, RI_ST_NOT_KNOWN, 0, event_id, "no record %s", event_id);
-		goto out;
-	}
-	load_row(r, 0, out, &w);
-	if ((rc = ri_eng_hash_at(&s->core, out->seq - 1, prev)) != RI_ST_OK) {
-		free(w.payload_text);
-		goto out;
-	}
-	if ((rc = ri_st_verify_row(&s->core, out, &w, prev, now)) != RI_ST_OK)
-		goto out;
-	/* the journal's own head must stand, so a truncated tail is seen */
-	struct scope sc;
-	int64_t last;
-	scope_make(&sc, SCOPE_ALL, NULL, NULL);
-	if ((rc = ri_eng_head_get(&s->core, &sc, NULL, NULL, &last)) != RI_ST_OK)
-		goto out;
-	rc = out->purged ? RI_ST_PURGED : RI_ST_OK;
-out:
-	PQclear(r);
-	read_end(s, began);
-	if (rc != RI_ST_OK && rc != RI_ST_PURGED)
-		ri_record_clear(out);
+static bool
+in_snapshot(void *bk)
+{
+	return ((struct pg *)bk)->in_tx;
+}
+
+/* a traversal's snapshot may outlast a read's budget */
+static int
+scan_begin(void *bk, bool *began)
+{
+	struct pg *s = bk;
+
+	*began = false;
+	if (s->in_tx)
+		return RI_ST_OK;
+	int rc = tx_begin(s, false, true);
+	*began = rc == RI_ST_OK;
 	return rc;
 }
 
-/* ---- range read ---------------------------------------------------------- */
-
-
-/* The range read of store_sqlite.c (Capability requirement 1-3), the same
- * walk of the scope's back pointers. */
 static int
-pg_range_read(struct ri_store *base, const struct ri_query *q, struct ri_records *out)
+record_by_id(void *bk, const char *event_id, struct ri_record *r, struct ri_raw *w)
 {
-	struct pg *s = (struct pg *)base;
-	struct scope sc;
+	struct pg *s = bk;
 	struct params p = { 0 };
-	PGresult *res = NULL;
-	char sql[512];
-	struct ri_walk wk;
-	int64_t head = 0;
-	bool began;
-	int rc, n;
+	PGresult *res;
+	int rc = RI_ST_OK;
 
-	memset(out, 0, sizeof *out);
-	if ((rc = ri_walk_query(&s->core, q, &sc, &wk)) != RI_ST_OK)
-		return rc;
-	wk.hash_at = ri_eng_hash_at_cb;
-	wk.backend = &s->core;
-	if (q->trusted && !s->in_tx)
-		return ri_st_fail(&s->core, RI_ST_INVALID_QUERY, 0, NULL, "a trusted read outside a traversal");
-	if ((rc = read_begin(s, &began)) != RI_ST_OK)
-		return rc;
-	if ((rc = clock_now(s, &wk.now)) != RI_ST_OK)
-		goto out;
-	if (q->trusted)
-		head = INT64_MAX;
-	else if ((rc = ri_eng_head_get(&s->core, &sc, sc.type == SCOPE_INV ? q->invocation_id : q->kind, q->act_key,
-	    &head)) != RI_ST_OK)
-		goto out;
-	ri_walk_begin(&wk, q->from, head);
-	snprintf(sql, sizeof sql, "SELECT " REC_COLS " FROM records WHERE seq %s $1%s ORDER BY seq %s LIMIT $%d",
-	    wk.desc ? "<=" : ">=",
-	    sc.type == SCOPE_INV ? " AND invocation_id = $2" :
-	    sc.type == SCOPE_ACT ? " AND kind = $2 AND act_key = $3" : "",
-	    wk.desc ? "DESC" : "ASC", sc.type == SCOPE_INV ? 3 : sc.type == SCOPE_ACT ? 4 : 2);
-	p_int(&p, wk.from);
-	if (sc.type == SCOPE_INV)
-		p_text(&p, q->invocation_id);
-	if (sc.type == SCOPE_ACT) {
-		p_text(&p, q->kind);
-		p_text(&p, q->act_key);
-	}
-	p_int(&p, (int64_t)wk.limit + 1);
-	res = run(s, sql, &p);
-	if (!res_ok(res)) {
+	p_text(&p, event_id);
+	res = run(s, "SELECT " REC_COLS " FROM records WHERE event_id = $1", &p);
+	if (!res_ok(res))
 		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", res);
-		goto out;
-	}
-	n = PQntuples(res);
-	for (int i = 0; i < n; i++) {
-		struct ri_record r;
-		struct ri_raw w;
-		bool full;
-
-		if ((rc = ri_walk_peek(&s->core, &wk, out, g_int(res, i, 0), &full)) != RI_ST_OK)
-			goto out;
-		if (full)
-			break;
-		load_row(res, i, &r, &w);
-		if ((rc = ri_walk_take(&s->core, &wk, out, &r, &w)) != RI_ST_OK)
-			goto out;
-	}
-	rc = ri_walk_end(&s->core, &wk, out);
-out:
+	else if (PQntuples(res) == 0)
+		rc = RI_ST_NOT_KNOWN;
+	else
+		load_row(res, 0, r, w);
 	PQclear(res);
-	read_end(s, began);
-	if (rc != RI_ST_OK)
-		ri_records_clear(out);
 	return rc;
+}
+
+/* One query for a bounded read; pages of RECORDS_PAGE rows, each its own
+ * round trip, for an unbounded one (a traversal, a seal's walk). */
+#define RECORDS_PAGE 1000
+
+static int
+records_from(void *bk, const struct ri_rows_query *q, ri_row_fn each, void *arg)
+{
+	struct pg *s = bk;
+	int64_t from = q->from;
+	bool stop = false;
+	int rc = RI_ST_OK;
+
+	while (!stop) {
+		struct params p = { 0 };
+		int64_t limit = q->limit > 0 ? q->limit : RECORDS_PAGE;
+		PGresult *res;
+		char sql[512];
+		int n;
+
+		snprintf(sql, sizeof sql, "SELECT " REC_COLS " FROM records WHERE seq %s $1%s ORDER BY seq %s LIMIT $%d",
+		    q->desc ? "<=" : ">=",
+		    q->type == SCOPE_INV ? " AND invocation_id = $2" :
+		    q->type == SCOPE_ACT ? " AND kind = $2 AND act_key = $3" : "",
+		    q->desc ? "DESC" : "ASC", q->type == SCOPE_INV ? 3 : q->type == SCOPE_ACT ? 4 : 2);
+		p_int(&p, from);
+		if (q->type != SCOPE_ALL)
+			p_text(&p, q->a);
+		if (q->type == SCOPE_ACT)
+			p_text(&p, q->b);
+		p_int(&p, limit);
+		res = run(s, sql, &p);
+		if (!res_ok(res)) {
+			rc = db_fail(s, RI_ST_UNAVAILABLE, "read", res);
+			PQclear(res);
+			return rc;
+		}
+		n = PQntuples(res);
+		for (int i = 0; i < n && !stop; i++) {
+			struct ri_record r;
+			struct ri_raw w;
+
+			load_row(res, i, &r, &w);
+			from = r.seq;
+			if ((rc = each(arg, &r, &w, &stop)) != RI_ST_OK) {
+				PQclear(res);
+				return rc;
+			}
+		}
+		PQclear(res);
+		if (q->limit > 0 || n < limit || from == (q->desc ? INT64_MIN : INT64_MAX))
+			break;
+		from += q->desc ? -1 : 1;
+	}
+	return RI_ST_OK;
 }
 
 /* ---- open intents (derived index) ---------------------------------------- */
@@ -2667,91 +2643,17 @@ mark_write(void *bk, const char *name, int64_t seq, const unsigned char mac[RI_H
 	    " DO UPDATE SET seq = excluded.seq, mac = excluded.mac", &p);
 }
 
-/* ---- the traversal, peek ------------------------------------------------------- */
+/* ---- peek, an invocation's span ---------------------------------------------- */
 
-/* Every row in seq order, each judged on its own (ri_raw_problems), in
- * pages inside one snapshot. */
+/* the invocation index alone */
 static int
-pg_traverse(struct ri_store *base, ri_traverse_fn each, void *arg)
+inv_rows(void *bk, const char *invocation_id, int64_t *first, int64_t *last, int64_t *n)
 {
-	struct pg *s = (struct pg *)base;
-	unsigned char prev[RI_HASH_LEN];
-	int64_t last = 0, after = 0;
-	bool stop = false;
-	ri_ms now;
-	int rc;
-
-	if ((rc = tx_begin(s, false, true)) != RI_ST_OK)
-		return rc;
-	if ((rc = clock_now(s, &now)) != RI_ST_OK) {
-		rollback_keep(s);
-		return rc;
-	}
-	memcpy(prev, s->core.genesis, RI_HASH_LEN);
-	ri_payloads_begin(&s->core);
-	while (!stop) {
-		struct params p = { 0 };
-		PGresult *res;
-		int n;
-
-		p_int(&p, after);
-		res = run(s, "SELECT " REC_COLS " FROM records WHERE seq > $1 ORDER BY seq LIMIT 1000", &p);
-		if (!res_ok(res)) {
-			rc = db_fail(s, RI_ST_UNAVAILABLE, "read", res);
-			PQclear(res);
-			ri_payloads_end(&s->core);
-			rollback_keep(s);
-			return rc;
-		}
-		n = PQntuples(res);
-		for (int i = 0; i < n && !stop; i++) {
-			struct ri_record r;
-			struct ri_raw w;
-			unsigned problems = 0;
-
-			load_row(res, i, &r, &w);
-			if (r.seq != last + 1)
-				problems |= RI_P_GAP;
-			problems |= ri_raw_problems(&s->core, &r, &w, prev, now);
-			last = after = r.seq;
-			stop = each(&r, problems, arg) != 0;
-			ri_payloads_drop(&s->core, r.seq);
-			ri_record_clear(&r);
-		}
-		PQclear(res);
-		if (n < 1000)
-			break;
-	}
-	ri_payloads_end(&s->core);
-	if (!stop && s->core.key != NULL) {
-		struct scope sc;
-		int64_t head;
-		scope_make(&sc, SCOPE_ALL, NULL, NULL);
-		if ((rc = ri_eng_head_get(&s->core, &sc, NULL, NULL, &head)) == RI_ST_INTEGRITY) {
-			struct ri_record r = { .seq = last };
-			each(&r, RI_P_HEAD, arg);
-		} else if (rc != RI_ST_OK) {
-			rollback_keep(s);
-			return rc;
-		}
-	}
-	rollback(s);
-	return RI_ST_OK;
-}
-
-/* store.h inv_span: the invocation index alone, in the traversal's
- * snapshot */
-static int
-pg_inv_span(struct ri_store *base, const char *invocation_id, int64_t *first, int64_t *last, int64_t *n)
-{
-	struct pg *s = (struct pg *)base;
+	struct pg *s = bk;
 	struct params p = { 0 };
 	PGresult *r;
 	int rc = RI_ST_OK;
 
-	*first = *last = *n = 0;
-	if (!s->in_tx)
-		return ri_st_fail(&s->core, RI_ST_INVALID_QUERY, 0, NULL, "an invocation's span outside a traversal");
 	p_text(&p, invocation_id);
 	r = run(s, "SELECT coalesce(min(seq), 0), coalesce(max(seq), 0), count(*) FROM records"
 	    " WHERE invocation_id = $1", &p);
@@ -2767,16 +2669,13 @@ pg_inv_span(struct ri_store *base, const char *invocation_id, int64_t *first, in
 }
 
 static int
-pg_peek(struct ri_store *base, const char *event_id, struct ri_record *out)
+peek_row(void *bk, const char *event_id, struct ri_record *out)
 {
-	struct pg *s = (struct pg *)base;
+	struct pg *s = bk;
 	struct params p = { 0 };
 	PGresult *r;
 	int rc = RI_ST_OK;
 
-	memset(out, 0, sizeof *out);
-	if (!s->in_tx)
-		return ri_st_fail(&s->core, RI_ST_INVALID_QUERY, 0, NULL, "peek outside a traversal");
 	p_text(&p, event_id);
 	r = run(s, "SELECT seq, action_ref, kind, act_key, invocation_id, actor_ref, role, recorded_at,"
 	    " (payload IS NULL)::int FROM records WHERE event_id = $1", &p);
@@ -2843,97 +2742,37 @@ registry_verify(struct pg *s, const struct ri_jhead *jh, ri_state_fn each, void 
 }
 
 
-/* Seals that mean something (store_sqlite.c's verify_since_seal). */
+/* store_engine.h seal_verify: the open-intents index and the registry */
 static int
-verify_since_seal(struct pg *s, const struct ri_jhead *jh, ri_ms now)
+seal_verify(void *bk, const struct ri_jhead *jh)
 {
-	struct params p = { 0 };
-	struct ri_seal_walk sw = { .jh = jh, .expect = jh->sealed_seq + 1, .now = now, .tree_get = ri_eng_tree_get_cb,
-		.backend = &s->core };
-	PGresult *res;
+	struct pg *s = bk;
 	int rc;
 
-	if ((rc = ri_eng_hash_at(&s->core, sw.expect - 1, sw.prev)) != RI_ST_OK)
-		return rc;
-	p_int(&p, sw.expect);
-	res = run(s, "SELECT " REC_COLS " FROM records WHERE seq >= $1 ORDER BY seq", &p);
-	if (!res_ok(res)) {
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", res);
-		PQclear(res);
-		return rc;
-	}
-	for (int i = 0; i < PQntuples(res); i++) {
-		struct ri_record r;
-		struct ri_raw w;
-		int vr;
-
-		load_row(res, i, &r, &w);
-		if ((vr = ri_seal_walk_row(&s->core, &sw, &r, &w)) != RI_ST_OK) {
-			PQclear(res);
-			return vr;
-		}
-	}
-	PQclear(res);
-	if ((rc = ri_seal_walk_end(&s->core, &sw)) != RI_ST_OK)
-		return rc;
 	if (s->core.key != NULL && (rc = ri_eng_open_scan(&s->core, jh, NULL, NULL, RI_NONE, NULL, NULL)) != RI_ST_OK)
 		return rc;
 	return registry_verify(s, jh, NULL, NULL);
 }
 
-static int
-pg_seal(struct ri_store *base, const unsigned char sk[64], json_t *extra, struct ri_appended *out)
+static void
+event_id_at(void *bk, int64_t seq, char out[RI_ID_LEN + 1])
 {
-	struct pg *s = (struct pg *)base;
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN], msg[RI_SEAL_MSG_LEN], sig[crypto_sign_BYTES];
-	char hh[2 * RI_HASH_LEN + 1], sh[2 * crypto_sign_BYTES + 1], ih[2 * RI_INSTANCE_LEN + 1];
-	ri_ms now;
-	int rc;
+	struct pg *s = bk;
+	struct params p = { 0 };
+	PGresult *r;
 
-	memset(out, 0, sizeof *out);
-	if (s->core.key == NULL)
-		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "sealing needs the integrity key");
-	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
-		return rc;
-	if (jh.last_seq > 0 && jh.sealed_seq == jh.last_seq) {
-		struct params p = { 0 };
-		PGresult *r;
-		p_int(&p, jh.last_seq);
-		r = run(s, "SELECT event_id FROM records WHERE seq = $1", &p);
-		if (res_ok(r) && PQntuples(r) == 1)
-			snprintf(out->event_id, sizeof out->event_id, "%s", PQgetvalue(r, 0, 0));
-		PQclear(r);
-		out->seq = jh.last_seq;
-		memcpy(out->hash, lh, RI_HASH_LEN);
-		rollback(s);
-		return RI_ST_OK;
-	}
-	/* a seal's verification may outlast a write's budget */
-	if ((rc = exec1(s, RI_ST_UNAVAILABLE, "seal", "SET LOCAL statement_timeout = 0", NULL)) != RI_ST_OK)
-		goto fail;
-	/* negative control: seal whatever head there is */
-	if (!RI_NC(RI_NC_NO_SEAL_VERIFY) && (rc = verify_since_seal(s, &jh, now)) != RI_ST_OK)
-		goto fail;
-	ri_seal_message(s->core.instance_id, jh.last_seq, lh, msg);
-	crypto_sign_detached(sig, NULL, msg, sizeof msg, sk);
-	ri_hex(lh, sizeof lh, hh);
-	ri_hex(sig, sizeof sig, sh);
-	ri_hex(s->core.instance_id, sizeof s->core.instance_id, ih);
-	json_t *data = json_pack("{s:s, s:I, s:s, s:s, s:s}", "instance_id", ih, "seq", (json_int_t)jh.last_seq,
-	    "head_hash", hh, "signature", sh, "algorithm", "ed25519");
-	if (extra != NULL)
-		json_object_update_missing(data, extra);
-	rc = append_substrate(s, &jh, lh, "audit.sealed", "", data, now, out);
-	json_decref(data);
-	if (rc != RI_ST_OK)
-		goto fail;
-	/* the seal's witness line is signed too (store_sqlite.c) */
-	ri_st_witness_sign(&s->core, sk);
-	return commit(s);
-fail:
-	rollback_keep(s);
-	return rc;
+	p_int(&p, seq);
+	r = run(s, "SELECT event_id FROM records WHERE seq = $1", &p);
+	if (res_ok(r) && PQntuples(r) == 1)
+		snprintf(out, RI_ID_LEN + 1, "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+}
+
+/* a seal's verification may outlast a write's budget */
+static int
+seal_begin(void *bk)
+{
+	return exec1(bk, RI_ST_UNAVAILABLE, "seal", "SET LOCAL statement_timeout = 0", NULL);
 }
 
 /* store_engine.h sealed_rows */
@@ -3420,13 +3259,24 @@ static const struct ri_backend pg_backend = {
 	.append_substrate = be_append_substrate,
 	.actor_insert = actor_insert,
 	.actor_update = actor_update,
+	/* the records table read */
+	.read_now = read_now,
+	.in_snapshot = in_snapshot,
+	.scan_begin = scan_begin,
+	.record_by_id = record_by_id,
+	.records_from = records_from,
+	.peek_row = peek_row,
+	.inv_rows = inv_rows,
+	.event_id_at = event_id_at,
+	.seal_begin = seal_begin,
+	.seal_verify = seal_verify,
 };
 _Static_assert(offsetof(struct pg, core) == offsetof(struct ri_eng_store, core), "struct pg begins as ri_eng_store");
 
 static const struct ri_store_ops pg_ops = {
 	.record_action = pg_record_action,
-	.read_record = pg_read_record,
-	.range_read = pg_range_read,
+	.read_record = ri_eng_read_record,
+	.range_read = ri_eng_range_read,
 	.open_intents = ri_eng_open_intents,
 	.purge = pg_purge,
 	.actor_add = ri_eng_actor_add,
@@ -3439,10 +3289,10 @@ static const struct ri_store_ops pg_ops = {
 	.release = pg_release,
 	.mark_get = ri_eng_mark_get,
 	.mark_set = ri_eng_mark_set,
-	.traverse = pg_traverse,
-	.peek = pg_peek,
-	.inv_span = pg_inv_span,
-	.seal = pg_seal,
+	.traverse = ri_eng_traverse,
+	.peek = ri_eng_peek,
+	.inv_span = ri_eng_inv_span,
+	.seal = ri_eng_seal,
 	.substrate = pg_substrate,
 	.append_substrate = pg_append_many,
 	.backup = pg_backup,
