@@ -825,7 +825,7 @@ ri_eng_seal(struct ri_store *st, const unsigned char sk[64], json_t *extra, stru
 		c->be->rollback(c->bk);
 		return RI_ST_OK;
 	}
-	if (c->be->seal_begin != NULL && (rc = c->be->seal_begin(c->bk)) != RI_ST_OK)
+	if (c->be->unbound != NULL && (rc = c->be->unbound(c->bk, "seal")) != RI_ST_OK)
 		goto fail;
 	/* negative control: seal whatever head there is */
 	if (!RI_NC(RI_NC_NO_SEAL_VERIFY) && (rc = verify_since_seal(c, &jh, now)) != RI_ST_OK)
@@ -849,5 +849,167 @@ ri_eng_seal(struct ri_store *st, const unsigned char sk[64], json_t *extra, stru
 	return c->be->commit(c->bk);
 fail:
 	c->be->rollback(c->bk);
+	return rc;
+}
+
+/* ---- rebuild ----------------------------------------------------------------- */
+
+struct rebuild {
+	struct ri_store *st;
+	struct ri_st_core *c;
+	struct ri_rebuild *rb;
+	struct ri_jhead *jh;
+	ri_ms now;
+	int type;
+	int64_t scopes;
+	json_t *bad;
+};
+
+static int
+rebuild_row(void *arg, struct ri_record *r, struct ri_raw *w, bool *stop)
+{
+	struct rebuild *x = arg;
+
+	(void)stop;
+	return ri_rebuild_row(x->c, x->rb, r, w, x->now);
+}
+
+static int
+rebuild_scope(void *arg, const char *a, const char *b, int64_t last)
+{
+	struct rebuild *x = arg;
+	struct scope sc;
+	unsigned char h[RI_HASH_LEN];
+	int rc;
+
+	scope_make(&sc, x->type, a, b);
+	if ((rc = ri_eng_hash_at(x->c, last, h)) != RI_ST_OK || (rc = ri_eng_tree_put(x->c, x->jh, sc.key, last, h)) != RI_ST_OK)
+		return rc;
+	x->scopes++;
+	return RI_ST_OK;
+}
+
+/* a lease that fails its MAC, or is not text, into x->bad */
+static int
+rebuild_lease(void *arg, const char *kind, const char *act_key)
+{
+	struct rebuild *x = arg;
+	struct ri_lease_row l;
+	bool exists;
+
+	if (kind == NULL || act_key == NULL)
+		json_array_append_new(x->bad, json_null());
+	else if (ri_eng_lease_get(x->c, kind, act_key, false, &l, &exists) == RI_ST_INTEGRITY)
+		json_array_append_new(x->bad, json_pack("[s, s]", kind, act_key));
+	return RI_ST_OK;
+}
+
+/* a mark that fails its MAC, or is not text (""), into x->bad */
+static int
+rebuild_mark(void *arg, const char *name, const char *unused)
+{
+	struct rebuild *x = arg;
+	int64_t m;
+
+	(void)unused;
+	if (name == NULL || ri_eng_mark_get(x->st, name, &m) != RI_ST_OK)
+		json_array_append_new(x->bad, json_string(name != NULL ? name : ""));
+	return RI_ST_OK;
+}
+
+/*
+ * ri-sweep --rebuild: the derived state again, from a traversal that
+ * verifies every record (contiguous, each link, MAC and digest, up to the
+ * authenticated journal head, which the witness vouches for).  It refuses
+ * on any failure: a rebuild never blesses a tampered journal.
+ */
+int
+ri_eng_rebuild(struct ri_store *st, json_t **report)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN];
+	struct ri_rebuild rb;
+	struct rebuild x = { .st = st, .c = c, .rb = &rb, .jh = &jh };
+	struct ri_rows_query rq = { .from = INT64_MIN, .type = SCOPE_ALL };
+	json_t *v;
+	const char *inv;
+	size_t i;
+	int64_t leases_reset = 0, marks_reset = 0, before;
+	int rc;
+
+	*report = NULL;
+	if (c->key == NULL)
+		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "rebuilding needs the integrity key");
+	if ((rc = c->be->write_head(c->bk, &jh, lh, &x.now)) != RI_ST_OK)
+		return rc;
+	ri_rebuild_begin(&rb, c);
+	if (c->be->unbound != NULL && (rc = c->be->unbound(c->bk, "rebuild")) != RI_ST_OK)
+		goto fail;
+	before = jh.open_count;
+	if ((rc = c->be->records_from(c->bk, &rq, rebuild_row, &x)) != RI_ST_OK ||
+	    (rc = ri_rebuild_end(c, &rb, jh.last_seq)) != RI_ST_OK)
+		goto fail;
+	/* the open-intents index and its accumulator */
+	memset(jh.open_acc, 0, RI_HASH_LEN);
+	jh.open_count = 0;
+	if ((rc = c->be->open_reset(c->bk)) != RI_ST_OK)
+		goto fail;
+	json_object_foreach(rb.open, inv, v) {
+		if ((rc = c->be->open_insert(c->bk, &jh, inv, json_integer_value(json_object_get(v, "seq")),
+		    json_string_value(json_object_get(v, "kind")), json_string_value(json_object_get(v, "act_key")),
+		    json_string_value(json_object_get(v, "event_id")),
+		    json_integer_value(json_object_get(v, "recorded_at")))) != RI_ST_OK)
+			goto fail;
+	}
+	/* the tree of scope heads, from the verified records */
+	if ((rc = c->be->nodes_reset(c->bk)) != RI_ST_OK)
+		goto fail;
+	memset(jh.root, 0, RI_HASH_LEN);
+	x.type = SCOPE_ACT;
+	if ((rc = c->be->scope_lasts(c->bk, SCOPE_ACT, rebuild_scope, &x)) != RI_ST_OK)
+		goto fail;
+	x.type = SCOPE_INV;
+	if ((rc = c->be->scope_lasts(c->bk, SCOPE_INV, rebuild_scope, &x)) != RI_ST_OK)
+		goto fail;
+	/* leases that fail their MAC: free, with a fresh token; marks: gone
+	 * (the next scan starts again from the beginning) */
+	x.bad = json_array();
+	if ((rc = c->be->lease_keys(c->bk, rebuild_lease, &x)) != RI_ST_OK)
+		goto fail;
+	json_array_foreach(x.bad, i, v) {
+		if (json_is_null(v))
+			continue;
+		jh.grants++;
+		if ((rc = ri_eng_lease_put(c, json_string_value(json_array_get(v, 0)),
+		    json_string_value(json_array_get(v, 1)), NULL, 0, jh.grants)) != RI_ST_OK)
+			goto fail;
+		leases_reset++;
+	}
+	if (c->be->leases_malformed_drop != NULL)
+		c->be->leases_malformed_drop(c->bk, &leases_reset);
+	json_array_clear(x.bad);
+	if ((rc = c->be->mark_names(c->bk, rebuild_mark, &x)) != RI_ST_OK)
+		goto fail;
+	json_array_foreach(x.bad, i, v) {
+		c->be->mark_drop(c->bk, json_string_value(v));
+		marks_reset++;
+	}
+	json_decref(x.bad);
+	x.bad = NULL;
+	if ((rc = c->be->jhead_put(c->bk, &jh, lh)) != RI_ST_OK)
+		goto fail;
+	if ((rc = c->be->commit(c->bk)) != RI_ST_OK)
+		goto out;
+	*report = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "records", (json_int_t)jh.last_seq,
+	    "open_intents", (json_int_t)jh.open_count, "open_intents_before", (json_int_t)before,
+	    "scope_heads", (json_int_t)x.scopes, "leases_reset", (json_int_t)leases_reset,
+	    "marks_reset", (json_int_t)marks_reset);
+	goto out;
+fail:
+	json_decref(x.bad);
+	c->be->rollback(c->bk);
+out:
+	ri_rebuild_free(&rb);
 	return rc;
 }

@@ -144,11 +144,36 @@ struct ri_backend {
 	/* The event id of the record at seq, or "" (what a seal answers when
 	 * the head is sealed already). */
 	void (*event_id_at)(void *bk, int64_t seq, char out[RI_ID_LEN + 1]);
-	/* Optional: the seal's write transaction may outlast a write's budget. */
-	int (*seal_begin)(void *bk);
+	/* Optional: the write transaction open (a seal's, a rebuild's) may
+	 * outlast a write's budget; what names it in an error. */
+	int (*unbound)(void *bk, const char *what);
 	/* What a seal verifies beside the records since the previous one (the
 	 * open-intents index, the registry), inside its transaction. */
 	int (*seal_verify)(void *bk, const struct ri_jhead *jh);
+
+	/* ---- rebuild's writes of the derived tables (issue 42) ---- */
+	/* Every row of the open-intents index, every node of the tree (and
+	 * the backend's caches of them) deleted. */
+	int (*open_reset)(void *bk);
+	int (*nodes_reset)(void *bk);
+	/* One open-intents row added, its element folded into jh. */
+	int (*open_insert)(void *bk, struct ri_jhead *jh, const char *inv, int64_t seq, const char *kind,
+	    const char *act_key, const char *event_id, ri_ms recorded_at);
+	/* Each scope of a type (SCOPE_ACT: a kind, b act key; SCOPE_INV: a
+	 * invocation id, b NULL) with its newest seq, to fn. */
+	int (*scope_lasts)(void *bk, int type, int (*fn)(void *arg, const char *a, const char *b, int64_t last),
+	    void *arg);
+	/* Each lease's (kind, act_key) and each mark's name (b NULL) to fn:
+	 * NULLs for a value that is not text. */
+	int (*lease_keys)(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg);
+	int (*mark_names)(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg);
+	/* A mark deleted (name "": the marks whose name is not text); and,
+	 * optional, the lease rows whose keys are not text deleted, *n
+	 * counted. */
+	void (*mark_drop)(void *bk, const char *name);
+	void (*leases_malformed_drop)(void *bk, int64_t *n);
+	/* The journal head written (its MAC with it). */
+	int (*jhead_put)(void *bk, const struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN]);
 };
 
 /*
@@ -246,5 +271,7 @@ int ri_eng_inv_span(struct ri_store *st, const char *invocation_id, int64_t *fir
 
 /* Sign the head and append audit.sealed after it, in one transaction. */
 int ri_eng_seal(struct ri_store *st, const unsigned char sk[64], json_t *extra, struct ri_appended *out);
+/* The derived tables rebuilt from a whole verified traversal. */
+int ri_eng_rebuild(struct ri_store *st, json_t **report);
 
 #endif

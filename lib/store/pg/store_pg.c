@@ -2768,11 +2768,12 @@ event_id_at(void *bk, int64_t seq, char out[RI_ID_LEN + 1])
 	PQclear(r);
 }
 
-/* a seal's verification may outlast a write's budget */
+/* a seal's verification, a rebuild's traversal may outlast a write's
+ * budget */
 static int
-seal_begin(void *bk)
+unbound(void *bk, const char *what)
 {
-	return exec1(bk, RI_ST_UNAVAILABLE, "seal", "SET LOCAL statement_timeout = 0", NULL);
+	return exec1(bk, RI_ST_UNAVAILABLE, what, "SET LOCAL statement_timeout = 0", NULL);
 }
 
 /* store_engine.h sealed_rows */
@@ -2803,136 +2804,92 @@ pg_backup(struct ri_store *base, const char *dest)
 	    " tools (pg_dump --serializable-deferrable, pg_basebackup): see docs/POSTGRESQL.md");
 }
 
-/* ---- rebuild ----------------------------------------------------------------- */
+/* ---- rebuild's writes (store_engine.h) ------------------------------------------ */
 
-/* ri-sweep --rebuild (store_sqlite.c's contract): the derived state again
- * from a traversal that verifies every record; refuses on any failure. */
 static int
-pg_rebuild(struct ri_store *base, json_t **report)
+open_reset(void *bk)
 {
-	struct pg *s = (struct pg *)base;
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
-	struct ri_rebuild rb;
-	json_t *v;
-	const char *inv;
-	int64_t scopes = 0, leases_reset = 0, marks_reset = 0, before = 0;
-	PGresult *res = NULL;
-	ri_ms now;
+	return exec1(bk, RI_ST_UNAVAILABLE, "rebuild", "DELETE FROM open_intents", NULL);
+}
+
+static int
+nodes_reset(void *bk)
+{
+	struct pg *s = bk;
 	int rc;
 
-	*report = NULL;
-	if (s->core.key == NULL)
-		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "rebuilding needs the integrity key");
-	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
-		return rc;
-	ri_rebuild_begin(&rb, &s->core);
-	if ((rc = exec1(s, RI_ST_UNAVAILABLE, "rebuild", "SET LOCAL statement_timeout = 0", NULL)) != RI_ST_OK)
-		goto fail;
-	before = jh.open_count;
-	res = run(s, "SELECT " REC_COLS " FROM records ORDER BY seq", NULL);
-	if (!res_ok(res)) {
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", res);
-		goto fail;
-	}
-	for (int i = 0; i < PQntuples(res); i++) {
-		struct ri_record r;
-		struct ri_raw w;
-		load_row(res, i, &r, &w);
-		if ((rc = ri_rebuild_row(&s->core, &rb, &r, &w, now)) != RI_ST_OK)
-			goto fail;
-	}
-	PQclear(res);
-	res = NULL;
-	if ((rc = ri_rebuild_end(&s->core, &rb, jh.last_seq)) != RI_ST_OK)
-		goto fail;
-	memset(jh.open_acc, 0, RI_HASH_LEN);
-	jh.open_count = 0;
-	if ((rc = exec1(s, RI_ST_UNAVAILABLE, "rebuild", "DELETE FROM open_intents", NULL)) != RI_ST_OK)
-		goto fail;
-	json_object_foreach(rb.open, inv, v) {
-		if ((rc = open_add(s, &jh, inv, json_integer_value(json_object_get(v, "seq")),
-		    json_string_value(json_object_get(v, "kind")), json_string_value(json_object_get(v, "act_key")),
-		    json_string_value(json_object_get(v, "event_id")),
-		    json_integer_value(json_object_get(v, "recorded_at")))) != RI_ST_OK)
-			goto fail;
-	}
 	if ((rc = exec1(s, RI_ST_UNAVAILABLE, "rebuild", "DELETE FROM nodes", NULL)) != RI_ST_OK)
-		goto fail;
+		return rc;
 	ri_tree_cache_clear(&s->nodes);
 	s->nn = 0;
-	memset(jh.root, 0, RI_HASH_LEN);
-	for (int pass = 0; pass < 2; pass++) {
-		res = run(s, pass == 0 ? "SELECT kind, act_key, max(seq) FROM records GROUP BY kind, act_key" :
-		    "SELECT invocation_id, NULL, max(seq) FROM records WHERE invocation_id IS NOT NULL"
-		    " GROUP BY invocation_id", NULL);
-		if (!res_ok(res)) {
-			rc = db_fail(s, RI_ST_UNAVAILABLE, "rebuild", res);
-			goto fail;
-		}
-		for (int i = 0; i < PQntuples(res); i++) {
-			struct scope sc;
-			unsigned char h[RI_HASH_LEN];
-			int64_t last = g_int(res, i, 2);
-			scope_make(&sc, pass == 0 ? SCOPE_ACT : SCOPE_INV, PQgetvalue(res, i, 0),
-			    g_null(res, i, 1) ? NULL : PQgetvalue(res, i, 1));
-			if ((rc = ri_eng_hash_at(&s->core, last, h)) != RI_ST_OK || (rc = ri_eng_tree_put(&s->core, &jh, sc.key, last, h)) != RI_ST_OK)
-				goto fail;
-			scopes++;
-		}
-		PQclear(res);
-		res = NULL;
-	}
-	/* leases that fail their MAC: free, with a fresh token; marks: gone */
-	{
-		char **k = NULL;
-		size_t n = 0;
-		res = run(s, "SELECT kind, act_key FROM leases", NULL);
-		if (!res_ok(res)) {
-			rc = db_fail(s, RI_ST_UNAVAILABLE, "rebuild", res);
-			goto fail;
-		}
-		for (int i = 0; i < PQntuples(res); i++) {
-			struct ri_lease_row l;
-			bool exists;
-			const char *kk = PQgetvalue(res, i, 0), *ak = PQgetvalue(res, i, 1);
-			if (ri_eng_lease_get(&s->core, kk, ak, false, &l, &exists) == RI_ST_INTEGRITY) {
-				jh.grants++;
-				if ((rc = ri_eng_lease_put(&s->core, kk, ak, NULL, 0, jh.grants)) != RI_ST_OK)
-					goto fail;
-				leases_reset++;
-			}
-		}
-		PQclear(res);
-		res = NULL;
-		if ((rc = actor_names(s, "SELECT name FROM marks", &k, &n)) != RI_ST_OK)
-			goto fail;
-		for (size_t i = 0; i < n; i++) {
-			int64_t m;
-			struct params p = { 0 };
-			if (ri_eng_mark_get(base, k[i], &m) == RI_ST_OK)
-				continue;
-			p_text(&p, k[i]);
-			exec1(s, RI_ST_UNAVAILABLE, "rebuild", "DELETE FROM marks WHERE name = $1", &p);
-			marks_reset++;
-		}
-		ri_strings_free(k, n);
-	}
-	if ((rc = jhead_set(s, &jh, lh)) != RI_ST_OK)
-		goto fail;
-	if ((rc = commit(s)) != RI_ST_OK)
-		goto out;
-	*report = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "records", (json_int_t)jh.last_seq,
-	    "open_intents", (json_int_t)jh.open_count, "open_intents_before", (json_int_t)before,
-	    "scope_heads", (json_int_t)scopes, "leases_reset", (json_int_t)leases_reset,
-	    "marks_reset", (json_int_t)marks_reset);
-	goto out;
-fail:
+	return RI_ST_OK;
+}
+
+static int
+open_insert(void *bk, struct ri_jhead *jh, const char *inv, int64_t seq, const char *kind, const char *act_key,
+    const char *event_id, ri_ms recorded_at)
+{
+	return open_add(bk, jh, inv, seq, kind, act_key, event_id, recorded_at);
+}
+
+static int
+scope_lasts(void *bk, int type, int (*fn)(void *arg, const char *a, const char *b, int64_t last), void *arg)
+{
+	struct pg *s = bk;
+	PGresult *res = run(s, type == SCOPE_ACT ? "SELECT kind, act_key, max(seq) FROM records GROUP BY kind, act_key" :
+	    "SELECT invocation_id, NULL, max(seq) FROM records WHERE invocation_id IS NOT NULL"
+	    " GROUP BY invocation_id", NULL);
+	int rc = RI_ST_OK;
+
+	if (!res_ok(res))
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "rebuild", res);
+	for (int i = 0; rc == RI_ST_OK && i < PQntuples(res); i++)
+		rc = fn(arg, PQgetvalue(res, i, 0), g_null(res, i, 1) ? NULL : PQgetvalue(res, i, 1), g_int(res, i, 2));
 	PQclear(res);
-	rollback_keep(s);
-out:
-	ri_rebuild_free(&rb);
 	return rc;
+}
+
+/* the columns (1 or 2) of every row of sql to fn */
+static int
+keys_of(struct pg *s, const char *sql, const char *what, int cols, int (*fn)(void *arg, const char *a, const char *b),
+    void *arg)
+{
+	PGresult *res = run(s, sql, NULL);
+	int rc = RI_ST_OK;
+
+	if (!res_ok(res))
+		rc = db_fail(s, RI_ST_UNAVAILABLE, what, res);
+	for (int i = 0; rc == RI_ST_OK && i < PQntuples(res); i++)
+		rc = fn(arg, PQgetvalue(res, i, 0), cols < 2 ? NULL : PQgetvalue(res, i, 1));
+	PQclear(res);
+	return rc;
+}
+
+static int
+lease_keys(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg)
+{
+	return keys_of(bk, "SELECT kind, act_key FROM leases", "rebuild", 2, fn, arg);
+}
+
+static int
+mark_names(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg)
+{
+	return keys_of(bk, "SELECT name FROM marks", "read", 1, fn, arg);
+}
+
+static void
+mark_drop(void *bk, const char *name)
+{
+	struct params p = { 0 };
+
+	p_text(&p, name);
+	exec1(bk, RI_ST_UNAVAILABLE, "rebuild", "DELETE FROM marks WHERE name = $1", &p);
+}
+
+static int
+jhead_put(void *bk, const struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN])
+{
+	return jhead_set(bk, jh, lh);
 }
 
 /* ---- the schema ri creates ------------------------------------------------ */
@@ -3268,8 +3225,17 @@ static const struct ri_backend pg_backend = {
 	.peek_row = peek_row,
 	.inv_rows = inv_rows,
 	.event_id_at = event_id_at,
-	.seal_begin = seal_begin,
+	.unbound = unbound,
 	.seal_verify = seal_verify,
+	/* rebuild's writes */
+	.open_reset = open_reset,
+	.nodes_reset = nodes_reset,
+	.open_insert = open_insert,
+	.scope_lasts = scope_lasts,
+	.lease_keys = lease_keys,
+	.mark_names = mark_names,
+	.mark_drop = mark_drop,
+	.jhead_put = jhead_put,
 };
 _Static_assert(offsetof(struct pg, core) == offsetof(struct ri_eng_store, core), "struct pg begins as ri_eng_store");
 
@@ -3296,7 +3262,7 @@ static const struct ri_store_ops pg_ops = {
 	.substrate = pg_substrate,
 	.append_substrate = pg_append_many,
 	.backup = pg_backup,
-	.rebuild = pg_rebuild,
+	.rebuild = ri_eng_rebuild,
 	.audit_state = pg_audit_state,
 	.instance_id = pg_instance_id,
 	.head = ri_eng_head,

@@ -2337,173 +2337,110 @@ fail:
 	return rc;
 }
 
-/* ---- rebuild ----------------------------------------------------------------- */
+/* ---- rebuild's writes (store_engine.h) ------------------------------------------ */
 
-/*
- * ri-sweep --rebuild: the derived state again, from a traversal that
- * verifies every record (contiguous, each link, MAC and digest, up to the
- * authenticated journal head, which the witness vouches for).  It refuses
- * on any failure: a rebuild never blesses a tampered journal.
- */
 static int
-sq_rebuild(struct ri_store *base, json_t **report)
+open_reset(void *bk)
 {
-	struct sq *s = (struct sq *)base;
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
-	sqlite3_stmt *st = NULL;
-	struct ri_rebuild rb;
-	json_t *v;
-	const char *inv;
-	int64_t scopes = 0, leases_reset = 0, marks_reset = 0, before = 0;
-	ri_ms now;
-	int rc;
+	struct sq *s = bk;
 
-	*report = NULL;
-	if (s->core.key == NULL)
-		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "rebuilding needs the integrity key");
-	if ((rc = begin_immediate(s)) != RI_ST_OK)
-		return rc;
-	ri_rebuild_begin(&rb, &s->core);
-	if ((rc = now_or_fail(s, &now)) != RI_ST_OK || (rc = jhead_get(s, &jh, lh)) != RI_ST_OK)
-		goto fail;
-	before = jh.open_count;
-	if ((st = prep(s, "SELECT " REC_COLS " FROM records ORDER BY seq")) == NULL) {
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
-		goto fail;
-	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct ri_record r;
-		struct ri_raw w;
-		load_row(st, &r, &w);
-		if ((rc = ri_rebuild_row(&s->core, &rb, &r, &w, now)) != RI_ST_OK)
-			goto fail;
-	}
-	done(s, st);
-	st = NULL;
-	if (rc != SQLITE_DONE) {
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
-		goto fail;
-	}
-	if ((rc = ri_rebuild_end(&s->core, &rb, jh.last_seq)) != RI_ST_OK)
-		goto fail;
-	/* the open-intents index and its accumulator */
-	memset(jh.open_acc, 0, RI_HASH_LEN);
-	jh.open_count = 0;
-	if (sqlite3_exec(s->db, "DELETE FROM open_intents", NULL, NULL, NULL) != SQLITE_OK) {
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "rebuild");
-		goto fail;
-	}
-	json_object_foreach(rb.open, inv, v) {
-		if ((rc = open_add(s, &jh, inv, json_integer_value(json_object_get(v, "seq")),
-		    json_string_value(json_object_get(v, "kind")), json_string_value(json_object_get(v, "act_key")),
-		    json_string_value(json_object_get(v, "event_id")),
-		    json_integer_value(json_object_get(v, "recorded_at")))) != RI_ST_OK)
-			goto fail;
-	}
-	/* the tree of scope heads, from the verified records */
-	if (sqlite3_exec(s->db, "DELETE FROM nodes", NULL, NULL, NULL) != SQLITE_OK) {
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "rebuild");
-		goto fail;
-	}
+	if (sqlite3_exec(s->db, "DELETE FROM open_intents", NULL, NULL, NULL) != SQLITE_OK)
+		return db_fail(s, RI_ST_UNAVAILABLE, "rebuild");
+	return RI_ST_OK;
+}
+
+static int
+nodes_reset(void *bk)
+{
+	struct sq *s = bk;
+
+	if (sqlite3_exec(s->db, "DELETE FROM nodes", NULL, NULL, NULL) != SQLITE_OK)
+		return db_fail(s, RI_ST_UNAVAILABLE, "rebuild");
 	ri_tree_cache_clear(&s->nodes);
-	memset(jh.root, 0, RI_HASH_LEN);
-	for (int pass = 0; pass < 2; pass++) {
-		st = prep(s, pass == 0 ? "SELECT kind, act_key, max(seq) FROM records GROUP BY kind, act_key" :
-		    "SELECT invocation_id, NULL, max(seq) FROM records WHERE invocation_id IS NOT NULL"
-		    " GROUP BY invocation_id");
-		if (st == NULL) {
-			rc = db_fail(s, RI_ST_UNAVAILABLE, "rebuild");
-			goto fail;
+	return RI_ST_OK;
+}
+
+static int
+open_insert(void *bk, struct ri_jhead *jh, const char *inv, int64_t seq, const char *kind, const char *act_key,
+    const char *event_id, ri_ms recorded_at)
+{
+	return open_add(bk, jh, inv, seq, kind, act_key, event_id, recorded_at);
+}
+
+static int
+scope_lasts(void *bk, int type, int (*fn)(void *arg, const char *a, const char *b, int64_t last), void *arg)
+{
+	struct sq *s = bk;
+	sqlite3_stmt *st = prep(s, type == SCOPE_ACT ? "SELECT kind, act_key, max(seq) FROM records GROUP BY kind, act_key" :
+	    "SELECT invocation_id, NULL, max(seq) FROM records WHERE invocation_id IS NOT NULL GROUP BY invocation_id");
+	int rc, step;
+
+	if (st == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "rebuild");
+	while ((step = sqlite3_step(st)) == SQLITE_ROW)
+		if ((rc = fn(arg, (const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1),
+		    sqlite3_column_int64(st, 2))) != RI_ST_OK) {
+			done(s, st);
+			return rc;
 		}
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-			struct scope sc;
-			unsigned char h[RI_HASH_LEN];
-			int64_t last = sqlite3_column_int64(st, 2);
-			scope_make(&sc, pass == 0 ? SCOPE_ACT : SCOPE_INV, (const char *)sqlite3_column_text(st, 0),
-			    (const char *)sqlite3_column_text(st, 1));
-			if ((rc = ri_eng_hash_at(&s->core, last, h)) != RI_ST_OK ||
-			    (rc = ri_eng_tree_put(&s->core, &jh, sc.key, last, h)) != RI_ST_OK)
-				goto fail;
-			scopes++;
-		}
-		done(s, st);
-		st = NULL;
-		if (rc != SQLITE_DONE) {
-			rc = db_fail(s, RI_ST_UNAVAILABLE, "rebuild");
-			goto fail;
-		}
-	}
-	/* leases that fail their MAC: free, with a fresh token; marks: gone
-	 * (the next scan starts again from the beginning) */
-	{
-		json_t *bad = json_array();
-		size_t i;
-		st = prep(s, "SELECT kind, act_key FROM leases");
-		while (st != NULL && sqlite3_step(st) == SQLITE_ROW) {
-			struct ri_lease_row l;
-			bool exists;
-			if (!col_text_ok(st, 0, false) || !col_text_ok(st, 1, false)) {
-				json_array_append_new(bad, json_null());
-				continue;
-			}
-			const char *k = (const char *)sqlite3_column_text(st, 0), *ak = (const char *)sqlite3_column_text(st, 1);
-			if (ri_eng_lease_get(&s->core, k, ak, false, &l, &exists) == RI_ST_INTEGRITY)
-				json_array_append_new(bad, json_pack("[s, s]", k, ak));
-		}
-		done(s, st);
-		st = NULL;
-		json_array_foreach(bad, i, v) {
-			if (json_is_null(v))
-				continue;
-			jh.grants++;
-			if ((rc = ri_eng_lease_put(&s->core, json_string_value(json_array_get(v, 0)), json_string_value(json_array_get(v, 1)),
-			    NULL, 0, jh.grants)) != RI_ST_OK) {
-				json_decref(bad);
-				goto fail;
-			}
-			leases_reset++;
-		}
-		if (sqlite3_exec(s->db, "DELETE FROM leases WHERE typeof(kind) != 'text' OR typeof(act_key) != 'text'",
-		    NULL, NULL, NULL) == SQLITE_OK)
-			leases_reset += sqlite3_changes(s->db);
-		json_decref(bad);
-		bad = json_array();
-		st = prep(s, "SELECT name FROM marks");
-		while (st != NULL && sqlite3_step(st) == SQLITE_ROW) {
-			int64_t m;
-			if (!col_text_ok(st, 0, false) || ri_eng_mark_get(base, (const char *)sqlite3_column_text(st, 0), &m) != RI_ST_OK)
-				json_array_append_new(bad, json_string(col_text_ok(st, 0, false) ?
-				    (const char *)sqlite3_column_text(st, 0) : ""));
-		}
-		done(s, st);
-		st = NULL;
-		json_array_foreach(bad, i, v) {
-			sqlite3_stmt *d = prep(s, "DELETE FROM marks WHERE name = ? OR typeof(name) != 'text'");
-			if (d != NULL) {
-				bind_text(d, 1, json_string_value(v));
-				sqlite3_step(d);
-				done(s, d);
-			}
-			marks_reset++;
-		}
-		json_decref(bad);
-	}
-	if ((rc = jhead_set(s, &jh, lh)) != RI_ST_OK)
-		goto fail;
-	if ((rc = commit(s)) != RI_ST_OK)
-		goto out;
-	*report = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "records", (json_int_t)jh.last_seq,
-	    "open_intents", (json_int_t)jh.open_count, "open_intents_before", (json_int_t)before,
-	    "scope_heads", (json_int_t)scopes, "leases_reset", (json_int_t)leases_reset,
-	    "marks_reset", (json_int_t)marks_reset);
-	goto out;
-fail:
 	done(s, st);
-	abandon(s, rc);
-out:
-	ri_rebuild_free(&rb);
+	return step == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "rebuild");
+}
+
+/* the text columns of every row of sql to fn, NULL where one is not text;
+ * a read that fails ends the scan (what it read stands) */
+static int
+keys_of(struct sq *s, const char *sql, int cols, int (*fn)(void *arg, const char *a, const char *b), void *arg)
+{
+	sqlite3_stmt *st = prep(s, sql);
+	int rc = RI_ST_OK;
+
+	while (st != NULL && rc == RI_ST_OK && sqlite3_step(st) == SQLITE_ROW)
+		rc = fn(arg, col_text_ok(st, 0, false) ? (const char *)sqlite3_column_text(st, 0) : NULL,
+		    cols < 2 ? NULL : col_text_ok(st, 1, false) ? (const char *)sqlite3_column_text(st, 1) : NULL);
+	done(s, st);
 	return rc;
+}
+
+static int
+lease_keys(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg)
+{
+	return keys_of(bk, "SELECT kind, act_key FROM leases", 2, fn, arg);
+}
+
+static int
+mark_names(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg)
+{
+	return keys_of(bk, "SELECT name FROM marks", 1, fn, arg);
+}
+
+static void
+mark_drop(void *bk, const char *name)
+{
+	struct sq *s = bk;
+	sqlite3_stmt *d = prep(s, "DELETE FROM marks WHERE name = ? OR typeof(name) != 'text'");
+
+	if (d != NULL) {
+		bind_text(d, 1, name);
+		sqlite3_step(d);
+		done(s, d);
+	}
+}
+
+static void
+leases_malformed_drop(void *bk, int64_t *n)
+{
+	struct sq *s = bk;
+
+	if (sqlite3_exec(s->db, "DELETE FROM leases WHERE typeof(kind) != 'text' OR typeof(act_key) != 'text'",
+	    NULL, NULL, NULL) == SQLITE_OK)
+		*n += sqlite3_changes(s->db);
+}
+
+static int
+jhead_put(void *bk, const struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN])
+{
+	return jhead_set(bk, jh, lh);
 }
 
 /* ---- ri-audit's state check -------------------------------------------------- */
@@ -2835,6 +2772,16 @@ static const struct ri_backend sq_backend = {
 	.inv_rows = inv_rows,
 	.event_id_at = event_id_at,
 	.seal_verify = seal_verify,
+	/* rebuild's writes */
+	.open_reset = open_reset,
+	.nodes_reset = nodes_reset,
+	.open_insert = open_insert,
+	.scope_lasts = scope_lasts,
+	.lease_keys = lease_keys,
+	.mark_names = mark_names,
+	.mark_drop = mark_drop,
+	.leases_malformed_drop = leases_malformed_drop,
+	.jhead_put = jhead_put,
 };
 _Static_assert(offsetof(struct sq, core) == offsetof(struct ri_eng_store, core), "struct sq begins as ri_eng_store");
 
@@ -2861,7 +2808,7 @@ static const struct ri_store_ops sqlite_ops = {
 	.substrate = sq_substrate,
 	.append_substrate = sq_append_many,
 	.backup = sq_backup,
-	.rebuild = sq_rebuild,
+	.rebuild = ri_eng_rebuild,
 	.audit_state = sq_audit_state,
 	.read_session = sq_read_session,
 	.instance_id = sq_instance_id,
