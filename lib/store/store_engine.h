@@ -174,6 +174,24 @@ struct ri_backend {
 	void (*leases_malformed_drop)(void *bk, int64_t *n);
 	/* The journal head written (its MAC with it). */
 	int (*jhead_put)(void *bk, const struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN]);
+
+	/* ---- the audit's state check (issue 42) ---- */
+	/* The schema as ri creates it: another code than RI_ST_OK or
+	 * RI_ST_UNAVAILABLE, why set, when it is not. */
+	int (*schema_judge)(void *bk, char *why, size_t n);
+	/* The head row as stored (not judged), its MAC, and the stored hash
+	 * of the record it names: another code than RI_ST_OK or
+	 * RI_ST_UNAVAILABLE, the error saying why, when one is not there. */
+	int (*jhead_raw)(void *bk, struct ri_jhead *h, unsigned char lh[RI_HASH_LEN], unsigned char mac[RI_HASH_LEN]);
+	/* What a leaf of the tree is judged against: the record at seq's kind,
+	 * act key, invocation id (the caller frees them) and hash;
+	 * RI_ST_NOT_KNOWN when there is no such row or it is not shaped so,
+	 * RI_ST_UNAVAILABLE (error not set) when it cannot be asked. */
+	int (*leaf_row)(void *bk, int64_t seq, char **kind, char **act_key, char **inv, unsigned char hash[RI_HASH_LEN]);
+	/* How many act scopes and invocation scopes the rows hold. */
+	int (*scope_counts)(void *bk, int64_t *acts, int64_t *invs);
+	/* Each actor's name to fn (NULL when not text). */
+	int (*actor_names)(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg);
 };
 
 /*
@@ -273,5 +291,7 @@ int ri_eng_inv_span(struct ri_store *st, const char *invocation_id, int64_t *fir
 int ri_eng_seal(struct ri_store *st, const unsigned char sk[64], json_t *extra, struct ri_appended *out);
 /* The derived tables rebuilt from a whole verified traversal. */
 int ri_eng_rebuild(struct ri_store *st, json_t **report);
+/* ri-audit's state check: what the traversal does not see (store.h). */
+int ri_eng_audit_state(struct ri_store *st, ri_state_fn each, void *arg);
 
 #endif

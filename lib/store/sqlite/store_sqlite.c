@@ -2387,17 +2387,21 @@ scope_lasts(void *bk, int type, int (*fn)(void *arg, const char *a, const char *
 	return step == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "rebuild");
 }
 
-/* the text columns of every row of sql to fn, NULL where one is not text;
- * a read that fails ends the scan (what it read stands) */
+/* the text columns (1 or 2) of every row of sql to fn, NULL where one is
+ * not text */
 static int
 keys_of(struct sq *s, const char *sql, int cols, int (*fn)(void *arg, const char *a, const char *b), void *arg)
 {
 	sqlite3_stmt *st = prep(s, sql);
-	int rc = RI_ST_OK;
+	int rc = RI_ST_OK, step = SQLITE_DONE;
 
-	while (st != NULL && rc == RI_ST_OK && sqlite3_step(st) == SQLITE_ROW)
+	if (st == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	while (rc == RI_ST_OK && (step = sqlite3_step(st)) == SQLITE_ROW)
 		rc = fn(arg, col_text_ok(st, 0, false) ? (const char *)sqlite3_column_text(st, 0) : NULL,
 		    cols < 2 ? NULL : col_text_ok(st, 1, false) ? (const char *)sqlite3_column_text(st, 1) : NULL);
+	if (rc == RI_ST_OK && step != SQLITE_DONE)
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
 	done(s, st);
 	return rc;
 }
@@ -2412,6 +2416,12 @@ static int
 mark_names(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg)
 {
 	return keys_of(bk, "SELECT name FROM marks", 1, fn, arg);
+}
+
+static int
+actor_names(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg)
+{
+	return keys_of(bk, "SELECT actor_ref FROM actors", 1, fn, arg);
 }
 
 static void
@@ -2443,32 +2453,45 @@ jhead_put(void *bk, const struct ri_jhead *jh, const unsigned char lh[RI_HASH_LE
 	return jhead_set(bk, jh, lh);
 }
 
-/* ---- ri-audit's state check -------------------------------------------------- */
+/* ---- ri-audit's state check (store_engine.h) ------------------------------------ */
 
 static int
-leaf_check(struct ri_leaf_batch *b, const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf)
+schema_judge(void *bk, char *why, size_t n)
 {
-	struct sq *s = b->ctx;
+	return schema_check(bk, why, n) ? RI_ST_OK : RI_ST_INTEGRITY;
+}
+
+static int
+jhead_raw(void *bk, struct ri_jhead *h, unsigned char lh[RI_HASH_LEN], unsigned char mac[RI_HASH_LEN])
+{
+	struct sq *s = bk;
+	int rc;
+
+	if ((rc = jhead_read(s, h, mac)) != RI_ST_OK)
+		return rc;
+	return ri_eng_hash_at(&s->core, h->last_seq, lh);
+}
+
+static int
+leaf_row(void *bk, int64_t seq, char **kind, char **act_key, char **inv, unsigned char hash[RI_HASH_LEN])
+{
+	struct sq *s = bk;
 	sqlite3_stmt *st = prep(s, "SELECT kind, act_key, invocation_id, hash FROM records WHERE seq = ?");
+	int rc = RI_ST_NOT_KNOWN;
 
 	if (st == NULL)
-		return 1;
-	sqlite3_bind_int64(st, 1, leaf->last_seq);
+		return RI_ST_UNAVAILABLE;
+	sqlite3_bind_int64(st, 1, seq);
 	if (sqlite3_step(st) == SQLITE_ROW && col_text_ok(st, 0, false) && col_text_ok(st, 1, false) &&
 	    col_text_ok(st, 2, true) && col_is(st, 3, SQLITE_BLOB, false) && sqlite3_column_bytes(st, 3) == RI_HASH_LEN) {
-		char *k = col_dup(st, 0), *ak = col_dup(st, 1), *iv = col_dup(st, 2);
-		unsigned char h[RI_HASH_LEN];
-		memcpy(h, sqlite3_column_blob(st, 3), RI_HASH_LEN);
-		done(s, st);
-		ri_leaf_judge(&b->t, key, leaf, k, ak, iv, h);
-		free(k);
-		free(ak);
-		free(iv);
-	} else {
-		done(s, st);
-		ri_leaf_judge(&b->t, key, leaf, NULL, NULL, NULL, NULL);
+		*kind = col_dup(st, 0);
+		*act_key = col_dup(st, 1);
+		*inv = col_dup(st, 2);
+		memcpy(hash, sqlite3_column_blob(st, 3), RI_HASH_LEN);
+		rc = RI_ST_OK;
 	}
-	return 0;
+	done(s, st);
+	return rc;
 }
 
 static int64_t
@@ -2483,141 +2506,15 @@ count_of(struct sq *s, const char *sql)
 	return n;
 }
 
-/* The text columns (1 or 2) of every row sql selects, into out: a name, or
- * [a, b], null where a value is not text.  RI_ST_UNAVAILABLE when the
- * read fails. */
 static int
-names_of(struct sq *s, const char *sql, int cols, json_t *out)
+scope_counts(void *bk, int64_t *acts, int64_t *invs)
 {
-	sqlite3_stmt *st = prep(s, sql);
-	int rc;
+	struct sq *s = bk;
 
-	if (st == NULL)
+	if ((*acts = count_of(s, "SELECT count(*) FROM (SELECT 1 FROM records GROUP BY kind, act_key)")) < 0 ||
+	    (*invs = count_of(s, "SELECT count(DISTINCT invocation_id) FROM records")) < 0)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *a = col_text_ok(st, 0, false) ? (const char *)sqlite3_column_text(st, 0) : NULL;
-		if (cols == 1) {
-			json_array_append_new(out, a != NULL ? json_string(a) : json_null());
-			continue;
-		}
-		json_array_append_new(out, json_pack("[s?, s?]", a, col_text_ok(st, 1, false) ?
-		    (const char *)sqlite3_column_text(st, 1) : NULL));
-	}
-	rc = rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "read");
-	done(s, st);
-	return rc;
-}
-
-static int
-sq_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
-{
-	struct sq *s = (struct sq *)base;
-	struct ri_jhead jh;
-	unsigned char mac[RI_HASH_LEN], lh[RI_HASH_LEN], want[RI_HASH_LEN];
-	char why[512];
-	bool began;
-	json_t *names = NULL;
-	size_t i;
-	json_t *v;
-	int rc;
-
-	/* a read that fails for want of the file (busy, I/O) is no finding:
-	 * it ends the state read RI_ST_UNAVAILABLE, and ri-audit reports what
-	 * it would have judged as incomplete (issue 40 point 1) */
-	if (read_begin(s, &began) != SQLITE_OK)
-		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	if (!schema_check(s, why, sizeof why))
-		each("8.1.8", 0, why, arg);
-	/* the journal head's own MAC (its agreement with the rows is the
-	 * traversal's RI_P_HEAD).  Without the key the root is taken as
-	 * stored: the tree is public hashes, so an auditor holding only the
-	 * public key still sees a head deleted or rows hidden from it. */
-	if ((rc = jhead_read(s, &jh, mac)) != RI_ST_OK || (rc = ri_eng_hash_at(&s->core, jh.last_seq, lh)) != RI_ST_OK) {
-		if (rc != RI_ST_UNAVAILABLE) {
-			each("8.1.1", 0, s->core.err.msg, arg);
-			rc = RI_ST_OK;
-		}
-		goto out;
-	}
-	if (s->core.key != NULL) {
-		ri_jhead_mac(s->core.key, s->core.keylen, s->core.instance_id, &jh, lh, want);
-		if (sodium_memcmp(want, mac, RI_HASH_LEN) != 0) {
-			each("8.1.3", 0, "the journal head fails its MAC", arg);
-			goto out;
-		}
-	}
-	/* the tree of scope heads against the records */
-	{
-		struct ri_tree_io io = { s, node_get, node_put, NULL };
-		struct ri_leaf_batch b;
-		int64_t acts, invs;
-		ri_leaf_batch_init(&b, base, each, arg, leaf_check, s);
-		why[0] = '\0';
-		if ((rc = ri_leaf_batch_walk(&io, jh.root, &b, why, sizeof why)) == RI_ST_UNAVAILABLE)
-			goto out;
-		if (rc != RI_ST_OK) {
-			each("8.1.1", 0, why[0] ? why : s->core.err.msg, arg);
-		} else {
-			if ((acts = count_of(s, "SELECT count(*) FROM (SELECT 1 FROM records GROUP BY kind, act_key)")) < 0 ||
-			    (invs = count_of(s, "SELECT count(DISTINCT invocation_id) FROM records")) < 0) {
-				rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
-				goto out;
-			}
-			ri_leaf_tally_judge(&b.t, acts, invs);
-		}
-		rc = RI_ST_OK;
-	}
-	if (s->core.key == NULL)
-		goto out;
-	if ((rc = open_verify(s, &jh)) == RI_ST_UNAVAILABLE)
-		goto out;
-	if (rc != RI_ST_OK)
-		each("8.1.3", 0, s->core.err.msg, arg);
-	/* leases, marks, actors: each row verified */
-	names = json_array();
-	if ((rc = names_of(s, "SELECT kind, act_key FROM leases", 2, names)) != RI_ST_OK)
-		goto out;
-	json_array_foreach(names, i, v) {
-		struct ri_lease_row l;
-		bool exists;
-		const char *k = json_string_value(json_array_get(v, 0)), *ak = json_string_value(json_array_get(v, 1));
-		if (k == NULL || ak == NULL)
-			each("8.1.3", 0, "journal integrity: a lease row is malformed", arg);
-		else if ((rc = ri_eng_lease_get(&s->core, k, ak, false, &l, &exists)) == RI_ST_UNAVAILABLE)
-			goto out;
-		else if (rc != RI_ST_OK)
-			each("8.1.3", 0, s->core.err.msg, arg);
-	}
-	json_array_clear(names);
-	if ((rc = names_of(s, "SELECT name FROM marks", 1, names)) != RI_ST_OK)
-		goto out;
-	json_array_foreach(names, i, v) {
-		int64_t m;
-		if (!json_is_string(v))
-			each("8.1.3", 0, "journal integrity: a mark is malformed", arg);
-		else if ((rc = ri_eng_mark_get(base, json_string_value(v), &m)) == RI_ST_UNAVAILABLE)
-			goto out;
-		else if (rc != RI_ST_OK)
-			each("8.1.3", 0, s->core.err.msg, arg);
-	}
-	json_array_clear(names);
-	if ((rc = names_of(s, "SELECT actor_ref FROM actors", 1, names)) != RI_ST_OK)
-		goto out;
-	json_array_foreach(names, i, v) {
-		struct ri_actor_row row;
-		bool exists;
-		if (!json_is_string(v))
-			each("8.1.3", 0, "journal integrity: an actor registry row is malformed", arg);
-		else if ((rc = ri_eng_actor_get(&s->core, &jh, json_string_value(v), &row, &exists)) == RI_ST_UNAVAILABLE)
-			goto out;
-		else if (rc != RI_ST_OK)
-			each("8.1.3", 0, s->core.err.msg, arg);
-	}
-	rc = RI_ST_OK;
-out:
-	json_decref(names);
-	read_end(s, began);
-	return rc;
+	return RI_ST_OK;
 }
 
 /* store.h read_session: one snapshot, and the rows verified in it */
@@ -2782,6 +2679,12 @@ static const struct ri_backend sq_backend = {
 	.mark_drop = mark_drop,
 	.leases_malformed_drop = leases_malformed_drop,
 	.jhead_put = jhead_put,
+	/* the audit's state check */
+	.schema_judge = schema_judge,
+	.jhead_raw = jhead_raw,
+	.leaf_row = leaf_row,
+	.scope_counts = scope_counts,
+	.actor_names = actor_names,
 };
 _Static_assert(offsetof(struct sq, core) == offsetof(struct ri_eng_store, core), "struct sq begins as ri_eng_store");
 
@@ -2809,7 +2712,7 @@ static const struct ri_store_ops sqlite_ops = {
 	.append_substrate = sq_append_many,
 	.backup = sq_backup,
 	.rebuild = ri_eng_rebuild,
-	.audit_state = sq_audit_state,
+	.audit_state = ri_eng_audit_state,
 	.read_session = sq_read_session,
 	.instance_id = sq_instance_id,
 	.head = ri_eng_head,
