@@ -9,6 +9,7 @@
 #include <sodium.h>
 
 #include "util/integrity.h"
+#include "util/nc.h"
 #include "store/store_engine.h"
 
 /* ---- what a caller of store.h frees --------------------------------------- */
@@ -552,5 +553,614 @@ ri_eng_actor_revoke(struct ri_store *st, const char *actor)
 	return c->be->commit(c->bk);
 fail:
 	c->be->rollback(c->bk);
+	return rc;
+}
+
+/* ---- reads of the records table -------------------------------------------- */
+
+int
+ri_eng_read_record(struct ri_store *st, const char *event_id, struct ri_record *out)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+	struct ri_raw w;
+	unsigned char prev[RI_HASH_LEN];
+	struct scope sc;
+	int64_t last;
+	bool began;
+	ri_ms now;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	ri_st_err_clear(&c->err);
+	if ((rc = c->be->read_begin(c->bk, &began)) != RI_ST_OK)
+		return rc;
+	if ((rc = c->be->read_now(c->bk, &now)) != RI_ST_OK)
+		goto out;
+	if ((rc = c->be->record_by_id(c->bk, event_id, out, &w)) != RI_ST_OK) {
+		if (rc == RI_ST_NOT_KNOWN)
+			rc = ri_st_fail(c, RI_ST_NOT_KNOWN, 0, event_id, "no record %s", event_id);
+		goto out;
+	}
+	if ((rc = ri_eng_hash_at(c, out->seq - 1, prev)) != RI_ST_OK) {
+		free(w.payload_text);
+		goto out;
+	}
+	if ((rc = ri_st_verify_row(c, out, &w, prev, now)) != RI_ST_OK)
+		goto out;
+	/* the journal's own head must stand, so a truncated tail is seen */
+	scope_make(&sc, SCOPE_ALL, NULL, NULL);
+	if ((rc = ri_eng_head_get(c, &sc, NULL, NULL, &last)) != RI_ST_OK)
+		goto out;
+	rc = out->purged ? RI_ST_PURGED : RI_ST_OK;
+out:
+	c->be->read_end(c->bk, began);
+	if (rc != RI_ST_OK && rc != RI_ST_PURGED)
+		ri_record_clear(out);
+	return rc;
+}
+
+struct range_walk {
+	struct ri_st_core *c;
+	struct ri_walk *wk;
+	struct ri_records *out;
+};
+
+/* one row of a range read: the page's bound first, then the walk's link */
+static int
+range_row(void *arg, struct ri_record *r, struct ri_raw *w, bool *stop)
+{
+	struct range_walk *x = arg;
+	bool full;
+	int rc;
+
+	if ((rc = ri_walk_peek(x->c, x->wk, x->out, r->seq, &full)) != RI_ST_OK || full) {
+		ri_record_clear(r);
+		free(w->payload_text);
+		*stop = full;
+		return rc;
+	}
+	return ri_walk_take(x->c, x->wk, x->out, r, w);
+}
+
+/*
+ * The open-upper-bound sequence-range read (Capability requirement 1-3):
+ * from q->from with no upper bound, a declared page size, a cursor and a
+ * page-complete signal.  A filtered read walks its scope's back pointers,
+ * so a record missing from the middle, the start or the end of the scope
+ * is an integrity failure.
+ */
+int
+ri_eng_range_read(struct ri_store *st, const struct ri_query *q, struct ri_records *out)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+	struct scope sc;
+	struct ri_walk wk;
+	struct range_walk x = { .c = c, .wk = &wk, .out = out };
+	int64_t head = 0;
+	bool began;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	if ((rc = ri_walk_query(c, q, &sc, &wk)) != RI_ST_OK)
+		return rc;
+	wk.hash_at = ri_eng_hash_at_cb;
+	wk.backend = c;
+	/* trust holds only inside the traversal's own snapshot */
+	if (q->trusted && !c->be->in_snapshot(c->bk))
+		return ri_st_fail(c, RI_ST_INVALID_QUERY, 0, NULL, "a trusted read outside a traversal");
+	if ((rc = c->be->read_begin(c->bk, &began)) != RI_ST_OK)
+		return rc;
+	if ((rc = c->be->read_now(c->bk, &wk.now)) != RI_ST_OK)
+		goto out;
+	if (q->trusted) {
+		head = INT64_MAX;
+	} else if ((rc = ri_eng_head_get(c, &sc, sc.type == SCOPE_INV ? q->invocation_id : q->kind, q->act_key,
+	    &head)) != RI_ST_OK) {
+		/* (the journal's own head stands too, and the scope's head proves
+		 * it present or absent: an empty answer from a journal that is
+		 * not ours, truncated, or hiding the scope is not an absence) */
+		goto out;
+	}
+	ri_walk_begin(&wk, q->from, head);
+	struct ri_rows_query rq = { .from = wk.from, .desc = wk.desc, .type = sc.type,
+		.a = sc.type == SCOPE_INV ? q->invocation_id : q->kind, .b = q->act_key,
+		.limit = (int64_t)wk.limit + 1 };
+	if ((rc = c->be->records_from(c->bk, &rq, range_row, &x)) == RI_ST_OK)
+		rc = ri_walk_end(c, &wk, out);
+out:
+	c->be->read_end(c->bk, began);
+	if (rc != RI_ST_OK)
+		ri_records_clear(out);
+	return rc;
+}
+
+struct traversal {
+	struct ri_st_core *c;
+	ri_traverse_fn each;
+	void *arg;
+	unsigned char prev[RI_HASH_LEN];
+	int64_t last;
+	ri_ms now;
+	bool stopped;
+};
+
+static int
+traverse_row(void *arg, struct ri_record *r, struct ri_raw *w, bool *stop)
+{
+	struct traversal *t = arg;
+	unsigned problems = 0;
+
+	if (r->seq != t->last + 1)
+		problems |= RI_P_GAP;
+	problems |= ri_raw_problems(t->c, r, w, t->prev, t->now);
+	t->last = r->seq;
+	t->stopped = *stop = t->each(r, problems, t->arg) != 0;
+	ri_payloads_drop(t->c, r->seq);
+	ri_record_clear(r);
+	return RI_ST_OK;
+}
+
+/*
+ * The full traversal: every row in seq order (a row below seq 1 too), each
+ * judged on its own -- contiguity, the link recomputed from the stored
+ * hash of the row before, the MAC, the payload digest, purge legality --
+ * so one bad row is named and the rest still judged.
+ */
+int
+ri_eng_traverse(struct ri_store *st, ri_traverse_fn each, void *arg)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+	struct traversal t = { .c = c, .each = each, .arg = arg };
+	struct ri_rows_query rq = { .from = INT64_MIN, .type = SCOPE_ALL };
+	int (*begin)(void *, bool *) = c->be->scan_begin != NULL ? c->be->scan_begin : c->be->read_begin;
+	bool began = false;
+	int rc;
+
+	if ((rc = begin(c->bk, &began)) != RI_ST_OK)
+		return rc;
+	if ((rc = c->be->read_now(c->bk, &t.now)) != RI_ST_OK)
+		goto out;
+	memcpy(t.prev, c->genesis, RI_HASH_LEN);
+	ri_payloads_begin(c);
+	rc = c->be->records_from(c->bk, &rq, traverse_row, &t);
+	ri_payloads_end(c);
+	if (rc != RI_ST_OK || t.stopped || c->key == NULL)
+		goto out;
+	/* the authenticated head: a truncated tail is seen here */
+	struct scope sc;
+	int64_t head;
+	scope_make(&sc, SCOPE_ALL, NULL, NULL);
+	if ((rc = ri_eng_head_get(c, &sc, NULL, NULL, &head)) == RI_ST_INTEGRITY) {
+		struct ri_record r = { .seq = t.last };
+		each(&r, RI_P_HEAD, arg);
+		rc = RI_ST_OK;
+	}
+out:
+	c->be->read_end(c->bk, began);
+	return rc;
+}
+
+int
+ri_eng_peek(struct ri_store *st, const char *event_id, struct ri_record *out)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+
+	memset(out, 0, sizeof *out);
+	if (!c->be->in_snapshot(c->bk))
+		return ri_st_fail(c, RI_ST_INVALID_QUERY, 0, NULL, "peek outside a traversal");
+	return c->be->peek_row(c->bk, event_id, out);
+}
+
+/* store.h inv_span: the invocation index alone, in the traversal's
+ * snapshot */
+int
+ri_eng_inv_span(struct ri_store *st, const char *invocation_id, int64_t *first, int64_t *last, int64_t *n)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+
+	*first = *last = *n = 0;
+	if (!c->be->in_snapshot(c->bk))
+		return ri_st_fail(c, RI_ST_INVALID_QUERY, 0, NULL, "an invocation's span outside a traversal");
+	return c->be->inv_rows(c->bk, invocation_id, first, last, n);
+}
+
+/* ---- seals ------------------------------------------------------------------- */
+
+static int
+seal_row(void *arg, struct ri_record *r, struct ri_raw *w, bool *stop)
+{
+	struct ri_seal_walk *sw = arg;
+
+	(void)stop;
+	return ri_seal_walk_row(sw->backend, sw, r, w);
+}
+
+/*
+ * Seals that mean something: before a seal is signed, every record since
+ * the previous seal is verified -- contiguous up to the authenticated
+ * head, each link, MAC and digest, each record's act and invocation heads
+ * in the tree no older than it -- and the open-intents index against its
+ * accumulator and the registry (seal_verify).  O(records since the
+ * previous seal + open intents).
+ */
+static int
+verify_since_seal(struct ri_st_core *c, const struct ri_jhead *jh, ri_ms now)
+{
+	struct ri_seal_walk sw = { .jh = jh, .expect = jh->sealed_seq + 1, .now = now, .tree_get = ri_eng_tree_get_cb,
+		.backend = c };
+	struct ri_rows_query rq = { .type = SCOPE_ALL };
+	int rc;
+
+	if ((rc = ri_eng_hash_at(c, sw.expect - 1, sw.prev)) != RI_ST_OK)
+		return rc;
+	rq.from = sw.expect;
+	if ((rc = c->be->records_from(c->bk, &rq, seal_row, &sw)) != RI_ST_OK ||
+	    (rc = ri_seal_walk_end(c, &sw)) != RI_ST_OK)
+		return rc;
+	return c->be->seal_verify(c->bk, jh);
+}
+
+/* Sign the head and append audit.sealed after it, in one transaction --
+ * never over a head that fails verification. */
+int
+ri_eng_seal(struct ri_store *st, const unsigned char sk[64], json_t *extra, struct ri_appended *out)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN], msg[RI_SEAL_MSG_LEN], sig[crypto_sign_BYTES];
+	char hh[2 * RI_HASH_LEN + 1], sh[2 * crypto_sign_BYTES + 1], ih[2 * RI_INSTANCE_LEN + 1];
+	ri_ms now;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	if (c->key == NULL)
+		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "sealing needs the integrity key");
+	if ((rc = c->be->write_head(c->bk, &jh, lh, &now)) != RI_ST_OK)
+		return rc;
+	/* a head that is itself a seal is sealed already: no record per idle run */
+	if (jh.last_seq > 0 && jh.sealed_seq == jh.last_seq) {
+		c->be->event_id_at(c->bk, jh.last_seq, out->event_id);
+		out->seq = jh.last_seq;
+		memcpy(out->hash, lh, RI_HASH_LEN);
+		c->be->rollback(c->bk);
+		return RI_ST_OK;
+	}
+	if (c->be->unbound != NULL && (rc = c->be->unbound(c->bk, "seal")) != RI_ST_OK)
+		goto fail;
+	/* negative control: seal whatever head there is */
+	if (!RI_NC(RI_NC_NO_SEAL_VERIFY) && (rc = verify_since_seal(c, &jh, now)) != RI_ST_OK)
+		goto fail;
+	ri_seal_message(c->instance_id, jh.last_seq, lh, msg);
+	crypto_sign_detached(sig, NULL, msg, sizeof msg, sk);
+	ri_hex(lh, sizeof lh, hh);
+	ri_hex(sig, sizeof sig, sh);
+	ri_hex(c->instance_id, sizeof c->instance_id, ih);
+	json_t *data = json_pack("{s:s, s:I, s:s, s:s, s:s}", "instance_id", ih, "seq", (json_int_t)jh.last_seq,
+	    "head_hash", hh, "signature", sh, "algorithm", "ed25519");
+	if (extra != NULL)
+		json_object_update_missing(data, extra);
+	rc = c->be->append_substrate(c->bk, &jh, lh, "audit.sealed", "", data, now, out);
+	json_decref(data);
+	if (rc != RI_ST_OK)
+		goto fail;
+	/* the seal's witness line is signed too: an auditor with only the
+	 * public key verifies it */
+	ri_st_witness_sign(c, sk);
+	return c->be->commit(c->bk);
+fail:
+	c->be->rollback(c->bk);
+	return rc;
+}
+
+/* ---- rebuild ----------------------------------------------------------------- */
+
+struct rebuild {
+	struct ri_store *st;
+	struct ri_st_core *c;
+	struct ri_rebuild *rb;
+	struct ri_jhead *jh;
+	ri_ms now;
+	int type;
+	int64_t scopes;
+	json_t *bad;
+};
+
+static int
+rebuild_row(void *arg, struct ri_record *r, struct ri_raw *w, bool *stop)
+{
+	struct rebuild *x = arg;
+
+	(void)stop;
+	return ri_rebuild_row(x->c, x->rb, r, w, x->now);
+}
+
+static int
+rebuild_scope(void *arg, const char *a, const char *b, int64_t last)
+{
+	struct rebuild *x = arg;
+	struct scope sc;
+	unsigned char h[RI_HASH_LEN];
+	int rc;
+
+	scope_make(&sc, x->type, a, b);
+	if ((rc = ri_eng_hash_at(x->c, last, h)) != RI_ST_OK || (rc = ri_eng_tree_put(x->c, x->jh, sc.key, last, h)) != RI_ST_OK)
+		return rc;
+	x->scopes++;
+	return RI_ST_OK;
+}
+
+/* a lease that fails its MAC, or is not text, into x->bad */
+static int
+rebuild_lease(void *arg, const char *kind, const char *act_key)
+{
+	struct rebuild *x = arg;
+	struct ri_lease_row l;
+	bool exists;
+
+	if (kind == NULL || act_key == NULL)
+		json_array_append_new(x->bad, json_null());
+	else if (ri_eng_lease_get(x->c, kind, act_key, false, &l, &exists) == RI_ST_INTEGRITY)
+		json_array_append_new(x->bad, json_pack("[s, s]", kind, act_key));
+	return RI_ST_OK;
+}
+
+/* a mark that fails its MAC, or is not text (""), into x->bad */
+static int
+rebuild_mark(void *arg, const char *name, const char *unused)
+{
+	struct rebuild *x = arg;
+	int64_t m;
+
+	(void)unused;
+	if (name == NULL || ri_eng_mark_get(x->st, name, &m) != RI_ST_OK)
+		json_array_append_new(x->bad, json_string(name != NULL ? name : ""));
+	return RI_ST_OK;
+}
+
+/*
+ * ri-sweep --rebuild: the derived state again, from a traversal that
+ * verifies every record (contiguous, each link, MAC and digest, up to the
+ * authenticated journal head, which the witness vouches for).  It refuses
+ * on any failure: a rebuild never blesses a tampered journal.
+ */
+int
+ri_eng_rebuild(struct ri_store *st, json_t **report)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN];
+	struct ri_rebuild rb;
+	struct rebuild x = { .st = st, .c = c, .rb = &rb, .jh = &jh };
+	struct ri_rows_query rq = { .from = INT64_MIN, .type = SCOPE_ALL };
+	json_t *v;
+	const char *inv;
+	size_t i;
+	int64_t leases_reset = 0, marks_reset = 0, before;
+	int rc;
+
+	*report = NULL;
+	if (c->key == NULL)
+		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "rebuilding needs the integrity key");
+	if ((rc = c->be->write_head(c->bk, &jh, lh, &x.now)) != RI_ST_OK)
+		return rc;
+	ri_rebuild_begin(&rb, c);
+	if (c->be->unbound != NULL && (rc = c->be->unbound(c->bk, "rebuild")) != RI_ST_OK)
+		goto fail;
+	before = jh.open_count;
+	if ((rc = c->be->records_from(c->bk, &rq, rebuild_row, &x)) != RI_ST_OK ||
+	    (rc = ri_rebuild_end(c, &rb, jh.last_seq)) != RI_ST_OK)
+		goto fail;
+	/* the open-intents index and its accumulator */
+	memset(jh.open_acc, 0, RI_HASH_LEN);
+	jh.open_count = 0;
+	if ((rc = c->be->open_reset(c->bk)) != RI_ST_OK)
+		goto fail;
+	json_object_foreach(rb.open, inv, v) {
+		if ((rc = c->be->open_insert(c->bk, &jh, inv, json_integer_value(json_object_get(v, "seq")),
+		    json_string_value(json_object_get(v, "kind")), json_string_value(json_object_get(v, "act_key")),
+		    json_string_value(json_object_get(v, "event_id")),
+		    json_integer_value(json_object_get(v, "recorded_at")))) != RI_ST_OK)
+			goto fail;
+	}
+	/* the tree of scope heads, from the verified records */
+	if ((rc = c->be->nodes_reset(c->bk)) != RI_ST_OK)
+		goto fail;
+	memset(jh.root, 0, RI_HASH_LEN);
+	x.type = SCOPE_ACT;
+	if ((rc = c->be->scope_lasts(c->bk, SCOPE_ACT, rebuild_scope, &x)) != RI_ST_OK)
+		goto fail;
+	x.type = SCOPE_INV;
+	if ((rc = c->be->scope_lasts(c->bk, SCOPE_INV, rebuild_scope, &x)) != RI_ST_OK)
+		goto fail;
+	/* leases that fail their MAC: free, with a fresh token; marks: gone
+	 * (the next scan starts again from the beginning) */
+	x.bad = json_array();
+	if ((rc = c->be->lease_keys(c->bk, rebuild_lease, &x)) != RI_ST_OK)
+		goto fail;
+	json_array_foreach(x.bad, i, v) {
+		if (json_is_null(v))
+			continue;
+		jh.grants++;
+		if ((rc = ri_eng_lease_put(c, json_string_value(json_array_get(v, 0)),
+		    json_string_value(json_array_get(v, 1)), NULL, 0, jh.grants)) != RI_ST_OK)
+			goto fail;
+		leases_reset++;
+	}
+	if (c->be->leases_malformed_drop != NULL)
+		c->be->leases_malformed_drop(c->bk, &leases_reset);
+	json_array_clear(x.bad);
+	if ((rc = c->be->mark_names(c->bk, rebuild_mark, &x)) != RI_ST_OK)
+		goto fail;
+	json_array_foreach(x.bad, i, v) {
+		c->be->mark_drop(c->bk, json_string_value(v));
+		marks_reset++;
+	}
+	json_decref(x.bad);
+	x.bad = NULL;
+	if ((rc = c->be->jhead_put(c->bk, &jh, lh)) != RI_ST_OK)
+		goto fail;
+	if ((rc = c->be->commit(c->bk)) != RI_ST_OK)
+		goto out;
+	*report = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "records", (json_int_t)jh.last_seq,
+	    "open_intents", (json_int_t)jh.open_count, "open_intents_before", (json_int_t)before,
+	    "scope_heads", (json_int_t)x.scopes, "leases_reset", (json_int_t)leases_reset,
+	    "marks_reset", (json_int_t)marks_reset);
+	goto out;
+fail:
+	json_decref(x.bad);
+	c->be->rollback(c->bk);
+out:
+	ri_rebuild_free(&rb);
+	return rc;
+}
+
+/* ---- ri-audit's state check ------------------------------------------------------ */
+
+static int
+leaf_check(struct ri_leaf_batch *b, const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf)
+{
+	struct ri_st_core *c = b->ctx;
+	char *k = NULL, *ak = NULL, *iv = NULL;
+	unsigned char h[RI_HASH_LEN];
+	int rc = c->be->leaf_row(c->bk, leaf->last_seq, &k, &ak, &iv, h);
+
+	if (rc == RI_ST_UNAVAILABLE)
+		return 1;
+	if (rc == RI_ST_OK)
+		ri_leaf_judge(&b->t, key, leaf, k, ak, iv, h);
+	else
+		ri_leaf_judge(&b->t, key, leaf, NULL, NULL, NULL, NULL);
+	free(k);
+	free(ak);
+	free(iv);
+	return 0;
+}
+
+/* a row's names into a JSON array: a name, or [a, b]; null where not text */
+struct names {
+	json_t *v;
+	bool pair;
+};
+
+static int
+name_into(void *arg, const char *a, const char *b)
+{
+	struct names *n = arg;
+
+	json_array_append_new(n->v, n->pair ? json_pack("[s?, s?]", a, b) : a != NULL ? json_string(a) : json_null());
+	return RI_ST_OK;
+}
+
+int
+ri_eng_audit_state(struct ri_store *st, ri_state_fn each, void *arg)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+	int (*begin)(void *, bool *) = c->be->scan_begin != NULL ? c->be->scan_begin : c->be->read_begin;
+	struct ri_jhead jh;
+	unsigned char mac[RI_HASH_LEN], lh[RI_HASH_LEN], want[RI_HASH_LEN];
+	char why[1024];
+	bool began = false;
+	struct names into = { NULL, true };
+	json_t *names = NULL, *v;
+	size_t i;
+	int rc;
+
+	/* a read that fails for want of the journal (busy, I/O, refused, timed
+	 * out) is no finding: it ends the state read RI_ST_UNAVAILABLE, and
+	 * ri-audit reports what it would have judged as incomplete (issue 40
+	 * point 1) -- never a failure it did not see, never a pass */
+	if ((rc = begin(c->bk, &began)) != RI_ST_OK)
+		return rc;
+	if ((rc = c->be->schema_judge(c->bk, why, sizeof why)) == RI_ST_UNAVAILABLE)
+		goto out;
+	if (rc != RI_ST_OK)
+		each("8.1.8", 0, why, arg);
+	/* the journal head's own MAC (its agreement with the rows is the
+	 * traversal's RI_P_HEAD).  Without the key the root is taken as
+	 * stored: the tree is public hashes, so an auditor holding only the
+	 * public key still sees a head deleted or rows hidden from it. */
+	if ((rc = c->be->jhead_raw(c->bk, &jh, lh, mac)) != RI_ST_OK) {
+		if (rc != RI_ST_UNAVAILABLE) {
+			each("8.1.1", 0, c->err.msg, arg);
+			rc = RI_ST_OK;
+		}
+		goto out;
+	}
+	if (c->key != NULL) {
+		ri_jhead_mac(c->key, c->keylen, c->instance_id, &jh, lh, want);
+		if (sodium_memcmp(want, mac, RI_HASH_LEN) != 0) {
+			each("8.1.3", 0, "the journal head fails its MAC", arg);
+			goto out;
+		}
+	}
+	/* the tree of scope heads against the records */
+	{
+		struct ri_tree_io io = { c->bk, c->be->node_get, c->be->node_put, NULL };
+		struct ri_leaf_batch b;
+		int64_t acts, invs;
+		ri_leaf_batch_init(&b, st, each, arg, leaf_check, c);
+		why[0] = '\0';
+		if ((rc = ri_leaf_batch_walk(&io, jh.root, &b, why, sizeof why)) == RI_ST_UNAVAILABLE)
+			goto out;
+		if (rc != RI_ST_OK) {
+			each("8.1.1", 0, why[0] ? why : c->err.msg, arg);
+		} else {
+			if ((rc = c->be->scope_counts(c->bk, &acts, &invs)) != RI_ST_OK)
+				goto out;
+			ri_leaf_tally_judge(&b.t, acts, invs);
+		}
+		rc = RI_ST_OK;
+	}
+	if (c->key == NULL)
+		goto out;
+	if ((rc = ri_eng_open_scan(c, &jh, NULL, NULL, RI_NONE, NULL, NULL)) == RI_ST_UNAVAILABLE)
+		goto out;
+	if (rc != RI_ST_OK)
+		each("8.1.3", 0, c->err.msg, arg);
+	/* leases, marks, actors: each row verified */
+	into.v = names = json_array();
+	if ((rc = c->be->lease_keys(c->bk, name_into, &into)) != RI_ST_OK)
+		goto out;
+	json_array_foreach(names, i, v) {
+		struct ri_lease_row l;
+		bool exists;
+		const char *k = json_string_value(json_array_get(v, 0)), *ak = json_string_value(json_array_get(v, 1));
+		if (k == NULL || ak == NULL)
+			each("8.1.3", 0, "journal integrity: a lease row is malformed", arg);
+		else if ((rc = ri_eng_lease_get(c, k, ak, false, &l, &exists)) == RI_ST_UNAVAILABLE)
+			goto out;
+		else if (rc != RI_ST_OK)
+			each("8.1.3", 0, c->err.msg, arg);
+	}
+	json_array_clear(names);
+	into.pair = false;
+	if ((rc = c->be->mark_names(c->bk, name_into, &into)) != RI_ST_OK)
+		goto out;
+	json_array_foreach(names, i, v) {
+		int64_t m;
+		if (!json_is_string(v))
+			each("8.1.3", 0, "journal integrity: a mark is malformed", arg);
+		else if ((rc = ri_eng_mark_get(st, json_string_value(v), &m)) == RI_ST_UNAVAILABLE)
+			goto out;
+		else if (rc != RI_ST_OK)
+			each("8.1.3", 0, c->err.msg, arg);
+	}
+	json_array_clear(names);
+	if ((rc = c->be->actor_names(c->bk, name_into, &into)) != RI_ST_OK)
+		goto out;
+	json_array_foreach(names, i, v) {
+		struct ri_actor_row row;
+		bool exists;
+		if (!json_is_string(v))
+			each("8.1.3", 0, "journal integrity: an actor registry row is malformed", arg);
+		else if ((rc = ri_eng_actor_get(c, &jh, json_string_value(v), &row, &exists)) == RI_ST_UNAVAILABLE)
+			goto out;
+		else if (rc != RI_ST_OK)
+			each("8.1.3", 0, c->err.msg, arg);
+	}
+	rc = RI_ST_OK;
+out:
+	json_decref(names);
+	c->be->read_end(c->bk, began);
 	return rc;
 }

@@ -32,6 +32,18 @@ enum ri_found {
 	RI_ROW_MALFORMED                /* a row whose columns are not what ri writes */
 };
 
+/* which rows records_from reads: from seq `from` up (desc: down), of one
+ * scope (SCOPE_ALL: every row; SCOPE_INV: invocation_id a; SCOPE_ACT:
+ * kind a, act key b), at most limit rows (0: every one) */
+struct ri_rows_query {
+	int64_t from;
+	bool desc;
+	int type;
+	const char *a, *b;
+	int64_t limit;
+};
+typedef int (*ri_row_fn)(void *arg, struct ri_record *r, struct ri_raw *w, bool *stop);
+
 struct ri_backend {
 	/* The stored hash of the record at seq (>= 1): NOT_KNOWN when no row
 	 * holds seq or its hash is not one. */
@@ -105,6 +117,81 @@ struct ri_backend {
 	 * a revocation of one (revoked, reg_seq, mac). */
 	int (*actor_insert)(void *bk, const char *actor, const struct ri_actor_row *row);
 	int (*actor_update)(void *bk, const char *actor, const struct ri_actor_row *row);
+
+	/* ---- the records table read (issue 42: reads, the walks) ---- */
+	/* The clock a read is judged by, read inside its transaction: the
+	 * host's (ri_now) or the server's. */
+	int (*read_now)(void *bk, ri_ms *now);
+	/* A transaction is open already (a traversal's, a read session's):
+	 * the reads that trust or peek need one. */
+	bool (*in_snapshot)(void *bk);
+	/* Optional (NULL: read_begin): the one snapshot of a traversal, which
+	 * may outlast a read's budget; read_end ends it. */
+	int (*scan_begin)(void *bk, bool *began);
+	/* The record of event_id, decoded (load_row: not judged):
+	 * RI_ST_NOT_KNOWN, error not set, when no row holds it. */
+	int (*record_by_id)(void *bk, const char *event_id, struct ri_record *r, struct ri_raw *w);
+	/* The rows of q in seq order, each decoded (load_row: not judged) and
+	 * handed to each, which owns it; each's answer other than RI_ST_OK
+	 * ends the read with it, *stop ends it with RI_ST_OK. */
+	int (*records_from)(void *bk, const struct ri_rows_query *q, ri_row_fn each, void *arg);
+	/* peek's columns of the record of event_id (store.h peek):
+	 * RI_ST_NOT_KNOWN, error not set, when none. */
+	int (*peek_row)(void *bk, const char *event_id, struct ri_record *out);
+	/* The invocation index alone: its records' first and last seq and
+	 * count (0s when none). */
+	int (*inv_rows)(void *bk, const char *invocation_id, int64_t *first, int64_t *last, int64_t *n);
+	/* The event id of the record at seq, or "" (what a seal answers when
+	 * the head is sealed already). */
+	void (*event_id_at)(void *bk, int64_t seq, char out[RI_ID_LEN + 1]);
+	/* Optional: the write transaction open (a seal's, a rebuild's) may
+	 * outlast a write's budget; what names it in an error. */
+	int (*unbound)(void *bk, const char *what);
+	/* What a seal verifies beside the records since the previous one (the
+	 * open-intents index, the registry), inside its transaction. */
+	int (*seal_verify)(void *bk, const struct ri_jhead *jh);
+
+	/* ---- rebuild's writes of the derived tables (issue 42) ---- */
+	/* Every row of the open-intents index, every node of the tree (and
+	 * the backend's caches of them) deleted. */
+	int (*open_reset)(void *bk);
+	int (*nodes_reset)(void *bk);
+	/* One open-intents row added, its element folded into jh. */
+	int (*open_insert)(void *bk, struct ri_jhead *jh, const char *inv, int64_t seq, const char *kind,
+	    const char *act_key, const char *event_id, ri_ms recorded_at);
+	/* Each scope of a type (SCOPE_ACT: a kind, b act key; SCOPE_INV: a
+	 * invocation id, b NULL) with its newest seq, to fn. */
+	int (*scope_lasts)(void *bk, int type, int (*fn)(void *arg, const char *a, const char *b, int64_t last),
+	    void *arg);
+	/* Each lease's (kind, act_key) and each mark's name (b NULL) to fn:
+	 * NULLs for a value that is not text. */
+	int (*lease_keys)(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg);
+	int (*mark_names)(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg);
+	/* A mark deleted (name "": the marks whose name is not text); and,
+	 * optional, the lease rows whose keys are not text deleted, *n
+	 * counted. */
+	void (*mark_drop)(void *bk, const char *name);
+	void (*leases_malformed_drop)(void *bk, int64_t *n);
+	/* The journal head written (its MAC with it). */
+	int (*jhead_put)(void *bk, const struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN]);
+
+	/* ---- the audit's state check (issue 42) ---- */
+	/* The schema as ri creates it: another code than RI_ST_OK or
+	 * RI_ST_UNAVAILABLE, why set, when it is not. */
+	int (*schema_judge)(void *bk, char *why, size_t n);
+	/* The head row as stored (not judged), its MAC, and the stored hash
+	 * of the record it names: another code than RI_ST_OK or
+	 * RI_ST_UNAVAILABLE, the error saying why, when one is not there. */
+	int (*jhead_raw)(void *bk, struct ri_jhead *h, unsigned char lh[RI_HASH_LEN], unsigned char mac[RI_HASH_LEN]);
+	/* What a leaf of the tree is judged against: the record at seq's kind,
+	 * act key, invocation id (the caller frees them) and hash;
+	 * RI_ST_NOT_KNOWN when there is no such row or it is not shaped so,
+	 * RI_ST_UNAVAILABLE (error not set) when it cannot be asked. */
+	int (*leaf_row)(void *bk, int64_t seq, char **kind, char **act_key, char **inv, unsigned char hash[RI_HASH_LEN]);
+	/* How many act scopes and invocation scopes the rows hold. */
+	int (*scope_counts)(void *bk, int64_t *acts, int64_t *invs);
+	/* Each actor's name to fn (NULL when not text). */
+	int (*actor_names)(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg);
 };
 
 /*
@@ -192,5 +279,19 @@ int ri_eng_actor_add(struct ri_store *st, const char *actor, bool service, char 
 int ri_eng_actor_revoke(struct ri_store *st, const char *actor);
 int ri_eng_head(struct ri_store *st, int64_t *seq, unsigned char hash[32]);
 int ri_eng_sealed(struct ri_store *st, int64_t *seq, unsigned char hash[32]);
+int ri_eng_read_record(struct ri_store *st, const char *event_id, struct ri_record *out);
+int ri_eng_range_read(struct ri_store *st, const struct ri_query *q, struct ri_records *out);
+int ri_eng_traverse(struct ri_store *st, ri_traverse_fn each, void *arg);
+int ri_eng_peek(struct ri_store *st, const char *event_id, struct ri_record *out);
+int ri_eng_inv_span(struct ri_store *st, const char *invocation_id, int64_t *first, int64_t *last, int64_t *n);
+
+/* ---- seals ----------------------------------------------------------------- */
+
+/* Sign the head and append audit.sealed after it, in one transaction. */
+int ri_eng_seal(struct ri_store *st, const unsigned char sk[64], json_t *extra, struct ri_appended *out);
+/* The derived tables rebuilt from a whole verified traversal. */
+int ri_eng_rebuild(struct ri_store *st, json_t **report);
+/* ri-audit's state check: what the traversal does not see (store.h). */
+int ri_eng_audit_state(struct ri_store *st, ri_state_fn each, void *arg);
 
 #endif

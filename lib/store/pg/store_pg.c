@@ -1610,132 +1610,108 @@ load_row(const PGresult *res, int i, struct ri_record *r, struct ri_raw *w)
 }
 
 
-/* ---- read_record ------------------------------------------------------- */
+/* ---- the records table read (store_engine.h) ------------------------------ */
 
 static int
-pg_read_record(struct ri_store *base, const char *event_id, struct ri_record *out)
+read_now(void *bk, ri_ms *now)
 {
-	struct pg *s = (struct pg *)base;
-	struct params p = { 0 };
-	struct ri_raw w;
-	unsigned char prev[RI_HASH_LEN];
-	PGresult *r = NULL;
-	bool began;
-	ri_ms now;
-	int rc;
+	return clock_now(bk, now);
+}
 
-	memset(out, 0, sizeof *out);
-	ri_st_err_clear(&s->core.err);
-	if ((rc = read_begin(s, &began)) != RI_ST_OK)
-		return rc;
-	if ((rc = clock_now(s, &now)) != RI_ST_OK)
-		goto out;
-	p_text(&p, event_id);
-	r = run(s, "SELECT " REC_COLS " FROM records WHERE event_id = $1", &p);
-	if (!res_ok(r)) {
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", r);
-		goto out;
-	}
-	if (PQntuples(r) == 0) {
-		rc = ri_st_fail(&s->core, RI_ST_NOT_KNOWN, 0, event_id, "no record %s", event_id);
-		goto out;
-	}
-	load_row(r, 0, out, &w);
-	if ((rc = ri_eng_hash_at(&s->core, out->seq - 1, prev)) != RI_ST_OK) {
-		free(w.payload_text);
-		goto out;
-	}
-	if ((rc = ri_st_verify_row(&s->core, out, &w, prev, now)) != RI_ST_OK)
-		goto out;
-	/* the journal's own head must stand, so a truncated tail is seen */
-	struct scope sc;
-	int64_t last;
-	scope_make(&sc, SCOPE_ALL, NULL, NULL);
-	if ((rc = ri_eng_head_get(&s->core, &sc, NULL, NULL, &last)) != RI_ST_OK)
-		goto out;
-	rc = out->purged ? RI_ST_PURGED : RI_ST_OK;
-out:
-	PQclear(r);
-	read_end(s, began);
-	if (rc != RI_ST_OK && rc != RI_ST_PURGED)
-		ri_record_clear(out);
+static bool
+in_snapshot(void *bk)
+{
+	return ((struct pg *)bk)->in_tx;
+}
+
+/* a traversal's snapshot may outlast a read's budget */
+static int
+scan_begin(void *bk, bool *began)
+{
+	struct pg *s = bk;
+
+	*began = false;
+	if (s->in_tx)
+		return RI_ST_OK;
+	int rc = tx_begin(s, false, true);
+	*began = rc == RI_ST_OK;
 	return rc;
 }
 
-/* ---- range read ---------------------------------------------------------- */
-
-
-/* The range read of store_sqlite.c (Capability requirement 1-3), the same
- * walk of the scope's back pointers. */
 static int
-pg_range_read(struct ri_store *base, const struct ri_query *q, struct ri_records *out)
+record_by_id(void *bk, const char *event_id, struct ri_record *r, struct ri_raw *w)
 {
-	struct pg *s = (struct pg *)base;
-	struct scope sc;
+	struct pg *s = bk;
 	struct params p = { 0 };
-	PGresult *res = NULL;
-	char sql[512];
-	struct ri_walk wk;
-	int64_t head = 0;
-	bool began;
-	int rc, n;
+	PGresult *res;
+	int rc = RI_ST_OK;
 
-	memset(out, 0, sizeof *out);
-	if ((rc = ri_walk_query(&s->core, q, &sc, &wk)) != RI_ST_OK)
-		return rc;
-	wk.hash_at = ri_eng_hash_at_cb;
-	wk.backend = &s->core;
-	if (q->trusted && !s->in_tx)
-		return ri_st_fail(&s->core, RI_ST_INVALID_QUERY, 0, NULL, "a trusted read outside a traversal");
-	if ((rc = read_begin(s, &began)) != RI_ST_OK)
-		return rc;
-	if ((rc = clock_now(s, &wk.now)) != RI_ST_OK)
-		goto out;
-	if (q->trusted)
-		head = INT64_MAX;
-	else if ((rc = ri_eng_head_get(&s->core, &sc, sc.type == SCOPE_INV ? q->invocation_id : q->kind, q->act_key,
-	    &head)) != RI_ST_OK)
-		goto out;
-	ri_walk_begin(&wk, q->from, head);
-	snprintf(sql, sizeof sql, "SELECT " REC_COLS " FROM records WHERE seq %s $1%s ORDER BY seq %s LIMIT $%d",
-	    wk.desc ? "<=" : ">=",
-	    sc.type == SCOPE_INV ? " AND invocation_id = $2" :
-	    sc.type == SCOPE_ACT ? " AND kind = $2 AND act_key = $3" : "",
-	    wk.desc ? "DESC" : "ASC", sc.type == SCOPE_INV ? 3 : sc.type == SCOPE_ACT ? 4 : 2);
-	p_int(&p, wk.from);
-	if (sc.type == SCOPE_INV)
-		p_text(&p, q->invocation_id);
-	if (sc.type == SCOPE_ACT) {
-		p_text(&p, q->kind);
-		p_text(&p, q->act_key);
-	}
-	p_int(&p, (int64_t)wk.limit + 1);
-	res = run(s, sql, &p);
-	if (!res_ok(res)) {
+	p_text(&p, event_id);
+	res = run(s, "SELECT " REC_COLS " FROM records WHERE event_id = $1", &p);
+	if (!res_ok(res))
 		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", res);
-		goto out;
-	}
-	n = PQntuples(res);
-	for (int i = 0; i < n; i++) {
-		struct ri_record r;
-		struct ri_raw w;
-		bool full;
-
-		if ((rc = ri_walk_peek(&s->core, &wk, out, g_int(res, i, 0), &full)) != RI_ST_OK)
-			goto out;
-		if (full)
-			break;
-		load_row(res, i, &r, &w);
-		if ((rc = ri_walk_take(&s->core, &wk, out, &r, &w)) != RI_ST_OK)
-			goto out;
-	}
-	rc = ri_walk_end(&s->core, &wk, out);
-out:
+	else if (PQntuples(res) == 0)
+		rc = RI_ST_NOT_KNOWN;
+	else
+		load_row(res, 0, r, w);
 	PQclear(res);
-	read_end(s, began);
-	if (rc != RI_ST_OK)
-		ri_records_clear(out);
 	return rc;
+}
+
+/* One query for a bounded read; pages of RECORDS_PAGE rows, each its own
+ * round trip, for an unbounded one (a traversal, a seal's walk). */
+#define RECORDS_PAGE 1000
+
+static int
+records_from(void *bk, const struct ri_rows_query *q, ri_row_fn each, void *arg)
+{
+	struct pg *s = bk;
+	int64_t from = q->from;
+	bool stop = false;
+	int rc = RI_ST_OK;
+
+	while (!stop) {
+		struct params p = { 0 };
+		int64_t limit = q->limit > 0 ? q->limit : RECORDS_PAGE;
+		PGresult *res;
+		char sql[512];
+		int n;
+
+		snprintf(sql, sizeof sql, "SELECT " REC_COLS " FROM records WHERE seq %s $1%s ORDER BY seq %s LIMIT $%d",
+		    q->desc ? "<=" : ">=",
+		    q->type == SCOPE_INV ? " AND invocation_id = $2" :
+		    q->type == SCOPE_ACT ? " AND kind = $2 AND act_key = $3" : "",
+		    q->desc ? "DESC" : "ASC", q->type == SCOPE_INV ? 3 : q->type == SCOPE_ACT ? 4 : 2);
+		p_int(&p, from);
+		if (q->type != SCOPE_ALL)
+			p_text(&p, q->a);
+		if (q->type == SCOPE_ACT)
+			p_text(&p, q->b);
+		p_int(&p, limit);
+		res = run(s, sql, &p);
+		if (!res_ok(res)) {
+			rc = db_fail(s, RI_ST_UNAVAILABLE, "read", res);
+			PQclear(res);
+			return rc;
+		}
+		n = PQntuples(res);
+		for (int i = 0; i < n && !stop; i++) {
+			struct ri_record r;
+			struct ri_raw w;
+
+			load_row(res, i, &r, &w);
+			from = r.seq;
+			if ((rc = each(arg, &r, &w, &stop)) != RI_ST_OK) {
+				PQclear(res);
+				return rc;
+			}
+		}
+		PQclear(res);
+		if (q->limit > 0 || n < limit || from == (q->desc ? INT64_MIN : INT64_MAX))
+			break;
+		from += q->desc ? -1 : 1;
+	}
+	return RI_ST_OK;
 }
 
 /* ---- open intents (derived index) ---------------------------------------- */
@@ -2667,91 +2643,17 @@ mark_write(void *bk, const char *name, int64_t seq, const unsigned char mac[RI_H
 	    " DO UPDATE SET seq = excluded.seq, mac = excluded.mac", &p);
 }
 
-/* ---- the traversal, peek ------------------------------------------------------- */
+/* ---- peek, an invocation's span ---------------------------------------------- */
 
-/* Every row in seq order, each judged on its own (ri_raw_problems), in
- * pages inside one snapshot. */
+/* the invocation index alone */
 static int
-pg_traverse(struct ri_store *base, ri_traverse_fn each, void *arg)
+inv_rows(void *bk, const char *invocation_id, int64_t *first, int64_t *last, int64_t *n)
 {
-	struct pg *s = (struct pg *)base;
-	unsigned char prev[RI_HASH_LEN];
-	int64_t last = 0, after = 0;
-	bool stop = false;
-	ri_ms now;
-	int rc;
-
-	if ((rc = tx_begin(s, false, true)) != RI_ST_OK)
-		return rc;
-	if ((rc = clock_now(s, &now)) != RI_ST_OK) {
-		rollback_keep(s);
-		return rc;
-	}
-	memcpy(prev, s->core.genesis, RI_HASH_LEN);
-	ri_payloads_begin(&s->core);
-	while (!stop) {
-		struct params p = { 0 };
-		PGresult *res;
-		int n;
-
-		p_int(&p, after);
-		res = run(s, "SELECT " REC_COLS " FROM records WHERE seq > $1 ORDER BY seq LIMIT 1000", &p);
-		if (!res_ok(res)) {
-			rc = db_fail(s, RI_ST_UNAVAILABLE, "read", res);
-			PQclear(res);
-			ri_payloads_end(&s->core);
-			rollback_keep(s);
-			return rc;
-		}
-		n = PQntuples(res);
-		for (int i = 0; i < n && !stop; i++) {
-			struct ri_record r;
-			struct ri_raw w;
-			unsigned problems = 0;
-
-			load_row(res, i, &r, &w);
-			if (r.seq != last + 1)
-				problems |= RI_P_GAP;
-			problems |= ri_raw_problems(&s->core, &r, &w, prev, now);
-			last = after = r.seq;
-			stop = each(&r, problems, arg) != 0;
-			ri_payloads_drop(&s->core, r.seq);
-			ri_record_clear(&r);
-		}
-		PQclear(res);
-		if (n < 1000)
-			break;
-	}
-	ri_payloads_end(&s->core);
-	if (!stop && s->core.key != NULL) {
-		struct scope sc;
-		int64_t head;
-		scope_make(&sc, SCOPE_ALL, NULL, NULL);
-		if ((rc = ri_eng_head_get(&s->core, &sc, NULL, NULL, &head)) == RI_ST_INTEGRITY) {
-			struct ri_record r = { .seq = last };
-			each(&r, RI_P_HEAD, arg);
-		} else if (rc != RI_ST_OK) {
-			rollback_keep(s);
-			return rc;
-		}
-	}
-	rollback(s);
-	return RI_ST_OK;
-}
-
-/* store.h inv_span: the invocation index alone, in the traversal's
- * snapshot */
-static int
-pg_inv_span(struct ri_store *base, const char *invocation_id, int64_t *first, int64_t *last, int64_t *n)
-{
-	struct pg *s = (struct pg *)base;
+	struct pg *s = bk;
 	struct params p = { 0 };
 	PGresult *r;
 	int rc = RI_ST_OK;
 
-	*first = *last = *n = 0;
-	if (!s->in_tx)
-		return ri_st_fail(&s->core, RI_ST_INVALID_QUERY, 0, NULL, "an invocation's span outside a traversal");
 	p_text(&p, invocation_id);
 	r = run(s, "SELECT coalesce(min(seq), 0), coalesce(max(seq), 0), count(*) FROM records"
 	    " WHERE invocation_id = $1", &p);
@@ -2767,16 +2669,13 @@ pg_inv_span(struct ri_store *base, const char *invocation_id, int64_t *first, in
 }
 
 static int
-pg_peek(struct ri_store *base, const char *event_id, struct ri_record *out)
+peek_row(void *bk, const char *event_id, struct ri_record *out)
 {
-	struct pg *s = (struct pg *)base;
+	struct pg *s = bk;
 	struct params p = { 0 };
 	PGresult *r;
 	int rc = RI_ST_OK;
 
-	memset(out, 0, sizeof *out);
-	if (!s->in_tx)
-		return ri_st_fail(&s->core, RI_ST_INVALID_QUERY, 0, NULL, "peek outside a traversal");
 	p_text(&p, event_id);
 	r = run(s, "SELECT seq, action_ref, kind, act_key, invocation_id, actor_ref, role, recorded_at,"
 	    " (payload IS NULL)::int FROM records WHERE event_id = $1", &p);
@@ -2843,97 +2742,38 @@ registry_verify(struct pg *s, const struct ri_jhead *jh, ri_state_fn each, void 
 }
 
 
-/* Seals that mean something (store_sqlite.c's verify_since_seal). */
+/* store_engine.h seal_verify: the open-intents index and the registry */
 static int
-verify_since_seal(struct pg *s, const struct ri_jhead *jh, ri_ms now)
+seal_verify(void *bk, const struct ri_jhead *jh)
 {
-	struct params p = { 0 };
-	struct ri_seal_walk sw = { .jh = jh, .expect = jh->sealed_seq + 1, .now = now, .tree_get = ri_eng_tree_get_cb,
-		.backend = &s->core };
-	PGresult *res;
+	struct pg *s = bk;
 	int rc;
 
-	if ((rc = ri_eng_hash_at(&s->core, sw.expect - 1, sw.prev)) != RI_ST_OK)
-		return rc;
-	p_int(&p, sw.expect);
-	res = run(s, "SELECT " REC_COLS " FROM records WHERE seq >= $1 ORDER BY seq", &p);
-	if (!res_ok(res)) {
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", res);
-		PQclear(res);
-		return rc;
-	}
-	for (int i = 0; i < PQntuples(res); i++) {
-		struct ri_record r;
-		struct ri_raw w;
-		int vr;
-
-		load_row(res, i, &r, &w);
-		if ((vr = ri_seal_walk_row(&s->core, &sw, &r, &w)) != RI_ST_OK) {
-			PQclear(res);
-			return vr;
-		}
-	}
-	PQclear(res);
-	if ((rc = ri_seal_walk_end(&s->core, &sw)) != RI_ST_OK)
-		return rc;
 	if (s->core.key != NULL && (rc = ri_eng_open_scan(&s->core, jh, NULL, NULL, RI_NONE, NULL, NULL)) != RI_ST_OK)
 		return rc;
 	return registry_verify(s, jh, NULL, NULL);
 }
 
-static int
-pg_seal(struct ri_store *base, const unsigned char sk[64], json_t *extra, struct ri_appended *out)
+static void
+event_id_at(void *bk, int64_t seq, char out[RI_ID_LEN + 1])
 {
-	struct pg *s = (struct pg *)base;
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN], msg[RI_SEAL_MSG_LEN], sig[crypto_sign_BYTES];
-	char hh[2 * RI_HASH_LEN + 1], sh[2 * crypto_sign_BYTES + 1], ih[2 * RI_INSTANCE_LEN + 1];
-	ri_ms now;
-	int rc;
+	struct pg *s = bk;
+	struct params p = { 0 };
+	PGresult *r;
 
-	memset(out, 0, sizeof *out);
-	if (s->core.key == NULL)
-		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "sealing needs the integrity key");
-	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
-		return rc;
-	if (jh.last_seq > 0 && jh.sealed_seq == jh.last_seq) {
-		struct params p = { 0 };
-		PGresult *r;
-		p_int(&p, jh.last_seq);
-		r = run(s, "SELECT event_id FROM records WHERE seq = $1", &p);
-		if (res_ok(r) && PQntuples(r) == 1)
-			snprintf(out->event_id, sizeof out->event_id, "%s", PQgetvalue(r, 0, 0));
-		PQclear(r);
-		out->seq = jh.last_seq;
-		memcpy(out->hash, lh, RI_HASH_LEN);
-		rollback(s);
-		return RI_ST_OK;
-	}
-	/* a seal's verification may outlast a write's budget */
-	if ((rc = exec1(s, RI_ST_UNAVAILABLE, "seal", "SET LOCAL statement_timeout = 0", NULL)) != RI_ST_OK)
-		goto fail;
-	/* negative control: seal whatever head there is */
-	if (!RI_NC(RI_NC_NO_SEAL_VERIFY) && (rc = verify_since_seal(s, &jh, now)) != RI_ST_OK)
-		goto fail;
-	ri_seal_message(s->core.instance_id, jh.last_seq, lh, msg);
-	crypto_sign_detached(sig, NULL, msg, sizeof msg, sk);
-	ri_hex(lh, sizeof lh, hh);
-	ri_hex(sig, sizeof sig, sh);
-	ri_hex(s->core.instance_id, sizeof s->core.instance_id, ih);
-	json_t *data = json_pack("{s:s, s:I, s:s, s:s, s:s}", "instance_id", ih, "seq", (json_int_t)jh.last_seq,
-	    "head_hash", hh, "signature", sh, "algorithm", "ed25519");
-	if (extra != NULL)
-		json_object_update_missing(data, extra);
-	rc = append_substrate(s, &jh, lh, "audit.sealed", "", data, now, out);
-	json_decref(data);
-	if (rc != RI_ST_OK)
-		goto fail;
-	/* the seal's witness line is signed too (store_sqlite.c) */
-	ri_st_witness_sign(&s->core, sk);
-	return commit(s);
-fail:
-	rollback_keep(s);
-	return rc;
+	p_int(&p, seq);
+	r = run(s, "SELECT event_id FROM records WHERE seq = $1", &p);
+	if (res_ok(r) && PQntuples(r) == 1)
+		snprintf(out, RI_ID_LEN + 1, "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+}
+
+/* a seal's verification, a rebuild's traversal may outlast a write's
+ * budget */
+static int
+unbound(void *bk, const char *what)
+{
+	return exec1(bk, RI_ST_UNAVAILABLE, what, "SET LOCAL statement_timeout = 0", NULL);
 }
 
 /* store_engine.h sealed_rows */
@@ -2964,136 +2804,92 @@ pg_backup(struct ri_store *base, const char *dest)
 	    " tools (pg_dump --serializable-deferrable, pg_basebackup): see docs/POSTGRESQL.md");
 }
 
-/* ---- rebuild ----------------------------------------------------------------- */
+/* ---- rebuild's writes (store_engine.h) ------------------------------------------ */
 
-/* ri-sweep --rebuild (store_sqlite.c's contract): the derived state again
- * from a traversal that verifies every record; refuses on any failure. */
 static int
-pg_rebuild(struct ri_store *base, json_t **report)
+open_reset(void *bk)
 {
-	struct pg *s = (struct pg *)base;
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
-	struct ri_rebuild rb;
-	json_t *v;
-	const char *inv;
-	int64_t scopes = 0, leases_reset = 0, marks_reset = 0, before = 0;
-	PGresult *res = NULL;
-	ri_ms now;
+	return exec1(bk, RI_ST_UNAVAILABLE, "rebuild", "DELETE FROM open_intents", NULL);
+}
+
+static int
+nodes_reset(void *bk)
+{
+	struct pg *s = bk;
 	int rc;
 
-	*report = NULL;
-	if (s->core.key == NULL)
-		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "rebuilding needs the integrity key");
-	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
-		return rc;
-	ri_rebuild_begin(&rb, &s->core);
-	if ((rc = exec1(s, RI_ST_UNAVAILABLE, "rebuild", "SET LOCAL statement_timeout = 0", NULL)) != RI_ST_OK)
-		goto fail;
-	before = jh.open_count;
-	res = run(s, "SELECT " REC_COLS " FROM records ORDER BY seq", NULL);
-	if (!res_ok(res)) {
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", res);
-		goto fail;
-	}
-	for (int i = 0; i < PQntuples(res); i++) {
-		struct ri_record r;
-		struct ri_raw w;
-		load_row(res, i, &r, &w);
-		if ((rc = ri_rebuild_row(&s->core, &rb, &r, &w, now)) != RI_ST_OK)
-			goto fail;
-	}
-	PQclear(res);
-	res = NULL;
-	if ((rc = ri_rebuild_end(&s->core, &rb, jh.last_seq)) != RI_ST_OK)
-		goto fail;
-	memset(jh.open_acc, 0, RI_HASH_LEN);
-	jh.open_count = 0;
-	if ((rc = exec1(s, RI_ST_UNAVAILABLE, "rebuild", "DELETE FROM open_intents", NULL)) != RI_ST_OK)
-		goto fail;
-	json_object_foreach(rb.open, inv, v) {
-		if ((rc = open_add(s, &jh, inv, json_integer_value(json_object_get(v, "seq")),
-		    json_string_value(json_object_get(v, "kind")), json_string_value(json_object_get(v, "act_key")),
-		    json_string_value(json_object_get(v, "event_id")),
-		    json_integer_value(json_object_get(v, "recorded_at")))) != RI_ST_OK)
-			goto fail;
-	}
 	if ((rc = exec1(s, RI_ST_UNAVAILABLE, "rebuild", "DELETE FROM nodes", NULL)) != RI_ST_OK)
-		goto fail;
+		return rc;
 	ri_tree_cache_clear(&s->nodes);
 	s->nn = 0;
-	memset(jh.root, 0, RI_HASH_LEN);
-	for (int pass = 0; pass < 2; pass++) {
-		res = run(s, pass == 0 ? "SELECT kind, act_key, max(seq) FROM records GROUP BY kind, act_key" :
-		    "SELECT invocation_id, NULL, max(seq) FROM records WHERE invocation_id IS NOT NULL"
-		    " GROUP BY invocation_id", NULL);
-		if (!res_ok(res)) {
-			rc = db_fail(s, RI_ST_UNAVAILABLE, "rebuild", res);
-			goto fail;
-		}
-		for (int i = 0; i < PQntuples(res); i++) {
-			struct scope sc;
-			unsigned char h[RI_HASH_LEN];
-			int64_t last = g_int(res, i, 2);
-			scope_make(&sc, pass == 0 ? SCOPE_ACT : SCOPE_INV, PQgetvalue(res, i, 0),
-			    g_null(res, i, 1) ? NULL : PQgetvalue(res, i, 1));
-			if ((rc = ri_eng_hash_at(&s->core, last, h)) != RI_ST_OK || (rc = ri_eng_tree_put(&s->core, &jh, sc.key, last, h)) != RI_ST_OK)
-				goto fail;
-			scopes++;
-		}
-		PQclear(res);
-		res = NULL;
-	}
-	/* leases that fail their MAC: free, with a fresh token; marks: gone */
-	{
-		char **k = NULL;
-		size_t n = 0;
-		res = run(s, "SELECT kind, act_key FROM leases", NULL);
-		if (!res_ok(res)) {
-			rc = db_fail(s, RI_ST_UNAVAILABLE, "rebuild", res);
-			goto fail;
-		}
-		for (int i = 0; i < PQntuples(res); i++) {
-			struct ri_lease_row l;
-			bool exists;
-			const char *kk = PQgetvalue(res, i, 0), *ak = PQgetvalue(res, i, 1);
-			if (ri_eng_lease_get(&s->core, kk, ak, false, &l, &exists) == RI_ST_INTEGRITY) {
-				jh.grants++;
-				if ((rc = ri_eng_lease_put(&s->core, kk, ak, NULL, 0, jh.grants)) != RI_ST_OK)
-					goto fail;
-				leases_reset++;
-			}
-		}
-		PQclear(res);
-		res = NULL;
-		if ((rc = actor_names(s, "SELECT name FROM marks", &k, &n)) != RI_ST_OK)
-			goto fail;
-		for (size_t i = 0; i < n; i++) {
-			int64_t m;
-			struct params p = { 0 };
-			if (ri_eng_mark_get(base, k[i], &m) == RI_ST_OK)
-				continue;
-			p_text(&p, k[i]);
-			exec1(s, RI_ST_UNAVAILABLE, "rebuild", "DELETE FROM marks WHERE name = $1", &p);
-			marks_reset++;
-		}
-		ri_strings_free(k, n);
-	}
-	if ((rc = jhead_set(s, &jh, lh)) != RI_ST_OK)
-		goto fail;
-	if ((rc = commit(s)) != RI_ST_OK)
-		goto out;
-	*report = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "records", (json_int_t)jh.last_seq,
-	    "open_intents", (json_int_t)jh.open_count, "open_intents_before", (json_int_t)before,
-	    "scope_heads", (json_int_t)scopes, "leases_reset", (json_int_t)leases_reset,
-	    "marks_reset", (json_int_t)marks_reset);
-	goto out;
-fail:
+	return RI_ST_OK;
+}
+
+static int
+open_insert(void *bk, struct ri_jhead *jh, const char *inv, int64_t seq, const char *kind, const char *act_key,
+    const char *event_id, ri_ms recorded_at)
+{
+	return open_add(bk, jh, inv, seq, kind, act_key, event_id, recorded_at);
+}
+
+static int
+scope_lasts(void *bk, int type, int (*fn)(void *arg, const char *a, const char *b, int64_t last), void *arg)
+{
+	struct pg *s = bk;
+	PGresult *res = run(s, type == SCOPE_ACT ? "SELECT kind, act_key, max(seq) FROM records GROUP BY kind, act_key" :
+	    "SELECT invocation_id, NULL, max(seq) FROM records WHERE invocation_id IS NOT NULL"
+	    " GROUP BY invocation_id", NULL);
+	int rc = RI_ST_OK;
+
+	if (!res_ok(res))
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "rebuild", res);
+	for (int i = 0; rc == RI_ST_OK && i < PQntuples(res); i++)
+		rc = fn(arg, PQgetvalue(res, i, 0), g_null(res, i, 1) ? NULL : PQgetvalue(res, i, 1), g_int(res, i, 2));
 	PQclear(res);
-	rollback_keep(s);
-out:
-	ri_rebuild_free(&rb);
 	return rc;
+}
+
+/* the columns (1 or 2) of every row of sql to fn */
+static int
+keys_of(struct pg *s, const char *sql, const char *what, int cols, int (*fn)(void *arg, const char *a, const char *b),
+    void *arg)
+{
+	PGresult *res = run(s, sql, NULL);
+	int rc = RI_ST_OK;
+
+	if (!res_ok(res))
+		rc = db_fail(s, RI_ST_UNAVAILABLE, what, res);
+	for (int i = 0; rc == RI_ST_OK && i < PQntuples(res); i++)
+		rc = fn(arg, PQgetvalue(res, i, 0), cols < 2 ? NULL : PQgetvalue(res, i, 1));
+	PQclear(res);
+	return rc;
+}
+
+static int
+lease_keys(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg)
+{
+	return keys_of(bk, "SELECT kind, act_key FROM leases", "read", 2, fn, arg);
+}
+
+static int
+mark_names(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg)
+{
+	return keys_of(bk, "SELECT name FROM marks", "read", 1, fn, arg);
+}
+
+static void
+mark_drop(void *bk, const char *name)
+{
+	struct params p = { 0 };
+
+	p_text(&p, name);
+	exec1(bk, RI_ST_UNAVAILABLE, "rebuild", "DELETE FROM marks WHERE name = $1", &p);
+}
+
+static int
+jhead_put(void *bk, const struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN])
+{
+	return jhead_set(bk, jh, lh);
 }
 
 /* ---- the schema ri creates ------------------------------------------------ */
@@ -3195,25 +2991,50 @@ schema_check(struct pg *s, char *why, size_t n)
 	return ok ? RI_ST_OK : RI_ST_INTEGRITY;
 }
 
-/* ---- ri-audit's state check -------------------------------------------------- */
+/* ---- ri-audit's state check (store_engine.h) ------------------------------------ */
 
 static int
-leaf_check(struct ri_leaf_batch *b, const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf)
+schema_judge(void *bk, char *why, size_t n)
 {
-	struct pg *s = b->ctx;
-	struct params p = { 0 };
-	unsigned char h[RI_HASH_LEN];
-	PGresult *r;
+	return schema_check(bk, why, n);
+}
 
-	p_int(&p, leaf->last_seq);
+static int
+jhead_raw(void *bk, struct ri_jhead *h, unsigned char lh[RI_HASH_LEN], unsigned char mac[RI_HASH_LEN])
+{
+	struct pg *s = bk;
+	struct head_read hr;
+	int rc;
+
+	if ((rc = jhead_fetch(s, false, &hr)) != RI_ST_OK)
+		return rc;
+	if (!hr.present || !hr.shaped || !hr.has_last)
+		return ri_st_fail(&s->core, RI_ST_NOT_KNOWN, 0, NULL, "the journal head is missing, malformed, or names"
+		    " a record the journal does not hold");
+	*h = hr.h;
+	memcpy(lh, hr.last_hash, RI_HASH_LEN);
+	memcpy(mac, hr.mac, RI_HASH_LEN);
+	return RI_ST_OK;
+}
+
+static int
+leaf_row(void *bk, int64_t seq, char **kind, char **act_key, char **inv, unsigned char hash[RI_HASH_LEN])
+{
+	struct pg *s = bk;
+	struct params p = { 0 };
+	PGresult *r;
+	int rc = RI_ST_NOT_KNOWN;
+
+	p_int(&p, seq);
 	r = run(s, "SELECT kind, act_key, invocation_id, hash FROM records WHERE seq = $1", &p);
-	if (!res_ok(r) || PQntuples(r) != 1 || !g_bytes(r, 0, 3, h, RI_HASH_LEN))
-		ri_leaf_judge(&b->t, key, leaf, NULL, NULL, NULL, NULL);
-	else
-		ri_leaf_judge(&b->t, key, leaf, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1),
-		    g_null(r, 0, 2) ? NULL : PQgetvalue(r, 0, 2), h);
+	if (res_ok(r) && PQntuples(r) == 1 && g_bytes(r, 0, 3, hash, RI_HASH_LEN)) {
+		*kind = ri_strdup(PQgetvalue(r, 0, 0));
+		*act_key = ri_strdup(PQgetvalue(r, 0, 1));
+		*inv = g_null(r, 0, 2) ? NULL : ri_strdup(PQgetvalue(r, 0, 2));
+		rc = RI_ST_OK;
+	}
 	PQclear(r);
-	return 0;
+	return rc;
 }
 
 static int64_t
@@ -3227,87 +3048,20 @@ count_of(struct pg *s, const char *sql)
 }
 
 static int
-pg_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
+scope_counts(void *bk, int64_t *acts, int64_t *invs)
 {
-	struct pg *s = (struct pg *)base;
-	struct head_read hr;
-	char why[1024];
-	int rc;
+	struct pg *s = bk;
 
-	/* a read refused or timed out is no finding: it ends the state read
-	 * RI_ST_UNAVAILABLE, and ri-audit reports what it would have judged as
-	 * incomplete (issue 40 point 1) -- never a failure it did not see,
-	 * never a pass */
-	if ((rc = tx_begin(s, false, true)) != RI_ST_OK)
-		return rc;
-	if ((rc = schema_check(s, why, sizeof why)) == RI_ST_UNAVAILABLE)
-		goto out;
-	if (rc != RI_ST_OK)
-		each("8.1.8", 0, why, arg);
-	if ((rc = jhead_fetch(s, false, &hr)) == RI_ST_UNAVAILABLE)
-		goto out;
-	if (rc != RI_ST_OK || !hr.present || !hr.shaped || !hr.has_last) {
-		each("8.1.1", 0, rc != RI_ST_OK ? s->core.err.msg : "the journal head is missing, malformed, or names"
-		    " a record the journal does not hold", arg);
-		rc = RI_ST_OK;
-		goto out;
-	}
-	if (s->core.key != NULL) {
-		unsigned char want[RI_HASH_LEN];
-		ri_jhead_mac(s->core.key, s->core.keylen, s->core.instance_id, &hr.h, hr.last_hash, want);
-		if (sodium_memcmp(want, hr.mac, RI_HASH_LEN) != 0) {
-			each("8.1.3", 0, "the journal head fails its MAC", arg);
-			goto out;
-		}
-	}
-	{
-		struct ri_tree_io io = { s, node_get, node_put, NULL };
-		struct ri_leaf_batch b;
-		int64_t acts, invs;
-		ri_leaf_batch_init(&b, base, each, arg, leaf_check, s);
-		why[0] = '\0';
-		if ((rc = ri_leaf_batch_walk(&io, hr.h.root, &b, why, sizeof why)) == RI_ST_UNAVAILABLE)
-			goto out;
-		if (rc != RI_ST_OK) {
-			each("8.1.1", 0, why[0] ? why : s->core.err.msg, arg);
-		} else {
-			if ((acts = count_of(s, "SELECT count(*) FROM (SELECT 1 FROM records GROUP BY kind, act_key) x")) < 0 ||
-			    (invs = count_of(s, "SELECT count(DISTINCT invocation_id) FROM records")) < 0) {
-				rc = RI_ST_UNAVAILABLE;
-				goto out;
-			}
-			ri_leaf_tally_judge(&b.t, acts, invs);
-		}
-		rc = RI_ST_OK;
-	}
-	if (s->core.key == NULL)
-		goto out;
-	if ((rc = ri_eng_open_scan(&s->core, &hr.h, NULL, NULL, RI_NONE, NULL, NULL)) == RI_ST_UNAVAILABLE)
-		goto out;
-	if (rc != RI_ST_OK)
-		each("8.1.3", 0, s->core.err.msg, arg);
-	{
-		PGresult *r = run(s, "SELECT kind, act_key FROM leases", NULL);
-		rc = res_ok(r) ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "leases", r);
-		for (int i = 0; rc == RI_ST_OK && i < PQntuples(r); i++) {
-			struct ri_lease_row l;
-			bool exists;
-			if ((rc = ri_eng_lease_get(&s->core, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), false, &l, &exists)) ==
-			    RI_ST_UNAVAILABLE)
-				break;
-			if (rc != RI_ST_OK)
-				each("8.1.3", 0, s->core.err.msg, arg);
-			rc = RI_ST_OK;
-		}
-		PQclear(r);
-		if (rc != RI_ST_OK)
-			goto out;
-	}
-	if ((rc = registry_verify(s, &hr.h, each, arg)) != RI_ST_UNAVAILABLE)
-		rc = RI_ST_OK;
-out:
-	rollback(s);
-	return rc;
+	if ((*acts = count_of(s, "SELECT count(*) FROM (SELECT 1 FROM records GROUP BY kind, act_key) x")) < 0 ||
+	    (*invs = count_of(s, "SELECT count(DISTINCT invocation_id) FROM records")) < 0)
+		return RI_ST_UNAVAILABLE;
+	return RI_ST_OK;
+}
+
+static int
+actor_names_each(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg)
+{
+	return keys_of(bk, "SELECT actor_ref FROM actors", "read", 1, fn, arg);
 }
 
 static const unsigned char *
@@ -3420,13 +3174,39 @@ static const struct ri_backend pg_backend = {
 	.append_substrate = be_append_substrate,
 	.actor_insert = actor_insert,
 	.actor_update = actor_update,
+	/* the records table read */
+	.read_now = read_now,
+	.in_snapshot = in_snapshot,
+	.scan_begin = scan_begin,
+	.record_by_id = record_by_id,
+	.records_from = records_from,
+	.peek_row = peek_row,
+	.inv_rows = inv_rows,
+	.event_id_at = event_id_at,
+	.unbound = unbound,
+	.seal_verify = seal_verify,
+	/* rebuild's writes */
+	.open_reset = open_reset,
+	.nodes_reset = nodes_reset,
+	.open_insert = open_insert,
+	.scope_lasts = scope_lasts,
+	.lease_keys = lease_keys,
+	.mark_names = mark_names,
+	.mark_drop = mark_drop,
+	.jhead_put = jhead_put,
+	/* the audit's state check */
+	.schema_judge = schema_judge,
+	.jhead_raw = jhead_raw,
+	.leaf_row = leaf_row,
+	.scope_counts = scope_counts,
+	.actor_names = actor_names_each,
 };
 _Static_assert(offsetof(struct pg, core) == offsetof(struct ri_eng_store, core), "struct pg begins as ri_eng_store");
 
 static const struct ri_store_ops pg_ops = {
 	.record_action = pg_record_action,
-	.read_record = pg_read_record,
-	.range_read = pg_range_read,
+	.read_record = ri_eng_read_record,
+	.range_read = ri_eng_range_read,
 	.open_intents = ri_eng_open_intents,
 	.purge = pg_purge,
 	.actor_add = ri_eng_actor_add,
@@ -3439,15 +3219,15 @@ static const struct ri_store_ops pg_ops = {
 	.release = pg_release,
 	.mark_get = ri_eng_mark_get,
 	.mark_set = ri_eng_mark_set,
-	.traverse = pg_traverse,
-	.peek = pg_peek,
-	.inv_span = pg_inv_span,
-	.seal = pg_seal,
+	.traverse = ri_eng_traverse,
+	.peek = ri_eng_peek,
+	.inv_span = ri_eng_inv_span,
+	.seal = ri_eng_seal,
 	.substrate = pg_substrate,
 	.append_substrate = pg_append_many,
 	.backup = pg_backup,
-	.rebuild = pg_rebuild,
-	.audit_state = pg_audit_state,
+	.rebuild = ri_eng_rebuild,
+	.audit_state = ri_eng_audit_state,
 	.instance_id = pg_instance_id,
 	.head = ri_eng_head,
 	.sealed = ri_eng_sealed,

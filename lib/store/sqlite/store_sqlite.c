@@ -702,148 +702,72 @@ now_or_fail(struct sq *s, ri_ms *now)
 	return RI_ST_OK;
 }
 
-/* ---- read_record ------------------------------------------------------- */
+/* ---- the records table read (store_engine.h) ------------------------------ */
 
 static int
-sq_read_record(struct ri_store *base, const char *event_id, struct ri_record *out)
+read_now(void *bk, ri_ms *now)
 {
-	struct sq *s = (struct sq *)base;
-	sqlite3_stmt *st;
-	struct ri_raw w;
-	unsigned char prev[RI_HASH_LEN];
-	bool began;
-	ri_ms now;
-	int rc;
-
-	memset(out, 0, sizeof *out);
-	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
-		return rc;
-	if (read_begin(s, &began) != SQLITE_OK)
-		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	if ((st = prep(s, "SELECT " REC_COLS " FROM records WHERE event_id = ?")) == NULL) {
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
-		goto out;
-	}
-	bind_text(st, 1, event_id);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_DONE) {
-		done(s, st);
-		rc = ri_st_fail(&s->core, RI_ST_NOT_KNOWN, 0, event_id, "no record %s", event_id);
-		goto out;
-	}
-	if (rc != SQLITE_ROW) {
-		done(s, st);
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
-		goto out;
-	}
-	load_row(st, out, &w);
-	done(s, st);
-	if ((rc = ri_eng_hash_at(&s->core, out->seq - 1, prev)) != RI_ST_OK) {
-		free(w.payload_text);
-		goto out;
-	}
-	if ((rc = ri_st_verify_row(&s->core, out, &w, prev, now)) != RI_ST_OK)
-		goto out;
-	/* the journal's own head must stand, so a truncated tail is seen */
-	struct scope sc;
-	int64_t last;
-	scope_make(&sc, SCOPE_ALL, NULL, NULL);
-	if ((rc = ri_eng_head_get(&s->core, &sc, NULL, NULL, &last)) != RI_ST_OK)
-		goto out;
-	rc = out->purged ? RI_ST_PURGED : RI_ST_OK;
-out:
-	read_end(s, began);
-	if (rc != RI_ST_OK && rc != RI_ST_PURGED)
-		ri_record_clear(out);
-	return rc;
+	return now_or_fail(bk, now);
 }
 
-/* ---- range read ---------------------------------------------------------- */
-
-
-/*
- * The open-upper-bound sequence-range read (Capability requirement 1-3):
- * from q->from with no upper bound, a declared page size, a cursor and a
- * page-complete signal.  A filtered read walks its scope's back pointers,
- * so a record missing from the middle, the start or the end of the scope
- * is an integrity failure.
- */
-static int
-sq_range_read(struct ri_store *base, const struct ri_query *q, struct ri_records *out)
+static bool
+in_snapshot(void *bk)
 {
-	struct sq *s = (struct sq *)base;
-	struct scope sc;
-	struct ri_walk wk;
-	sqlite3_stmt *st = NULL;
-	char sql[512];
-	int64_t head = 0;
-	bool began;
-	int rc, step, idx = 1;
+	return !sqlite3_get_autocommit(((struct sq *)bk)->db);
+}
 
-	memset(out, 0, sizeof *out);
-	if ((rc = ri_walk_query(&s->core, q, &sc, &wk)) != RI_ST_OK)
-		return rc;
-	wk.hash_at = ri_eng_hash_at_cb;
-	wk.backend = &s->core;
-	if ((rc = now_or_fail(s, &wk.now)) != RI_ST_OK)
-		return rc;
-	if (read_begin(s, &began) != SQLITE_OK)
+static int
+record_by_id(void *bk, const char *event_id, struct ri_record *r, struct ri_raw *w)
+{
+	struct sq *s = bk;
+	sqlite3_stmt *st;
+	int rc;
+
+	if ((st = prep(s, "SELECT " REC_COLS " FROM records WHERE event_id = ?")) == NULL)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	if (q->trusted) {
-		if (sqlite3_get_autocommit(s->db)) {
-			/* trust holds only inside the traversal's own snapshot */
-			rc = ri_st_fail(&s->core, RI_ST_INVALID_QUERY, 0, NULL, "a trusted read outside a traversal");
-			goto out;
-		}
-		head = INT64_MAX;
-	} else if ((rc = ri_eng_head_get(&s->core, &sc, sc.type == SCOPE_INV ? q->invocation_id : q->kind, q->act_key,
-	    &head)) != RI_ST_OK) {
-		/* (the journal's own head stands too, and the scope's head proves
-		 * it present or absent: an empty answer from a journal that is
-		 * not ours, truncated, or hiding the scope is not an absence) */
-		goto out;
-	}
-	ri_walk_begin(&wk, q->from, head);
+	bind_text(st, 1, event_id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		load_row(st, r, w);
+	done(s, st);
+	if (rc == SQLITE_DONE)
+		return RI_ST_NOT_KNOWN;
+	return rc == SQLITE_ROW ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "read");
+}
+
+static int
+records_from(void *bk, const struct ri_rows_query *q, ri_row_fn each, void *arg)
+{
+	struct sq *s = bk;
+	sqlite3_stmt *st;
+	char sql[512];
+	bool stop = false;
+	int rc = RI_ST_OK, step = SQLITE_DONE, idx = 1;
+
 	snprintf(sql, sizeof sql, "SELECT " REC_COLS " FROM records WHERE seq %s ?%s ORDER BY seq %s LIMIT ?",
-	    wk.desc ? "<=" : ">=",
-	    sc.type == SCOPE_INV ? " AND invocation_id = ?" :
-	    sc.type == SCOPE_ACT ? " AND kind = ? AND act_key = ?" : "",
-	    wk.desc ? "DESC" : "ASC");
-	if ((st = prep(s, sql)) == NULL) {
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
-		goto out;
-	}
-	sqlite3_bind_int64(st, idx++, wk.from);
-	if (sc.type == SCOPE_INV)
-		bind_text(st, idx++, q->invocation_id);
-	if (sc.type == SCOPE_ACT) {
-		bind_text(st, idx++, q->kind);
-		bind_text(st, idx++, q->act_key);
-	}
-	sqlite3_bind_int64(st, idx++, (sqlite3_int64)wk.limit + 1);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+	    q->desc ? "<=" : ">=",
+	    q->type == SCOPE_INV ? " AND invocation_id = ?" :
+	    q->type == SCOPE_ACT ? " AND kind = ? AND act_key = ?" : "",
+	    q->desc ? "DESC" : "ASC");
+	if ((st = prep(s, sql)) == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	sqlite3_bind_int64(st, idx++, q->from);
+	if (q->type != SCOPE_ALL)
+		bind_text(st, idx++, q->a);
+	if (q->type == SCOPE_ACT)
+		bind_text(st, idx++, q->b);
+	sqlite3_bind_int64(st, idx++, q->limit > 0 ? q->limit : -1);
+	while (!stop && (step = sqlite3_step(st)) == SQLITE_ROW) {
 		struct ri_record r;
 		struct ri_raw w;
-		bool full;
 
-		if ((rc = ri_walk_peek(&s->core, &wk, out, sqlite3_column_int64(st, 0), &full)) != RI_ST_OK)
-			goto out;
-		if (full)
-			break;
 		load_row(st, &r, &w);
-		if ((rc = ri_walk_take(&s->core, &wk, out, &r, &w)) != RI_ST_OK)
-			goto out;
+		if ((rc = each(arg, &r, &w, &stop)) != RI_ST_OK)
+			break;
 	}
-	if (step != SQLITE_ROW && step != SQLITE_DONE) {
+	if (rc == RI_ST_OK && !stop && step != SQLITE_DONE)
 		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
-		goto out;
-	}
-	rc = ri_walk_end(&s->core, &wk, out);
-out:
 	done(s, st);
-	read_end(s, began);
-	if (rc != RI_ST_OK)
-		ri_records_clear(out);
 	return rc;
 }
 
@@ -2072,85 +1996,13 @@ mark_write(void *bk, const char *name, int64_t seq, const unsigned char mac[RI_H
 	return rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "write");
 }
 
-/*
- * The full traversal: every row in seq order, each judged on its own --
- * contiguity, the link recomputed from the stored hash of the row before,
- * the MAC, the payload digest, purge legality -- so one bad row is named
- * and the rest still judged.
- */
 static int
-sq_traverse(struct ri_store *base, ri_traverse_fn each, void *arg)
+peek_row(void *bk, const char *event_id, struct ri_record *out)
 {
-	struct sq *s = (struct sq *)base;
-	sqlite3_stmt *st;
-	unsigned char prev[RI_HASH_LEN];
-	int64_t last = 0;
-	bool began;
-	ri_ms now;
-	int rc;
-
-	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
-		return rc;
-	if (read_begin(s, &began) != SQLITE_OK)
-		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	if ((st = prep(s, "SELECT " REC_COLS " FROM records ORDER BY seq")) == NULL) {
-		read_end(s, began);
-		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	}
-	memcpy(prev, s->core.genesis, RI_HASH_LEN);
-	ri_payloads_begin(&s->core);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct ri_record r;
-		struct ri_raw w;
-		unsigned problems = 0;
-
-		load_row(st, &r, &w);
-		if (r.seq != last + 1)
-			problems |= RI_P_GAP;
-		problems |= ri_raw_problems(&s->core, &r, &w, prev, now);
-		last = r.seq;
-		int stop = each(&r, problems, arg);
-		ri_payloads_drop(&s->core, r.seq);
-		ri_record_clear(&r);
-		if (stop) {
-			rc = SQLITE_DONE;
-			break;
-		}
-	}
-	ri_payloads_end(&s->core);
-	done(s, st);
-	if (rc != SQLITE_DONE) {
-		read_end(s, began);
-		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	}
-	/* the authenticated head: a truncated tail is seen here */
-	if (s->core.key != NULL) {
-		struct scope sc;
-		int64_t head;
-		scope_make(&sc, SCOPE_ALL, NULL, NULL);
-		if ((rc = ri_eng_head_get(&s->core, &sc, NULL, NULL, &head)) == RI_ST_INTEGRITY) {
-			struct ri_record r = { .seq = last };
-			snprintf(r.event_id, sizeof r.event_id, "%s", "");
-			each(&r, RI_P_HEAD, arg);
-		} else if (rc != RI_ST_OK) {
-			read_end(s, began);
-			return rc;
-		}
-	}
-	read_end(s, began);
-	return RI_ST_OK;
-}
-
-static int
-sq_peek(struct ri_store *base, const char *event_id, struct ri_record *out)
-{
-	struct sq *s = (struct sq *)base;
+	struct sq *s = bk;
 	sqlite3_stmt *st;
 	int rc;
 
-	memset(out, 0, sizeof *out);
-	if (sqlite3_get_autocommit(s->db))
-		return ri_st_fail(&s->core, RI_ST_INVALID_QUERY, 0, NULL, "peek outside a traversal");
 	if ((st = prep(s, "SELECT seq, action_ref, kind, act_key, invocation_id, actor_ref, role,"
 	    " recorded_at, payload IS NULL FROM records WHERE event_id = ?")) == NULL)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
@@ -2174,18 +2026,14 @@ sq_peek(struct ri_store *base, const char *event_id, struct ri_record *out)
 	return rc == SQLITE_ROW ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "read");
 }
 
-/* store.h inv_span: the invocation index alone (covering), in the
- * traversal's snapshot */
+/* the invocation index alone (covering) */
 static int
-sq_inv_span(struct ri_store *base, const char *invocation_id, int64_t *first, int64_t *last, int64_t *n)
+inv_rows(void *bk, const char *invocation_id, int64_t *first, int64_t *last, int64_t *n)
 {
-	struct sq *s = (struct sq *)base;
+	struct sq *s = bk;
 	sqlite3_stmt *st;
 	int rc;
 
-	*first = *last = *n = 0;
-	if (sqlite3_get_autocommit(s->db))
-		return ri_st_fail(&s->core, RI_ST_INVALID_QUERY, 0, NULL, "an invocation's span outside a traversal");
 	if ((st = prep(s, "SELECT min(seq), max(seq), count(*) FROM records WHERE invocation_id = ?")) == NULL)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
 	bind_text(st, 1, invocation_id);
@@ -2256,104 +2104,30 @@ registry_verify(struct sq *s, const struct ri_jhead *jh)
 }
 
 
-/*
- * Seals that mean something: before a seal is signed, every record since
- * the previous seal is verified -- contiguous up to the authenticated
- * head, each link, MAC and digest, each record's act and invocation heads
- * in the tree no older than it -- and the open-intents index against its
- * accumulator.  O(records since the previous seal + open intents).
- */
+/* store_engine.h seal_verify: the open-intents index and the registry */
 static int
-verify_since_seal(struct sq *s, const struct ri_jhead *jh, ri_ms now)
+seal_verify(void *bk, const struct ri_jhead *jh)
 {
-	sqlite3_stmt *st;
-	struct ri_seal_walk sw = { .jh = jh, .expect = jh->sealed_seq + 1, .now = now, .tree_get = ri_eng_tree_get_cb,
-		.backend = &s->core };
+	struct sq *s = bk;
 	int rc;
 
-	if ((rc = ri_eng_hash_at(&s->core, sw.expect - 1, sw.prev)) != RI_ST_OK)
-		return rc;
-	if ((st = prep(s, "SELECT " REC_COLS " FROM records WHERE seq >= ? ORDER BY seq")) == NULL)
-		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	sqlite3_bind_int64(st, 1, sw.expect);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct ri_record r;
-		struct ri_raw w;
-		int vr;
-
-		load_row(st, &r, &w);
-		if ((vr = ri_seal_walk_row(&s->core, &sw, &r, &w)) != RI_ST_OK) {
-			done(s, st);
-			return vr;
-		}
-	}
-	done(s, st);
-	if (rc != SQLITE_DONE)
-		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	if ((rc = ri_seal_walk_end(&s->core, &sw)) != RI_ST_OK)
-		return rc;
 	if ((rc = open_verify(s, jh)) != RI_ST_OK)
 		return rc;
 	return registry_verify(s, jh);
 }
 
-/* Sign the head and append audit.sealed after it, in one transaction --
- * never over a head that fails verification. */
-static int
-sq_seal(struct ri_store *base, const unsigned char sk[64], json_t *extra, struct ri_appended *out)
+static void
+event_id_at(void *bk, int64_t seq, char out[RI_ID_LEN + 1])
 {
-	struct sq *s = (struct sq *)base;
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN], msg[RI_SEAL_MSG_LEN], sig[crypto_sign_BYTES];
-	char hh[2 * RI_HASH_LEN + 1], sh[2 * crypto_sign_BYTES + 1], ih[2 * RI_INSTANCE_LEN + 1];
-	ri_ms now;
-	int rc;
+	struct sq *s = bk;
+	sqlite3_stmt *st = prep(s, "SELECT event_id FROM records WHERE seq = ?");
 
-	memset(out, 0, sizeof *out);
-	if (s->core.key == NULL)
-		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "sealing needs the integrity key");
-	if ((rc = begin_immediate(s)) != RI_ST_OK)
-		return rc;
-	if ((rc = now_or_fail(s, &now)) != RI_ST_OK || (rc = jhead_get(s, &jh, lh)) != RI_ST_OK)
-		goto fail;
-	/* a head that is itself a seal is sealed already: no record per idle run */
-	if (jh.last_seq > 0 && jh.sealed_seq == jh.last_seq) {
-		sqlite3_stmt *st = prep(s, "SELECT event_id FROM records WHERE seq = ?");
-		if (st != NULL) {
-			sqlite3_bind_int64(st, 1, jh.last_seq);
-			if (sqlite3_step(st) == SQLITE_ROW && col_text_ok(st, 0, false))
-				snprintf(out->event_id, sizeof out->event_id, "%s", (const char *)sqlite3_column_text(st, 0));
-			done(s, st);
-		}
-		out->seq = jh.last_seq;
-		memcpy(out->hash, lh, RI_HASH_LEN);
-		rollback(s);
-		return RI_ST_OK;
-	}
-	/* negative control: seal whatever head there is */
-	if (!RI_NC(RI_NC_NO_SEAL_VERIFY) && (rc = verify_since_seal(s, &jh, now)) != RI_ST_OK)
-		goto fail;
-	ri_seal_message(s->core.instance_id, jh.last_seq, lh, msg);
-	crypto_sign_detached(sig, NULL, msg, sizeof msg, sk);
-	ri_hex(lh, sizeof lh, hh);
-	ri_hex(sig, sizeof sig, sh);
-	ri_hex(s->core.instance_id, sizeof s->core.instance_id, ih);
-	json_t *data = json_pack("{s:s, s:I, s:s, s:s, s:s}", "instance_id", ih, "seq", (json_int_t)jh.last_seq,
-	    "head_hash", hh, "signature", sh, "algorithm", "ed25519");
-	if (extra != NULL)
-		json_object_update_missing(data, extra);
-	struct ri_append a = { .action_ref = "audit.sealed", .act_key = "", .actor_ref = RI_SUBSTRATE_ACTOR,
-		.data = data };
-	rc = append_locked(s, &jh, lh, &a, RI_ROLE_OTHER, false, now, out);
-	json_decref(data);
-	if (rc != RI_ST_OK)
-		goto fail;
-	/* the seal's witness line is signed too: an auditor with only the
-	 * public key verifies it */
-	ri_st_witness_sign(&s->core, sk);
-	return commit(s);
-fail:
-	return abandon(s, rc);
+	if (st == NULL)
+		return;
+	sqlite3_bind_int64(st, 1, seq);
+	if (sqlite3_step(st) == SQLITE_ROW && col_text_ok(st, 0, false))
+		snprintf(out, RI_ID_LEN + 1, "%s", (const char *)sqlite3_column_text(st, 0));
+	done(s, st);
 }
 
 /* store_engine.h sealed_rows */
@@ -2563,201 +2337,161 @@ fail:
 	return rc;
 }
 
-/* ---- rebuild ----------------------------------------------------------------- */
+/* ---- rebuild's writes (store_engine.h) ------------------------------------------ */
 
-/*
- * ri-sweep --rebuild: the derived state again, from a traversal that
- * verifies every record (contiguous, each link, MAC and digest, up to the
- * authenticated journal head, which the witness vouches for).  It refuses
- * on any failure: a rebuild never blesses a tampered journal.
- */
 static int
-sq_rebuild(struct ri_store *base, json_t **report)
+open_reset(void *bk)
 {
-	struct sq *s = (struct sq *)base;
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
-	sqlite3_stmt *st = NULL;
-	struct ri_rebuild rb;
-	json_t *v;
-	const char *inv;
-	int64_t scopes = 0, leases_reset = 0, marks_reset = 0, before = 0;
-	ri_ms now;
-	int rc;
+	struct sq *s = bk;
 
-	*report = NULL;
-	if (s->core.key == NULL)
-		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "rebuilding needs the integrity key");
-	if ((rc = begin_immediate(s)) != RI_ST_OK)
-		return rc;
-	ri_rebuild_begin(&rb, &s->core);
-	if ((rc = now_or_fail(s, &now)) != RI_ST_OK || (rc = jhead_get(s, &jh, lh)) != RI_ST_OK)
-		goto fail;
-	before = jh.open_count;
-	if ((st = prep(s, "SELECT " REC_COLS " FROM records ORDER BY seq")) == NULL) {
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
-		goto fail;
-	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct ri_record r;
-		struct ri_raw w;
-		load_row(st, &r, &w);
-		if ((rc = ri_rebuild_row(&s->core, &rb, &r, &w, now)) != RI_ST_OK)
-			goto fail;
-	}
-	done(s, st);
-	st = NULL;
-	if (rc != SQLITE_DONE) {
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
-		goto fail;
-	}
-	if ((rc = ri_rebuild_end(&s->core, &rb, jh.last_seq)) != RI_ST_OK)
-		goto fail;
-	/* the open-intents index and its accumulator */
-	memset(jh.open_acc, 0, RI_HASH_LEN);
-	jh.open_count = 0;
-	if (sqlite3_exec(s->db, "DELETE FROM open_intents", NULL, NULL, NULL) != SQLITE_OK) {
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "rebuild");
-		goto fail;
-	}
-	json_object_foreach(rb.open, inv, v) {
-		if ((rc = open_add(s, &jh, inv, json_integer_value(json_object_get(v, "seq")),
-		    json_string_value(json_object_get(v, "kind")), json_string_value(json_object_get(v, "act_key")),
-		    json_string_value(json_object_get(v, "event_id")),
-		    json_integer_value(json_object_get(v, "recorded_at")))) != RI_ST_OK)
-			goto fail;
-	}
-	/* the tree of scope heads, from the verified records */
-	if (sqlite3_exec(s->db, "DELETE FROM nodes", NULL, NULL, NULL) != SQLITE_OK) {
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "rebuild");
-		goto fail;
-	}
+	if (sqlite3_exec(s->db, "DELETE FROM open_intents", NULL, NULL, NULL) != SQLITE_OK)
+		return db_fail(s, RI_ST_UNAVAILABLE, "rebuild");
+	return RI_ST_OK;
+}
+
+static int
+nodes_reset(void *bk)
+{
+	struct sq *s = bk;
+
+	if (sqlite3_exec(s->db, "DELETE FROM nodes", NULL, NULL, NULL) != SQLITE_OK)
+		return db_fail(s, RI_ST_UNAVAILABLE, "rebuild");
 	ri_tree_cache_clear(&s->nodes);
-	memset(jh.root, 0, RI_HASH_LEN);
-	for (int pass = 0; pass < 2; pass++) {
-		st = prep(s, pass == 0 ? "SELECT kind, act_key, max(seq) FROM records GROUP BY kind, act_key" :
-		    "SELECT invocation_id, NULL, max(seq) FROM records WHERE invocation_id IS NOT NULL"
-		    " GROUP BY invocation_id");
-		if (st == NULL) {
-			rc = db_fail(s, RI_ST_UNAVAILABLE, "rebuild");
-			goto fail;
+	return RI_ST_OK;
+}
+
+static int
+open_insert(void *bk, struct ri_jhead *jh, const char *inv, int64_t seq, const char *kind, const char *act_key,
+    const char *event_id, ri_ms recorded_at)
+{
+	return open_add(bk, jh, inv, seq, kind, act_key, event_id, recorded_at);
+}
+
+static int
+scope_lasts(void *bk, int type, int (*fn)(void *arg, const char *a, const char *b, int64_t last), void *arg)
+{
+	struct sq *s = bk;
+	sqlite3_stmt *st = prep(s, type == SCOPE_ACT ? "SELECT kind, act_key, max(seq) FROM records GROUP BY kind, act_key" :
+	    "SELECT invocation_id, NULL, max(seq) FROM records WHERE invocation_id IS NOT NULL GROUP BY invocation_id");
+	int rc, step;
+
+	if (st == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "rebuild");
+	while ((step = sqlite3_step(st)) == SQLITE_ROW)
+		if ((rc = fn(arg, (const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1),
+		    sqlite3_column_int64(st, 2))) != RI_ST_OK) {
+			done(s, st);
+			return rc;
 		}
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-			struct scope sc;
-			unsigned char h[RI_HASH_LEN];
-			int64_t last = sqlite3_column_int64(st, 2);
-			scope_make(&sc, pass == 0 ? SCOPE_ACT : SCOPE_INV, (const char *)sqlite3_column_text(st, 0),
-			    (const char *)sqlite3_column_text(st, 1));
-			if ((rc = ri_eng_hash_at(&s->core, last, h)) != RI_ST_OK ||
-			    (rc = ri_eng_tree_put(&s->core, &jh, sc.key, last, h)) != RI_ST_OK)
-				goto fail;
-			scopes++;
-		}
-		done(s, st);
-		st = NULL;
-		if (rc != SQLITE_DONE) {
-			rc = db_fail(s, RI_ST_UNAVAILABLE, "rebuild");
-			goto fail;
-		}
-	}
-	/* leases that fail their MAC: free, with a fresh token; marks: gone
-	 * (the next scan starts again from the beginning) */
-	{
-		json_t *bad = json_array();
-		size_t i;
-		st = prep(s, "SELECT kind, act_key FROM leases");
-		while (st != NULL && sqlite3_step(st) == SQLITE_ROW) {
-			struct ri_lease_row l;
-			bool exists;
-			if (!col_text_ok(st, 0, false) || !col_text_ok(st, 1, false)) {
-				json_array_append_new(bad, json_null());
-				continue;
-			}
-			const char *k = (const char *)sqlite3_column_text(st, 0), *ak = (const char *)sqlite3_column_text(st, 1);
-			if (ri_eng_lease_get(&s->core, k, ak, false, &l, &exists) == RI_ST_INTEGRITY)
-				json_array_append_new(bad, json_pack("[s, s]", k, ak));
-		}
-		done(s, st);
-		st = NULL;
-		json_array_foreach(bad, i, v) {
-			if (json_is_null(v))
-				continue;
-			jh.grants++;
-			if ((rc = ri_eng_lease_put(&s->core, json_string_value(json_array_get(v, 0)), json_string_value(json_array_get(v, 1)),
-			    NULL, 0, jh.grants)) != RI_ST_OK) {
-				json_decref(bad);
-				goto fail;
-			}
-			leases_reset++;
-		}
-		if (sqlite3_exec(s->db, "DELETE FROM leases WHERE typeof(kind) != 'text' OR typeof(act_key) != 'text'",
-		    NULL, NULL, NULL) == SQLITE_OK)
-			leases_reset += sqlite3_changes(s->db);
-		json_decref(bad);
-		bad = json_array();
-		st = prep(s, "SELECT name FROM marks");
-		while (st != NULL && sqlite3_step(st) == SQLITE_ROW) {
-			int64_t m;
-			if (!col_text_ok(st, 0, false) || ri_eng_mark_get(base, (const char *)sqlite3_column_text(st, 0), &m) != RI_ST_OK)
-				json_array_append_new(bad, json_string(col_text_ok(st, 0, false) ?
-				    (const char *)sqlite3_column_text(st, 0) : ""));
-		}
-		done(s, st);
-		st = NULL;
-		json_array_foreach(bad, i, v) {
-			sqlite3_stmt *d = prep(s, "DELETE FROM marks WHERE name = ? OR typeof(name) != 'text'");
-			if (d != NULL) {
-				bind_text(d, 1, json_string_value(v));
-				sqlite3_step(d);
-				done(s, d);
-			}
-			marks_reset++;
-		}
-		json_decref(bad);
-	}
-	if ((rc = jhead_set(s, &jh, lh)) != RI_ST_OK)
-		goto fail;
-	if ((rc = commit(s)) != RI_ST_OK)
-		goto out;
-	*report = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "records", (json_int_t)jh.last_seq,
-	    "open_intents", (json_int_t)jh.open_count, "open_intents_before", (json_int_t)before,
-	    "scope_heads", (json_int_t)scopes, "leases_reset", (json_int_t)leases_reset,
-	    "marks_reset", (json_int_t)marks_reset);
-	goto out;
-fail:
 	done(s, st);
-	abandon(s, rc);
-out:
-	ri_rebuild_free(&rb);
+	return step == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "rebuild");
+}
+
+/* the text columns (1 or 2) of every row of sql to fn, NULL where one is
+ * not text */
+static int
+keys_of(struct sq *s, const char *sql, int cols, int (*fn)(void *arg, const char *a, const char *b), void *arg)
+{
+	sqlite3_stmt *st = prep(s, sql);
+	int rc = RI_ST_OK, step = SQLITE_DONE;
+
+	if (st == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	while (rc == RI_ST_OK && (step = sqlite3_step(st)) == SQLITE_ROW)
+		rc = fn(arg, col_text_ok(st, 0, false) ? (const char *)sqlite3_column_text(st, 0) : NULL,
+		    cols < 2 ? NULL : col_text_ok(st, 1, false) ? (const char *)sqlite3_column_text(st, 1) : NULL);
+	if (rc == RI_ST_OK && step != SQLITE_DONE)
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
+	done(s, st);
 	return rc;
 }
 
-/* ---- ri-audit's state check -------------------------------------------------- */
+static int
+lease_keys(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg)
+{
+	return keys_of(bk, "SELECT kind, act_key FROM leases", 2, fn, arg);
+}
 
 static int
-leaf_check(struct ri_leaf_batch *b, const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf)
+mark_names(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg)
 {
-	struct sq *s = b->ctx;
+	return keys_of(bk, "SELECT name FROM marks", 1, fn, arg);
+}
+
+static int
+actor_names(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg)
+{
+	return keys_of(bk, "SELECT actor_ref FROM actors", 1, fn, arg);
+}
+
+static void
+mark_drop(void *bk, const char *name)
+{
+	struct sq *s = bk;
+	sqlite3_stmt *d = prep(s, "DELETE FROM marks WHERE name = ? OR typeof(name) != 'text'");
+
+	if (d != NULL) {
+		bind_text(d, 1, name);
+		sqlite3_step(d);
+		done(s, d);
+	}
+}
+
+static void
+leases_malformed_drop(void *bk, int64_t *n)
+{
+	struct sq *s = bk;
+
+	if (sqlite3_exec(s->db, "DELETE FROM leases WHERE typeof(kind) != 'text' OR typeof(act_key) != 'text'",
+	    NULL, NULL, NULL) == SQLITE_OK)
+		*n += sqlite3_changes(s->db);
+}
+
+static int
+jhead_put(void *bk, const struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN])
+{
+	return jhead_set(bk, jh, lh);
+}
+
+/* ---- ri-audit's state check (store_engine.h) ------------------------------------ */
+
+static int
+schema_judge(void *bk, char *why, size_t n)
+{
+	return schema_check(bk, why, n) ? RI_ST_OK : RI_ST_INTEGRITY;
+}
+
+static int
+jhead_raw(void *bk, struct ri_jhead *h, unsigned char lh[RI_HASH_LEN], unsigned char mac[RI_HASH_LEN])
+{
+	struct sq *s = bk;
+	int rc;
+
+	if ((rc = jhead_read(s, h, mac)) != RI_ST_OK)
+		return rc;
+	return ri_eng_hash_at(&s->core, h->last_seq, lh);
+}
+
+static int
+leaf_row(void *bk, int64_t seq, char **kind, char **act_key, char **inv, unsigned char hash[RI_HASH_LEN])
+{
+	struct sq *s = bk;
 	sqlite3_stmt *st = prep(s, "SELECT kind, act_key, invocation_id, hash FROM records WHERE seq = ?");
+	int rc = RI_ST_NOT_KNOWN;
 
 	if (st == NULL)
-		return 1;
-	sqlite3_bind_int64(st, 1, leaf->last_seq);
+		return RI_ST_UNAVAILABLE;
+	sqlite3_bind_int64(st, 1, seq);
 	if (sqlite3_step(st) == SQLITE_ROW && col_text_ok(st, 0, false) && col_text_ok(st, 1, false) &&
 	    col_text_ok(st, 2, true) && col_is(st, 3, SQLITE_BLOB, false) && sqlite3_column_bytes(st, 3) == RI_HASH_LEN) {
-		char *k = col_dup(st, 0), *ak = col_dup(st, 1), *iv = col_dup(st, 2);
-		unsigned char h[RI_HASH_LEN];
-		memcpy(h, sqlite3_column_blob(st, 3), RI_HASH_LEN);
-		done(s, st);
-		ri_leaf_judge(&b->t, key, leaf, k, ak, iv, h);
-		free(k);
-		free(ak);
-		free(iv);
-	} else {
-		done(s, st);
-		ri_leaf_judge(&b->t, key, leaf, NULL, NULL, NULL, NULL);
+		*kind = col_dup(st, 0);
+		*act_key = col_dup(st, 1);
+		*inv = col_dup(st, 2);
+		memcpy(hash, sqlite3_column_blob(st, 3), RI_HASH_LEN);
+		rc = RI_ST_OK;
 	}
-	return 0;
+	done(s, st);
+	return rc;
 }
 
 static int64_t
@@ -2772,141 +2506,15 @@ count_of(struct sq *s, const char *sql)
 	return n;
 }
 
-/* The text columns (1 or 2) of every row sql selects, into out: a name, or
- * [a, b], null where a value is not text.  RI_ST_UNAVAILABLE when the
- * read fails. */
 static int
-names_of(struct sq *s, const char *sql, int cols, json_t *out)
+scope_counts(void *bk, int64_t *acts, int64_t *invs)
 {
-	sqlite3_stmt *st = prep(s, sql);
-	int rc;
+	struct sq *s = bk;
 
-	if (st == NULL)
+	if ((*acts = count_of(s, "SELECT count(*) FROM (SELECT 1 FROM records GROUP BY kind, act_key)")) < 0 ||
+	    (*invs = count_of(s, "SELECT count(DISTINCT invocation_id) FROM records")) < 0)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *a = col_text_ok(st, 0, false) ? (const char *)sqlite3_column_text(st, 0) : NULL;
-		if (cols == 1) {
-			json_array_append_new(out, a != NULL ? json_string(a) : json_null());
-			continue;
-		}
-		json_array_append_new(out, json_pack("[s?, s?]", a, col_text_ok(st, 1, false) ?
-		    (const char *)sqlite3_column_text(st, 1) : NULL));
-	}
-	rc = rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "read");
-	done(s, st);
-	return rc;
-}
-
-static int
-sq_audit_state(struct ri_store *base, ri_state_fn each, void *arg)
-{
-	struct sq *s = (struct sq *)base;
-	struct ri_jhead jh;
-	unsigned char mac[RI_HASH_LEN], lh[RI_HASH_LEN], want[RI_HASH_LEN];
-	char why[512];
-	bool began;
-	json_t *names = NULL;
-	size_t i;
-	json_t *v;
-	int rc;
-
-	/* a read that fails for want of the file (busy, I/O) is no finding:
-	 * it ends the state read RI_ST_UNAVAILABLE, and ri-audit reports what
-	 * it would have judged as incomplete (issue 40 point 1) */
-	if (read_begin(s, &began) != SQLITE_OK)
-		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	if (!schema_check(s, why, sizeof why))
-		each("8.1.8", 0, why, arg);
-	/* the journal head's own MAC (its agreement with the rows is the
-	 * traversal's RI_P_HEAD).  Without the key the root is taken as
-	 * stored: the tree is public hashes, so an auditor holding only the
-	 * public key still sees a head deleted or rows hidden from it. */
-	if ((rc = jhead_read(s, &jh, mac)) != RI_ST_OK || (rc = ri_eng_hash_at(&s->core, jh.last_seq, lh)) != RI_ST_OK) {
-		if (rc != RI_ST_UNAVAILABLE) {
-			each("8.1.1", 0, s->core.err.msg, arg);
-			rc = RI_ST_OK;
-		}
-		goto out;
-	}
-	if (s->core.key != NULL) {
-		ri_jhead_mac(s->core.key, s->core.keylen, s->core.instance_id, &jh, lh, want);
-		if (sodium_memcmp(want, mac, RI_HASH_LEN) != 0) {
-			each("8.1.3", 0, "the journal head fails its MAC", arg);
-			goto out;
-		}
-	}
-	/* the tree of scope heads against the records */
-	{
-		struct ri_tree_io io = { s, node_get, node_put, NULL };
-		struct ri_leaf_batch b;
-		int64_t acts, invs;
-		ri_leaf_batch_init(&b, base, each, arg, leaf_check, s);
-		why[0] = '\0';
-		if ((rc = ri_leaf_batch_walk(&io, jh.root, &b, why, sizeof why)) == RI_ST_UNAVAILABLE)
-			goto out;
-		if (rc != RI_ST_OK) {
-			each("8.1.1", 0, why[0] ? why : s->core.err.msg, arg);
-		} else {
-			if ((acts = count_of(s, "SELECT count(*) FROM (SELECT 1 FROM records GROUP BY kind, act_key)")) < 0 ||
-			    (invs = count_of(s, "SELECT count(DISTINCT invocation_id) FROM records")) < 0) {
-				rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
-				goto out;
-			}
-			ri_leaf_tally_judge(&b.t, acts, invs);
-		}
-		rc = RI_ST_OK;
-	}
-	if (s->core.key == NULL)
-		goto out;
-	if ((rc = open_verify(s, &jh)) == RI_ST_UNAVAILABLE)
-		goto out;
-	if (rc != RI_ST_OK)
-		each("8.1.3", 0, s->core.err.msg, arg);
-	/* leases, marks, actors: each row verified */
-	names = json_array();
-	if ((rc = names_of(s, "SELECT kind, act_key FROM leases", 2, names)) != RI_ST_OK)
-		goto out;
-	json_array_foreach(names, i, v) {
-		struct ri_lease_row l;
-		bool exists;
-		const char *k = json_string_value(json_array_get(v, 0)), *ak = json_string_value(json_array_get(v, 1));
-		if (k == NULL || ak == NULL)
-			each("8.1.3", 0, "journal integrity: a lease row is malformed", arg);
-		else if ((rc = ri_eng_lease_get(&s->core, k, ak, false, &l, &exists)) == RI_ST_UNAVAILABLE)
-			goto out;
-		else if (rc != RI_ST_OK)
-			each("8.1.3", 0, s->core.err.msg, arg);
-	}
-	json_array_clear(names);
-	if ((rc = names_of(s, "SELECT name FROM marks", 1, names)) != RI_ST_OK)
-		goto out;
-	json_array_foreach(names, i, v) {
-		int64_t m;
-		if (!json_is_string(v))
-			each("8.1.3", 0, "journal integrity: a mark is malformed", arg);
-		else if ((rc = ri_eng_mark_get(base, json_string_value(v), &m)) == RI_ST_UNAVAILABLE)
-			goto out;
-		else if (rc != RI_ST_OK)
-			each("8.1.3", 0, s->core.err.msg, arg);
-	}
-	json_array_clear(names);
-	if ((rc = names_of(s, "SELECT actor_ref FROM actors", 1, names)) != RI_ST_OK)
-		goto out;
-	json_array_foreach(names, i, v) {
-		struct ri_actor_row row;
-		bool exists;
-		if (!json_is_string(v))
-			each("8.1.3", 0, "journal integrity: an actor registry row is malformed", arg);
-		else if ((rc = ri_eng_actor_get(&s->core, &jh, json_string_value(v), &row, &exists)) == RI_ST_UNAVAILABLE)
-			goto out;
-		else if (rc != RI_ST_OK)
-			each("8.1.3", 0, s->core.err.msg, arg);
-	}
-	rc = RI_ST_OK;
-out:
-	json_decref(names);
-	read_end(s, began);
-	return rc;
+	return RI_ST_OK;
 }
 
 /* store.h read_session: one snapshot, and the rows verified in it */
@@ -3052,13 +2660,38 @@ static const struct ri_backend sq_backend = {
 	.append_substrate = be_append_substrate,
 	.actor_insert = actor_insert,
 	.actor_update = actor_update,
+	/* the records table read */
+	.read_now = read_now,
+	.in_snapshot = in_snapshot,
+	.record_by_id = record_by_id,
+	.records_from = records_from,
+	.peek_row = peek_row,
+	.inv_rows = inv_rows,
+	.event_id_at = event_id_at,
+	.seal_verify = seal_verify,
+	/* rebuild's writes */
+	.open_reset = open_reset,
+	.nodes_reset = nodes_reset,
+	.open_insert = open_insert,
+	.scope_lasts = scope_lasts,
+	.lease_keys = lease_keys,
+	.mark_names = mark_names,
+	.mark_drop = mark_drop,
+	.leases_malformed_drop = leases_malformed_drop,
+	.jhead_put = jhead_put,
+	/* the audit's state check */
+	.schema_judge = schema_judge,
+	.jhead_raw = jhead_raw,
+	.leaf_row = leaf_row,
+	.scope_counts = scope_counts,
+	.actor_names = actor_names,
 };
 _Static_assert(offsetof(struct sq, core) == offsetof(struct ri_eng_store, core), "struct sq begins as ri_eng_store");
 
 static const struct ri_store_ops sqlite_ops = {
 	.record_action = sq_record_action,
-	.read_record = sq_read_record,
-	.range_read = sq_range_read,
+	.read_record = ri_eng_read_record,
+	.range_read = ri_eng_range_read,
 	.open_intents = ri_eng_open_intents,
 	.purge = sq_purge,
 	.actor_add = ri_eng_actor_add,
@@ -3071,15 +2704,15 @@ static const struct ri_store_ops sqlite_ops = {
 	.release = sq_release,
 	.mark_get = ri_eng_mark_get,
 	.mark_set = ri_eng_mark_set,
-	.traverse = sq_traverse,
-	.peek = sq_peek,
-	.inv_span = sq_inv_span,
-	.seal = sq_seal,
+	.traverse = ri_eng_traverse,
+	.peek = ri_eng_peek,
+	.inv_span = ri_eng_inv_span,
+	.seal = ri_eng_seal,
 	.substrate = sq_substrate,
 	.append_substrate = sq_append_many,
 	.backup = sq_backup,
-	.rebuild = sq_rebuild,
-	.audit_state = sq_audit_state,
+	.rebuild = ri_eng_rebuild,
+	.audit_state = ri_eng_audit_state,
 	.read_session = sq_read_session,
 	.instance_id = sq_instance_id,
 	.head = ri_eng_head,
