@@ -853,13 +853,14 @@ batch_case() {
 	# the system clock, and a fast shape whose probe_round_trip (2 s) a
 	# loaded machine meets: under make check's sanitizers a 200 ms bound
 	# timed the probe out, and the run skipped on that path instead of the
-	# one this test is about (instance start 8: 3 s > 0.2 + 2 x 0.3 + 2 s).
-	# Sweep lease: closure_latency 3 s + journal_write_bound 300 ms.
+	# one this test is about (instance start 8: 3 s > 0.2 + 2 x 0.3 + 2 s;
+	# every command checks the conditions, so a config that broke them
+	# would refuse the run, 78).  Sweep lease: closure_latency 3 s +
+	# journal_write_bound 300 ms.
 	ri_cfg '.clock = "system" | .instance.clock_offset_allowance = "100ms" | .instance.reconciliation_cadence = "10s" |
 	    .instance.run_bound = "7s" | .instance.closure_latency = "3s" | .instance.journal_write_bound = "300ms" |
 	    .instance.read_bound = "200ms" | .instance.compensation_window = "60s" | .kinds.ledger.completion_bound = "3s" |
 	    .kinds.ledger.commit_round_trip = "100ms" | .kinds.ledger.probe_round_trip = "2s"'
-	ri-startcheck >/dev/null
 	orphan k
 	sleep 3.2                               # past the examine edge (3 s + 100 ms)
 	for point in sweep.after_reread sweep.after_probe; do
