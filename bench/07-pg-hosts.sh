@@ -33,13 +33,7 @@ esac
 URI=$(bench_pg_uri inst) || bench_die "schema"
 
 P0=$BT/host0 S=$BT/sq
-mkdir -p "$P0"
-bench_config "$P0/ri.json" system "$BENCH_PROBE"
-bench_cfg "$P0" ".journal = \"$URI\" | .fault_injection = false"
-"$RI_BIN/ri-init" -c "$P0/ri.json" >/dev/null &&
-    "$RI_BIN/ri-actor" -c "$P0/ri.json" add alice --credential-file "$P0/alice.cred" >/dev/null &&
-    "$RI_BIN/ri-actor" -c "$P0/ri.json" add ledger-reconciler --service --credential-file "$P0/reconciler.cred" \
-        >/dev/null || bench_die "postgresql instance"
+bench_pg_instance "$P0" "$URI" || bench_die "postgresql instance"
 for h in $(seq 1 $((HOSTS - 1))); do
 	cp -a "$P0" "$BT/host$h" || bench_die "host $h"
 done

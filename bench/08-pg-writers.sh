@@ -47,13 +47,7 @@ PSQL=$PGBIN/psql
 URI=$(bench_pg_uri inst) || bench_die "schema"
 
 P=$BT/pg
-mkdir -p "$P"
-bench_config "$P/ri.json" system "$BENCH_PROBE"
-bench_cfg "$P" ".journal = \"$URI\" | .fault_injection = false"
-"$RI_BIN/ri-init" -c "$P/ri.json" >/dev/null &&
-    "$RI_BIN/ri-actor" -c "$P/ri.json" add alice --credential-file "$P/alice.cred" >/dev/null &&
-    "$RI_BIN/ri-actor" -c "$P/ri.json" add ledger-reconciler --service --credential-file "$P/reconciler.cred" \
-        >/dev/null || bench_die "postgresql instance"
+bench_pg_instance "$P" "$URI" || bench_die "postgresql instance"
 
 # the baseline's row: what an append writes, values of the same size
 ROW="INSERT INTO base.records(event_id, action_ref, kind, act_key, invocation_id, actor_ref, attestation_id,

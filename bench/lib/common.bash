@@ -264,6 +264,19 @@ bench_pg_uri() {
 	printf 'postgresql:///ri?host=%s&user=ri&options=-csearch_path%%3D%s\n' "$PGD" "$1"
 }
 
+# bench_pg_instance DIR URI -- an instance in DIR (system clock, no fault
+# injection) whose journal is URI: initialised, alice and the reconciler
+# registered, their credentials in DIR
+bench_pg_instance() {
+	mkdir -p "$1" &&
+	    bench_config "$1/ri.json" system "$BENCH_PROBE" &&
+	    bench_cfg "$1" ".journal = \"$2\" | .fault_injection = false" &&
+	    "$RI_BIN/ri-init" -c "$1/ri.json" >/dev/null &&
+	    "$RI_BIN/ri-actor" -c "$1/ri.json" add alice --credential-file "$1/alice.cred" >/dev/null &&
+	    "$RI_BIN/ri-actor" -c "$1/ri.json" add ledger-reconciler --service \
+	        --credential-file "$1/reconciler.cred" >/dev/null
+}
+
 # bench_pair DIR KEY -- one ri-open + ri-close of act KEY as alice on the
 # instance whose files are in DIR
 bench_pair() {
