@@ -2480,6 +2480,11 @@ row_keys(void *bk, enum ri_rows which, char ***keys, size_t *n)
 		}
 	rc = rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "read");
 	done(s, st);
+	if (rc != RI_ST_OK) {
+		ri_strings_free(*keys, *n);
+		*keys = NULL;
+		*n = 0;
+	}
 	return rc;
 }
 
