@@ -25,6 +25,19 @@ enum ri_hashed {
 	RI_HASH_NONE                    /* the row has none (or there is no row) */
 };
 
+/* purge_due's answer, a row at a time: a payload whose retention ended
+ * (kind as stored; invocation_id NULL when the record carries none).
+ * Another answer than RI_ST_OK stops the walk and is purge_due's. */
+typedef int (*ri_purge_fn)(void *arg, int64_t seq, const char *kind, const char *invocation_id);
+
+/* the tables whose every row ri-audit and a seal verify (row_keys) */
+enum ri_rows {
+	RI_ROWS_LEASES = 0,             /* kind, act_key: two keys a row */
+	RI_ROWS_ACTORS,                 /* actor_ref */
+	RI_ROWS_MARKS,                  /* name */
+	RI_ROWS_ACTORS_LISTED           /* actor_ref, oldest first (created_at, then the name) */
+};
+
 /* what a read of one keyed row found */
 enum ri_found {
 	RI_ROW_NONE = 0,                /* no row */
@@ -192,7 +205,40 @@ struct ri_backend {
 	int (*scope_counts)(void *bk, int64_t *acts, int64_t *invs);
 	/* Each actor's name to fn (NULL when not text). */
 	int (*actor_names)(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg);
+	/* Inside a write transaction: the records whose payload's retention
+	 * ended by now (and that still hold it), oldest end first, at most
+	 * RI_PURGE_BATCH of them, each to `each`; a record's payload and salt
+	 * destroyed (payload_drop); an invocation's row out of the
+	 * open-intents index, its element out of jh's accumulator (none: OK). */
+	int (*purge_due)(void *bk, ri_ms now, ri_purge_fn each, void *arg);
+	int (*payload_drop)(void *bk, int64_t seq);
+	int (*open_remove)(void *bk, struct ri_jhead *jh, const char *invocation_id);
+	/* The store's clock (the host's or the server's), in the open
+	 * transaction where the backend reads it there. */
+	int (*clock_now)(void *bk, ri_ms *now);
+	/* The journal head written (MACed) as jh, its newest hash lh: a
+	 * take's grant counter, inside the write transaction. */
+	int (*head_put)(void *bk, const struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN]);
+	/* Optional: the lease's own writes (take, release) made less durable
+	 * for their span (false), then as before (true). */
+	void (*lease_sync)(void *bk, bool durable);
+	/* Optional (NULL: the take's wait naps): wait up to ms for a change
+	 * another writer commits (ri_take_wait's change); false when it
+	 * cannot, and the wait then naps. */
+	bool (*wait_change)(void *bk, int64_t ms);
+	/* Optional (NULL: false): after a wait, whether to check the section
+	 * again in a plain read before the next take -- a backend whose wait
+	 * wakes at others' commits; it returns once the commit that woke it
+	 * is readable. */
+	bool (*wake_recheck)(void *bk);
+	/* The keys of every row of a table (enum ri_rows), as a vector of
+	 * strings freed with ri_strings_free: a key whose column is not the
+	 * text ri writes is NULL (a malformed row). */
+	int (*row_keys)(void *bk, enum ri_rows which, char ***keys, size_t *n);
 };
+
+/* the most payloads one purge transaction destroys (purge_due) */
+#define RI_PURGE_BATCH 512
 
 /*
  * Every backend's handle begins so (struct sq, struct pg): the store the
@@ -268,6 +314,15 @@ int ri_eng_check_fence(struct ri_st_core *c, const char *kind, const char *act_k
 int ri_eng_open_scan(struct ri_st_core *c, const struct ri_jhead *jh, const char *kind, const char *act_key,
     ri_ms aged_by, struct ri_open_intent **out, size_t *n);
 
+/* ---- the registry's rows -------------------------------------------------- */
+
+/* Every actor row (verified under jh) and every mark, and with leases
+ * every lease row first.  each NULL (a seal): the first failure is the
+ * answer.  Otherwise (ri-audit) each failure is reported to each as Check
+ * 8.1.3, and only a journal that cannot be read (RI_ST_UNAVAILABLE) stops
+ * the walk. */
+int ri_eng_rows_verify(struct ri_st_core *c, const struct ri_jhead *jh, bool leases, ri_state_fn each, void *arg);
+
 /* ---- store.h ops written once ------------------------------------------- */
 
 int ri_eng_open_intents(struct ri_store *st, const char *kind, const char *act_key, ri_ms aged_by,
@@ -277,6 +332,7 @@ int ri_eng_mark_get(struct ri_store *st, const char *name, int64_t *seq);
 int ri_eng_mark_set(struct ri_store *st, const char *name, int64_t seq);
 int ri_eng_actor_add(struct ri_store *st, const char *actor, bool service, char credential[128]);
 int ri_eng_actor_revoke(struct ri_store *st, const char *actor);
+int ri_eng_actor_list(struct ri_store *st, struct ri_actor **out, size_t *n);
 int ri_eng_head(struct ri_store *st, int64_t *seq, unsigned char hash[32]);
 int ri_eng_sealed(struct ri_store *st, int64_t *seq, unsigned char hash[32]);
 int ri_eng_read_record(struct ri_store *st, const char *event_id, struct ri_record *out);
@@ -293,5 +349,10 @@ int ri_eng_seal(struct ri_store *st, const unsigned char sk[64], json_t *extra, 
 int ri_eng_rebuild(struct ri_store *st, json_t **report);
 /* ri-audit's state check: what the traversal does not see (store.h). */
 int ri_eng_audit_state(struct ri_store *st, ri_state_fn each, void *arg);
+int ri_eng_purge(struct ri_store *st, ri_ms now, int64_t *purged);
+int ri_eng_take(struct ri_store *st, const char *kind, const char *act_key, const char *holder, ri_ms duration,
+    struct ri_grant *g);
+int ri_eng_remaining(struct ri_store *st, const char *kind, const char *act_key, const char *holder, ri_ms *left);
+int ri_eng_release(struct ri_store *st, const char *kind, const char *act_key, const char *holder);
 
 #endif
