@@ -682,7 +682,7 @@ ri_eng_read_record(struct ri_store *st, const char *event_id, struct ri_record *
 	ri_st_err_clear(&c->err);
 	if ((rc = c->be->read_begin(c->bk, &began)) != RI_ST_OK)
 		return rc;
-	if ((rc = c->be->read_now(c->bk, &now)) != RI_ST_OK)
+	if ((rc = c->be->clock_now(c->bk, &now)) != RI_ST_OK)
 		goto out;
 	if ((rc = c->be->record_by_id(c->bk, event_id, out, &w)) != RI_ST_OK) {
 		if (rc == RI_ST_NOT_KNOWN)
@@ -758,7 +758,7 @@ ri_eng_range_read(struct ri_store *st, const struct ri_query *q, struct ri_recor
 		return ri_st_fail(c, RI_ST_INVALID_QUERY, 0, NULL, "a trusted read outside a traversal");
 	if ((rc = c->be->read_begin(c->bk, &began)) != RI_ST_OK)
 		return rc;
-	if ((rc = c->be->read_now(c->bk, &wk.now)) != RI_ST_OK)
+	if ((rc = c->be->clock_now(c->bk, &wk.now)) != RI_ST_OK)
 		goto out;
 	if (q->trusted) {
 		head = INT64_MAX;
@@ -826,7 +826,7 @@ ri_eng_traverse(struct ri_store *st, ri_traverse_fn each, void *arg)
 
 	if ((rc = begin(c->bk, &began)) != RI_ST_OK)
 		return rc;
-	if ((rc = c->be->read_now(c->bk, &t.now)) != RI_ST_OK)
+	if ((rc = c->be->clock_now(c->bk, &t.now)) != RI_ST_OK)
 		goto out;
 	memcpy(t.prev, c->genesis, RI_HASH_LEN);
 	ri_payloads_begin(c);
@@ -1431,7 +1431,7 @@ take_loop(struct ri_st_core *c, const struct ri_store *st, const char *kind, con
 			 * even should a lease row be deleted */
 			jh.grants++;
 			if (ri_eng_lease_put(c, kind, act_key, holder, now + duration, jh.grants) != RI_ST_OK ||
-			    c->be->head_put(c->bk, &jh, lh) != RI_ST_OK) {
+			    c->be->jhead_put(c->bk, &jh, lh) != RI_ST_OK) {
 				c->be->rollback(c->bk);
 				return ri_st_recode(c, RI_ST_UNAVAILABLE);
 			}

@@ -132,9 +132,6 @@ struct ri_backend {
 	int (*actor_update)(void *bk, const char *actor, const struct ri_actor_row *row);
 
 	/* ---- the records table read (issue 42: reads, the walks) ---- */
-	/* The clock a read is judged by, read inside its transaction: the
-	 * host's (ri_now) or the server's. */
-	int (*read_now)(void *bk, ri_ms *now);
 	/* A transaction is open already (a traversal's, a read session's):
 	 * the reads that trust or peek need one. */
 	bool (*in_snapshot)(void *bk);
@@ -185,8 +182,6 @@ struct ri_backend {
 	 * counted. */
 	void (*mark_drop)(void *bk, const char *name);
 	void (*leases_malformed_drop)(void *bk, int64_t *n);
-	/* The journal head written (its MAC with it). */
-	int (*jhead_put)(void *bk, const struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN]);
 
 	/* ---- the audit's state check (issue 42) ---- */
 	/* The schema as ri creates it: another code than RI_ST_OK or
@@ -213,12 +208,13 @@ struct ri_backend {
 	int (*purge_due)(void *bk, ri_ms now, ri_purge_fn each, void *arg);
 	int (*payload_drop)(void *bk, int64_t seq);
 	int (*open_remove)(void *bk, struct ri_jhead *jh, const char *invocation_id);
-	/* The store's clock (the host's or the server's), in the open
-	 * transaction where the backend reads it there. */
+	/* The store's clock (the host's, ri_now, or the server's), read
+	 * inside the open transaction where the backend reads it there: what
+	 * a read, a traversal and a lease are judged by. */
 	int (*clock_now)(void *bk, ri_ms *now);
-	/* The journal head written (MACed) as jh, its newest hash lh: a
-	 * take's grant counter, inside the write transaction. */
-	int (*head_put)(void *bk, const struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN]);
+	/* The journal head written (MACed) as jh, its newest hash lh, inside
+	 * the write transaction: a take's grant counter, rebuild's head. */
+	int (*jhead_put)(void *bk, const struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN]);
 	/* Optional: the lease's own writes (take, release) made less durable
 	 * for their span (false), then as before (true). */
 	void (*lease_sync)(void *bk, bool durable);

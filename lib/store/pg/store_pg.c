@@ -1612,12 +1612,6 @@ load_row(const PGresult *res, int i, struct ri_record *r, struct ri_raw *w)
 
 /* ---- the records table read (store_engine.h) ------------------------------ */
 
-static int
-read_now(void *bk, ri_ms *now)
-{
-	return clock_now(bk, now);
-}
-
 static bool
 in_snapshot(void *bk)
 {
@@ -2935,12 +2929,6 @@ be_clock_now(void *bk, ri_ms *now)
 }
 
 static int
-head_put(void *bk, const struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN])
-{
-	return jhead_set(bk, jh, lh);
-}
-
-static int
 be_open_remove(void *bk, struct ri_jhead *jh, const char *invocation_id)
 {
 	return open_remove(bk, jh, invocation_id);
@@ -2982,7 +2970,6 @@ static const struct ri_backend pg_backend = {
 	.actor_insert = actor_insert,
 	.actor_update = actor_update,
 	/* the records table read */
-	.read_now = read_now,
 	.in_snapshot = in_snapshot,
 	.scan_begin = scan_begin,
 	.record_by_id = record_by_id,
@@ -3011,7 +2998,6 @@ static const struct ri_backend pg_backend = {
 	.payload_drop = payload_drop,
 	.open_remove = be_open_remove,
 	.clock_now = be_clock_now,
-	.head_put = head_put,
 	.row_keys = row_keys,
 };
 _Static_assert(offsetof(struct pg, core) == offsetof(struct ri_eng_store, core), "struct pg begins as ri_eng_store");

@@ -704,12 +704,6 @@ now_or_fail(struct sq *s, ri_ms *now)
 
 /* ---- the records table read (store_engine.h) ------------------------------ */
 
-static int
-read_now(void *bk, ri_ms *now)
-{
-	return now_or_fail(bk, now);
-}
-
 static bool
 in_snapshot(void *bk)
 {
@@ -2360,12 +2354,6 @@ be_clock_now(void *bk, ri_ms *now)
 }
 
 static int
-head_put(void *bk, const struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN])
-{
-	return jhead_set(bk, jh, lh);
-}
-
-static int
 be_open_remove(void *bk, struct ri_jhead *jh, const char *invocation_id)
 {
 	return open_remove(bk, jh, invocation_id);
@@ -2396,7 +2384,6 @@ static const struct ri_backend sq_backend = {
 	.actor_insert = actor_insert,
 	.actor_update = actor_update,
 	/* the records table read */
-	.read_now = read_now,
 	.in_snapshot = in_snapshot,
 	.record_by_id = record_by_id,
 	.records_from = records_from,
@@ -2424,7 +2411,6 @@ static const struct ri_backend sq_backend = {
 	.payload_drop = payload_drop,
 	.open_remove = be_open_remove,
 	.clock_now = be_clock_now,
-	.head_put = head_put,
 	.lease_sync = lease_sync,
 	.wait_change = change_wait,
 	.wake_recheck = wake_recheck,
