@@ -963,14 +963,12 @@ fail:
 /* ---- rebuild ----------------------------------------------------------------- */
 
 struct rebuild {
-	struct ri_store *st;
 	struct ri_st_core *c;
 	struct ri_rebuild *rb;
 	struct ri_jhead *jh;
 	ri_ms now;
 	int type;
 	int64_t scopes;
-	json_t *bad;
 };
 
 static int
@@ -997,34 +995,6 @@ rebuild_scope(void *arg, const char *a, const char *b, int64_t last)
 	return RI_ST_OK;
 }
 
-/* a lease that fails its MAC, or is not text, into x->bad */
-static int
-rebuild_lease(void *arg, const char *kind, const char *act_key)
-{
-	struct rebuild *x = arg;
-	struct ri_lease_row l;
-	bool exists;
-
-	if (kind == NULL || act_key == NULL)
-		json_array_append_new(x->bad, json_null());
-	else if (ri_eng_lease_get(x->c, kind, act_key, false, &l, &exists) == RI_ST_INTEGRITY)
-		json_array_append_new(x->bad, json_pack("[s, s]", kind, act_key));
-	return RI_ST_OK;
-}
-
-/* a mark that fails its MAC, or is not text (""), into x->bad */
-static int
-rebuild_mark(void *arg, const char *name, const char *unused)
-{
-	struct rebuild *x = arg;
-	int64_t m;
-
-	(void)unused;
-	if (name == NULL || ri_eng_mark_get(x->st, name, &m) != RI_ST_OK)
-		json_array_append_new(x->bad, json_string(name != NULL ? name : ""));
-	return RI_ST_OK;
-}
-
 /*
  * ri-sweep --rebuild: the derived state again, from a traversal that
  * verifies every record (contiguous, each link, MAC and digest, up to the
@@ -1038,11 +1008,12 @@ ri_eng_rebuild(struct ri_store *st, json_t **report)
 	struct ri_jhead jh;
 	unsigned char lh[RI_HASH_LEN];
 	struct ri_rebuild rb;
-	struct rebuild x = { .st = st, .c = c, .rb = &rb, .jh = &jh };
+	struct rebuild x = { .c = c, .rb = &rb, .jh = &jh };
 	struct ri_rows_query rq = { .from = INT64_MIN, .type = SCOPE_ALL };
 	json_t *v;
 	const char *inv;
-	size_t i;
+	char **keys = NULL;
+	size_t nk = 0;
 	int64_t leases_reset = 0, marks_reset = 0, before;
 	int rc;
 
@@ -1082,29 +1053,38 @@ ri_eng_rebuild(struct ri_store *st, json_t **report)
 		goto fail;
 	/* leases that fail their MAC: free, with a fresh token; marks: gone
 	 * (the next scan starts again from the beginning) */
-	x.bad = json_array();
-	if ((rc = c->be->lease_keys(c->bk, rebuild_lease, &x)) != RI_ST_OK)
+	if ((rc = c->be->row_keys(c->bk, RI_ROWS_LEASES, &keys, &nk)) != RI_ST_OK)
 		goto fail;
-	json_array_foreach(x.bad, i, v) {
-		if (json_is_null(v))
+	for (size_t i = 0; i + 2 <= nk; i += 2) {
+		struct ri_lease_row l;
+		bool exists;
+		/* (a lease whose keys are not text: leases_malformed_drop) */
+		if (keys[i] == NULL || keys[i + 1] == NULL ||
+		    ri_eng_lease_get(c, keys[i], keys[i + 1], false, &l, &exists) != RI_ST_INTEGRITY)
 			continue;
 		jh.grants++;
-		if ((rc = ri_eng_lease_put(c, json_string_value(json_array_get(v, 0)),
-		    json_string_value(json_array_get(v, 1)), NULL, 0, jh.grants)) != RI_ST_OK)
+		if ((rc = ri_eng_lease_put(c, keys[i], keys[i + 1], NULL, 0, jh.grants)) != RI_ST_OK)
 			goto fail;
 		leases_reset++;
 	}
+	ri_strings_free(keys, nk);
+	keys = NULL;
+	nk = 0;
 	if (c->be->leases_malformed_drop != NULL)
 		c->be->leases_malformed_drop(c->bk, &leases_reset);
-	json_array_clear(x.bad);
-	if ((rc = c->be->mark_names(c->bk, rebuild_mark, &x)) != RI_ST_OK)
+	if ((rc = c->be->row_keys(c->bk, RI_ROWS_MARKS, &keys, &nk)) != RI_ST_OK)
 		goto fail;
-	json_array_foreach(x.bad, i, v) {
-		c->be->mark_drop(c->bk, json_string_value(v));
+	for (size_t i = 0; i < nk; i++) {
+		int64_t m;
+		/* a mark that fails its MAC, or is not text (""), dropped */
+		if (keys[i] != NULL && mark_get(c, keys[i], &m) == RI_ST_OK)
+			continue;
+		c->be->mark_drop(c->bk, keys[i] != NULL ? keys[i] : "");
 		marks_reset++;
 	}
-	json_decref(x.bad);
-	x.bad = NULL;
+	ri_strings_free(keys, nk);
+	keys = NULL;
+	nk = 0;
 	if ((rc = c->be->jhead_put(c->bk, &jh, lh)) != RI_ST_OK)
 		goto fail;
 	if ((rc = c->be->commit(c->bk)) != RI_ST_OK)
@@ -1115,7 +1095,7 @@ ri_eng_rebuild(struct ri_store *st, json_t **report)
 	    "marks_reset", (json_int_t)marks_reset);
 	goto out;
 fail:
-	json_decref(x.bad);
+	ri_strings_free(keys, nk);
 	c->be->rollback(c->bk);
 out:
 	ri_rebuild_free(&rb);
@@ -1144,21 +1124,6 @@ leaf_check(struct ri_leaf_batch *b, const unsigned char key[RI_SCOPE_LEN], const
 	return 0;
 }
 
-/* a row's names into a JSON array: a name, or [a, b]; null where not text */
-struct names {
-	json_t *v;
-	bool pair;
-};
-
-static int
-name_into(void *arg, const char *a, const char *b)
-{
-	struct names *n = arg;
-
-	json_array_append_new(n->v, n->pair ? json_pack("[s?, s?]", a, b) : a != NULL ? json_string(a) : json_null());
-	return RI_ST_OK;
-}
-
 int
 ri_eng_audit_state(struct ri_store *st, ri_state_fn each, void *arg)
 {
@@ -1168,9 +1133,6 @@ ri_eng_audit_state(struct ri_store *st, ri_state_fn each, void *arg)
 	unsigned char mac[RI_HASH_LEN], lh[RI_HASH_LEN], want[RI_HASH_LEN];
 	char why[1024];
 	bool began = false;
-	struct names into = { NULL, true };
-	json_t *names = NULL, *v;
-	size_t i;
 	int rc;
 
 	/* a read that fails for want of the journal (busy, I/O, refused, timed
@@ -1225,50 +1187,10 @@ ri_eng_audit_state(struct ri_store *st, ri_state_fn each, void *arg)
 		goto out;
 	if (rc != RI_ST_OK)
 		each("8.1.3", 0, c->err.msg, arg);
-	/* leases, marks, actors: each row verified */
-	into.v = names = json_array();
-	if ((rc = c->be->lease_keys(c->bk, name_into, &into)) != RI_ST_OK)
-		goto out;
-	json_array_foreach(names, i, v) {
-		struct ri_lease_row l;
-		bool exists;
-		const char *k = json_string_value(json_array_get(v, 0)), *ak = json_string_value(json_array_get(v, 1));
-		if (k == NULL || ak == NULL)
-			each("8.1.3", 0, "journal integrity: a lease row is malformed", arg);
-		else if ((rc = ri_eng_lease_get(c, k, ak, false, &l, &exists)) == RI_ST_UNAVAILABLE)
-			goto out;
-		else if (rc != RI_ST_OK)
-			each("8.1.3", 0, c->err.msg, arg);
-	}
-	json_array_clear(names);
-	into.pair = false;
-	if ((rc = c->be->mark_names(c->bk, name_into, &into)) != RI_ST_OK)
-		goto out;
-	json_array_foreach(names, i, v) {
-		int64_t m;
-		if (!json_is_string(v))
-			each("8.1.3", 0, "journal integrity: a mark is malformed", arg);
-		else if ((rc = ri_eng_mark_get(st, json_string_value(v), &m)) == RI_ST_UNAVAILABLE)
-			goto out;
-		else if (rc != RI_ST_OK)
-			each("8.1.3", 0, c->err.msg, arg);
-	}
-	json_array_clear(names);
-	if ((rc = c->be->actor_names(c->bk, name_into, &into)) != RI_ST_OK)
-		goto out;
-	json_array_foreach(names, i, v) {
-		struct ri_actor_row row;
-		bool exists;
-		if (!json_is_string(v))
-			each("8.1.3", 0, "journal integrity: an actor registry row is malformed", arg);
-		else if ((rc = ri_eng_actor_get(c, &jh, json_string_value(v), &row, &exists)) == RI_ST_UNAVAILABLE)
-			goto out;
-		else if (rc != RI_ST_OK)
-			each("8.1.3", 0, c->err.msg, arg);
-	}
-	rc = RI_ST_OK;
+	/* leases, actors, marks: each row verified, each problem reported */
+	if ((rc = ri_eng_rows_verify(c, &jh, true, each, arg)) != RI_ST_UNAVAILABLE)
+		rc = RI_ST_OK;
 out:
-	json_decref(names);
 	c->be->read_end(c->bk, began);
 	return rc;
 }

@@ -30,7 +30,7 @@ enum ri_hashed {
  * Another answer than RI_ST_OK stops the walk and is purge_due's. */
 typedef int (*ri_purge_fn)(void *arg, int64_t seq, const char *kind, const char *invocation_id);
 
-/* the tables whose every row ri-audit and a seal verify (row_keys) */
+/* the tables whose every row ri-audit, a seal and rebuild read (row_keys) */
 enum ri_rows {
 	RI_ROWS_LEASES = 0,             /* kind, act_key: two keys a row */
 	RI_ROWS_ACTORS,                 /* actor_ref */
@@ -173,10 +173,6 @@ struct ri_backend {
 	 * invocation id, b NULL) with its newest seq, to fn. */
 	int (*scope_lasts)(void *bk, int type, int (*fn)(void *arg, const char *a, const char *b, int64_t last),
 	    void *arg);
-	/* Each lease's (kind, act_key) and each mark's name (b NULL) to fn:
-	 * NULLs for a value that is not text. */
-	int (*lease_keys)(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg);
-	int (*mark_names)(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg);
 	/* A mark deleted (name "": the marks whose name is not text); and,
 	 * optional, the lease rows whose keys are not text deleted, *n
 	 * counted. */
@@ -198,8 +194,6 @@ struct ri_backend {
 	int (*leaf_row)(void *bk, int64_t seq, char **kind, char **act_key, char **inv, unsigned char hash[RI_HASH_LEN]);
 	/* How many act scopes and invocation scopes the rows hold. */
 	int (*scope_counts)(void *bk, int64_t *acts, int64_t *invs);
-	/* Each actor's name to fn (NULL when not text). */
-	int (*actor_names)(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg);
 	/* Inside a write transaction: the records whose payload's retention
 	 * ended by now (and that still hold it), oldest end first, at most
 	 * RI_PURGE_BATCH of them, each to `each`; a record's payload and salt
@@ -229,7 +223,8 @@ struct ri_backend {
 	bool (*wake_recheck)(void *bk);
 	/* The keys of every row of a table (enum ri_rows), as a vector of
 	 * strings freed with ri_strings_free: a key whose column is not the
-	 * text ri writes is NULL (a malformed row). */
+	 * text ri writes is NULL (a malformed row).  What ri-audit and a seal
+	 * verify, rebuild resets, and the actor list reads. */
 	int (*row_keys)(void *bk, enum ri_rows which, char ***keys, size_t *n);
 };
 

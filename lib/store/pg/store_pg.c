@@ -2632,34 +2632,6 @@ scope_lasts(void *bk, int type, int (*fn)(void *arg, const char *a, const char *
 	return rc;
 }
 
-/* the columns (1 or 2) of every row of sql to fn */
-static int
-keys_of(struct pg *s, const char *sql, const char *what, int cols, int (*fn)(void *arg, const char *a, const char *b),
-    void *arg)
-{
-	PGresult *res = run(s, sql, NULL);
-	int rc = RI_ST_OK;
-
-	if (!res_ok(res))
-		rc = db_fail(s, RI_ST_UNAVAILABLE, what, res);
-	for (int i = 0; rc == RI_ST_OK && i < PQntuples(res); i++)
-		rc = fn(arg, PQgetvalue(res, i, 0), cols < 2 ? NULL : PQgetvalue(res, i, 1));
-	PQclear(res);
-	return rc;
-}
-
-static int
-lease_keys(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg)
-{
-	return keys_of(bk, "SELECT kind, act_key FROM leases", "read", 2, fn, arg);
-}
-
-static int
-mark_names(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg)
-{
-	return keys_of(bk, "SELECT name FROM marks", "read", 1, fn, arg);
-}
-
 static void
 mark_drop(void *bk, const char *name)
 {
@@ -2841,12 +2813,6 @@ scope_counts(void *bk, int64_t *acts, int64_t *invs)
 	return RI_ST_OK;
 }
 
-static int
-actor_names_each(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg)
-{
-	return keys_of(bk, "SELECT actor_ref FROM actors", "read", 1, fn, arg);
-}
-
 static const unsigned char *
 pg_instance_id(struct ri_store *base)
 {
@@ -2984,8 +2950,6 @@ static const struct ri_backend pg_backend = {
 	.nodes_reset = nodes_reset,
 	.open_insert = open_insert,
 	.scope_lasts = scope_lasts,
-	.lease_keys = lease_keys,
-	.mark_names = mark_names,
 	.mark_drop = mark_drop,
 	.jhead_put = jhead_put,
 	/* the audit's state check */
@@ -2993,7 +2957,6 @@ static const struct ri_backend pg_backend = {
 	.jhead_raw = jhead_raw,
 	.leaf_row = leaf_row,
 	.scope_counts = scope_counts,
-	.actor_names = actor_names_each,
 	.purge_due = purge_due,
 	.payload_drop = payload_drop,
 	.open_remove = be_open_remove,

@@ -2057,43 +2057,6 @@ scope_lasts(void *bk, int type, int (*fn)(void *arg, const char *a, const char *
 	return step == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "rebuild");
 }
 
-/* the text columns (1 or 2) of every row of sql to fn, NULL where one is
- * not text */
-static int
-keys_of(struct sq *s, const char *sql, int cols, int (*fn)(void *arg, const char *a, const char *b), void *arg)
-{
-	sqlite3_stmt *st = prep(s, sql);
-	int rc = RI_ST_OK, step = SQLITE_DONE;
-
-	if (st == NULL)
-		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	while (rc == RI_ST_OK && (step = sqlite3_step(st)) == SQLITE_ROW)
-		rc = fn(arg, col_text_ok(st, 0, false) ? (const char *)sqlite3_column_text(st, 0) : NULL,
-		    cols < 2 ? NULL : col_text_ok(st, 1, false) ? (const char *)sqlite3_column_text(st, 1) : NULL);
-	if (rc == RI_ST_OK && step != SQLITE_DONE)
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
-	done(s, st);
-	return rc;
-}
-
-static int
-lease_keys(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg)
-{
-	return keys_of(bk, "SELECT kind, act_key FROM leases", 2, fn, arg);
-}
-
-static int
-mark_names(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg)
-{
-	return keys_of(bk, "SELECT name FROM marks", 1, fn, arg);
-}
-
-static int
-actor_names(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg)
-{
-	return keys_of(bk, "SELECT actor_ref FROM actors", 1, fn, arg);
-}
-
 static void
 mark_drop(void *bk, const char *name)
 {
@@ -2396,8 +2359,6 @@ static const struct ri_backend sq_backend = {
 	.nodes_reset = nodes_reset,
 	.open_insert = open_insert,
 	.scope_lasts = scope_lasts,
-	.lease_keys = lease_keys,
-	.mark_names = mark_names,
 	.mark_drop = mark_drop,
 	.leases_malformed_drop = leases_malformed_drop,
 	.jhead_put = jhead_put,
@@ -2406,7 +2367,6 @@ static const struct ri_backend sq_backend = {
 	.jhead_raw = jhead_raw,
 	.leaf_row = leaf_row,
 	.scope_counts = scope_counts,
-	.actor_names = actor_names,
 	.purge_due = purge_due,
 	.payload_drop = payload_drop,
 	.open_remove = be_open_remove,
