@@ -888,8 +888,9 @@ seal_row(void *arg, struct ri_record *r, struct ri_raw *w, bool *stop)
  * the previous seal is verified -- contiguous up to the authenticated
  * head, each link, MAC and digest, each record's act and invocation heads
  * in the tree no older than it -- and the open-intents index against its
- * accumulator and the registry (seal_verify).  O(records since the
- * previous seal + open intents).
+ * accumulator, and every actor and mark row (ri_eng_rows_verify: the first
+ * failure is the answer).  O(records since the previous seal + open
+ * intents + registry rows).
  */
 static int
 verify_since_seal(struct ri_st_core *c, const struct ri_jhead *jh, ri_ms now)
@@ -905,7 +906,9 @@ verify_since_seal(struct ri_st_core *c, const struct ri_jhead *jh, ri_ms now)
 	if ((rc = c->be->records_from(c->bk, &rq, seal_row, &sw)) != RI_ST_OK ||
 	    (rc = ri_seal_walk_end(c, &sw)) != RI_ST_OK)
 		return rc;
-	return c->be->seal_verify(c->bk, jh);
+	if (c->key != NULL && (rc = ri_eng_open_scan(c, jh, NULL, NULL, RI_NONE, NULL, NULL)) != RI_ST_OK)
+		return rc;
+	return ri_eng_rows_verify(c, jh, false, NULL, NULL);
 }
 
 /* Sign the head and append audit.sealed after it, in one transaction --

@@ -157,9 +157,6 @@ struct ri_backend {
 	/* Optional: the write transaction open (a seal's, a rebuild's) may
 	 * outlast a write's budget; what names it in an error. */
 	int (*unbound)(void *bk, const char *what);
-	/* What a seal verifies beside the records since the previous one (the
-	 * open-intents index, the registry), inside its transaction. */
-	int (*seal_verify)(void *bk, const struct ri_jhead *jh);
 
 	/* ---- rebuild's writes of the derived tables (issue 42) ---- */
 	/* Every row of the open-intents index, every node of the tree (and

@@ -2524,19 +2524,6 @@ row_keys(void *bk, enum ri_rows which, char ***keys, size_t *n)
 	return rc;
 }
 
-
-/* store_engine.h seal_verify: the open-intents index and the registry */
-static int
-seal_verify(void *bk, const struct ri_jhead *jh)
-{
-	struct pg *s = bk;
-	int rc;
-
-	if (s->core.key != NULL && (rc = ri_eng_open_scan(&s->core, jh, NULL, NULL, RI_NONE, NULL, NULL)) != RI_ST_OK)
-		return rc;
-	return ri_eng_rows_verify(&s->core, jh, false, NULL, NULL);
-}
-
 static void
 event_id_at(void *bk, int64_t seq, char out[RI_ID_LEN + 1])
 {
@@ -2944,7 +2931,6 @@ static const struct ri_backend pg_backend = {
 	.inv_rows = inv_rows,
 	.event_id_at = event_id_at,
 	.unbound = unbound,
-	.seal_verify = seal_verify,
 	/* rebuild's writes */
 	.open_reset = open_reset,
 	.nodes_reset = nodes_reset,

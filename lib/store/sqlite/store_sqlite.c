@@ -1766,26 +1766,6 @@ inv_rows(void *bk, const char *invocation_id, int64_t *first, int64_t *last, int
 	return rc == SQLITE_ROW ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "read");
 }
 
-/* The open-intents index against the journal head's count and
- * accumulator (see sq_open_intents), inside the caller's transaction. */
-static int
-open_verify(struct sq *s, const struct ri_jhead *jh)
-{
-	return s->core.key == NULL ? RI_ST_OK : ri_eng_open_scan(&s->core, jh, NULL, NULL, RI_NONE, NULL, NULL);
-}
-
-/* store_engine.h seal_verify: the open-intents index and the registry */
-static int
-seal_verify(void *bk, const struct ri_jhead *jh)
-{
-	struct sq *s = bk;
-	int rc;
-
-	if ((rc = open_verify(s, jh)) != RI_ST_OK)
-		return rc;
-	return ri_eng_rows_verify(&s->core, jh, false, NULL, NULL);
-}
-
 static void
 event_id_at(void *bk, int64_t seq, char out[RI_ID_LEN + 1])
 {
@@ -2353,7 +2333,6 @@ static const struct ri_backend sq_backend = {
 	.peek_row = peek_row,
 	.inv_rows = inv_rows,
 	.event_id_at = event_id_at,
-	.seal_verify = seal_verify,
 	/* rebuild's writes */
 	.open_reset = open_reset,
 	.nodes_reset = nodes_reset,
