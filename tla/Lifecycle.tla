@@ -40,7 +40,7 @@
 (*    (journal 8-9: from the bound period, never the record's own field);  *)
 (*    the purge (a sweep run's last step) destroys the payload of every    *)
 (*    intent whose retention ended -- the stored retention_until, which is *)
-(*    recorded_at + the bound period (lib/store_sqlite.c sq_purge).        *)
+(*    recorded_at + the bound period (store_engine.c ri_eng_purge).        *)
 (* Time: Tick, and nothing else is timed.                                  *)
 (*                                                                         *)
 (* DueInTxn: where a writer decides that its binding must be recorded.     *)
@@ -55,7 +55,7 @@
 (*   "horizon-today"  the sweep's horizon edge comes from today's period   *)
 (*                    (RI_NC_BINDINGS_TODAY; lib/sweep.c bound_at);        *)
 (*   "purge-today"    the purge ends a payload's retention at recorded_at  *)
-(*                    + today's period (RI_NC_PURGE_TODAY; sq_purge).      *)
+(*                    + today's period (RI_NC_PURGE_TODAY; purge_due).     *)
 (* README.md says what is and is not modelled, and what each run shows.    *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, FiniteSets, TLC
@@ -191,7 +191,7 @@ SAppend(s) ==
     /\ wr' = [wr EXCEPT ![s].ph = "done"]
     /\ UNCHANGED <<now, cfg, rebinds, forges>>
 
-(* The purge (ri-sweep's retention step, sq_purge): every intent whose     *)
+(* The purge (ri-sweep's retention step, ri_eng_purge): every intent whose *)
 (* retention ended loses its payload, in one transaction.  Enabled only    *)
 (* when it destroys something.                                             *)
 Purge ==

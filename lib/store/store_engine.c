@@ -10,6 +10,7 @@
 
 #include "util/integrity.h"
 #include "util/nc.h"
+#include "util/util.h"
 #include "store/store_engine.h"
 
 /* ---- what a caller of store.h frees --------------------------------------- */
@@ -319,6 +320,62 @@ ri_eng_open_scan(struct ri_st_core *c, const struct ri_jhead *jh, const char *ki
 	return ri_open_scan_end(c, &os, jh);
 }
 
+/* ---- the registry's rows -------------------------------------------------- */
+
+static int mark_get(struct ri_st_core *c, const char *name, int64_t *seq);
+
+/* one row of a table of enum ri_rows verified, its keys k */
+static int
+row_verify(struct ri_st_core *c, const struct ri_jhead *jh, enum ri_rows which, char *const *k)
+{
+	struct ri_lease_row l;
+	struct ri_actor_row row;
+	bool exists;
+	int64_t m;
+
+	switch (which) {
+	case RI_ROWS_LEASES:
+		if (k[0] == NULL || k[1] == NULL)
+			return ri_st_fail(c, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a lease row is malformed");
+		return ri_eng_lease_get(c, k[0], k[1], false, &l, &exists);
+	case RI_ROWS_ACTORS:
+	case RI_ROWS_ACTORS_LISTED:
+		if (k[0] == NULL)
+			return ri_st_fail(c, RI_ST_INTEGRITY, 0, NULL, "journal integrity: an actor registry row is malformed");
+		return ri_eng_actor_get(c, jh, k[0], &row, &exists);
+	case RI_ROWS_MARKS:
+		if (k[0] == NULL)
+			return ri_st_fail(c, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a mark is malformed");
+		return mark_get(c, k[0], &m);
+	}
+	return RI_ST_OK;
+}
+
+int
+ri_eng_rows_verify(struct ri_st_core *c, const struct ri_jhead *jh, bool leases, ri_state_fn each, void *arg)
+{
+	static const enum ri_rows order[] = { RI_ROWS_LEASES, RI_ROWS_ACTORS, RI_ROWS_MARKS };
+	int rc = RI_ST_OK;
+
+	for (size_t t = leases ? 0 : 1; t < sizeof order / sizeof order[0] && rc == RI_ST_OK; t++) {
+		size_t step = order[t] == RI_ROWS_LEASES ? 2 : 1, n;
+		char **keys;
+
+		if ((rc = c->be->row_keys(c->bk, order[t], &keys, &n)) != RI_ST_OK)
+			return rc;
+		for (size_t i = 0; i + step <= n; i += step) {
+			if ((rc = row_verify(c, jh, order[t], keys + i)) == RI_ST_OK)
+				continue;
+			if (each == NULL || rc == RI_ST_UNAVAILABLE)
+				break;
+			each("8.1.3", 0, c->err.msg, arg);
+			rc = RI_ST_OK;
+		}
+		ri_strings_free(keys, n);
+	}
+	return rc;
+}
+
 /* ---- store.h ops written once ------------------------------------------- */
 
 int
@@ -385,10 +442,9 @@ ri_eng_authenticate(struct ri_store *st, const char *actor, const char *cred, st
 /* A mark is MACed with its name and value: a forged mark never moves the
  * sweep's high water past records it has not scanned.  (An older mark
  * replayed only makes the next scan longer.) */
-int
-ri_eng_mark_get(struct ri_store *st, const char *name, int64_t *seq)
+static int
+mark_get(struct ri_st_core *c, const char *name, int64_t *seq)
 {
-	struct ri_st_core *c = RI_ENG_CORE(st);
 	unsigned char mac[RI_HASH_LEN], calc[RI_HASH_LEN];
 	enum ri_found found = RI_ROW_NONE;
 	int rc;
@@ -405,6 +461,12 @@ ri_eng_mark_get(struct ri_store *st, const char *name, int64_t *seq)
 		}
 	}
 	return RI_ST_OK;
+}
+
+int
+ri_eng_mark_get(struct ri_store *st, const char *name, int64_t *seq)
+{
+	return mark_get(RI_ENG_CORE(st), name, seq);
 }
 
 int
@@ -517,6 +579,52 @@ fail:
 }
 
 int
+ri_eng_actor_list(struct ri_store *st, struct ri_actor **out, size_t *n)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN];
+	char **names = NULL;
+	size_t nn = 0;
+	bool began;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if ((rc = c->be->read_begin(c->bk, &began)) != RI_ST_OK)
+		return rc;
+	if ((rc = c->be->jhead_get(c->bk, &jh, lh)) != RI_ST_OK ||
+	    (rc = c->be->row_keys(c->bk, RI_ROWS_ACTORS_LISTED, &names, &nn)) != RI_ST_OK)
+		goto out;
+	*out = ri_xcalloc(nn + 1, sizeof **out);
+	/* each row verified as record_action would: MAC and registry head */
+	for (size_t i = 0; i < nn; i++) {
+		struct ri_actor_row row;
+		bool exists;
+		if (names[i] == NULL)
+			rc = ri_st_fail(c, RI_ST_INTEGRITY, 0, NULL, "journal integrity: an actor registry row is malformed");
+		else
+			rc = ri_eng_actor_get(c, &jh, names[i], &row, &exists);
+		if (rc != RI_ST_OK)
+			goto out;
+		struct ri_actor *a = &(*out)[(*n)++];
+		a->actor_ref = ri_strdup(names[i]);
+		a->service = row.service != 0;
+		a->created_at = row.created;
+		a->revoked_at = row.revoked;
+	}
+out:
+	c->be->read_end(c->bk, began);
+	ri_strings_free(names, nn);
+	if (rc != RI_ST_OK) {
+		ri_actors_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+int
 ri_eng_actor_revoke(struct ri_store *st, const char *actor)
 {
 	struct ri_st_core *c = RI_ENG_CORE(st);
@@ -574,7 +682,7 @@ ri_eng_read_record(struct ri_store *st, const char *event_id, struct ri_record *
 	ri_st_err_clear(&c->err);
 	if ((rc = c->be->read_begin(c->bk, &began)) != RI_ST_OK)
 		return rc;
-	if ((rc = c->be->read_now(c->bk, &now)) != RI_ST_OK)
+	if ((rc = c->be->clock_now(c->bk, &now)) != RI_ST_OK)
 		goto out;
 	if ((rc = c->be->record_by_id(c->bk, event_id, out, &w)) != RI_ST_OK) {
 		if (rc == RI_ST_NOT_KNOWN)
@@ -650,7 +758,7 @@ ri_eng_range_read(struct ri_store *st, const struct ri_query *q, struct ri_recor
 		return ri_st_fail(c, RI_ST_INVALID_QUERY, 0, NULL, "a trusted read outside a traversal");
 	if ((rc = c->be->read_begin(c->bk, &began)) != RI_ST_OK)
 		return rc;
-	if ((rc = c->be->read_now(c->bk, &wk.now)) != RI_ST_OK)
+	if ((rc = c->be->clock_now(c->bk, &wk.now)) != RI_ST_OK)
 		goto out;
 	if (q->trusted) {
 		head = INT64_MAX;
@@ -718,7 +826,7 @@ ri_eng_traverse(struct ri_store *st, ri_traverse_fn each, void *arg)
 
 	if ((rc = begin(c->bk, &began)) != RI_ST_OK)
 		return rc;
-	if ((rc = c->be->read_now(c->bk, &t.now)) != RI_ST_OK)
+	if ((rc = c->be->clock_now(c->bk, &t.now)) != RI_ST_OK)
 		goto out;
 	memcpy(t.prev, c->genesis, RI_HASH_LEN);
 	ri_payloads_begin(c);
@@ -780,8 +888,9 @@ seal_row(void *arg, struct ri_record *r, struct ri_raw *w, bool *stop)
  * the previous seal is verified -- contiguous up to the authenticated
  * head, each link, MAC and digest, each record's act and invocation heads
  * in the tree no older than it -- and the open-intents index against its
- * accumulator and the registry (seal_verify).  O(records since the
- * previous seal + open intents).
+ * accumulator, and every actor and mark row (ri_eng_rows_verify: the first
+ * failure is the answer).  O(records since the previous seal + open
+ * intents + registry rows).
  */
 static int
 verify_since_seal(struct ri_st_core *c, const struct ri_jhead *jh, ri_ms now)
@@ -797,7 +906,9 @@ verify_since_seal(struct ri_st_core *c, const struct ri_jhead *jh, ri_ms now)
 	if ((rc = c->be->records_from(c->bk, &rq, seal_row, &sw)) != RI_ST_OK ||
 	    (rc = ri_seal_walk_end(c, &sw)) != RI_ST_OK)
 		return rc;
-	return c->be->seal_verify(c->bk, jh);
+	if (c->key != NULL && (rc = ri_eng_open_scan(c, jh, NULL, NULL, RI_NONE, NULL, NULL)) != RI_ST_OK)
+		return rc;
+	return ri_eng_rows_verify(c, jh, false, NULL, NULL);
 }
 
 /* Sign the head and append audit.sealed after it, in one transaction --
@@ -855,14 +966,12 @@ fail:
 /* ---- rebuild ----------------------------------------------------------------- */
 
 struct rebuild {
-	struct ri_store *st;
 	struct ri_st_core *c;
 	struct ri_rebuild *rb;
 	struct ri_jhead *jh;
 	ri_ms now;
 	int type;
 	int64_t scopes;
-	json_t *bad;
 };
 
 static int
@@ -889,34 +998,6 @@ rebuild_scope(void *arg, const char *a, const char *b, int64_t last)
 	return RI_ST_OK;
 }
 
-/* a lease that fails its MAC, or is not text, into x->bad */
-static int
-rebuild_lease(void *arg, const char *kind, const char *act_key)
-{
-	struct rebuild *x = arg;
-	struct ri_lease_row l;
-	bool exists;
-
-	if (kind == NULL || act_key == NULL)
-		json_array_append_new(x->bad, json_null());
-	else if (ri_eng_lease_get(x->c, kind, act_key, false, &l, &exists) == RI_ST_INTEGRITY)
-		json_array_append_new(x->bad, json_pack("[s, s]", kind, act_key));
-	return RI_ST_OK;
-}
-
-/* a mark that fails its MAC, or is not text (""), into x->bad */
-static int
-rebuild_mark(void *arg, const char *name, const char *unused)
-{
-	struct rebuild *x = arg;
-	int64_t m;
-
-	(void)unused;
-	if (name == NULL || ri_eng_mark_get(x->st, name, &m) != RI_ST_OK)
-		json_array_append_new(x->bad, json_string(name != NULL ? name : ""));
-	return RI_ST_OK;
-}
-
 /*
  * ri-sweep --rebuild: the derived state again, from a traversal that
  * verifies every record (contiguous, each link, MAC and digest, up to the
@@ -930,11 +1011,12 @@ ri_eng_rebuild(struct ri_store *st, json_t **report)
 	struct ri_jhead jh;
 	unsigned char lh[RI_HASH_LEN];
 	struct ri_rebuild rb;
-	struct rebuild x = { .st = st, .c = c, .rb = &rb, .jh = &jh };
+	struct rebuild x = { .c = c, .rb = &rb, .jh = &jh };
 	struct ri_rows_query rq = { .from = INT64_MIN, .type = SCOPE_ALL };
 	json_t *v;
 	const char *inv;
-	size_t i;
+	char **keys = NULL;
+	size_t nk = 0;
 	int64_t leases_reset = 0, marks_reset = 0, before;
 	int rc;
 
@@ -974,29 +1056,38 @@ ri_eng_rebuild(struct ri_store *st, json_t **report)
 		goto fail;
 	/* leases that fail their MAC: free, with a fresh token; marks: gone
 	 * (the next scan starts again from the beginning) */
-	x.bad = json_array();
-	if ((rc = c->be->lease_keys(c->bk, rebuild_lease, &x)) != RI_ST_OK)
+	if ((rc = c->be->row_keys(c->bk, RI_ROWS_LEASES, &keys, &nk)) != RI_ST_OK)
 		goto fail;
-	json_array_foreach(x.bad, i, v) {
-		if (json_is_null(v))
+	for (size_t i = 0; i + 2 <= nk; i += 2) {
+		struct ri_lease_row l;
+		bool exists;
+		/* (a lease whose keys are not text: leases_malformed_drop) */
+		if (keys[i] == NULL || keys[i + 1] == NULL ||
+		    ri_eng_lease_get(c, keys[i], keys[i + 1], false, &l, &exists) != RI_ST_INTEGRITY)
 			continue;
 		jh.grants++;
-		if ((rc = ri_eng_lease_put(c, json_string_value(json_array_get(v, 0)),
-		    json_string_value(json_array_get(v, 1)), NULL, 0, jh.grants)) != RI_ST_OK)
+		if ((rc = ri_eng_lease_put(c, keys[i], keys[i + 1], NULL, 0, jh.grants)) != RI_ST_OK)
 			goto fail;
 		leases_reset++;
 	}
+	ri_strings_free(keys, nk);
+	keys = NULL;
+	nk = 0;
 	if (c->be->leases_malformed_drop != NULL)
 		c->be->leases_malformed_drop(c->bk, &leases_reset);
-	json_array_clear(x.bad);
-	if ((rc = c->be->mark_names(c->bk, rebuild_mark, &x)) != RI_ST_OK)
+	if ((rc = c->be->row_keys(c->bk, RI_ROWS_MARKS, &keys, &nk)) != RI_ST_OK)
 		goto fail;
-	json_array_foreach(x.bad, i, v) {
-		c->be->mark_drop(c->bk, json_string_value(v));
+	for (size_t i = 0; i < nk; i++) {
+		int64_t m;
+		/* a mark that fails its MAC, or is not text (""), dropped */
+		if (keys[i] != NULL && mark_get(c, keys[i], &m) == RI_ST_OK)
+			continue;
+		c->be->mark_drop(c->bk, keys[i] != NULL ? keys[i] : "");
 		marks_reset++;
 	}
-	json_decref(x.bad);
-	x.bad = NULL;
+	ri_strings_free(keys, nk);
+	keys = NULL;
+	nk = 0;
 	if ((rc = c->be->jhead_put(c->bk, &jh, lh)) != RI_ST_OK)
 		goto fail;
 	if ((rc = c->be->commit(c->bk)) != RI_ST_OK)
@@ -1007,7 +1098,7 @@ ri_eng_rebuild(struct ri_store *st, json_t **report)
 	    "marks_reset", (json_int_t)marks_reset);
 	goto out;
 fail:
-	json_decref(x.bad);
+	ri_strings_free(keys, nk);
 	c->be->rollback(c->bk);
 out:
 	ri_rebuild_free(&rb);
@@ -1036,21 +1127,6 @@ leaf_check(struct ri_leaf_batch *b, const unsigned char key[RI_SCOPE_LEN], const
 	return 0;
 }
 
-/* a row's names into a JSON array: a name, or [a, b]; null where not text */
-struct names {
-	json_t *v;
-	bool pair;
-};
-
-static int
-name_into(void *arg, const char *a, const char *b)
-{
-	struct names *n = arg;
-
-	json_array_append_new(n->v, n->pair ? json_pack("[s?, s?]", a, b) : a != NULL ? json_string(a) : json_null());
-	return RI_ST_OK;
-}
-
 int
 ri_eng_audit_state(struct ri_store *st, ri_state_fn each, void *arg)
 {
@@ -1060,9 +1136,6 @@ ri_eng_audit_state(struct ri_store *st, ri_state_fn each, void *arg)
 	unsigned char mac[RI_HASH_LEN], lh[RI_HASH_LEN], want[RI_HASH_LEN];
 	char why[1024];
 	bool began = false;
-	struct names into = { NULL, true };
-	json_t *names = NULL, *v;
-	size_t i;
 	int rc;
 
 	/* a read that fails for want of the journal (busy, I/O, refused, timed
@@ -1117,50 +1190,267 @@ ri_eng_audit_state(struct ri_store *st, ri_state_fn each, void *arg)
 		goto out;
 	if (rc != RI_ST_OK)
 		each("8.1.3", 0, c->err.msg, arg);
-	/* leases, marks, actors: each row verified */
-	into.v = names = json_array();
-	if ((rc = c->be->lease_keys(c->bk, name_into, &into)) != RI_ST_OK)
-		goto out;
-	json_array_foreach(names, i, v) {
-		struct ri_lease_row l;
-		bool exists;
-		const char *k = json_string_value(json_array_get(v, 0)), *ak = json_string_value(json_array_get(v, 1));
-		if (k == NULL || ak == NULL)
-			each("8.1.3", 0, "journal integrity: a lease row is malformed", arg);
-		else if ((rc = ri_eng_lease_get(c, k, ak, false, &l, &exists)) == RI_ST_UNAVAILABLE)
-			goto out;
-		else if (rc != RI_ST_OK)
-			each("8.1.3", 0, c->err.msg, arg);
-	}
-	json_array_clear(names);
-	into.pair = false;
-	if ((rc = c->be->mark_names(c->bk, name_into, &into)) != RI_ST_OK)
-		goto out;
-	json_array_foreach(names, i, v) {
-		int64_t m;
-		if (!json_is_string(v))
-			each("8.1.3", 0, "journal integrity: a mark is malformed", arg);
-		else if ((rc = ri_eng_mark_get(st, json_string_value(v), &m)) == RI_ST_UNAVAILABLE)
-			goto out;
-		else if (rc != RI_ST_OK)
-			each("8.1.3", 0, c->err.msg, arg);
-	}
-	json_array_clear(names);
-	if ((rc = c->be->actor_names(c->bk, name_into, &into)) != RI_ST_OK)
-		goto out;
-	json_array_foreach(names, i, v) {
-		struct ri_actor_row row;
-		bool exists;
-		if (!json_is_string(v))
-			each("8.1.3", 0, "journal integrity: an actor registry row is malformed", arg);
-		else if ((rc = ri_eng_actor_get(c, &jh, json_string_value(v), &row, &exists)) == RI_ST_UNAVAILABLE)
-			goto out;
-		else if (rc != RI_ST_OK)
-			each("8.1.3", 0, c->err.msg, arg);
-	}
-	rc = RI_ST_OK;
+	/* leases, actors, marks: each row verified, each problem reported */
+	if ((rc = ri_eng_rows_verify(c, &jh, true, each, arg)) != RI_ST_UNAVAILABLE)
+		rc = RI_ST_OK;
 out:
-	json_decref(names);
 	c->be->read_end(c->bk, began);
+	return rc;
+}
+
+/* ---- retention ------------------------------------------------------------- */
+
+/* one purge transaction's tally: what went, and under which policy */
+struct purge_batch {
+	struct ri_st_core *c;
+	struct ri_jhead *jh;
+	json_t *kinds;
+	int64_t first, last, n;
+};
+
+static int
+purge_one(void *arg, int64_t seq, const char *kind, const char *invocation_id)
+{
+	struct purge_batch *b = arg;
+	const struct ri_kind *kd = ri_config_kind(b->c->cfg, kind);
+	int rc;
+
+	if ((rc = b->c->be->payload_drop(b->c->bk, seq)) != RI_ST_OK)
+		return rc;
+	/* a destroyed intent is out of every reading: out of the
+	 * index too, and out of its accumulator */
+	if (invocation_id != NULL && (rc = b->c->be->open_remove(b->c->bk, b->jh, invocation_id)) != RI_ST_OK)
+		return rc;
+	if (b->n == 0 || seq < b->first)
+		b->first = seq;
+	if (seq > b->last)
+		b->last = seq;
+	b->n++;
+	if (json_object_get(b->kinds, kind) == NULL) {
+		char buf[32];
+		ri_format_seconds(kd ? kd->retention_period : 0, buf, sizeof buf);
+		json_object_set_new(b->kinds, kind, json_string(kd ? buf : "unbound"));
+	}
+	return RI_ST_OK;
+}
+
+/*
+ * Destroy every payload whose retention ended (and its salt, so a
+ * low-entropy payload cannot be guessed back from the digest).  The chain
+ * still verifies; read_record answers purged; an audit.purged record names
+ * what went, under which policy.
+ */
+int
+ri_eng_purge(struct ri_store *st, ri_ms now, int64_t *purged)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+	int rc;
+
+	*purged = 0;
+	for (;;) {
+		unsigned char lh[RI_HASH_LEN];
+		struct ri_appended ap;
+		struct ri_jhead jh;
+		ri_ms wnow;
+
+		/* nothing is purged from a journal that fails verification */
+		if ((rc = c->be->write_head(c->bk, &jh, lh, &wnow)) != RI_ST_OK)
+			return rc == RI_ST_STEP2 ? RI_ST_UNAVAILABLE : rc;
+		struct purge_batch b = { .c = c, .jh = &jh, .kinds = json_object() };
+		if ((rc = c->be->purge_due(c->bk, now, purge_one, &b)) != RI_ST_OK || b.n == 0) {
+			json_decref(b.kinds);
+			c->be->rollback(c->bk);
+			return rc;
+		}
+		json_t *data = json_pack("{s:I, s:I, s:I, s:o}", "purged", (json_int_t)b.n,
+		    "first_seq", (json_int_t)b.first, "last_seq", (json_int_t)b.last, "retention_period_s", b.kinds);
+		ri_fault("purge.between");
+		rc = c->be->append_substrate(c->bk, &jh, lh, "audit.purged", "", data, wnow, &ap);
+		json_decref(data);
+		if (rc != RI_ST_OK) {
+			c->be->rollback(c->bk);
+			return rc;
+		}
+		if (c->be->commit(c->bk) != RI_ST_OK)
+			return RI_ST_UNAVAILABLE;
+		*purged += b.n;
+		if (b.n < RI_PURGE_BATCH)
+			return RI_ST_OK;
+	}
+}
+
+/* ---- the critical-section host (Lease) ---------------------------------------- */
+
+/*
+ * After a wake: still held by another, and unexpired?  Read in a plain
+ * read transaction, so a waiter woken by others' commits re-checks without
+ * taking the writers' queue; *left is then the holder's remaining lease.
+ * false also when the read fails: the write path reads it again, and says
+ * why.
+ */
+static bool
+held_elsewhere(struct ri_st_core *c, const char *kind, const char *act_key, const char *holder, ri_ms *left)
+{
+	struct ri_lease_row l;
+	bool began, exists, held = false;
+	ri_ms now;
+
+	if (c->be->wake_recheck == NULL || !c->be->wake_recheck(c->bk))
+		return false;
+	if (c->be->read_begin(c->bk, &began) != RI_ST_OK)
+		return false;
+	if (c->be->clock_now(c->bk, &now) == RI_ST_OK &&
+	    ri_eng_lease_get(c, kind, act_key, false, &l, &exists) == RI_ST_OK &&
+	    !ri_lease_free(exists ? &l : NULL, holder, now)) {
+		held = true;
+		*left = l.expires - now;
+	}
+	c->be->read_end(c->bk, began);
+	return held;
+}
+
+static bool
+wait_change(void *arg, int64_t ms)
+{
+	const struct ri_st_core *c = arg;
+
+	return c->be->wait_change(c->bk, ms);
+}
+
+/*
+ * take((kind, act_key), holder, duration): granted when the section is
+ * free, expired, or already this holder's (act section 14: re-entry by the
+ * holder alone); otherwise wait -- never longer than the holder's
+ * remaining lease as first observed (open step 2.2, reconcile step 2.2) --
+ * and answer section-unavailable.  There is no try_take (act section 7).
+ * Expiry is minted here; a holder's death frees nothing.  Every grant
+ * mints a fencing token that only ever increases for its key: the row is
+ * never deleted, so a token is never reused across crashes or restarts.
+ * Lock order: the head row, then the lease row.
+ */
+static int
+take_loop(struct ri_st_core *c, const struct ri_store *st, const char *kind, const char *act_key,
+    const char *holder, ri_ms duration, struct ri_grant *g)
+{
+	struct ri_take_wait w = { .change = c->be->wait_change != NULL ? wait_change : NULL, .arg = c };
+	int rc;
+
+	for (;;) {
+		struct ri_jhead jh;
+		struct ri_lease_row l;
+		unsigned char lh[RI_HASH_LEN];
+		ri_ms now;
+		bool exists;
+
+		/* the journal head (whose grant counter mints the token) and the
+		 * lease row, each verified: a forged or replayed row never grants */
+		if ((rc = c->be->write_head(c->bk, &jh, lh, &now)) != RI_ST_OK)
+			return rc == RI_ST_INTEGRITY ? rc : ri_st_recode(c, RI_ST_UNAVAILABLE);
+		if ((rc = ri_eng_lease_get(c, kind, act_key, true, &l, &exists)) != RI_ST_OK) {
+			c->be->rollback(c->bk);
+			return rc == RI_ST_INTEGRITY ? rc : ri_st_recode(c, RI_ST_UNAVAILABLE);
+		}
+		if (ri_lease_free(exists ? &l : NULL, holder, now)) {
+			/* the fencing token: the instance's grant counter, under the
+			 * journal head's MAC -- it only ever increases, for every key,
+			 * even should a lease row be deleted */
+			jh.grants++;
+			if (ri_eng_lease_put(c, kind, act_key, holder, now + duration, jh.grants) != RI_ST_OK ||
+			    c->be->jhead_put(c->bk, &jh, lh) != RI_ST_OK) {
+				c->be->rollback(c->bk);
+				return ri_st_recode(c, RI_ST_UNAVAILABLE);
+			}
+			if (c->be->commit(c->bk) != RI_ST_OK)
+				return ri_st_recode(c, RI_ST_UNAVAILABLE);
+			g->expires_at = now + duration;
+			g->token = jh.grants;
+			ri_fault("lease.after_take");
+			return RI_ST_OK;
+		}
+		c->be->rollback(c->bk);
+		/* act section 11, open step 2.2: wait until the section may be
+		 * free, then take it under the write lock */
+		ri_ms left = l.expires - now;
+		do {
+			if ((rc = ri_take_wait(c, st, &w, kind, act_key, left)) != RI_ST_OK)
+				return rc;
+		} while (held_elsewhere(c, kind, act_key, holder, &left));
+	}
+}
+
+int
+ri_eng_take(struct ri_store *st, const char *kind, const char *act_key, const char *holder, ri_ms duration,
+    struct ri_grant *g)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+	int rc;
+
+	if (c->be->lease_sync != NULL)
+		c->be->lease_sync(c->bk, false);
+	rc = take_loop(c, st, kind, act_key, holder, duration, g);
+	if (c->be->lease_sync != NULL)
+		c->be->lease_sync(c->bk, true);
+	return rc;
+}
+
+int
+ri_eng_remaining(struct ri_store *st, const char *kind, const char *act_key, const char *holder, ri_ms *left)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+	struct ri_lease_row l;
+	bool exists, began;
+	ri_ms now;
+	int rc;
+
+	*left = RI_NONE;
+	if ((rc = c->be->read_begin(c->bk, &began)) != RI_ST_OK)
+		return rc;
+	if ((rc = c->be->clock_now(c->bk, &now)) == RI_ST_OK &&
+	    (rc = ri_eng_lease_get(c, kind, act_key, false, &l, &exists)) == RI_ST_OK &&
+	    exists && l.held && strcmp(l.holder, holder) == 0 && l.expires > now)
+		*left = l.expires - now;
+	c->be->read_end(c->bk, began);
+	return rc;
+}
+
+static int
+release_locked(struct ri_st_core *c, const char *kind, const char *act_key, const char *holder)
+{
+	struct ri_jhead jh;
+	struct ri_lease_row l;
+	unsigned char lh[RI_HASH_LEN];
+	bool exists, held;
+	ri_ms now;
+	int rc;
+
+	/* the head first, as every writer (the lock order), though a release
+	 * does not move it */
+	if ((rc = c->be->write_head(c->bk, &jh, lh, &now)) != RI_ST_OK)
+		return rc == RI_ST_INTEGRITY ? rc : ri_st_recode(c, RI_ST_UNAVAILABLE);
+	if ((rc = ri_eng_lease_get(c, kind, act_key, true, &l, &exists)) != RI_ST_OK) {
+		c->be->rollback(c->bk);
+		return rc;
+	}
+	held = exists && l.held && strcmp(l.holder, holder) == 0;
+	if (held && (rc = ri_eng_lease_put(c, kind, act_key, NULL, 0, l.token)) != RI_ST_OK) {
+		c->be->rollback(c->bk);
+		return rc;
+	}
+	if (c->be->commit(c->bk) != RI_ST_OK)
+		return ri_st_recode(c, RI_ST_UNAVAILABLE);
+	return held ? RI_ST_OK : ri_st_fail(c, RI_ST_NOT_HELD, 0, NULL, "not held by %s", holder);
+}
+
+int
+ri_eng_release(struct ri_store *st, const char *kind, const char *act_key, const char *holder)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+	int rc;
+
+	if (c->be->lease_sync != NULL)
+		c->be->lease_sync(c->bk, false);
+	rc = release_locked(c, kind, act_key, holder);
+	if (c->be->lease_sync != NULL)
+		c->be->lease_sync(c->bk, true);
 	return rc;
 }

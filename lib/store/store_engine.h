@@ -25,6 +25,19 @@ enum ri_hashed {
 	RI_HASH_NONE                    /* the row has none (or there is no row) */
 };
 
+/* purge_due's answer, a row at a time: a payload whose retention ended
+ * (kind as stored; invocation_id NULL when the record carries none).
+ * Another answer than RI_ST_OK stops the walk and is purge_due's. */
+typedef int (*ri_purge_fn)(void *arg, int64_t seq, const char *kind, const char *invocation_id);
+
+/* the tables whose every row ri-audit, a seal and rebuild read (row_keys) */
+enum ri_rows {
+	RI_ROWS_LEASES = 0,             /* kind, act_key: two keys a row */
+	RI_ROWS_ACTORS,                 /* actor_ref */
+	RI_ROWS_MARKS,                  /* name */
+	RI_ROWS_ACTORS_LISTED           /* actor_ref, oldest first (created_at, then the name) */
+};
+
 /* what a read of one keyed row found */
 enum ri_found {
 	RI_ROW_NONE = 0,                /* no row */
@@ -119,9 +132,6 @@ struct ri_backend {
 	int (*actor_update)(void *bk, const char *actor, const struct ri_actor_row *row);
 
 	/* ---- the records table read (issue 42: reads, the walks) ---- */
-	/* The clock a read is judged by, read inside its transaction: the
-	 * host's (ri_now) or the server's. */
-	int (*read_now)(void *bk, ri_ms *now);
 	/* A transaction is open already (a traversal's, a read session's):
 	 * the reads that trust or peek need one. */
 	bool (*in_snapshot)(void *bk);
@@ -147,9 +157,6 @@ struct ri_backend {
 	/* Optional: the write transaction open (a seal's, a rebuild's) may
 	 * outlast a write's budget; what names it in an error. */
 	int (*unbound)(void *bk, const char *what);
-	/* What a seal verifies beside the records since the previous one (the
-	 * open-intents index, the registry), inside its transaction. */
-	int (*seal_verify)(void *bk, const struct ri_jhead *jh);
 
 	/* ---- rebuild's writes of the derived tables (issue 42) ---- */
 	/* Every row of the open-intents index, every node of the tree (and
@@ -163,17 +170,11 @@ struct ri_backend {
 	 * invocation id, b NULL) with its newest seq, to fn. */
 	int (*scope_lasts)(void *bk, int type, int (*fn)(void *arg, const char *a, const char *b, int64_t last),
 	    void *arg);
-	/* Each lease's (kind, act_key) and each mark's name (b NULL) to fn:
-	 * NULLs for a value that is not text. */
-	int (*lease_keys)(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg);
-	int (*mark_names)(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg);
 	/* A mark deleted (name "": the marks whose name is not text); and,
 	 * optional, the lease rows whose keys are not text deleted, *n
 	 * counted. */
 	void (*mark_drop)(void *bk, const char *name);
 	void (*leases_malformed_drop)(void *bk, int64_t *n);
-	/* The journal head written (its MAC with it). */
-	int (*jhead_put)(void *bk, const struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN]);
 
 	/* ---- the audit's state check (issue 42) ---- */
 	/* The schema as ri creates it: another code than RI_ST_OK or
@@ -190,9 +191,42 @@ struct ri_backend {
 	int (*leaf_row)(void *bk, int64_t seq, char **kind, char **act_key, char **inv, unsigned char hash[RI_HASH_LEN]);
 	/* How many act scopes and invocation scopes the rows hold. */
 	int (*scope_counts)(void *bk, int64_t *acts, int64_t *invs);
-	/* Each actor's name to fn (NULL when not text). */
-	int (*actor_names)(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg);
+	/* Inside a write transaction: the records whose payload's retention
+	 * ended by now (and that still hold it), oldest end first, at most
+	 * RI_PURGE_BATCH of them, each to `each`; a record's payload and salt
+	 * destroyed (payload_drop); an invocation's row out of the
+	 * open-intents index, its element out of jh's accumulator (none: OK). */
+	int (*purge_due)(void *bk, ri_ms now, ri_purge_fn each, void *arg);
+	int (*payload_drop)(void *bk, int64_t seq);
+	int (*open_remove)(void *bk, struct ri_jhead *jh, const char *invocation_id);
+	/* The store's clock (the host's, ri_now, or the server's), read
+	 * inside the open transaction where the backend reads it there: what
+	 * a read, a traversal and a lease are judged by. */
+	int (*clock_now)(void *bk, ri_ms *now);
+	/* The journal head written (MACed) as jh, its newest hash lh, inside
+	 * the write transaction: a take's grant counter, rebuild's head. */
+	int (*jhead_put)(void *bk, const struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN]);
+	/* Optional: the lease's own writes (take, release) made less durable
+	 * for their span (false), then as before (true). */
+	void (*lease_sync)(void *bk, bool durable);
+	/* Optional (NULL: the take's wait naps): wait up to ms for a change
+	 * another writer commits (ri_take_wait's change); false when it
+	 * cannot, and the wait then naps. */
+	bool (*wait_change)(void *bk, int64_t ms);
+	/* Optional (NULL: false): after a wait, whether to check the section
+	 * again in a plain read before the next take -- a backend whose wait
+	 * wakes at others' commits; it returns once the commit that woke it
+	 * is readable. */
+	bool (*wake_recheck)(void *bk);
+	/* The keys of every row of a table (enum ri_rows), as a vector of
+	 * strings freed with ri_strings_free: a key whose column is not the
+	 * text ri writes is NULL (a malformed row).  What ri-audit and a seal
+	 * verify, rebuild resets, and the actor list reads. */
+	int (*row_keys)(void *bk, enum ri_rows which, char ***keys, size_t *n);
 };
+
+/* the most payloads one purge transaction destroys (purge_due) */
+#define RI_PURGE_BATCH 512
 
 /*
  * Every backend's handle begins so (struct sq, struct pg): the store the
@@ -268,6 +302,15 @@ int ri_eng_check_fence(struct ri_st_core *c, const char *kind, const char *act_k
 int ri_eng_open_scan(struct ri_st_core *c, const struct ri_jhead *jh, const char *kind, const char *act_key,
     ri_ms aged_by, struct ri_open_intent **out, size_t *n);
 
+/* ---- the registry's rows -------------------------------------------------- */
+
+/* Every actor row (verified under jh) and every mark, and with leases
+ * every lease row first.  each NULL (a seal): the first failure is the
+ * answer.  Otherwise (ri-audit) each failure is reported to each as Check
+ * 8.1.3, and only a journal that cannot be read (RI_ST_UNAVAILABLE) stops
+ * the walk. */
+int ri_eng_rows_verify(struct ri_st_core *c, const struct ri_jhead *jh, bool leases, ri_state_fn each, void *arg);
+
 /* ---- store.h ops written once ------------------------------------------- */
 
 int ri_eng_open_intents(struct ri_store *st, const char *kind, const char *act_key, ri_ms aged_by,
@@ -277,6 +320,7 @@ int ri_eng_mark_get(struct ri_store *st, const char *name, int64_t *seq);
 int ri_eng_mark_set(struct ri_store *st, const char *name, int64_t seq);
 int ri_eng_actor_add(struct ri_store *st, const char *actor, bool service, char credential[128]);
 int ri_eng_actor_revoke(struct ri_store *st, const char *actor);
+int ri_eng_actor_list(struct ri_store *st, struct ri_actor **out, size_t *n);
 int ri_eng_head(struct ri_store *st, int64_t *seq, unsigned char hash[32]);
 int ri_eng_sealed(struct ri_store *st, int64_t *seq, unsigned char hash[32]);
 int ri_eng_read_record(struct ri_store *st, const char *event_id, struct ri_record *out);
@@ -293,5 +337,10 @@ int ri_eng_seal(struct ri_store *st, const unsigned char sk[64], json_t *extra, 
 int ri_eng_rebuild(struct ri_store *st, json_t **report);
 /* ri-audit's state check: what the traversal does not see (store.h). */
 int ri_eng_audit_state(struct ri_store *st, ri_state_fn each, void *arg);
+int ri_eng_purge(struct ri_store *st, ri_ms now, int64_t *purged);
+int ri_eng_take(struct ri_store *st, const char *kind, const char *act_key, const char *holder, ri_ms duration,
+    struct ri_grant *g);
+int ri_eng_remaining(struct ri_store *st, const char *kind, const char *act_key, const char *holder, ri_ms *left);
+int ri_eng_release(struct ri_store *st, const char *kind, const char *act_key, const char *holder);
 
 #endif

@@ -1612,12 +1612,6 @@ load_row(const PGresult *res, int i, struct ri_record *r, struct ri_raw *w)
 
 /* ---- the records table read (store_engine.h) ------------------------------ */
 
-static int
-read_now(void *bk, ri_ms *now)
-{
-	return clock_now(bk, now);
-}
-
 static bool
 in_snapshot(void *bk)
 {
@@ -2294,79 +2288,34 @@ pg_substrate(struct ri_store *base, const char *action_ref, json_t *data, struct
 
 /* ---- retention ------------------------------------------------------------- */
 
+/* store_engine.h purge_due: the retention end judged on the instance
+ * clock too, never past it */
 static int
-pg_purge(struct ri_store *base, ri_ms now, int64_t *purged)
+purge_due(void *bk, ri_ms now, ri_purge_fn each, void *arg)
 {
-	struct pg *s = (struct pg *)base;
-	int rc;
+	struct pg *s = bk;
+	struct params p = { 0 };
+	PGresult *sel;
+	int rc = RI_ST_OK;
 
-	*purged = 0;
-	for (;;) {
-		struct params p = { 0 };
-		int64_t first = 0, lastp = 0, n = 0;
-		json_t *kinds;
-		struct ri_jhead jh;
-		unsigned char lh[RI_HASH_LEN];
-		PGresult *sel;
-		ri_ms snow;
+	p_int(&p, now);
+	sel = run(s, "SELECT seq, kind, invocation_id FROM records WHERE retention_until <= least($1, ri_clock())"
+	    " AND payload IS NOT NULL ORDER BY retention_until LIMIT 512", &p);
+	if (!res_ok(sel))
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "purge", sel);
+	for (int i = 0; rc == RI_ST_OK && i < PQntuples(sel); i++)
+		rc = each(arg, g_int(sel, i, 0), PQgetvalue(sel, i, 1), g_null(sel, i, 2) ? NULL : PQgetvalue(sel, i, 2));
+	PQclear(sel);
+	return rc;
+}
 
-		if ((rc = write_begin(s, &jh, lh, &snow)) != RI_ST_OK)
-			return rc == RI_ST_STEP2 ? RI_ST_UNAVAILABLE : rc;
-		p_int(&p, now);
-		sel = run(s, "SELECT seq, kind, invocation_id FROM records WHERE retention_until <= least($1, ri_clock())"
-		    " AND payload IS NOT NULL ORDER BY retention_until LIMIT 512", &p);
-		if (!res_ok(sel)) {
-			rc = db_fail(s, RI_ST_UNAVAILABLE, "purge", sel);
-			PQclear(sel);
-			rollback_keep(s);
-			return rc;
-		}
-		kinds = json_object();
-		int orc = RI_ST_OK;
-		for (int i = 0; i < PQntuples(sel) && orc == RI_ST_OK; i++) {
-			struct params u = { 0 };
-			int64_t seq = g_int(sel, i, 0);
-			const char *k = PQgetvalue(sel, i, 1);
-			const struct ri_kind *kd = ri_config_kind(s->core.cfg, k);
-			p_int(&u, seq);
-			if ((orc = exec1(s, RI_ST_UNAVAILABLE, "purge", "UPDATE records SET payload = NULL, salt = NULL"
-			    " WHERE seq = $1", &u)) != RI_ST_OK)
-				break;
-			if (!g_null(sel, i, 2) && (orc = open_remove(s, &jh, PQgetvalue(sel, i, 2))) != RI_ST_OK)
-				break;
-			if (n == 0)
-				first = seq;
-			lastp = seq > lastp ? seq : lastp;
-			first = seq < first ? seq : first;
-			n++;
-			if (json_object_get(kinds, k) == NULL) {
-				char buf[32];
-				ri_format_seconds(kd ? kd->retention_period : 0, buf, sizeof buf);
-				json_object_set_new(kinds, k, json_string(kd ? buf : "unbound"));
-			}
-		}
-		PQclear(sel);
-		if (orc != RI_ST_OK || n == 0) {
-			json_decref(kinds);
-			rollback_keep(s);
-			return orc;
-		}
-		struct ri_appended ap;
-		json_t *data = json_pack("{s:I, s:I, s:I, s:o}", "purged", (json_int_t)n,
-		    "first_seq", (json_int_t)first, "last_seq", (json_int_t)lastp, "retention_period_s", kinds);
-		ri_fault("purge.between");
-		rc = append_substrate(s, &jh, lh, "audit.purged", "", data, snow, &ap);
-		json_decref(data);
-		if (rc != RI_ST_OK) {
-			rollback_keep(s);
-			return rc;
-		}
-		if (commit(s) != RI_ST_OK)
-			return RI_ST_UNAVAILABLE;
-		*purged += n;
-		if (n < 512)
-			return RI_ST_OK;
-	}
+static int
+payload_drop(void *bk, int64_t seq)
+{
+	struct params p = { 0 };
+
+	p_int(&p, seq);
+	return exec1(bk, RI_ST_UNAVAILABLE, "purge", "UPDATE records SET payload = NULL, salt = NULL WHERE seq = $1", &p);
 }
 
 /* ---- Actor Identity --------------------------------------------------------- */
@@ -2416,68 +2365,6 @@ actor_update(void *bk, const char *actor, const struct ri_actor_row *row)
 	    " WHERE actor_ref = $4", &p);
 }
 
-/* Every actor name (actors_list, registry checks). */
-static int
-actor_names(struct pg *s, const char *sql, char ***names, size_t *n)
-{
-	PGresult *r = run(s, sql, NULL);
-	int rc = RI_ST_OK;
-
-	*names = NULL;
-	*n = 0;
-	if (!res_ok(r)) {
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", r);
-		PQclear(r);
-		return rc;
-	}
-	*names = ri_xcalloc((size_t)PQntuples(r) + 1, sizeof **names);
-	for (int i = 0; i < PQntuples(r); i++)
-		(*names)[(*n)++] = ri_strdup(PQgetvalue(r, i, 0));
-	PQclear(r);
-	return rc;
-}
-
-static int
-pg_actor_list(struct ri_store *base, struct ri_actor **out, size_t *n)
-{
-	struct pg *s = (struct pg *)base;
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
-	char **names = NULL;
-	size_t nn = 0;
-	bool began;
-	int rc;
-
-	*out = NULL;
-	*n = 0;
-	if ((rc = read_begin(s, &began)) != RI_ST_OK)
-		return rc;
-	if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK ||
-	    (rc = actor_names(s, "SELECT actor_ref FROM actors ORDER BY created_at, actor_ref", &names, &nn)) != RI_ST_OK)
-		goto out;
-	*out = ri_xcalloc(nn + 1, sizeof **out);
-	for (size_t i = 0; i < nn; i++) {
-		struct ri_actor_row row;
-		bool exists;
-		if ((rc = ri_eng_actor_get(&s->core, &jh, names[i], &row, &exists)) != RI_ST_OK)
-			goto out;
-		struct ri_actor *a = &(*out)[(*n)++];
-		a->actor_ref = ri_strdup(names[i]);
-		a->service = row.service != 0;
-		a->created_at = row.created;
-		a->revoked_at = row.revoked;
-	}
-out:
-	read_end(s, began);
-	ri_strings_free(names, nn);
-	if (rc != RI_ST_OK) {
-		ri_actors_free(*out, *n);
-		*out = NULL;
-		*n = 0;
-	}
-	return rc;
-}
-
 static int
 pg_open_kinds(struct ri_store *base, ri_ms since, char ***kinds, size_t *n)
 {
@@ -2507,102 +2394,9 @@ pg_open_kinds(struct ri_store *base, ri_ms since, char ***kinds, size_t *n)
 
 /* ---- the critical-section host (Lease) ---------------------------------------- */
 
-/*
- * take -- store_sqlite.c's contract, on rows (never advisory locks: those
- * die with the session, and a lease must outlive its holder's death).
- * Expiry is minted on the instance clock; the fencing token is the journal
- * head's grant counter, so it only grows, for every key, across crashes.
- * Lock order: the head row, then the lease row.
- */
-static int
-pg_take(struct ri_store *base, const char *kind, const char *act_key, const char *holder,
-    ri_ms duration, struct ri_grant *g)
-{
-	struct pg *s = (struct pg *)base;
-	struct ri_take_wait w = { 0 };
-	int rc;
-
-	for (;;) {
-		struct ri_jhead jh;
-		struct ri_lease_row l;
-		unsigned char lh[RI_HASH_LEN];
-		ri_ms now;
-		bool exists;
-
-		if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
-			return rc == RI_ST_INTEGRITY ? rc : ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
-		if ((rc = ri_eng_lease_get(&s->core, kind, act_key, true, &l, &exists)) != RI_ST_OK) {
-			rollback_keep(s);
-			return rc == RI_ST_INTEGRITY ? rc : ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
-		}
-		if (ri_lease_free(exists ? &l : NULL, holder, now)) {
-			jh.grants++;
-			if (ri_eng_lease_put(&s->core, kind, act_key, holder, now + duration, jh.grants) != RI_ST_OK ||
-			    jhead_set(s, &jh, lh) != RI_ST_OK) {
-				rollback_keep(s);
-				return ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
-			}
-			if (commit(s) != RI_ST_OK)
-				return ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
-			g->expires_at = now + duration;
-			g->token = jh.grants;
-			ri_fault("lease.after_take");
-			return RI_ST_OK;
-		}
-		rollback(s);
-		/* act section 11, open step 2.2 */
-		if ((rc = ri_take_wait(&s->core, &s->base, &w, kind, act_key, l.expires - now)) != RI_ST_OK)
-			return rc;
-	}
-}
-
-static int
-pg_remaining(struct ri_store *base, const char *kind, const char *act_key, const char *holder, ri_ms *left)
-{
-	struct pg *s = (struct pg *)base;
-	struct ri_lease_row l;
-	bool exists, began;
-	ri_ms now;
-	int rc;
-
-	*left = RI_NONE;
-	if ((rc = read_begin(s, &began)) != RI_ST_OK)
-		return rc;
-	if ((rc = clock_now(s, &now)) == RI_ST_OK && (rc = ri_eng_lease_get(&s->core, kind, act_key, false, &l, &exists)) == RI_ST_OK &&
-	    exists && l.held && strcmp(l.holder, holder) == 0 && l.expires > now)
-		*left = l.expires - now;
-	read_end(s, began);
-	return rc;
-}
-
-static int
-pg_release(struct ri_store *base, const char *kind, const char *act_key, const char *holder)
-{
-	struct pg *s = (struct pg *)base;
-	struct ri_jhead jh;
-	struct ri_lease_row l;
-	unsigned char lh[RI_HASH_LEN];
-	bool exists, held;
-	ri_ms now;
-	int rc;
-
-	/* the head first, as every writer (the lock order), though a release
-	 * does not move it */
-	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
-		return rc == RI_ST_INTEGRITY ? rc : ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
-	if ((rc = ri_eng_lease_get(&s->core, kind, act_key, true, &l, &exists)) != RI_ST_OK) {
-		rollback_keep(s);
-		return rc;
-	}
-	held = exists && l.held && strcmp(l.holder, holder) == 0;
-	if (held && (rc = ri_eng_lease_put(&s->core, kind, act_key, NULL, 0, l.token)) != RI_ST_OK) {
-		rollback_keep(s);
-		return rc;
-	}
-	if (commit(s) != RI_ST_OK)
-		return ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
-	return held ? RI_ST_OK : ri_st_fail(&s->core, RI_ST_NOT_HELD, 0, NULL, "not held by %s", holder);
-}
+/* The lease is on rows, never advisory locks: those die with the session,
+ * and a lease must outlive its holder's death.  Expiry is minted on the
+ * instance clock (clock_now). */
 
 /* ---- marks, head ---------------------------------------------------------------- */
 
@@ -2701,57 +2495,33 @@ peek_row(void *bk, const char *event_id, struct ri_record *out)
 
 /* ---- seals ------------------------------------------------------------------------ */
 
-/* Every actor row and every mark, verified (before a seal, in ri-audit). */
+/* store_engine.h row_keys: every key is text here (the schema's types) */
 static int
-registry_verify(struct pg *s, const struct ri_jhead *jh, ri_state_fn each, void *arg)
+row_keys(void *bk, enum ri_rows which, char ***keys, size_t *n)
 {
-	char **names = NULL;
-	size_t n = 0;
-	int rc, first = RI_ST_OK;
-
-	if ((rc = actor_names(s, "SELECT actor_ref FROM actors", &names, &n)) != RI_ST_OK)
-		return rc;
-	for (size_t i = 0; i < n; i++) {
-		struct ri_actor_row row;
-		bool exists;
-		if ((rc = ri_eng_actor_get(&s->core, jh, names[i], &row, &exists)) != RI_ST_OK) {
-			if (each == NULL || rc == RI_ST_UNAVAILABLE) {
-				ri_strings_free(names, n);
-				return rc;
-			}
-			each("8.1.3", 0, s->core.err.msg, arg);
-			first = first == RI_ST_OK ? rc : first;
-		}
-	}
-	ri_strings_free(names, n);
-	if ((rc = actor_names(s, "SELECT name FROM marks", &names, &n)) != RI_ST_OK)
-		return rc;
-	for (size_t i = 0; i < n; i++) {
-		int64_t m;
-		if ((rc = ri_eng_mark_get(&s->base, names[i], &m)) != RI_ST_OK) {
-			if (each == NULL || rc == RI_ST_UNAVAILABLE) {
-				ri_strings_free(names, n);
-				return rc;
-			}
-			each("8.1.3", 0, s->core.err.msg, arg);
-			first = first == RI_ST_OK ? rc : first;
-		}
-	}
-	ri_strings_free(names, n);
-	return first;
-}
-
-
-/* store_engine.h seal_verify: the open-intents index and the registry */
-static int
-seal_verify(void *bk, const struct ri_jhead *jh)
-{
+	static const char *const sql[] = {
+		[RI_ROWS_LEASES] = "SELECT kind, act_key FROM leases",
+		[RI_ROWS_ACTORS] = "SELECT actor_ref FROM actors",
+		[RI_ROWS_MARKS] = "SELECT name FROM marks",
+		[RI_ROWS_ACTORS_LISTED] = "SELECT actor_ref FROM actors ORDER BY created_at, actor_ref",
+	};
 	struct pg *s = bk;
-	int rc;
+	int cols = which == RI_ROWS_LEASES ? 2 : 1, rc = RI_ST_OK;
+	PGresult *r = run(s, sql[which], NULL);
 
-	if (s->core.key != NULL && (rc = ri_eng_open_scan(&s->core, jh, NULL, NULL, RI_NONE, NULL, NULL)) != RI_ST_OK)
+	*keys = NULL;
+	*n = 0;
+	if (!res_ok(r)) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "read", r);
+		PQclear(r);
 		return rc;
-	return registry_verify(s, jh, NULL, NULL);
+	}
+	*keys = ri_xcalloc((size_t)PQntuples(r) * (size_t)cols + 1, sizeof **keys);
+	for (int i = 0; i < PQntuples(r); i++)
+		for (int k = 0; k < cols; k++)
+			(*keys)[(*n)++] = ri_strdup(PQgetvalue(r, i, k));
+	PQclear(r);
+	return rc;
 }
 
 static void
@@ -2847,34 +2617,6 @@ scope_lasts(void *bk, int type, int (*fn)(void *arg, const char *a, const char *
 		rc = fn(arg, PQgetvalue(res, i, 0), g_null(res, i, 1) ? NULL : PQgetvalue(res, i, 1), g_int(res, i, 2));
 	PQclear(res);
 	return rc;
-}
-
-/* the columns (1 or 2) of every row of sql to fn */
-static int
-keys_of(struct pg *s, const char *sql, const char *what, int cols, int (*fn)(void *arg, const char *a, const char *b),
-    void *arg)
-{
-	PGresult *res = run(s, sql, NULL);
-	int rc = RI_ST_OK;
-
-	if (!res_ok(res))
-		rc = db_fail(s, RI_ST_UNAVAILABLE, what, res);
-	for (int i = 0; rc == RI_ST_OK && i < PQntuples(res); i++)
-		rc = fn(arg, PQgetvalue(res, i, 0), cols < 2 ? NULL : PQgetvalue(res, i, 1));
-	PQclear(res);
-	return rc;
-}
-
-static int
-lease_keys(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg)
-{
-	return keys_of(bk, "SELECT kind, act_key FROM leases", "read", 2, fn, arg);
-}
-
-static int
-mark_names(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg)
-{
-	return keys_of(bk, "SELECT name FROM marks", "read", 1, fn, arg);
 }
 
 static void
@@ -3058,12 +2800,6 @@ scope_counts(void *bk, int64_t *acts, int64_t *invs)
 	return RI_ST_OK;
 }
 
-static int
-actor_names_each(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg)
-{
-	return keys_of(bk, "SELECT actor_ref FROM actors", "read", 1, fn, arg);
-}
-
 static const unsigned char *
 pg_instance_id(struct ri_store *base)
 {
@@ -3140,6 +2876,18 @@ be_write_head(void *bk, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri_m
 }
 
 static int
+be_clock_now(void *bk, ri_ms *now)
+{
+	return clock_now(bk, now);
+}
+
+static int
+be_open_remove(void *bk, struct ri_jhead *jh, const char *invocation_id)
+{
+	return open_remove(bk, jh, invocation_id);
+}
+
+static int
 be_append_substrate(void *bk, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN], const char *action_ref,
     const char *act_key, json_t *data, ri_ms now, struct ri_appended *out)
 {
@@ -3175,7 +2923,6 @@ static const struct ri_backend pg_backend = {
 	.actor_insert = actor_insert,
 	.actor_update = actor_update,
 	/* the records table read */
-	.read_now = read_now,
 	.in_snapshot = in_snapshot,
 	.scan_begin = scan_begin,
 	.record_by_id = record_by_id,
@@ -3184,14 +2931,11 @@ static const struct ri_backend pg_backend = {
 	.inv_rows = inv_rows,
 	.event_id_at = event_id_at,
 	.unbound = unbound,
-	.seal_verify = seal_verify,
 	/* rebuild's writes */
 	.open_reset = open_reset,
 	.nodes_reset = nodes_reset,
 	.open_insert = open_insert,
 	.scope_lasts = scope_lasts,
-	.lease_keys = lease_keys,
-	.mark_names = mark_names,
 	.mark_drop = mark_drop,
 	.jhead_put = jhead_put,
 	/* the audit's state check */
@@ -3199,7 +2943,11 @@ static const struct ri_backend pg_backend = {
 	.jhead_raw = jhead_raw,
 	.leaf_row = leaf_row,
 	.scope_counts = scope_counts,
-	.actor_names = actor_names_each,
+	.purge_due = purge_due,
+	.payload_drop = payload_drop,
+	.open_remove = be_open_remove,
+	.clock_now = be_clock_now,
+	.row_keys = row_keys,
 };
 _Static_assert(offsetof(struct pg, core) == offsetof(struct ri_eng_store, core), "struct pg begins as ri_eng_store");
 
@@ -3208,15 +2956,15 @@ static const struct ri_store_ops pg_ops = {
 	.read_record = ri_eng_read_record,
 	.range_read = ri_eng_range_read,
 	.open_intents = ri_eng_open_intents,
-	.purge = pg_purge,
+	.purge = ri_eng_purge,
 	.actor_add = ri_eng_actor_add,
 	.actor_revoke = ri_eng_actor_revoke,
-	.actor_list = pg_actor_list,
+	.actor_list = ri_eng_actor_list,
 	.authenticate = ri_eng_authenticate,
 	.open_kinds = pg_open_kinds,
-	.take = pg_take,
-	.remaining = pg_remaining,
-	.release = pg_release,
+	.take = ri_eng_take,
+	.remaining = ri_eng_remaining,
+	.release = ri_eng_release,
 	.mark_get = ri_eng_mark_get,
 	.mark_set = ri_eng_mark_set,
 	.traverse = ri_eng_traverse,

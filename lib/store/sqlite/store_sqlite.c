@@ -704,12 +704,6 @@ now_or_fail(struct sq *s, ri_ms *now)
 
 /* ---- the records table read (store_engine.h) ------------------------------ */
 
-static int
-read_now(void *bk, ri_ms *now)
-{
-	return now_or_fail(bk, now);
-}
-
 static bool
 in_snapshot(void *bk)
 {
@@ -962,8 +956,10 @@ begin_immediate(struct sq *s)
  * So an Open + Close pair costs two fsync'd transactions.
  */
 static void
-lease_sync(struct sq *s, bool durable)
+lease_sync(void *bk, bool durable)
 {
+	struct sq *s = bk;
+
 	if (s->nosync)
 		return;
 	sqlite3_exec(s->db, durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL",
@@ -1435,118 +1431,58 @@ sq_append_many(struct ri_store *base, const struct ri_append *v, size_t n, struc
 
 /* ---- retention ------------------------------------------------------------- */
 
-/*
- * Destroy every payload whose retention ended (and its salt, so a
- * low-entropy payload cannot be guessed back from the digest).  The chain
- * still verifies; read_record answers purged; an audit.purged record names
- * what went, under which policy.
- */
+/* store_engine.h purge_due */
 static int
-sq_purge(struct ri_store *base, ri_ms now, int64_t *purged)
+purge_due(void *bk, ri_ms now, ri_purge_fn each, void *arg)
 {
-	struct sq *s = (struct sq *)base;
+	struct sq *s = bk;
+	sqlite3_stmt *sel;
+	int rc, orc = RI_ST_OK;
+
+	sel = prep(s, !RI_NC(RI_NC_PURGE_TODAY) ?
+	    "SELECT seq, kind, invocation_id FROM records WHERE retention_until <= ?"
+	    " AND payload IS NOT NULL ORDER BY retention_until LIMIT 512" :
+	    /* negative control: a payload's retention ends at recorded_at +
+	     * today's period, not at its stored end (tla -buggy-purge-today) */
+	    "SELECT seq, kind, invocation_id, recorded_at FROM records WHERE ? IS NOT NULL"
+	    " AND retention_until IS NOT NULL AND payload IS NOT NULL ORDER BY retention_until LIMIT 512");
+	if (sel == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "purge");
+	sqlite3_bind_int64(sel, 1, now);
+	while (orc == RI_ST_OK && (rc = sqlite3_step(sel)) == SQLITE_ROW) {
+		if (!col_is(sel, 0, SQLITE_INTEGER, false) || !col_text_ok(sel, 1, false) ||
+		    !col_text_ok(sel, 2, true)) {
+			orc = ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a record is malformed");
+			break;
+		}
+		const char *k = (const char *)sqlite3_column_text(sel, 1);
+		if (RI_NC(RI_NC_PURGE_TODAY)) {
+			const struct ri_kind *kd = ri_config_kind(s->core.cfg, k);
+			if (kd == NULL || sqlite3_column_int64(sel, 3) + kd->retention_period > now)
+				continue;
+		}
+		orc = each(arg, sqlite3_column_int64(sel, 0), k, sqlite3_column_type(sel, 2) == SQLITE_NULL ? NULL :
+		    (const char *)sqlite3_column_text(sel, 2));
+	}
+	done(s, sel);
+	if (orc != RI_ST_OK)
+		return orc;
+	return rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "purge");
+}
+
+static int
+payload_drop(void *bk, int64_t seq)
+{
+	struct sq *s = bk;
+	sqlite3_stmt *st;
 	int rc;
 
-	*purged = 0;
-	for (;;) {
-		sqlite3_stmt *sel, *upd;
-		int64_t first = 0, lastp = 0, n = 0;
-		json_t *kinds = json_object();
-		struct ri_jhead jh;
-		unsigned char lh[RI_HASH_LEN];
-
-		if ((rc = begin_immediate(s)) != RI_ST_OK) {
-			json_decref(kinds);
-			return rc == RI_ST_STEP2 ? RI_ST_UNAVAILABLE : rc;
-		}
-		/* nothing is purged from a journal that fails verification */
-		if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK) {
-			json_decref(kinds);
-			return abandon(s, rc);
-		}
-		sel = prep(s, !RI_NC(RI_NC_PURGE_TODAY) ?
-		    "SELECT seq, kind, invocation_id FROM records WHERE retention_until <= ?"
-		    " AND payload IS NOT NULL ORDER BY retention_until LIMIT 512" :
-		    /* negative control: a payload's retention ends at recorded_at +
-		     * today's period, not at its stored end (tla -buggy-purge-today) */
-		    "SELECT seq, kind, invocation_id, recorded_at FROM records WHERE ? IS NOT NULL"
-		    " AND retention_until IS NOT NULL AND payload IS NOT NULL ORDER BY retention_until LIMIT 512");
-		upd = prep(s, "UPDATE records SET payload = NULL, salt = NULL WHERE seq = ?");
-		if (sel == NULL || upd == NULL) {
-			done(s, sel);
-			done(s, upd);
-			json_decref(kinds);
-			rollback(s);
-			return db_fail(s, RI_ST_UNAVAILABLE, "purge");
-		}
-		sqlite3_bind_int64(sel, 1, now);
-		int orc = RI_ST_OK;
-		while ((rc = sqlite3_step(sel)) == SQLITE_ROW) {
-			if (!col_is(sel, 0, SQLITE_INTEGER, false) || !col_text_ok(sel, 1, false) ||
-			    !col_text_ok(sel, 2, true)) {
-				orc = ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a record is malformed");
-				break;
-			}
-			int64_t seq = sqlite3_column_int64(sel, 0);
-			const char *k = (const char *)sqlite3_column_text(sel, 1);
-			const struct ri_kind *kd = ri_config_kind(s->core.cfg, k);
-			if (RI_NC(RI_NC_PURGE_TODAY) &&
-			    (kd == NULL || sqlite3_column_int64(sel, 3) + kd->retention_period > now))
-				continue;
-			sqlite3_reset(upd);
-			sqlite3_bind_int64(upd, 1, seq);
-			if (sqlite3_step(upd) != SQLITE_DONE)
-				break;
-			/* a destroyed intent is out of every reading: out of the
-			 * index too, and out of its accumulator */
-			if (sqlite3_column_type(sel, 2) != SQLITE_NULL &&
-			    (orc = open_remove(s, &jh, (const char *)sqlite3_column_text(sel, 2))) != RI_ST_OK)
-				break;
-			if (n == 0)
-				first = seq;
-			lastp = seq > lastp ? seq : lastp;
-			first = seq < first ? seq : first;
-			n++;
-			if (json_object_get(kinds, k) == NULL) {
-				char buf[32];
-				ri_format_seconds(kd ? kd->retention_period : 0, buf, sizeof buf);
-				json_object_set_new(kinds, k, json_string(kd ? buf : "unbound"));
-			}
-		}
-		done(s, sel);
-		done(s, upd);
-		if (orc != RI_ST_OK) {
-			json_decref(kinds);
-			return abandon(s, orc);
-		}
-		if (rc != SQLITE_DONE) {
-			json_decref(kinds);
-			rollback(s);
-			return db_fail(s, RI_ST_UNAVAILABLE, "purge");
-		}
-		if (n == 0) {
-			json_decref(kinds);
-			rollback(s);
-			return RI_ST_OK;
-		}
-		struct ri_appended ap;
-		json_t *data = json_pack("{s:I, s:I, s:I, s:o}", "purged", (json_int_t)n,
-		    "first_seq", (json_int_t)first, "last_seq", (json_int_t)lastp,
-		    "retention_period_s", kinds);
-		ri_fault("purge.between");
-		if ((rc = jhead_set(s, &jh, lh)) == RI_ST_OK)
-			rc = append_substrate(s, "audit.purged", "", data, now, &ap);
-		json_decref(data);
-		if (rc != RI_ST_OK) {
-			rollback(s);
-			return rc;
-		}
-		if (commit(s) != RI_ST_OK)
-			return RI_ST_UNAVAILABLE;
-		*purged += n;
-		if (n < 512)
-			return RI_ST_OK;
-	}
+	if ((st = prep(s, "UPDATE records SET payload = NULL, salt = NULL WHERE seq = ?")) == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "purge");
+	sqlite3_bind_int64(st, 1, seq);
+	rc = sqlite3_step(st);
+	done(s, st);
+	return rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "purge");
 }
 
 /* ---- Actor Identity --------------------------------------------------------- */
@@ -1591,77 +1527,6 @@ actor_update(void *bk, const char *actor, const struct ri_actor_row *row)
 	rc = sqlite3_step(st);
 	done(s, st);
 	return rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_STEP2, "actor revoke");
-}
-
-static int
-sq_actor_list(struct ri_store *base, struct ri_actor **out, size_t *n)
-{
-	struct sq *s = (struct sq *)base;
-	sqlite3_stmt *st = NULL;
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
-	char **names = NULL;
-	size_t cap = 0, nn = 0;
-	bool began;
-	int rc;
-
-	*out = NULL;
-	*n = 0;
-	if (read_begin(s, &began) != SQLITE_OK)
-		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK)
-		goto out;
-	if ((st = prep(s, "SELECT actor_ref FROM actors ORDER BY created_at, actor_ref")) == NULL) {
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
-		goto out;
-	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (!col_text_ok(st, 0, false)) {
-			rc = ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: an actor registry row is malformed");
-			goto out;
-		}
-		names = realloc(names, (nn + 1) * sizeof *names);
-		if (names == NULL)
-			abort();
-		names[nn++] = col_dup(st, 0);
-	}
-	done(s, st);
-	st = NULL;
-	if (rc != SQLITE_DONE) {
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
-		goto out;
-	}
-	rc = RI_ST_OK;
-	/* each row verified as record_action would: MAC and registry head */
-	for (size_t i = 0; i < nn; i++) {
-		struct ri_actor_row row;
-		bool exists;
-		if ((rc = ri_eng_actor_get(&s->core, &jh, names[i], &row, &exists)) != RI_ST_OK)
-			goto out;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 8;
-			*out = realloc(*out, cap * sizeof **out);
-			if (*out == NULL)
-				abort();
-		}
-		struct ri_actor *a = &(*out)[(*n)++];
-		a->actor_ref = ri_strdup(names[i]);
-		a->service = row.service != 0;
-		a->created_at = row.created;
-		a->revoked_at = row.revoked;
-	}
-out:
-	done(s, st);
-	read_end(s, began);
-	for (size_t i = 0; i < nn; i++)
-		free(names[i]);
-	free(names);
-	if (rc != RI_ST_OK) {
-		ri_actors_free(*out, *n);
-		*out = NULL;
-		*n = 0;
-	}
-	return rc;
 }
 
 /* The distinct kinds with an open intent recorded after `since`: one index
@@ -1724,19 +1589,6 @@ fail:
 /* ---- the critical-section host (Lease) ---------------------------------------- */
 
 /*
- * take((kind, act_key), holder, duration): granted when the section is
- * free, expired, or already this holder's (act section 14: re-entry by the
- * holder alone); otherwise wait -- never longer than the holder's
- * remaining lease as first observed (open step 2.2, reconcile step 2.2) --
- * and answer section-unavailable.  There is no try_take (act section 7).
- * Expiry is minted here; a holder's death frees nothing.  Every grant
- * mints a fencing token that only ever increases for its key: the row is
- * never deleted, so a token is never reused across crashes or restarts.
- */
-static int take_loop(struct sq *, const char *, const char *, const char *, ri_ms,
-    struct ri_grant *);
-
-/*
  * The lease wait, on the event (issue 15, target 4).  Every commit writes
  * the WAL -- the holder's release among them -- so an inotify watch on
  * the WAL file wakes a waiter at that release, and nothing else need wake
@@ -1749,9 +1601,9 @@ static int take_loop(struct sq *, const char *, const char *, const char *, ri_m
  * yet, no inotify), the wait naps as before.
  */
 static bool
-change_wait(void *arg, int64_t ms)
+change_wait(void *bk, int64_t ms)
 {
-	struct sq *s = arg;
+	struct sq *s = bk;
 	union {
 		struct inotify_event e;
 		char b[4096];
@@ -1795,11 +1647,8 @@ change_wait(void *arg, int64_t ms)
 }
 
 /*
- * After a wake: still held by another, and unexpired?  Read in a plain
- * read transaction, so a waiter woken by others' commits re-checks without
- * taking the writers' queue; *left is then the holder's remaining lease.
- * false also when the read fails: the write path reads it again, and says
- * why.
+ * store_engine.h wake_recheck: after a wake under the watch, the section
+ * is read again in a plain read transaction (the engine's held_elsewhere).
  *
  * The wake is a write to the WAL, and a commit writes the WAL *before* it
  * is visible: SQLite publishes it afterwards, in the shared-memory index,
@@ -1813,146 +1662,16 @@ change_wait(void *arg, int64_t ms)
  * dropped before the read; it holds no writer up past that instant.
  */
 static bool
-held_elsewhere(struct sq *s, const char *kind, const char *act_key, const char *holder, ri_ms *left)
+wake_recheck(void *bk)
 {
-	struct ri_lease_row l;
-	bool began, exists, held = false;
-	ri_ms now;
+	struct sq *s = bk;
 
+	if (s->watch_fd < 0)
+		return false;
 	if (!RI_NC(RI_NC_WAKE_BEFORE_PUBLISH) &&
 	    s->queue_fd >= 0 && !s->queued && ri_lock_wait_shared(s->queue_fd, s->busy_ms) == 0)
 		(void)flock(s->queue_fd, LOCK_UN);
-	if (read_begin(s, &began) != SQLITE_OK)
-		return false;
-	if (now_or_fail(s, &now) == RI_ST_OK && ri_eng_lease_get(&s->core, kind, act_key, false, &l, &exists) == RI_ST_OK &&
-	    !ri_lease_free(exists ? &l : NULL, holder, now)) {
-		held = true;
-		*left = l.expires - now;
-	}
-	read_end(s, began);
-	return held;
-}
-
-static int
-sq_take(struct ri_store *base, const char *kind, const char *act_key, const char *holder,
-    ri_ms duration, struct ri_grant *g)
-{
-	struct sq *s = (struct sq *)base;
-	int rc;
-
-	lease_sync(s, false);
-	rc = take_loop(s, kind, act_key, holder, duration, g);
-	lease_sync(s, true);
-	return rc;
-}
-
-static int
-take_loop(struct sq *s, const char *kind, const char *act_key, const char *holder,
-    ri_ms duration, struct ri_grant *g)
-{
-	struct ri_take_wait w = { .change = change_wait, .arg = s };
-	int rc;
-
-	for (;;) {
-		struct ri_jhead jh;
-		struct ri_lease_row l;
-		unsigned char lh[RI_HASH_LEN];
-		ri_ms now;
-		bool exists;
-
-		if (begin_immediate(s) != RI_ST_OK)
-			return ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
-		if ((rc = now_or_fail(s, &now)) != RI_ST_OK) {
-			rollback(s);
-			return rc;
-		}
-		/* the journal head (whose grant counter mints the token) and the
-		 * lease row, each verified: a forged or replayed row never grants */
-		if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK || (rc = ri_eng_lease_get(&s->core, kind, act_key, false, &l, &exists)) != RI_ST_OK) {
-			abandon(s, rc);
-			return rc == RI_ST_INTEGRITY ? rc : ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
-		}
-		if (ri_lease_free(exists ? &l : NULL, holder, now)) {
-			/* the fencing token: the instance's grant counter, under the
-			 * journal head's MAC -- it only ever increases, for every key,
-			 * even should a lease row be deleted */
-			jh.grants++;
-			if (ri_eng_lease_put(&s->core, kind, act_key, holder, now + duration, jh.grants) != RI_ST_OK ||
-			    jhead_set(s, &jh, lh) != RI_ST_OK) {
-				rc = ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
-				rollback(s);
-				return rc;
-			}
-			if (commit(s) != RI_ST_OK)
-				return ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
-			g->expires_at = now + duration;
-			g->token = jh.grants;
-			ri_fault("lease.after_take");
-			return RI_ST_OK;
-		}
-		rollback(s);
-		/* act section 11, open step 2.2: wait until the section may be
-		 * free, then take it under the write lock */
-		ri_ms left = l.expires - now;
-		do {
-			if ((rc = ri_take_wait(&s->core, &s->base, &w, kind, act_key, left)) != RI_ST_OK)
-				return rc;
-		} while (s->watch_fd >= 0 && held_elsewhere(s, kind, act_key, holder, &left));
-	}
-}
-
-static int
-sq_remaining(struct ri_store *base, const char *kind, const char *act_key, const char *holder, ri_ms *left)
-{
-	struct sq *s = (struct sq *)base;
-	struct ri_lease_row l;
-	bool exists;
-	ri_ms now;
-	int rc;
-
-	*left = RI_NONE;
-	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
-		return rc;
-	if ((rc = ri_eng_lease_get(&s->core, kind, act_key, false, &l, &exists)) != RI_ST_OK)
-		return rc;
-	if (exists && l.held && strcmp(l.holder, holder) == 0 && l.expires > now)
-		*left = l.expires - now;
-	return RI_ST_OK;
-}
-
-static int release_locked(struct sq *, const char *, const char *, const char *);
-
-static int
-sq_release(struct ri_store *base, const char *kind, const char *act_key, const char *holder)
-{
-	struct sq *s = (struct sq *)base;
-	int rc;
-
-	lease_sync(s, false);
-	rc = release_locked(s, kind, act_key, holder);
-	lease_sync(s, true);
-	return rc;
-}
-
-static int
-release_locked(struct sq *s, const char *kind, const char *act_key, const char *holder)
-{
-	struct ri_lease_row l;
-	bool exists, held;
-	int rc;
-
-	if (begin_immediate(s) != RI_ST_OK)
-		return ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
-	if ((rc = ri_eng_lease_get(&s->core, kind, act_key, false, &l, &exists)) != RI_ST_OK)
-		return abandon(s, rc);
-	held = exists && l.held && strcmp(l.holder, holder) == 0;
-	if (held && (rc = ri_eng_lease_put(&s->core, kind, act_key, NULL, 0, l.token)) != RI_ST_OK) {
-		rollback(s);
-		return rc;
-	}
-	if (commit(s) != RI_ST_OK)
-		return ri_st_recode(&s->core, RI_ST_UNAVAILABLE);
-	return held ? RI_ST_OK : ri_st_fail(&s->core, RI_ST_NOT_HELD, 0, NULL, "not held by %s", holder);
+	return true;
 }
 
 /* ---- marks, head ---------------------------------------------------------------- */
@@ -2045,75 +1764,6 @@ inv_rows(void *bk, const char *invocation_id, int64_t *first, int64_t *last, int
 	}
 	done(s, st);
 	return rc == SQLITE_ROW ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "read");
-}
-
-/* The open-intents index against the journal head's count and
- * accumulator (see sq_open_intents), inside the caller's transaction. */
-static int
-open_verify(struct sq *s, const struct ri_jhead *jh)
-{
-	return s->core.key == NULL ? RI_ST_OK : ri_eng_open_scan(&s->core, jh, NULL, NULL, RI_NONE, NULL, NULL);
-}
-
-/* Every actor row (MAC, and bound to its newest registry record) and every
- * mark: small tables, checked whole before a seal. */
-static int
-registry_verify(struct sq *s, const struct ri_jhead *jh)
-{
-	sqlite3_stmt *st;
-	json_t *names = json_array(), *v;
-	size_t i;
-	int rc = RI_ST_OK;
-
-	if ((st = prep(s, "SELECT actor_ref FROM actors")) == NULL) {
-		json_decref(names);
-		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	}
-	while (sqlite3_step(st) == SQLITE_ROW)
-		json_array_append_new(names, col_text_ok(st, 0, false) ? json_string((const char *)sqlite3_column_text(st, 0)) :
-		    json_null());
-	done(s, st);
-	json_array_foreach(names, i, v) {
-		struct ri_actor_row row;
-		bool exists;
-		if (!json_is_string(v))
-			rc = ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: an actor registry row is malformed");
-		else
-			rc = ri_eng_actor_get(&s->core, jh, json_string_value(v), &row, &exists);
-		if (rc != RI_ST_OK)
-			break;
-	}
-	json_array_clear(names);
-	if (rc == RI_ST_OK && (st = prep(s, "SELECT name FROM marks")) != NULL) {
-		while (sqlite3_step(st) == SQLITE_ROW)
-			json_array_append_new(names, col_text_ok(st, 0, false) ?
-			    json_string((const char *)sqlite3_column_text(st, 0)) : json_null());
-		done(s, st);
-		json_array_foreach(names, i, v) {
-			int64_t m;
-			if (!json_is_string(v))
-				rc = ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a mark is malformed");
-			else
-				rc = ri_eng_mark_get(&s->base, json_string_value(v), &m);
-			if (rc != RI_ST_OK)
-				break;
-		}
-	}
-	json_decref(names);
-	return rc;
-}
-
-
-/* store_engine.h seal_verify: the open-intents index and the registry */
-static int
-seal_verify(void *bk, const struct ri_jhead *jh)
-{
-	struct sq *s = bk;
-	int rc;
-
-	if ((rc = open_verify(s, jh)) != RI_ST_OK)
-		return rc;
-	return registry_verify(s, jh);
 }
 
 static void
@@ -2387,43 +2037,6 @@ scope_lasts(void *bk, int type, int (*fn)(void *arg, const char *a, const char *
 	return step == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "rebuild");
 }
 
-/* the text columns (1 or 2) of every row of sql to fn, NULL where one is
- * not text */
-static int
-keys_of(struct sq *s, const char *sql, int cols, int (*fn)(void *arg, const char *a, const char *b), void *arg)
-{
-	sqlite3_stmt *st = prep(s, sql);
-	int rc = RI_ST_OK, step = SQLITE_DONE;
-
-	if (st == NULL)
-		return db_fail(s, RI_ST_UNAVAILABLE, "read");
-	while (rc == RI_ST_OK && (step = sqlite3_step(st)) == SQLITE_ROW)
-		rc = fn(arg, col_text_ok(st, 0, false) ? (const char *)sqlite3_column_text(st, 0) : NULL,
-		    cols < 2 ? NULL : col_text_ok(st, 1, false) ? (const char *)sqlite3_column_text(st, 1) : NULL);
-	if (rc == RI_ST_OK && step != SQLITE_DONE)
-		rc = db_fail(s, RI_ST_UNAVAILABLE, "read");
-	done(s, st);
-	return rc;
-}
-
-static int
-lease_keys(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg)
-{
-	return keys_of(bk, "SELECT kind, act_key FROM leases", 2, fn, arg);
-}
-
-static int
-mark_names(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg)
-{
-	return keys_of(bk, "SELECT name FROM marks", 1, fn, arg);
-}
-
-static int
-actor_names(void *bk, int (*fn)(void *arg, const char *a, const char *b), void *arg)
-{
-	return keys_of(bk, "SELECT actor_ref FROM actors", 1, fn, arg);
-}
-
 static void
 mark_drop(void *bk, const char *name)
 {
@@ -2515,6 +2128,46 @@ scope_counts(void *bk, int64_t *acts, int64_t *invs)
 	    (*invs = count_of(s, "SELECT count(DISTINCT invocation_id) FROM records")) < 0)
 		return db_fail(s, RI_ST_UNAVAILABLE, "read");
 	return RI_ST_OK;
+}
+
+/* store_engine.h row_keys */
+static int
+row_keys(void *bk, enum ri_rows which, char ***keys, size_t *n)
+{
+	static const char *const sql[] = {
+		[RI_ROWS_LEASES] = "SELECT kind, act_key FROM leases",
+		[RI_ROWS_ACTORS] = "SELECT actor_ref FROM actors",
+		[RI_ROWS_MARKS] = "SELECT name FROM marks",
+		[RI_ROWS_ACTORS_LISTED] = "SELECT actor_ref FROM actors ORDER BY created_at, actor_ref",
+	};
+	struct sq *s = bk;
+	int cols = which == RI_ROWS_LEASES ? 2 : 1, rc;
+	sqlite3_stmt *st = prep(s, sql[which]);
+	size_t cap = 0;
+
+	*keys = NULL;
+	*n = 0;
+	if (st == NULL)
+		return db_fail(s, RI_ST_UNAVAILABLE, "read");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		for (int i = 0; i < cols; i++) {
+			if (*n == cap) {
+				char **grown = ri_xcalloc(cap = cap ? 2 * cap : 16, sizeof *grown);
+				if (*n > 0)
+					memcpy(grown, *keys, *n * sizeof *grown);
+				free(*keys);
+				*keys = grown;
+			}
+			(*keys)[(*n)++] = col_text_ok(st, i, false) ? ri_strdup((const char *)sqlite3_column_text(st, i)) : NULL;
+		}
+	rc = rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "read");
+	done(s, st);
+	if (rc != RI_ST_OK) {
+		ri_strings_free(*keys, *n);
+		*keys = NULL;
+		*n = 0;
+	}
+	return rc;
 }
 
 /* store.h read_session: one snapshot, and the rows verified in it */
@@ -2625,15 +2278,28 @@ write_head(void *bk, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri_ms *
 	return RI_ST_OK;
 }
 
-/* the append reads the head again: it moved with the transaction's
- * earlier appends, written through (jhead_set) */
+/* under the engine's head, moved in this transaction by what the engine
+ * did before (a purge's open_remove): append_locked writes it through */
 static int
 be_append_substrate(void *bk, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN], const char *action_ref,
     const char *act_key, json_t *data, ri_ms now, struct ri_appended *out)
 {
-	(void)jh;
-	(void)lh;
-	return append_substrate(bk, action_ref, act_key, data, now, out);
+	struct ri_append a = { .action_ref = action_ref, .act_key = act_key, .actor_ref = RI_SUBSTRATE_ACTOR,
+		.data = data };
+
+	return append_locked(bk, jh, lh, &a, RI_ROLE_OTHER, false, now, out);
+}
+
+static int
+be_clock_now(void *bk, ri_ms *now)
+{
+	return now_or_fail(bk, now);
+}
+
+static int
+be_open_remove(void *bk, struct ri_jhead *jh, const char *invocation_id)
+{
+	return open_remove(bk, jh, invocation_id);
 }
 
 /* The primitives of store_engine.h: SQL and decoding, nothing else. */
@@ -2661,21 +2327,17 @@ static const struct ri_backend sq_backend = {
 	.actor_insert = actor_insert,
 	.actor_update = actor_update,
 	/* the records table read */
-	.read_now = read_now,
 	.in_snapshot = in_snapshot,
 	.record_by_id = record_by_id,
 	.records_from = records_from,
 	.peek_row = peek_row,
 	.inv_rows = inv_rows,
 	.event_id_at = event_id_at,
-	.seal_verify = seal_verify,
 	/* rebuild's writes */
 	.open_reset = open_reset,
 	.nodes_reset = nodes_reset,
 	.open_insert = open_insert,
 	.scope_lasts = scope_lasts,
-	.lease_keys = lease_keys,
-	.mark_names = mark_names,
 	.mark_drop = mark_drop,
 	.leases_malformed_drop = leases_malformed_drop,
 	.jhead_put = jhead_put,
@@ -2684,7 +2346,14 @@ static const struct ri_backend sq_backend = {
 	.jhead_raw = jhead_raw,
 	.leaf_row = leaf_row,
 	.scope_counts = scope_counts,
-	.actor_names = actor_names,
+	.purge_due = purge_due,
+	.payload_drop = payload_drop,
+	.open_remove = be_open_remove,
+	.clock_now = be_clock_now,
+	.lease_sync = lease_sync,
+	.wait_change = change_wait,
+	.wake_recheck = wake_recheck,
+	.row_keys = row_keys,
 };
 _Static_assert(offsetof(struct sq, core) == offsetof(struct ri_eng_store, core), "struct sq begins as ri_eng_store");
 
@@ -2693,15 +2362,15 @@ static const struct ri_store_ops sqlite_ops = {
 	.read_record = ri_eng_read_record,
 	.range_read = ri_eng_range_read,
 	.open_intents = ri_eng_open_intents,
-	.purge = sq_purge,
+	.purge = ri_eng_purge,
 	.actor_add = ri_eng_actor_add,
 	.actor_revoke = ri_eng_actor_revoke,
-	.actor_list = sq_actor_list,
+	.actor_list = ri_eng_actor_list,
 	.authenticate = ri_eng_authenticate,
 	.open_kinds = sq_open_kinds,
-	.take = sq_take,
-	.remaining = sq_remaining,
-	.release = sq_release,
+	.take = ri_eng_take,
+	.remaining = ri_eng_remaining,
+	.release = ri_eng_release,
 	.mark_get = ri_eng_mark_get,
 	.mark_set = ri_eng_mark_set,
 	.traverse = ri_eng_traverse,
