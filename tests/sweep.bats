@@ -856,8 +856,11 @@ batch_case() {
 	# one this test is about (instance start 8: 3 s > 0.2 + 2 x 0.3 + 2 s;
 	# every command checks the conditions, so a config that broke them
 	# would refuse the run, 78).  Sweep lease: closure_latency 3 s +
-	# journal_write_bound 300 ms.
-	ri_cfg '.clock = "system" | .instance.clock_offset_allowance = "100ms" | .instance.reconciliation_cadence = "10s" |
+	# journal_write_bound 300 ms.  No journal fence: the store's fence
+	# would refuse the late write anyway, and then this
+	# test could not tell whether the sweep's own gate (journal write
+	# bound 1) held (RI_NC_NO_WRITE_BOUND_GATE).
+	ri_cfg '.clock = "system" | .instance.journal_fence = "none" | .instance.clock_offset_allowance = "100ms" | .instance.reconciliation_cadence = "10s" |
 	    .instance.run_bound = "7s" | .instance.closure_latency = "3s" | .instance.journal_write_bound = "300ms" |
 	    .instance.read_bound = "200ms" | .instance.compensation_window = "60s" | .kinds.ledger.completion_bound = "3s" |
 	    .kinds.ledger.commit_round_trip = "100ms" | .kinds.ledger.probe_round_trip = "2s"'

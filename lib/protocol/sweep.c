@@ -245,7 +245,10 @@ sweep_write(struct sweep *s, const struct ri_kind *k, const struct ri_record *in
 	for (int attempt = 0; attempt < 3; attempt++) {
 		/* journal write bound 1: the gate before every write */
 		if (r->st->ops->remaining(r->st, k->name, intent->act_key, s->run_id, &w.left) != RI_ST_OK ||
-		    w.left == RI_NONE || r->cfg->journal_write_bound > w.left)
+		    w.left == RI_NONE ||
+		    /* negative control: the gate lets a write start with less
+		     * than journal_write_bound of the lease left */
+		    (!RI_NC(RI_NC_NO_WRITE_BOUND_GATE) && r->cfg->journal_write_bound > w.left))
 			return L_SKIP;
 		enum ri_settled settled = write_settle(r, &w, &e);
 		if (settled == RI_SETTLE_NO_NOW)
