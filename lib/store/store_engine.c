@@ -320,6 +320,146 @@ ri_eng_open_scan(struct ri_st_core *c, const struct ri_jhead *jh, const char *ki
 	return ri_open_scan_end(c, &os, jh);
 }
 
+/* ---- the append ---------------------------------------------------------------- */
+
+/* The open-intents index moves in the append's transaction, and its count
+ * and accumulator in the journal head with it (heads.h). */
+static int
+open_add(struct ri_st_core *c, struct ri_jhead *jh, const char *inv, int64_t seq, const char *kind,
+    const char *act_key, const char *event_id, ri_ms recorded_at, bool first)
+{
+	unsigned char elem[RI_HASH_LEN];
+	bool added = false;
+	int rc = c->be->open_insert(c->bk, inv, seq, kind, act_key, event_id, recorded_at, first, &added);
+
+	if (rc == RI_ST_OK && added) {
+		ri_open_elem(inv, seq, kind, act_key, event_id, recorded_at, elem);
+		ri_acc_xor(jh->open_acc, elem);
+		jh->open_count++;
+	}
+	return rc;
+}
+
+/*
+ * Append one record inside an open write transaction, under the journal
+ * head jh the caller verified (and locked) in it (lh: the hash at
+ * jh->last_seq).  The substrate stamps recorded_at (never earlier than the
+ * record before it), mints the event and attestation ids, places retention
+ * by the kind's fixed policy (journal 6), chains and MACs the record, moves
+ * the heads of its act and invocation in the tree and the journal head
+ * (one MAC over all of it).  A failure leaves the transaction to be rolled
+ * back.
+ */
+int
+ri_eng_append_locked(struct ri_st_core *c, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN],
+    const struct ri_append *a, int role, bool unplaced, ri_ms now, struct ri_appended *out)
+{
+	char kind[128], attestation[RI_ID_LEN + 1], *payload;
+	struct scope act, inv;
+	int64_t act_last = 0, inv_last = 0;
+	unsigned char salt[RI_SALT_LEN], digest[RI_HASH_LEN], hash[RI_HASH_LEN], mac[RI_HASH_LEN];
+	struct ri_header h;
+	ri_ms recorded_at = now, retention;
+	int rc;
+	const char *act_key = a->act_key ? a->act_key : "";
+
+	if (ri_kind_of(a->action_ref, kind, sizeof kind) != 0)
+		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "malformed action ref");
+	scope_make(&act, SCOPE_ACT, kind, act_key);
+	if (a->invocation_id != NULL) {
+		scope_make(&inv, SCOPE_INV, a->invocation_id, NULL);
+		if (c->be->scopes_hint != NULL &&
+		    (rc = c->be->scopes_hint(c->bk, act.key, kind, act_key, inv.key, a->invocation_id)) != RI_ST_OK)
+			return rc;
+	}
+	if ((rc = ri_eng_scope_head(c, jh, &act, kind, act_key, &act_last)) != RI_ST_OK)
+		return rc;
+	if (a->invocation_id != NULL) {
+		if ((rc = ri_eng_scope_head(c, jh, &inv, a->invocation_id, NULL, &inv_last)) != RI_ST_OK)
+			return rc;
+	}
+	if (jh->last_seq > 0) {
+		/* recorded_at never goes backwards, whatever the clock did */
+		ri_ms last_at;
+		if ((rc = c->be->recorded_at_of(c->bk, jh->last_seq, &last_at)) != RI_ST_OK)
+			return rc;
+		if (last_at != RI_NONE && last_at > recorded_at)
+			recorded_at = last_at;
+	}
+	if (strcmp(kind, "audit") == 0) {
+		retention = INT64_MAX;          /* the substrate's own records are kept */
+	} else {
+		const struct ri_kind *k = ri_config_kind(c->cfg, kind);
+		retention = k == NULL || unplaced ? RI_NONE : recorded_at + k->retention_period;
+	}
+	if (a->event_id != NULL)
+		snprintf(out->event_id, sizeof out->event_id, "%s", a->event_id);
+	else
+		ri_mint_id("evt_", out->event_id);
+	ri_mint_id("att_", attestation);
+	payload = ri_json_canonical(a->data);
+	randombytes_buf(salt, sizeof salt);
+	ri_payload_digest(salt, payload, strlen(payload), digest);
+	h = (struct ri_header){
+		.instance_id = c->instance_id, .seq = jh->last_seq + 1, .event_id = out->event_id,
+		.action_ref = a->action_ref, .kind = kind, .act_key = act_key,
+		.invocation_id = a->invocation_id, .actor_ref = a->actor_ref,
+		.attestation_id = attestation, .recorded_at = recorded_at,
+		.retention_until = retention, .role = role, .act_prev = act_last,
+		.inv_prev = a->invocation_id ? inv_last : 0, .payload_digest = digest,
+	};
+	/* the key never leaves the host: hash and MAC are computed here */
+	ri_record_hash(lh, &h, hash);
+	ri_mac(c->key, c->keylen, hash, RI_HASH_LEN, mac);
+	rc = c->be->record_insert(c->bk, &h, payload, salt, hash, mac);
+	free(payload);
+	if (rc != RI_ST_OK)
+		return rc;
+	/* the heads of its scopes, then the journal's: one MAC binds them all */
+	if ((rc = ri_eng_tree_put(c, jh, act.key, h.seq, hash)) != RI_ST_OK ||
+	    (a->invocation_id && (rc = ri_eng_tree_put(c, jh, inv.key, h.seq, hash)) != RI_ST_OK))
+		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(c, RI_ST_STEP2) : rc;
+	/* the derived index of open intents moves in the same transaction */
+	if (role == RI_ROLE_INTENT && a->invocation_id != NULL)
+		rc = open_add(c, jh, a->invocation_id, h.seq, kind, act_key, h.event_id, recorded_at, inv_last == 0);
+	else if (ri_role_closing(role) && a->invocation_id != NULL)
+		rc = c->be->open_remove(c->bk, jh, a->invocation_id);
+	if (rc != RI_ST_OK)
+		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(c, RI_ST_STEP2) : rc;
+	jh->last_seq = h.seq;
+	if (strcmp(a->action_ref, "audit.sealed") == 0)
+		jh->sealed_seq = h.seq;
+	/* an accepted restore (ri-init --accept-restore) is a rollback: the
+	 * fencing tokens granted in the lost stretch are unknown, so the grant
+	 * counter jumps to the restore's instant in ms -- above every token
+	 * granted before, short of more than one grant per ms on average */
+	if (strcmp(a->action_ref, "audit.restored") == 0 && jh->grants < recorded_at)
+		jh->grants = recorded_at;
+	if ((rc = c->be->jhead_put(c->bk, jh, hash)) != RI_ST_OK)
+		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(c, RI_ST_STEP2) : rc;
+	out->seq = h.seq;
+	out->recorded_at = recorded_at;
+	memcpy(out->hash, hash, RI_HASH_LEN);
+	/* its witness line, added once the transaction commits (issue 39) */
+	ri_st_witness_pend(c, &h, hash, a->data);
+	return RI_ST_OK;
+}
+
+/* A substrate record (audit.*: actor "audit", no credential) inside the
+ * caller's write transaction, under its head jh -- moved in this
+ * transaction by what the caller did before (a purge's open_remove):
+ * the append writes it through.  act_key: "" (the substrate's own act),
+ * or the actor ref of a registry record (the actor's scope). */
+static int
+append_substrate(struct ri_st_core *c, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN],
+    const char *action_ref, const char *act_key, json_t *data, ri_ms now, struct ri_appended *out)
+{
+	struct ri_append a = { .action_ref = action_ref, .act_key = act_key, .actor_ref = RI_SUBSTRATE_ACTOR,
+		.data = data };
+
+	return ri_eng_append_locked(c, jh, lh, &a, RI_ROLE_OTHER, false, now, out);
+}
+
 /* ---- the registry's rows -------------------------------------------------- */
 
 static int mark_get(struct ri_st_core *c, const char *name, int64_t *seq);
@@ -558,7 +698,7 @@ ri_eng_actor_add(struct ri_store *st, const char *actor, bool service, char cred
 		goto fail;
 	}
 	json_t *data = json_pack("{s:s, s:s}", "actor_ref", actor, "type", service ? "service" : "human");
-	rc = c->be->append_substrate(c->bk, &jh, lh, "audit.actor_registered", actor, data, now, &ap);
+	rc = append_substrate(c, &jh, lh, "audit.actor_registered", actor, data, now, &ap);
 	json_decref(data);
 	if (rc != RI_ST_OK)
 		goto fail;
@@ -649,7 +789,7 @@ ri_eng_actor_revoke(struct ri_store *st, const char *actor)
 		return RI_ST_OK;        /* already revoked: idempotent */
 	}
 	json_t *data = json_pack("{s:s}", "actor_ref", actor);
-	rc = c->be->append_substrate(c->bk, &jh, lh, "audit.actor_revoked", actor, data, now, &ap);
+	rc = append_substrate(c, &jh, lh, "audit.actor_revoked", actor, data, now, &ap);
 	json_decref(data);
 	if (rc != RI_ST_OK)
 		goto fail;
@@ -950,7 +1090,7 @@ ri_eng_seal(struct ri_store *st, const unsigned char sk[64], json_t *extra, stru
 	    "head_hash", hh, "signature", sh, "algorithm", "ed25519");
 	if (extra != NULL)
 		json_object_update_missing(data, extra);
-	rc = c->be->append_substrate(c->bk, &jh, lh, "audit.sealed", "", data, now, out);
+	rc = append_substrate(c, &jh, lh, "audit.sealed", "", data, now, out);
 	json_decref(data);
 	if (rc != RI_ST_OK)
 		goto fail;
@@ -1038,10 +1178,10 @@ ri_eng_rebuild(struct ri_store *st, json_t **report)
 	if ((rc = c->be->open_reset(c->bk)) != RI_ST_OK)
 		goto fail;
 	json_object_foreach(rb.open, inv, v) {
-		if ((rc = c->be->open_insert(c->bk, &jh, inv, json_integer_value(json_object_get(v, "seq")),
+		if ((rc = open_add(c, &jh, inv, json_integer_value(json_object_get(v, "seq")),
 		    json_string_value(json_object_get(v, "kind")), json_string_value(json_object_get(v, "act_key")),
 		    json_string_value(json_object_get(v, "event_id")),
-		    json_integer_value(json_object_get(v, "recorded_at")))) != RI_ST_OK)
+		    json_integer_value(json_object_get(v, "recorded_at")), false)) != RI_ST_OK)
 			goto fail;
 	}
 	/* the tree of scope heads, from the verified records */
@@ -1265,7 +1405,7 @@ ri_eng_purge(struct ri_store *st, ri_ms now, int64_t *purged)
 		json_t *data = json_pack("{s:I, s:I, s:I, s:o}", "purged", (json_int_t)b.n,
 		    "first_seq", (json_int_t)b.first, "last_seq", (json_int_t)b.last, "retention_period_s", b.kinds);
 		ri_fault("purge.between");
-		rc = c->be->append_substrate(c->bk, &jh, lh, "audit.purged", "", data, wnow, &ap);
+		rc = append_substrate(c, &jh, lh, "audit.purged", "", data, wnow, &ap);
 		json_decref(data);
 		if (rc != RI_ST_OK) {
 			c->be->rollback(c->bk);

@@ -1876,46 +1876,19 @@ fence_armed(void *bk, const char *kind, const char *act_key, const struct ri_fen
 }
 
 
+/* store_engine.h open_insert.  first: the first record of an invocation
+ * is its intent -- the authenticated scope head says it has none yet, so
+ * no index row can stand for it, and the row is written deferred with the
+ * append's other writes, no answer awaited.  A row there all the same is a
+ * corrupted index: the INSERT fails and the append with it (step 2, fail
+ * closed). */
 static int
-open_add(struct pg *s, struct ri_jhead *jh, const char *inv, int64_t seq, const char *kind, const char *act_key,
-    const char *event_id, ri_ms recorded_at)
+open_insert(void *bk, const char *inv, int64_t seq, const char *kind, const char *act_key, const char *event_id,
+    ri_ms recorded_at, bool first, bool *added)
 {
+	struct pg *s = bk;
 	struct params p = { 0 };
-	unsigned char elem[RI_HASH_LEN];
 	PGresult *r;
-
-	p_text(&p, inv);
-	p_int(&p, seq);
-	p_text(&p, kind);
-	p_text(&p, act_key);
-	p_text(&p, event_id);
-	p_int(&p, recorded_at);
-	r = run(s, "INSERT INTO open_intents VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING", &p);
-	if (!res_ok(r)) {
-		int rc = db_fail(s, RI_ST_UNAVAILABLE, "append", r);
-		PQclear(r);
-		return rc;
-	}
-	if (strcmp(PQcmdTuples(r), "1") == 0) {
-		ri_open_elem(inv, seq, kind, act_key, event_id, recorded_at, elem);
-		ri_acc_xor(jh->open_acc, elem);
-		jh->open_count++;
-	}
-	PQclear(r);
-	return RI_ST_OK;
-}
-
-/* The first record of an invocation is its intent: the authenticated
- * scope head says it has none yet, so no index row can stand for it, and
- * the row is written deferred with the append's other writes, no answer
- * awaited.  A row there all the same is a corrupted index: the INSERT
- * fails and the append with it (step 2, fail closed). */
-static int
-open_add_first(struct pg *s, struct ri_jhead *jh, const char *inv, int64_t seq, const char *kind,
-    const char *act_key, const char *event_id, ri_ms recorded_at)
-{
-	struct params p = { 0 };
-	unsigned char elem[RI_HASH_LEN];
 	int rc;
 
 	p_text(&p, inv);
@@ -1924,12 +1897,20 @@ open_add_first(struct pg *s, struct ri_jhead *jh, const char *inv, int64_t seq, 
 	p_text(&p, act_key);
 	p_text(&p, event_id);
 	p_int(&p, recorded_at);
-	if ((rc = defer_write(s, RI_ST_STEP2, "append", "INSERT INTO open_intents VALUES ($1, $2, $3, $4, $5, $6)",
-	    &p)) != RI_ST_OK)
+	if (first) {
+		if ((rc = defer_write(s, RI_ST_STEP2, "append", "INSERT INTO open_intents VALUES ($1, $2, $3, $4, $5, $6)",
+		    &p)) == RI_ST_OK)
+			*added = true;
 		return rc;
-	ri_open_elem(inv, seq, kind, act_key, event_id, recorded_at, elem);
-	ri_acc_xor(jh->open_acc, elem);
-	jh->open_count++;
+	}
+	r = run(s, "INSERT INTO open_intents VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING", &p);
+	if (!res_ok(r)) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "append", r);
+		PQclear(r);
+		return rc;
+	}
+	*added = strcmp(PQcmdTuples(r), "1") == 0;
+	PQclear(r);
 	return RI_ST_OK;
 }
 
@@ -1966,115 +1947,61 @@ open_remove(struct pg *s, struct ri_jhead *jh, const char *inv)
 
 /* ---- record_action ------------------------------------------------------- */
 
-/*
- * Append one record inside an open write transaction, under the journal
- * head jh the caller verified (and locked) in it: the same record, chain,
- * MAC, tree and head moves as store_sqlite.c's append_locked.  now is the
- * instance clock; recorded_at never goes backwards.
- */
+/* store_engine.h recorded_at_of: the head's, as fetched with it
+ * (jhead_fetch_tx) or as this transaction's last append wrote it
+ * (record_insert) -- no round trip of its own */
 static int
-append_locked(struct pg *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN], const struct ri_append *a,
-    int role, bool unplaced, ri_ms now, struct ri_appended *out)
+recorded_at_of(void *bk, int64_t seq, ri_ms *at)
 {
-	char kind[128], attestation[RI_ID_LEN + 1], *payload;
-	struct scope act, inv;
-	struct params p = { 0 };
-	int64_t act_last = 0, inv_last = 0;
-	unsigned char salt[RI_SALT_LEN], digest[RI_HASH_LEN], hash[RI_HASH_LEN], mac[RI_HASH_LEN];
-	struct ri_header h;
-	ri_ms recorded_at = now, retention;
-	int rc;
-	const char *act_key = a->act_key ? a->act_key : "";
+	(void)seq;
+	*at = ((struct pg *)bk)->last_at;
+	return RI_ST_OK;
+}
 
-	if (ri_kind_of(a->action_ref, kind, sizeof kind) != 0)
-		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "malformed action ref");
-	scope_make(&act, SCOPE_ACT, kind, act_key);
-	if (a->invocation_id != NULL) {
-		scope_make(&inv, SCOPE_INV, a->invocation_id, NULL);
-		if ((rc = scopes_prefetch(s, act.key, kind, act_key, inv.key, a->invocation_id)) != RI_ST_OK)
-			return rc;
-	}
-	if ((rc = ri_eng_scope_head(&s->core, jh, &act, kind, act_key, &act_last)) != RI_ST_OK)
-		return rc;
-	if (a->invocation_id != NULL) {
-		if ((rc = ri_eng_scope_head(&s->core, jh, &inv, a->invocation_id, NULL, &inv_last)) != RI_ST_OK)
-			return rc;
-	}
-	if (jh->last_seq > 0 && s->last_at != RI_NONE && s->last_at > recorded_at)
-		recorded_at = s->last_at;
-	if (strcmp(kind, "audit") == 0) {
-		retention = INT64_MAX;
-	} else {
-		const struct ri_kind *k = ri_config_kind(s->core.cfg, kind);
-		retention = k == NULL || unplaced ? RI_NONE : recorded_at + k->retention_period;
-	}
-	if (a->event_id != NULL)
-		snprintf(out->event_id, sizeof out->event_id, "%s", a->event_id);
-	else
-		ri_mint_id("evt_", out->event_id);
-	ri_mint_id("att_", attestation);
-	payload = ri_json_canonical(a->data);
-	randombytes_buf(salt, sizeof salt);
-	ri_payload_digest(salt, payload, strlen(payload), digest);
-	h = (struct ri_header){
-		.instance_id = s->core.instance_id, .seq = jh->last_seq + 1, .event_id = out->event_id,
-		.action_ref = a->action_ref, .kind = kind, .act_key = act_key,
-		.invocation_id = a->invocation_id, .actor_ref = a->actor_ref,
-		.attestation_id = attestation, .recorded_at = recorded_at,
-		.retention_until = retention, .role = role, .act_prev = act_last,
-		.inv_prev = a->invocation_id ? inv_last : 0, .payload_digest = digest,
-	};
-	/* the key never leaves the host: hash and MAC are computed here */
-	ri_record_hash(lh, &h, hash);
-	ri_mac(s->core.key, s->core.keylen, hash, RI_HASH_LEN, mac);
-	p_int(&p, h.seq);
-	p_text(&p, h.event_id);
-	p_text(&p, h.action_ref);
-	p_text(&p, kind);
-	p_text(&p, act_key);
-	p_text(&p, a->invocation_id);
-	p_text(&p, a->actor_ref);
-	p_text(&p, attestation);
-	p_int(&p, recorded_at);
-	p_ms(&p, retention);
-	p_int(&p, role);
-	p_int(&p, h.act_prev);
-	p_int(&p, h.inv_prev);
+/* store_engine.h record_insert: deferred, sent with the append's other
+ * writes */
+static int
+record_insert(void *bk, const struct ri_header *h, const char *payload, const unsigned char salt[RI_SALT_LEN],
+    const unsigned char hash[RI_HASH_LEN], const unsigned char mac[RI_HASH_LEN])
+{
+	struct pg *s = bk;
+	struct params p = { 0 };
+	int rc;
+
+	p_int(&p, h->seq);
+	p_text(&p, h->event_id);
+	p_text(&p, h->action_ref);
+	p_text(&p, h->kind);
+	p_text(&p, h->act_key);
+	p_text(&p, h->invocation_id);
+	p_text(&p, h->actor_ref);
+	p_text(&p, h->attestation_id);
+	p_int(&p, h->recorded_at);
+	p_ms(&p, h->retention_until);
+	p_int(&p, h->role);
+	p_int(&p, h->act_prev);
+	p_int(&p, h->inv_prev);
 	p_text(&p, payload);
-	p_bytes(&p, salt, sizeof salt);
-	p_bytes(&p, digest, RI_HASH_LEN);
+	p_bytes(&p, salt, RI_SALT_LEN);
+	p_bytes(&p, h->payload_digest, RI_HASH_LEN);
 	p_bytes(&p, hash, RI_HASH_LEN);
 	p_bytes(&p, mac, RI_HASH_LEN);
 	rc = defer_write(s, RI_ST_STEP2, "append", "INSERT INTO records(" REC_COLS ") VALUES ($1, $2, $3, $4, $5,"
 	    " $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)", &p);
-	free(payload);
-	if (rc != RI_ST_OK)
-		return rc;
-	if ((rc = ri_eng_tree_put(&s->core, jh, act.key, h.seq, hash)) != RI_ST_OK ||
-	    (a->invocation_id && (rc = ri_eng_tree_put(&s->core, jh, inv.key, h.seq, hash)) != RI_ST_OK))
-		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
-	if (role == RI_ROLE_INTENT && a->invocation_id != NULL && inv_last == 0)
-		rc = open_add_first(s, jh, a->invocation_id, h.seq, kind, act_key, h.event_id, recorded_at);
-	else if (role == RI_ROLE_INTENT && a->invocation_id != NULL)
-		rc = open_add(s, jh, a->invocation_id, h.seq, kind, act_key, h.event_id, recorded_at);
-	else if (ri_role_closing(role) && a->invocation_id != NULL)
-		rc = open_remove(s, jh, a->invocation_id);
-	if (rc != RI_ST_OK)
-		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
-	jh->last_seq = h.seq;
-	if (strcmp(a->action_ref, "audit.sealed") == 0)
-		jh->sealed_seq = h.seq;
-	if (strcmp(a->action_ref, "audit.restored") == 0 && jh->grants < recorded_at)
-		jh->grants = recorded_at;
-	if ((rc = jhead_set(s, jh, hash)) != RI_ST_OK)
-		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
-	s->last_at = recorded_at;
-	out->seq = h.seq;
-	out->recorded_at = recorded_at;
-	memcpy(out->hash, hash, RI_HASH_LEN);
-	/* its witness line, added once the transaction commits (issue 39) */
-	ri_st_witness_pend(&s->core, &h, hash, a->data);
-	return RI_ST_OK;
+	/* a later failure rolls the transaction back, and the next one reads
+	 * the head, and last_at, again */
+	if (rc == RI_ST_OK)
+		s->last_at = h->recorded_at;
+	return rc;
+}
+
+/* store_engine.h scopes_hint: the act's and the invocation's newest rows
+ * and tree paths in one round trip */
+static int
+scopes_hint(void *bk, const unsigned char act[RI_SCOPE_LEN], const char *kind, const char *act_key,
+    const unsigned char inv[RI_SCOPE_LEN], const char *invocation_id)
+{
+	return scopes_prefetch(bk, act, kind, act_key, inv, invocation_id);
 }
 
 /* Open a write transaction and lock and verify the journal head in it:
@@ -2201,7 +2128,7 @@ pg_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 			goto fail;
 		memcpy(lh, bout.hash, RI_HASH_LEN);
 	}
-	if ((rc = append_locked(s, &jh, lh, a, role, fa == RI_FA_NORETENTION, now, out)) != RI_ST_OK)
+	if ((rc = ri_eng_append_locked(&s->core, &jh, lh, a, role, fa == RI_FA_NORETENTION, now, out)) != RI_ST_OK)
 		goto fail;
 	if (a->fault_tag != NULL) {
 		/* the multi-node tests' seam: locks held, COMMIT not yet sent */
@@ -2235,7 +2162,7 @@ append_substrate(struct pg *s, struct ri_jhead *jh, const unsigned char lh[RI_HA
 	struct ri_append a = { .action_ref = action_ref, .act_key = act_key, .actor_ref = RI_SUBSTRATE_ACTOR,
 		.data = data };
 
-	return append_locked(s, jh, lh, &a, RI_ROLE_OTHER, false, now, out);
+	return ri_eng_append_locked(&s->core, jh, lh, &a, RI_ROLE_OTHER, false, now, out);
 }
 
 /* The substrate's own records, n of them, in one transaction (store.h
@@ -2256,7 +2183,7 @@ pg_append_many(struct ri_store *base, const struct ri_append *v, size_t n, struc
 	for (size_t i = 0; i < n; i++) {
 		memset(&out[i], 0, sizeof out[i]);
 		if ((rc = ri_substrate_role(&s->core, &v[i], &role)) != RI_ST_OK ||
-		    (rc = append_locked(s, &jh, lh, &v[i], role, false, now, &out[i])) != RI_ST_OK) {
+		    (rc = ri_eng_append_locked(&s->core, &jh, lh, &v[i], role, false, now, &out[i])) != RI_ST_OK) {
 			rollback_keep(s);
 			return rc;
 		}
@@ -2596,13 +2523,6 @@ nodes_reset(void *bk)
 }
 
 static int
-open_insert(void *bk, struct ri_jhead *jh, const char *inv, int64_t seq, const char *kind, const char *act_key,
-    const char *event_id, ri_ms recorded_at)
-{
-	return open_add(bk, jh, inv, seq, kind, act_key, event_id, recorded_at);
-}
-
-static int
 scope_lasts(void *bk, int type, int (*fn)(void *arg, const char *a, const char *b, int64_t last), void *arg)
 {
 	struct pg *s = bk;
@@ -2887,13 +2807,6 @@ be_open_remove(void *bk, struct ri_jhead *jh, const char *invocation_id)
 	return open_remove(bk, jh, invocation_id);
 }
 
-static int
-be_append_substrate(void *bk, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN], const char *action_ref,
-    const char *act_key, json_t *data, ri_ms now, struct ri_appended *out)
-{
-	return append_substrate(bk, jh, lh, action_ref, act_key, data, now, out);
-}
-
 /* The primitives of store_engine.h: SQL and decoding, behind them the
  * read-ahead, the deferred writes and the batched nodes. */
 static const struct ri_backend pg_backend = {
@@ -2919,7 +2832,6 @@ static const struct ri_backend pg_backend = {
 	.mark_read = mark_read,
 	.mark_write = mark_write,
 	.write_head = be_write_head,
-	.append_substrate = be_append_substrate,
 	.actor_insert = actor_insert,
 	.actor_update = actor_update,
 	/* the records table read */
@@ -2948,6 +2860,10 @@ static const struct ri_backend pg_backend = {
 	.open_remove = be_open_remove,
 	.clock_now = be_clock_now,
 	.row_keys = row_keys,
+	/* the append */
+	.recorded_at_of = recorded_at_of,
+	.record_insert = record_insert,
+	.scopes_hint = scopes_hint,
 };
 _Static_assert(offsetof(struct pg, core) == offsetof(struct ri_eng_store, core), "struct pg begins as ri_eng_store");
 
