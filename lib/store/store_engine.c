@@ -460,6 +460,138 @@ append_substrate(struct ri_st_core *c, struct ri_jhead *jh, const unsigned char 
 	return ri_eng_append_locked(c, jh, lh, &a, RI_ROLE_OTHER, false, now, out);
 }
 
+/*
+ * record_action(action_ref, actor_ref, credential, data) -> event id, or
+ * invalid-credential | invalid-request(cause) | recording-failure(step-2 |
+ * step-3 | step-4) | a lost reply | fenced.  The fault points
+ * "<tag>.before" and "<tag>.after" reach the arms nothing else reaches.
+ * Step 2 is any failure before COMMIT (nothing landed).
+ */
+int
+ri_eng_record_action(struct ri_store *st, const struct ri_append *a, struct ri_appended *out)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+	const struct ri_config *cfg = c->cfg;
+	char kind[128];
+	enum ri_fault_action fa = RI_FA_NONE;
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN];
+	ri_ms now;
+	int rc, role;
+
+	memset(out, 0, sizeof *out);
+	ri_st_err_clear(&c->err);
+	if ((rc = ri_append_request_judge(c, a, kind, sizeof kind, &role, out)) != RI_ST_OK ||
+	    (rc = ri_append_fault_before(c, a, &fa)) != RI_ST_OK)
+		return rc;
+	if (c->be->append_ahead != NULL)
+		c->be->append_ahead(c->bk, a, kind);
+	/* the journal head, verified inside the write transaction: nothing is
+	 * appended to a journal that fails verification */
+	if ((rc = c->be->write_head(c->bk, &jh, lh, &now)) != RI_ST_OK)
+		return rc == RI_ST_UNAVAILABLE || rc == RI_ST_READONLY ? ri_st_recode(c, RI_ST_STEP2) : rc;
+	/* Check 8.1.6 judges the actor at the record's recorded_at, which never
+	 * goes backwards (ri_eng_append_locked): the credential is judged at
+	 * that instant too, or a host whose clock lags the revocation lands a
+	 * revoked actor's record after it (issue 41, lifecycle: actors
+	 * revoked) */
+	ri_ms at = now;         /* negative control: the host's clock */
+	if (!RI_NC(RI_NC_CRED_AT_NOW) && jh.last_seq > 0) {
+		ri_ms last_at;
+		if ((rc = c->be->recorded_at_of(c->bk, jh.last_seq, &last_at)) != RI_ST_OK)
+			goto fail;
+		if (last_at != RI_NONE && last_at > at)
+			at = last_at;
+	}
+	if ((rc = ri_eng_check_credential(c, &jh, a->actor_ref, a->credential, at, NULL)) != RI_ST_OK)
+		goto fail;
+	/* negative control: the fence is never checked */
+	if (!RI_NC(RI_NC_NO_JOURNAL_FENCE) && a->fence != NULL && cfg->journal_fence &&
+	    (rc = ri_eng_check_fence(c, kind, a->act_key ? a->act_key : "", a->fence, now)) != RI_ST_OK)
+		goto fail;
+	if (a->bindings_guard && c->be->bindings_guard != NULL) {
+		if ((rc = c->be->bindings_guard(c->bk, a)) != RI_ST_OK)
+			goto fail;
+	} else if (a->bindings_guard) {
+		/* bindings are history (issue 41): another writer may have
+		 * recorded the kind's bindings since this one decided what its
+		 * record needs -- judged under the head lock, so the decision and
+		 * the record are one */
+		struct scope bsc;
+		int64_t blast = 0;
+		scope_make(&bsc, SCOPE_ACT, "audit", "bindings:");
+		if ((rc = ri_eng_scope_head(c, &jh, &bsc, "audit", "bindings:", &blast)) != RI_ST_OK ||
+		    (rc = ri_append_bindings_judge(c, a, blast)) != RI_ST_OK)
+			goto fail;
+	}
+	if (a->bound != NULL) {
+		/* the kind's bindings changed: recorded in the same transaction,
+		 * just before the first record they judge (bindings.h) */
+		struct ri_appended bout;
+		if ((rc = append_substrate(c, &jh, lh, "audit.bound", "bindings:", a->bound, now, &bout)) != RI_ST_OK)
+			goto fail;
+		memcpy(lh, bout.hash, RI_HASH_LEN);
+	}
+	if ((rc = ri_eng_append_locked(c, &jh, lh, a, role, fa == RI_FA_NORETENTION, now, out)) != RI_ST_OK)
+		goto fail;
+	if ((rc = c->be->append_commit != NULL ? c->be->append_commit(c->bk, a, out) : c->be->commit(c->bk)) != RI_ST_OK)
+		return rc;
+	return ri_append_landed(c, a, fa, kind, out);
+fail:
+	c->be->rollback(c->bk);
+	if (rc == RI_ST_UNAVAILABLE)
+		rc = RI_ST_STEP2;
+	return rc;
+}
+
+int
+ri_eng_substrate(struct ri_store *st, const char *action_ref, json_t *data, struct ri_appended *out)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN];
+	ri_ms now;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	if (strncmp(action_ref, "audit.", 6) != 0)
+		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "a substrate record is audit.*");
+	if ((rc = c->be->write_head(c->bk, &jh, lh, &now)) != RI_ST_OK)
+		return rc;
+	if ((rc = append_substrate(c, &jh, lh, action_ref, "", data, now, out)) != RI_ST_OK) {
+		c->be->rollback(c->bk);
+		return rc;
+	}
+	return c->be->commit(c->bk);
+}
+
+/* The substrate's own records, n of them, in one transaction (store.h
+ * append_substrate: a restore's, the sweep's audit.reconciled). */
+int
+ri_eng_append_many(struct ri_store *st, const struct ri_append *v, size_t n, struct ri_appended *out)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN];
+	ri_ms now;
+	int rc, role;
+
+	if (c->key == NULL)
+		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "appending needs the integrity key");
+	if ((rc = c->be->write_head(c->bk, &jh, lh, &now)) != RI_ST_OK)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		memset(&out[i], 0, sizeof out[i]);
+		if ((rc = ri_substrate_role(c, &v[i], &role)) != RI_ST_OK ||
+		    (rc = ri_eng_append_locked(c, &jh, lh, &v[i], role, false, now, &out[i])) != RI_ST_OK) {
+			c->be->rollback(c->bk);
+			return rc;
+		}
+		memcpy(lh, out[i].hash, RI_HASH_LEN);
+	}
+	return c->be->commit(c->bk);
+}
+
 /* ---- the registry's rows -------------------------------------------------- */
 
 static int mark_get(struct ri_st_core *c, const char *name, int64_t *seq);

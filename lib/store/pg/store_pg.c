@@ -103,6 +103,7 @@ struct pg {
 	bool written_all;
 	char *fence;                    /* journal fence 3: ri.fence's value, sent with the writes */
 	unsigned long round_trips;      /* RI_PG_TRACE: counted, printed at close */
+	unsigned long rt0;              /* round_trips when record_action began (the trace) */
 	int trace;                      /* RI_PG_TRACE=2: every statement too */
 };
 
@@ -1862,7 +1863,7 @@ fence_until(void *bk, const struct ri_fence *f, ri_ms now, ri_ms *until)
 
 /* store_engine.h fence_armed: the lease row was locked (after the head:
  * the lock order; sent ahead in the head's round trip); the COMMIT-time
- * fence is kept to be set with the writes (pg_record_action). */
+ * fence is kept to be set with the writes (append_commit). */
 static void
 fence_armed(void *bk, const char *kind, const char *act_key, const struct ri_fence *f, ri_ms until)
 {
@@ -2060,76 +2061,53 @@ reads_ahead(struct pg *s, const struct ri_append *a, const char *kind)
 	}
 }
 
-/*
- * record_action -- see store_sqlite.c for the contract.  Here: step 2 is
- * any failure before COMMIT is sent (the server rolls the transaction
- * back: nothing landed); journal fence 3 is checked twice, under the
- * lease row's lock and again by the server at COMMIT; a COMMIT sent with
- * no reply is a lost reply, read back by event id (resolve 24).
- */
-static int append_substrate(struct pg *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN],
-    const char *action_ref, const char *act_key, json_t *data, ri_ms now, struct ri_appended *out);
-
-static int
-pg_record_action(struct ri_store *base, const struct ri_append *a, struct ri_appended *out)
+/* store_engine.h append_ahead: step 2 until COMMIT is sent -- the
+ * journal head locked and verified (nothing is appended to a journal that
+ * fails verification); the append's reads travel with it, judged only
+ * after it is */
+static void
+append_ahead(void *bk, const struct ri_append *a, const char *kind)
 {
-	struct pg *s = (struct pg *)base;
-	const struct ri_config *c = s->core.cfg;
-	char point[96], kind[128];
-	enum ri_fault_action fa = RI_FA_NONE;
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
-	unsigned long rt0 = s->round_trips;
-	ri_ms now;
-	int rc, role;
+	struct pg *s = bk;
 
-	memset(out, 0, sizeof *out);
-	ri_st_err_clear(&s->core.err);
-	if ((rc = ri_append_request_judge(&s->core, a, kind, sizeof kind, &role, out)) != RI_ST_OK ||
-	    (rc = ri_append_fault_before(&s->core, a, &fa)) != RI_ST_OK)
-		return rc;
-	/* step 2 until COMMIT is sent: the journal head locked and verified
-	 * (nothing is appended to a journal that fails verification); the
-	 * append's reads travel with it, judged only after it is */
+	s->rt0 = s->round_trips;
 	reads_ahead(s, a, kind);
-	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
-		return rc == RI_ST_UNAVAILABLE || rc == RI_ST_READONLY ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
-	/* Check 8.1.6: the credential judged at the recorded_at the record will
-	 * carry (never backwards, append_locked), as store_sqlite.c does */
-	ri_ms at = RI_NC(RI_NC_CRED_AT_NOW) ? now :     /* negative control: the host's clock */
-	    jh.last_seq > 0 && s->last_at != RI_NONE && s->last_at > now ? s->last_at : now;
-	if ((rc = ri_eng_check_credential(&s->core, &jh, a->actor_ref, a->credential, at, NULL)) != RI_ST_OK)
-		goto fail;
-	/* negative control: the fence is never checked */
-	if (!RI_NC(RI_NC_NO_JOURNAL_FENCE) && a->fence != NULL && c->journal_fence &&
-	    (rc = ri_eng_check_fence(&s->core, kind, a->act_key ? a->act_key : "", a->fence, now)) != RI_ST_OK)
-		goto fail;
-	if (!RI_NC(RI_NC_BINDINGS_UNGUARDED) && a->bindings_guard) {
-		/* bindings are history (issue 41): the writer's decision holds
-		 * only while the bindings scope is as it read it.  Judged under
-		 * the head's lock, sent with the writes so it costs no round trip
-		 * of its own (issue 13): a newer audit.bound makes the statement
-		 * fail (a division by zero, plain SQL's one way to raise), COMMIT
-		 * never runs, and the writer reads the bindings again.  A check
-		 * of concurrency, not of integrity: every reader and the audit
-		 * verify the rows themselves. */
-		struct params p = { 0 };
-		p_int(&p, a->bindings_seen);
-		if ((rc = defer_write(s, RI_ST_STALE_BINDINGS, "the kind's bindings, recorded anew since they were read",
-		    "SELECT 1 / (coalesce(max(seq), 0) = $1)::int FROM records"
-		    " WHERE kind = 'audit' AND act_key = 'bindings:'", &p)) != RI_ST_OK)
-			goto fail;
-	}
-	if (a->bound != NULL) {
-		/* the kind's bindings changed: recorded in the same transaction,
-		 * just before the first record they judge (bindings.h) */
-		struct ri_appended bout;
-		if ((rc = append_substrate(s, &jh, lh, "audit.bound", "bindings:", a->bound, now, &bout)) != RI_ST_OK)
-			goto fail;
-		memcpy(lh, bout.hash, RI_HASH_LEN);
-	}
-	if ((rc = ri_eng_append_locked(&s->core, &jh, lh, a, role, fa == RI_FA_NORETENTION, now, out)) != RI_ST_OK)
-		goto fail;
+}
+
+/* store_engine.h bindings_guard.  Bindings are history (issue 41): the
+ * writer's decision holds only while the bindings scope is as it read it.
+ * Judged under the head's lock, sent with the writes so it costs no round
+ * trip of its own (issue 13): a newer audit.bound makes the statement fail
+ * (a division by zero, plain SQL's one way to raise), COMMIT never runs,
+ * and the writer reads the bindings again.  A check of concurrency, not of
+ * integrity: every reader and the audit verify the rows themselves. */
+static int
+bindings_guard(void *bk, const struct ri_append *a)
+{
+	struct params p = { 0 };
+
+	if (RI_NC(RI_NC_BINDINGS_UNGUARDED))
+		return RI_ST_OK;
+	p_int(&p, a->bindings_seen);
+	return defer_write(bk, RI_ST_STALE_BINDINGS, "the kind's bindings, recorded anew since they were read",
+	    "SELECT 1 / (coalesce(max(seq), 0) = $1)::int FROM records"
+	    " WHERE kind = 'audit' AND act_key = 'bindings:'", &p);
+}
+
+/*
+ * store_engine.h append_commit.  Step 2 is any failure before COMMIT is
+ * sent (the server rolls the transaction back: nothing landed); journal
+ * fence 3 is checked twice, under the lease row's lock and again by the
+ * server at COMMIT; a COMMIT sent with no reply is a lost reply, read back
+ * by event id (resolve 24).
+ */
+static int
+append_commit(void *bk, const struct ri_append *a, struct ri_appended *out)
+{
+	struct pg *s = bk;
+	char point[96];
+	int rc;
+
 	if (a->fault_tag != NULL) {
 		/* the multi-node tests' seam: locks held, COMMIT not yet sent */
 		snprintf(point, sizeof point, "%s.locked", a->fault_tag);
@@ -2140,77 +2118,16 @@ pg_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 	if (s->fence != NULL) {
 		struct params p = { 0 };
 		p_text(&p, s->fence);
-		if ((rc = defer_write(s, RI_ST_STEP2, "fence", "SELECT set_config('ri.fence', $1, true)", &p)) != RI_ST_OK)
-			goto fail;
+		if ((rc = defer_write(s, RI_ST_STEP2, "fence", "SELECT set_config('ri.fence', $1, true)", &p)) != RI_ST_OK) {
+			rollback_keep(s);
+			return rc == RI_ST_UNAVAILABLE ? RI_ST_STEP2 : rc;
+		}
 	}
 	if ((rc = commit(s)) != RI_ST_OK)
 		return rc == RI_ST_LOST ? ri_st_fail(&s->core, RI_ST_LOST, out->seq, out->event_id, "%s", s->core.err.msg) : rc;
 	if (s->trace > 0)
-		fprintf(stderr, "ri: pg: record_action %s: %lu round trips\n", a->action_ref, s->round_trips - rt0);
-	return ri_append_landed(&s->core, a, fa, kind, out);
-fail:
-	rollback_keep(s);
-	if (rc == RI_ST_UNAVAILABLE)
-		rc = RI_ST_STEP2;
-	return rc;
-}
-
-static int
-append_substrate(struct pg *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN], const char *action_ref,
-    const char *act_key, json_t *data, ri_ms now, struct ri_appended *out)
-{
-	struct ri_append a = { .action_ref = action_ref, .act_key = act_key, .actor_ref = RI_SUBSTRATE_ACTOR,
-		.data = data };
-
-	return ri_eng_append_locked(&s->core, jh, lh, &a, RI_ROLE_OTHER, false, now, out);
-}
-
-/* The substrate's own records, n of them, in one transaction (store.h
- * append_substrate: a restore's, the sweep's audit.reconciled). */
-static int
-pg_append_many(struct ri_store *base, const struct ri_append *v, size_t n, struct ri_appended *out)
-{
-	struct pg *s = (struct pg *)base;
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
-	ri_ms now;
-	int rc, role;
-
-	if (s->core.key == NULL)
-		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "appending needs the integrity key");
-	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
-		return rc;
-	for (size_t i = 0; i < n; i++) {
-		memset(&out[i], 0, sizeof out[i]);
-		if ((rc = ri_substrate_role(&s->core, &v[i], &role)) != RI_ST_OK ||
-		    (rc = ri_eng_append_locked(&s->core, &jh, lh, &v[i], role, false, now, &out[i])) != RI_ST_OK) {
-			rollback_keep(s);
-			return rc;
-		}
-		memcpy(lh, out[i].hash, RI_HASH_LEN);
-	}
-	return commit(s);
-}
-
-static int
-pg_substrate(struct ri_store *base, const char *action_ref, json_t *data, struct ri_appended *out)
-{
-	struct pg *s = (struct pg *)base;
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
-	ri_ms now;
-	int rc;
-
-	memset(out, 0, sizeof *out);
-	if (strncmp(action_ref, "audit.", 6) != 0)
-		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "a substrate record is audit.*");
-	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
-		return rc;
-	if ((rc = append_substrate(s, &jh, lh, action_ref, "", data, now, out)) != RI_ST_OK) {
-		rollback_keep(s);
-		return rc;
-	}
-	return commit(s);
+		fprintf(stderr, "ri: pg: record_action %s: %lu round trips\n", a->action_ref, s->round_trips - s->rt0);
+	return RI_ST_OK;
 }
 
 /* ---- retention ------------------------------------------------------------- */
@@ -2864,11 +2781,14 @@ static const struct ri_backend pg_backend = {
 	.recorded_at_of = recorded_at_of,
 	.record_insert = record_insert,
 	.scopes_hint = scopes_hint,
+	.append_ahead = append_ahead,
+	.bindings_guard = bindings_guard,
+	.append_commit = append_commit,
 };
 _Static_assert(offsetof(struct pg, core) == offsetof(struct ri_eng_store, core), "struct pg begins as ri_eng_store");
 
 static const struct ri_store_ops pg_ops = {
-	.record_action = pg_record_action,
+	.record_action = ri_eng_record_action,
 	.read_record = ri_eng_read_record,
 	.range_read = ri_eng_range_read,
 	.open_intents = ri_eng_open_intents,
@@ -2887,8 +2807,8 @@ static const struct ri_store_ops pg_ops = {
 	.peek = ri_eng_peek,
 	.inv_span = ri_eng_inv_span,
 	.seal = ri_eng_seal,
-	.substrate = pg_substrate,
-	.append_substrate = pg_append_many,
+	.substrate = ri_eng_substrate,
+	.append_substrate = ri_eng_append_many,
 	.backup = pg_backup,
 	.rebuild = ri_eng_rebuild,
 	.audit_state = ri_eng_audit_state,

@@ -1181,9 +1181,6 @@ record_insert(void *bk, const struct ri_header *h, const char *payload, const un
 	return rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_STEP2, "append");
 }
 
-static int append_substrate(struct sq *s, const char *action_ref, const char *act_key, json_t *data, ri_ms now,
-    struct ri_appended *out);
-
 static int
 commit(struct sq *s)
 {
@@ -1197,159 +1194,6 @@ commit(struct sq *s)
 	 * with every append (issue 39) */
 	ri_st_witness_flush(&s->core);
 	return RI_ST_OK;
-}
-
-/*
- * record_action(action_ref, actor_ref, credential, data) -> event id, or
- * invalid-credential | invalid-request(cause) | recording-failure(step-2 |
- * step-3 | step-4) | a lost reply | fenced.  The fault points
- * "<tag>.before" and "<tag>.after" reach the arms nothing else reaches.
- */
-static int
-sq_record_action(struct ri_store *base, const struct ri_append *a, struct ri_appended *out)
-{
-	struct sq *s = (struct sq *)base;
-	const struct ri_config *c = s->core.cfg;
-	char kind[128];
-	enum ri_fault_action fa = RI_FA_NONE;
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
-	ri_ms now;
-	int rc, role;
-
-	memset(out, 0, sizeof *out);
-	ri_st_err_clear(&s->core.err);
-	if ((rc = ri_append_request_judge(&s->core, a, kind, sizeof kind, &role, out)) != RI_ST_OK ||
-	    (rc = ri_append_fault_before(&s->core, a, &fa)) != RI_ST_OK)
-		return rc;
-	if ((rc = begin_immediate(s)) != RI_ST_OK)
-		return rc == RI_ST_UNAVAILABLE || rc == RI_ST_READONLY ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
-	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
-		goto fail;
-	/* the journal head, verified inside the write transaction: nothing is
-	 * appended to a journal that fails verification */
-	if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK)
-		goto fail;
-	/* Check 8.1.6 judges the actor at the record's recorded_at, which never
-	 * goes backwards (append_locked): the credential is judged at that
-	 * instant too, or a host whose clock lags the revocation lands a revoked
-	 * actor's record after it (issue 41, lifecycle: actors revoked) */
-	ri_ms at = now;
-	if (!RI_NC(RI_NC_CRED_AT_NOW) && jh.last_seq > 0) {
-		sqlite3_stmt *lst = prep(s, "SELECT recorded_at FROM records WHERE seq = ?");
-		if (lst == NULL) {
-			rc = db_fail(s, RI_ST_STEP2, "read");
-			goto fail;
-		}
-		sqlite3_bind_int64(lst, 1, jh.last_seq);
-		if (sqlite3_step(lst) == SQLITE_ROW && col_is(lst, 0, SQLITE_INTEGER, false) &&
-		    sqlite3_column_int64(lst, 0) > at)
-			at = sqlite3_column_int64(lst, 0);
-		done(s, lst);
-	}
-	if ((rc = ri_eng_check_credential(&s->core, &jh, a->actor_ref, a->credential, at, NULL)) != RI_ST_OK)
-		goto fail;
-	/* negative control: the fence is never checked */
-	if (!RI_NC(RI_NC_NO_JOURNAL_FENCE) && a->fence != NULL && c->journal_fence &&
-	    (rc = ri_eng_check_fence(&s->core, kind, a->act_key ? a->act_key : "", a->fence, now)) != RI_ST_OK)
-		goto fail;
-	bool unplaced = fa == RI_FA_NORETENTION;
-	if (a->bindings_guard) {
-		/* bindings are history (issue 41): another writer may have
-		 * recorded the kind's bindings since this one decided what its
-		 * record needs -- judged under the head lock, so the decision and
-		 * the record are one */
-		struct scope bsc;
-		int64_t blast = 0;
-		scope_make(&bsc, SCOPE_ACT, "audit", "bindings:");
-		if ((rc = ri_eng_scope_head(&s->core, &jh, &bsc, "audit", "bindings:", &blast)) != RI_ST_OK ||
-		    (rc = ri_append_bindings_judge(&s->core, a, blast)) != RI_ST_OK)
-			goto fail;
-	}
-	if (a->bound != NULL) {
-		/* the kind's bindings changed: recorded in the same transaction,
-		 * just before the first record they judge (bindings.h) */
-		struct ri_appended bout;
-		if ((rc = append_substrate(s, "audit.bound", "bindings:", a->bound, now, &bout)) != RI_ST_OK ||
-		    (rc = jhead_get(s, &jh, lh)) != RI_ST_OK)
-			goto fail;
-	}
-	if ((rc = ri_eng_append_locked(&s->core, &jh, lh, a, role, unplaced, now, out)) != RI_ST_OK)
-		goto fail;
-	if ((rc = commit(s)) != RI_ST_OK)
-		return rc;
-	return ri_append_landed(&s->core, a, fa, kind, out);
-fail:
-	if (rc == RI_ST_INVALID_CREDENTIAL || rc == RI_ST_FENCED || rc == RI_ST_INTEGRITY)
-		abandon(s, rc);
-	else
-		rollback(s);
-	if (rc == RI_ST_UNAVAILABLE)
-		rc = RI_ST_STEP2;
-	return rc;
-}
-
-/* A substrate record (audit.*), inside the caller's transaction, under
- * the journal head it verifies here.  act_key: "" (the substrate's own
- * act), or the actor ref of a registry record (the actor's scope). */
-static int
-append_substrate(struct sq *s, const char *action_ref, const char *act_key, json_t *data, ri_ms now,
-    struct ri_appended *out)
-{
-	struct ri_append a = { .action_ref = action_ref, .act_key = act_key, .actor_ref = RI_SUBSTRATE_ACTOR,
-		.data = data };
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
-	int rc;
-
-	if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK)
-		return rc;
-	return ri_eng_append_locked(&s->core, &jh, lh, &a, RI_ROLE_OTHER, false, now, out);
-}
-
-static int
-sq_substrate(struct ri_store *base, const char *action_ref, json_t *data, struct ri_appended *out)
-{
-	struct sq *s = (struct sq *)base;
-	ri_ms now;
-	int rc;
-
-	memset(out, 0, sizeof *out);
-	if (strncmp(action_ref, "audit.", 6) != 0)
-		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "a substrate record is audit.*");
-	if ((rc = begin_immediate(s)) != RI_ST_OK)
-		return rc;
-	if ((rc = now_or_fail(s, &now)) != RI_ST_OK || (rc = append_substrate(s, action_ref, "", data, now, out)) != RI_ST_OK) {
-		return abandon(s, rc);
-	}
-	return commit(s);
-}
-
-/* The substrate's own records, n of them, in one transaction (store.h
- * append_substrate: a restore's, the sweep's audit.reconciled). */
-static int
-sq_append_many(struct ri_store *base, const struct ri_append *v, size_t n, struct ri_appended *out)
-{
-	struct sq *s = (struct sq *)base;
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
-	ri_ms now;
-	int rc, role;
-
-	if (s->core.key == NULL)
-		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "appending needs the integrity key");
-	if ((rc = begin_immediate(s)) != RI_ST_OK)
-		return rc;
-	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
-		return abandon(s, rc);
-	for (size_t i = 0; i < n; i++) {
-		memset(&out[i], 0, sizeof out[i]);
-		if ((rc = ri_substrate_role(&s->core, &v[i], &role)) != RI_ST_OK ||
-		    (rc = jhead_get(s, &jh, lh)) != RI_ST_OK ||
-		    (rc = ri_eng_append_locked(&s->core, &jh, lh, &v[i], role, false, now, &out[i])) != RI_ST_OK)
-			return abandon(s, rc);
-	}
-	return commit(s);
 }
 
 /* ---- retention ------------------------------------------------------------- */
@@ -2264,7 +2108,7 @@ static const struct ri_backend sq_backend = {
 _Static_assert(offsetof(struct sq, core) == offsetof(struct ri_eng_store, core), "struct sq begins as ri_eng_store");
 
 static const struct ri_store_ops sqlite_ops = {
-	.record_action = sq_record_action,
+	.record_action = ri_eng_record_action,
 	.read_record = ri_eng_read_record,
 	.range_read = ri_eng_range_read,
 	.open_intents = ri_eng_open_intents,
@@ -2283,8 +2127,8 @@ static const struct ri_store_ops sqlite_ops = {
 	.peek = ri_eng_peek,
 	.inv_span = ri_eng_inv_span,
 	.seal = ri_eng_seal,
-	.substrate = sq_substrate,
-	.append_substrate = sq_append_many,
+	.substrate = ri_eng_substrate,
+	.append_substrate = ri_eng_append_many,
 	.backup = sq_backup,
 	.rebuild = ri_eng_rebuild,
 	.audit_state = ri_eng_audit_state,
