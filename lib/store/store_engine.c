@@ -320,6 +320,278 @@ ri_eng_open_scan(struct ri_st_core *c, const struct ri_jhead *jh, const char *ki
 	return ri_open_scan_end(c, &os, jh);
 }
 
+/* ---- the append ---------------------------------------------------------------- */
+
+/* The open-intents index moves in the append's transaction, and its count
+ * and accumulator in the journal head with it (heads.h). */
+static int
+open_add(struct ri_st_core *c, struct ri_jhead *jh, const char *inv, int64_t seq, const char *kind,
+    const char *act_key, const char *event_id, ri_ms recorded_at, bool first)
+{
+	unsigned char elem[RI_HASH_LEN];
+	bool added = false;
+	int rc = c->be->open_insert(c->bk, inv, seq, kind, act_key, event_id, recorded_at, first, &added);
+
+	if (rc == RI_ST_OK && added) {
+		ri_open_elem(inv, seq, kind, act_key, event_id, recorded_at, elem);
+		ri_acc_xor(jh->open_acc, elem);
+		jh->open_count++;
+	}
+	return rc;
+}
+
+/*
+ * Append one record inside an open write transaction, under the journal
+ * head jh the caller verified (and locked) in it (lh: the hash at
+ * jh->last_seq).  The substrate stamps recorded_at (never earlier than the
+ * record before it), mints the event and attestation ids, places retention
+ * by the kind's fixed policy (journal 6), chains and MACs the record, moves
+ * the heads of its act and invocation in the tree and the journal head
+ * (one MAC over all of it).  A failure leaves the transaction to be rolled
+ * back.
+ */
+int
+ri_eng_append_locked(struct ri_st_core *c, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN],
+    const struct ri_append *a, int role, bool unplaced, ri_ms now, struct ri_appended *out)
+{
+	char kind[128], attestation[RI_ID_LEN + 1], *payload;
+	struct scope act, inv;
+	int64_t act_last = 0, inv_last = 0;
+	unsigned char salt[RI_SALT_LEN], digest[RI_HASH_LEN], hash[RI_HASH_LEN], mac[RI_HASH_LEN];
+	struct ri_header h;
+	ri_ms recorded_at = now, retention;
+	int rc;
+	const char *act_key = a->act_key ? a->act_key : "";
+
+	if (ri_kind_of(a->action_ref, kind, sizeof kind) != 0)
+		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "malformed action ref");
+	scope_make(&act, SCOPE_ACT, kind, act_key);
+	if (a->invocation_id != NULL) {
+		scope_make(&inv, SCOPE_INV, a->invocation_id, NULL);
+		if (c->be->scopes_hint != NULL &&
+		    (rc = c->be->scopes_hint(c->bk, act.key, kind, act_key, inv.key, a->invocation_id)) != RI_ST_OK)
+			return rc;
+	}
+	if ((rc = ri_eng_scope_head(c, jh, &act, kind, act_key, &act_last)) != RI_ST_OK)
+		return rc;
+	if (a->invocation_id != NULL) {
+		if ((rc = ri_eng_scope_head(c, jh, &inv, a->invocation_id, NULL, &inv_last)) != RI_ST_OK)
+			return rc;
+	}
+	if (jh->last_seq > 0) {
+		/* recorded_at never goes backwards, whatever the clock did */
+		ri_ms last_at;
+		if ((rc = c->be->recorded_at_of(c->bk, jh->last_seq, &last_at)) != RI_ST_OK)
+			return rc;
+		if (last_at != RI_NONE && last_at > recorded_at)
+			recorded_at = last_at;
+	}
+	if (strcmp(kind, "audit") == 0) {
+		retention = INT64_MAX;          /* the substrate's own records are kept */
+	} else {
+		const struct ri_kind *k = ri_config_kind(c->cfg, kind);
+		retention = k == NULL || unplaced ? RI_NONE : recorded_at + k->retention_period;
+	}
+	if (a->event_id != NULL)
+		snprintf(out->event_id, sizeof out->event_id, "%s", a->event_id);
+	else
+		ri_mint_id("evt_", out->event_id);
+	ri_mint_id("att_", attestation);
+	payload = ri_json_canonical(a->data);
+	randombytes_buf(salt, sizeof salt);
+	ri_payload_digest(salt, payload, strlen(payload), digest);
+	h = (struct ri_header){
+		.instance_id = c->instance_id, .seq = jh->last_seq + 1, .event_id = out->event_id,
+		.action_ref = a->action_ref, .kind = kind, .act_key = act_key,
+		.invocation_id = a->invocation_id, .actor_ref = a->actor_ref,
+		.attestation_id = attestation, .recorded_at = recorded_at,
+		.retention_until = retention, .role = role, .act_prev = act_last,
+		.inv_prev = a->invocation_id ? inv_last : 0, .payload_digest = digest,
+	};
+	/* the key never leaves the host: hash and MAC are computed here */
+	ri_record_hash(lh, &h, hash);
+	ri_mac(c->key, c->keylen, hash, RI_HASH_LEN, mac);
+	rc = c->be->record_insert(c->bk, &h, payload, salt, hash, mac);
+	free(payload);
+	if (rc != RI_ST_OK)
+		return rc;
+	/* the heads of its scopes, then the journal's: one MAC binds them all */
+	if ((rc = ri_eng_tree_put(c, jh, act.key, h.seq, hash)) != RI_ST_OK ||
+	    (a->invocation_id && (rc = ri_eng_tree_put(c, jh, inv.key, h.seq, hash)) != RI_ST_OK))
+		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(c, RI_ST_STEP2) : rc;
+	/* the derived index of open intents moves in the same transaction */
+	if (role == RI_ROLE_INTENT && a->invocation_id != NULL)
+		rc = open_add(c, jh, a->invocation_id, h.seq, kind, act_key, h.event_id, recorded_at, inv_last == 0);
+	else if (ri_role_closing(role) && a->invocation_id != NULL)
+		rc = c->be->open_remove(c->bk, jh, a->invocation_id);
+	if (rc != RI_ST_OK)
+		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(c, RI_ST_STEP2) : rc;
+	jh->last_seq = h.seq;
+	if (strcmp(a->action_ref, "audit.sealed") == 0)
+		jh->sealed_seq = h.seq;
+	/* an accepted restore (ri-init --accept-restore) is a rollback: the
+	 * fencing tokens granted in the lost stretch are unknown, so the grant
+	 * counter jumps to the restore's instant in ms -- above every token
+	 * granted before, short of more than one grant per ms on average */
+	if (strcmp(a->action_ref, "audit.restored") == 0 && jh->grants < recorded_at)
+		jh->grants = recorded_at;
+	if ((rc = c->be->jhead_put(c->bk, jh, hash)) != RI_ST_OK)
+		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(c, RI_ST_STEP2) : rc;
+	out->seq = h.seq;
+	out->recorded_at = recorded_at;
+	memcpy(out->hash, hash, RI_HASH_LEN);
+	/* its witness line, added once the transaction commits (issue 39) */
+	ri_st_witness_pend(c, &h, hash, a->data);
+	return RI_ST_OK;
+}
+
+/* A substrate record (audit.*: actor "audit", no credential) inside the
+ * caller's write transaction, under its head jh -- moved in this
+ * transaction by what the caller did before (a purge's open_remove):
+ * the append writes it through.  act_key: "" (the substrate's own act),
+ * or the actor ref of a registry record (the actor's scope). */
+static int
+append_substrate(struct ri_st_core *c, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN],
+    const char *action_ref, const char *act_key, json_t *data, ri_ms now, struct ri_appended *out)
+{
+	struct ri_append a = { .action_ref = action_ref, .act_key = act_key, .actor_ref = RI_SUBSTRATE_ACTOR,
+		.data = data };
+
+	return ri_eng_append_locked(c, jh, lh, &a, RI_ROLE_OTHER, false, now, out);
+}
+
+/*
+ * record_action(action_ref, actor_ref, credential, data) -> event id, or
+ * invalid-credential | invalid-request(cause) | recording-failure(step-2 |
+ * step-3 | step-4) | a lost reply | fenced.  The fault points
+ * "<tag>.before" and "<tag>.after" reach the arms nothing else reaches.
+ * Step 2 is any failure before COMMIT (nothing landed).
+ */
+int
+ri_eng_record_action(struct ri_store *st, const struct ri_append *a, struct ri_appended *out)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+	const struct ri_config *cfg = c->cfg;
+	char kind[128];
+	enum ri_fault_action fa = RI_FA_NONE;
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN];
+	ri_ms now;
+	int rc, role;
+
+	memset(out, 0, sizeof *out);
+	ri_st_err_clear(&c->err);
+	if ((rc = ri_append_request_judge(c, a, kind, sizeof kind, &role, out)) != RI_ST_OK ||
+	    (rc = ri_append_fault_before(c, a, &fa)) != RI_ST_OK)
+		return rc;
+	if (c->be->append_ahead != NULL)
+		c->be->append_ahead(c->bk, a, kind);
+	/* the journal head, verified inside the write transaction: nothing is
+	 * appended to a journal that fails verification */
+	if ((rc = c->be->write_head(c->bk, &jh, lh, &now)) != RI_ST_OK)
+		return rc == RI_ST_UNAVAILABLE || rc == RI_ST_READONLY ? ri_st_recode(c, RI_ST_STEP2) : rc;
+	/* Check 8.1.6 judges the actor at the record's recorded_at, which never
+	 * goes backwards (ri_eng_append_locked): the credential is judged at
+	 * that instant too, or a host whose clock lags the revocation lands a
+	 * revoked actor's record after it (issue 41, lifecycle: actors
+	 * revoked) */
+	ri_ms at = now;         /* negative control: the host's clock */
+	if (!RI_NC(RI_NC_CRED_AT_NOW) && jh.last_seq > 0) {
+		ri_ms last_at;
+		if ((rc = c->be->recorded_at_of(c->bk, jh.last_seq, &last_at)) != RI_ST_OK)
+			goto fail;
+		if (last_at != RI_NONE && last_at > at)
+			at = last_at;
+	}
+	if ((rc = ri_eng_check_credential(c, &jh, a->actor_ref, a->credential, at, NULL)) != RI_ST_OK)
+		goto fail;
+	/* negative control: the fence is never checked */
+	if (!RI_NC(RI_NC_NO_JOURNAL_FENCE) && a->fence != NULL && cfg->journal_fence &&
+	    (rc = ri_eng_check_fence(c, kind, a->act_key ? a->act_key : "", a->fence, now)) != RI_ST_OK)
+		goto fail;
+	if (a->bindings_guard && c->be->bindings_guard != NULL) {
+		if ((rc = c->be->bindings_guard(c->bk, a)) != RI_ST_OK)
+			goto fail;
+	} else if (a->bindings_guard) {
+		/* bindings are history (issue 41): another writer may have
+		 * recorded the kind's bindings since this one decided what its
+		 * record needs -- judged under the head lock, so the decision and
+		 * the record are one */
+		struct scope bsc;
+		int64_t blast = 0;
+		scope_make(&bsc, SCOPE_ACT, "audit", "bindings:");
+		if ((rc = ri_eng_scope_head(c, &jh, &bsc, "audit", "bindings:", &blast)) != RI_ST_OK ||
+		    (rc = ri_append_bindings_judge(c, a, blast)) != RI_ST_OK)
+			goto fail;
+	}
+	if (a->bound != NULL) {
+		/* the kind's bindings changed: recorded in the same transaction,
+		 * just before the first record they judge (bindings.h) */
+		struct ri_appended bout;
+		if ((rc = append_substrate(c, &jh, lh, "audit.bound", "bindings:", a->bound, now, &bout)) != RI_ST_OK)
+			goto fail;
+		memcpy(lh, bout.hash, RI_HASH_LEN);
+	}
+	if ((rc = ri_eng_append_locked(c, &jh, lh, a, role, fa == RI_FA_NORETENTION, now, out)) != RI_ST_OK)
+		goto fail;
+	if ((rc = c->be->append_commit != NULL ? c->be->append_commit(c->bk, a, out) : c->be->commit(c->bk)) != RI_ST_OK)
+		return rc;
+	return ri_append_landed(c, a, fa, kind, out);
+fail:
+	c->be->rollback(c->bk);
+	if (rc == RI_ST_UNAVAILABLE)
+		rc = RI_ST_STEP2;
+	return rc;
+}
+
+int
+ri_eng_substrate(struct ri_store *st, const char *action_ref, json_t *data, struct ri_appended *out)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN];
+	ri_ms now;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	if (strncmp(action_ref, "audit.", 6) != 0)
+		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "a substrate record is audit.*");
+	if ((rc = c->be->write_head(c->bk, &jh, lh, &now)) != RI_ST_OK)
+		return rc;
+	if ((rc = append_substrate(c, &jh, lh, action_ref, "", data, now, out)) != RI_ST_OK) {
+		c->be->rollback(c->bk);
+		return rc;
+	}
+	return c->be->commit(c->bk);
+}
+
+/* The substrate's own records, n of them, in one transaction (store.h
+ * append_substrate: a restore's, the sweep's audit.reconciled). */
+int
+ri_eng_append_many(struct ri_store *st, const struct ri_append *v, size_t n, struct ri_appended *out)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN];
+	ri_ms now;
+	int rc, role;
+
+	if (c->key == NULL)
+		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "appending needs the integrity key");
+	if ((rc = c->be->write_head(c->bk, &jh, lh, &now)) != RI_ST_OK)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		memset(&out[i], 0, sizeof out[i]);
+		if ((rc = ri_substrate_role(c, &v[i], &role)) != RI_ST_OK ||
+		    (rc = ri_eng_append_locked(c, &jh, lh, &v[i], role, false, now, &out[i])) != RI_ST_OK) {
+			c->be->rollback(c->bk);
+			return rc;
+		}
+		memcpy(lh, out[i].hash, RI_HASH_LEN);
+	}
+	return c->be->commit(c->bk);
+}
+
 /* ---- the registry's rows -------------------------------------------------- */
 
 static int mark_get(struct ri_st_core *c, const char *name, int64_t *seq);
@@ -558,7 +830,7 @@ ri_eng_actor_add(struct ri_store *st, const char *actor, bool service, char cred
 		goto fail;
 	}
 	json_t *data = json_pack("{s:s, s:s}", "actor_ref", actor, "type", service ? "service" : "human");
-	rc = c->be->append_substrate(c->bk, &jh, lh, "audit.actor_registered", actor, data, now, &ap);
+	rc = append_substrate(c, &jh, lh, "audit.actor_registered", actor, data, now, &ap);
 	json_decref(data);
 	if (rc != RI_ST_OK)
 		goto fail;
@@ -649,7 +921,7 @@ ri_eng_actor_revoke(struct ri_store *st, const char *actor)
 		return RI_ST_OK;        /* already revoked: idempotent */
 	}
 	json_t *data = json_pack("{s:s}", "actor_ref", actor);
-	rc = c->be->append_substrate(c->bk, &jh, lh, "audit.actor_revoked", actor, data, now, &ap);
+	rc = append_substrate(c, &jh, lh, "audit.actor_revoked", actor, data, now, &ap);
 	json_decref(data);
 	if (rc != RI_ST_OK)
 		goto fail;
@@ -950,7 +1222,7 @@ ri_eng_seal(struct ri_store *st, const unsigned char sk[64], json_t *extra, stru
 	    "head_hash", hh, "signature", sh, "algorithm", "ed25519");
 	if (extra != NULL)
 		json_object_update_missing(data, extra);
-	rc = c->be->append_substrate(c->bk, &jh, lh, "audit.sealed", "", data, now, out);
+	rc = append_substrate(c, &jh, lh, "audit.sealed", "", data, now, out);
 	json_decref(data);
 	if (rc != RI_ST_OK)
 		goto fail;
@@ -1038,10 +1310,10 @@ ri_eng_rebuild(struct ri_store *st, json_t **report)
 	if ((rc = c->be->open_reset(c->bk)) != RI_ST_OK)
 		goto fail;
 	json_object_foreach(rb.open, inv, v) {
-		if ((rc = c->be->open_insert(c->bk, &jh, inv, json_integer_value(json_object_get(v, "seq")),
+		if ((rc = open_add(c, &jh, inv, json_integer_value(json_object_get(v, "seq")),
 		    json_string_value(json_object_get(v, "kind")), json_string_value(json_object_get(v, "act_key")),
 		    json_string_value(json_object_get(v, "event_id")),
-		    json_integer_value(json_object_get(v, "recorded_at")))) != RI_ST_OK)
+		    json_integer_value(json_object_get(v, "recorded_at")), false)) != RI_ST_OK)
 			goto fail;
 	}
 	/* the tree of scope heads, from the verified records */
@@ -1265,7 +1537,7 @@ ri_eng_purge(struct ri_store *st, ri_ms now, int64_t *purged)
 		json_t *data = json_pack("{s:I, s:I, s:I, s:o}", "purged", (json_int_t)b.n,
 		    "first_seq", (json_int_t)b.first, "last_seq", (json_int_t)b.last, "retention_period_s", b.kinds);
 		ri_fault("purge.between");
-		rc = c->be->append_substrate(c->bk, &jh, lh, "audit.purged", "", data, wnow, &ap);
+		rc = append_substrate(c, &jh, lh, "audit.purged", "", data, wnow, &ap);
 		json_decref(data);
 		if (rc != RI_ST_OK) {
 			c->be->rollback(c->bk);

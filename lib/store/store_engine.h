@@ -121,10 +121,6 @@ struct ri_backend {
 	 * (*now, *jh, lh); on a failure the transaction is rolled back, its
 	 * error kept. */
 	int (*write_head)(void *bk, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri_ms *now);
-	/* One substrate record (actor "audit", no credential) appended inside
-	 * the write transaction write_head began, under jh. */
-	int (*append_substrate)(void *bk, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN], const char *action_ref,
-	    const char *act_key, json_t *data, ri_ms now, struct ri_appended *out);
 	/* A new registry row (service, cred_hash, created, reg_seq, mac; not
 	 * revoked): RI_ST_EXISTS, error not set, when the name is taken; and
 	 * a revocation of one (revoked, reg_seq, mac). */
@@ -163,9 +159,14 @@ struct ri_backend {
 	 * the backend's caches of them) deleted. */
 	int (*open_reset)(void *bk);
 	int (*nodes_reset)(void *bk);
-	/* One open-intents row added, its element folded into jh. */
-	int (*open_insert)(void *bk, struct ri_jhead *jh, const char *inv, int64_t seq, const char *kind,
-	    const char *act_key, const char *event_id, ri_ms recorded_at);
+	/* One open-intents row inserted, *added when a row was added (none
+	 * there for inv before); the engine folds its element into the head's
+	 * accumulator.  first: the invocation's authenticated scope head says
+	 * it has no record yet, so no row can stand for it -- a backend may
+	 * write it without awaiting the answer, a row there all the same
+	 * failing the append. */
+	int (*open_insert)(void *bk, const char *inv, int64_t seq, const char *kind, const char *act_key,
+	    const char *event_id, ri_ms recorded_at, bool first, bool *added);
 	/* Each scope of a type (SCOPE_ACT: a kind, b act key; SCOPE_INV: a
 	 * invocation id, b NULL) with its newest seq, to fn. */
 	int (*scope_lasts)(void *bk, int type, int (*fn)(void *arg, const char *a, const char *b, int64_t last),
@@ -223,6 +224,34 @@ struct ri_backend {
 	 * text ri writes is NULL (a malformed row).  What ri-audit and a seal
 	 * verify, rebuild resets, and the actor list reads. */
 	int (*row_keys)(void *bk, enum ri_rows which, char ***keys, size_t *n);
+
+	/* ---- the append (issue 42: ri_eng_append_locked, ri_eng_record_action) ---- */
+	/* The recorded_at of the record at seq (the head's), RI_NONE when it
+	 * is not known: the next record's never goes back past it.  A failure
+	 * is step 2 of the append. */
+	int (*recorded_at_of)(void *bk, int64_t seq, ri_ms *at);
+	/* One records row, every column given: h's, the canonical payload,
+	 * its salt, the record's hash and MAC.  A failure is step 2 of the
+	 * append. */
+	int (*record_insert)(void *bk, const struct ri_header *h, const char *payload,
+	    const unsigned char salt[RI_SALT_LEN], const unsigned char hash[RI_HASH_LEN],
+	    const unsigned char mac[RI_HASH_LEN]);
+	/* Optional: the append reads the act's and the invocation's scope
+	 * heads next (a backend that pays a round trip a read fetches them at
+	 * once). */
+	int (*scopes_hint)(void *bk, const unsigned char act[RI_SCOPE_LEN], const char *kind, const char *act_key,
+	    const unsigned char inv[RI_SCOPE_LEN], const char *invocation_id);
+	/* Optional: record_action of a (kind its kind) begins next -- what it
+	 * will read may be sent ahead with its write_head. */
+	void (*append_ahead)(void *bk, const struct ri_append *a, const char *kind);
+	/* Optional (NULL: the engine reads the bindings' scope head under the
+	 * head lock and judges it, ri_append_bindings_judge): a's bindings
+	 * guard checked by the backend in the write transaction. */
+	int (*bindings_guard)(void *bk, const struct ri_append *a);
+	/* Optional (NULL: commit): record_action's COMMIT of out's record --
+	 * the backend may send what it held for it and name a commit whose
+	 * reply was lost by the record.  A failure ends the transaction. */
+	int (*append_commit)(void *bk, const struct ri_append *a, struct ri_appended *out);
 };
 
 /* the most payloads one purge transaction destroys (purge_due) */
@@ -294,6 +323,17 @@ int ri_eng_lease_put(struct ri_st_core *c, const char *kind, const char *act_key
  * to spare, and its write's terminus has not passed. */
 int ri_eng_check_fence(struct ri_st_core *c, const char *kind, const char *act_key, const struct ri_fence *f,
     ri_ms now);
+
+/* ---- the append ---------------------------------------------------------------- */
+
+/* Append one record inside the open write transaction, under the journal
+ * head jh verified in it (lh: the hash at jh->last_seq): jh moves with it. */
+int ri_eng_append_locked(struct ri_st_core *c, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN],
+    const struct ri_append *a, int role, bool unplaced, ri_ms now, struct ri_appended *out);
+/* store.h record_action, substrate and append_substrate */
+int ri_eng_record_action(struct ri_store *st, const struct ri_append *a, struct ri_appended *out);
+int ri_eng_substrate(struct ri_store *st, const char *action_ref, json_t *data, struct ri_appended *out);
+int ri_eng_append_many(struct ri_store *st, const struct ri_append *v, size_t n, struct ri_appended *out);
 
 /* ---- the open-intents index ---------------------------------------------- */
 

@@ -103,6 +103,7 @@ struct pg {
 	bool written_all;
 	char *fence;                    /* journal fence 3: ri.fence's value, sent with the writes */
 	unsigned long round_trips;      /* RI_PG_TRACE: counted, printed at close */
+	unsigned long rt0;              /* round_trips when record_action began (the trace) */
 	int trace;                      /* RI_PG_TRACE=2: every statement too */
 };
 
@@ -1862,7 +1863,7 @@ fence_until(void *bk, const struct ri_fence *f, ri_ms now, ri_ms *until)
 
 /* store_engine.h fence_armed: the lease row was locked (after the head:
  * the lock order; sent ahead in the head's round trip); the COMMIT-time
- * fence is kept to be set with the writes (pg_record_action). */
+ * fence is kept to be set with the writes (append_commit). */
 static void
 fence_armed(void *bk, const char *kind, const char *act_key, const struct ri_fence *f, ri_ms until)
 {
@@ -1876,46 +1877,19 @@ fence_armed(void *bk, const char *kind, const char *act_key, const struct ri_fen
 }
 
 
+/* store_engine.h open_insert.  first: the first record of an invocation
+ * is its intent -- the authenticated scope head says it has none yet, so
+ * no index row can stand for it, and the row is written deferred with the
+ * append's other writes, no answer awaited.  A row there all the same is a
+ * corrupted index: the INSERT fails and the append with it (step 2, fail
+ * closed). */
 static int
-open_add(struct pg *s, struct ri_jhead *jh, const char *inv, int64_t seq, const char *kind, const char *act_key,
-    const char *event_id, ri_ms recorded_at)
+open_insert(void *bk, const char *inv, int64_t seq, const char *kind, const char *act_key, const char *event_id,
+    ri_ms recorded_at, bool first, bool *added)
 {
+	struct pg *s = bk;
 	struct params p = { 0 };
-	unsigned char elem[RI_HASH_LEN];
 	PGresult *r;
-
-	p_text(&p, inv);
-	p_int(&p, seq);
-	p_text(&p, kind);
-	p_text(&p, act_key);
-	p_text(&p, event_id);
-	p_int(&p, recorded_at);
-	r = run(s, "INSERT INTO open_intents VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING", &p);
-	if (!res_ok(r)) {
-		int rc = db_fail(s, RI_ST_UNAVAILABLE, "append", r);
-		PQclear(r);
-		return rc;
-	}
-	if (strcmp(PQcmdTuples(r), "1") == 0) {
-		ri_open_elem(inv, seq, kind, act_key, event_id, recorded_at, elem);
-		ri_acc_xor(jh->open_acc, elem);
-		jh->open_count++;
-	}
-	PQclear(r);
-	return RI_ST_OK;
-}
-
-/* The first record of an invocation is its intent: the authenticated
- * scope head says it has none yet, so no index row can stand for it, and
- * the row is written deferred with the append's other writes, no answer
- * awaited.  A row there all the same is a corrupted index: the INSERT
- * fails and the append with it (step 2, fail closed). */
-static int
-open_add_first(struct pg *s, struct ri_jhead *jh, const char *inv, int64_t seq, const char *kind,
-    const char *act_key, const char *event_id, ri_ms recorded_at)
-{
-	struct params p = { 0 };
-	unsigned char elem[RI_HASH_LEN];
 	int rc;
 
 	p_text(&p, inv);
@@ -1924,12 +1898,20 @@ open_add_first(struct pg *s, struct ri_jhead *jh, const char *inv, int64_t seq, 
 	p_text(&p, act_key);
 	p_text(&p, event_id);
 	p_int(&p, recorded_at);
-	if ((rc = defer_write(s, RI_ST_STEP2, "append", "INSERT INTO open_intents VALUES ($1, $2, $3, $4, $5, $6)",
-	    &p)) != RI_ST_OK)
+	if (first) {
+		if ((rc = defer_write(s, RI_ST_STEP2, "append", "INSERT INTO open_intents VALUES ($1, $2, $3, $4, $5, $6)",
+		    &p)) == RI_ST_OK)
+			*added = true;
 		return rc;
-	ri_open_elem(inv, seq, kind, act_key, event_id, recorded_at, elem);
-	ri_acc_xor(jh->open_acc, elem);
-	jh->open_count++;
+	}
+	r = run(s, "INSERT INTO open_intents VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING", &p);
+	if (!res_ok(r)) {
+		rc = db_fail(s, RI_ST_UNAVAILABLE, "append", r);
+		PQclear(r);
+		return rc;
+	}
+	*added = strcmp(PQcmdTuples(r), "1") == 0;
+	PQclear(r);
 	return RI_ST_OK;
 }
 
@@ -1966,115 +1948,61 @@ open_remove(struct pg *s, struct ri_jhead *jh, const char *inv)
 
 /* ---- record_action ------------------------------------------------------- */
 
-/*
- * Append one record inside an open write transaction, under the journal
- * head jh the caller verified (and locked) in it: the same record, chain,
- * MAC, tree and head moves as store_sqlite.c's append_locked.  now is the
- * instance clock; recorded_at never goes backwards.
- */
+/* store_engine.h recorded_at_of: the head's, as fetched with it
+ * (jhead_fetch_tx) or as this transaction's last append wrote it
+ * (record_insert) -- no round trip of its own */
 static int
-append_locked(struct pg *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN], const struct ri_append *a,
-    int role, bool unplaced, ri_ms now, struct ri_appended *out)
+recorded_at_of(void *bk, int64_t seq, ri_ms *at)
 {
-	char kind[128], attestation[RI_ID_LEN + 1], *payload;
-	struct scope act, inv;
-	struct params p = { 0 };
-	int64_t act_last = 0, inv_last = 0;
-	unsigned char salt[RI_SALT_LEN], digest[RI_HASH_LEN], hash[RI_HASH_LEN], mac[RI_HASH_LEN];
-	struct ri_header h;
-	ri_ms recorded_at = now, retention;
-	int rc;
-	const char *act_key = a->act_key ? a->act_key : "";
+	(void)seq;
+	*at = ((struct pg *)bk)->last_at;
+	return RI_ST_OK;
+}
 
-	if (ri_kind_of(a->action_ref, kind, sizeof kind) != 0)
-		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "malformed action ref");
-	scope_make(&act, SCOPE_ACT, kind, act_key);
-	if (a->invocation_id != NULL) {
-		scope_make(&inv, SCOPE_INV, a->invocation_id, NULL);
-		if ((rc = scopes_prefetch(s, act.key, kind, act_key, inv.key, a->invocation_id)) != RI_ST_OK)
-			return rc;
-	}
-	if ((rc = ri_eng_scope_head(&s->core, jh, &act, kind, act_key, &act_last)) != RI_ST_OK)
-		return rc;
-	if (a->invocation_id != NULL) {
-		if ((rc = ri_eng_scope_head(&s->core, jh, &inv, a->invocation_id, NULL, &inv_last)) != RI_ST_OK)
-			return rc;
-	}
-	if (jh->last_seq > 0 && s->last_at != RI_NONE && s->last_at > recorded_at)
-		recorded_at = s->last_at;
-	if (strcmp(kind, "audit") == 0) {
-		retention = INT64_MAX;
-	} else {
-		const struct ri_kind *k = ri_config_kind(s->core.cfg, kind);
-		retention = k == NULL || unplaced ? RI_NONE : recorded_at + k->retention_period;
-	}
-	if (a->event_id != NULL)
-		snprintf(out->event_id, sizeof out->event_id, "%s", a->event_id);
-	else
-		ri_mint_id("evt_", out->event_id);
-	ri_mint_id("att_", attestation);
-	payload = ri_json_canonical(a->data);
-	randombytes_buf(salt, sizeof salt);
-	ri_payload_digest(salt, payload, strlen(payload), digest);
-	h = (struct ri_header){
-		.instance_id = s->core.instance_id, .seq = jh->last_seq + 1, .event_id = out->event_id,
-		.action_ref = a->action_ref, .kind = kind, .act_key = act_key,
-		.invocation_id = a->invocation_id, .actor_ref = a->actor_ref,
-		.attestation_id = attestation, .recorded_at = recorded_at,
-		.retention_until = retention, .role = role, .act_prev = act_last,
-		.inv_prev = a->invocation_id ? inv_last : 0, .payload_digest = digest,
-	};
-	/* the key never leaves the host: hash and MAC are computed here */
-	ri_record_hash(lh, &h, hash);
-	ri_mac(s->core.key, s->core.keylen, hash, RI_HASH_LEN, mac);
-	p_int(&p, h.seq);
-	p_text(&p, h.event_id);
-	p_text(&p, h.action_ref);
-	p_text(&p, kind);
-	p_text(&p, act_key);
-	p_text(&p, a->invocation_id);
-	p_text(&p, a->actor_ref);
-	p_text(&p, attestation);
-	p_int(&p, recorded_at);
-	p_ms(&p, retention);
-	p_int(&p, role);
-	p_int(&p, h.act_prev);
-	p_int(&p, h.inv_prev);
+/* store_engine.h record_insert: deferred, sent with the append's other
+ * writes */
+static int
+record_insert(void *bk, const struct ri_header *h, const char *payload, const unsigned char salt[RI_SALT_LEN],
+    const unsigned char hash[RI_HASH_LEN], const unsigned char mac[RI_HASH_LEN])
+{
+	struct pg *s = bk;
+	struct params p = { 0 };
+	int rc;
+
+	p_int(&p, h->seq);
+	p_text(&p, h->event_id);
+	p_text(&p, h->action_ref);
+	p_text(&p, h->kind);
+	p_text(&p, h->act_key);
+	p_text(&p, h->invocation_id);
+	p_text(&p, h->actor_ref);
+	p_text(&p, h->attestation_id);
+	p_int(&p, h->recorded_at);
+	p_ms(&p, h->retention_until);
+	p_int(&p, h->role);
+	p_int(&p, h->act_prev);
+	p_int(&p, h->inv_prev);
 	p_text(&p, payload);
-	p_bytes(&p, salt, sizeof salt);
-	p_bytes(&p, digest, RI_HASH_LEN);
+	p_bytes(&p, salt, RI_SALT_LEN);
+	p_bytes(&p, h->payload_digest, RI_HASH_LEN);
 	p_bytes(&p, hash, RI_HASH_LEN);
 	p_bytes(&p, mac, RI_HASH_LEN);
 	rc = defer_write(s, RI_ST_STEP2, "append", "INSERT INTO records(" REC_COLS ") VALUES ($1, $2, $3, $4, $5,"
 	    " $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)", &p);
-	free(payload);
-	if (rc != RI_ST_OK)
-		return rc;
-	if ((rc = ri_eng_tree_put(&s->core, jh, act.key, h.seq, hash)) != RI_ST_OK ||
-	    (a->invocation_id && (rc = ri_eng_tree_put(&s->core, jh, inv.key, h.seq, hash)) != RI_ST_OK))
-		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
-	if (role == RI_ROLE_INTENT && a->invocation_id != NULL && inv_last == 0)
-		rc = open_add_first(s, jh, a->invocation_id, h.seq, kind, act_key, h.event_id, recorded_at);
-	else if (role == RI_ROLE_INTENT && a->invocation_id != NULL)
-		rc = open_add(s, jh, a->invocation_id, h.seq, kind, act_key, h.event_id, recorded_at);
-	else if (ri_role_closing(role) && a->invocation_id != NULL)
-		rc = open_remove(s, jh, a->invocation_id);
-	if (rc != RI_ST_OK)
-		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
-	jh->last_seq = h.seq;
-	if (strcmp(a->action_ref, "audit.sealed") == 0)
-		jh->sealed_seq = h.seq;
-	if (strcmp(a->action_ref, "audit.restored") == 0 && jh->grants < recorded_at)
-		jh->grants = recorded_at;
-	if ((rc = jhead_set(s, jh, hash)) != RI_ST_OK)
-		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
-	s->last_at = recorded_at;
-	out->seq = h.seq;
-	out->recorded_at = recorded_at;
-	memcpy(out->hash, hash, RI_HASH_LEN);
-	/* its witness line, added once the transaction commits (issue 39) */
-	ri_st_witness_pend(&s->core, &h, hash, a->data);
-	return RI_ST_OK;
+	/* a later failure rolls the transaction back, and the next one reads
+	 * the head, and last_at, again */
+	if (rc == RI_ST_OK)
+		s->last_at = h->recorded_at;
+	return rc;
+}
+
+/* store_engine.h scopes_hint: the act's and the invocation's newest rows
+ * and tree paths in one round trip */
+static int
+scopes_hint(void *bk, const unsigned char act[RI_SCOPE_LEN], const char *kind, const char *act_key,
+    const unsigned char inv[RI_SCOPE_LEN], const char *invocation_id)
+{
+	return scopes_prefetch(bk, act, kind, act_key, inv, invocation_id);
 }
 
 /* Open a write transaction and lock and verify the journal head in it:
@@ -2133,76 +2061,53 @@ reads_ahead(struct pg *s, const struct ri_append *a, const char *kind)
 	}
 }
 
-/*
- * record_action -- see store_sqlite.c for the contract.  Here: step 2 is
- * any failure before COMMIT is sent (the server rolls the transaction
- * back: nothing landed); journal fence 3 is checked twice, under the
- * lease row's lock and again by the server at COMMIT; a COMMIT sent with
- * no reply is a lost reply, read back by event id (resolve 24).
- */
-static int append_substrate(struct pg *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN],
-    const char *action_ref, const char *act_key, json_t *data, ri_ms now, struct ri_appended *out);
-
-static int
-pg_record_action(struct ri_store *base, const struct ri_append *a, struct ri_appended *out)
+/* store_engine.h append_ahead: step 2 until COMMIT is sent -- the
+ * journal head locked and verified (nothing is appended to a journal that
+ * fails verification); the append's reads travel with it, judged only
+ * after it is */
+static void
+append_ahead(void *bk, const struct ri_append *a, const char *kind)
 {
-	struct pg *s = (struct pg *)base;
-	const struct ri_config *c = s->core.cfg;
-	char point[96], kind[128];
-	enum ri_fault_action fa = RI_FA_NONE;
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
-	unsigned long rt0 = s->round_trips;
-	ri_ms now;
-	int rc, role;
+	struct pg *s = bk;
 
-	memset(out, 0, sizeof *out);
-	ri_st_err_clear(&s->core.err);
-	if ((rc = ri_append_request_judge(&s->core, a, kind, sizeof kind, &role, out)) != RI_ST_OK ||
-	    (rc = ri_append_fault_before(&s->core, a, &fa)) != RI_ST_OK)
-		return rc;
-	/* step 2 until COMMIT is sent: the journal head locked and verified
-	 * (nothing is appended to a journal that fails verification); the
-	 * append's reads travel with it, judged only after it is */
+	s->rt0 = s->round_trips;
 	reads_ahead(s, a, kind);
-	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
-		return rc == RI_ST_UNAVAILABLE || rc == RI_ST_READONLY ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
-	/* Check 8.1.6: the credential judged at the recorded_at the record will
-	 * carry (never backwards, append_locked), as store_sqlite.c does */
-	ri_ms at = RI_NC(RI_NC_CRED_AT_NOW) ? now :     /* negative control: the host's clock */
-	    jh.last_seq > 0 && s->last_at != RI_NONE && s->last_at > now ? s->last_at : now;
-	if ((rc = ri_eng_check_credential(&s->core, &jh, a->actor_ref, a->credential, at, NULL)) != RI_ST_OK)
-		goto fail;
-	/* negative control: the fence is never checked */
-	if (!RI_NC(RI_NC_NO_JOURNAL_FENCE) && a->fence != NULL && c->journal_fence &&
-	    (rc = ri_eng_check_fence(&s->core, kind, a->act_key ? a->act_key : "", a->fence, now)) != RI_ST_OK)
-		goto fail;
-	if (!RI_NC(RI_NC_BINDINGS_UNGUARDED) && a->bindings_guard) {
-		/* bindings are history (issue 41): the writer's decision holds
-		 * only while the bindings scope is as it read it.  Judged under
-		 * the head's lock, sent with the writes so it costs no round trip
-		 * of its own (issue 13): a newer audit.bound makes the statement
-		 * fail (a division by zero, plain SQL's one way to raise), COMMIT
-		 * never runs, and the writer reads the bindings again.  A check
-		 * of concurrency, not of integrity: every reader and the audit
-		 * verify the rows themselves. */
-		struct params p = { 0 };
-		p_int(&p, a->bindings_seen);
-		if ((rc = defer_write(s, RI_ST_STALE_BINDINGS, "the kind's bindings, recorded anew since they were read",
-		    "SELECT 1 / (coalesce(max(seq), 0) = $1)::int FROM records"
-		    " WHERE kind = 'audit' AND act_key = 'bindings:'", &p)) != RI_ST_OK)
-			goto fail;
-	}
-	if (a->bound != NULL) {
-		/* the kind's bindings changed: recorded in the same transaction,
-		 * just before the first record they judge (bindings.h) */
-		struct ri_appended bout;
-		if ((rc = append_substrate(s, &jh, lh, "audit.bound", "bindings:", a->bound, now, &bout)) != RI_ST_OK)
-			goto fail;
-		memcpy(lh, bout.hash, RI_HASH_LEN);
-	}
-	if ((rc = append_locked(s, &jh, lh, a, role, fa == RI_FA_NORETENTION, now, out)) != RI_ST_OK)
-		goto fail;
+}
+
+/* store_engine.h bindings_guard.  Bindings are history (issue 41): the
+ * writer's decision holds only while the bindings scope is as it read it.
+ * Judged under the head's lock, sent with the writes so it costs no round
+ * trip of its own (issue 13): a newer audit.bound makes the statement fail
+ * (a division by zero, plain SQL's one way to raise), COMMIT never runs,
+ * and the writer reads the bindings again.  A check of concurrency, not of
+ * integrity: every reader and the audit verify the rows themselves. */
+static int
+bindings_guard(void *bk, const struct ri_append *a)
+{
+	struct params p = { 0 };
+
+	if (RI_NC(RI_NC_BINDINGS_UNGUARDED))
+		return RI_ST_OK;
+	p_int(&p, a->bindings_seen);
+	return defer_write(bk, RI_ST_STALE_BINDINGS, "the kind's bindings, recorded anew since they were read",
+	    "SELECT 1 / (coalesce(max(seq), 0) = $1)::int FROM records"
+	    " WHERE kind = 'audit' AND act_key = 'bindings:'", &p);
+}
+
+/*
+ * store_engine.h append_commit.  Step 2 is any failure before COMMIT is
+ * sent (the server rolls the transaction back: nothing landed); journal
+ * fence 3 is checked twice, under the lease row's lock and again by the
+ * server at COMMIT; a COMMIT sent with no reply is a lost reply, read back
+ * by event id (resolve 24).
+ */
+static int
+append_commit(void *bk, const struct ri_append *a, struct ri_appended *out)
+{
+	struct pg *s = bk;
+	char point[96];
+	int rc;
+
 	if (a->fault_tag != NULL) {
 		/* the multi-node tests' seam: locks held, COMMIT not yet sent */
 		snprintf(point, sizeof point, "%s.locked", a->fault_tag);
@@ -2213,77 +2118,16 @@ pg_record_action(struct ri_store *base, const struct ri_append *a, struct ri_app
 	if (s->fence != NULL) {
 		struct params p = { 0 };
 		p_text(&p, s->fence);
-		if ((rc = defer_write(s, RI_ST_STEP2, "fence", "SELECT set_config('ri.fence', $1, true)", &p)) != RI_ST_OK)
-			goto fail;
+		if ((rc = defer_write(s, RI_ST_STEP2, "fence", "SELECT set_config('ri.fence', $1, true)", &p)) != RI_ST_OK) {
+			rollback_keep(s);
+			return rc == RI_ST_UNAVAILABLE ? RI_ST_STEP2 : rc;
+		}
 	}
 	if ((rc = commit(s)) != RI_ST_OK)
 		return rc == RI_ST_LOST ? ri_st_fail(&s->core, RI_ST_LOST, out->seq, out->event_id, "%s", s->core.err.msg) : rc;
 	if (s->trace > 0)
-		fprintf(stderr, "ri: pg: record_action %s: %lu round trips\n", a->action_ref, s->round_trips - rt0);
-	return ri_append_landed(&s->core, a, fa, kind, out);
-fail:
-	rollback_keep(s);
-	if (rc == RI_ST_UNAVAILABLE)
-		rc = RI_ST_STEP2;
-	return rc;
-}
-
-static int
-append_substrate(struct pg *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN], const char *action_ref,
-    const char *act_key, json_t *data, ri_ms now, struct ri_appended *out)
-{
-	struct ri_append a = { .action_ref = action_ref, .act_key = act_key, .actor_ref = RI_SUBSTRATE_ACTOR,
-		.data = data };
-
-	return append_locked(s, jh, lh, &a, RI_ROLE_OTHER, false, now, out);
-}
-
-/* The substrate's own records, n of them, in one transaction (store.h
- * append_substrate: a restore's, the sweep's audit.reconciled). */
-static int
-pg_append_many(struct ri_store *base, const struct ri_append *v, size_t n, struct ri_appended *out)
-{
-	struct pg *s = (struct pg *)base;
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
-	ri_ms now;
-	int rc, role;
-
-	if (s->core.key == NULL)
-		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "appending needs the integrity key");
-	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
-		return rc;
-	for (size_t i = 0; i < n; i++) {
-		memset(&out[i], 0, sizeof out[i]);
-		if ((rc = ri_substrate_role(&s->core, &v[i], &role)) != RI_ST_OK ||
-		    (rc = append_locked(s, &jh, lh, &v[i], role, false, now, &out[i])) != RI_ST_OK) {
-			rollback_keep(s);
-			return rc;
-		}
-		memcpy(lh, out[i].hash, RI_HASH_LEN);
-	}
-	return commit(s);
-}
-
-static int
-pg_substrate(struct ri_store *base, const char *action_ref, json_t *data, struct ri_appended *out)
-{
-	struct pg *s = (struct pg *)base;
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
-	ri_ms now;
-	int rc;
-
-	memset(out, 0, sizeof *out);
-	if (strncmp(action_ref, "audit.", 6) != 0)
-		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "a substrate record is audit.*");
-	if ((rc = write_begin(s, &jh, lh, &now)) != RI_ST_OK)
-		return rc;
-	if ((rc = append_substrate(s, &jh, lh, action_ref, "", data, now, out)) != RI_ST_OK) {
-		rollback_keep(s);
-		return rc;
-	}
-	return commit(s);
+		fprintf(stderr, "ri: pg: record_action %s: %lu round trips\n", a->action_ref, s->round_trips - s->rt0);
+	return RI_ST_OK;
 }
 
 /* ---- retention ------------------------------------------------------------- */
@@ -2596,13 +2440,6 @@ nodes_reset(void *bk)
 }
 
 static int
-open_insert(void *bk, struct ri_jhead *jh, const char *inv, int64_t seq, const char *kind, const char *act_key,
-    const char *event_id, ri_ms recorded_at)
-{
-	return open_add(bk, jh, inv, seq, kind, act_key, event_id, recorded_at);
-}
-
-static int
 scope_lasts(void *bk, int type, int (*fn)(void *arg, const char *a, const char *b, int64_t last), void *arg)
 {
 	struct pg *s = bk;
@@ -2887,13 +2724,6 @@ be_open_remove(void *bk, struct ri_jhead *jh, const char *invocation_id)
 	return open_remove(bk, jh, invocation_id);
 }
 
-static int
-be_append_substrate(void *bk, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN], const char *action_ref,
-    const char *act_key, json_t *data, ri_ms now, struct ri_appended *out)
-{
-	return append_substrate(bk, jh, lh, action_ref, act_key, data, now, out);
-}
-
 /* The primitives of store_engine.h: SQL and decoding, behind them the
  * read-ahead, the deferred writes and the batched nodes. */
 static const struct ri_backend pg_backend = {
@@ -2919,7 +2749,6 @@ static const struct ri_backend pg_backend = {
 	.mark_read = mark_read,
 	.mark_write = mark_write,
 	.write_head = be_write_head,
-	.append_substrate = be_append_substrate,
 	.actor_insert = actor_insert,
 	.actor_update = actor_update,
 	/* the records table read */
@@ -2948,11 +2777,18 @@ static const struct ri_backend pg_backend = {
 	.open_remove = be_open_remove,
 	.clock_now = be_clock_now,
 	.row_keys = row_keys,
+	/* the append */
+	.recorded_at_of = recorded_at_of,
+	.record_insert = record_insert,
+	.scopes_hint = scopes_hint,
+	.append_ahead = append_ahead,
+	.bindings_guard = bindings_guard,
+	.append_commit = append_commit,
 };
 _Static_assert(offsetof(struct pg, core) == offsetof(struct ri_eng_store, core), "struct pg begins as ri_eng_store");
 
 static const struct ri_store_ops pg_ops = {
-	.record_action = pg_record_action,
+	.record_action = ri_eng_record_action,
 	.read_record = ri_eng_read_record,
 	.range_read = ri_eng_range_read,
 	.open_intents = ri_eng_open_intents,
@@ -2971,8 +2807,8 @@ static const struct ri_store_ops pg_ops = {
 	.peek = ri_eng_peek,
 	.inv_span = ri_eng_inv_span,
 	.seal = ri_eng_seal,
-	.substrate = pg_substrate,
-	.append_substrate = pg_append_many,
+	.substrate = ri_eng_substrate,
+	.append_substrate = ri_eng_append_many,
 	.backup = pg_backup,
 	.rebuild = ri_eng_rebuild,
 	.audit_state = ri_eng_audit_state,

@@ -1064,16 +1064,16 @@ lease_write(void *bk, const char *kind, const char *act_key, const char *holder,
 	return rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "lease write");
 }
 
-/* The open-intents index moves in the append's transaction, and its count
- * and accumulator in the journal head with it (heads.h). */
+/* store_engine.h open_insert: INSERT OR IGNORE, first or not */
 static int
-open_add(struct sq *s, struct ri_jhead *jh, const char *inv, int64_t seq, const char *kind, const char *act_key,
-    const char *event_id, ri_ms recorded_at)
+open_insert(void *bk, const char *inv, int64_t seq, const char *kind, const char *act_key, const char *event_id,
+    ri_ms recorded_at, bool first, bool *added)
 {
+	struct sq *s = bk;
 	sqlite3_stmt *st;
-	unsigned char elem[RI_HASH_LEN];
 	int rc;
 
+	(void)first;
 	if ((st = prep(s, "INSERT OR IGNORE INTO open_intents VALUES (?, ?, ?, ?, ?, ?)")) == NULL)
 		return db_fail(s, RI_ST_UNAVAILABLE, "append");
 	bind_text(st, 1, inv);
@@ -1086,11 +1086,7 @@ open_add(struct sq *s, struct ri_jhead *jh, const char *inv, int64_t seq, const 
 	done(s, st);
 	if (rc != SQLITE_DONE)
 		return db_fail(s, RI_ST_UNAVAILABLE, "append");
-	if (sqlite3_changes(s->db) == 1) {
-		ri_open_elem(inv, seq, kind, act_key, event_id, recorded_at, elem);
-		ri_acc_xor(jh->open_acc, elem);
-		jh->open_count++;
-	}
+	*added = sqlite3_changes(s->db) == 1;
 	return RI_ST_OK;
 }
 
@@ -1133,133 +1129,57 @@ open_remove(struct sq *s, struct ri_jhead *jh, const char *inv)
 	return rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_UNAVAILABLE, "append");
 }
 
-/*
- * Append one record inside an open write transaction, under the journal
- * head jh the caller verified in it (lh: the hash at jh->last_seq).  The
- * substrate stamps recorded_at (never earlier than the record before it),
- * mints the event and attestation ids, places retention by the kind's
- * fixed policy (journal 6), chains and MACs the record, moves the heads of
- * its act and invocation in the tree and the journal head (one MAC over
- * all of it).  A failure leaves the transaction to be rolled back.
- */
+/* store_engine.h recorded_at_of */
 static int
-append_locked(struct sq *s, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN], const struct ri_append *a,
-    int role, bool unplaced, ri_ms now, struct ri_appended *out)
+recorded_at_of(void *bk, int64_t seq, ri_ms *at)
 {
-	char kind[128], *payload = NULL;
-	struct scope act, inv;
-	int64_t last = jh->last_seq, act_last = 0, inv_last = 0;
-	unsigned char salt[RI_SALT_LEN], digest[RI_HASH_LEN], hash[RI_HASH_LEN], mac[RI_HASH_LEN];
-	struct ri_header h;
+	struct sq *s = bk;
 	sqlite3_stmt *st;
-	ri_ms recorded_at = now, retention;
-	int rc;
-	const char *act_key = a->act_key ? a->act_key : "";
 
-	if (ri_kind_of(a->action_ref, kind, sizeof kind) != 0)
-		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "malformed action ref");
-	scope_make(&act, SCOPE_ACT, kind, act_key);
-	if ((rc = ri_eng_scope_head(&s->core, jh, &act, kind, act_key, &act_last)) != RI_ST_OK)
-		return rc;
-	if (a->invocation_id != NULL) {
-		scope_make(&inv, SCOPE_INV, a->invocation_id, NULL);
-		if ((rc = ri_eng_scope_head(&s->core, jh, &inv, a->invocation_id, NULL, &inv_last)) != RI_ST_OK)
-			return rc;
-	}
-	if (last > 0) {
-		/* recorded_at never goes backwards, whatever the clock did */
-		if ((st = prep(s, "SELECT recorded_at FROM records WHERE seq = ?")) == NULL)
-			return db_fail(s, RI_ST_STEP2, "read");
-		sqlite3_bind_int64(st, 1, last);
-		if (sqlite3_step(st) == SQLITE_ROW && col_is(st, 0, SQLITE_INTEGER, false) &&
-		    sqlite3_column_int64(st, 0) > recorded_at)
-			recorded_at = sqlite3_column_int64(st, 0);
-		done(s, st);
-	}
-	if (strcmp(kind, "audit") == 0) {
-		retention = INT64_MAX;          /* the substrate's own records are kept */
-	} else {
-		const struct ri_kind *k = ri_config_kind(s->core.cfg, kind);
-		retention = k == NULL || unplaced ? RI_NONE : recorded_at + k->retention_period;
-	}
-	if (a->event_id != NULL)
-		snprintf(out->event_id, sizeof out->event_id, "%s", a->event_id);
-	else
-		ri_mint_id("evt_", out->event_id);
-	char attestation[RI_ID_LEN + 1];
-	ri_mint_id("att_", attestation);
-	payload = ri_json_canonical(a->data);
-	randombytes_buf(salt, sizeof salt);
-	ri_payload_digest(salt, payload, strlen(payload), digest);
-	h = (struct ri_header){
-		.instance_id = s->core.instance_id, .seq = last + 1, .event_id = out->event_id,
-		.action_ref = a->action_ref, .kind = kind, .act_key = act_key,
-		.invocation_id = a->invocation_id, .actor_ref = a->actor_ref,
-		.attestation_id = attestation, .recorded_at = recorded_at,
-		.retention_until = retention, .role = role, .act_prev = act_last,
-		.inv_prev = a->invocation_id ? inv_last : 0, .payload_digest = digest,
-	};
-	ri_record_hash(lh, &h, hash);
-	ri_mac(s->core.key, s->core.keylen, hash, RI_HASH_LEN, mac);
+	*at = RI_NONE;
+	if ((st = prep(s, "SELECT recorded_at FROM records WHERE seq = ?")) == NULL)
+		return db_fail(s, RI_ST_STEP2, "read");
+	sqlite3_bind_int64(st, 1, seq);
+	if (sqlite3_step(st) == SQLITE_ROW && col_is(st, 0, SQLITE_INTEGER, false))
+		*at = sqlite3_column_int64(st, 0);
+	done(s, st);
+	return RI_ST_OK;
+}
+
+/* store_engine.h record_insert */
+static int
+record_insert(void *bk, const struct ri_header *h, const char *payload, const unsigned char salt[RI_SALT_LEN],
+    const unsigned char hash[RI_HASH_LEN], const unsigned char mac[RI_HASH_LEN])
+{
+	struct sq *s = bk;
+	sqlite3_stmt *st;
+	int rc;
+
 	if ((st = prep(s, "INSERT INTO records(" REC_COLS ") VALUES"
-	    " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) == NULL) {
-		free(payload);
+	    " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) == NULL)
 		return db_fail(s, RI_ST_STEP2, "append");
-	}
-	sqlite3_bind_int64(st, 1, h.seq);
-	bind_text(st, 2, h.event_id);
-	bind_text(st, 3, h.action_ref);
-	bind_text(st, 4, kind);
-	bind_text(st, 5, act_key);
-	bind_text(st, 6, a->invocation_id);
-	bind_text(st, 7, a->actor_ref);
-	bind_text(st, 8, attestation);
-	sqlite3_bind_int64(st, 9, recorded_at);
-	bind_ms(st, 10, retention);
-	sqlite3_bind_int(st, 11, role);
-	sqlite3_bind_int64(st, 12, h.act_prev);
-	sqlite3_bind_int64(st, 13, h.inv_prev);
-	sqlite3_bind_text(st, 14, payload, -1, free);
-	sqlite3_bind_blob(st, 15, salt, sizeof salt, SQLITE_TRANSIENT);
-	sqlite3_bind_blob(st, 16, digest, RI_HASH_LEN, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 1, h->seq);
+	bind_text(st, 2, h->event_id);
+	bind_text(st, 3, h->action_ref);
+	bind_text(st, 4, h->kind);
+	bind_text(st, 5, h->act_key);
+	bind_text(st, 6, h->invocation_id);
+	bind_text(st, 7, h->actor_ref);
+	bind_text(st, 8, h->attestation_id);
+	sqlite3_bind_int64(st, 9, h->recorded_at);
+	bind_ms(st, 10, h->retention_until);
+	sqlite3_bind_int(st, 11, h->role);
+	sqlite3_bind_int64(st, 12, h->act_prev);
+	sqlite3_bind_int64(st, 13, h->inv_prev);
+	bind_text(st, 14, payload);
+	sqlite3_bind_blob(st, 15, salt, RI_SALT_LEN, SQLITE_TRANSIENT);
+	sqlite3_bind_blob(st, 16, h->payload_digest, RI_HASH_LEN, SQLITE_TRANSIENT);
 	sqlite3_bind_blob(st, 17, hash, RI_HASH_LEN, SQLITE_TRANSIENT);
 	sqlite3_bind_blob(st, 18, mac, RI_HASH_LEN, SQLITE_TRANSIENT);
 	rc = sqlite3_step(st);
 	done(s, st);
-	if (rc != SQLITE_DONE)
-		return db_fail(s, RI_ST_STEP2, "append");
-	/* the heads of its scopes, then the journal's: one MAC binds them all */
-	if ((rc = ri_eng_tree_put(&s->core, jh, act.key, h.seq, hash)) != RI_ST_OK ||
-	    (a->invocation_id && (rc = ri_eng_tree_put(&s->core, jh, inv.key, h.seq, hash)) != RI_ST_OK))
-		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
-	/* the derived index of open intents moves in the same transaction */
-	if (role == RI_ROLE_INTENT && a->invocation_id != NULL)
-		rc = open_add(s, jh, a->invocation_id, h.seq, kind, act_key, h.event_id, recorded_at);
-	else if (ri_role_closing(role) && a->invocation_id != NULL)
-		rc = open_remove(s, jh, a->invocation_id);
-	if (rc != RI_ST_OK)
-		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
-	jh->last_seq = h.seq;
-	if (strcmp(a->action_ref, "audit.sealed") == 0)
-		jh->sealed_seq = h.seq;
-	/* an accepted restore (ri-init --accept-restore) is a rollback: the
-	 * fencing tokens granted in the lost stretch are unknown, so the grant
-	 * counter jumps to the restore's instant in ms -- above every token
-	 * granted before, short of more than one grant per ms on average */
-	if (strcmp(a->action_ref, "audit.restored") == 0 && jh->grants < recorded_at)
-		jh->grants = recorded_at;
-	if ((rc = jhead_set(s, jh, hash)) != RI_ST_OK)
-		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
-	out->seq = h.seq;
-	out->recorded_at = recorded_at;
-	memcpy(out->hash, hash, RI_HASH_LEN);
-	/* its witness line, added once the transaction commits (issue 39) */
-	ri_st_witness_pend(&s->core, &h, hash, a->data);
-	return RI_ST_OK;
+	return rc == SQLITE_DONE ? RI_ST_OK : db_fail(s, RI_ST_STEP2, "append");
 }
-
-static int append_substrate(struct sq *s, const char *action_ref, const char *act_key, json_t *data, ri_ms now,
-    struct ri_appended *out);
 
 static int
 commit(struct sq *s)
@@ -1274,159 +1194,6 @@ commit(struct sq *s)
 	 * with every append (issue 39) */
 	ri_st_witness_flush(&s->core);
 	return RI_ST_OK;
-}
-
-/*
- * record_action(action_ref, actor_ref, credential, data) -> event id, or
- * invalid-credential | invalid-request(cause) | recording-failure(step-2 |
- * step-3 | step-4) | a lost reply | fenced.  The fault points
- * "<tag>.before" and "<tag>.after" reach the arms nothing else reaches.
- */
-static int
-sq_record_action(struct ri_store *base, const struct ri_append *a, struct ri_appended *out)
-{
-	struct sq *s = (struct sq *)base;
-	const struct ri_config *c = s->core.cfg;
-	char kind[128];
-	enum ri_fault_action fa = RI_FA_NONE;
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
-	ri_ms now;
-	int rc, role;
-
-	memset(out, 0, sizeof *out);
-	ri_st_err_clear(&s->core.err);
-	if ((rc = ri_append_request_judge(&s->core, a, kind, sizeof kind, &role, out)) != RI_ST_OK ||
-	    (rc = ri_append_fault_before(&s->core, a, &fa)) != RI_ST_OK)
-		return rc;
-	if ((rc = begin_immediate(s)) != RI_ST_OK)
-		return rc == RI_ST_UNAVAILABLE || rc == RI_ST_READONLY ? ri_st_recode(&s->core, RI_ST_STEP2) : rc;
-	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
-		goto fail;
-	/* the journal head, verified inside the write transaction: nothing is
-	 * appended to a journal that fails verification */
-	if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK)
-		goto fail;
-	/* Check 8.1.6 judges the actor at the record's recorded_at, which never
-	 * goes backwards (append_locked): the credential is judged at that
-	 * instant too, or a host whose clock lags the revocation lands a revoked
-	 * actor's record after it (issue 41, lifecycle: actors revoked) */
-	ri_ms at = now;
-	if (!RI_NC(RI_NC_CRED_AT_NOW) && jh.last_seq > 0) {
-		sqlite3_stmt *lst = prep(s, "SELECT recorded_at FROM records WHERE seq = ?");
-		if (lst == NULL) {
-			rc = db_fail(s, RI_ST_STEP2, "read");
-			goto fail;
-		}
-		sqlite3_bind_int64(lst, 1, jh.last_seq);
-		if (sqlite3_step(lst) == SQLITE_ROW && col_is(lst, 0, SQLITE_INTEGER, false) &&
-		    sqlite3_column_int64(lst, 0) > at)
-			at = sqlite3_column_int64(lst, 0);
-		done(s, lst);
-	}
-	if ((rc = ri_eng_check_credential(&s->core, &jh, a->actor_ref, a->credential, at, NULL)) != RI_ST_OK)
-		goto fail;
-	/* negative control: the fence is never checked */
-	if (!RI_NC(RI_NC_NO_JOURNAL_FENCE) && a->fence != NULL && c->journal_fence &&
-	    (rc = ri_eng_check_fence(&s->core, kind, a->act_key ? a->act_key : "", a->fence, now)) != RI_ST_OK)
-		goto fail;
-	bool unplaced = fa == RI_FA_NORETENTION;
-	if (a->bindings_guard) {
-		/* bindings are history (issue 41): another writer may have
-		 * recorded the kind's bindings since this one decided what its
-		 * record needs -- judged under the head lock, so the decision and
-		 * the record are one */
-		struct scope bsc;
-		int64_t blast = 0;
-		scope_make(&bsc, SCOPE_ACT, "audit", "bindings:");
-		if ((rc = ri_eng_scope_head(&s->core, &jh, &bsc, "audit", "bindings:", &blast)) != RI_ST_OK ||
-		    (rc = ri_append_bindings_judge(&s->core, a, blast)) != RI_ST_OK)
-			goto fail;
-	}
-	if (a->bound != NULL) {
-		/* the kind's bindings changed: recorded in the same transaction,
-		 * just before the first record they judge (bindings.h) */
-		struct ri_appended bout;
-		if ((rc = append_substrate(s, "audit.bound", "bindings:", a->bound, now, &bout)) != RI_ST_OK ||
-		    (rc = jhead_get(s, &jh, lh)) != RI_ST_OK)
-			goto fail;
-	}
-	if ((rc = append_locked(s, &jh, lh, a, role, unplaced, now, out)) != RI_ST_OK)
-		goto fail;
-	if ((rc = commit(s)) != RI_ST_OK)
-		return rc;
-	return ri_append_landed(&s->core, a, fa, kind, out);
-fail:
-	if (rc == RI_ST_INVALID_CREDENTIAL || rc == RI_ST_FENCED || rc == RI_ST_INTEGRITY)
-		abandon(s, rc);
-	else
-		rollback(s);
-	if (rc == RI_ST_UNAVAILABLE)
-		rc = RI_ST_STEP2;
-	return rc;
-}
-
-/* A substrate record (audit.*), inside the caller's transaction, under
- * the journal head it verifies here.  act_key: "" (the substrate's own
- * act), or the actor ref of a registry record (the actor's scope). */
-static int
-append_substrate(struct sq *s, const char *action_ref, const char *act_key, json_t *data, ri_ms now,
-    struct ri_appended *out)
-{
-	struct ri_append a = { .action_ref = action_ref, .act_key = act_key, .actor_ref = RI_SUBSTRATE_ACTOR,
-		.data = data };
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
-	int rc;
-
-	if ((rc = jhead_get(s, &jh, lh)) != RI_ST_OK)
-		return rc;
-	return append_locked(s, &jh, lh, &a, RI_ROLE_OTHER, false, now, out);
-}
-
-static int
-sq_substrate(struct ri_store *base, const char *action_ref, json_t *data, struct ri_appended *out)
-{
-	struct sq *s = (struct sq *)base;
-	ri_ms now;
-	int rc;
-
-	memset(out, 0, sizeof *out);
-	if (strncmp(action_ref, "audit.", 6) != 0)
-		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "a substrate record is audit.*");
-	if ((rc = begin_immediate(s)) != RI_ST_OK)
-		return rc;
-	if ((rc = now_or_fail(s, &now)) != RI_ST_OK || (rc = append_substrate(s, action_ref, "", data, now, out)) != RI_ST_OK) {
-		return abandon(s, rc);
-	}
-	return commit(s);
-}
-
-/* The substrate's own records, n of them, in one transaction (store.h
- * append_substrate: a restore's, the sweep's audit.reconciled). */
-static int
-sq_append_many(struct ri_store *base, const struct ri_append *v, size_t n, struct ri_appended *out)
-{
-	struct sq *s = (struct sq *)base;
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
-	ri_ms now;
-	int rc, role;
-
-	if (s->core.key == NULL)
-		return ri_st_fail(&s->core, RI_ST_INVALID_REQUEST, 0, NULL, "appending needs the integrity key");
-	if ((rc = begin_immediate(s)) != RI_ST_OK)
-		return rc;
-	if ((rc = now_or_fail(s, &now)) != RI_ST_OK)
-		return abandon(s, rc);
-	for (size_t i = 0; i < n; i++) {
-		memset(&out[i], 0, sizeof out[i]);
-		if ((rc = ri_substrate_role(&s->core, &v[i], &role)) != RI_ST_OK ||
-		    (rc = jhead_get(s, &jh, lh)) != RI_ST_OK ||
-		    (rc = append_locked(s, &jh, lh, &v[i], role, false, now, &out[i])) != RI_ST_OK)
-			return abandon(s, rc);
-	}
-	return commit(s);
 }
 
 /* ---- retention ------------------------------------------------------------- */
@@ -2011,13 +1778,6 @@ nodes_reset(void *bk)
 }
 
 static int
-open_insert(void *bk, struct ri_jhead *jh, const char *inv, int64_t seq, const char *kind, const char *act_key,
-    const char *event_id, ri_ms recorded_at)
-{
-	return open_add(bk, jh, inv, seq, kind, act_key, event_id, recorded_at);
-}
-
-static int
 scope_lasts(void *bk, int type, int (*fn)(void *arg, const char *a, const char *b, int64_t last), void *arg)
 {
 	struct sq *s = bk;
@@ -2278,18 +2038,6 @@ write_head(void *bk, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri_ms *
 	return RI_ST_OK;
 }
 
-/* under the engine's head, moved in this transaction by what the engine
- * did before (a purge's open_remove): append_locked writes it through */
-static int
-be_append_substrate(void *bk, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN], const char *action_ref,
-    const char *act_key, json_t *data, ri_ms now, struct ri_appended *out)
-{
-	struct ri_append a = { .action_ref = action_ref, .act_key = act_key, .actor_ref = RI_SUBSTRATE_ACTOR,
-		.data = data };
-
-	return append_locked(bk, jh, lh, &a, RI_ROLE_OTHER, false, now, out);
-}
-
 static int
 be_clock_now(void *bk, ri_ms *now)
 {
@@ -2323,7 +2071,6 @@ static const struct ri_backend sq_backend = {
 	.mark_read = mark_read,
 	.mark_write = mark_write,
 	.write_head = write_head,
-	.append_substrate = be_append_substrate,
 	.actor_insert = actor_insert,
 	.actor_update = actor_update,
 	/* the records table read */
@@ -2354,11 +2101,14 @@ static const struct ri_backend sq_backend = {
 	.wait_change = change_wait,
 	.wake_recheck = wake_recheck,
 	.row_keys = row_keys,
+	/* the append */
+	.recorded_at_of = recorded_at_of,
+	.record_insert = record_insert,
 };
 _Static_assert(offsetof(struct sq, core) == offsetof(struct ri_eng_store, core), "struct sq begins as ri_eng_store");
 
 static const struct ri_store_ops sqlite_ops = {
-	.record_action = sq_record_action,
+	.record_action = ri_eng_record_action,
 	.read_record = ri_eng_read_record,
 	.range_read = ri_eng_range_read,
 	.open_intents = ri_eng_open_intents,
@@ -2377,8 +2127,8 @@ static const struct ri_store_ops sqlite_ops = {
 	.peek = ri_eng_peek,
 	.inv_span = ri_eng_inv_span,
 	.seal = ri_eng_seal,
-	.substrate = sq_substrate,
-	.append_substrate = sq_append_many,
+	.substrate = ri_eng_substrate,
+	.append_substrate = ri_eng_append_many,
 	.backup = sq_backup,
 	.rebuild = ri_eng_rebuild,
 	.audit_state = ri_eng_audit_state,
