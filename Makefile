@@ -27,7 +27,7 @@
 # glibc's linker prints as a notice at each static link ("Using 'dlopen'
 # in statically linked applications requires..."): getpwuid (ri-seal's
 # operator name; "unknown" without it) and the dlopen of a PostgreSQL
-# journal's libpq.so.5 (lib/store/pg/store_pg.c; SQLite's extension loading is
+# journal's libpq.so.5 (lib/store/pg/pq.c; SQLite's extension loading is
 # never enabled) load glibc's shared objects at run time, which must be
 # those of the glibc the commands were linked with -- rebuild after a
 # glibc upgrade, or build with STATIC=0 (as a distribution packages it,
@@ -65,7 +65,7 @@ CFLAGS_RI   = -std=c11 -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) $(OPT) 
 PQ_CFLAGS  ?= $(shell pkg-config --cflags libpq 2>/dev/null || echo -I$$(pg_config --includedir))
 LIBC_A   := $(findstring /,$(shell $(CC) -print-file-name=libc.a 2>/dev/null))
 STATIC   ?= $(if $(LIBC_A),1,0)
-# libpq's headers only: lib/store/pg/store_pg.c loads libpq.so.5 when a PostgreSQL
+# libpq's headers only: lib/store/pg/pq.c loads libpq.so.5 when a PostgreSQL
 # journal is opened (dlopen), so a SQLite host's commands never load it
 # DEPS_STATIC=1 (the default where the three archives are installed, as
 # Debian's -dev packages install them): SQLite, libsodium and jansson are

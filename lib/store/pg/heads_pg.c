@@ -1,0 +1,537 @@
+/*
+ * heads_pg.c -- the PostgreSQL backend's journal head and tree of scope
+ * heads: a record's hash, the node map of a transaction and its prefetch,
+ * a scope's newest row, the head row read and written (the design: store_pg.c).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sodium.h>
+#include <libpq-fe.h>
+
+#include "util/clock.h"
+#include "util/fault.h"
+#include "store/heads.h"
+#include "util/integrity.h"
+#include "util/nc.h"
+#include "store/store_engine.h"
+#include "store/pg/store_pg.h"
+#include "store/pg/pq.h"
+#include "store/witness.h"
+#include "store/pg/store_pg_int.h"
+
+/* ---- the journal head, the tree of scope heads, the witness ------------ */
+
+/* Stored hash of the record at seq (store_engine.h record_hash). */
+int
+record_hash(void *bk, int64_t seq, unsigned char out[RI_HASH_LEN])
+{
+	struct pg *s = bk;
+	struct params p = { 0 };
+	PGresult *r;
+	int rc;
+
+	p_int(&p, seq);
+	r = run(s, "SELECT hash FROM records WHERE seq = $1", &p);
+	if (!res_ok(r))
+		rc = pg_db_fail(s, RI_ST_UNAVAILABLE, "read", r);
+	else if (PQntuples(r) == 1 && g_bytes(r, 0, 0, out, RI_HASH_LEN))
+		rc = RI_ST_OK;
+	else
+		rc = RI_ST_NOT_KNOWN;
+	PQclear(r);
+	return rc;
+}
+
+/* ---- the node map of a transaction -------------------------------------- */
+
+
+static struct pnode *
+nmap_find(struct pg *s, const unsigned char *id, size_t idlen)
+{
+	for (size_t i = 0; i < s->nn; i++)
+		if (s->nmap[i].idlen == idlen && memcmp(s->nmap[i].id, id, idlen) == 0)
+			return &s->nmap[i];
+	return NULL;
+}
+
+/* A slot for id: its own, a free one, or one that holds a fetched (not
+ * written) node; NULL when every slot holds a written node. */
+static struct pnode *
+nmap_slot(struct pg *s, const unsigned char *id, size_t idlen)
+{
+	struct pnode *e = nmap_find(s, id, idlen);
+
+	if (e != NULL)
+		return e;
+	if (s->nn < NMAP)
+		e = &s->nmap[s->nn++];
+	else
+		for (size_t i = 0; e == NULL && i < s->nn; i++)
+			if (!s->nmap[i].dirty)
+				e = &s->nmap[i];
+	if (e != NULL) {
+		memcpy(e->id, id, idlen);
+		e->idlen = idlen;
+		e->dirty = false;
+	}
+	return e;
+}
+
+/* The node ids of key's path, depth 0 .. PREFETCH_DEPTH - 1, as binary
+ * parameters from $first on: the SQL list "$first, ..., $last". */
+static void
+path_params(struct params *p, const unsigned char key[RI_SCOPE_LEN], unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX],
+    char *list, size_t n)
+{
+	size_t at = 0;
+
+	list[0] = '\0';
+	for (int d = 0; d < PREFETCH_DEPTH; d++) {
+		for (int i = 0; i < d; i++)
+			ids[d][i] = (unsigned char)(i % 2 == 0 ? key[i / 2] >> 4 : key[i / 2] & 0x0f);
+		at += (size_t)snprintf(list + at, n - at, "%s$%d", d ? ", " : "", p->n + 1);
+		p_bytes(p, ids[d], (size_t)d);
+	}
+}
+
+/* Record what a path fetch found: every id asked for is now known --
+ * present with its body, or absent -- unless the map holds it already. */
+static int
+path_absorb(struct pg *s, const PGresult *r, int idcol, unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX])
+{
+	bool seen[PREFETCH_DEPTH] = { false };
+
+	for (int i = 0; i < PQntuples(r); i++) {
+		unsigned char id[RI_NODE_ID_MAX], body[RI_NODE_MAX];
+		size_t idlen = 0, len;
+		struct pnode *e;
+
+		if (g_null(r, i, idcol))
+			continue;
+		if (strcmp(PQgetvalue(r, i, idcol), "\\x") != 0 &&
+		    !g_bytes_var(r, i, idcol, id, RI_NODE_ID_MAX, &idlen))
+			continue;
+		if (idlen >= PREFETCH_DEPTH)
+			continue;
+		if (!g_bytes_var(r, i, idcol + 1, body, RI_NODE_MAX, &len))
+			return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL,
+			    "journal integrity: a node of the scope heads' tree is malformed");
+		/* (rows of another path fetched in the same statement are
+		 * kept too, but say nothing of this path's absent nodes) */
+		if (memcmp(id, ids[idlen], idlen) == 0)
+			seen[idlen] = true;
+		if (nmap_find(s, id, idlen) != NULL || (e = nmap_slot(s, id, idlen)) == NULL)
+			continue;
+		memcpy(e->body, body, len);
+		e->len = len;
+		e->present = true;
+	}
+	for (int d = 0; d < PREFETCH_DEPTH; d++) {
+		struct pnode *e;
+		if (seen[d] || nmap_find(s, ids[d], (size_t)d) != NULL || (e = nmap_slot(s, ids[d], (size_t)d)) == NULL)
+			continue;
+		e->present = false;
+		e->len = 0;
+	}
+	return RI_ST_OK;
+}
+
+/* the statement of prefetch (and of its read sent ahead) */
+void
+prefetch_sql(const unsigned char key[RI_SCOPE_LEN], struct params *p, unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX],
+    char *list, size_t listlen, char *sql, size_t n)
+{
+	path_params(p, key, ids, list, listlen);
+	snprintf(sql, n, "SELECT id, body FROM nodes WHERE id IN (%s)", list);
+}
+
+/* Fetch key's path in one statement (a lookup then costs no round trip). */
+int
+prefetch(struct pg *s, const unsigned char key[RI_SCOPE_LEN])
+{
+	struct params p = { 0 };
+	unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX];
+	char list[256], sql[400];
+	PGresult *r;
+	int rc;
+
+	if (s->core.key == NULL || !s->in_tx)
+		return RI_ST_OK;
+	prefetch_sql(key, &p, ids, list, sizeof list, sql, sizeof sql);
+	r = run(s, sql, &p);
+	if (!res_ok(r))
+		rc = pg_db_fail(s, RI_ST_UNAVAILABLE, "read", r);
+	else
+		rc = path_absorb(s, r, 0, ids);
+	PQclear(r);
+	return rc;
+}
+
+/* Send every node the transaction changed, in one statement per 32. */
+static int
+nodes_flush(struct pg *s)
+{
+	for (;;) {
+		struct params p = { 0 };
+		struct pnode *batch[32];
+		char sql[2048];
+		size_t n = 0, at;
+		int rc;
+
+		for (size_t i = 0; i < s->nn && n < 32; i++)
+			if (s->nmap[i].dirty)
+				batch[n++] = &s->nmap[i];
+		if (n == 0)
+			return RI_ST_OK;
+		at = (size_t)snprintf(sql, sizeof sql, "INSERT INTO nodes(id, body) VALUES ");
+		for (size_t i = 0; i < n; i++) {
+			at += (size_t)snprintf(sql + at, sizeof sql - at, "%s($%d, $%d)", i ? ", " : "", p.n + 1, p.n + 2);
+			p_bytes(&p, batch[i]->id, batch[i]->idlen);
+			p_bytes(&p, batch[i]->body, batch[i]->len);
+		}
+		snprintf(sql + at, sizeof sql - at, " ON CONFLICT (id) DO UPDATE SET body = excluded.body");
+		if ((rc = defer_write(s, RI_ST_UNAVAILABLE, "write", sql, &p)) != RI_ST_OK)
+			return rc;
+		for (size_t i = 0; i < n; i++)
+			batch[i]->dirty = false;
+	}
+}
+
+/* The newest seq of a scope as the rows say it (0 when none), and the
+ * hash stored there (when hash is not NULL and there is one).  path: also
+ * fetch that key's path of the tree in the same statement. */
+static int
+scope_max(struct pg *s, int type, const char *a, const char *b, int64_t *out, unsigned char *hash, bool *has,
+    const unsigned char *path)
+{
+	struct params p = { 0 };
+	unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX];
+	char list[256], sql[700];
+	const char *q = type == SCOPE_ALL ? "SELECT seq, hash FROM records ORDER BY seq DESC LIMIT 1" :
+	    type == SCOPE_ACT ? "SELECT seq, hash FROM records WHERE kind = $1 AND act_key = $2"
+	    " ORDER BY seq DESC LIMIT 1" :
+	    "SELECT seq, hash FROM records WHERE invocation_id = $1 ORDER BY seq DESC LIMIT 1";
+	PGresult *r;
+	int rc = RI_ST_OK;
+
+	*out = 0;               /* defined on every path, the failures' too */
+	for (int i = 0; i < 2 && path != NULL; i++) {
+		struct prescope *ps = &s->pre[i];
+		if (ps->valid && ps->type == type && memcmp(ps->key, path, RI_SCOPE_LEN) == 0) {
+			ps->valid = false;
+			*out = ps->seq;
+			if (has != NULL)
+				*has = ps->has;
+			if (ps->has)
+				memcpy(hash, ps->hash, RI_HASH_LEN);
+			return RI_ST_OK;
+		}
+	}
+	if (type != SCOPE_ALL)
+		p_text(&p, a);
+	if (type == SCOPE_ACT)
+		p_text(&p, b);
+	if (path != NULL && s->core.key != NULL && s->in_tx) {
+		path_params(&p, path, ids, list, sizeof list);
+		snprintf(sql, sizeof sql, "SELECT seq, hash, NULL::bytea, NULL::bytea FROM (%s) r"
+		    " UNION ALL SELECT NULL, NULL, id, body FROM nodes WHERE id IN (%s)", q, list);
+		q = sql;
+	} else {
+		path = NULL;
+	}
+	r = run(s, q, &p);
+	if (!res_ok(r)) {
+		rc = pg_db_fail(s, RI_ST_UNAVAILABLE, "read", r);
+		PQclear(r);
+		return rc;
+	}
+	*out = 0;
+	if (has != NULL)
+		*has = false;
+	for (int i = 0; i < PQntuples(r); i++) {
+		if (g_null(r, i, 0))
+			continue;
+		*out = g_int(r, i, 0);
+		if (has != NULL)
+			*has = g_bytes(r, i, 1, hash, RI_HASH_LEN);
+	}
+	if (path != NULL)
+		rc = path_absorb(s, r, 2, ids);
+	PQclear(r);
+	return rc;
+}
+
+/* store_engine.h scope_newest: the hash comes in the same statement,
+ * with the scope's path of the tree. */
+int
+scope_newest(void *bk, const struct scope *sc, const char *a, const char *b, int64_t *seq,
+    unsigned char hash[RI_HASH_LEN], enum ri_hashed *hashed)
+{
+	bool has = false;
+	int rc = scope_max(bk, sc->type, a, b, seq, hash, &has, sc->key);
+
+	*hashed = has ? RI_HASH_READ : RI_HASH_NONE;
+	return rc;
+}
+
+/* the statement of scopes_prefetch (and of its read sent ahead) */
+void
+scopes_sql(const unsigned char act[RI_SCOPE_LEN], const char *kind, const char *act_key,
+    const unsigned char inv[RI_SCOPE_LEN], const char *invocation_id, struct params *p,
+    unsigned char ida[PREFETCH_DEPTH][RI_NODE_ID_MAX], unsigned char idi[PREFETCH_DEPTH][RI_NODE_ID_MAX],
+    char *sql, size_t n)
+{
+	char la[256], li[256];
+
+	p_text(p, kind);
+	p_text(p, act_key);
+	p_text(p, invocation_id);
+	path_params(p, act, ida, la, sizeof la);
+	path_params(p, inv, idi, li, sizeof li);
+	snprintf(sql, n,
+	    "SELECT 0, seq, hash, NULL::bytea, NULL::bytea FROM (SELECT seq, hash FROM records WHERE kind = $1"
+	    " AND act_key = $2 ORDER BY seq DESC LIMIT 1) a"
+	    " UNION ALL SELECT 1, seq, hash, NULL, NULL FROM (SELECT seq, hash FROM records"
+	    " WHERE invocation_id = $3 ORDER BY seq DESC LIMIT 1) i"
+	    " UNION ALL SELECT 2, NULL, NULL, id, body FROM nodes WHERE id IN (%s, %s)", la, li);
+}
+
+/* An append's act and invocation scopes: both newest rows and both paths
+ * of the tree in one statement (issue 13, round trips per append); the
+ * rows wait in s->pre for the two scope_max calls that follow. */
+int
+scopes_prefetch(struct pg *s, const unsigned char act[RI_SCOPE_LEN], const char *kind, const char *act_key,
+    const unsigned char inv[RI_SCOPE_LEN], const char *invocation_id)
+{
+	struct params p = { 0 };
+	unsigned char ida[PREFETCH_DEPTH][RI_NODE_ID_MAX], idi[PREFETCH_DEPTH][RI_NODE_ID_MAX];
+	char sql[1200];
+	PGresult *r;
+	int rc = RI_ST_OK;
+
+	s->pre[0].valid = s->pre[1].valid = false;
+	if (s->core.key == NULL || !s->in_tx)
+		return RI_ST_OK;
+	scopes_sql(act, kind, act_key, inv, invocation_id, &p, ida, idi, sql, sizeof sql);
+	r = run(s, sql, &p);
+	if (!res_ok(r)) {
+		rc = pg_db_fail(s, RI_ST_UNAVAILABLE, "read", r);
+		PQclear(r);
+		return rc;
+	}
+	for (int k = 0; k < 2; k++) {
+		struct prescope *ps = &s->pre[k];
+		ps->type = k == 0 ? SCOPE_ACT : SCOPE_INV;
+		memcpy(ps->key, k == 0 ? act : inv, RI_SCOPE_LEN);
+		ps->seq = 0;
+		ps->has = false;
+	}
+	for (int i = 0; i < PQntuples(r); i++) {
+		int64_t which = g_int(r, i, 0);
+		if (which > 1 || g_null(r, i, 1))
+			continue;
+		s->pre[which].seq = g_int(r, i, 1);
+		s->pre[which].has = g_bytes(r, i, 2, s->pre[which].hash, RI_HASH_LEN);
+	}
+	if ((rc = path_absorb(s, r, 3, ida)) == RI_ST_OK && (rc = path_absorb(s, r, 3, idi)) == RI_ST_OK)
+		s->pre[0].valid = s->pre[1].valid = true;
+	PQclear(r);
+	return rc;
+}
+
+/* The node store of the tree (heads.h). */
+int
+node_get(void *ctx, const unsigned char *id, size_t idlen, unsigned char body[RI_NODE_MAX], size_t *len)
+{
+	struct pg *s = ctx;
+	struct params p = { 0 };
+	struct pnode *e = nmap_find(s, id, idlen);
+	PGresult *r;
+	int rc;
+
+	if (e != NULL) {
+		if (!e->present)
+			return RI_ST_NOT_KNOWN;
+		memcpy(body, e->body, e->len);
+		*len = e->len;
+		return RI_ST_OK;
+	}
+	p_bytes(&p, id, idlen);
+	r = run(s, "SELECT body FROM nodes WHERE id = $1", &p);
+	if (!res_ok(r))
+		rc = pg_db_fail(s, RI_ST_UNAVAILABLE, "read", r);
+	else if (PQntuples(r) == 0)
+		rc = RI_ST_NOT_KNOWN;
+	else if (!g_bytes_var(r, 0, 0, body, RI_NODE_MAX, len))
+		rc = ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a node of the scope heads' tree is malformed");
+	else
+		rc = RI_ST_OK;
+	PQclear(r);
+	return rc;
+}
+
+int
+node_put(void *ctx, const unsigned char *id, size_t idlen, const unsigned char *body, size_t len)
+{
+	struct pg *s = ctx;
+	struct params p = { 0 };
+	struct pnode *e = len <= RI_NODE_MAX ? nmap_slot(s, id, idlen) : NULL;
+
+	if (e != NULL) {
+		/* sent with the head, by nodes_flush */
+		memcpy(e->body, body, len);
+		e->len = len;
+		e->present = e->dirty = true;
+		return RI_ST_OK;
+	}
+	p_bytes(&p, id, idlen);
+	p_bytes(&p, body, len);
+	return pg_exec1(s, RI_ST_UNAVAILABLE, "write", "INSERT INTO nodes(id, body) VALUES ($1, $2)"
+	    " ON CONFLICT (id) DO UPDATE SET body = excluded.body", &p);
+}
+
+/*
+ * begin: open the transaction in the same round trip (a write: READ
+ * COMMITTED).  lock: take the head row's lock first -- the lock every
+ * writer takes before any other (the lock order, top of file) -- in a
+ * statement of its own: under READ COMMITTED a statement that waited for
+ * a row lock re-reads that row but keeps its snapshot for everything else,
+ * so the head and the records it names must be read by the NEXT statement,
+ * whose snapshot holds every transaction committed before the lock was
+ * granted.  One simple-query string, one round trip; the anchor seq is an
+ * integer of ours, printed in.
+ */
+static int
+jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
+{
+	char sql[1024], open[256] = "";
+	PGresult *r;
+	int rc = RI_ST_OK;
+
+	memset(hr, 0, sizeof *hr);
+	if (begin && (rc = begin_sql(s, true, false, open, sizeof open - 2)) != RI_ST_OK)
+		return rc;
+	if (begin)
+		snprintf(open + strlen(open), sizeof open - strlen(open), "; ");
+	snprintf(sql, sizeof sql, "%s%s"
+	    "SELECT h.last_seq, h.root, h.open_count, h.open_acc, h.sealed_seq, h.grants, h.mac,"
+	    " (SELECT max(seq) FROM records), (SELECT hash FROM records WHERE seq = h.last_seq),"
+	    " (SELECT hash FROM records WHERE seq = %lld), ri_clock(),"
+	    " (SELECT recorded_at FROM records WHERE seq = h.last_seq) FROM heads h WHERE h.id = 1",
+	    open, lock ? "SELECT 1 FROM heads WHERE id = 1 FOR UPDATE; " : "",
+	    (long long)(s->core.anchored ? s->core.anchor_seq : 0));
+	if (begin)
+		s->in_tx = true;        /* even should a later statement fail: rolled back */
+	r = exec_ahead(s, sql);
+	if (!res_ok(r)) {
+		rc = pg_db_fail(s, lock ? RI_ST_STEP2 : RI_ST_UNAVAILABLE, "journal head", r);
+		PQclear(r);
+		return rc;
+	}
+	if (PQntuples(r) == 1) {
+		hr->present = true;
+		hr->shaped = !g_null(r, 0, 0) && g_bytes(r, 0, 1, hr->h.root, RI_HASH_LEN) &&
+		    !g_null(r, 0, 2) && g_bytes(r, 0, 3, hr->h.open_acc, RI_HASH_LEN) &&
+		    !g_null(r, 0, 4) && !g_null(r, 0, 5) && g_bytes(r, 0, 6, hr->mac, RI_HASH_LEN);
+		hr->h.last_seq = g_int(r, 0, 0);
+		hr->h.open_count = g_int(r, 0, 2);
+		hr->h.sealed_seq = g_int(r, 0, 4);
+		hr->h.grants = g_int(r, 0, 5);
+		hr->rows = g_null(r, 0, 7) ? 0 : g_int(r, 0, 7);
+		hr->has_last = g_bytes(r, 0, 8, hr->last_hash, RI_HASH_LEN);
+		hr->has_anchor = g_bytes(r, 0, 9, hr->anchor_hash, RI_HASH_LEN);
+		hr->now = g_int(r, 0, 10);
+		s->last_at = g_null(r, 0, 11) ? RI_NONE : g_int(r, 0, 11);
+		if (hr->h.last_seq == 0) {
+			memcpy(hr->last_hash, s->core.genesis, RI_HASH_LEN);
+			hr->has_last = true;
+		}
+	}
+	PQclear(r);
+	if (!hr->present) {
+		ri_ms now;
+		int64_t rows;
+		if ((rc = clock_now(s, &now)) != RI_ST_OK ||
+		    (rc = scope_max(s, SCOPE_ALL, NULL, NULL, &rows, NULL, NULL, NULL)) != RI_ST_OK)
+			return rc;
+		hr->now = now;
+		hr->rows = rows;
+	}
+	return RI_ST_OK;
+}
+
+int
+jhead_fetch(struct pg *s, bool lock, struct head_read *hr)
+{
+	return jhead_fetch_tx(s, false, lock, hr);
+}
+
+/*
+ * The verified journal head (see store_sqlite.c's jhead_get: the same
+ * judgement).  now: the instance clock in the same round trip (may be
+ * NULL).
+ */
+int
+jhead_get_at(struct pg *s, bool lock, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN], ri_ms *now)
+{
+	struct head_read hr;
+	int rc;
+
+	/* lock: a write's first round trip, which opens its transaction */
+	if ((rc = jhead_fetch_tx(s, lock, lock, &hr)) != RI_ST_OK)
+		return rc;
+	if (now != NULL)
+		*now = hr.now;
+	if (s->core.key == NULL) {
+		memset(h, 0, sizeof *h);
+		h->last_seq = hr.rows;
+		if ((rc = ri_eng_hash_at(&s->core, hr.rows, last_hash)) != RI_ST_OK)
+			return rc;
+	} else {
+		if (!hr.present)
+			return ri_st_fail(&s->core, RI_ST_INTEGRITY, hr.rows, NULL,
+			    "journal integrity: the journal head is missing (a head row deleted)");
+		if (!hr.shaped)
+			return ri_st_fail(&s->core, RI_ST_INTEGRITY, hr.rows, NULL, "journal integrity: the journal head is malformed");
+		*h = hr.h;
+		memcpy(last_hash, hr.last_hash, RI_HASH_LEN);
+		if ((rc = ri_jhead_judge(&s->core, h, hr.mac, hr.has_last ? last_hash : NULL, hr.rows)) != RI_ST_OK)
+			return rc;
+	}
+	/* the anchor's hash came in the head's round trip (jhead_fetch_tx) */
+	return ri_witness_judge(&s->core, h->last_seq, hr.has_anchor ? hr.anchor_hash : NULL);
+}
+
+int
+jhead_get(struct pg *s, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN])
+{
+	return jhead_get_at(s, false, h, last_hash, NULL);
+}
+
+int
+jhead_set(struct pg *s, const struct ri_jhead *h, const unsigned char last_hash[RI_HASH_LEN])
+{
+	struct params p = { 0 };
+	unsigned char mac[RI_HASH_LEN];
+	int rc;
+
+	if ((rc = nodes_flush(s)) != RI_ST_OK)
+		return rc;
+	ri_jhead_mac(s->core.key, s->core.keylen, s->core.instance_id, h, last_hash, mac);
+	p_int(&p, h->last_seq);
+	p_bytes(&p, h->root, RI_HASH_LEN);
+	p_int(&p, h->open_count);
+	p_bytes(&p, h->open_acc, RI_HASH_LEN);
+	p_int(&p, h->sealed_seq);
+	p_int(&p, h->grants);
+	p_bytes(&p, mac, RI_HASH_LEN);
+	/* deferred: the head row was read under FOR UPDATE in this
+	 * transaction (write_begin), so it is there when this lands */
+	return defer_write(s, RI_ST_UNAVAILABLE, "write", "UPDATE heads SET last_seq = $1, root = $2,"
+	    " open_count = $3, open_acc = $4, sealed_seq = $5, grants = $6, mac = $7 WHERE id = 1", &p);
+}
+

@@ -1,0 +1,526 @@
+/*
+ * open_pg.c -- a PostgreSQL journal opened, created and dropped: the schema
+ * ri creates and its fingerprint check, the connection, the meta row, the
+ * server's durability (the design: store_pg.c).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sodium.h>
+#include <libpq-fe.h>
+
+#include "util/clock.h"
+#include "util/fault.h"
+#include "store/heads.h"
+#include "util/integrity.h"
+#include "util/nc.h"
+#include "store/store_engine.h"
+#include "store/pg/store_pg.h"
+#include "store/pg/pq.h"
+#include "store/witness.h"
+#include "store/pg/store_pg_int.h"
+
+/* Every table is typed by PostgreSQL itself; the schema is fingerprinted
+ * at ri-init and its fingerprint MACed (schema_check). */
+static const char schema_ddl[] =
+	"CREATE TABLE ri_meta(k text PRIMARY KEY, v text NOT NULL);"
+	"CREATE TABLE records("
+	"  seq bigint PRIMARY KEY,"
+	"  event_id text NOT NULL UNIQUE,"
+	"  action_ref text NOT NULL,"
+	"  kind text NOT NULL,"
+	"  act_key text NOT NULL,"
+	"  invocation_id text,"
+	"  actor_ref text NOT NULL,"
+	"  attestation_id text NOT NULL,"
+	"  recorded_at bigint NOT NULL,"
+	"  retention_until bigint,"
+	"  role integer NOT NULL,"
+	"  act_prev bigint NOT NULL,"
+	"  inv_prev bigint NOT NULL,"
+	"  payload text,"
+	"  salt bytea,"
+	"  digest bytea NOT NULL,"
+	"  hash bytea NOT NULL,"
+	"  mac bytea NOT NULL);"
+	"CREATE INDEX records_invocation ON records(invocation_id, seq);"
+	"CREATE INDEX records_act ON records(kind, act_key, seq);"
+	"CREATE INDEX records_retention ON records(retention_until) WHERE payload IS NOT NULL;"
+	"CREATE TABLE heads(id integer PRIMARY KEY CHECK (id = 1), last_seq bigint NOT NULL,"
+	"  root bytea NOT NULL, open_count bigint NOT NULL, open_acc bytea NOT NULL,"
+	"  sealed_seq bigint NOT NULL, grants bigint NOT NULL, mac bytea NOT NULL);"
+	"CREATE TABLE nodes(id bytea PRIMARY KEY, body bytea NOT NULL);"
+	"CREATE TABLE open_intents(invocation_id text PRIMARY KEY, seq bigint NOT NULL,"
+	"  kind text NOT NULL, act_key text NOT NULL, event_id text NOT NULL,"
+	"  recorded_at bigint NOT NULL);"
+	"CREATE INDEX open_intents_act ON open_intents(kind, act_key);"
+	"CREATE INDEX open_intents_age ON open_intents(kind, recorded_at);"
+	"CREATE TABLE actors(actor_ref text PRIMARY KEY, service integer NOT NULL,"
+	"  cred_hash bytea NOT NULL, created_at bigint NOT NULL, revoked_at bigint,"
+	"  reg_seq bigint NOT NULL, mac bytea NOT NULL);"
+	"CREATE TABLE leases(kind text NOT NULL, act_key text NOT NULL, holder text,"
+	"  expires_at bigint NOT NULL, token bigint NOT NULL, mac bytea NOT NULL,"
+	"  PRIMARY KEY(kind, act_key));"
+	"CREATE TABLE marks(name text PRIMARY KEY, seq bigint NOT NULL, mac bytea NOT NULL);"
+	/* the findings register (issue 41 point 5, one findings register per
+	 * instance): the SQLite register's columns and rows, MACed alike
+	 * (findings_pg.c); every host writes it, so it lives here */
+	"CREATE TABLE findings("
+	"  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+	"  finding text NOT NULL,"
+	"  scope text NOT NULL CHECK (scope IN ('act', 'instance')),"
+	"  kind text,"
+	"  act_key text,"
+	"  invocation_id text,"
+	"  first_seen text NOT NULL,"
+	"  first_seen_at bigint NOT NULL,"
+	"  last_seen text,"
+	"  last_seen_at bigint,"
+	"  closed_at bigint,"
+	"  run_id text NOT NULL,"
+	"  detail text,"
+	"  mac bytea);"
+	/* findings 12: one record per standing condition */
+	"CREATE UNIQUE INDEX findings_act ON findings(invocation_id, finding) WHERE scope = 'act';"
+	"CREATE UNIQUE INDEX findings_instance ON findings(finding, coalesce(kind, ''))"
+	"  WHERE scope = 'instance' AND closed_at IS NULL;"
+	"CREATE INDEX findings_kind ON findings(kind, id);"
+	"CREATE TABLE findings_runs(run_id text PRIMARY KEY, started_at bigint NOT NULL,"
+	"  seq bigint NOT NULL UNIQUE);"
+	/* append-only at the database level: no DELETE, no TRUNCATE, and an
+	 * UPDATE only nulls a payload (and its salt) whose retention ended */
+	"CREATE FUNCTION ri_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+	"  IF TG_OP = 'UPDATE' AND NEW.payload IS NULL AND NEW.salt IS NULL AND OLD.payload IS NOT NULL"
+	"    AND OLD.retention_until IS NOT NULL AND OLD.retention_until <= ri_clock()"
+	"    AND ROW(NEW.seq, NEW.event_id, NEW.action_ref, NEW.kind, NEW.act_key, NEW.invocation_id,"
+	"      NEW.actor_ref, NEW.attestation_id, NEW.recorded_at, NEW.retention_until, NEW.role,"
+	"      NEW.act_prev, NEW.inv_prev, NEW.digest, NEW.hash, NEW.mac)"
+	"    IS NOT DISTINCT FROM ROW(OLD.seq, OLD.event_id, OLD.action_ref, OLD.kind, OLD.act_key,"
+	"      OLD.invocation_id, OLD.actor_ref, OLD.attestation_id, OLD.recorded_at,"
+	"      OLD.retention_until, OLD.role, OLD.act_prev, OLD.inv_prev, OLD.digest, OLD.hash, OLD.mac)"
+	"  THEN RETURN NEW; END IF;"
+	"  RAISE EXCEPTION 'ri: the journal is append-only; only an expired payload may be purged';"
+	"END $$;"
+	"CREATE TRIGGER records_append_only BEFORE UPDATE OR DELETE ON records"
+	"  FOR EACH ROW EXECUTE FUNCTION ri_append_only();"
+	"CREATE TRIGGER records_no_truncate BEFORE TRUNCATE ON records"
+	"  FOR EACH STATEMENT EXECUTE FUNCTION ri_append_only();"
+	/* journal fence 3: checked again at COMMIT, by the server, on its own
+	 * clock -- a writer stalled (partitioned, paused) past its lease or
+	 * its write's terminus between the append and the COMMIT is refused
+	 * there, not landed late.  ri.fence is the transaction's fence, set
+	 * by the append (transaction-local); the lease row is locked by it. */
+	"CREATE FUNCTION ri_fence_check() RETURNS trigger LANGUAGE plpgsql AS $$"
+	" DECLARE f jsonb := nullif(current_setting('ri.fence', true), '')::jsonb; ok boolean; BEGIN"
+	"  IF f IS NULL THEN RETURN NULL; END IF;"
+	"  SELECT true INTO ok FROM leases l WHERE l.kind = f->>'kind' AND l.act_key = f->>'act_key'"
+	"    AND l.holder = f->>'holder' AND ri_clock() < l.expires_at - (f->>'allowance')::bigint"
+	"    AND ri_clock() < (f->>'until')::bigint;"
+	"  IF ok IS NULL THEN RAISE EXCEPTION USING ERRCODE = 'RIF01', MESSAGE ="
+	"    'journal fence: the writer no longer holds the section with an allowance to spare at COMMIT';"
+	"  END IF; RETURN NULL; END $$;"
+	"CREATE CONSTRAINT TRIGGER records_fence AFTER INSERT ON records DEFERRABLE INITIALLY DEFERRED"
+	"  FOR EACH ROW EXECUTE FUNCTION ri_fence_check();"
+	/* every name these functions use is the instance's own schema's (or
+	 * pg_catalog's, searched first): a session's search_path cannot put a
+	 * ri_clock() or a clock_timestamp() of its own in front of them */
+	"DO $$ BEGIN"
+	"  EXECUTE format('ALTER FUNCTION ri_clock() SET search_path = %I', current_schema());"
+	"  EXECUTE format('ALTER FUNCTION ri_append_only() SET search_path = %I', current_schema());"
+	"  EXECUTE format('ALTER FUNCTION ri_fence_check() SET search_path = %I', current_schema());"
+	"END $$;";
+
+/*
+ * The instance's one clock, ri_clock(), fixed at ri-init by the config's
+ * "clock" (issue 40 point 2): the server's own, or -- under "clock": "env",
+ * a test seam -- the reading of $RI_NOW each session passes in ri.clock.
+ * Retention is decided by it (ri_append_only): were the server's clock to
+ * defer to a session setting, any role that may UPDATE records could set
+ * ri.clock to the end of time in its own session and purge every payload.
+ * Only the schema's owner can replace the function (and ri-startcheck's
+ * journal-clock names which clock the journal has).
+ */
+static const char clock_ddl_server[] =
+	"CREATE FUNCTION ri_clock() RETURNS bigint LANGUAGE sql VOLATILE AS $$"
+	"  SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint $$;";
+static const char clock_ddl_env[] =
+	"CREATE FUNCTION ri_clock() RETURNS bigint LANGUAGE sql VOLATILE AS $$"
+	"  SELECT coalesce(nullif(current_setting('ri.clock', true), '')::bigint,"
+	"    floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) $$;";
+
+/* The schema's fingerprint: every column with its type and nullability,
+ * every index, trigger (and whether it is enabled) and ri function, every
+ * view -- so a re-typed column, a dropped or disabled trigger or an added
+ * index shows.  MACed at ri-init (meta schema_mac).  From pg_catalog, not
+ * information_schema: every process that opens the journal reads it. */
+static const char schema_sql[] =
+	"SELECT coalesce(string_agg(x, E'\\n' ORDER BY x), '') FROM ("
+	" SELECT 'c ' || c.relname || '.' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod)"
+	"  || ' ' || a.attnotnull::text AS x"
+	"  FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
+	"  WHERE n.nspname = current_schema() AND a.attnum > 0 AND NOT a.attisdropped"
+	"  AND c.relkind IN ('r', 'v', 'm', 'p', 'f')"
+	" UNION ALL SELECT 'i ' || pg_get_indexdef(i.indexrelid) FROM pg_index i"
+	"  JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
+	"  WHERE n.nspname = current_schema()"
+	" UNION ALL SELECT 't ' || t.tgname || ' ' || t.tgenabled::text || ' ' || pg_get_triggerdef(t.oid)"
+	"  FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid"
+	"  JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema()"
+	"  AND NOT t.tgisinternal"
+	" UNION ALL SELECT 'f ' || p.proname || ' ' || md5(p.prosrc) FROM pg_proc p"
+	"  JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = current_schema()"
+	" UNION ALL SELECT 'v ' || c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+	"  WHERE n.nspname = current_schema() AND c.relkind IN ('v', 'm')) s";
+/* ---- the schema ri creates ------------------------------------------------ */
+
+/* The catalog read is an open-time check, not a protocol read: the first
+ * in a session costs tens of ms of catalog-cache loading, so outside a
+ * transaction it runs under SCHEMA_BOUND_MS, not the session's budget (a
+ * 20 ms read_bound refused every open).  One round trip: SET, the read,
+ * SET back, in the simple protocol's implicit transaction (a failed read
+ * rolls the first SET back with it).  Inside a transaction its caller has
+ * set the bound. */
+#define SCHEMA_BOUND_MS 10000
+static char *
+schema_text(struct pg *s)
+{
+	PGresult *r, *got = NULL, *bad = NULL;
+	char *t = NULL, *sql;
+
+	if (s->in_tx || s->qn > 0) {
+		r = run(s, schema_sql, NULL);
+		if (res_ok(r) && PQntuples(r) == 1)
+			t = ri_strdup(PQgetvalue(r, 0, 0));
+		else
+			pg_db_fail(s, RI_ST_UNAVAILABLE, "schema", r);
+		PQclear(r);
+		return t;
+	}
+	sql = ri_xcalloc(1, sizeof schema_sql + 128);
+	snprintf(sql, sizeof schema_sql + 128, "SET statement_timeout = %lld; %s; SET statement_timeout = %lld",
+	    (long long)(SCHEMA_BOUND_MS > s->budget ? SCHEMA_BOUND_MS : s->budget), schema_sql, (long long)s->budget);
+	s->round_trips++;
+	if (!PQsendQuery(s->conn, sql)) {
+		free(sql);
+		pg_db_fail(s, RI_ST_UNAVAILABLE, "schema", NULL);
+		return NULL;
+	}
+	free(sql);
+	while ((r = PQgetResult(s->conn)) != NULL) {
+		if (PQresultStatus(r) == PGRES_TUPLES_OK && got == NULL)
+			got = r;
+		else if (!res_ok(r) && bad == NULL)
+			bad = r;
+		else
+			PQclear(r);
+	}
+	if (bad == NULL && got != NULL && PQntuples(got) == 1)
+		t = ri_strdup(PQgetvalue(got, 0, 0));
+	else
+		pg_db_fail(s, RI_ST_UNAVAILABLE, "schema", bad);
+	PQclear(got);
+	PQclear(bad);
+	return t;
+}
+
+/* The schema's fingerprint under the key: a re-typed column, a dropped or
+ * disabled trigger, an added index or view is refused at open. */
+static void
+schema_mac(struct pg *s, const char *text, char hex[2 * RI_HASH_LEN + 1])
+{
+	unsigned char mac[RI_HASH_LEN];
+
+	ri_mac(s->core.key, s->core.keylen, text, strlen(text), mac);
+	ri_hex(mac, sizeof mac, hex);
+}
+
+/* RI_ST_OK, RI_ST_INTEGRITY (why says what differs) or RI_ST_UNAVAILABLE
+ * when the catalog could not be read at all: a timeout or a lost server is
+ * never reported as tampering (fail closed, but as what it is). */
+int
+pg_schema_check(struct pg *s, char *why, size_t n)
+{
+	struct params p = { 0 };
+	char want[2 * RI_HASH_LEN + 1], *have;
+	PGresult *r;
+	bool ok;
+
+	if (s->core.key == NULL)
+		return RI_ST_OK;
+	if ((have = schema_text(s)) == NULL) {
+		snprintf(why, n, "its schema cannot be read: %s", s->core.err.msg);
+		return RI_ST_UNAVAILABLE;
+	}
+	schema_mac(s, have, want);
+	free(have);
+	p_text(&p, "schema_mac");
+	r = run(s, "SELECT v FROM ri_meta WHERE k = $1", &p);
+	if (!res_ok(r)) {
+		pg_db_fail(s, RI_ST_UNAVAILABLE, "schema", r);
+		PQclear(r);
+		snprintf(why, n, "its schema cannot be read: %s", s->core.err.msg);
+		return RI_ST_UNAVAILABLE;
+	}
+	ok = PQntuples(r) == 1 && sodium_memcmp(PQgetvalue(r, 0, 0), want, sizeof want - 1) == 0 &&
+	    strlen(PQgetvalue(r, 0, 0)) == sizeof want - 1;
+	PQclear(r);
+	if (!ok)
+		snprintf(why, n, "its schema is not the one ri creates: a table altered, a trigger dropped or"
+		    " disabled, or an object added");
+	return ok ? RI_ST_OK : RI_ST_INTEGRITY;
+}
+
+/* ---- open / create ---------------------------------------------------------------- */
+
+static int
+pg_connect(struct pg *s, ri_err *err)
+{
+	/* the per-write budget (store_sqlite.c's busy timeout): jwb, less the
+	 * allowance under a declared journal fence */
+	s->budget = s->core.cfg->journal_write_bound;
+	if (s->core.cfg->journal_fence)
+		s->budget -= s->core.cfg->clock_offset_allowance;
+	if (s->budget < 10)
+		s->budget = 10;
+	if (!ri_pq_load("journal", err))
+		return RI_JOURNAL_UNAVAILABLE;
+	s->conn = PQconnectdb(s->core.cfg->journal);
+	if (s->conn == NULL || PQstatus(s->conn) != CONNECTION_OK) {
+		char why[1024];
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s",
+		    ri_redact(s->conn ? PQerrorMessage(s->conn) : "cannot connect", why, sizeof why));
+	}
+	if (session_setup(s) != RI_ST_OK)
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "%s", s->core.err.msg);
+	return RI_OK;
+}
+
+static int
+load_meta(struct pg *s, ri_err *err)
+{
+	PGresult *r = run(s, "SELECT k, v FROM ri_meta", NULL);
+	bool fmt = false, inst = false;
+
+	if (!res_ok(r)) {
+		PQclear(r);
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): not an ri journal, or unreadable"
+		    " (run ri-init?)");
+	}
+	for (int i = 0; i < PQntuples(r); i++) {
+		const char *k = PQgetvalue(r, i, 0), *v = PQgetvalue(r, i, 1);
+		if (strcmp(k, "format") == 0)
+			fmt = atoi(v) == RI_FORMAT;
+		else if (strcmp(k, "instance_id") == 0)
+			inst = sodium_hex2bin(s->core.instance_id, sizeof s->core.instance_id, v, strlen(v), NULL, NULL, NULL) == 0;
+	}
+	PQclear(r);
+	if (!fmt || !inst)
+		return ri_fail(err, RI_INTEGRITY, "journal (postgresql): missing or unknown format/instance id");
+	ri_genesis(s->core.instance_id, s->core.genesis);
+	return RI_OK;
+}
+
+int
+ri_pg_open(const struct ri_config *c, const unsigned char *key, size_t keylen, unsigned flags,
+    struct ri_store **out, ri_err *err)
+{
+	struct pg *s;
+	int rc;
+
+	*out = NULL;
+	if (key == NULL && !(flags & RI_NO_KEY))
+		return ri_fail(err, RI_INTERNAL, "no integrity key");
+	s = ri_xcalloc(1, sizeof *s);
+	s->base.ops = &pg_ops;
+	ri_eng_attach(&s->core, &pg_backend, s, &s->nodes);
+	s->nmap = ri_xcalloc(NMAP, sizeof *s->nmap);
+	const char *trace = getenv("RI_PG_TRACE");
+	s->trace = trace != NULL ? atoi(trace) : 0;
+	s->core.cfg = c;
+	s->readonly = (flags & RI_READONLY) != 0;
+	if (key != NULL) {
+		s->core.key = (unsigned char *)key;
+		s->core.keylen = keylen;
+		ri_eng_derive_keys(&s->core);
+	}
+	if ((rc = pg_connect(s, err)) != RI_OK || (rc = load_meta(s, err)) != RI_OK) {
+		pg_close(&s->base);
+		return rc;
+	}
+	if (!(flags & RI_INSPECT)) {
+		char why[1024];
+		if ((rc = pg_schema_check(s, why, sizeof why)) != RI_ST_OK) {
+			rc = rc == RI_ST_UNAVAILABLE ?
+			    ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s", why) :
+			    ri_fail(err, RI_INTEGRITY, "journal integrity: journal (postgresql): %s", why);
+			pg_close(&s->base);
+			return rc;
+		}
+		if ((rc = ri_st_witness_attach(&s->core, flags, err)) != RI_OK) {
+			pg_close(&s->base);
+			return rc;
+		}
+	}
+	if (key != NULL && !(flags & RI_READONLY)) {
+		int64_t seq;
+		unsigned char h[RI_HASH_LEN];
+		if (ri_eng_head(&s->base, &seq, h) == RI_ST_INTEGRITY) {
+			rc = ri_fail(err, RI_INTEGRITY, "%s", s->core.err.msg);
+			pg_close(&s->base);
+			return rc;
+		}
+	}
+	*out = &s->base;
+	return RI_OK;
+}
+
+/* ri-init: the schema, in one transaction, in a database that holds no
+ * table yet -- never over anything. */
+int
+ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
+    char instance_hex[2 * RI_INSTANCE_LEN + 1], ri_err *err)
+{
+	struct pg *s = ri_xcalloc(1, sizeof *s);
+	struct params p = { 0 };
+	struct ri_jhead jh = { 0 };
+
+	s->nmap = ri_xcalloc(NMAP, sizeof *s->nmap);
+	unsigned char mac[RI_HASH_LEN];
+	char fmt[16], smac[2 * RI_HASH_LEN + 1], *text = NULL;
+	PGresult *r;
+	int rc;
+
+	s->base.ops = &pg_ops;
+	ri_eng_attach(&s->core, &pg_backend, s, &s->nodes);
+	s->core.cfg = c;
+	s->core.key = (unsigned char *)key;
+	s->core.keylen = keylen;
+	if ((rc = pg_connect(s, err)) != RI_OK)
+		goto out;
+	r = run(s, "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+	    " WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'v', 'm', 'p', 'f', 'S')", NULL);
+	if (!res_ok(r) || PQntuples(r) != 1 || g_int(r, 0, 0) != 0) {
+		rc = res_ok(r) ? ri_fail(err, RI_USAGE, "journal (postgresql): the database is not empty;"
+		    " refusing to create an instance in it") :
+		    ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s", PQresultErrorMessage(r));
+		PQclear(r);
+		goto out;
+	}
+	PQclear(r);
+	randombytes_buf(s->core.instance_id, sizeof s->core.instance_id);
+	ri_hex(s->core.instance_id, sizeof s->core.instance_id, instance_hex);
+	ri_genesis(s->core.instance_id, s->core.genesis);
+	s->round_trips++;
+	r = PQexec(s->conn, "BEGIN; SET LOCAL statement_timeout = 0");
+	PQclear(r);
+	s->in_tx = true;
+	/* negative control: every session may set the clock */
+	r = PQexec(s->conn, RI_NC(RI_NC_SESSION_CLOCK) || c->clock_env ? clock_ddl_env : clock_ddl_server);
+	if (res_ok(r)) {
+		PQclear(r);
+		r = PQexec(s->conn, schema_ddl);
+	}
+	if (!res_ok(r)) {
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s", PQresultErrorMessage(r));
+		PQclear(r);
+		goto out;
+	}
+	PQclear(r);
+	if ((text = schema_text(s)) == NULL) {
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "%s", s->core.err.msg);
+		goto out;
+	}
+	schema_mac(s, text, smac);
+	snprintf(fmt, sizeof fmt, "%d", RI_FORMAT);
+	p_text(&p, fmt);
+	p_text(&p, instance_hex);
+	p_text(&p, smac);
+	ri_jhead_mac(key, keylen, s->core.instance_id, &jh, s->core.genesis, mac);
+	p_bytes(&p, jh.root, RI_HASH_LEN);
+	p_bytes(&p, jh.open_acc, RI_HASH_LEN);
+	p_bytes(&p, mac, RI_HASH_LEN);
+	/* the journal head of an empty journal, under its MAC */
+	r = run(s, "WITH m AS (INSERT INTO ri_meta VALUES ('format', $1), ('instance_id', $2), ('schema_mac', $3))"
+	    " INSERT INTO heads VALUES (1, 0, $4, 0, $5, 0, 0, $6)", &p);
+	if (!res_ok(r)) {
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s", PQresultErrorMessage(r));
+		PQclear(r);
+		goto out;
+	}
+	PQclear(r);
+	if (commit(s) != RI_ST_OK) {
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "%s", s->core.err.msg);
+		goto out;
+	}
+	rc = RI_OK;
+out:
+	free(text);
+	if (s->in_tx)
+		pg_rollback(s);
+	pg_close(&s->base);
+	return rc;
+}
+
+int
+ri_pg_drop(const struct ri_config *c, ri_err *err)
+{
+	struct pg *s = ri_xcalloc(1, sizeof *s);
+	PGresult *r;
+	int rc;
+
+	s->nmap = ri_xcalloc(NMAP, sizeof *s->nmap);
+	s->base.ops = &pg_ops;
+	ri_eng_attach(&s->core, &pg_backend, s, &s->nodes);
+	s->core.cfg = c;
+	if ((rc = pg_connect(s, err)) == RI_OK) {
+		/* the tables (their indexes and triggers with them), then the
+		 * functions: schema_ddl's objects and the clock's, none other */
+		s->round_trips++;
+		r = PQexec(s->conn, "BEGIN; DROP TABLE IF EXISTS records, heads, nodes, open_intents, actors, leases,"
+		    " marks, findings, findings_runs, ri_meta; DROP FUNCTION IF EXISTS ri_append_only(), ri_fence_check(), ri_clock(); COMMIT");
+		if (!res_ok(r))
+			rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): could not remove what ri-init"
+			    " made: %s", s->conn ? PQerrorMessage(s->conn) : "");
+		PQclear(r);
+	}
+	pg_close(&s->base);
+	return rc;
+}
+
+int
+ri_pg_server_info(struct ri_store *st, json_t **json, bool *durable)
+{
+	struct pg *s = (struct pg *)st;
+	PGresult *r;
+
+	*json = NULL;
+	*durable = false;
+	if (st == NULL || st->ops != &pg_ops)
+		return RI_ST_INVALID_QUERY;
+	if (connected(s) != RI_ST_OK)
+		return RI_ST_UNAVAILABLE;
+	/* ... and which clock ri_clock() reads (issue 40 point 2): the
+	 * server's, or a session's ri.clock (made under "clock": "env") */
+	r = run(s, "SELECT version(), current_setting('server_version'), current_setting('fsync'),"
+	    " current_setting('synchronous_commit'), current_setting('full_page_writes'),"
+	    " current_setting('synchronous_standby_names'),"
+	    " coalesce((SELECT bool_or(p.prosrc LIKE '%ri.clock%') FROM pg_proc p JOIN pg_namespace n"
+	    "  ON n.oid = p.pronamespace WHERE n.nspname = current_schema() AND p.proname = 'ri_clock'), true)", NULL);
+	if (!res_ok(r) || PQntuples(r) != 1) {
+		PQclear(r);
+		return RI_ST_UNAVAILABLE;
+	}
+	/* every synchronous_commit level but off flushes the commit's WAL
+	 * locally before answering; fsync off makes that flush a lie */
+	*durable = strcmp(PQgetvalue(r, 0, 2), "on") == 0 && strcmp(PQgetvalue(r, 0, 3), "off") != 0;
+	*json = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "backend", "postgresql",
+	    "server", PQgetvalue(r, 0, 0), "server_version", PQgetvalue(r, 0, 1), "fsync", PQgetvalue(r, 0, 2),
+	    "synchronous_commit", PQgetvalue(r, 0, 3), "full_page_writes", PQgetvalue(r, 0, 4),
+	    "synchronous_standby_names", PQgetvalue(r, 0, 5), "clock",
+	    strcmp(PQgetvalue(r, 0, 6), "f") == 0 ? "server" : "session");
+	PQclear(r);
+	return RI_ST_OK;
+}

@@ -1,0 +1,203 @@
+/* store_pg_int.h -- what the PostgreSQL backend's files share: struct pg, the
+ * statement parameters, and the functions one file (store_pg.c, query_pg.c,
+ * heads_pg.c, open_pg.c) lends the others.  Private to lib/store/pg/. */
+#ifndef RI_STORE_PG_INT_H
+#define RI_STORE_PG_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <libpq-fe.h>
+
+#include "store/heads.h"
+#include "store/store_engine.h"
+#include "store/pg/store_pg.h"
+
+
+#define SQLSTATE_FENCE "RIF01"          /* raised by ri_fence_check() at COMMIT */
+#define QMAX 16                         /* deferred writes held at most (then sent) */
+#define AHEAD_MAX 6                     /* reads sent ahead in one round trip at most */
+
+struct pg {
+	struct ri_store base;
+	struct ri_st_core core;        /* store_common.h */
+	PGconn *conn;
+	bool readonly;
+	bool in_tx;                     /* a transaction of ours is open */
+	ri_ms budget;                   /* the per-write budget: jwb (less the allowance) */
+	struct ri_tree_cache nodes;
+	/* tree nodes of the open transaction by id: the paths a read fetched
+	 * in one statement (prefetch), and the nodes a write changed, sent in
+	 * one statement before the head moves (nodes_flush) */
+	struct pnode {
+		unsigned char id[RI_NODE_ID_MAX], body[RI_NODE_MAX];
+		size_t idlen, len;
+		bool present, dirty;
+	} *nmap;
+	size_t nn;
+	/* an append's two scopes (act, invocation): their newest rows read in
+	 * one statement with both tree paths (scopes_prefetch), each taken
+	 * once by scope_max in the same transaction */
+	struct prescope {
+		bool valid, has;
+		int type;
+		unsigned char key[RI_SCOPE_LEN], hash[RI_HASH_LEN];
+		int64_t seq;
+	} pre[2];
+	ri_ms last_at;                  /* recorded_at of the head's record, as last fetched */
+	/* writes nobody reads the answer of, waiting to go with the next
+	 * statement that must answer or with COMMIT (defer_write) */
+	char *q;
+	size_t qlen, qcap;
+	int qn;
+	bool qfailed;                   /* a deferred write failed: the transaction is lost */
+	int qcode;                      /* ... with this code (its own) */
+	struct { int code; const char *what; } qi[QMAX];
+	/* reads sent ahead in a write's first round trip (ahead_queue), each
+	 * answered from here when its own statement runs (run) */
+	struct ahead {
+		char *sql;              /* the statement, its values inlined */
+		const char *tables;     /* what it reads: " records nodes " */
+		PGresult *r;            /* its answer (NULL: none came) */
+	} ahead[AHEAD_MAX];
+	int nahead;
+	char written[128];              /* the tables this transaction wrote: " records nodes " */
+	bool written_all;
+	char *fence;                    /* journal fence 3: ri.fence's value, sent with the writes */
+	unsigned long round_trips;      /* RI_PG_TRACE: counted, printed at close */
+	unsigned long rt0;              /* round_trips when record_action began (the trace) */
+	int trace;                      /* RI_PG_TRACE=2: every statement too */
+};
+
+#define REC_COLS "seq, event_id, action_ref, kind, act_key, invocation_id, actor_ref," \
+	" attestation_id, recorded_at, retention_until, role, act_prev, inv_prev," \
+	" payload, salt, digest, hash, mac"
+
+/* ---- parameters and results -------------------------------------------- */
+
+#define PMAX 64
+
+struct params {
+	int n;
+	const char *v[PMAX];
+	int len[PMAX], fmt[PMAX];
+	char buf[PMAX][24];
+};
+
+#define NMAP 128
+#define PREFETCH_DEPTH 12               /* a path of 16^11 scopes, in one statement */
+
+/*
+ * The head row, read (and locked: lock) with what judging it needs in the
+ * same round trip -- the rows' newest seq, the hash at the head's seq, the
+ * hash at the witness's seq -- and the instance clock.
+ */
+struct head_read {
+	struct ri_jhead h;
+	unsigned char mac[RI_HASH_LEN], last_hash[RI_HASH_LEN], anchor_hash[RI_HASH_LEN];
+	bool present, shaped, has_last, has_anchor;
+	int64_t rows;
+	ri_ms now;
+};
+
+/* ---- query_pg.c: errors, parameters and results, the connection ------- */
+
+/* A failed statement charged as code, with the server's (or libpq's) one-line message. */
+int pg_db_fail(struct pg *s, int code, const char *what, const PGresult *res);
+/* store.h error: the last failure's code and text. */
+const struct ri_store_error *pg_error(struct ri_store *st);
+/* Add a text, integer, millisecond or bytea parameter (bytea goes binary). */
+void p_text(struct params *p, const char *v);
+void p_int(struct params *p, int64_t v);
+void p_ms(struct params *p, ri_ms v);
+void p_bytes(struct params *p, const unsigned char *b, size_t n);
+/* Queue a read to go ahead in a write's first round trip (tables: what it reads). */
+void ahead_queue(struct pg *s, const char *tables, const char *sql, const struct params *p);
+/* Drop every read sent ahead and its answer (the transaction's end). */
+void ahead_clear(struct pg *s);
+/* sql, its last statement answering, with the reads queued ahead after it: one round trip. */
+PGresult *exec_ahead(struct pg *s, const char *sql);
+/* A write whose answer nobody reads: queued, sent with the next statement that answers or COMMIT. */
+int defer_write(struct pg *s, int code, const char *what, const char *sql, const struct params *p);
+/* One statement, one round trip (the deferred writes before it); text-form results. */
+PGresult *run(struct pg *s, const char *sql, const struct params *p);
+/* Whether a result is a success (a command's or a query's). */
+bool res_ok(const PGresult *r);
+/* A statement whose result is not needed: OK or the failure code. */
+int pg_exec1(struct pg *s, int code, const char *what, const char *sql, const struct params *p);
+/* A column's value: NULL or not, an integer, milliseconds, a copy of the text. */
+bool g_null(const PGresult *r, int row, int col);
+int64_t g_int(const PGresult *r, int row, int col);
+ri_ms g_ms(const PGresult *r, int row, int col);
+char *g_dup(const PGresult *r, int row, int col);
+/* A bytea column of exactly n bytes, copied out. */
+bool g_bytes(const PGresult *r, int row, int col, unsigned char *out, size_t n);
+/* A bytea column of at most max bytes (tree nodes). */
+bool g_bytes_var(const PGresult *r, int row, int col, unsigned char *out, size_t max, size_t *len);
+/* The session's bounds (issue 13 item 4): statement, lock and idle timeouts at the budget. */
+int session_setup(struct pg *s);
+/* A lost connection re-made at the next operation. */
+int connected(struct pg *s);
+/* The text that opens a transaction (a reconnect first when needed). */
+int begin_sql(struct pg *s, bool write, bool long_read, char *sql, size_t n);
+/* Open a transaction: a write in READ COMMITTED, a read in REPEATABLE READ READ ONLY. */
+int tx_begin(struct pg *s, bool write, bool long_read);
+/* ROLLBACK, the deferred writes and reads ahead dropped. */
+void pg_rollback(struct pg *s);
+/* rollback, keeping the failing call's error over the rollback's. */
+void rollback_keep(struct pg *s);
+/* COMMIT: OK, FENCED (the server's fence check refused it), LOST (sent, no answer) or STEP3. */
+int commit(struct pg *s);
+/* A read's snapshot, unless a transaction is open already (*began: one was). */
+int pg_read_begin(struct pg *s, bool *began);
+/* The end of read_begin's snapshot, when it began one. */
+void pg_read_end(struct pg *s, bool began);
+/* The instance's clock inside the open transaction (ri_clock()). */
+int clock_now(struct pg *s, ri_ms *now);
+
+/* ---- heads_pg.c: the journal head and the tree of scope heads --------- */
+
+/* Stored hash of the record at seq (store_engine.h record_hash). */
+int record_hash(void *bk, int64_t seq, unsigned char out[RI_HASH_LEN]);
+/* The statement of prefetch (and of its read sent ahead). */
+void prefetch_sql(const unsigned char key[RI_SCOPE_LEN], struct params *p,
+    unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX], char *list, size_t listlen, char *sql, size_t n);
+/* Fetch key's path of the tree in one statement. */
+int prefetch(struct pg *s, const unsigned char key[RI_SCOPE_LEN]);
+/* store_engine.h scope_newest: the hash with the scope's path, one statement. */
+int scope_newest(void *bk, const struct scope *sc, const char *a, const char *b, int64_t *seq,
+    unsigned char hash[RI_HASH_LEN], enum ri_hashed *hashed);
+/* The statement of scopes_prefetch (and of its read sent ahead). */
+void scopes_sql(const unsigned char act[RI_SCOPE_LEN], const char *kind, const char *act_key,
+    const unsigned char inv[RI_SCOPE_LEN], const char *invocation_id, struct params *p,
+    unsigned char ida[PREFETCH_DEPTH][RI_NODE_ID_MAX], unsigned char idi[PREFETCH_DEPTH][RI_NODE_ID_MAX],
+    char *sql, size_t n);
+/* An append's act and invocation scopes: both newest rows and both paths in one statement. */
+int scopes_prefetch(struct pg *s, const unsigned char act[RI_SCOPE_LEN], const char *kind, const char *act_key,
+    const unsigned char inv[RI_SCOPE_LEN], const char *invocation_id);
+/* The node store of the tree (heads.h): a node read, a node written. */
+int node_get(void *ctx, const unsigned char *id, size_t idlen, unsigned char body[RI_NODE_MAX], size_t *len);
+int node_put(void *ctx, const unsigned char *id, size_t idlen, const unsigned char *body, size_t len);
+/* The head row (locked: lock) with what judging it needs, one round trip. */
+int jhead_fetch(struct pg *s, bool lock, struct head_read *hr);
+/* The verified journal head; now: the instance clock in the same round trip (may be NULL). */
+int jhead_get_at(struct pg *s, bool lock, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN], ri_ms *now);
+/* The verified journal head, unlocked. */
+int jhead_get(struct pg *s, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN]);
+/* The journal head written back, MACed (a deferred write). */
+int jhead_set(struct pg *s, const struct ri_jhead *h, const unsigned char last_hash[RI_HASH_LEN]);
+
+/* ---- store_pg.c: the primitives and the ops ------------------------------ */
+
+/* The primitives of store_engine.h, and the ops of store.h, for PostgreSQL. */
+extern const struct ri_backend pg_backend;
+extern const struct ri_store_ops pg_ops;
+/* store.h close: the connection ended, everything freed. */
+void pg_close(struct ri_store *base);
+
+/* ---- open_pg.c: the schema, open, create -------------------------------- */
+
+/* The schema's fingerprint against its MAC: OK, INTEGRITY (why) or UNAVAILABLE. */
+int pg_schema_check(struct pg *s, char *why, size_t n);
+
+#endif
