@@ -239,7 +239,7 @@ classify() { # STRACE_OUT -> "wal dir db other"
 }
 st() { strace -f -y -qq -e trace=fsync,fdatasync -o "$1" "${@:2}"; }
 # one pair whose processes did not checkpoint (a checkpoint -- once the
-# WAL holds WAL_TRIM_FRAMES, 128, lib/store/sqlite/store_sqlite.c: every fourth or fifth
+# WAL holds WAL_TRIM_FRAMES, 128, lib/store/sqlite/query_sqlite.c: every fourth or fifth
 # pair -- is counted apart, in the mean of 20 below)
 for try in 1 2 3 4 5; do
 	o=$(st "$BT/s.open" "$RI_BIN/ri-open" --kind ledger --act-key "strace-$try" --actor alice \

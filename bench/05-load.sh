@@ -27,7 +27,7 @@
 # WAL restarted before each of its rounds and never checkpointed -- what
 # SQLite opened per process sustains here with nothing of ri's around it,
 # waiting for the write lock in SQLite's own busy handler (naps; ri's
-# writers queue on a lock the kernel hands over, lib/store/sqlite/store_sqlite.c).
+# writers queue on a lock the kernel hands over, lib/store/sqlite/query_sqlite.c).
 #
 # The three alternate in rounds, baseline/ri/floor then floor/ri/baseline
 # (ABC CBA), each round a tenth of the acts: a machine whose speed drifts

@@ -327,7 +327,7 @@ ri_findings_create(const char *path, ri_err *err)
 	int fd, rc;
 
 	/* on PostgreSQL the register is made with the journal's schema
-	 * (store_pg.c, ri_pg_create): nothing to make here */
+	 * (open_pg.c, ri_pg_create): nothing to make here */
 	if (ri_journal_backend(path) == RI_BACKEND_PG)
 		return RI_OK;
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);

@@ -364,7 +364,7 @@ sys_open() {
 	echo "# locked: ri-open exit $status after $elapsed ms: $stderr" >&3
 	# it waited out the busy timeout -- under the declared journal fence
 	# that is the per-write terminus, journal_write_bound less the
-	# allowance (300 - 100 ms; lib/store/sqlite/store_sqlite.c setup_connection) --
+	# allowance (300 - 100 ms; lib/store/sqlite/open_sqlite.c setup_connection) --
 	# and not more than a lease
 	[ "$elapsed" -ge 200 ]
 	[ "$elapsed" -lt 3000 ]

@@ -224,7 +224,7 @@ attacker(const struct tl_instance *ti, bool drop_triggers)
 		    PQerrorMessage(a->pg));
 		PQclear(r);
 		/* the attacker lives at the test's instant, as ri does ("clock":
-		 * "env": store_pg.c ri_clock), not at the server's */
+		 * "env": open_pg.c ri_clock), not at the server's */
 		const char *now = getenv("RI_NOW");
 		if (now != NULL) {
 			char q[128];
@@ -1382,7 +1382,7 @@ test_tamper(const struct base *b)
 	}
 	if (on_pg) {
 		/* PostgreSQL: the schema's fingerprint is MACed under the key
-		 * (store_pg.c schema_check), and checked first: the open itself
+		 * (open_pg.c pg_schema_check), and checked first: the open itself
 		 * fails closed, reader's and writer's, with the witness or
 		 * without -- no read or append can be made to fail after it */
 		for (int w = 0; w < 2; w++) {
@@ -1659,7 +1659,7 @@ fake_now(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 }
 
 /* The attacker's own clock at the end of time: on SQLite an ri_now() of
- * its own; on PostgreSQL under "clock": "env" (the test seam, store_pg.c
+ * its own; on PostgreSQL under "clock": "env" (the test seam, open_pg.c
  * ri_clock) the session's ri.clock */
 static void
 forge_now(struct atk *db)

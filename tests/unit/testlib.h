@@ -505,7 +505,7 @@ tl_clone(const struct tl_instance *src, struct tl_instance *dst, const char *tag
 		/* the journal and the witness are schemas: copied too, by the
 		 * superuser, each into a database of its own under the same
 		 * name -- the schema's fingerprint, MACed at ri-init
-		 * (store_pg.c schema_check), names its schema -- and still
+		 * (open_pg.c pg_schema_check), names its schema -- and still
 		 * owned by ri and riw */
 		static const struct { const char *member, *user, *prefix; } m[] = {
 			{ "journal", "ri", "c" }, { "witness", "riw", "cw" } };

@@ -4,7 +4,7 @@
  * verdict that reads the register (Check 3.1, 3.5) does not depend on
  * which host audits.  Its rows and their MAC are the SQLite register's
  * (findings_int.h); the table is made with the journal's schema
- * (store_pg.c, schema_ddl) and removed with it.
+ * (open_pg.c, schema_ddl) and removed with it.
  *
  * Concurrency: two hosts' sweeps may write at once.  Every write is one
  * transaction that first takes the table's SHARE ROW EXCLUSIVE lock -- it

@@ -397,7 +397,7 @@ node_put(void *ctx, const unsigned char *id, size_t idlen, const unsigned char *
 /*
  * begin: open the transaction in the same round trip (a write: READ
  * COMMITTED).  lock: take the head row's lock first -- the lock every
- * writer takes before any other (the lock order, top of file) -- in a
+ * writer takes before any other (the lock order, top of store_pg.c) -- in a
  * statement of its own: under READ COMMITTED a statement that waited for
  * a row lock re-reads that row but keeps its snapshot for everything else,
  * so the head and the records it names must be read by the NEXT statement,

@@ -278,7 +278,7 @@ pg_schema_check(struct pg *s, char *why, size_t n)
 static int
 pg_connect(struct pg *s, ri_err *err)
 {
-	/* the per-write budget (store_sqlite.c's busy timeout): jwb, less the
+	/* the per-write budget (open_sqlite.c's busy timeout): jwb, less the
 	 * allowance under a declared journal fence */
 	s->budget = s->core.cfg->journal_write_bound;
 	if (s->core.cfg->journal_fence)
