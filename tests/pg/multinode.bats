@@ -6,8 +6,11 @@
 # own the journal's role cannot write, issue 39).  Runs only
 # under tests/pg/run (make test-pg), which starts the server and exports
 # RI_TEST_PG_HOST, RI_TEST_PG_DATA and PGBIN.
-# test-pg: alone -- its server-restart test restarts the server every suite
-# shares, so tests/pg/run runs this file after the others, by itself.
+# test-pg: alone -- its tests tagged pg:alone act on the server every suite
+# shares (a restart) or read what every session does (pg_stat_activity,
+# pg_locks: another suite's backend would be taken for this test's), so
+# tests/pg/run runs them after the others, by themselves; the file's other
+# tests run beside the other suites.
 
 bats_require_minimum_version 1.5.0
 
@@ -166,6 +169,7 @@ wait_backend_in_tx() {
 	jq -e '.fencing_token >= 1' <<<"$a"
 }
 
+# bats test_tags=pg:alone
 @test "issue 13, failure mapping: the backend killed mid-append (pg_terminate_backend, locks held, COMMIT not sent) -> recording-failure(intent) 20 after the read-back; nothing landed, nothing lost, the act opens again" {
 	ri_instance
 	pause_point open.intent.locked
@@ -227,6 +231,7 @@ wait_backend_in_tx() {
 	[ "$status" -eq 0 ]
 }
 
+# bats test_tags=pg:alone
 @test "issue 13, server restart: pg_ctl restart -m immediate during a load run of two hosts -> every Open that answered 0 has its intent, every Close that answered 0 its outcome; ri-audit clean" {
 	[ -n "${RI_TEST_PG_DATA:-}" ] || skip "needs the server's data directory"
 	ri_instance
@@ -272,6 +277,7 @@ wait_backend_in_tx() {
 	[ "$status" -eq 0 ]
 }
 
+# bats test_tags=pg:alone
 @test "issue 13, failure mapping with deferred writes: a write the server refuses (records locked by another session past lock_timeout) travels in one round trip with the statement after it, and is charged to the write -- a definite refusal (no read-back), nothing landed, the act opens once the lock is gone" {
 	ri_instance fast
 	n0=$(records)
@@ -411,6 +417,7 @@ schema_of() {
 	done
 }
 
+# bats test_tags=pg:alone
 @test "issue 41 point 5, two hosts' sweeps at once on one register: host A pauses between reading that no store-unavailable stands and writing one; host B's sweep waits for it -- never a second standing record, never a register write refused (findings 9, 12)" {
 	ri_instance
 	export RI_CREDENTIAL=$ALICE
