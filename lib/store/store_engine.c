@@ -13,6 +13,19 @@
 #include "util/util.h"
 #include "store/store_engine.h"
 
+const char *const ri_eng_row_keys_sql[] = {
+	[RI_ROWS_LEASES] = "SELECT kind, act_key FROM leases",
+	[RI_ROWS_ACTORS] = "SELECT actor_ref FROM actors",
+	[RI_ROWS_MARKS] = "SELECT name FROM marks",
+	[RI_ROWS_ACTORS_LISTED] = "SELECT actor_ref FROM actors ORDER BY created_at, actor_ref",
+};
+
+int
+ri_eng_row_keys_cols(enum ri_rows which)
+{
+	return which == RI_ROWS_LEASES ? 2 : 1;
+}
+
 /* ---- what a caller of store.h frees --------------------------------------- */
 
 void

@@ -38,6 +38,11 @@ enum ri_rows {
 	RI_ROWS_ACTORS_LISTED           /* actor_ref, oldest first (created_at, then the name) */
 };
 
+/* row_keys' statement for each, the same text on every backend (standard
+ * SQL over the schema both declare), and how many keys a row gives */
+extern const char *const ri_eng_row_keys_sql[];
+int ri_eng_row_keys_cols(enum ri_rows which);
+
 /* what a read of one keyed row found */
 enum ri_found {
 	RI_ROW_NONE = 0,                /* no row */

@@ -821,15 +821,9 @@ peek_row(void *bk, const char *event_id, struct ri_record *out)
 static int
 row_keys(void *bk, enum ri_rows which, char ***keys, size_t *n)
 {
-	static const char *const sql[] = {
-		[RI_ROWS_LEASES] = "SELECT kind, act_key FROM leases",
-		[RI_ROWS_ACTORS] = "SELECT actor_ref FROM actors",
-		[RI_ROWS_MARKS] = "SELECT name FROM marks",
-		[RI_ROWS_ACTORS_LISTED] = "SELECT actor_ref FROM actors ORDER BY created_at, actor_ref",
-	};
 	struct pg *s = bk;
-	int cols = which == RI_ROWS_LEASES ? 2 : 1, rc = RI_ST_OK;
-	PGresult *r = run(s, sql[which], NULL);
+	int cols = ri_eng_row_keys_cols(which), rc = RI_ST_OK;
+	PGresult *r = run(s, ri_eng_row_keys_sql[which], NULL);
 
 	*keys = NULL;
 	*n = 0;

@@ -1137,15 +1137,9 @@ scope_counts(void *bk, int64_t *acts, int64_t *invs)
 static int
 row_keys(void *bk, enum ri_rows which, char ***keys, size_t *n)
 {
-	static const char *const sql[] = {
-		[RI_ROWS_LEASES] = "SELECT kind, act_key FROM leases",
-		[RI_ROWS_ACTORS] = "SELECT actor_ref FROM actors",
-		[RI_ROWS_MARKS] = "SELECT name FROM marks",
-		[RI_ROWS_ACTORS_LISTED] = "SELECT actor_ref FROM actors ORDER BY created_at, actor_ref",
-	};
 	struct sq *s = bk;
-	int cols = which == RI_ROWS_LEASES ? 2 : 1, rc;
-	sqlite3_stmt *st = prep(s, sql[which]);
+	int cols = ri_eng_row_keys_cols(which), rc;
+	sqlite3_stmt *st = prep(s, ri_eng_row_keys_sql[which]);
 	size_t cap = 0;
 
 	*keys = NULL;
