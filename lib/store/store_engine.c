@@ -1603,6 +1603,28 @@ wait_change(void *arg, int64_t ms)
 }
 
 /*
+ * The prologue of a lease write, take's and release's alike: a write
+ * transaction holding the journal head (the lock order: the head row, then
+ * the lease row) and the lease row read under its lock, each verified.  A
+ * failure leaves no transaction open and answers integrity as itself,
+ * anything else as the section's unavailability.
+ */
+static int
+lease_locked(struct ri_st_core *c, const char *kind, const char *act_key, struct ri_jhead *jh,
+    unsigned char lh[RI_HASH_LEN], ri_ms *now, struct ri_lease_row *l, bool *exists)
+{
+	int rc;
+
+	if ((rc = c->be->write_head(c->bk, jh, lh, now)) != RI_ST_OK)
+		return rc == RI_ST_INTEGRITY ? rc : ri_st_recode(c, RI_ST_UNAVAILABLE);
+	if ((rc = ri_eng_lease_get(c, kind, act_key, true, l, exists)) != RI_ST_OK) {
+		c->be->rollback(c->bk);
+		return rc == RI_ST_INTEGRITY ? rc : ri_st_recode(c, RI_ST_UNAVAILABLE);
+	}
+	return RI_ST_OK;
+}
+
+/*
  * take((kind, act_key), holder, duration): granted when the section is
  * free, expired, or already this holder's (act section 14: re-entry by the
  * holder alone); otherwise wait -- never longer than the holder's
@@ -1629,12 +1651,8 @@ take_loop(struct ri_st_core *c, const struct ri_store *st, const char *kind, con
 
 		/* the journal head (whose grant counter mints the token) and the
 		 * lease row, each verified: a forged or replayed row never grants */
-		if ((rc = c->be->write_head(c->bk, &jh, lh, &now)) != RI_ST_OK)
-			return rc == RI_ST_INTEGRITY ? rc : ri_st_recode(c, RI_ST_UNAVAILABLE);
-		if ((rc = ri_eng_lease_get(c, kind, act_key, true, &l, &exists)) != RI_ST_OK) {
-			c->be->rollback(c->bk);
-			return rc == RI_ST_INTEGRITY ? rc : ri_st_recode(c, RI_ST_UNAVAILABLE);
-		}
+		if ((rc = lease_locked(c, kind, act_key, &jh, lh, &now, &l, &exists)) != RI_ST_OK)
+			return rc;
 		if (ri_lease_free(exists ? &l : NULL, holder, now)) {
 			/* the fencing token: the instance's grant counter, under the
 			 * journal head's MAC -- it only ever increases, for every key,
@@ -1710,12 +1728,8 @@ release_locked(struct ri_st_core *c, const char *kind, const char *act_key, cons
 
 	/* the head first, as every writer (the lock order), though a release
 	 * does not move it */
-	if ((rc = c->be->write_head(c->bk, &jh, lh, &now)) != RI_ST_OK)
-		return rc == RI_ST_INTEGRITY ? rc : ri_st_recode(c, RI_ST_UNAVAILABLE);
-	if ((rc = ri_eng_lease_get(c, kind, act_key, true, &l, &exists)) != RI_ST_OK) {
-		c->be->rollback(c->bk);
+	if ((rc = lease_locked(c, kind, act_key, &jh, lh, &now, &l, &exists)) != RI_ST_OK)
 		return rc;
-	}
 	held = exists && l.held && strcmp(l.holder, holder) == 0;
 	if (held && (rc = ri_eng_lease_put(c, kind, act_key, NULL, 0, l.token)) != RI_ST_OK) {
 		c->be->rollback(c->bk);
