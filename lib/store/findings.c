@@ -127,6 +127,29 @@ ri_findings_row_keyless(const struct ri_fcol *c)
 	return causes;
 }
 
+/* A start refusal's detail, {"causes": {CAUSE: ENTRY, ...}} (findings 12:
+ * one record per standing condition, each cause once): *detail (anything
+ * but an object starts afresh) with cause added; false, nothing added,
+ * when cause is on it already. */
+bool
+ri_findings_cause_add(json_t **detail, const char *cause, json_t *entry)
+{
+	json_t *causes;
+
+	if (!json_is_object(*detail)) {
+		json_decref(*detail);
+		*detail = json_object();
+	}
+	if (!json_is_object(causes = json_object_get(*detail, "causes"))) {
+		causes = json_object();
+		json_object_set_new(*detail, "causes", causes);
+	}
+	if (json_object_get(causes, cause) != NULL)
+		return false;
+	json_object_set(causes, cause, entry);
+	return true;
+}
+
 const char *
 ri_finding_name(enum ri_finding f)
 {

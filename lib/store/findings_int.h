@@ -37,6 +37,8 @@ bool ri_findings_row_keyless(const struct ri_fcol *c);
 /* Is the keyless exception in force for a register holding `keyless`
  * such rows (-1: unknown)? */
 bool ri_findings_excused(int64_t keyless);
+/* A start refusal's detail with cause added (false: there already). */
+bool ri_findings_cause_add(json_t **detail, const char *cause, json_t *entry);
 /* Hand one row to ri_findings_each's callback; its return. */
 int ri_findings_emit(const struct ri_fcol *c, bool excused,
     int (*each)(const struct ri_finding_row *, void *), void *arg);

@@ -379,7 +379,7 @@ ri_findings_pg_refusal(struct ri_findings_pg *p, const char *kind, const char *c
     ri_ms now, json_t *entry, ri_err *err)
 {
 	char sid[32], snow[32], *text = NULL, *d;
-	json_t *detail = NULL, *causes;
+	json_t *detail = NULL;
 	PGresult *bad = NULL;
 	int64_t id;
 	bool ok, keyless;
@@ -408,22 +408,13 @@ ri_findings_pg_refusal(struct ri_findings_pg *p, const char *kind, const char *c
 		detail = NULL;
 		id = 0;
 	}
-	if (!json_is_object(detail)) {
-		json_decref(detail);
-		detail = json_object();
-	}
-	if (!json_is_object(causes = json_object_get(detail, "causes"))) {
-		causes = json_object();
-		json_object_set_new(detail, "causes", causes);
-	}
-	if (json_object_get(causes, cause) != NULL) {
+	if (!ri_findings_cause_add(&detail, cause, entry)) {
 		/* once per cause: already on the register */
 		json_decref(detail);
 		if (!commit(p, &bad))
 			return pg_fail(p, bad, err);
 		return RI_OK;
 	}
-	json_object_set(causes, cause, entry);
 	d = ri_json_canonical(detail);
 	json_decref(detail);
 	if (id == 0) {

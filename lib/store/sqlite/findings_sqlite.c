@@ -421,7 +421,7 @@ ri_findings_sq_refusal(struct ri_findings *f, const char *kind, const char *caus
     ri_ms now, json_t *entry, ri_err *err)
 {
 	sqlite3_stmt *st = NULL;
-	json_t *detail = NULL, *causes;
+	json_t *detail = NULL;
 	int64_t id = 0;
 	char *d;
 	int rc;
@@ -462,21 +462,12 @@ ri_findings_sq_refusal(struct ri_findings *f, const char *kind, const char *caus
 			id = 0;
 		}
 	}
-	if (!json_is_object(detail)) {
-		json_decref(detail);
-		detail = json_object();
-	}
-	if (!json_is_object(causes = json_object_get(detail, "causes"))) {
-		causes = json_object();
-		json_object_set_new(detail, "causes", causes);
-	}
-	if (json_object_get(causes, cause) != NULL) {
+	if (!ri_findings_cause_add(&detail, cause, entry)) {
 		/* once per cause: already on the register */
 		json_decref(detail);
 		sqlite3_exec(f->db, "COMMIT", NULL, NULL, NULL);
 		return RI_OK;
 	}
-	json_object_set(causes, cause, entry);
 	d = ri_json_canonical(detail);
 	json_decref(detail);
 	/* ?1 finding, ?2 kind, ?3 by, ?4 now, ?5 detail, ?6 id */
