@@ -471,6 +471,39 @@ closings_found() {
 	    '[.[] | select(.finding == "binding-duplicate" and .act_key == $k and .detail.key == "closings")] | length'
 }
 
+# mark_clear -- the duplicate scan's mark, after a sweep at RI_NOW, is past
+# every record settled by then and below every record younger than the
+# settle bound (journal_write_bound 3 s + clock_offset_allowance 2 s)
+mark_clear() {
+	local mark young settled
+	mark=$(jsql "SELECT seq FROM marks WHERE name = 'sweep.duplicate_scan'")
+	young=$(jsql "SELECT min(seq) FROM records WHERE recorded_at + 5000 > $RI_NOW")
+	settled=$(jsql "SELECT max(seq) FROM records WHERE recorded_at + 5000 <= $RI_NOW")
+	echo "# mark $mark, lowest young seq $young, highest settled seq $settled" >&3
+	[ -n "$young" ] || { echo "no young record: the check would be empty"; return 1; }
+	[ "$mark" -lt "$young" ] || { echo "the mark $mark passed the young seq $young"; return 1; }
+	[ "$mark" -eq "$settled" ] || { echo "the mark $mark stopped below the settled seq $settled"; return 1; }
+}
+
+@test "sequence high water 2, issue 43 (tla -buggy-delta-unsettled): the duplicate scan's mark never passes a record younger than the settle bound, and passes every settled one" {
+	for k in m1 m2; do
+		o=$(open_req "$k" "{\"pairing_datum\":\"pd-$k\"}" | ri-open)
+		close_req "$o" | ri-close >/dev/null
+	done
+	ri_at 10
+	open_req m3 '{"pairing_datum":"pd-m3"}' | ri-open >/dev/null
+	# at 12 the records of 10 are 2 s old: read by the pass, not passed
+	ri_at 12
+	sweep
+	mark_clear
+	# at 20 they are settled; m4's of 18 are not
+	ri_at 18
+	open_req m4 '{"pairing_datum":"pd-m4"}' | ri-open >/dev/null
+	ri_at 20
+	sweep
+	mark_clear
+}
+
 @test "reconcile step 5.2, 5.4, issue 15: the scan leaves a closing unread while nothing links to it, and judges it whole at the record that does -- two or three closings after one intent, or after its recovery record, are ONE finding; a second intent after the closing is the invocation key; a lone closing or a superseded one none" {
 	# sequence high water 1, 2: the scan reads the delta above its mark, and moves the mark only past what has settled; reconcile step 5.6: never past the horizon
 	for k in lone two three chain again; do

@@ -898,8 +898,9 @@ duplicate_scan(struct sweep *s)
 			struct ri_record *rec = &page.v[i];
 			const struct ri_kind *k = ri_config_kind(s->c, rec->kind);
 			/* sequence high water 2: the mark advances only past records
-			 * older than the settle bound */
-			if (rec->recorded_at + settle <= s->now)
+			 * older than the settle bound (tla/DeltaRead.tla: a write in
+			 * flight below a settled seq commits before it settles) */
+			if (rec->recorded_at + settle <= s->now || RI_NC(RI_NC_MARK_UNSETTLED))
 				settled = rec->seq;     /* recorded_at never decreases with seq */
 			if (k == NULL || rec->invocation_id == NULL)
 				continue;
