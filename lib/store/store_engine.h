@@ -388,4 +388,17 @@ int ri_eng_take(struct ri_store *st, const char *kind, const char *act_key, cons
 int ri_eng_remaining(struct ri_store *st, const char *kind, const char *act_key, const char *holder, ri_ms *left);
 int ri_eng_release(struct ri_store *st, const char *kind, const char *act_key, const char *holder);
 
+/* The store operations (ri_store_ops) the engine answers for every
+ * backend, written once: a backend's table starts with these and adds its
+ * own (open_kinds, backup, instance_id, error, close, ...). */
+#define RI_ENG_STORE_OPS \
+	.record_action = ri_eng_record_action, .read_record = ri_eng_read_record, \
+	.range_read = ri_eng_range_read, .open_intents = ri_eng_open_intents, .purge = ri_eng_purge, \
+	.actor_add = ri_eng_actor_add, .actor_revoke = ri_eng_actor_revoke, .actor_list = ri_eng_actor_list, \
+	.authenticate = ri_eng_authenticate, .take = ri_eng_take, .remaining = ri_eng_remaining, \
+	.release = ri_eng_release, .mark_get = ri_eng_mark_get, .mark_set = ri_eng_mark_set, \
+	.traverse = ri_eng_traverse, .peek = ri_eng_peek, .inv_span = ri_eng_inv_span, .seal = ri_eng_seal, \
+	.substrate = ri_eng_substrate, .append_substrate = ri_eng_append_many, .rebuild = ri_eng_rebuild, \
+	.audit_state = ri_eng_audit_state, .head = ri_eng_head, .sealed = ri_eng_sealed
+
 #endif
