@@ -194,7 +194,7 @@ nodes_flush(struct pg *s)
 			p_bytes(&p, batch[i]->body, batch[i]->len);
 		}
 		snprintf(sql + at, sizeof sql - at, " ON CONFLICT (id) DO UPDATE SET body = excluded.body");
-		if ((rc = defer_write(s, RI_ST_UNAVAILABLE, "write", sql, &p)) != RI_ST_OK)
+		if ((rc = defer_write(s, " nodes ", RI_ST_UNAVAILABLE, "write", sql, &p)) != RI_ST_OK)
 			return rc;
 		for (size_t i = 0; i < n; i++)
 			batch[i]->dirty = false;
@@ -390,7 +390,7 @@ node_put(void *ctx, const unsigned char *id, size_t idlen, const unsigned char *
 	}
 	p_bytes(&p, id, idlen);
 	p_bytes(&p, body, len);
-	return pg_exec1(s, RI_ST_UNAVAILABLE, "write", "INSERT INTO nodes(id, body) VALUES ($1, $2)"
+	return pg_exec1(s, " nodes ", RI_ST_UNAVAILABLE, "write", "INSERT INTO nodes(id, body) VALUES ($1, $2)"
 	    " ON CONFLICT (id) DO UPDATE SET body = excluded.body", &p);
 }
 
@@ -402,31 +402,30 @@ node_put(void *ctx, const unsigned char *id, size_t idlen, const unsigned char *
  * a row lock re-reads that row but keeps its snapshot for everything else,
  * so the head and the records it names must be read by the NEXT statement,
  * whose snapshot holds every transaction committed before the lock was
- * granted.  One simple-query string, one round trip; the anchor seq is an
- * integer of ours, printed in.
+ * granted.  One pipeline, one round trip, with the reads sent ahead after
+ * the head's; the anchor seq is a parameter (issue 42).
  */
 static int
 jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 {
-	char sql[1024], open[256] = "";
+	struct qry now[BEGIN_MAX + 2];
+	struct params clk = { 0 }, p = { 0 };
 	PGresult *r;
-	int rc = RI_ST_OK;
+	int n = 0, answered, rc = RI_ST_OK;
 
 	memset(hr, 0, sizeof *hr);
-	if (begin && (rc = begin_sql(s, true, false, open, sizeof open - 2)) != RI_ST_OK)
+	if (begin && (rc = begin_stmts(s, true, false, now, &n, &clk)) != RI_ST_OK)
 		return rc;
-	if (begin)
-		snprintf(open + strlen(open), sizeof open - strlen(open), "; ");
-	snprintf(sql, sizeof sql, "%s%s"
-	    "SELECT h.last_seq, h.root, h.open_count, h.open_acc, h.sealed_seq, h.grants, h.mac,"
+	if (lock)
+		now[n++] = (struct qry){ "SELECT 1 FROM heads WHERE id = 1 FOR UPDATE", NULL };
+	p_int(&p, s->core.anchored ? s->core.anchor_seq : 0);
+	now[n++] = (struct qry){ "SELECT h.last_seq, h.root, h.open_count, h.open_acc, h.sealed_seq, h.grants, h.mac,"
 	    " (SELECT max(seq) FROM records), (SELECT hash FROM records WHERE seq = h.last_seq),"
-	    " (SELECT hash FROM records WHERE seq = %lld), ri_clock(),"
-	    " (SELECT recorded_at FROM records WHERE seq = h.last_seq) FROM heads h WHERE h.id = 1",
-	    open, lock ? "SELECT 1 FROM heads WHERE id = 1 FOR UPDATE; " : "",
-	    (long long)(s->core.anchored ? s->core.anchor_seq : 0));
+	    " (SELECT hash FROM records WHERE seq = $1), ri_clock(),"
+	    " (SELECT recorded_at FROM records WHERE seq = h.last_seq) FROM heads h WHERE h.id = 1", &p };
 	if (begin)
 		s->in_tx = true;        /* even should a later statement fail: rolled back */
-	r = exec_ahead(s, sql);
+	r = trip(s, now, n, true, &answered);
 	if (!res_ok(r)) {
 		rc = pg_db_fail(s, lock ? RI_ST_STEP2 : RI_ST_UNAVAILABLE, "journal head", r);
 		PQclear(r);
@@ -531,7 +530,7 @@ jhead_set(struct pg *s, const struct ri_jhead *h, const unsigned char last_hash[
 	p_bytes(&p, mac, RI_HASH_LEN);
 	/* deferred: the head row was read under FOR UPDATE in this
 	 * transaction (write_begin), so it is there when this lands */
-	return defer_write(s, RI_ST_UNAVAILABLE, "write", "UPDATE heads SET last_seq = $1, root = $2,"
+	return defer_write(s, " heads ", RI_ST_UNAVAILABLE, "write", "UPDATE heads SET last_seq = $1, root = $2,"
 	    " open_count = $3, open_acc = $4, sealed_seq = $5, grants = $6, mac = $7 WHERE id = 1", &p);
 }
 

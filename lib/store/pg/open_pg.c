@@ -179,16 +179,20 @@ static const char schema_sql[] =
 /* The catalog read is an open-time check, not a protocol read: the first
  * in a session costs tens of ms of catalog-cache loading, so outside a
  * transaction it runs under SCHEMA_BOUND_MS, not the session's budget (a
- * 20 ms read_bound refused every open).  One round trip: SET, the read,
- * SET back, in the simple protocol's implicit transaction (a failed read
- * rolls the first SET back with it).  Inside a transaction its caller has
- * set the bound. */
+ * 20 ms read_bound refused every open).  One round trip: the bound set,
+ * the read, the bound set back (set_config, the bounds its parameters:
+ * issue 42), in the pipeline's implicit transaction (a failed read rolls
+ * the first set_config back with it).  Inside a transaction its caller
+ * has set the bound. */
 #define SCHEMA_BOUND_MS 10000
 static char *
 schema_text(struct pg *s)
 {
-	PGresult *r, *got = NULL, *bad = NULL;
-	char *t = NULL, *sql;
+	static const char set[] = "SELECT set_config('statement_timeout', $1, false)";
+	struct params wide = { 0 }, back = { 0 };
+	const struct qry now[3] = { { set, &wide }, { schema_sql, NULL }, { set, &back } };
+	PGresult *r, *got = NULL, *bad = NULL, *res[3];
+	char *t = NULL;
 
 	if (s->in_tx || s->qn > 0) {
 		r = run(s, schema_sql, NULL);
@@ -199,23 +203,17 @@ schema_text(struct pg *s)
 		PQclear(r);
 		return t;
 	}
-	sql = ri_xcalloc(1, sizeof schema_sql + 128);
-	snprintf(sql, sizeof schema_sql + 128, "SET statement_timeout = %lld; %s; SET statement_timeout = %lld",
-	    (long long)(SCHEMA_BOUND_MS > s->budget ? SCHEMA_BOUND_MS : s->budget), schema_sql, (long long)s->budget);
-	s->round_trips++;
-	if (!PQsendQuery(s->conn, sql)) {
-		free(sql);
-		pg_db_fail(s, RI_ST_UNAVAILABLE, "schema", NULL);
-		return NULL;
-	}
-	free(sql);
-	while ((r = PQgetResult(s->conn)) != NULL) {
-		if (PQresultStatus(r) == PGRES_TUPLES_OK && got == NULL)
-			got = r;
-		else if (!res_ok(r) && bad == NULL)
-			bad = r;
+	p_int(&wide, SCHEMA_BOUND_MS > s->budget ? SCHEMA_BOUND_MS : s->budget);
+	p_int(&back, s->budget);
+	(void)trip_all(s, now, 3, false, res);
+	for (int i = 0; i < 3; i++) {
+		if (i == 1 && res_ok(res[i]))
+			got = res[i];
+		else if (!res_ok(res[i]) && bad == NULL && res[i] != NULL &&
+		    PQresultStatus(res[i]) != PGRES_PIPELINE_ABORTED)
+			bad = res[i];
 		else
-			PQclear(r);
+			PQclear(res[i]);
 	}
 	if (bad == NULL && got != NULL && PQntuples(got) == 1)
 		t = ri_strdup(PQgetvalue(got, 0, 0));
@@ -443,7 +441,8 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	p_bytes(&p, jh.open_acc, RI_HASH_LEN);
 	p_bytes(&p, mac, RI_HASH_LEN);
 	/* the journal head of an empty journal, under its MAC */
-	r = run(s, "WITH m AS (INSERT INTO ri_meta VALUES ('format', $1), ('instance_id', $2), ('schema_mac', $3))"
+	r = run_write(s, " ri_meta heads ",
+	    "WITH m AS (INSERT INTO ri_meta VALUES ('format', $1), ('instance_id', $2), ('schema_mac', $3))"
 	    " INSERT INTO heads VALUES (1, 0, $4, 0, $5, 0, 0, $6)", &p);
 	if (!res_ok(r)) {
 		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s", PQresultErrorMessage(r));

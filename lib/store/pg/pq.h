@@ -33,6 +33,12 @@ struct ri_pq {
 	void (*clear)(PGresult *);
 	int (*sendQuery)(PGconn *, const char *);
 	PGresult *(*getResult)(PGconn *);
+	/* pipeline mode (libpq 14+): the journal's round trips (issue 42) */
+	int (*sendQueryParams)(PGconn *, const char *, int, const Oid *, const char *const *, const int *,
+	    const int *, int);
+	int (*enterPipelineMode)(PGconn *);
+	int (*exitPipelineMode)(PGconn *);
+	int (*pipelineSync)(PGconn *);
 };
 extern struct ri_pq ri_pq;
 
@@ -55,6 +61,10 @@ bool ri_pq_load(const char *what, ri_err *err);
 #define PQcmdTuples ri_pq.cmdTuples
 #define PQsendQuery ri_pq.sendQuery
 #define PQgetResult ri_pq.getResult
+#define PQsendQueryParams ri_pq.sendQueryParams
+#define PQenterPipelineMode ri_pq.enterPipelineMode
+#define PQexitPipelineMode ri_pq.exitPipelineMode
+#define PQpipelineSync ri_pq.pipelineSync
 #define PQclear(r) do { if (ri_pq.clear != NULL) ri_pq.clear(r); } while (0)
 
 #endif

@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sodium.h>
@@ -90,97 +89,78 @@ p_bytes(struct params *p, const unsigned char *b, size_t n)
 	p->n++;
 }
 
-/* ---- deferred writes --------------------------------------------------------
+/* ---- statements kept, and the round trip ------------------------------------
  *
- * A write whose answer nobody reads (the record's INSERT, the changed tree
- * nodes, the head, a lease row) is not sent alone: it waits in the
- * transaction's queue, its parameters inlined as literals (text quoted
- * under standard_conforming_strings, bytea as '\x..'), and goes in one
- * simple-query string with the next statement that must answer (run) or
- * with COMMIT (commit) -- issue 13, round trips per append.  The queue
- * always goes first, so nothing is reordered and every read sees the
- * transaction's own writes; each statement still answers on its own (one
- * result each, in order), so a failure is charged to the write that made
- * it, and the server runs nothing after a failed statement.
+ * Every statement goes out with its parameters (PQsendQueryParams), in
+ * libpq's pipeline mode (issue 42): a round trip is one pipeline -- the
+ * statements, one Sync, then each statement's result in order -- entered
+ * and left inside trip_all, so the connection is back in its ordinary mode
+ * between round trips.  No value is ever printed into SQL.
  */
+
+/* st := sql with p's values, copied (false: out of memory) */
 static bool
-q_add(struct pg *s, const char *text, size_t n)
+stmt_keep(struct stmt *st, const char *sql, const struct params *p)
 {
-	if (s->qlen + n + 1 > s->qcap) {
-		size_t cap = s->qcap ? s->qcap : 4096;
-		while (cap < s->qlen + n + 1)
-			cap *= 2;
-		char *q = realloc(s->q, cap);
-		if (q == NULL)
-			return false;
-		s->q = q;
-		s->qcap = cap;
+	size_t need = strlen(sql) + 1, at;
+	int n = p ? p->n : 0;
+
+	for (int i = 0; i < n; i++)
+		if (p->v[i] != NULL)
+			need += p->fmt[i] == 1 ? (size_t)p->len[i] : strlen(p->v[i]) + 1;
+	if ((st->mem = malloc(need)) == NULL)
+		return false;
+	at = strlen(sql) + 1;
+	memcpy(st->mem, sql, at);
+	st->sql = st->mem;
+	st->n = n;
+	for (int i = 0; i < n; i++) {
+		size_t len = p->v[i] == NULL ? 0 : p->fmt[i] == 1 ? (size_t)p->len[i] : strlen(p->v[i]) + 1;
+		st->fmt[i] = p->fmt[i];
+		st->len[i] = p->len[i];
+		st->v[i] = p->v[i] == NULL ? NULL : st->mem + at;
+		if (len > 0)
+			memcpy(st->mem + at, p->v[i], len);
+		at += len;
 	}
-	memcpy(s->q + s->qlen, text, n);
-	s->qlen += n;
-	s->q[s->qlen] = '\0';
 	return true;
 }
 
-/* sql with p's values inlined as literals, then a statement separator */
-static bool
-q_inline(struct pg *s, const char *sql, const struct params *p)
+static void
+stmt_free(struct stmt *st)
 {
-	static const char hex[] = "0123456789abcdef";
-	bool ok = true;
+	free(st->mem);
+	st->mem = NULL;
+	st->sql = NULL;
+	st->n = 0;
+}
 
-	for (const char *c = sql; *c != '\0' && ok;) {
-		if (*c != '$' || !isdigit((unsigned char)c[1])) {
-			ok = q_add(s, c++, 1);
-			continue;
-		}
-		char *end;
-		long i = strtol(c + 1, &end, 10) - 1;
-		c = end;
-		if (p == NULL || i < 0 || i >= p->n)
+/* Is st the statement sql with p's values, byte for byte? */
+static bool
+stmt_same(const struct stmt *st, const char *sql, const struct params *p)
+{
+	int n = p ? p->n : 0;
+
+	if (st->sql == NULL || st->n != n || strcmp(st->sql, sql) != 0)
+		return false;
+	for (int i = 0; i < n; i++) {
+		if ((st->v[i] == NULL) != (p->v[i] == NULL) || st->fmt[i] != p->fmt[i])
 			return false;
-		const char *v = p->v[i];
-		if (v == NULL) {
-			ok = q_add(s, "NULL", 4);
-		} else if (p->fmt[i] == 1) {
-			ok = q_add(s, "'\\x", 3);
-			for (int k = 0; k < p->len[i] && ok; k++) {
-				char h[2] = { hex[(unsigned char)v[k] >> 4], hex[(unsigned char)v[k] & 15] };
-				ok = q_add(s, h, 2);
-			}
-			ok = ok && q_add(s, "'::bytea", 8);
-		} else {
-			ok = q_add(s, "'", 1);
-			for (const char *t = v; *t != '\0' && ok; t++)
-				ok = q_add(s, t, 1) && (*t != '\'' || q_add(s, "'", 1));
-			ok = ok && q_add(s, "'", 1);
-		}
+		if (st->v[i] == NULL)
+			continue;
+		if (st->fmt[i] == 1 ? st->len[i] != p->len[i] || memcmp(st->v[i], p->v[i], (size_t)p->len[i]) != 0 :
+		    strcmp(st->v[i], p->v[i]) != 0)
+			return false;
 	}
-	return ok && q_add(s, ";\n", 2);
+	return true;
 }
 
 static void
 q_clear(struct pg *s)
 {
-	s->qlen = 0;
+	for (int i = 0; i < s->qn; i++)
+		stmt_free(&s->q[i]);
 	s->qn = 0;
-	if (s->q != NULL)
-		s->q[0] = '\0';
-}
-
-/* sql with p's values inlined (as q_inline writes it), in a new string */
-static char *
-q_text(struct pg *s, const char *sql, const struct params *p)
-{
-	size_t mark = s->qlen;
-	char *t = NULL;
-
-	if (q_inline(s, sql, p))
-		t = ri_strdup(s->q + mark);
-	s->qlen = mark;
-	if (s->q != NULL)
-		s->q[mark] = '\0';
-	return t;
 }
 
 /*
@@ -189,51 +169,60 @@ q_text(struct pg *s, const char *sql, const struct params *p)
  * (jhead_fetch_tx) carries them after the head's lock and read, in order,
  * each a statement of its own (READ COMMITTED: each sees every commit
  * before the head's lock was granted, as when sent one by one).  When the
- * code then runs the same statement with the same values, run() answers
- * from here -- once, and only while no write of the same transaction has
- * touched a table it reads (note_write), so an answer never predates a
- * change it would see.  Every writer takes the head's lock first, so no
- * other transaction changes what was read.  What is not asked for is
- * dropped at the transaction's end.
+ * code then runs the same statement with the same parameters (stmt_same),
+ * run() answers from here -- once, and only while no write of the same
+ * transaction has declared a table it reads (note_write; issue 42: the
+ * writes say what they change, no SQL is parsed), so an answer never
+ * predates a change it would see.  Every writer takes the head's lock
+ * first, so no other transaction changes what was read.  What is not asked
+ * for is dropped at the transaction's end.
  */
 void
 ahead_queue(struct pg *s, const char *tables, const char *sql, const struct params *p)
 {
-	char *t;
+	struct ahead *a = &s->ahead[s->nahead];
 
-	if (s->nahead == AHEAD_MAX || (t = q_text(s, sql, p)) == NULL)
+	if (s->nahead == AHEAD_MAX || !stmt_keep(&a->st, sql, p))
 		return;
-	s->ahead[s->nahead].sql = t;
-	s->ahead[s->nahead].tables = tables;
-	s->ahead[s->nahead].r = NULL;
+	a->tables = tables;
+	a->sent = false;
+	a->r = NULL;
 	s->nahead++;
 }
 
-/* A write of this transaction: the table it changes is noted, so no read
- * sent ahead of it answers for that table afterwards. */
-static void
-note_write(struct pg *s, const char *sql)
+/* The next name of a list of tables (" a b "), as " name " (false: none left). */
+static bool
+table_next(const char **c, char name[40])
 {
-	static const char *const verbs[] = { "INSERT INTO ", "UPDATE ", "DELETE FROM " };
-	char name[40];
-	size_t len = strlen(s->written);
+	size_t k = 0;
 
-	for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
-		size_t n = strlen(verbs[i]), k = 0;
-		if (strncmp(sql, verbs[i], n) != 0)
-			continue;
-		name[k++] = ' ';
-		for (const char *c = sql + n; *c != '\0' && *c != ' ' && *c != '(' && k < sizeof name - 2; c++)
-			name[k++] = *c;
-		name[k++] = ' ';
-		name[k] = '\0';
+	while (**c == ' ')
+		(*c)++;
+	if (**c == '\0')
+		return false;
+	name[k++] = ' ';
+	while (**c != '\0' && **c != ' ' && k < 38)
+		name[k++] = *(*c)++;
+	name[k++] = ' ';
+	name[k] = '\0';
+	return true;
+}
+
+/* A write of this transaction: the tables it declares it changes are
+ * noted, so no read sent ahead of it answers for them afterwards. */
+static void
+note_write(struct pg *s, const char *tables)
+{
+	char name[40];
+
+	for (const char *c = tables ? tables : ""; table_next(&c, name);) {
+		size_t len = strlen(s->written), k = strlen(name);
 		if (strstr(s->written, name) != NULL)
-			return;
+			continue;
 		if (len + k < sizeof s->written)
 			memcpy(s->written + (len ? len - 1 : 0), name, k + 1);
 		else
 			s->written_all = true;  /* cannot tell: no read answers from ahead any more */
-		return;
 	}
 }
 
@@ -243,20 +232,9 @@ written_any(const struct pg *s, const char *tables)
 {
 	char name[40];
 
-	for (const char *c = tables; *c != '\0';) {
-		size_t k = 0;
-		while (*c == ' ')
-			c++;
-		if (*c == '\0')
-			break;
-		name[k++] = ' ';
-		while (*c != '\0' && *c != ' ' && k < sizeof name - 2)
-			name[k++] = *c++;
-		name[k++] = ' ';
-		name[k] = '\0';
+	for (const char *c = tables; table_next(&c, name);)
 		if (strstr(s->written, name) != NULL)
 			return true;
-	}
 	return false;
 }
 
@@ -264,8 +242,9 @@ void
 ahead_clear(struct pg *s)
 {
 	for (int i = 0; i < s->nahead; i++) {
-		free(s->ahead[i].sql);
+		stmt_free(&s->ahead[i].st);
 		PQclear(s->ahead[i].r);
+		s->ahead[i].r = NULL;
 	}
 	s->nahead = 0;
 	s->written[0] = '\0';
@@ -276,171 +255,224 @@ ahead_clear(struct pg *s)
 static bool
 ahead_take(struct pg *s, const char *sql, const struct params *p, PGresult **r)
 {
-	char *t;
-	bool found = false;
-
-	if (s->nahead == 0 || s->written_all || (t = q_text(s, sql, p)) == NULL)
+	if (s->written_all)
 		return false;
-	for (int i = 0; i < s->nahead && !found; i++) {
-		if (s->ahead[i].sql == NULL || s->ahead[i].r == NULL || strcmp(s->ahead[i].sql, t) != 0 ||
-		    written_any(s, s->ahead[i].tables))
+	for (int i = 0; i < s->nahead; i++) {
+		struct ahead *a = &s->ahead[i];
+		if (a->r == NULL || !stmt_same(&a->st, sql, p) || written_any(s, a->tables))
 			continue;
-		*r = s->ahead[i].r;
-		s->ahead[i].r = NULL;
-		free(s->ahead[i].sql);
-		s->ahead[i].sql = NULL;
-		found = true;
+		*r = a->r;
+		a->r = NULL;
+		stmt_free(&a->st);
+		return true;
 	}
-	free(t);
-	return found;
+	return false;
 }
 
 /*
  * RI_PG_TRACE=2: one line a round trip -- how many statements went, and the
- * head of each (up to 40 bytes; a quoted literal shows as ?), so a reader
- * sees every statement that travelled, never a value.
+ * head of each (up to 40 bytes of its SQL), so a reader sees every
+ * statement that travelled; a value never shows (it is a parameter).
  */
 static void
-trace_trip(int n, const char *sql)
+trace_head(int *nth, const char *sql)
 {
-	bool quoted = false, head = true;
-	int len = 0, nth = 0;
+	int len = 0;
 
-	fprintf(stderr, "ri: pg: [%d in one round trip] ", n);
-	for (const char *c = sql; *c != '\0'; c++) {
-		if (*c == '\'') {
-			quoted = !quoted;
-			if (quoted && head && len < 40) {
-				if (len == 0 && nth++ > 0)
-					fputs(" | ", stderr);
-				fputc('?', stderr), len++;
-			}
-			continue;
-		}
-		if (quoted)
-			continue;
-		if (*c == ';') {
-			head = true, len = 0;
-			continue;
-		}
-		if (head && len == 0 && (*c == ' ' || *c == '\n'))
-			continue;
-		if (head && len == 0 && nth++ > 0)
-			fputs(" | ", stderr);
-		if (head && len < 40)
-			fputc(*c == '\n' ? ' ' : *c, stderr), len++;
-		else
-			head = false;
-	}
+	if ((*nth)++ > 0)
+		fputs(" | ", stderr);
+	while (*sql == ' ' || *sql == '\n')
+		sql++;
+	for (; *sql != '\0' && len < 40; sql++, len++)
+		fputc(*sql == '\n' || *sql == '\t' ? ' ' : *sql, stderr);
+}
+
+static void
+trace_trip(const struct pg *s, const struct qry *now, int n, struct ahead *const *ahead, int na)
+{
+	int nth = 0;
+
+	fprintf(stderr, "ri: pg: [%d in one round trip] ", s->qn + n + na);
+	for (int i = 0; i < s->qn; i++)
+		trace_head(&nth, s->q[i].sql);
+	for (int i = 0; i < n; i++)
+		trace_head(&nth, now[i].sql);
+	for (int i = 0; i < na; i++)
+		trace_head(&nth, ahead[i]->st.sql);
 	fputc('\n', stderr);
 }
 
-/*
- * sql -- statements separated by "; ", the last of which answers -- with
- * the reads queued ahead after it, in one round trip.  The last statement's
- * answer is returned; each read's answer is kept for run().  Once a
- * statement fails the server runs none after it: those reads have no
- * answer, and run() sends them itself (to a transaction that has failed).
- */
-PGresult *
-exec_ahead(struct pg *s, const char *sql)
+static bool
+send_one(struct pg *s, const char *sql, int n, const char *const *v, const int *len, const int *fmt)
 {
-	PGresult *r, *last = NULL;
-	size_t n = strlen(sql) + 3;
-	int base = 1, i = 0;
-	char *all;
+	return PQsendQueryParams(s->conn, sql, n, NULL, v, len, fmt, 0) == 1;
+}
 
-	s->round_trips++;
-	if (s->nahead == 0)
-		return PQexec(s->conn, sql);
-	for (const char *c = sql; (c = strstr(c, "; ")) != NULL; c += 2)
-		base++;
-	for (int k = 0; k < s->nahead; k++)
-		n += strlen(s->ahead[k].sql);
-	all = ri_xcalloc(1, n);
-	size_t len = (size_t)snprintf(all, n, "%s;\n", sql);
-	for (int k = 0; k < s->nahead; k++)
-		len += (size_t)snprintf(all + len, n - len, "%s", s->ahead[k].sql);
-	if (s->trace > 1)
-		trace_trip(base + s->nahead, all);
-	if (!PQsendQuery(s->conn, all)) {
-		free(all);
-		return NULL;
+/* Result number i of the round trip: a deferred write's (a failure
+ * charged to it: s->core.err, its code; s->qfailed), now's (res), or a
+ * read's sent ahead (kept for run(); none when the server ran nothing). */
+static void
+deliver(struct pg *s, int i, PGresult *r, int n, PGresult **res, struct ahead **sent)
+{
+	ExecStatusType t = PQresultStatus(r);
+
+	if (i < s->qn) {
+		if (!res_ok(r) && t != PGRES_PIPELINE_ABORTED && !s->qfailed) {
+			s->qcode = pg_db_fail(s, s->qi[i].code, s->qi[i].what, r);
+			s->qfailed = true;
+		}
+		PQclear(r);
+	} else if (i < s->qn + n) {
+		res[i - s->qn] = r;
+	} else if (t != PGRES_PIPELINE_ABORTED && sent[i - s->qn - n] != NULL) {
+		sent[i - s->qn - n]->r = r;
+	} else {
+		PQclear(r);
 	}
-	free(all);
-	while ((r = PQgetResult(s->conn)) != NULL) {
-		if (i == base - 1)
-			last = r;
-		else if (i >= base && i - base < s->nahead)
-			s->ahead[i - base].r = r;
+}
+
+/* Send the deferred writes, now's statements, then the reads ahead
+ * (sent[0 .. na-1]), in that order, into the pipeline: how many went. */
+static int
+send_all(struct pg *s, const struct qry *now, int n, struct ahead **sent, int na)
+{
+	int queued = 0;
+
+	for (int i = 0; i < s->qn && queued == i; i++)
+		queued += send_one(s, s->q[i].sql, s->q[i].n, s->q[i].v, s->q[i].len, s->q[i].fmt);
+	for (int i = 0; i < n && queued == s->qn + i; i++) {
+		const struct params *p = now[i].p;
+		queued += send_one(s, now[i].sql, p ? p->n : 0, p ? p->v : NULL, p ? p->len : NULL,
+		    p ? p->fmt : NULL);
+	}
+	for (int i = 0; i < na && queued == s->qn + n + i; i++) {
+		struct stmt *st = &sent[i]->st;
+		sent[i]->sent = true;
+		queued += send_one(s, st->sql, st->n, st->v, st->len, st->fmt);
+	}
+	return queued;
+}
+
+/* Read the results of the queued statements, in order, up to the Sync's:
+ * how many the server answered (PGRES_PIPELINE_ABORTED: it ran nothing). */
+static int
+collect(struct pg *s, int queued, int n, PGresult **res, struct ahead **sent)
+{
+	int answered = 0, got = 0, nulls = 0;
+	PGresult *r;
+
+	for (;;) {
+		if ((r = PQgetResult(s->conn)) == NULL) {
+			/* the end of one statement's results; twice in a row,
+			 * or the session gone: no more will come */
+			if (++nulls > 1 || PQstatus(s->conn) != CONNECTION_OK)
+				return answered;
+			continue;
+		}
+		nulls = 0;
+		if (PQresultStatus(r) == PGRES_PIPELINE_SYNC) {
+			PQclear(r);
+			return answered;
+		}
+		if (PQresultStatus(r) != PGRES_PIPELINE_ABORTED)
+			answered++;
+		if (got < queued)
+			deliver(s, got, r, n, res, sent);
 		else
 			PQclear(r);
-		i++;
+		got++;
 	}
-	return last;
 }
 
 /*
- * Send the queue and the statement already appended after it (counted in
- * s->qn + 1 statements when with_last) in one round trip.  A queued
- * write's failure is charged to it (s->core.err, its code; s->qfailed); the
- * last statement's own result is returned (NULL when a write before it
- * failed, or no answer came).  *answered: how many statements answered.
+ * One round trip: the deferred writes, then now's statements, then (ahead)
+ * the reads queued ahead not sent yet -- one pipeline, one Sync, the
+ * results read in order.  The server runs nothing after a statement that
+ * failed (each later one answers PGRES_PIPELINE_ABORTED: no answer); a
+ * write's failure is charged to it.  res[i] is now[i]'s result (NULL: no
+ * answer came at all).  Returns how many statements the server answered.
  */
-static PGresult *
-q_send(struct pg *s, bool with_last, int *answered)
+int
+trip_all(struct pg *s, const struct qry *now, int n, bool ahead, PGresult **res)
 {
-	PGresult *r, *last = NULL;
-	int i = 0, n = s->qn + (with_last ? 1 : 0);
+	struct ahead *sent[AHEAD_MAX] = { NULL };
+	int na = 0, queued, answered = 0;
 
+	for (int i = 0; i < n; i++)
+		res[i] = NULL;
+	for (int i = 0; ahead && i < s->nahead; i++)
+		if (!s->ahead[i].sent && s->ahead[i].st.sql != NULL)
+			sent[na++] = &s->ahead[i];
 	s->round_trips++;
 	if (s->trace > 1)
-		trace_trip(n, s->q);
-	*answered = 0;
-	if (!PQsendQuery(s->conn, s->q)) {
-		q_clear(s);
-		return NULL;
+		trace_trip(s, now, n, sent, na);
+	if (PQenterPipelineMode(s->conn) == 1) {
+		/* what went is synced and answered, even when not all went */
+		if ((queued = send_all(s, now, n, sent, na)) > 0 && PQpipelineSync(s->conn) == 1)
+			answered = collect(s, queued, n, res, sent);
+		/* fails only with results left: the session is lost, and
+		 * PQreset (connected) leaves pipeline mode with it */
+		(void)PQexitPipelineMode(s->conn);
 	}
-	while ((r = PQgetResult(s->conn)) != NULL) {
-		if (i < s->qn) {
-			if (!res_ok(r) && !s->qfailed) {
-				s->qcode = pg_db_fail(s, s->qi[i].code, s->qi[i].what, r);
-				s->qfailed = true;
-			}
-			PQclear(r);
-		} else if (i == s->qn && with_last) {
-			last = r;
-		} else {
-			PQclear(r);
-		}
-		i++;
-	}
-	*answered = i;
 	q_clear(s);
+	return answered;
+}
+
+/* Clear res[0 .. n-1] but one: the answer -- now[n - 1]'s, or the error
+ * of a statement before it (the server ran nothing after it). */
+static PGresult *
+answer(PGresult **res, int n)
+{
+	PGresult *a = n > 0 ? res[n - 1] : NULL;
+	int i = 0;
+
+	while (i < n - 1 && (res[i] == NULL || res_ok(res[i]) || PQresultStatus(res[i]) == PGRES_PIPELINE_ABORTED))
+		i++;
+	if (i < n - 1 && !res_ok(a)) {
+		PQclear(a);
+		a = res[i];
+		res[i] = NULL;
+	}
+	for (i = 0; i < n - 1; i++)
+		PQclear(res[i]);
+	return a;
+}
+
+PGresult *
+trip(struct pg *s, const struct qry *now, int n, bool ahead, int *answered)
+{
+	PGresult *res[BEGIN_MAX + 2], *a;
+
+	if (n > BEGIN_MAX + 2)
+		return NULL;
+	*answered = trip_all(s, now, n, ahead, res);
+	a = answer(res, n);
 	if (s->qfailed) {
-		PQclear(last);
+		PQclear(a);
 		return NULL;
 	}
-	return last;
+	return a;
 }
 
 /* A write whose answer nobody reads: queued (sent with the next statement
- * that answers, or with COMMIT); a full queue is sent first. */
+ * that answers, or with COMMIT); a full queue is sent first.  The queue
+ * always goes first, so nothing is reordered and every read sees the
+ * transaction's own writes (issue 13, round trips per append). */
 int
-defer_write(struct pg *s, int code, const char *what, const char *sql, const struct params *p)
+defer_write(struct pg *s, const char *tables, int code, const char *what, const char *sql, const struct params *p)
 {
 	int answered = 0;
 
 	if (s->qn == QMAX) {
-		PQclear(q_send(s, false, &answered));
+		PQclear(trip(s, NULL, 0, false, &answered));
 		if (s->qfailed)
 			return s->qcode;
 		if (answered < QMAX)
 			return pg_db_fail(s, code, what, NULL);
 	}
-	if (!q_inline(s, sql, p))
+	if (!stmt_keep(&s->q[s->qn], sql, p))
 		return ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "journal (postgresql): %s: out of memory", what);
-	note_write(s, sql);
+	note_write(s, tables);
 	s->qi[s->qn].code = code;
 	s->qi[s->qn].what = what;
 	s->qn++;
@@ -453,23 +485,20 @@ defer_write(struct pg *s, int code, const char *what, const char *sql, const str
 PGresult *
 run(struct pg *s, const char *sql, const struct params *p)
 {
+	struct qry one = { sql, p };
 	int answered;
-
 	PGresult *r;
 
 	if (ahead_take(s, sql, p, &r))
 		return r;
-	note_write(s, sql);
-	if (s->qn > 0) {
-		if (!q_inline(s, sql, p))
-			return NULL;
-		return q_send(s, true, &answered);
-	}
-	s->round_trips++;
-	if (s->trace > 1)
-		fprintf(stderr, "ri: pg: %.70s\n", sql);
-	return PQexecParams(s->conn, sql, p ? p->n : 0, NULL, p ? p->v : NULL, p ? p->len : NULL,
-	    p ? p->fmt : NULL, 0);
+	return trip(s, &one, 1, false, &answered);
+}
+
+PGresult *
+run_write(struct pg *s, const char *tables, const char *sql, const struct params *p)
+{
+	note_write(s, tables);
+	return run(s, sql, p);
 }
 
 bool
@@ -482,9 +511,9 @@ res_ok(const PGresult *r)
 
 /* A statement whose result is not needed: OK or the failure code. */
 int
-pg_exec1(struct pg *s, int code, const char *what, const char *sql, const struct params *p)
+pg_exec1(struct pg *s, const char *tables, int code, const char *what, const char *sql, const struct params *p)
 {
-	PGresult *r = run(s, sql, p);
+	PGresult *r = run_write(s, tables, sql, p);
 	int rc = res_ok(r) ? RI_ST_OK : pg_db_fail(s, code, what, r);
 
 	PQclear(r);
@@ -550,23 +579,29 @@ g_bytes_var(const PGresult *r, int row, int col, unsigned char *out, size_t max,
 /* The session's bounds (issue 13 item 4): no statement, lock wait or idle
  * transaction of ours outlives the per-write budget, so a writer cut off
  * mid-transaction leaves nothing locked past it, and a late COMMIT of a
- * session the server already ended cannot land. */
+ * session the server already ended cannot land.  One statement, the
+ * budget its parameter (issue 42). */
 int
 session_setup(struct pg *s)
 {
-	char sql[512];
+	static const char rw[] = "SELECT set_config('idle_in_transaction_session_timeout', $1, false),"
+	    " set_config('lock_timeout', $1, false), set_config('statement_timeout', $1, false),"
+	    " set_config('synchronous_commit', 'on', false), set_config('client_encoding', 'UTF8', false),"
+	    " set_config('standard_conforming_strings', 'on', false),"
+	    " set_config('default_transaction_isolation', 'read committed', false)";
+	static const char ro[] = "SELECT set_config('idle_in_transaction_session_timeout', $1, false),"
+	    " set_config('lock_timeout', $1, false), set_config('statement_timeout', $1, false),"
+	    " set_config('synchronous_commit', 'on', false), set_config('client_encoding', 'UTF8', false),"
+	    " set_config('standard_conforming_strings', 'on', false),"
+	    " set_config('default_transaction_isolation', 'read committed', false),"
+	    " set_config('default_transaction_read_only', 'on', false)";
+	struct params p = { 0 };
+	struct qry one = { s->readonly ? ro : rw, &p };
 	PGresult *r;
-	int rc;
+	int answered, rc;
 
-	snprintf(sql, sizeof sql,
-	    "SET idle_in_transaction_session_timeout = %lld; SET lock_timeout = %lld;"
-	    " SET statement_timeout = %lld; SET synchronous_commit = on; SET client_encoding = 'UTF8';"
-	    " SET standard_conforming_strings = on;"
-	    " SET default_transaction_isolation = 'read committed'%s",
-	    (long long)s->budget, (long long)s->budget, (long long)s->budget,
-	    s->readonly ? "; SET default_transaction_read_only = on" : "");
-	s->round_trips++;
-	r = PQexec(s->conn, sql);
+	p_int(&p, s->budget);
+	r = trip(s, &one, 1, false, &answered);
 	rc = res_ok(r) ? RI_ST_OK : pg_db_fail(s, RI_ST_UNAVAILABLE, "session", r);
 	PQclear(r);
 	return rc;
@@ -586,28 +621,18 @@ connected(struct pg *s)
 	return session_setup(s);
 }
 
-/* The env clock seam: the session's transactions see the host's $RI_NOW
- * as ri_clock() (set per transaction: RI_NOW is read per process). */
-static int
-clock_clause(struct pg *s, char *out, size_t n)
-{
-	ri_ms now;
-	ri_err e;
-
-	out[0] = '\0';
-	if (!s->core.cfg->clock_env)
-		return RI_ST_OK;
-	if (ri_now(s->core.cfg, &now, &e) != RI_OK)
-		return ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "%s", e.msg);
-	snprintf(out, n, "; SELECT set_config('ri.clock', '%lld', true)", (long long)now);
-	return RI_ST_OK;
-}
-
-/* The text that opens a transaction (a reconnect first when needed). */
+/*
+ * The statements that open a transaction, appended to now[*n]: BEGIN, a
+ * long read's unbounded statement and idle timeouts, and under the env
+ * clock seam the host's $RI_NOW as the transaction's ri_clock() (set per
+ * transaction: RI_NOW is read per process) -- a parameter, clk (issue 42).
+ * A reconnect first when needed.
+ */
 int
-begin_sql(struct pg *s, bool write, bool long_read, char *sql, size_t n)
+begin_stmts(struct pg *s, bool write, bool long_read, struct qry *now, int *n, struct params *clk)
 {
-	char clk[96];
+	ri_ms at;
+	ri_err e;
 	int rc;
 
 	ri_tree_cache_clear(&s->nodes);
@@ -615,26 +640,32 @@ begin_sql(struct pg *s, bool write, bool long_read, char *sql, size_t n)
 	s->pre[0].valid = s->pre[1].valid = false;
 	if ((rc = connected(s)) != RI_ST_OK)
 		return rc;
-	if ((rc = clock_clause(s, clk, sizeof clk)) != RI_ST_OK)
-		return rc;
-	snprintf(sql, n, "BEGIN ISOLATION LEVEL %s%s%s",
-	    write ? "READ COMMITTED" : "REPEATABLE READ READ ONLY",
-	    long_read ? "; SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0" : "",
-	    clk);
+	now[(*n)++] = (struct qry){ write ? "BEGIN ISOLATION LEVEL READ COMMITTED" :
+	    "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", NULL };
+	if (long_read) {
+		now[(*n)++] = (struct qry){ "SET LOCAL statement_timeout = 0", NULL };
+		now[(*n)++] = (struct qry){ "SET LOCAL idle_in_transaction_session_timeout = 0", NULL };
+	}
+	if (s->core.cfg->clock_env) {
+		if (ri_now(s->core.cfg, &at, &e) != RI_OK)
+			return ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "%s", e.msg);
+		p_int(clk, at);
+		now[(*n)++] = (struct qry){ "SELECT set_config('ri.clock', $1, true)", clk };
+	}
 	return RI_ST_OK;
 }
 
 int
 tx_begin(struct pg *s, bool write, bool long_read)
 {
-	char sql[256];
+	struct qry now[BEGIN_MAX];
+	struct params clk = { 0 };
 	PGresult *r;
-	int rc;
+	int n = 0, answered, rc;
 
-	if ((rc = begin_sql(s, write, long_read, sql, sizeof sql)) != RI_ST_OK)
+	if ((rc = begin_stmts(s, write, long_read, now, &n, &clk)) != RI_ST_OK)
 		return rc;
-	s->round_trips++;
-	r = PQexec(s->conn, sql);
+	r = trip(s, now, n, false, &answered);
 	rc = res_ok(r) ? RI_ST_OK : pg_db_fail(s, RI_ST_UNAVAILABLE, "begin", r);
 	PQclear(r);
 	if (rc == RI_ST_OK)
@@ -645,14 +676,17 @@ tx_begin(struct pg *s, bool write, bool long_read)
 void
 pg_rollback(struct pg *s)
 {
+	/* the deferred writes are dropped, never sent before the ROLLBACK */
+	q_clear(s);
 	if (s->in_tx && PQstatus(s->conn) == CONNECTION_OK) {
-		s->round_trips++;
-		PQclear(PQexec(s->conn, "ROLLBACK"));
+		struct qry one = { "ROLLBACK", NULL };
+		PGresult *r;
+		(void)trip_all(s, &one, 1, false, &r);
+		PQclear(r);
 	}
 	s->in_tx = false;
 	s->nn = 0;
 	s->pre[0].valid = s->pre[1].valid = false;
-	q_clear(s);
 	s->qfailed = false;
 	ri_tree_cache_clear(&s->nodes);
 	ri_st_witness_discard(&s->core);
@@ -680,8 +714,9 @@ rollback_keep(struct pg *s)
 int
 commit(struct pg *s)
 {
+	struct qry one = { "COMMIT", NULL };
 	PGresult *r;
-	int rc = RI_ST_OK;
+	int rc = RI_ST_OK, queued, answered;
 
 	/* every node a write changed was sent with the head (nodes_flush);
 	 * one left unsent would be a root the rows do not hold */
@@ -702,42 +737,35 @@ commit(struct pg *s)
 		pg_rollback(s);
 		return rc;
 	}
-	if (s->qn > 0) {
-		/* the deferred writes and COMMIT, in one round trip */
-		int queued = s->qn, answered;
-		q_add(s, "COMMIT", 6);
-		r = q_send(s, true, &answered);
-		s->in_tx = false;
-		if (s->qfailed && PQstatus(s->conn) != CONNECTION_OK) {
-			/* the session died under the batch: whether COMMIT ran is
-			 * for the read-back to say, never assumed */
-			PQclear(r);
-			s->qfailed = false;
-			rc = pg_db_fail(s, RI_ST_LOST, "commit sent, no reply", NULL);
-			s->in_tx = true;
-			pg_rollback(s);
-			return rc;
-		}
-		if (s->qfailed) {
-			/* a write the server refused: it ran nothing after it, so
-			 * COMMIT never ran -- nothing landed (a stale bindings
-			 * decision says so, for the writer to read them again) */
-			rc = ri_st_recode(&s->core, s->qcode == RI_ST_STALE_BINDINGS ? s->qcode : RI_ST_STEP2);
-			s->in_tx = true;
-			pg_rollback(s);
-			return rc;
-		}
-		if (r == NULL && answered < queued) {
-			/* no answer for the writes: COMMIT may or may not have run */
-			rc = pg_db_fail(s, RI_ST_LOST, "commit sent, no reply", NULL);
-			s->in_tx = true;
-			pg_rollback(s);
-			return rc;
-		}
-	} else {
-		s->round_trips++;
-		r = PQexec(s->conn, "COMMIT");
-		s->in_tx = false;
+	/* the deferred writes and COMMIT, in one round trip */
+	queued = s->qn;
+	r = trip(s, &one, 1, false, &answered);
+	s->in_tx = false;
+	if (queued > 0 && s->qfailed && PQstatus(s->conn) != CONNECTION_OK) {
+		/* the session died under the batch: whether COMMIT ran is
+		 * for the read-back to say, never assumed */
+		PQclear(r);
+		s->qfailed = false;
+		rc = pg_db_fail(s, RI_ST_LOST, "commit sent, no reply", NULL);
+		s->in_tx = true;
+		pg_rollback(s);
+		return rc;
+	}
+	if (queued > 0 && s->qfailed) {
+		/* a write the server refused: it ran nothing after it, so
+		 * COMMIT never ran -- nothing landed (a stale bindings
+		 * decision says so, for the writer to read them again) */
+		rc = ri_st_recode(&s->core, s->qcode == RI_ST_STALE_BINDINGS ? s->qcode : RI_ST_STEP2);
+		s->in_tx = true;
+		pg_rollback(s);
+		return rc;
+	}
+	if (queued > 0 && r == NULL && answered < queued) {
+		/* no answer for the writes: COMMIT may or may not have run */
+		rc = pg_db_fail(s, RI_ST_LOST, "commit sent, no reply", NULL);
+		s->in_tx = true;
+		pg_rollback(s);
+		return rc;
 	}
 	if (!res_ok(r)) {
 		const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;

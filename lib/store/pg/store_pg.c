@@ -308,9 +308,10 @@ lease_write(void *bk, const char *kind, const char *act_key, const char *holder,
 	p_int(&p, expires);
 	p_int(&p, token);
 	p_bytes(&p, mac, RI_HASH_LEN);
-	return defer_write(s, RI_ST_UNAVAILABLE, "lease write", "INSERT INTO leases(kind, act_key, holder, expires_at,"
-	    " token, mac) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (kind, act_key) DO UPDATE SET"
-	    " holder = excluded.holder, expires_at = excluded.expires_at, token = excluded.token, mac = excluded.mac",
+	return defer_write(s, " leases ", RI_ST_UNAVAILABLE, "lease write",
+	    "INSERT INTO leases(kind, act_key, holder, expires_at, token, mac) VALUES ($1, $2, $3, $4, $5, $6)"
+	    " ON CONFLICT (kind, act_key) DO UPDATE SET holder = excluded.holder,"
+	    " expires_at = excluded.expires_at, token = excluded.token, mac = excluded.mac",
 	    &p);
 }
 
@@ -377,12 +378,14 @@ open_insert(void *bk, const char *inv, int64_t seq, const char *kind, const char
 	p_text(&p, event_id);
 	p_int(&p, recorded_at);
 	if (first) {
-		if ((rc = defer_write(s, RI_ST_STEP2, "append", "INSERT INTO open_intents VALUES ($1, $2, $3, $4, $5, $6)",
+		if ((rc = defer_write(s, " open_intents ", RI_ST_STEP2, "append",
+		    "INSERT INTO open_intents VALUES ($1, $2, $3, $4, $5, $6)",
 		    &p)) == RI_ST_OK)
 			*added = true;
 		return rc;
 	}
-	r = run(s, "INSERT INTO open_intents VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING", &p);
+	r = run_write(s, " open_intents ", "INSERT INTO open_intents VALUES ($1, $2, $3, $4, $5, $6)"
+	    " ON CONFLICT DO NOTHING", &p);
 	if (!res_ok(r)) {
 		rc = pg_db_fail(s, RI_ST_UNAVAILABLE, "append", r);
 		PQclear(r);
@@ -418,7 +421,8 @@ open_remove(struct pg *s, struct ri_jhead *jh, const char *inv)
 		    g_int(r, 0, 4), elem);
 		ri_acc_xor(jh->open_acc, elem);
 		jh->open_count--;
-		rc = defer_write(s, RI_ST_UNAVAILABLE, "append", "DELETE FROM open_intents WHERE invocation_id = $1", &p);
+		rc = defer_write(s, " open_intents ", RI_ST_UNAVAILABLE, "append",
+		    "DELETE FROM open_intents WHERE invocation_id = $1", &p);
 	}
 	PQclear(r);
 	return rc;
@@ -465,7 +469,7 @@ record_insert(void *bk, const struct ri_header *h, const char *payload, const un
 	p_bytes(&p, h->payload_digest, RI_HASH_LEN);
 	p_bytes(&p, hash, RI_HASH_LEN);
 	p_bytes(&p, mac, RI_HASH_LEN);
-	rc = defer_write(s, RI_ST_STEP2, "append", "INSERT INTO records(" REC_COLS ") VALUES ($1, $2, $3, $4, $5,"
+	rc = defer_write(s, " records ", RI_ST_STEP2, "append", "INSERT INTO records(" REC_COLS ") VALUES ($1, $2, $3, $4, $5,"
 	    " $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)", &p);
 	/* a later failure rolls the transaction back, and the next one reads
 	 * the head, and last_at, again */
@@ -567,7 +571,7 @@ bindings_guard(void *bk, const struct ri_append *a)
 	if (RI_NC(RI_NC_BINDINGS_UNGUARDED))
 		return RI_ST_OK;
 	p_int(&p, a->bindings_seen);
-	return defer_write(bk, RI_ST_STALE_BINDINGS, "the kind's bindings, recorded anew since they were read",
+	return defer_write(bk, NULL, RI_ST_STALE_BINDINGS, "the kind's bindings, recorded anew since they were read",
 	    "SELECT 1 / (coalesce(max(seq), 0) = $1)::int FROM records"
 	    " WHERE kind = 'audit' AND act_key = 'bindings:'", &p);
 }
@@ -596,7 +600,7 @@ append_commit(void *bk, const struct ri_append *a, struct ri_appended *out)
 	if (s->fence != NULL) {
 		struct params p = { 0 };
 		p_text(&p, s->fence);
-		if ((rc = defer_write(s, RI_ST_STEP2, "fence", "SELECT set_config('ri.fence', $1, true)", &p)) != RI_ST_OK) {
+		if ((rc = defer_write(s, NULL, RI_ST_STEP2, "fence", "SELECT set_config('ri.fence', $1, true)", &p)) != RI_ST_OK) {
 			rollback_keep(s);
 			return rc == RI_ST_UNAVAILABLE ? RI_ST_STEP2 : rc;
 		}
@@ -637,7 +641,8 @@ payload_drop(void *bk, int64_t seq)
 	struct params p = { 0 };
 
 	p_int(&p, seq);
-	return pg_exec1(bk, RI_ST_UNAVAILABLE, "purge", "UPDATE records SET payload = NULL, salt = NULL WHERE seq = $1", &p);
+	return pg_exec1(bk, " records ", RI_ST_UNAVAILABLE, "purge",
+	    "UPDATE records SET payload = NULL, salt = NULL WHERE seq = $1", &p);
 }
 
 /* ---- Actor Identity --------------------------------------------------------- */
@@ -661,7 +666,7 @@ actor_insert(void *bk, const char *actor, const struct ri_actor_row *row)
 	p_int(&p, row->created);
 	p_int(&p, row->reg_seq);
 	p_bytes(&p, row->mac, RI_HASH_LEN);
-	r = run(s, "INSERT INTO actors VALUES ($1, $2, $3, $4, NULL, $5, $6)", &p);
+	r = run_write(s, " actors ", "INSERT INTO actors VALUES ($1, $2, $3, $4, NULL, $5, $6)", &p);
 	if (res_ok(r))
 		rc = RI_ST_OK;
 	else if (r != NULL && (cn = PQresultErrorField(r, PG_DIAG_CONSTRAINT_NAME)) != NULL &&
@@ -683,7 +688,7 @@ actor_update(void *bk, const char *actor, const struct ri_actor_row *row)
 	p_int(&p, row->reg_seq);
 	p_bytes(&p, row->mac, RI_HASH_LEN);
 	p_text(&p, actor);
-	return pg_exec1(s, RI_ST_STEP2, "actor revoke", "UPDATE actors SET revoked_at = $1, reg_seq = $2, mac = $3"
+	return pg_exec1(s, " actors ", RI_ST_STEP2, "actor revoke", "UPDATE actors SET revoked_at = $1, reg_seq = $2, mac = $3"
 	    " WHERE actor_ref = $4", &p);
 }
 
@@ -755,7 +760,7 @@ mark_write(void *bk, const char *name, int64_t seq, const unsigned char mac[RI_H
 	p_text(&p, name);
 	p_int(&p, seq);
 	p_bytes(&p, mac, RI_HASH_LEN);
-	return pg_exec1(s, RI_ST_UNAVAILABLE, "write", "INSERT INTO marks VALUES ($1, $2, $3) ON CONFLICT (name)"
+	return pg_exec1(s, " marks ", RI_ST_UNAVAILABLE, "write", "INSERT INTO marks VALUES ($1, $2, $3) ON CONFLICT (name)"
 	    " DO UPDATE SET seq = excluded.seq, mac = excluded.mac", &p);
 }
 
@@ -859,7 +864,7 @@ event_id_at(void *bk, int64_t seq, char out[RI_ID_LEN + 1])
 static int
 unbound(void *bk, const char *what)
 {
-	return pg_exec1(bk, RI_ST_UNAVAILABLE, what, "SET LOCAL statement_timeout = 0", NULL);
+	return pg_exec1(bk, NULL, RI_ST_UNAVAILABLE, what, "SET LOCAL statement_timeout = 0", NULL);
 }
 
 /* store_engine.h sealed_rows */
@@ -895,7 +900,7 @@ pg_backup(struct ri_store *base, const char *dest)
 static int
 open_reset(void *bk)
 {
-	return pg_exec1(bk, RI_ST_UNAVAILABLE, "rebuild", "DELETE FROM open_intents", NULL);
+	return pg_exec1(bk, " open_intents ", RI_ST_UNAVAILABLE, "rebuild", "DELETE FROM open_intents", NULL);
 }
 
 static int
@@ -904,7 +909,7 @@ nodes_reset(void *bk)
 	struct pg *s = bk;
 	int rc;
 
-	if ((rc = pg_exec1(s, RI_ST_UNAVAILABLE, "rebuild", "DELETE FROM nodes", NULL)) != RI_ST_OK)
+	if ((rc = pg_exec1(s, " nodes ", RI_ST_UNAVAILABLE, "rebuild", "DELETE FROM nodes", NULL)) != RI_ST_OK)
 		return rc;
 	ri_tree_cache_clear(&s->nodes);
 	s->nn = 0;
@@ -934,7 +939,7 @@ mark_drop(void *bk, const char *name)
 	struct params p = { 0 };
 
 	p_text(&p, name);
-	pg_exec1(bk, RI_ST_UNAVAILABLE, "rebuild", "DELETE FROM marks WHERE name = $1", &p);
+	pg_exec1(bk, " marks ", RI_ST_UNAVAILABLE, "rebuild", "DELETE FROM marks WHERE name = $1", &p);
 }
 
 static int

@@ -18,6 +18,35 @@
 #define QMAX 16                         /* deferred writes held at most (then sent) */
 #define AHEAD_MAX 6                     /* reads sent ahead in one round trip at most */
 
+/* ---- parameters and statements ------------------------------------------ */
+
+#define PMAX 64
+
+/* A statement's parameters: text (v NUL-terminated, fmt 0) or binary
+ * bytea (len bytes, fmt 1); never printed into the SQL (issue 42). */
+struct params {
+	int n;
+	const char *v[PMAX];
+	int len[PMAX], fmt[PMAX];
+	char buf[PMAX][24];
+};
+
+/* A statement kept past its caller (a deferred write, a read sent ahead):
+ * its SQL and its values copied into one allocation (mem). */
+struct stmt {
+	char *mem;
+	const char *sql;
+	int n;
+	const char *v[PMAX];
+	int len[PMAX], fmt[PMAX];
+};
+
+/* A statement of a round trip (trip): SQL and parameters (p may be NULL). */
+struct qry {
+	const char *sql;
+	const struct params *p;
+};
+
 struct pg {
 	struct ri_store base;
 	struct ri_st_core core;        /* store_common.h */
@@ -46,22 +75,24 @@ struct pg {
 	} pre[2];
 	ri_ms last_at;                  /* recorded_at of the head's record, as last fetched */
 	/* writes nobody reads the answer of, waiting to go with the next
-	 * statement that must answer or with COMMIT (defer_write) */
-	char *q;
-	size_t qlen, qcap;
+	 * statement that must answer or with COMMIT (defer_write): each a
+	 * statement with its parameters, sent in one pipeline (issue 42) */
+	struct stmt q[QMAX];
 	int qn;
 	bool qfailed;                   /* a deferred write failed: the transaction is lost */
 	int qcode;                      /* ... with this code (its own) */
 	struct { int code; const char *what; } qi[QMAX];
 	/* reads sent ahead in a write's first round trip (ahead_queue), each
-	 * answered from here when its own statement runs (run) */
+	 * answered from here when its own statement runs (run): keyed on the
+	 * statement and its parameters' bytes */
 	struct ahead {
-		char *sql;              /* the statement, its values inlined */
+		struct stmt st;
 		const char *tables;     /* what it reads: " records nodes " */
+		bool sent;              /* it went in a round trip (its answer, if any, in r) */
 		PGresult *r;            /* its answer (NULL: none came) */
 	} ahead[AHEAD_MAX];
 	int nahead;
-	char written[128];              /* the tables this transaction wrote: " records nodes " */
+	char written[128];              /* the tables its writes declared: " records nodes " */
 	bool written_all;
 	char *fence;                    /* journal fence 3: ri.fence's value, sent with the writes */
 	unsigned long round_trips;      /* RI_PG_TRACE: counted, printed at close */
@@ -73,16 +104,6 @@ struct pg {
 	" attestation_id, recorded_at, retention_until, role, act_prev, inv_prev," \
 	" payload, salt, digest, hash, mac"
 
-/* ---- parameters and results -------------------------------------------- */
-
-#define PMAX 64
-
-struct params {
-	int n;
-	const char *v[PMAX];
-	int len[PMAX], fmt[PMAX];
-	char buf[PMAX][24];
-};
 
 #define NMAP 128
 #define PREFETCH_DEPTH 12               /* a path of 16^11 scopes, in one statement */
@@ -115,16 +136,24 @@ void p_bytes(struct params *p, const unsigned char *b, size_t n);
 void ahead_queue(struct pg *s, const char *tables, const char *sql, const struct params *p);
 /* Drop every read sent ahead and its answer (the transaction's end). */
 void ahead_clear(struct pg *s);
-/* sql, its last statement answering, with the reads queued ahead after it: one round trip. */
-PGresult *exec_ahead(struct pg *s, const char *sql);
-/* A write whose answer nobody reads: queued, sent with the next statement that answers or COMMIT. */
-int defer_write(struct pg *s, int code, const char *what, const char *sql, const struct params *p);
-/* One statement, one round trip (the deferred writes before it); text-form results. */
+/* One round trip, one pipeline: the deferred writes, now[0 .. n-1], then (ahead) the reads
+ * queued ahead; res[i]: now[i]'s result.  Returns how many statements the server answered. */
+int trip_all(struct pg *s, const struct qry *now, int n, bool ahead, PGresult **res);
+/* trip_all, answered by now[n - 1] (or the error of a statement of now before it);
+ * NULL when a deferred write failed or no answer came. */
+PGresult *trip(struct pg *s, const struct qry *now, int n, bool ahead, int *answered);
+/* A write whose answer nobody reads: queued, sent with the next statement that answers or COMMIT;
+ * tables: the tables it changes (" records "), so no read sent ahead answers for them after it. */
+int defer_write(struct pg *s, const char *tables, int code, const char *what, const char *sql,
+    const struct params *p);
+/* One statement that changes no table, one round trip (the deferred writes before it); text-form results. */
 PGresult *run(struct pg *s, const char *sql, const struct params *p);
+/* run, for a statement that changes tables (declared as defer_write's). */
+PGresult *run_write(struct pg *s, const char *tables, const char *sql, const struct params *p);
 /* Whether a result is a success (a command's or a query's). */
 bool res_ok(const PGresult *r);
-/* A statement whose result is not needed: OK or the failure code. */
-int pg_exec1(struct pg *s, int code, const char *what, const char *sql, const struct params *p);
+/* A statement whose result is not needed (tables: what it changes, or NULL): OK or the failure code. */
+int pg_exec1(struct pg *s, const char *tables, int code, const char *what, const char *sql, const struct params *p);
 /* A column's value: NULL or not, an integer, milliseconds, a copy of the text. */
 bool g_null(const PGresult *r, int row, int col);
 int64_t g_int(const PGresult *r, int row, int col);
@@ -138,8 +167,10 @@ bool g_bytes_var(const PGresult *r, int row, int col, unsigned char *out, size_t
 int session_setup(struct pg *s);
 /* A lost connection re-made at the next operation. */
 int connected(struct pg *s);
-/* The text that opens a transaction (a reconnect first when needed). */
-int begin_sql(struct pg *s, bool write, bool long_read, char *sql, size_t n);
+#define BEGIN_MAX 4                     /* statements that open a transaction, at most */
+/* The statements that open a transaction, appended to now (*n of them; clk: the clock's
+ * parameter) -- a reconnect first when needed. */
+int begin_stmts(struct pg *s, bool write, bool long_read, struct qry *now, int *n, struct params *clk);
 /* Open a transaction: a write in READ COMMITTED, a read in REPEATABLE READ READ ONLY. */
 int tx_begin(struct pg *s, bool write, bool long_read);
 /* ROLLBACK, the deferred writes and reads ahead dropped. */
