@@ -244,9 +244,16 @@ ri_findings_sq_close(struct ri_findings *f)
 }
 
 static int
+reg_fail(struct ri_findings *f, ri_err *err)
+{
+	return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "findings register %s: %s", f->path,
+	    sqlite3_errmsg(f->db));
+}
+
+static int
 reg_fail_db(struct ri_findings *f, ri_err *err)
 {
-	int rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "findings register %s: %s", f->path, sqlite3_errmsg(f->db));
+	int rc = reg_fail(f, err);
 
 	sqlite3_exec(f->db, "ROLLBACK", NULL, NULL, NULL);
 	return rc;
@@ -265,7 +272,7 @@ ri_findings_sq_act(struct ri_findings *f, enum ri_finding what, const char *kind
 
 	if (sqlite3_exec(f->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
 		free(d);
-		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "findings register %s: %s", f->path, sqlite3_errmsg(f->db));
+		return reg_fail(f, err);
 	}
 	id = id_of(f->db, "SELECT id FROM findings WHERE scope = 'act' AND invocation_id = ?1 AND finding = ?2",
 	    invocation_id, ri_finding_name(what));
@@ -315,13 +322,6 @@ ri_findings_sq_act(struct ri_findings *f, enum ri_finding what, const char *kind
 	if (remac(f, id) != SQLITE_OK || sqlite3_exec(f->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 		return reg_fail_db(f, err);
 	return RI_OK;
-}
-
-static int
-reg_fail(struct ri_findings *f, ri_err *err)
-{
-	return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "findings register %s: %s", f->path,
-	    sqlite3_errmsg(f->db));
 }
 
 static int
