@@ -96,10 +96,13 @@ wait_backend_in_tx() {
 @test "issue 13, two hosts: racing Opens on one act from two hosts land exactly one intent per act; every loser got 12 or 14" {
 	ri_instance
 	host_b
+	# --wait 1: the loser's take waits a second for the winner's section
+	# (open step 2.2: a shorter wait than the lease is lawful), not the
+	# winner's whole 30 s lease -- six races cost 190 s of CI that way
 	for k in 1 2 3 4 5 6; do
-		open_req "race$k" | ri-open >"$T/a$k" 2>/dev/null &
+		open_req "race$k" | ri-open --wait 1 >"$T/a$k" 2>/dev/null &
 		pa=$!
-		open_req "race$k" | as_b ri-open >"$T/b$k" 2>/dev/null &
+		open_req "race$k" | as_b ri-open --wait 1 >"$T/b$k" 2>/dev/null &
 		pb=$!
 		ra=0 rb=0
 		wait "$pa" || ra=$?
