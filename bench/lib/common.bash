@@ -252,8 +252,11 @@ bench_pg_start() {
 	trap 'bench_pg_stop; bench_cleanup' EXIT
 	bench_as_pg "$PGBIN/initdb" -D "$PGD/data" -A trust -U ri >/dev/null 2>&1 || return 1
 	bench_as_pg "$PGBIN/pg_ctl" -D "$PGD/data" -w -l "$PGD/log" \
-	    -o "-k $PGD -c listen_addresses='' -c max_connections=100" start >/dev/null || return 1
+	    -o "-k $PGD -c listen_addresses='' -c max_connections=100 -c shared_preload_libraries=pg_stat_statements" \
+	    start >/dev/null || return 1
 	psql -h "$PGD" -U ri -d postgres -qc "CREATE DATABASE ri" >/dev/null
+	# the server's time in statements (06-pg-pair.sh, issue 43 target 2)
+	psql -h "$PGD" -U ri -d ri -qc "CREATE EXTENSION pg_stat_statements" >/dev/null
 }
 bench_as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 bench_pg_stop() { bench_as_pg "$PGBIN/pg_ctl" -D "$PGD/data" -m immediate stop >/dev/null 2>&1; rm -rf "$PGD"; }
