@@ -259,7 +259,63 @@ bench_pg_start() {
 	psql -h "$PGD" -U ri -d ri -qc "CREATE EXTENSION pg_stat_statements" >/dev/null
 }
 bench_as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-bench_pg_stop() { bench_as_pg "$PGBIN/pg_ctl" -D "$PGD/data" -m immediate stop >/dev/null 2>&1; rm -rf "$PGD"; }
+bench_pg_stop() {
+	[ -s "$PGD/pgbouncer.pid" ] && kill "$(cat "$PGD/pgbouncer.pid")" 2>/dev/null
+	bench_as_pg "$PGBIN/pg_ctl" -D "$PGD/data" -m immediate stop >/dev/null 2>&1
+	rm -rf "$PGD"
+}
+
+# bench_pg_pooler -- PgBouncer (Debian's) in transaction pooling mode in
+# front of the bench server, on a loopback port, trust for the users of
+# $PGD/bouncer.users (bench_pg_pooled_uri adds each); prints host:port.
+# Answers 2 when there is no pgbouncer.  Stopped with the server.
+bench_pg_pooler() {
+	local port bin=${PGBOUNCER:-/usr/sbin/pgbouncer}
+	[ -x "$bin" ] || return 2
+	printf '"ri" ""\n' >"$PGD/bouncer.users"
+	for _ in 1 2 3 4 5; do
+		port=$((20000 + RANDOM % 40000))
+		cat >"$PGD/pgbouncer.ini" <<-EOF
+		[databases]
+		ri = host=$PGD dbname=ri
+		[pgbouncer]
+		listen_addr = 127.0.0.1
+		listen_port = $port
+		unix_socket_dir =
+		pool_mode = transaction
+		auth_type = trust
+		auth_file = $PGD/bouncer.users
+		admin_users = ri
+		max_client_conn = 200
+		default_pool_size = 20
+		logfile = $PGD/pgbouncer.log
+		pidfile = $PGD/pgbouncer.pid
+		EOF
+		[ "$(id -u)" = 0 ] && chown postgres "$PGD/pgbouncer.ini" "$PGD/bouncer.users"
+		rm -f "$PGD/pgbouncer.pid"
+		bench_as_pg "$bin" -d -q "$PGD/pgbouncer.ini" 2>>"$PGD/pgbouncer.err" || continue
+		for _ in $(seq 1 50); do
+			if psql -h 127.0.0.1 -p "$port" -U ri -d pgbouncer -qAtc "SHOW VERSION" 2>/dev/null | grep -q PgBouncer; then
+				echo "127.0.0.1:$port"
+				return 0
+			fi
+			sleep 0.1
+		done
+		[ -s "$PGD/pgbouncer.pid" ] && kill "$(cat "$PGD/pgbouncer.pid")" 2>/dev/null
+	done
+	return 1
+}
+
+# bench_pg_pooled_uri POOLER NAME -- a role NAME whose search_path is its
+# own new schema NAME (PgBouncer drops a URI's options=, docs/POSTGRESQL.md),
+# the pooler told of it; prints the journal URI through the pooler
+bench_pg_pooled_uri() {
+	psql -h "$PGD" -U ri -d ri -v ON_ERROR_STOP=1 -qc "CREATE ROLE $2 LOGIN; ALTER ROLE $2 SET search_path = $2;
+	    CREATE SCHEMA $2 AUTHORIZATION $2" >/dev/null || return 1
+	printf '"%s" ""\n' "$2" >>"$PGD/bouncer.users"
+	psql -h "${1%:*}" -p "${1##*:}" -U ri -d pgbouncer -qAtc RELOAD >/dev/null || return 1
+	printf 'postgresql://%s/ri?user=%s\n' "$1" "$2"
+}
 
 # bench_pg_uri SCHEMA -- the journal URI of a new schema of that name
 bench_pg_uri() {
