@@ -179,20 +179,19 @@ static const char schema_sql[] =
 /* The catalog read is an open-time check, not a protocol read: the first
  * in a session costs tens of ms of catalog-cache loading, so outside a
  * transaction it runs under SCHEMA_BOUND_MS, not the session's budget (a
- * 20 ms read_bound refused every open).  One round trip: the bound set,
- * the read, the bound set back (set_config, the bounds its parameters:
- * issue 42), in the pipeline's implicit transaction (a failed read rolls
- * the first set_config back with it).  Inside a transaction its caller
- * has set the bound. */
+ * 20 ms read_bound refused every open).  One round trip: a read-only
+ * transaction whose own bound is the wide one (set_config(..., true): no
+ * session state, issue 43), the read, ROLLBACK.  Inside a transaction its
+ * caller has set the bound. */
 #define SCHEMA_BOUND_MS 10000
 static char *
 schema_text(struct pg *s)
 {
-	static const char set[] = "SELECT set_config('statement_timeout', $1, false)";
-	struct params wide = { 0 }, back = { 0 };
-	const struct qry now[3] = { { set, &wide }, { schema_sql, NULL }, { set, &back } };
-	PGresult *r, *got = NULL, *bad = NULL, *res[3];
+	struct qry now[BEGIN_MAX + 2];
+	struct params set = { 0 };
+	PGresult *r, *got = NULL, *bad = NULL, *res[BEGIN_MAX + 2];
 	char *t = NULL;
+	int n = 0;
 
 	if (s->in_tx || s->qn > 0) {
 		r = run(s, schema_sql, NULL);
@@ -203,11 +202,14 @@ schema_text(struct pg *s)
 		PQclear(r);
 		return t;
 	}
-	p_int(&wide, SCHEMA_BOUND_MS > s->budget ? SCHEMA_BOUND_MS : s->budget);
-	p_int(&back, s->budget);
-	(void)trip_all(s, now, 3, false, res);
-	for (int i = 0; i < 3; i++) {
-		if (i == 1 && res_ok(res[i]))
+	if (begin_bounded(s, false, SCHEMA_BOUND_MS > s->budget ? SCHEMA_BOUND_MS : s->budget, now, &n, &set) !=
+	    RI_ST_OK)
+		return NULL;
+	now[n++] = (struct qry){ schema_sql, NULL };
+	now[n++] = (struct qry){ "ROLLBACK", NULL };
+	(void)trip_all(s, now, n, false, res);
+	for (int i = 0; i < n; i++) {
+		if (i == n - 2 && res_ok(res[i]))
 			got = res[i];
 		else if (!res_ok(res[i]) && bad == NULL && res[i] != NULL &&
 		    PQresultStatus(res[i]) != PGRES_PIPELINE_ABORTED)
@@ -255,7 +257,9 @@ pg_schema_check(struct pg *s, char *why, size_t n)
 	schema_mac(s, have, want);
 	free(have);
 	p_text(&p, "schema_mac");
-	r = run(s, "SELECT v FROM ri_meta WHERE k = $1", &p);
+	bool began = false;
+	r = pg_read_begin(s, &began) == RI_ST_OK ? run(s, "SELECT v FROM ri_meta WHERE k = $1", &p) : NULL;
+	pg_read_end(s, began);
 	if (!res_ok(r)) {
 		pg_db_fail(s, RI_ST_UNAVAILABLE, "schema", r);
 		PQclear(r);
@@ -285,23 +289,30 @@ pg_connect(struct pg *s, ri_err *err)
 		s->budget = 10;
 	if (!ri_pq_load("journal", err))
 		return RI_JOURNAL_UNAVAILABLE;
-	s->conn = PQconnectdb(s->core.cfg->journal);
+	/* client_encoding in the startup packet: a session's SET would not
+	 * survive its transaction behind a pooler, while PgBouncer keeps each
+	 * client's startup client_encoding and sets it on the server session
+	 * it lends (issue 43); libpq sends it only when asked, as here */
+	static const char *const kw[] = { "dbname", "client_encoding", NULL };
+	const char *const val[] = { s->core.cfg->journal, "UTF8", NULL };
+	s->conn = PQconnectdbParams(kw, val, 1);
 	if (s->conn == NULL || PQstatus(s->conn) != CONNECTION_OK) {
 		char why[1024];
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s",
 		    ri_redact(s->conn ? PQerrorMessage(s->conn) : "cannot connect", why, sizeof why));
 	}
-	if (session_setup(s) != RI_ST_OK)
-		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "%s", s->core.err.msg);
 	return RI_OK;
 }
 
 static int
 load_meta(struct pg *s, ri_err *err)
 {
-	PGresult *r = run(s, "SELECT k, v FROM ri_meta", NULL);
-	bool fmt = false, inst = false;
+	PGresult *r = NULL;
+	bool fmt = false, inst = false, began = false;
 
+	if (pg_read_begin(s, &began) == RI_ST_OK)
+		r = run(s, "SELECT k, v FROM ri_meta", NULL);
+	pg_read_end(s, began);
 	if (!res_ok(r)) {
 		PQclear(r);
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): not an ri journal, or unreadable"
@@ -398,6 +409,12 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	s->core.keylen = keylen;
 	if ((rc = pg_connect(s, err)) != RI_OK)
 		goto out;
+	/* one transaction from the emptiness check to the head, its bounds
+	 * its own (no statement bound: DDL; issue 43, no session state) */
+	if (tx_begin(s, true, true) != RI_ST_OK) {
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "%s", s->core.err.msg);
+		goto out;
+	}
 	r = run(s, "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
 	    " WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'v', 'm', 'p', 'f', 'S')", NULL);
 	if (!res_ok(r) || PQntuples(r) != 1 || g_int(r, 0, 0) != 0) {
@@ -411,10 +428,6 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	randombytes_buf(s->core.instance_id, sizeof s->core.instance_id);
 	ri_hex(s->core.instance_id, sizeof s->core.instance_id, instance_hex);
 	ri_genesis(s->core.instance_id, s->core.genesis);
-	s->round_trips++;
-	r = PQexec(s->conn, "BEGIN; SET LOCAL statement_timeout = 0");
-	PQclear(r);
-	s->in_tx = true;
 	/* negative control: every session may set the clock */
 	r = PQexec(s->conn, RI_NC(RI_NC_SESSION_CLOCK) || c->clock_env ? clock_ddl_env : clock_ddl_server);
 	if (res_ok(r)) {
@@ -503,11 +516,15 @@ ri_pg_server_info(struct ri_store *st, json_t **json, bool *durable)
 		return RI_ST_UNAVAILABLE;
 	/* ... and which clock ri_clock() reads (issue 40 point 2): the
 	 * server's, or a session's ri.clock (made under "clock": "env") */
+	bool began = false;
+	if (pg_read_begin(s, &began) != RI_ST_OK)
+		return RI_ST_UNAVAILABLE;
 	r = run(s, "SELECT version(), current_setting('server_version'), current_setting('fsync'),"
 	    " current_setting('synchronous_commit'), current_setting('full_page_writes'),"
 	    " current_setting('synchronous_standby_names'),"
 	    " coalesce((SELECT bool_or(p.prosrc LIKE '%ri.clock%') FROM pg_proc p JOIN pg_namespace n"
 	    "  ON n.oid = p.pronamespace WHERE n.nspname = current_schema() AND p.proname = 'ri_clock'), true)", NULL);
+	pg_read_end(s, began);
 	if (!res_ok(r) || PQntuples(r) != 1) {
 		PQclear(r);
 		return RI_ST_UNAVAILABLE;

@@ -576,37 +576,6 @@ g_bytes_var(const PGresult *r, int row, int col, unsigned char *out, size_t max,
 
 /* ---- connection and transactions ------------------------------------------ */
 
-/* The session's bounds (issue 13 item 4): no statement, lock wait or idle
- * transaction of ours outlives the per-write budget, so a writer cut off
- * mid-transaction leaves nothing locked past it, and a late COMMIT of a
- * session the server already ended cannot land.  One statement, the
- * budget its parameter (issue 42). */
-int
-session_setup(struct pg *s)
-{
-	static const char rw[] = "SELECT set_config('idle_in_transaction_session_timeout', $1, false),"
-	    " set_config('lock_timeout', $1, false), set_config('statement_timeout', $1, false),"
-	    " set_config('synchronous_commit', 'on', false), set_config('client_encoding', 'UTF8', false),"
-	    " set_config('standard_conforming_strings', 'on', false),"
-	    " set_config('default_transaction_isolation', 'read committed', false)";
-	static const char ro[] = "SELECT set_config('idle_in_transaction_session_timeout', $1, false),"
-	    " set_config('lock_timeout', $1, false), set_config('statement_timeout', $1, false),"
-	    " set_config('synchronous_commit', 'on', false), set_config('client_encoding', 'UTF8', false),"
-	    " set_config('standard_conforming_strings', 'on', false),"
-	    " set_config('default_transaction_isolation', 'read committed', false),"
-	    " set_config('default_transaction_read_only', 'on', false)";
-	struct params p = { 0 };
-	struct qry one = { s->readonly ? ro : rw, &p };
-	PGresult *r;
-	int answered, rc;
-
-	p_int(&p, s->budget);
-	r = trip(s, &one, 1, false, &answered);
-	rc = res_ok(r) ? RI_ST_OK : pg_db_fail(s, RI_ST_UNAVAILABLE, "session", r);
-	PQclear(r);
-	return rc;
-}
-
 /* A lost connection is re-made at the next operation (the read-back after
  * a lost reply needs one). */
 int
@@ -618,19 +587,39 @@ connected(struct pg *s)
 	PQreset(s->conn);
 	if (PQstatus(s->conn) != CONNECTION_OK)
 		return pg_db_fail(s, RI_ST_UNAVAILABLE, "connect", NULL);
-	return session_setup(s);
+	return RI_ST_OK;
 }
 
 /*
- * The statements that open a transaction, appended to now[*n]: BEGIN, a
- * long read's unbounded statement and idle timeouts, and under the env
- * clock seam the host's $RI_NOW as the transaction's ri_clock() (set per
- * transaction: RI_NOW is read per process) -- a parameter, clk (issue 42).
- * A reconnect first when needed.
+ * The statements that open a transaction, appended to now[*n]: BEGIN and
+ * the transaction's own bounds (issue 13 item 4; issue 43, no session
+ * state survives a transaction: behind PgBouncer in transaction pooling
+ * mode the next transaction may run on another server session, so every
+ * setting is set_config(..., true), local to this transaction, in one
+ * statement pipelined with BEGIN -- no round trip of its own).  No
+ * statement, lock wait or idle wait of ours outlives bound (the per-write
+ * budget; 0: none, a long read), the lock wait the budget, so a writer cut
+ * off mid-transaction leaves nothing locked past it and a late COMMIT of
+ * a session the server ended cannot land.  Under the env clock seam the
+ * host's $RI_NOW is the transaction's ri_clock() (RI_NOW is read per
+ * process).  Values are parameters, in clk (issue 42).  A read-only
+ * opener's writes are READ ONLY too (what default_transaction_read_only
+ * said for the session).  client_encoding travels in the startup packet
+ * (pg_connect), which PgBouncer replays on whichever server session it
+ * lends; standard_conforming_strings changes nothing ri sends (no value is
+ * ever in the SQL) and is set here all the same.  A reconnect first when
+ * needed.
  */
 int
-begin_stmts(struct pg *s, bool write, bool long_read, struct qry *now, int *n, struct params *clk)
+begin_bounded(struct pg *s, bool write, ri_ms bound, struct qry *now, int *n, struct params *clk)
 {
+	static const char set[] = "SELECT set_config('statement_timeout', $1, true),"
+	    " set_config('idle_in_transaction_session_timeout', $1, true), set_config('lock_timeout', $2, true),"
+	    " set_config('synchronous_commit', 'on', true), set_config('standard_conforming_strings', 'on', true)";
+	static const char set_clock[] = "SELECT set_config('statement_timeout', $1, true),"
+	    " set_config('idle_in_transaction_session_timeout', $1, true), set_config('lock_timeout', $2, true),"
+	    " set_config('synchronous_commit', 'on', true), set_config('standard_conforming_strings', 'on', true),"
+	    " set_config('ri.clock', $3, true)";
 	ri_ms at;
 	ri_err e;
 	int rc;
@@ -640,19 +629,23 @@ begin_stmts(struct pg *s, bool write, bool long_read, struct qry *now, int *n, s
 	s->pre[0].valid = s->pre[1].valid = false;
 	if ((rc = connected(s)) != RI_ST_OK)
 		return rc;
-	now[(*n)++] = (struct qry){ write ? "BEGIN ISOLATION LEVEL READ COMMITTED" :
-	    "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", NULL };
-	if (long_read) {
-		now[(*n)++] = (struct qry){ "SET LOCAL statement_timeout = 0", NULL };
-		now[(*n)++] = (struct qry){ "SET LOCAL idle_in_transaction_session_timeout = 0", NULL };
-	}
+	now[(*n)++] = (struct qry){ !write ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : s->readonly ?
+	    "BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY" : "BEGIN ISOLATION LEVEL READ COMMITTED", NULL };
+	p_int(clk, bound);
+	p_int(clk, s->budget);
 	if (s->core.cfg->clock_env) {
 		if (ri_now(s->core.cfg, &at, &e) != RI_OK)
 			return ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "%s", e.msg);
 		p_int(clk, at);
-		now[(*n)++] = (struct qry){ "SELECT set_config('ri.clock', $1, true)", clk };
 	}
+	now[(*n)++] = (struct qry){ s->core.cfg->clock_env ? set_clock : set, clk };
 	return RI_ST_OK;
+}
+
+int
+begin_stmts(struct pg *s, bool write, bool long_read, struct qry *now, int *n, struct params *clk)
+{
+	return begin_bounded(s, write, long_read ? 0 : s->budget, now, n, clk);
 }
 
 int

@@ -163,14 +163,14 @@ char *g_dup(const PGresult *r, int row, int col);
 bool g_bytes(const PGresult *r, int row, int col, unsigned char *out, size_t n);
 /* A bytea column of at most max bytes (tree nodes). */
 bool g_bytes_var(const PGresult *r, int row, int col, unsigned char *out, size_t max, size_t *len);
-/* The session's bounds (issue 13 item 4): statement, lock and idle timeouts at the budget. */
-int session_setup(struct pg *s);
 /* A lost connection re-made at the next operation. */
 int connected(struct pg *s);
 #define BEGIN_MAX 4                     /* statements that open a transaction, at most */
-/* The statements that open a transaction, appended to now (*n of them; clk: the clock's
- * parameter) -- a reconnect first when needed. */
+/* The statements that open a transaction with its own bounds (no session state: issue 43),
+ * appended to now (*n of them; clk: their parameters) -- a reconnect first when needed. */
 int begin_stmts(struct pg *s, bool write, bool long_read, struct qry *now, int *n, struct params *clk);
+/* begin_stmts with the statement and idle bound given (ms; 0: none). */
+int begin_bounded(struct pg *s, bool write, ri_ms bound, struct qry *now, int *n, struct params *clk);
 /* Open a transaction: a write in READ COMMITTED, a read in REPEATABLE READ READ ONLY. */
 int tx_begin(struct pg *s, bool write, bool long_read);
 /* ROLLBACK, the deferred writes and reads ahead dropped. */
