@@ -292,7 +292,9 @@ trace_trip(const struct pg *s, const struct qry *now, int n, struct ahead *const
 {
 	int nth = 0;
 
-	fprintf(stderr, "ri: pg: [%d in one round trip] ", s->qn + n + na);
+	fprintf(stderr, "ri: pg: [%d in one round trip] ", (s->rb_pending ? 1 : 0) + s->qn + n + na);
+	if (s->rb_pending)
+		trace_head(&nth, "ROLLBACK");
 	for (int i = 0; i < s->qn; i++)
 		trace_head(&nth, s->q[i].sql);
 	for (int i = 0; i < n; i++)
@@ -338,6 +340,13 @@ send_all(struct pg *s, const struct qry *now, int n, struct ahead **sent, int na
 {
 	int queued = 0;
 
+	/* a read-only transaction's ROLLBACK, before anything of the next */
+	if (s->rb_pending) {
+		s->rb_pending = false;
+		if (!send_one(s, "ROLLBACK", 0, NULL, NULL, NULL))
+			return -1;
+	}
+
 	for (int i = 0; i < s->qn && queued == i; i++)
 		queued += send_one(s, s->q[i].sql, s->q[i].n, s->q[i].v, s->q[i].len, s->q[i].fmt);
 	for (int i = 0; i < n && queued == s->qn + i; i++) {
@@ -356,7 +365,7 @@ send_all(struct pg *s, const struct qry *now, int n, struct ahead **sent, int na
 /* Read the results of the queued statements, in order, up to the Sync's:
  * how many the server answered (PGRES_PIPELINE_ABORTED: it ran nothing). */
 static int
-collect(struct pg *s, int queued, int n, PGresult **res, struct ahead **sent)
+collect(struct pg *s, int skip, int queued, int n, PGresult **res, struct ahead **sent)
 {
 	int answered = 0, got = 0, nulls = 0;
 	PGresult *r;
@@ -373,6 +382,12 @@ collect(struct pg *s, int queued, int n, PGresult **res, struct ahead **sent)
 		if (PQresultStatus(r) == PGRES_PIPELINE_SYNC) {
 			PQclear(r);
 			return answered;
+		}
+		if (skip > 0) {
+			/* the ROLLBACK sent first: its answer read past */
+			skip--;
+			PQclear(r);
+			continue;
 		}
 		if (PQresultStatus(r) != PGRES_PIPELINE_ABORTED)
 			answered++;
@@ -396,7 +411,7 @@ int
 trip_all(struct pg *s, const struct qry *now, int n, bool ahead, PGresult **res)
 {
 	struct ahead *sent[AHEAD_MAX] = { NULL };
-	int na = 0, queued, answered = 0;
+	int na = 0, queued, answered = 0, skip = s->rb_pending ? 1 : 0;
 
 	for (int i = 0; i < n; i++)
 		res[i] = NULL;
@@ -409,12 +424,14 @@ trip_all(struct pg *s, const struct qry *now, int n, bool ahead, PGresult **res)
 	if (PQenterPipelineMode(s->conn) == 1) {
 		/* what went is synced and answered, even when not all went */
 		if ((queued = send_all(s, now, n, sent, na)) > 0 && PQpipelineSync(s->conn) == 1)
-			answered = collect(s, queued, n, res, sent);
+			answered = collect(s, skip, queued, n, res, sent);
 		/* fails only with results left: the session is lost, and
 		 * PQreset (connected) leaves pipeline mode with it */
 		(void)PQexitPipelineMode(s->conn);
 	}
 	q_clear(s);
+	if (s->in_tx)
+		s->tx_sent = true;
 	return answered;
 }
 
@@ -584,6 +601,7 @@ connected(struct pg *s)
 	if (PQstatus(s->conn) == CONNECTION_OK)
 		return RI_ST_OK;
 	s->in_tx = false;
+	s->rb_pending = false;          /* the server ended that transaction with the session */
 	PQreset(s->conn);
 	if (PQstatus(s->conn) != CONNECTION_OK)
 		return pg_db_fail(s, RI_ST_UNAVAILABLE, "connect", NULL);
@@ -614,12 +632,12 @@ int
 begin_bounded(struct pg *s, bool write, ri_ms bound, struct qry *now, int *n, struct params *clk)
 {
 	static const char set[] = "SELECT set_config('statement_timeout', $1, true),"
-	    " set_config('idle_in_transaction_session_timeout', $1, true), set_config('lock_timeout', $2, true),"
+	    " set_config('idle_in_transaction_session_timeout', $3, true), set_config('lock_timeout', $2, true),"
 	    " set_config('synchronous_commit', 'on', true), set_config('standard_conforming_strings', 'on', true)";
 	static const char set_clock[] = "SELECT set_config('statement_timeout', $1, true),"
-	    " set_config('idle_in_transaction_session_timeout', $1, true), set_config('lock_timeout', $2, true),"
+	    " set_config('idle_in_transaction_session_timeout', $3, true), set_config('lock_timeout', $2, true),"
 	    " set_config('synchronous_commit', 'on', true), set_config('standard_conforming_strings', 'on', true),"
-	    " set_config('ri.clock', $3, true)";
+	    " set_config('ri.clock', $4, true)";
 	ri_ms at;
 	ri_err e;
 	int rc;
@@ -629,10 +647,16 @@ begin_bounded(struct pg *s, bool write, ri_ms bound, struct qry *now, int *n, st
 	s->pre[0].valid = s->pre[1].valid = false;
 	if ((rc = connected(s)) != RI_ST_OK)
 		return rc;
+	s->tx_write = write;
 	now[(*n)++] = (struct qry){ !write ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : s->readonly ?
 	    "BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY" : "BEGIN ISOLATION LEVEL READ COMMITTED", NULL };
 	p_int(clk, bound);
 	p_int(clk, s->budget);
+	/* the idle bound: a write's is its bound (nothing it locked outlives
+	 * it); a read-only snapshot locks no row and changes nothing, and its
+	 * ROLLBACK may wait for the command's next round trip (pg_rollback),
+	 * however long the host waits before it -- so none */
+	p_int(clk, write ? bound : 0);
 	if (s->core.cfg->clock_env) {
 		if (ri_now(s->core.cfg, &at, &e) != RI_OK)
 			return ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "%s", e.msg);
@@ -648,34 +672,46 @@ begin_stmts(struct pg *s, bool write, bool long_read, struct qry *now, int *n, s
 	return begin_bounded(s, write, long_read ? 0 : s->budget, now, n, clk);
 }
 
+/* The transaction's opening statements are queued (defer_write), so they
+ * go in the round trip of its first statement; one that fails is charged
+ * as the begin's (UNAVAILABLE: nothing ran), by whatever waited for it. */
 int
 tx_begin(struct pg *s, bool write, bool long_read)
 {
 	struct qry now[BEGIN_MAX];
 	struct params clk = { 0 };
-	PGresult *r;
-	int n = 0, answered, rc;
+	int n = 0, rc;
 
 	if ((rc = begin_stmts(s, write, long_read, now, &n, &clk)) != RI_ST_OK)
 		return rc;
-	r = trip(s, now, n, false, &answered);
-	rc = res_ok(r) ? RI_ST_OK : pg_db_fail(s, RI_ST_UNAVAILABLE, "begin", r);
-	PQclear(r);
-	if (rc == RI_ST_OK)
-		s->in_tx = true;
-	return rc;
+	for (int i = 0; i < n; i++)
+		if ((rc = defer_write(s, NULL, RI_ST_UNAVAILABLE, "begin", now[i].sql, now[i].p)) != RI_ST_OK) {
+			q_clear(s);
+			return rc;
+		}
+	s->in_tx = true;
+	s->tx_sent = false;
+	return RI_ST_OK;
 }
 
 void
 pg_rollback(struct pg *s)
 {
-	/* the deferred writes are dropped, never sent before the ROLLBACK */
+	/* the deferred writes are dropped, never sent before the ROLLBACK;
+	 * a transaction whose BEGIN never went needs none; a read-only one's
+	 * goes first in the next round trip (it held no lock, changed
+	 * nothing: only its snapshot lingers, and its idle bound is none --
+	 * begin_bounded), or never, when the session ends first */
 	q_clear(s);
-	if (s->in_tx && PQstatus(s->conn) == CONNECTION_OK) {
-		struct qry one = { "ROLLBACK", NULL };
-		PGresult *r;
-		(void)trip_all(s, &one, 1, false, &r);
-		PQclear(r);
+	if (s->in_tx && s->tx_sent && PQstatus(s->conn) == CONNECTION_OK) {
+		if (!s->tx_write) {
+			s->rb_pending = true;
+		} else {
+			struct qry one = { "ROLLBACK", NULL };
+			PGresult *r;
+			(void)trip_all(s, &one, 1, false, &r);
+			PQclear(r);
+		}
 	}
 	s->in_tx = false;
 	s->nn = 0;

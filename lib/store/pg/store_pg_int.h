@@ -53,6 +53,13 @@ struct pg {
 	PGconn *conn;
 	bool readonly;
 	bool in_tx;                     /* a transaction of ours is open */
+	/* issue 43, the round-trip diet: BEGIN rides with the transaction's
+	 * first statement (tx_begin queues it), and a read-only ROLLBACK with
+	 * the next round trip (rb_pending, sent first) -- no trip carries only
+	 * BEGIN or only ROLLBACK */
+	bool tx_sent;                   /* ... and its BEGIN has gone to the server */
+	bool tx_write;                  /* ... and it is a write (READ COMMITTED) */
+	bool rb_pending;                /* a read-only transaction's ROLLBACK, not sent yet */
 	ri_ms budget;                   /* the per-write budget: jwb (less the allowance) */
 	struct ri_tree_cache nodes;
 	/* tree nodes of the open transaction by id: the paths a read fetched
@@ -171,9 +178,10 @@ int connected(struct pg *s);
 int begin_stmts(struct pg *s, bool write, bool long_read, struct qry *now, int *n, struct params *clk);
 /* begin_stmts with the statement and idle bound given (ms; 0: none). */
 int begin_bounded(struct pg *s, bool write, ri_ms bound, struct qry *now, int *n, struct params *clk);
-/* Open a transaction: a write in READ COMMITTED, a read in REPEATABLE READ READ ONLY. */
+/* Open a transaction: a write in READ COMMITTED, a read in REPEATABLE READ READ ONLY; its
+ * BEGIN goes with its first statement. */
 int tx_begin(struct pg *s, bool write, bool long_read);
-/* ROLLBACK, the deferred writes and reads ahead dropped. */
+/* ROLLBACK (a read-only one sent with the next round trip), the deferred writes and reads ahead dropped. */
 void pg_rollback(struct pg *s);
 /* rollback, keeping the failing call's error over the rollback's. */
 void rollback_keep(struct pg *s);
