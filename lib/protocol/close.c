@@ -294,6 +294,8 @@ close_write(struct ri *r, struct inv_req *q, json_t **ans, ri_err *err)
 			    "recording-failure(outcome): %lld attempts failed (%s)", (long long)attempts, why);
 			goto out;
 		}
+		if (r->st->ops->settle != NULL)
+			r->st->ops->settle(r->st);      /* the retry reads past the nap (issue 43) */
 		ri_sleep_ms(attempts < 8 ? 5 * attempts : 50);
 	}
 out:

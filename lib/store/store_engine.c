@@ -1678,6 +1678,9 @@ take_loop(struct ri_st_core *c, const struct ri_store *st, const char *kind, con
 		 * free, then take it under the write lock */
 		ri_ms left = l.expires - now;
 		do {
+			/* the look after the wait reads past it (issue 43) */
+			if (c->be->settle != NULL)
+				c->be->settle(c->bk);
 			if ((rc = ri_take_wait(c, st, &w, kind, act_key, left)) != RI_ST_OK)
 				return rc;
 		} while (held_elsewhere(c, kind, act_key, holder, &left));

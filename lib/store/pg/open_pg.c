@@ -346,6 +346,7 @@ ri_pg_open(const struct ri_config *c, const unsigned char *key, size_t keylen, u
 	s->base.ops = &pg_ops;
 	ri_eng_attach(&s->core, &pg_backend, s, &s->nodes);
 	s->nmap = ri_xcalloc(NMAP, sizeof *s->nmap);
+	s->q_clock = -1;
 	const char *trace = getenv("RI_PG_TRACE");
 	s->trace = trace != NULL ? atoi(trace) : 0;
 	s->core.cfg = c;
@@ -397,6 +398,7 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	struct ri_jhead jh = { 0 };
 
 	s->nmap = ri_xcalloc(NMAP, sizeof *s->nmap);
+	s->q_clock = -1;
 	unsigned char mac[RI_HASH_LEN];
 	char fmt[16], smac[2 * RI_HASH_LEN + 1], *text = NULL;
 	PGresult *r;
@@ -484,6 +486,7 @@ ri_pg_drop(const struct ri_config *c, ri_err *err)
 	int rc;
 
 	s->nmap = ri_xcalloc(NMAP, sizeof *s->nmap);
+	s->q_clock = -1;
 	s->base.ops = &pg_ops;
 	ri_eng_attach(&s->core, &pg_backend, s, &s->nodes);
 	s->core.cfg = c;

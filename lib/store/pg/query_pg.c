@@ -161,6 +161,55 @@ q_clear(struct pg *s)
 	for (int i = 0; i < s->qn; i++)
 		stmt_free(&s->q[i]);
 	s->qn = 0;
+	s->q_clock = -1;
+}
+
+/* The read snapshot's state dropped: its flags, its clock, its head and
+ * the answers it kept (its transaction has ended, or a new one begins). */
+static void
+snap_forget(struct pg *s)
+{
+	s->snap = s->snap_long = s->snap_now_ok = s->snap_head_ok = false;
+	for (int i = 0; i < s->nkept; i++) {
+		stmt_free(&s->kept[i].st);
+		PQclear(s->kept[i].r);
+	}
+	s->nkept = 0;
+}
+
+/* A read of the snapshot answered again from what it kept: a copy (the
+ * caller clears it).  Only inside the read snapshot, where nothing of
+ * ours writes and REPEATABLE READ answers the same read the same rows. */
+static bool
+snap_take(struct pg *s, const char *sql, const struct params *p, PGresult **r)
+{
+	if (!s->in_tx || !s->snap)
+		return false;
+	for (int i = 0; i < s->nkept; i++)
+		if (stmt_same(&s->kept[i].st, sql, p))
+			return (*r = PQcopyResult(s->kept[i].r, PG_COPYRES_TUPLES)) != NULL;
+	return false;
+}
+
+/* Keep a read's answer in the snapshot: a success, of few rows, whose
+ * statement reads no clock (ri_clock() is volatile: a later call may
+ * answer later) and sets nothing. */
+static void
+snap_keep(struct pg *s, const char *sql, const struct params *p, const PGresult *r)
+{
+	struct snapkept *k;
+
+	if (!s->in_tx || !s->snap || s->nkept == SNAP_KEPT || PQresultStatus(r) != PGRES_TUPLES_OK ||
+	    PQntuples(r) > SNAP_KEPT_ROWS || strstr(sql, "ri_clock") != NULL || strstr(sql, "set_config") != NULL)
+		return;
+	k = &s->kept[s->nkept];
+	if ((k->r = PQcopyResult(r, PG_COPYRES_TUPLES)) == NULL)
+		return;
+	if (!stmt_keep(&k->st, sql, p)) {
+		PQclear(k->r);
+		return;
+	}
+	s->nkept++;
 }
 
 /*
@@ -319,6 +368,11 @@ deliver(struct pg *s, int i, PGresult *r, int n, PGresult **res, struct ahead **
 	ExecStatusType t = PQresultStatus(r);
 
 	if (i < s->qn) {
+		/* the read snapshot's clock, read with its first statement */
+		if (i == s->q_clock && res_ok(r) && PQntuples(r) == 1 && s->snap) {
+			s->snap_now = g_int(r, 0, 0);
+			s->snap_now_ok = true;
+		}
 		if (!res_ok(r) && t != PGRES_PIPELINE_ABORTED && !s->qfailed) {
 			s->qcode = pg_db_fail(s, s->qi[i].code, s->qi[i].what, r);
 			s->qfailed = true;
@@ -506,9 +560,12 @@ run(struct pg *s, const char *sql, const struct params *p)
 	int answered;
 	PGresult *r;
 
-	if (ahead_take(s, sql, p, &r))
+	if (ahead_take(s, sql, p, &r) || snap_take(s, sql, p, &r))
 		return r;
-	return trip(s, &one, 1, false, &answered);
+	r = trip(s, &one, 1, false, &answered);
+	if (r != NULL)
+		snap_keep(s, sql, p, r);
+	return r;
 }
 
 PGresult *
@@ -645,9 +702,14 @@ begin_bounded(struct pg *s, bool write, ri_ms bound, struct qry *now, int *n, st
 	ri_tree_cache_clear(&s->nodes);
 	s->nn = 0;
 	s->pre[0].valid = s->pre[1].valid = false;
+	/* a write ends the command's read snapshot first: the write reads
+	 * under the head's lock, never through an older snapshot */
+	if (write)
+		pg_snapshot_end(s);
 	if ((rc = connected(s)) != RI_ST_OK)
 		return rc;
 	s->tx_write = write;
+	snap_forget(s);
 	now[(*n)++] = (struct qry){ !write ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : s->readonly ?
 	    "BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY" : "BEGIN ISOLATION LEVEL READ COMMITTED", NULL };
 	p_int(clk, bound);
@@ -714,6 +776,7 @@ pg_rollback(struct pg *s)
 		}
 	}
 	s->in_tx = false;
+	snap_forget(s);
 	s->nn = 0;
 	s->pre[0].valid = s->pre[1].valid = false;
 	s->qfailed = false;
@@ -816,16 +879,44 @@ commit(struct pg *s)
 	return rc;
 }
 
-/* A read runs inside one snapshot unless a transaction is open already. */
+/*
+ * One read snapshot per command (issue 43, the round-trip diet): a read
+ * outside a transaction begins a REPEATABLE READ READ ONLY snapshot that
+ * the reads after it share -- its BEGIN, its bounds and a read of the
+ * instance clock ride with its first statement (tx_begin) -- and that
+ * read_end leaves open.  It ends (pg_snapshot_end: its ROLLBACK rides with
+ * the next round trip) when a write begins (begin_bounded), when the
+ * caller waits for the journal to change (store.h settle: a lease wait,
+ * a retry's nap, the bound's wait), when the store closes, and at the
+ * first read once it is read_bound old on the host's monotonic clock.
+ * So no snapshot hides a change the code waits for, and its clock, read
+ * once with its first statement, is never older than read_bound -- the
+ * age the protocol's bounds already allow a read's answer (a read may
+ * take read_bound to come back): the reads judge the journal as it stood
+ * at that instant, at that instant -- data and clock of one moment, as
+ * one round trip would read them (a later clock with the older rows
+ * would be the inconsistent pairing).
+ * Every write judges again, under the head's lock, on the clock read in
+ * its own first round trip (jhead_fetch_tx), so a decision a read made
+ * on the snapshot's clock is never what a write rests on.
+ */
 int
 pg_read_begin(struct pg *s, bool *began)
 {
+	int rc;
+
 	*began = false;
+	if (s->in_tx && s->snap && ri_mono_ms() - s->snap_mono > s->core.cfg->read_bound)
+		pg_snapshot_end(s);
 	if (s->in_tx)
 		return RI_ST_OK;
-	int rc = tx_begin(s, false, false);
-	*began = rc == RI_ST_OK;
-	return rc;
+	if ((rc = tx_begin(s, false, false)) != RI_ST_OK)
+		return rc;
+	s->snap = true;
+	s->snap_mono = ri_mono_ms();
+	if (defer_write(s, NULL, RI_ST_UNAVAILABLE, "clock", "SELECT ri_clock()", NULL) == RI_ST_OK)
+		s->q_clock = s->qn - 1;
+	return RI_ST_OK;
 }
 
 void
@@ -835,19 +926,57 @@ pg_read_end(struct pg *s, bool began)
 		pg_rollback(s);            /* read only: nothing to keep */
 }
 
-/* The instance's clock inside the open transaction (ri_clock()). */
+/* Not pg_rollback: a write about to begin has queued its reads ahead
+ * (ahead_queue), and they stay queued for its first round trip. */
+void
+pg_snapshot_end(struct pg *s)
+{
+	if (!s->in_tx || !s->snap)
+		return;
+	q_clear(s);             /* an unsent BEGIN, the clock's read: never sent */
+	if (s->tx_sent && PQstatus(s->conn) == CONNECTION_OK)
+		s->rb_pending = true;
+	s->in_tx = false;
+	s->qfailed = false;
+	snap_forget(s);
+	s->nn = 0;
+	s->pre[0].valid = s->pre[1].valid = false;
+	ri_tree_cache_clear(&s->nodes);
+}
+
+/* The instance's clock inside the open transaction (ri_clock()); inside
+ * the read snapshot, the one read with its first statement. */
 int
 clock_now(struct pg *s, ri_ms *now)
 {
-	PGresult *r = run(s, "SELECT ri_clock()", NULL);
+	PGresult *r;
 	int rc = RI_ST_OK;
 
 	*now = 0;               /* defined on every path, the failures' too */
+	if (s->in_tx && s->snap && !s->snap_now_ok) {
+		/* its clock's read is queued with its BEGIN: they go now, with
+		 * the head row, which nearly every read judges next and the
+		 * snapshot reads once (jhead_fetch) */
+		struct head_read hr;
+		int rc0 = jhead_fetch(s, false, &hr);
+		if (rc0 != RI_ST_OK)
+			return rc0;
+	}
+	if (s->in_tx && s->snap && s->snap_now_ok) {
+		*now = s->snap_now;
+		return RI_ST_OK;
+	}
+	r = run(s, "SELECT ri_clock()", NULL);
 	if (!res_ok(r) || PQntuples(r) != 1)
 		rc = pg_db_fail(s, RI_ST_UNAVAILABLE, "clock", r);
 	else
 		*now = g_int(r, 0, 0);
 	PQclear(r);
+	if (rc == RI_ST_OK && s->in_tx && s->snap) {
+		if (s->snap_now_ok)
+			*now = s->snap_now;
+		s->snap_now = *now;
+		s->snap_now_ok = true;
+	}
 	return rc;
 }
-
