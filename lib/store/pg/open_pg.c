@@ -373,6 +373,11 @@ ri_pg_open(const struct ri_config *c, const unsigned char *key, size_t keylen, u
 			pg_close(&s->base);
 			return rc;
 		}
+		/* the head is judged against the witness as read now: by a
+		 * snapshot begun after it, never the one the meta rows were
+		 * read in, which may predate a line another host's append has
+		 * added since (issue 43) */
+		pg_snapshot_end(s);
 	}
 	if (key != NULL && !(flags & RI_READONLY)) {
 		int64_t seq;

@@ -91,10 +91,16 @@ load_row(const PGresult *res, int i, struct ri_record *r, struct ri_raw *w)
 
 /* ---- the records table read (store_engine.h) ------------------------------ */
 
+/* a traversal's snapshot: its own, or the command's read snapshot a
+ * traversal has run in (snap_long) -- never that snapshot alone, where
+ * nothing was verified yet (store_engine.h: trust holds only inside the
+ * traversal's snapshot) */
 static bool
 in_snapshot(void *bk)
 {
-	return ((struct pg *)bk)->in_tx;
+	struct pg *s = bk;
+
+	return s->in_tx && (!s->snap || s->snap_long);
 }
 
 /* a traversal's snapshot may outlast a read's budget: its own, or the
