@@ -723,6 +723,7 @@ begin_bounded(struct pg *s, bool write, ri_ms bound, struct qry *now, int *n, st
 		if (ri_now(s->core.cfg, &at, &e) != RI_OK)
 			return ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "%s", e.msg);
 		p_int(clk, at);
+		s->snap_env = at;
 	}
 	now[(*n)++] = (struct qry){ s->core.cfg->clock_env ? set_clock : set, clk };
 	return RI_ST_OK;
@@ -900,14 +901,32 @@ commit(struct pg *s)
  * its own first round trip (jhead_fetch_tx), so a decision a read made
  * on the snapshot's clock is never what a write rests on.
  */
+/* Under the env clock seam the instance clock is the host's $RI_NOW, set
+ * at BEGIN: a snapshot whose BEGIN set another reading is of another
+ * instant, and ends. */
+static bool
+env_moved(const struct pg *s)
+{
+	ri_ms at;
+	ri_err e;
+
+	return s->core.cfg->clock_env && (ri_now(s->core.cfg, &at, &e) != RI_OK || at != s->snap_env);
+}
+
+void
+pg_snapshot_aged(struct pg *s)
+{
+	if (s->in_tx && s->snap && (ri_mono_ms() - s->snap_mono > s->core.cfg->read_bound || env_moved(s)))
+		pg_snapshot_end(s);
+}
+
 int
 pg_read_begin(struct pg *s, bool *began)
 {
 	int rc;
 
 	*began = false;
-	if (s->in_tx && s->snap && ri_mono_ms() - s->snap_mono > s->core.cfg->read_bound)
-		pg_snapshot_end(s);
+	pg_snapshot_aged(s);
 	if (s->in_tx)
 		return RI_ST_OK;
 	if ((rc = tx_begin(s, false, false)) != RI_ST_OK)

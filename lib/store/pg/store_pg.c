@@ -112,6 +112,7 @@ scan_begin(void *bk, bool *began)
 	struct pg *s = bk;
 
 	*began = false;
+	pg_snapshot_aged(s);
 	if (s->in_tx && s->snap && !s->snap_long) {
 		s->snap_long = true;
 		return defer_write(s, NULL, RI_ST_UNAVAILABLE, "read", "SELECT set_config('statement_timeout', '0', true)",

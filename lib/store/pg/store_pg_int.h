@@ -82,6 +82,7 @@ struct pg {
 	bool snap;                      /* the open transaction is that snapshot */
 	bool snap_long;                 /* ... its statement bound lifted (a traversal inside it) */
 	int64_t snap_mono;              /* ... begun at this host-monotonic instant */
+	ri_ms snap_env;                 /* ... under "clock": "env", the $RI_NOW its BEGIN set */
 	int q_clock;                    /* the index in q of its clock's read (-1: none) */
 	bool snap_now_ok, snap_head_ok;
 	ri_ms snap_now;                 /* ... its clock, read with its first statement */
@@ -219,6 +220,8 @@ int clock_now(struct pg *s, ri_ms *now);
 /* The command's read snapshot ended (its ROLLBACK sent with the next round trip): a write
  * begins, or the caller waits for the journal to change. */
 void pg_snapshot_end(struct pg *s);
+/* ... ended when read_bound old, or (the env clock seam) of another $RI_NOW. */
+void pg_snapshot_aged(struct pg *s);
 
 /* ---- heads_pg.c: the journal head and the tree of scope heads --------- */
 
