@@ -434,7 +434,10 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 	    " (SELECT recorded_at FROM records WHERE seq = h.last_seq) FROM heads h WHERE h.id = 1", &p };
 	if (begin)
 		s->in_tx = true;        /* even should a later statement fail: rolled back */
-	r = trip(s, now, n, true, &answered);
+	/* the reads queued ahead go with a write's round trip, never in the
+	 * command's read snapshot (which would answer them from before the
+	 * head's lock) */
+	r = trip(s, now, n, !s->snap, &answered);
 	if (!res_ok(r)) {
 		rc = pg_db_fail(s, lock ? RI_ST_STEP2 : RI_ST_UNAVAILABLE, "journal head", r);
 		PQclear(r);

@@ -273,6 +273,18 @@ path_hint(void *bk, const unsigned char key[RI_SCOPE_LEN])
 #define LEASE_SQL "SELECT holder, expires_at, token, mac FROM leases WHERE kind = $1 AND act_key = $2"
 #define LEASE_LOCK_SQL LEASE_SQL " FOR UPDATE"
 
+/* store_engine.h lease_ahead: the lease row's locked read goes in the
+ * write's first round trip, after the head's lock (the lock order) */
+static void
+lease_ahead(void *bk, const char *kind, const char *act_key)
+{
+	struct params p = { 0 };
+
+	p_text(&p, kind);
+	p_text(&p, act_key);
+	ahead_queue(bk, " leases ", LEASE_LOCK_SQL, &p);
+}
+
 /* A lease row, verified (MAC).  lock: FOR UPDATE -- taken after the head
  * row's lock, never before (the lock order). */
 static int
@@ -1142,6 +1154,7 @@ const struct ri_backend pg_backend = {
 	.actor_read = actor_read,
 	.lease_read = lease_read,
 	.lease_write = lease_write,
+	.lease_ahead = lease_ahead,
 	.fence_until = fence_until,
 	.fence_armed = fence_armed,
 	.read_begin = be_read_begin,
