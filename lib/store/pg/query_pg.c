@@ -169,7 +169,7 @@ q_clear(struct pg *s)
 static void
 snap_forget(struct pg *s)
 {
-	s->snap = s->snap_long = s->snap_now_ok = s->snap_head_ok = false;
+	s->snap = s->snap_long = s->snap_now_ok = s->snap_head_ok = s->snap_broken = false;
 	for (int i = 0; i < s->nkept; i++) {
 		stmt_free(&s->kept[i].st);
 		PQclear(s->kept[i].r);
@@ -443,6 +443,10 @@ collect(struct pg *s, int skip, int queued, int n, PGresult **res, struct ahead 
 			PQclear(r);
 			continue;
 		}
+		/* a failed statement aborts the read snapshot's transaction:
+		 * the next read begins another (pg_snapshot_aged) */
+		if (s->snap && PQresultStatus(r) == PGRES_FATAL_ERROR)
+			s->snap_broken = true;
 		if (PQresultStatus(r) != PGRES_PIPELINE_ABORTED)
 			answered++;
 		if (got < queued)
@@ -916,7 +920,8 @@ env_moved(const struct pg *s)
 void
 pg_snapshot_aged(struct pg *s)
 {
-	if (s->in_tx && s->snap && (ri_mono_ms() - s->snap_mono > s->core.cfg->read_bound || env_moved(s)))
+	if (s->in_tx && s->snap && (s->snap_broken || ri_mono_ms() - s->snap_mono > s->core.cfg->read_bound ||
+	    env_moved(s)))
 		pg_snapshot_end(s);
 }
 
@@ -943,6 +948,8 @@ pg_read_end(struct pg *s, bool began)
 {
 	if (began)
 		pg_rollback(s);            /* read only: nothing to keep */
+	else if (s->snap_broken)
+		pg_snapshot_end(s);        /* aborted: no read after it runs in it */
 }
 
 /* Not pg_rollback: a write about to begin has queued its reads ahead
@@ -950,7 +957,11 @@ pg_read_end(struct pg *s, bool began)
 void
 pg_snapshot_end(struct pg *s)
 {
-	if (!s->in_tx || !s->snap)
+	if (!s->in_tx) {
+		snap_forget(s);         /* the session was lost with it: what it kept */
+		return;
+	}
+	if (!s->snap)
 		return;
 	q_clear(s);             /* an unsent BEGIN, the clock's read: never sent */
 	if (s->tx_sent && PQstatus(s->conn) == CONNECTION_OK)

@@ -81,6 +81,7 @@ struct pg {
 	 * read_bound old; inside it the head and the clock are read once */
 	bool snap;                      /* the open transaction is that snapshot */
 	bool snap_long;                 /* ... its statement bound lifted (a traversal inside it) */
+	bool snap_broken;               /* ... a statement of it failed: the server aborted it */
 	int64_t snap_mono;              /* ... begun at this host-monotonic instant */
 	ri_ms snap_env;                 /* ... under "clock": "env", the $RI_NOW its BEGIN set */
 	int q_clock;                    /* the index in q of its clock's read (-1: none) */
@@ -220,7 +221,8 @@ int clock_now(struct pg *s, ri_ms *now);
 /* The command's read snapshot ended (its ROLLBACK sent with the next round trip): a write
  * begins, or the caller waits for the journal to change. */
 void pg_snapshot_end(struct pg *s);
-/* ... ended when read_bound old, or (the env clock seam) of another $RI_NOW. */
+/* ... ended when read_bound old, aborted by a failed statement, or (the env clock seam) of
+ * another $RI_NOW. */
 void pg_snapshot_aged(struct pg *s);
 
 /* ---- heads_pg.c: the journal head and the tree of scope heads --------- */
