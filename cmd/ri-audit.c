@@ -103,7 +103,7 @@ main(int argc, char **argv)
 	/* --public-key: an outside auditor without the integrity key.  The
 	 * journal is opened as it is (RI_INSPECT): what is wrong with it is
 	 * reported, check by check */
-	if ((rc = ri_instance_attach(r, RI_READONLY | RI_INSPECT | RI_THREADED | (o.public_key ? RI_NO_KEY : 0),
+	if ((rc = ri_instance_attach(r, RI_READONLY | RI_INSPECT | RI_SCHEMA_FULL | RI_THREADED | (o.public_key ? RI_NO_KEY : 0),
 	    &err)) != RI_OK) {
 		ri_instance_close(r);
 		ri_die(rc, "%s", err.msg);

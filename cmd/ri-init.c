@@ -113,7 +113,7 @@ accept_restore(const char *config, const struct ri_restore_opts *o)
 			ri_die(rc, "%s", err.msg);
 		}
 	}
-	if ((rc = ri_instance_attach(r, RI_NO_WITNESS | RI_RESTORING, &err)) != RI_OK) {
+	if ((rc = ri_instance_attach(r, RI_NO_WITNESS | RI_RESTORING | RI_SCHEMA_FULL, &err)) != RI_OK) {
 		ri_instance_close(r);
 		ri_die(rc, "%s", err.msg);
 	}
@@ -234,7 +234,7 @@ main(int argc, char **argv)
 	/* the genesis seal: a journal always ends at or after a seal, and the
 	 * witness's first line is it */
 	json_t *sealed = NULL;
-	if ((rc = ri_instance_attach(r, RI_NO_WITNESS, &err)) != RI_OK ||
+	if ((rc = ri_instance_attach(r, RI_NO_WITNESS | RI_SCHEMA_FULL, &err)) != RI_OK ||
 	    (rc = ri_seal_genesis(r, &sealed, &err)) != RI_OK) {
 		json_decref(sealed);
 		if (r->st != NULL) {

@@ -60,7 +60,7 @@ main(int argc, char **argv)
 	if (optind != argc)
 		ri_usage(usage);
 	o.progress = !o.quiet;
-	if ((rc = ri_instance_open(config, RI_WRITER | RI_SWEEPER, &r, &err)) != RI_OK) {
+	if ((rc = ri_instance_open(config, RI_WRITER | RI_SWEEPER | RI_SCHEMA_FULL, &r, &err)) != RI_OK) {
 		/* reconcile 1: an unreachable journal is journal-unavailable, and
 		 * the register still records the outage */
 		if (rc == RI_JOURNAL_UNAVAILABLE || rc == RI_INTEGRITY)

@@ -69,6 +69,9 @@ typedef struct ri ri;           /* one instance: config, journal, register, keys
                                  * refusal at open for its schema or its witness */
 #define RI_RESTORING   0x200u   /* with RI_NO_WITNESS: ri-init --accept-restore -- the
                                  * journal's lines start the witness's next epoch */
+#define RI_SCHEMA_FULL 0x400u   /* check the journal's whole schema at open (PostgreSQL: its
+                                 * catalog fingerprint; issue 43: ri-startcheck, ri-audit, the
+                                 * sweep, ri-init -- other commands check its MACed version) */
 #define RI_THREADED    0x100u   /* the command runs a second thread (ri-audit): SQLite keeps
                                  * its mutexes (ri_instance_open, before any file is opened) */
 

@@ -45,11 +45,15 @@ standing_to_write(struct ri *r, const struct inv_req *q, ri_ms *left)
 }
 
 /* The re-read under the section: the invocation's records, its intent
- * checked against the request, and the closing that stands. */
+ * checked against the request, and the closing that stands.  A re-read
+ * is for what changed since the first read (a sweep that closed the act
+ * meanwhile): never through the snapshot that first read (issue 43). */
 static int
 reread(struct ri *r, const struct inv_req *q, struct ri_inv *inv, struct ri_standing *sd,
     char *why, size_t n)
 {
+	if (r->st->ops->settle != NULL)
+		r->st->ops->settle(r->st);
 	int st = ri_inv_read(r, q->in.invocation_id, inv);
 
 	if (st != RI_ST_OK) {
@@ -294,6 +298,8 @@ close_write(struct ri *r, struct inv_req *q, json_t **ans, ri_err *err)
 			    "recording-failure(outcome): %lld attempts failed (%s)", (long long)attempts, why);
 			goto out;
 		}
+		if (r->st->ops->settle != NULL)
+			r->st->ops->settle(r->st);      /* the retry reads past the nap (issue 43) */
 		ri_sleep_ms(attempts < 8 ? 5 * attempts : 50);
 	}
 out:

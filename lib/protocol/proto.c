@@ -408,6 +408,8 @@ ri_wait_write_bound(struct ri *r, const char *kind, const char *act_key, const c
 		}
 		/* sleep to the first instant either reading can be satisfied --
 		 * a wait that ends on its deadline, not on 20 ms naps */
+		if (r->st->ops->settle != NULL)
+			r->st->ops->settle(r->st);      /* the next reading after the wait (issue 43) */
 		ri_sleep_ms(wait > 0 ? wait : 1);
 	}
 }

@@ -856,6 +856,10 @@ ri_run(ri *r, const struct ri_run_opts *o, struct ri_watchdog *w, json_t **ans, 
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
 	signal(SIGPIPE, SIG_IGN);
+	/* the act runs for as long as it runs: what is read after it is read
+	 * after it, on a clock read after it (issue 43) */
+	if (r->st->ops->settle != NULL)
+		r->st->ops->settle(r->st);
 	if (run_child(o, w, json_string_value(json_object_get(opened, "invocation_id")),
 	    json_string_value(json_object_get(opened, "intent_event_id")), datum, deadline, token,
 	    stop - now, &res) != 0) {

@@ -763,7 +763,7 @@ ri_startcheck(struct ri *r, const char *config, struct ri_startcheck *rep)
 		    "every fenced write is refused"));      /* Allowance 13 */
 
 	check_keys(c, rep);
-	if (ri_instance_open(config, RI_READONLY, &rep->full, &err) == RI_OK) {
+	if (ri_instance_open(config, RI_READONLY | RI_SCHEMA_FULL, &rep->full, &err) == RI_OK) {
 		rep->keyed = rep->full->key != NULL;
 		check_journal(rep->full, rep);
 	} else {

@@ -268,6 +268,8 @@ sweep_write(struct sweep *s, const struct ri_kind *k, const struct ri_record *in
 				    intent->invocation_id);
 			return L_LANDED;
 		case RI_SETTLE_RETRY:
+			if (r->st->ops->settle != NULL)
+				r->st->ops->settle(r->st);      /* the retry reads past the nap (issue 43) */
 			ri_sleep_ms(5 * (attempt + 1));
 			continue;       /* retried only under the section and the gate */
 		default:

@@ -268,6 +268,12 @@ struct ri_store_ops {
 	 * duplicate scan, whose invocation reads meet the records its pass
 	 * just read).  No write may start inside a session. */
 	int (*read_session)(struct ri_store *, bool on);
+	/* Optional (NULL: nothing held between operations).  The caller is
+	 * about to wait for the journal to change -- a nap before a retry, a
+	 * wait on a bound, a lease or a child: a read snapshot the store holds
+	 * across operations (PostgreSQL's, issue 43) ends, so the reads after
+	 * the wait see what changed, on a clock read after it. */
+	void (*settle)(struct ri_store *);
 	/* The instance id (16 bytes). */
 	const unsigned char *(*instance_id)(struct ri_store *);
 	/* the current head: highest seq (0 when empty) and its hash */

@@ -1618,6 +1618,8 @@ lease_locked(struct ri_st_core *c, const char *kind, const char *act_key, struct
 	/* defined on every path, a row absent too (clang's analyzer) */
 	*exists = false;
 	memset(l, 0, sizeof *l);
+	if (c->be->lease_ahead != NULL)
+		c->be->lease_ahead(c->bk, kind, act_key);
 	if ((rc = c->be->write_head(c->bk, jh, lh, now)) != RI_ST_OK)
 		return rc == RI_ST_INTEGRITY ? rc : ri_st_recode(c, RI_ST_UNAVAILABLE);
 	if ((rc = ri_eng_lease_get(c, kind, act_key, true, l, exists)) != RI_ST_OK) {
@@ -1678,6 +1680,9 @@ take_loop(struct ri_st_core *c, const struct ri_store *st, const char *kind, con
 		 * free, then take it under the write lock */
 		ri_ms left = l.expires - now;
 		do {
+			/* the look after the wait reads past it (issue 43) */
+			if (c->be->settle != NULL)
+				c->be->settle(c->bk);
 			if ((rc = ri_take_wait(c, st, &w, kind, act_key, left)) != RI_ST_OK)
 				return rc;
 		} while (held_elsewhere(c, kind, act_key, holder, &left));

@@ -104,6 +104,13 @@ struct ri_backend {
 	 * (*began false); read_end ends what read_begin began. */
 	int (*read_begin)(void *bk, bool *began);
 	void (*read_end)(void *bk, bool began);
+	/* Optional.  A lease row the write about to begin reads, locked,
+	 * after the head's lock: the backend may send it with that lock
+	 * (issue 43: the take and the release, one round trip less). */
+	void (*lease_ahead)(void *bk, const char *kind, const char *act_key);
+	/* Optional (NULL: none held).  The caller waits for the journal to
+	 * change: a read snapshot read_end left open ends (issue 43). */
+	void (*settle)(void *bk);
 	/* A write transaction (the journal's writers serialised) and its end:
 	 * commit answers OK or the code of its failure; rollback keeps the
 	 * handle's error (what failed inside the transaction). */

@@ -38,6 +38,23 @@ appended() {
 	ri-audit >/dev/null
 }
 
+# whole TRACE -- the round trips the whole process took (connect-time checks included)
+whole() {
+	sed -n "s/^ri: postgresql round trips: \([0-9]*\)$/\1/p" "$1"
+}
+
+@test "issue 43 target 1: one ri-open and one ri-close cost at most 8 round trips each, the whole process with its connect-time checks; each append still 2" {
+	ri_instance
+	o=$(open_req k1 | RI_PG_TRACE=1 ri-open 2>"$T/open.trace")
+	close_req "$o" '{"disclosure_id":"d1"}' | RI_PG_TRACE=1 ri-close 2>"$T/close.trace" >/dev/null
+	echo "open: $(whole "$T/open.trace") close: $(whole "$T/close.trace")" >&3
+	[ "$(appended "$T/open.trace" ledger.intended)" -eq 2 ]
+	[ "$(appended "$T/close.trace" ledger.disclosed)" -eq 2 ]
+	[ -n "$(whole "$T/open.trace")" ] && [ -n "$(whole "$T/close.trace")" ]
+	[ "$(whole "$T/open.trace")" -le 8 ]
+	[ "$(whole "$T/close.trace")" -le 8 ]
+}
+
 @test "issue 13: a repeatable act opened and closed three times over the read-ahead -- each Open sees the last closed (open step 3), every append verifies" {
 	ri_instance
 	for i in 1 2 3; do

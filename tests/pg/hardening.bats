@@ -240,3 +240,30 @@ tables() {
 	run --separate-stderr env RI_CONFIG="$T/i2/ri.json" ri-startcheck --json
 	jq -e '.capabilities[] | select(.check == "findings") | .pass' <<<"$output"
 }
+
+@test "issue 43, the schema fingerprint: a trigger dropped is refused by ri-startcheck, ri-sweep and ri-audit (the catalog read); ri-open checks the MACed schema version with the meta rows, and refuses a version row that does not verify" {
+	ri_instance
+	o=$(open_req k1 | ri-open)
+	close_req "$o" '{"disclosure_id":"d1"}' | ri-close >/dev/null
+	sql "DROP TRIGGER records_no_truncate ON records"
+	# ASSERT the four commands that read the catalog refuse it
+	run --separate-stderr ri-startcheck --json
+	[ "$status" -ne 0 ]
+	[[ "$output$stderr" == *"schema is not the one ri creates"* ]]
+	run --separate-stderr ri-sweep
+	[ "$status" -eq 15 ]
+	[[ "$stderr" == *"schema is not the one ri creates"* ]]
+	run --separate-stderr ri-audit
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"schema is not the one ri creates"* ]]
+	# ASSERT ri-open does not read the catalog (the ruling): it opens
+	open_req k2 | ri-open >/dev/null
+	# ASSERT the version row is checked under the key at every open
+	sql "UPDATE ri_meta SET v = '1 ' || repeat('0', 64) WHERE k = 'schema_version'"
+	run --separate-stderr ri-open <<<"$(open_req k3)"
+	[ "$status" -ne 0 ]
+	[[ "$stderr" == *"schema version row"* ]]
+	run --separate-stderr ri-read --kind ledger --act-key k1
+	[ "$status" -ne 0 ]
+	[[ "$stderr" == *"schema version row"* ]]
+}

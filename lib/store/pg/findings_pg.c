@@ -33,15 +33,18 @@ struct ri_findings_pg {
 	char shown[512];                /* the URI for messages, no password (issue 40 point 9) */
 	int64_t keyless;                /* rows shaped as keyless refusals (-1: not counted yet) */
 	bool in_tx;                     /* a write transaction is open */
+	bool readonly;                  /* a reader: its transactions are READ ONLY */
 };
 
 #define SEL "SELECT " RI_FINDINGS_COLS ", encode(mac, 'hex') FROM findings"
 
 /* issue 41 point 5: a write's read-then-write decision holds the
  * register's write lock (see the head of this file) */
-#define BEGIN_WRITE (RI_NC(RI_NC_FINDINGS_UNLOCKED) ? \
-	"BEGIN" :                                       /* negative control: two hosts' writes race */ \
-	"BEGIN; LOCK TABLE findings IN SHARE ROW EXCLUSIVE MODE")
+#define BEGIN_WRITE(ro) (RI_NC(RI_NC_FINDINGS_UNLOCKED) ? \
+	((ro) ? "BEGIN READ ONLY; SET LOCAL lock_timeout = 5000" :  /* negative control: two hosts' writes race */ \
+	"BEGIN; SET LOCAL lock_timeout = 5000") : \
+	((ro) ? "BEGIN READ ONLY; SET LOCAL lock_timeout = 5000; LOCK TABLE findings IN SHARE ROW EXCLUSIVE MODE" : \
+	"BEGIN; SET LOCAL lock_timeout = 5000; LOCK TABLE findings IN SHARE ROW EXCLUSIVE MODE"))
 
 static int
 pg_fail(struct ri_findings_pg *p, PGresult *r, ri_err *err)
@@ -125,7 +128,6 @@ int
 ri_findings_pg_open(const char *uri, bool readonly, struct ri_findings_pg **out, ri_err *err)
 {
 	struct ri_findings_pg *p;
-	PGresult *r;
 
 	*out = NULL;
 	if (!ri_pq_load("findings register", err))
@@ -141,15 +143,12 @@ ri_findings_pg_open(const char *uri, bool readonly, struct ri_findings_pg **out,
 		return rc;
 	}
 	/* a lock another host holds is waited for as long as SQLite's busy
-	 * timeout waits, no longer; a reader never writes */
-	r = PQexec(p->conn, readonly ? "SET lock_timeout = 5000; SET default_transaction_read_only = on" :
-	    "SET lock_timeout = 5000");
-	if (!res_ok(r)) {
-		int rc = pg_fail(p, r, err);
-		ri_findings_pg_close(p);
-		return rc;
-	}
-	PQclear(r);
+	 * timeout waits, no longer; a reader never writes -- both set per
+	 * write transaction (BEGIN_WRITE), never for the session: behind a
+	 * pooler a session's SET outlives the transaction into another
+	 * client's (issue 43).  A read outside a write is one statement of
+	 * its own: it takes only ACCESS SHARE, which no writer's lock blocks */
+	p->readonly = readonly;
 	*out = p;
 	return RI_OK;
 }
@@ -167,7 +166,7 @@ ri_findings_pg_close(struct ri_findings_pg *p)
 static bool
 begin_write(struct ri_findings_pg *p, PGresult **bad)
 {
-	PGresult *r = PQexec(p->conn, BEGIN_WRITE);
+	PGresult *r = PQexec(p->conn, BEGIN_WRITE(p->readonly));
 
 	p->in_tx = true;
 	if (res_ok(r)) {

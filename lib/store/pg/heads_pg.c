@@ -414,6 +414,15 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 	int n = 0, answered, rc = RI_ST_OK;
 
 	memset(hr, 0, sizeof *hr);
+	/* the read snapshot's head, read once in it (issue 43): the same
+	 * snapshot answers the same row, and its clock is the snapshot's */
+	bool once = !begin && !lock && s->in_tx && s->snap;
+	int64_t anchor = s->core.anchored ? s->core.anchor_seq : 0;
+	if (once && s->snap_head_ok && s->snap_anchor == anchor) {
+		*hr = s->snap_head;
+		s->last_at = s->snap_last_at;
+		return RI_ST_OK;
+	}
 	if (begin && (rc = begin_stmts(s, true, false, now, &n, &clk)) != RI_ST_OK)
 		return rc;
 	if (lock)
@@ -425,7 +434,10 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 	    " (SELECT recorded_at FROM records WHERE seq = h.last_seq) FROM heads h WHERE h.id = 1", &p };
 	if (begin)
 		s->in_tx = true;        /* even should a later statement fail: rolled back */
-	r = trip(s, now, n, true, &answered);
+	/* the reads queued ahead go with a write's round trip, never in the
+	 * command's read snapshot (which would answer them from before the
+	 * head's lock) */
+	r = trip(s, now, n, !s->snap, &answered);
 	if (!res_ok(r)) {
 		rc = pg_db_fail(s, lock ? RI_ST_STEP2 : RI_ST_UNAVAILABLE, "journal head", r);
 		PQclear(r);
@@ -459,6 +471,16 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 			return rc;
 		hr->now = now;
 		hr->rows = rows;
+	}
+	if (once && s->in_tx && s->snap) {
+		if (s->snap_now_ok)
+			hr->now = s->snap_now;
+		s->snap_now = hr->now;
+		s->snap_now_ok = true;
+		s->snap_head = *hr;
+		s->snap_anchor = anchor;
+		s->snap_last_at = s->last_at;
+		s->snap_head_ok = true;
 	}
 	return RI_ST_OK;
 }

@@ -177,50 +177,25 @@ static const char schema_sql[] =
 /* ---- the schema ri creates ------------------------------------------------ */
 
 /* The catalog read is an open-time check, not a protocol read: the first
- * in a session costs tens of ms of catalog-cache loading, so outside a
- * transaction it runs under SCHEMA_BOUND_MS, not the session's budget (a
- * 20 ms read_bound refused every open).  One round trip: the bound set,
- * the read, the bound set back (set_config, the bounds its parameters:
- * issue 42), in the pipeline's implicit transaction (a failed read rolls
- * the first set_config back with it).  Inside a transaction its caller
- * has set the bound. */
+ * in a session costs tens of ms of catalog-cache loading, so it runs under
+ * SCHEMA_BOUND_MS, not the session's budget (a 20 ms read_bound refused
+ * every open): outside a transaction in a read-only one of its own whose
+ * bound is the wide one, inside the command's read snapshot with the
+ * snapshot's bound lifted for it and set back after -- set_config(...,
+ * true) either way (no session state, issue 43).  Inside a write its
+ * caller has set the bound (ri-init: none). */
 #define SCHEMA_BOUND_MS 10000
 static char *
 schema_text(struct pg *s)
 {
-	static const char set[] = "SELECT set_config('statement_timeout', $1, false)";
-	struct params wide = { 0 }, back = { 0 };
-	const struct qry now[3] = { { set, &wide }, { schema_sql, NULL }, { set, &back } };
-	PGresult *r, *got = NULL, *bad = NULL, *res[3];
+	PGresult *r = run(s, schema_sql, NULL);
 	char *t = NULL;
 
-	if (s->in_tx || s->qn > 0) {
-		r = run(s, schema_sql, NULL);
-		if (res_ok(r) && PQntuples(r) == 1)
-			t = ri_strdup(PQgetvalue(r, 0, 0));
-		else
-			pg_db_fail(s, RI_ST_UNAVAILABLE, "schema", r);
-		PQclear(r);
-		return t;
-	}
-	p_int(&wide, SCHEMA_BOUND_MS > s->budget ? SCHEMA_BOUND_MS : s->budget);
-	p_int(&back, s->budget);
-	(void)trip_all(s, now, 3, false, res);
-	for (int i = 0; i < 3; i++) {
-		if (i == 1 && res_ok(res[i]))
-			got = res[i];
-		else if (!res_ok(res[i]) && bad == NULL && res[i] != NULL &&
-		    PQresultStatus(res[i]) != PGRES_PIPELINE_ABORTED)
-			bad = res[i];
-		else
-			PQclear(res[i]);
-	}
-	if (bad == NULL && got != NULL && PQntuples(got) == 1)
-		t = ri_strdup(PQgetvalue(got, 0, 0));
+	if (res_ok(r) && PQntuples(r) == 1)
+		t = ri_strdup(PQgetvalue(r, 0, 0));
 	else
-		pg_db_fail(s, RI_ST_UNAVAILABLE, "schema", bad);
-	PQclear(got);
-	PQclear(bad);
+		pg_db_fail(s, RI_ST_UNAVAILABLE, "schema", r);
+	PQclear(r);
 	return t;
 }
 
@@ -235,40 +210,119 @@ schema_mac(struct pg *s, const char *text, char hex[2 * RI_HASH_LEN + 1])
 	ri_hex(mac, sizeof mac, hex);
 }
 
+/* The catalog's text and the stored fingerprint MAC (meta schema_mac; NULL
+ * when no row holds one), in one round trip: OK or UNAVAILABLE. */
+static int
+schema_read(struct pg *s, char **text, char **stored)
+{
+	static const char setb[] = "SELECT set_config('statement_timeout', $1, true)";
+	struct qry now[BEGIN_MAX + 5];
+	struct params set = { 0 }, wide = { 0 }, back = { 0 }, k = { 0 };
+	PGresult *res[BEGIN_MAX + 5], *bad = NULL;
+	ri_ms w = SCHEMA_BOUND_MS > s->budget ? SCHEMA_BOUND_MS : s->budget;
+	bool own = !s->in_tx, snap = s->in_tx && s->snap;
+	int n = 0, at, rc = RI_ST_OK;
+
+	*text = *stored = NULL;
+	if (own && (rc = begin_bounded(s, false, w, now, &n, &set)) != RI_ST_OK)
+		return rc;
+	if (snap) {
+		p_int(&wide, w);
+		now[n++] = (struct qry){ setb, &wide };
+	}
+	at = n;
+	now[n++] = (struct qry){ schema_sql, NULL };
+	p_text(&k, "schema_mac");
+	now[n++] = (struct qry){ "SELECT v FROM ri_meta WHERE k = $1", &k };
+	if (snap) {
+		p_int(&back, s->snap_long ? 0 : s->budget);
+		now[n++] = (struct qry){ setb, &back };
+	}
+	if (own)
+		now[n++] = (struct qry){ "ROLLBACK", NULL };
+	(void)trip_all(s, now, n, false, res);
+	for (int i = 0; i < n && bad == NULL; i++)
+		if (res[i] == NULL || (!res_ok(res[i]) && PQresultStatus(res[i]) != PGRES_PIPELINE_ABORTED))
+			bad = res[i] != NULL ? res[i] : res[0];
+	if (s->qfailed || bad != NULL || !res_ok(res[at]) || PQntuples(res[at]) != 1 || !res_ok(res[at + 1]))
+		rc = pg_db_fail(s, RI_ST_UNAVAILABLE, "schema", bad);
+	if (rc == RI_ST_OK) {
+		*text = ri_strdup(PQgetvalue(res[at], 0, 0));
+		if (PQntuples(res[at + 1]) == 1)
+			*stored = ri_strdup(PQgetvalue(res[at + 1], 0, 0));
+	}
+	for (int i = 0; i < n; i++)
+		PQclear(res[i]);
+	return rc;
+}
+
 /* RI_ST_OK, RI_ST_INTEGRITY (why says what differs) or RI_ST_UNAVAILABLE
  * when the catalog could not be read at all: a timeout or a lost server is
  * never reported as tampering (fail closed, but as what it is). */
 int
 pg_schema_check(struct pg *s, char *why, size_t n)
 {
-	struct params p = { 0 };
-	char want[2 * RI_HASH_LEN + 1], *have;
-	PGresult *r;
+	char want[2 * RI_HASH_LEN + 1], *have, *stored;
 	bool ok;
 
 	if (s->core.key == NULL)
 		return RI_ST_OK;
-	if ((have = schema_text(s)) == NULL) {
+	if (schema_read(s, &have, &stored) != RI_ST_OK) {
 		snprintf(why, n, "its schema cannot be read: %s", s->core.err.msg);
 		return RI_ST_UNAVAILABLE;
 	}
 	schema_mac(s, have, want);
 	free(have);
-	p_text(&p, "schema_mac");
-	r = run(s, "SELECT v FROM ri_meta WHERE k = $1", &p);
-	if (!res_ok(r)) {
-		pg_db_fail(s, RI_ST_UNAVAILABLE, "schema", r);
-		PQclear(r);
-		snprintf(why, n, "its schema cannot be read: %s", s->core.err.msg);
-		return RI_ST_UNAVAILABLE;
-	}
-	ok = PQntuples(r) == 1 && sodium_memcmp(PQgetvalue(r, 0, 0), want, sizeof want - 1) == 0 &&
-	    strlen(PQgetvalue(r, 0, 0)) == sizeof want - 1;
-	PQclear(r);
+	ok = stored != NULL && strlen(stored) == sizeof want - 1 && sodium_memcmp(stored, want, sizeof want - 1) == 0;
+	free(stored);
 	if (!ok)
 		snprintf(why, n, "its schema is not the one ri creates: a table altered, a trigger dropped or"
 		    " disabled, or an object added");
 	return ok ? RI_ST_OK : RI_ST_INTEGRITY;
+}
+
+/*
+ * The MACed schema version (issue 43: the fingerprint is checked by
+ * ri-startcheck, ri-audit, the sweep and ri-init; every other command
+ * checks this instead, in the round trip that reads the meta rows --
+ * no catalog read, no round trip of its own).  Meta schema_version is
+ * "N MAC", the MAC under the key over the version, the instance id and
+ * the fingerprint's MAC that ri-init stored: it says this key's ri-init
+ * made this instance's schema at version N.  It does not see a schema
+ * changed since (a dropped trigger): that is the full check's, run by
+ * the four commands above (RI_SCHEMA_FULL).
+ */
+#define PG_SCHEMA_VERSION 1
+static void
+schema_version_mac(struct pg *s, int version, const char *smac, char hex[2 * RI_HASH_LEN + 1])
+{
+	char text[2 * RI_INSTANCE_LEN + 2 * RI_HASH_LEN + 64], inst[2 * RI_INSTANCE_LEN + 1];
+	unsigned char mac[RI_HASH_LEN];
+
+	ri_hex(s->core.instance_id, RI_INSTANCE_LEN, inst);
+	snprintf(text, sizeof text, "ri postgresql schema %d %s %s", version, inst, smac);
+	ri_mac(s->core.key, s->core.keylen, text, strlen(text), mac);
+	ri_hex(mac, sizeof mac, hex);
+}
+
+/* The meta rows' schema version against its MAC: OK or INTEGRITY (why). */
+static int
+schema_version_check(struct pg *s, const char *smac, const char *sver, char *why, size_t n)
+{
+	char want[2 * RI_HASH_LEN + 1];
+	int version = atoi(sver);
+	const char *mac = strchr(sver, ' ');
+
+	if (s->core.key == NULL)
+		return RI_ST_OK;
+	schema_version_mac(s, version, smac, want);
+	if (version != PG_SCHEMA_VERSION || mac == NULL || strlen(mac + 1) != sizeof want - 1 ||
+	    sodium_memcmp(mac + 1, want, sizeof want - 1) != 0) {
+		snprintf(why, n, "its schema version row (%d) does not verify under the key as ri's schema version %d",
+		    version, PG_SCHEMA_VERSION);
+		return RI_ST_INTEGRITY;
+	}
+	return RI_ST_OK;
 }
 
 /* ---- open / create ---------------------------------------------------------------- */
@@ -285,23 +339,33 @@ pg_connect(struct pg *s, ri_err *err)
 		s->budget = 10;
 	if (!ri_pq_load("journal", err))
 		return RI_JOURNAL_UNAVAILABLE;
-	s->conn = PQconnectdb(s->core.cfg->journal);
+	/* client_encoding in the startup packet: a session's SET would not
+	 * survive its transaction behind a pooler, while PgBouncer keeps each
+	 * client's startup client_encoding and sets it on the server session
+	 * it lends (issue 43); libpq sends it only when asked, as here */
+	static const char *const kw[] = { "dbname", "client_encoding", NULL };
+	const char *const val[] = { s->core.cfg->journal, "UTF8", NULL };
+	s->conn = PQconnectdbParams(kw, val, 1);
 	if (s->conn == NULL || PQstatus(s->conn) != CONNECTION_OK) {
 		char why[1024];
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s",
 		    ri_redact(s->conn ? PQerrorMessage(s->conn) : "cannot connect", why, sizeof why));
 	}
-	if (session_setup(s) != RI_ST_OK)
-		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "%s", s->core.err.msg);
 	return RI_OK;
 }
 
+/* The meta rows: the format, the instance id, and (smac, sver: "" when
+ * none) the schema's fingerprint MAC and its MACed version. */
 static int
-load_meta(struct pg *s, ri_err *err)
+load_meta(struct pg *s, char smac[2 * RI_HASH_LEN + 1], char sver[2 * RI_HASH_LEN + 24], ri_err *err)
 {
-	PGresult *r = run(s, "SELECT k, v FROM ri_meta", NULL);
-	bool fmt = false, inst = false;
+	PGresult *r = NULL;
+	bool fmt = false, inst = false, began = false;
 
+	smac[0] = sver[0] = '\0';
+	if (pg_read_begin(s, &began) == RI_ST_OK)
+		r = run(s, "SELECT k, v FROM ri_meta", NULL);
+	pg_read_end(s, began);
 	if (!res_ok(r)) {
 		PQclear(r);
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): not an ri journal, or unreadable"
@@ -313,6 +377,10 @@ load_meta(struct pg *s, ri_err *err)
 			fmt = atoi(v) == RI_FORMAT;
 		else if (strcmp(k, "instance_id") == 0)
 			inst = sodium_hex2bin(s->core.instance_id, sizeof s->core.instance_id, v, strlen(v), NULL, NULL, NULL) == 0;
+		else if (strcmp(k, "schema_mac") == 0)
+			snprintf(smac, 2 * RI_HASH_LEN + 1, "%s", v);
+		else if (strcmp(k, "schema_version") == 0)
+			snprintf(sver, 2 * RI_HASH_LEN + 24, "%s", v);
 	}
 	PQclear(r);
 	if (!fmt || !inst)
@@ -335,6 +403,7 @@ ri_pg_open(const struct ri_config *c, const unsigned char *key, size_t keylen, u
 	s->base.ops = &pg_ops;
 	ri_eng_attach(&s->core, &pg_backend, s, &s->nodes);
 	s->nmap = ri_xcalloc(NMAP, sizeof *s->nmap);
+	s->q_clock = -1;
 	const char *trace = getenv("RI_PG_TRACE");
 	s->trace = trace != NULL ? atoi(trace) : 0;
 	s->core.cfg = c;
@@ -344,13 +413,18 @@ ri_pg_open(const struct ri_config *c, const unsigned char *key, size_t keylen, u
 		s->core.keylen = keylen;
 		ri_eng_derive_keys(&s->core);
 	}
-	if ((rc = pg_connect(s, err)) != RI_OK || (rc = load_meta(s, err)) != RI_OK) {
+	char smac[2 * RI_HASH_LEN + 1], sver[2 * RI_HASH_LEN + 24];
+	if ((rc = pg_connect(s, err)) != RI_OK || (rc = load_meta(s, smac, sver, err)) != RI_OK) {
 		pg_close(&s->base);
 		return rc;
 	}
 	if (!(flags & RI_INSPECT)) {
 		char why[1024];
-		if ((rc = pg_schema_check(s, why, sizeof why)) != RI_ST_OK) {
+		/* the fingerprint where asked (RI_SCHEMA_FULL) or where no
+		 * version row stands (an instance made before it); else the
+		 * version row, read with the meta rows */
+		if ((rc = (flags & RI_SCHEMA_FULL) || sver[0] == '\0' ? pg_schema_check(s, why, sizeof why) :
+		    schema_version_check(s, smac, sver, why, sizeof why)) != RI_ST_OK) {
 			rc = rc == RI_ST_UNAVAILABLE ?
 			    ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s", why) :
 			    ri_fail(err, RI_INTEGRITY, "journal integrity: journal (postgresql): %s", why);
@@ -361,6 +435,11 @@ ri_pg_open(const struct ri_config *c, const unsigned char *key, size_t keylen, u
 			pg_close(&s->base);
 			return rc;
 		}
+		/* the head is judged against the witness as read now: by a
+		 * snapshot begun after it, never the one the meta rows were
+		 * read in, which may predate a line another host's append has
+		 * added since (issue 43) */
+		pg_snapshot_end(s);
 	}
 	if (key != NULL && !(flags & RI_READONLY)) {
 		int64_t seq;
@@ -386,8 +465,9 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	struct ri_jhead jh = { 0 };
 
 	s->nmap = ri_xcalloc(NMAP, sizeof *s->nmap);
+	s->q_clock = -1;
 	unsigned char mac[RI_HASH_LEN];
-	char fmt[16], smac[2 * RI_HASH_LEN + 1], *text = NULL;
+	char fmt[16], smac[2 * RI_HASH_LEN + 1], vmac[2 * RI_HASH_LEN + 1], sver[2 * RI_HASH_LEN + 24], *text = NULL;
 	PGresult *r;
 	int rc;
 
@@ -398,6 +478,12 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	s->core.keylen = keylen;
 	if ((rc = pg_connect(s, err)) != RI_OK)
 		goto out;
+	/* one transaction from the emptiness check to the head, its bounds
+	 * its own (no statement bound: DDL; issue 43, no session state) */
+	if (tx_begin(s, true, true) != RI_ST_OK) {
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "%s", s->core.err.msg);
+		goto out;
+	}
 	r = run(s, "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
 	    " WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'v', 'm', 'p', 'f', 'S')", NULL);
 	if (!res_ok(r) || PQntuples(r) != 1 || g_int(r, 0, 0) != 0) {
@@ -411,10 +497,6 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	randombytes_buf(s->core.instance_id, sizeof s->core.instance_id);
 	ri_hex(s->core.instance_id, sizeof s->core.instance_id, instance_hex);
 	ri_genesis(s->core.instance_id, s->core.genesis);
-	s->round_trips++;
-	r = PQexec(s->conn, "BEGIN; SET LOCAL statement_timeout = 0");
-	PQclear(r);
-	s->in_tx = true;
 	/* negative control: every session may set the clock */
 	r = PQexec(s->conn, RI_NC(RI_NC_SESSION_CLOCK) || c->clock_env ? clock_ddl_env : clock_ddl_server);
 	if (res_ok(r)) {
@@ -433,6 +515,8 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	}
 	schema_mac(s, text, smac);
 	snprintf(fmt, sizeof fmt, "%d", RI_FORMAT);
+	schema_version_mac(s, PG_SCHEMA_VERSION, smac, vmac);
+	snprintf(sver, sizeof sver, "%d %s", PG_SCHEMA_VERSION, vmac);
 	p_text(&p, fmt);
 	p_text(&p, instance_hex);
 	p_text(&p, smac);
@@ -440,10 +524,11 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	p_bytes(&p, jh.root, RI_HASH_LEN);
 	p_bytes(&p, jh.open_acc, RI_HASH_LEN);
 	p_bytes(&p, mac, RI_HASH_LEN);
+	p_text(&p, sver);
 	/* the journal head of an empty journal, under its MAC */
 	r = run_write(s, " ri_meta heads ",
-	    "WITH m AS (INSERT INTO ri_meta VALUES ('format', $1), ('instance_id', $2), ('schema_mac', $3))"
-	    " INSERT INTO heads VALUES (1, 0, $4, 0, $5, 0, 0, $6)", &p);
+	    "WITH m AS (INSERT INTO ri_meta VALUES ('format', $1), ('instance_id', $2), ('schema_mac', $3),"
+	    " ('schema_version', $7)) INSERT INTO heads VALUES (1, 0, $4, 0, $5, 0, 0, $6)", &p);
 	if (!res_ok(r)) {
 		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s", PQresultErrorMessage(r));
 		PQclear(r);
@@ -471,6 +556,7 @@ ri_pg_drop(const struct ri_config *c, ri_err *err)
 	int rc;
 
 	s->nmap = ri_xcalloc(NMAP, sizeof *s->nmap);
+	s->q_clock = -1;
 	s->base.ops = &pg_ops;
 	ri_eng_attach(&s->core, &pg_backend, s, &s->nodes);
 	s->core.cfg = c;
@@ -503,11 +589,15 @@ ri_pg_server_info(struct ri_store *st, json_t **json, bool *durable)
 		return RI_ST_UNAVAILABLE;
 	/* ... and which clock ri_clock() reads (issue 40 point 2): the
 	 * server's, or a session's ri.clock (made under "clock": "env") */
+	bool began = false;
+	if (pg_read_begin(s, &began) != RI_ST_OK)
+		return RI_ST_UNAVAILABLE;
 	r = run(s, "SELECT version(), current_setting('server_version'), current_setting('fsync'),"
 	    " current_setting('synchronous_commit'), current_setting('full_page_writes'),"
 	    " current_setting('synchronous_standby_names'),"
 	    " coalesce((SELECT bool_or(p.prosrc LIKE '%ri.clock%') FROM pg_proc p JOIN pg_namespace n"
 	    "  ON n.oid = p.pronamespace WHERE n.nspname = current_schema() AND p.proname = 'ri_clock'), true)", NULL);
+	pg_read_end(s, began);
 	if (!res_ok(r) || PQntuples(r) != 1) {
 		PQclear(r);
 		return RI_ST_UNAVAILABLE;

@@ -12,14 +12,15 @@ ri_pq_load(const char *what, ri_err *err)
 	static const char *names[] = { "PQconnectdb", "PQfinish", "PQreset", "PQstatus", "PQerrorMessage",
 		"PQexec", "PQexecParams", "PQresultStatus", "PQresultErrorMessage", "PQresultErrorField",
 		"PQntuples", "PQgetvalue", "PQgetisnull", "PQcmdTuples", "PQclear", "PQsendQuery", "PQgetResult",
-		"PQsendQueryParams", "PQenterPipelineMode", "PQexitPipelineMode", "PQpipelineSync" };
+		"PQsendQueryParams", "PQenterPipelineMode", "PQexitPipelineMode", "PQpipelineSync", "PQconnectdbParams", "PQcopyResult" };
 	void **slot[] = { (void **)&ri_pq.connectdb, (void **)&ri_pq.finish, (void **)&ri_pq.reset,
 		(void **)&ri_pq.status, (void **)&ri_pq.errorMessage, (void **)&ri_pq.exec, (void **)&ri_pq.execParams,
 		(void **)&ri_pq.resultStatus, (void **)&ri_pq.resultErrorMessage, (void **)&ri_pq.resultErrorField,
 		(void **)&ri_pq.ntuples, (void **)&ri_pq.getvalue, (void **)&ri_pq.getisnull, (void **)&ri_pq.cmdTuples,
 		(void **)&ri_pq.clear, (void **)&ri_pq.sendQuery, (void **)&ri_pq.getResult,
 		(void **)&ri_pq.sendQueryParams, (void **)&ri_pq.enterPipelineMode, (void **)&ri_pq.exitPipelineMode,
-		(void **)&ri_pq.pipelineSync };
+		(void **)&ri_pq.pipelineSync, (void **)&ri_pq.connectdbParams,
+		(void **)&ri_pq.copyResult };
 
 	if (ri_pq.so != NULL)
 		return true;

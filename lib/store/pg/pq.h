@@ -16,6 +16,8 @@
 struct ri_pq {
 	void *so;
 	PGconn *(*connectdb)(const char *);
+	PGconn *(*connectdbParams)(const char *const *, const char *const *, int);
+	PGresult *(*copyResult)(const PGresult *, int);
 	void (*finish)(PGconn *);
 	void (*reset)(PGconn *);
 	ConnStatusType (*status)(const PGconn *);
@@ -46,6 +48,8 @@ extern struct ri_pq ri_pq;
 bool ri_pq_load(const char *what, ri_err *err);
 
 #define PQconnectdb ri_pq.connectdb
+#define PQconnectdbParams ri_pq.connectdbParams
+#define PQcopyResult ri_pq.copyResult
 #define PQfinish ri_pq.finish
 #define PQreset ri_pq.reset
 #define PQstatus ri_pq.status

@@ -161,6 +161,55 @@ q_clear(struct pg *s)
 	for (int i = 0; i < s->qn; i++)
 		stmt_free(&s->q[i]);
 	s->qn = 0;
+	s->q_clock = -1;
+}
+
+/* The read snapshot's state dropped: its flags, its clock, its head and
+ * the answers it kept (its transaction has ended, or a new one begins). */
+static void
+snap_forget(struct pg *s)
+{
+	s->snap = s->snap_long = s->snap_now_ok = s->snap_head_ok = s->snap_broken = false;
+	for (int i = 0; i < s->nkept; i++) {
+		stmt_free(&s->kept[i].st);
+		PQclear(s->kept[i].r);
+	}
+	s->nkept = 0;
+}
+
+/* A read of the snapshot answered again from what it kept: a copy (the
+ * caller clears it).  Only inside the read snapshot, where nothing of
+ * ours writes and REPEATABLE READ answers the same read the same rows. */
+static bool
+snap_take(struct pg *s, const char *sql, const struct params *p, PGresult **r)
+{
+	if (!s->in_tx || !s->snap)
+		return false;
+	for (int i = 0; i < s->nkept; i++)
+		if (stmt_same(&s->kept[i].st, sql, p))
+			return (*r = PQcopyResult(s->kept[i].r, PG_COPYRES_TUPLES)) != NULL;
+	return false;
+}
+
+/* Keep a read's answer in the snapshot: a success, of few rows, whose
+ * statement reads no clock (ri_clock() is volatile: a later call may
+ * answer later) and sets nothing. */
+static void
+snap_keep(struct pg *s, const char *sql, const struct params *p, const PGresult *r)
+{
+	struct snapkept *k;
+
+	if (!s->in_tx || !s->snap || s->nkept == SNAP_KEPT || PQresultStatus(r) != PGRES_TUPLES_OK ||
+	    PQntuples(r) > SNAP_KEPT_ROWS || strstr(sql, "ri_clock") != NULL || strstr(sql, "set_config") != NULL)
+		return;
+	k = &s->kept[s->nkept];
+	if ((k->r = PQcopyResult(r, PG_COPYRES_TUPLES)) == NULL)
+		return;
+	if (!stmt_keep(&k->st, sql, p)) {
+		PQclear(k->r);
+		return;
+	}
+	s->nkept++;
 }
 
 /*
@@ -292,7 +341,9 @@ trace_trip(const struct pg *s, const struct qry *now, int n, struct ahead *const
 {
 	int nth = 0;
 
-	fprintf(stderr, "ri: pg: [%d in one round trip] ", s->qn + n + na);
+	fprintf(stderr, "ri: pg: [%d in one round trip] ", (s->rb_pending ? 1 : 0) + s->qn + n + na);
+	if (s->rb_pending)
+		trace_head(&nth, "ROLLBACK");
 	for (int i = 0; i < s->qn; i++)
 		trace_head(&nth, s->q[i].sql);
 	for (int i = 0; i < n; i++)
@@ -317,6 +368,11 @@ deliver(struct pg *s, int i, PGresult *r, int n, PGresult **res, struct ahead **
 	ExecStatusType t = PQresultStatus(r);
 
 	if (i < s->qn) {
+		/* the read snapshot's clock, read with its first statement */
+		if (i == s->q_clock && res_ok(r) && PQntuples(r) == 1 && s->snap) {
+			s->snap_now = g_int(r, 0, 0);
+			s->snap_now_ok = true;
+		}
 		if (!res_ok(r) && t != PGRES_PIPELINE_ABORTED && !s->qfailed) {
 			s->qcode = pg_db_fail(s, s->qi[i].code, s->qi[i].what, r);
 			s->qfailed = true;
@@ -338,6 +394,13 @@ send_all(struct pg *s, const struct qry *now, int n, struct ahead **sent, int na
 {
 	int queued = 0;
 
+	/* a read-only transaction's ROLLBACK, before anything of the next */
+	if (s->rb_pending) {
+		s->rb_pending = false;
+		if (!send_one(s, "ROLLBACK", 0, NULL, NULL, NULL))
+			return -1;
+	}
+
 	for (int i = 0; i < s->qn && queued == i; i++)
 		queued += send_one(s, s->q[i].sql, s->q[i].n, s->q[i].v, s->q[i].len, s->q[i].fmt);
 	for (int i = 0; i < n && queued == s->qn + i; i++) {
@@ -356,7 +419,7 @@ send_all(struct pg *s, const struct qry *now, int n, struct ahead **sent, int na
 /* Read the results of the queued statements, in order, up to the Sync's:
  * how many the server answered (PGRES_PIPELINE_ABORTED: it ran nothing). */
 static int
-collect(struct pg *s, int queued, int n, PGresult **res, struct ahead **sent)
+collect(struct pg *s, int skip, int queued, int n, PGresult **res, struct ahead **sent)
 {
 	int answered = 0, got = 0, nulls = 0;
 	PGresult *r;
@@ -374,6 +437,16 @@ collect(struct pg *s, int queued, int n, PGresult **res, struct ahead **sent)
 			PQclear(r);
 			return answered;
 		}
+		if (skip > 0) {
+			/* the ROLLBACK sent first: its answer read past */
+			skip--;
+			PQclear(r);
+			continue;
+		}
+		/* a failed statement aborts the read snapshot's transaction:
+		 * the next read begins another (pg_snapshot_aged) */
+		if (s->snap && PQresultStatus(r) == PGRES_FATAL_ERROR)
+			s->snap_broken = true;
 		if (PQresultStatus(r) != PGRES_PIPELINE_ABORTED)
 			answered++;
 		if (got < queued)
@@ -396,7 +469,7 @@ int
 trip_all(struct pg *s, const struct qry *now, int n, bool ahead, PGresult **res)
 {
 	struct ahead *sent[AHEAD_MAX] = { NULL };
-	int na = 0, queued, answered = 0;
+	int na = 0, queued, answered = 0, skip = s->rb_pending ? 1 : 0;
 
 	for (int i = 0; i < n; i++)
 		res[i] = NULL;
@@ -409,12 +482,14 @@ trip_all(struct pg *s, const struct qry *now, int n, bool ahead, PGresult **res)
 	if (PQenterPipelineMode(s->conn) == 1) {
 		/* what went is synced and answered, even when not all went */
 		if ((queued = send_all(s, now, n, sent, na)) > 0 && PQpipelineSync(s->conn) == 1)
-			answered = collect(s, queued, n, res, sent);
+			answered = collect(s, skip, queued, n, res, sent);
 		/* fails only with results left: the session is lost, and
 		 * PQreset (connected) leaves pipeline mode with it */
 		(void)PQexitPipelineMode(s->conn);
 	}
 	q_clear(s);
+	if (s->in_tx)
+		s->tx_sent = true;
 	return answered;
 }
 
@@ -489,9 +564,12 @@ run(struct pg *s, const char *sql, const struct params *p)
 	int answered;
 	PGresult *r;
 
-	if (ahead_take(s, sql, p, &r))
+	if (ahead_take(s, sql, p, &r) || snap_take(s, sql, p, &r))
 		return r;
-	return trip(s, &one, 1, false, &answered);
+	r = trip(s, &one, 1, false, &answered);
+	if (r != NULL)
+		snap_keep(s, sql, p, r);
+	return r;
 }
 
 PGresult *
@@ -576,37 +654,6 @@ g_bytes_var(const PGresult *r, int row, int col, unsigned char *out, size_t max,
 
 /* ---- connection and transactions ------------------------------------------ */
 
-/* The session's bounds (issue 13 item 4): no statement, lock wait or idle
- * transaction of ours outlives the per-write budget, so a writer cut off
- * mid-transaction leaves nothing locked past it, and a late COMMIT of a
- * session the server already ended cannot land.  One statement, the
- * budget its parameter (issue 42). */
-int
-session_setup(struct pg *s)
-{
-	static const char rw[] = "SELECT set_config('idle_in_transaction_session_timeout', $1, false),"
-	    " set_config('lock_timeout', $1, false), set_config('statement_timeout', $1, false),"
-	    " set_config('synchronous_commit', 'on', false), set_config('client_encoding', 'UTF8', false),"
-	    " set_config('standard_conforming_strings', 'on', false),"
-	    " set_config('default_transaction_isolation', 'read committed', false)";
-	static const char ro[] = "SELECT set_config('idle_in_transaction_session_timeout', $1, false),"
-	    " set_config('lock_timeout', $1, false), set_config('statement_timeout', $1, false),"
-	    " set_config('synchronous_commit', 'on', false), set_config('client_encoding', 'UTF8', false),"
-	    " set_config('standard_conforming_strings', 'on', false),"
-	    " set_config('default_transaction_isolation', 'read committed', false),"
-	    " set_config('default_transaction_read_only', 'on', false)";
-	struct params p = { 0 };
-	struct qry one = { s->readonly ? ro : rw, &p };
-	PGresult *r;
-	int answered, rc;
-
-	p_int(&p, s->budget);
-	r = trip(s, &one, 1, false, &answered);
-	rc = res_ok(r) ? RI_ST_OK : pg_db_fail(s, RI_ST_UNAVAILABLE, "session", r);
-	PQclear(r);
-	return rc;
-}
-
 /* A lost connection is re-made at the next operation (the read-back after
  * a lost reply needs one). */
 int
@@ -615,22 +662,43 @@ connected(struct pg *s)
 	if (PQstatus(s->conn) == CONNECTION_OK)
 		return RI_ST_OK;
 	s->in_tx = false;
+	s->rb_pending = false;          /* the server ended that transaction with the session */
 	PQreset(s->conn);
 	if (PQstatus(s->conn) != CONNECTION_OK)
 		return pg_db_fail(s, RI_ST_UNAVAILABLE, "connect", NULL);
-	return session_setup(s);
+	return RI_ST_OK;
 }
 
 /*
- * The statements that open a transaction, appended to now[*n]: BEGIN, a
- * long read's unbounded statement and idle timeouts, and under the env
- * clock seam the host's $RI_NOW as the transaction's ri_clock() (set per
- * transaction: RI_NOW is read per process) -- a parameter, clk (issue 42).
- * A reconnect first when needed.
+ * The statements that open a transaction, appended to now[*n]: BEGIN and
+ * the transaction's own bounds (issue 13 item 4; issue 43, no session
+ * state survives a transaction: behind PgBouncer in transaction pooling
+ * mode the next transaction may run on another server session, so every
+ * setting is set_config(..., true), local to this transaction, in one
+ * statement pipelined with BEGIN -- no round trip of its own).  No
+ * statement, lock wait or idle wait of ours outlives bound (the per-write
+ * budget; 0: none, a long read), the lock wait the budget, so a writer cut
+ * off mid-transaction leaves nothing locked past it and a late COMMIT of
+ * a session the server ended cannot land.  Under the env clock seam the
+ * host's $RI_NOW is the transaction's ri_clock() (RI_NOW is read per
+ * process).  Values are parameters, in clk (issue 42).  A read-only
+ * opener's writes are READ ONLY too (what default_transaction_read_only
+ * said for the session).  client_encoding travels in the startup packet
+ * (pg_connect), which PgBouncer replays on whichever server session it
+ * lends; standard_conforming_strings changes nothing ri sends (no value is
+ * ever in the SQL) and is set here all the same.  A reconnect first when
+ * needed.
  */
 int
-begin_stmts(struct pg *s, bool write, bool long_read, struct qry *now, int *n, struct params *clk)
+begin_bounded(struct pg *s, bool write, ri_ms bound, struct qry *now, int *n, struct params *clk)
 {
+	static const char set[] = "SELECT set_config('statement_timeout', $1, true),"
+	    " set_config('idle_in_transaction_session_timeout', $3, true), set_config('lock_timeout', $2, true),"
+	    " set_config('synchronous_commit', 'on', true), set_config('standard_conforming_strings', 'on', true)";
+	static const char set_clock[] = "SELECT set_config('statement_timeout', $1, true),"
+	    " set_config('idle_in_transaction_session_timeout', $3, true), set_config('lock_timeout', $2, true),"
+	    " set_config('synchronous_commit', 'on', true), set_config('standard_conforming_strings', 'on', true),"
+	    " set_config('ri.clock', $4, true)";
 	ri_ms at;
 	ri_err e;
 	int rc;
@@ -638,53 +706,82 @@ begin_stmts(struct pg *s, bool write, bool long_read, struct qry *now, int *n, s
 	ri_tree_cache_clear(&s->nodes);
 	s->nn = 0;
 	s->pre[0].valid = s->pre[1].valid = false;
+	/* a write ends the command's read snapshot first: the write reads
+	 * under the head's lock, never through an older snapshot */
+	if (write)
+		pg_snapshot_end(s);
 	if ((rc = connected(s)) != RI_ST_OK)
 		return rc;
-	now[(*n)++] = (struct qry){ write ? "BEGIN ISOLATION LEVEL READ COMMITTED" :
-	    "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", NULL };
-	if (long_read) {
-		now[(*n)++] = (struct qry){ "SET LOCAL statement_timeout = 0", NULL };
-		now[(*n)++] = (struct qry){ "SET LOCAL idle_in_transaction_session_timeout = 0", NULL };
-	}
+	s->tx_write = write;
+	snap_forget(s);
+	now[(*n)++] = (struct qry){ !write ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : s->readonly ?
+	    "BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY" : "BEGIN ISOLATION LEVEL READ COMMITTED", NULL };
+	p_int(clk, bound);
+	p_int(clk, s->budget);
+	/* the idle bound: a write's is its bound (nothing it locked outlives
+	 * it); a read-only snapshot locks no row and changes nothing, and its
+	 * ROLLBACK may wait for the command's next round trip (pg_rollback),
+	 * however long the host waits before it -- so none */
+	p_int(clk, write ? bound : 0);
 	if (s->core.cfg->clock_env) {
 		if (ri_now(s->core.cfg, &at, &e) != RI_OK)
 			return ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "%s", e.msg);
 		p_int(clk, at);
-		now[(*n)++] = (struct qry){ "SELECT set_config('ri.clock', $1, true)", clk };
+		s->snap_env = at;
 	}
+	now[(*n)++] = (struct qry){ s->core.cfg->clock_env ? set_clock : set, clk };
 	return RI_ST_OK;
 }
 
+int
+begin_stmts(struct pg *s, bool write, bool long_read, struct qry *now, int *n, struct params *clk)
+{
+	return begin_bounded(s, write, long_read ? 0 : s->budget, now, n, clk);
+}
+
+/* The transaction's opening statements are queued (defer_write), so they
+ * go in the round trip of its first statement; one that fails is charged
+ * as the begin's (UNAVAILABLE: nothing ran), by whatever waited for it. */
 int
 tx_begin(struct pg *s, bool write, bool long_read)
 {
 	struct qry now[BEGIN_MAX];
 	struct params clk = { 0 };
-	PGresult *r;
-	int n = 0, answered, rc;
+	int n = 0, rc;
 
 	if ((rc = begin_stmts(s, write, long_read, now, &n, &clk)) != RI_ST_OK)
 		return rc;
-	r = trip(s, now, n, false, &answered);
-	rc = res_ok(r) ? RI_ST_OK : pg_db_fail(s, RI_ST_UNAVAILABLE, "begin", r);
-	PQclear(r);
-	if (rc == RI_ST_OK)
-		s->in_tx = true;
-	return rc;
+	for (int i = 0; i < n; i++)
+		if ((rc = defer_write(s, NULL, RI_ST_UNAVAILABLE, "begin", now[i].sql, now[i].p)) != RI_ST_OK) {
+			q_clear(s);
+			return rc;
+		}
+	s->in_tx = true;
+	s->tx_sent = false;
+	return RI_ST_OK;
 }
 
 void
 pg_rollback(struct pg *s)
 {
-	/* the deferred writes are dropped, never sent before the ROLLBACK */
+	/* the deferred writes are dropped, never sent before the ROLLBACK;
+	 * a transaction whose BEGIN never went needs none; a read-only one's
+	 * goes first in the next round trip (it held no lock, changed
+	 * nothing: only its snapshot lingers, and its idle bound is none --
+	 * begin_bounded), or never, when the session ends first */
 	q_clear(s);
-	if (s->in_tx && PQstatus(s->conn) == CONNECTION_OK) {
-		struct qry one = { "ROLLBACK", NULL };
-		PGresult *r;
-		(void)trip_all(s, &one, 1, false, &r);
-		PQclear(r);
+	if (s->in_tx && s->tx_sent && PQstatus(s->conn) == CONNECTION_OK) {
+		if (!s->tx_write) {
+			s->rb_pending = true;
+		} else {
+			struct qry one = { "ROLLBACK", NULL };
+			PGresult *r;
+			(void)trip_all(s, &one, 1, false, &r);
+			PQclear(r);
+		}
 	}
 	s->in_tx = false;
+	snap_forget(s);
 	s->nn = 0;
 	s->pre[0].valid = s->pre[1].valid = false;
 	s->qfailed = false;
@@ -787,16 +884,63 @@ commit(struct pg *s)
 	return rc;
 }
 
-/* A read runs inside one snapshot unless a transaction is open already. */
+/*
+ * One read snapshot per command (issue 43, the round-trip diet): a read
+ * outside a transaction begins a REPEATABLE READ READ ONLY snapshot that
+ * the reads after it share -- its BEGIN, its bounds and a read of the
+ * instance clock ride with its first statement (tx_begin) -- and that
+ * read_end leaves open.  It ends (pg_snapshot_end: its ROLLBACK rides with
+ * the next round trip) when a write begins (begin_bounded), when the
+ * caller waits for the journal to change (store.h settle: a lease wait,
+ * a retry's nap, the bound's wait), when the store closes, and at the
+ * first read once it is read_bound old on the host's monotonic clock.
+ * So no snapshot hides a change the code waits for, and its clock, read
+ * once with its first statement, is never older than read_bound -- the
+ * age the protocol's bounds already allow a read's answer (a read may
+ * take read_bound to come back): the reads judge the journal as it stood
+ * at that instant, at that instant -- data and clock of one moment, as
+ * one round trip would read them (a later clock with the older rows
+ * would be the inconsistent pairing).
+ * Every write judges again, under the head's lock, on the clock read in
+ * its own first round trip (jhead_fetch_tx), so a decision a read made
+ * on the snapshot's clock is never what a write rests on.
+ */
+/* Under the env clock seam the instance clock is the host's $RI_NOW, set
+ * at BEGIN: a snapshot whose BEGIN set another reading is of another
+ * instant, and ends. */
+static bool
+env_moved(const struct pg *s)
+{
+	ri_ms at;
+	ri_err e;
+
+	return s->core.cfg->clock_env && (ri_now(s->core.cfg, &at, &e) != RI_OK || at != s->snap_env);
+}
+
+void
+pg_snapshot_aged(struct pg *s)
+{
+	if (s->in_tx && s->snap && (s->snap_broken || ri_mono_ms() - s->snap_mono > s->core.cfg->read_bound ||
+	    env_moved(s)))
+		pg_snapshot_end(s);
+}
+
 int
 pg_read_begin(struct pg *s, bool *began)
 {
+	int rc;
+
 	*began = false;
+	pg_snapshot_aged(s);
 	if (s->in_tx)
 		return RI_ST_OK;
-	int rc = tx_begin(s, false, false);
-	*began = rc == RI_ST_OK;
-	return rc;
+	if ((rc = tx_begin(s, false, false)) != RI_ST_OK)
+		return rc;
+	s->snap = true;
+	s->snap_mono = ri_mono_ms();
+	if (defer_write(s, NULL, RI_ST_UNAVAILABLE, "clock", "SELECT ri_clock()", NULL) == RI_ST_OK)
+		s->q_clock = s->qn - 1;
+	return RI_ST_OK;
 }
 
 void
@@ -804,21 +948,65 @@ pg_read_end(struct pg *s, bool began)
 {
 	if (began)
 		pg_rollback(s);            /* read only: nothing to keep */
+	else if (s->snap_broken)
+		pg_snapshot_end(s);        /* aborted: no read after it runs in it */
 }
 
-/* The instance's clock inside the open transaction (ri_clock()). */
+/* Not pg_rollback: a write about to begin has queued its reads ahead
+ * (ahead_queue), and they stay queued for its first round trip. */
+void
+pg_snapshot_end(struct pg *s)
+{
+	if (!s->in_tx) {
+		snap_forget(s);         /* the session was lost with it: what it kept */
+		return;
+	}
+	if (!s->snap)
+		return;
+	q_clear(s);             /* an unsent BEGIN, the clock's read: never sent */
+	if (s->tx_sent && PQstatus(s->conn) == CONNECTION_OK)
+		s->rb_pending = true;
+	s->in_tx = false;
+	s->qfailed = false;
+	snap_forget(s);
+	s->nn = 0;
+	s->pre[0].valid = s->pre[1].valid = false;
+	ri_tree_cache_clear(&s->nodes);
+}
+
+/* The instance's clock inside the open transaction (ri_clock()); inside
+ * the read snapshot, the one read with its first statement. */
 int
 clock_now(struct pg *s, ri_ms *now)
 {
-	PGresult *r = run(s, "SELECT ri_clock()", NULL);
+	PGresult *r;
 	int rc = RI_ST_OK;
 
 	*now = 0;               /* defined on every path, the failures' too */
+	if (s->in_tx && s->snap && !s->snap_now_ok) {
+		/* its clock's read is queued with its BEGIN: they go now, with
+		 * the head row, which nearly every read judges next and the
+		 * snapshot reads once (jhead_fetch) */
+		struct head_read hr;
+		int rc0 = jhead_fetch(s, false, &hr);
+		if (rc0 != RI_ST_OK)
+			return rc0;
+	}
+	if (s->in_tx && s->snap && s->snap_now_ok) {
+		*now = s->snap_now;
+		return RI_ST_OK;
+	}
+	r = run(s, "SELECT ri_clock()", NULL);
 	if (!res_ok(r) || PQntuples(r) != 1)
 		rc = pg_db_fail(s, RI_ST_UNAVAILABLE, "clock", r);
 	else
 		*now = g_int(r, 0, 0);
 	PQclear(r);
+	if (rc == RI_ST_OK && s->in_tx && s->snap) {
+		if (s->snap_now_ok)
+			*now = s->snap_now;
+		s->snap_now = *now;
+		s->snap_now_ok = true;
+	}
 	return rc;
 }
-

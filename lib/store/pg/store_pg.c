@@ -91,19 +91,33 @@ load_row(const PGresult *res, int i, struct ri_record *r, struct ri_raw *w)
 
 /* ---- the records table read (store_engine.h) ------------------------------ */
 
+/* a traversal's snapshot: its own, or the command's read snapshot a
+ * traversal has run in (snap_long) -- never that snapshot alone, where
+ * nothing was verified yet (store_engine.h: trust holds only inside the
+ * traversal's snapshot) */
 static bool
 in_snapshot(void *bk)
 {
-	return ((struct pg *)bk)->in_tx;
+	struct pg *s = bk;
+
+	return s->in_tx && (!s->snap || s->snap_long);
 }
 
-/* a traversal's snapshot may outlast a read's budget */
+/* a traversal's snapshot may outlast a read's budget: its own, or the
+ * command's read snapshot with its statement bound lifted (a statement
+ * that rides with the next round trip) */
 static int
 scan_begin(void *bk, bool *began)
 {
 	struct pg *s = bk;
 
 	*began = false;
+	pg_snapshot_aged(s);
+	if (s->in_tx && s->snap && !s->snap_long) {
+		s->snap_long = true;
+		return defer_write(s, NULL, RI_ST_UNAVAILABLE, "read", "SELECT set_config('statement_timeout', '0', true)",
+		    NULL);
+	}
 	if (s->in_tx)
 		return RI_ST_OK;
 	int rc = tx_begin(s, false, true);
@@ -258,6 +272,18 @@ path_hint(void *bk, const unsigned char key[RI_SCOPE_LEN])
 
 #define LEASE_SQL "SELECT holder, expires_at, token, mac FROM leases WHERE kind = $1 AND act_key = $2"
 #define LEASE_LOCK_SQL LEASE_SQL " FOR UPDATE"
+
+/* store_engine.h lease_ahead: the lease row's locked read goes in the
+ * write's first round trip, after the head's lock (the lock order) */
+static void
+lease_ahead(void *bk, const char *kind, const char *act_key)
+{
+	struct params p = { 0 };
+
+	p_text(&p, kind);
+	p_text(&p, act_key);
+	ahead_queue(bk, " leases ", LEASE_LOCK_SQL, &p);
+}
 
 /* A lease row, verified (MAC).  lock: FOR UPDATE -- taken after the head
  * row's lock, never before (the lock order). */
@@ -1030,6 +1056,7 @@ pg_close(struct ri_store *base)
 		return;
 	if (s->trace > 0)
 		fprintf(stderr, "ri: postgresql round trips: %lu\n", s->round_trips);
+	pg_snapshot_end(s);     /* what it kept freed; its ROLLBACK is the session's end */
 	ahead_clear(s);
 	ri_payloads_end(&s->core);
 	ri_st_witness_detach(&s->core);
@@ -1045,6 +1072,19 @@ static int
 jhead_get_cb(void *bk, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN])
 {
 	return jhead_get(bk, h, last_hash);
+}
+
+/* store.h settle: the caller waits for the journal to change */
+static void
+pg_settle(struct ri_store *base)
+{
+	pg_snapshot_end((struct pg *)base);
+}
+
+static void
+be_settle(void *bk)
+{
+	pg_snapshot_end(bk);
 }
 
 static int
@@ -1114,10 +1154,12 @@ const struct ri_backend pg_backend = {
 	.actor_read = actor_read,
 	.lease_read = lease_read,
 	.lease_write = lease_write,
+	.lease_ahead = lease_ahead,
 	.fence_until = fence_until,
 	.fence_armed = fence_armed,
 	.read_begin = be_read_begin,
 	.read_end = be_read_end,
+	.settle = be_settle,
 	.write_begin = be_write_begin,
 	.commit = be_commit,
 	.rollback = be_rollback,
@@ -1168,6 +1210,7 @@ _Static_assert(offsetof(struct pg, core) == offsetof(struct ri_eng_store, core),
 const struct ri_store_ops pg_ops = {
 	RI_ENG_STORE_OPS,
 	.open_kinds = pg_open_kinds,
+	.settle = pg_settle,
 	.backup = pg_backup,
 	.instance_id = pg_instance_id,
 	.error = pg_error,

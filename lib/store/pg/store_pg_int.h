@@ -17,6 +17,8 @@
 #define SQLSTATE_FENCE "RIF01"          /* raised by ri_fence_check() at COMMIT */
 #define QMAX 16                         /* deferred writes held at most (then sent) */
 #define AHEAD_MAX 6                     /* reads sent ahead in one round trip at most */
+#define SNAP_KEPT 16                    /* read answers a read snapshot keeps, at most */
+#define SNAP_KEPT_ROWS 64               /* ... each of this many rows at most */
 
 /* ---- parameters and statements ------------------------------------------ */
 
@@ -47,12 +49,55 @@ struct qry {
 	const struct params *p;
 };
 
+/*
+ * The head row, read (and locked: lock) with what judging it needs in the
+ * same round trip -- the rows' newest seq, the hash at the head's seq, the
+ * hash at the witness's seq -- and the instance clock.
+ */
+struct head_read {
+	struct ri_jhead h;
+	unsigned char mac[RI_HASH_LEN], last_hash[RI_HASH_LEN], anchor_hash[RI_HASH_LEN];
+	bool present, shaped, has_last, has_anchor;
+	int64_t rows;
+	ri_ms now;
+};
+
 struct pg {
 	struct ri_store base;
 	struct ri_st_core core;        /* store_common.h */
 	PGconn *conn;
 	bool readonly;
 	bool in_tx;                     /* a transaction of ours is open */
+	/* issue 43, the round-trip diet: BEGIN rides with the transaction's
+	 * first statement (tx_begin queues it), and a read-only ROLLBACK with
+	 * the next round trip (rb_pending, sent first) -- no trip carries only
+	 * BEGIN or only ROLLBACK */
+	bool tx_sent;                   /* ... and its BEGIN has gone to the server */
+	bool tx_write;                  /* ... and it is a write (READ COMMITTED) */
+	bool rb_pending;                /* a read-only transaction's ROLLBACK, not sent yet */
+	/* issue 43: the command's reads share one REPEATABLE READ READ ONLY
+	 * snapshot (pg_read_begin), begun with its first read, ended when a
+	 * write begins, when the caller waits (pg_snapshot_end), or when it is
+	 * read_bound old; inside it the head and the clock are read once */
+	bool snap;                      /* the open transaction is that snapshot */
+	bool snap_long;                 /* ... its statement bound lifted (a traversal inside it) */
+	bool snap_broken;               /* ... a statement of it failed: the server aborted it */
+	int64_t snap_mono;              /* ... begun at this host-monotonic instant */
+	ri_ms snap_env;                 /* ... under "clock": "env", the $RI_NOW its BEGIN set */
+	int q_clock;                    /* the index in q of its clock's read (-1: none) */
+	bool snap_now_ok, snap_head_ok;
+	ri_ms snap_now;                 /* ... its clock, read with its first statement */
+	struct head_read snap_head;     /* ... its head row, as first read in it */
+	int64_t snap_anchor;            /* ... read with this anchor seq */
+	ri_ms snap_last_at;
+	/* ... and the answers of its reads, by statement and parameters: in
+	 * one REPEATABLE READ snapshot the same read answers the same rows
+	 * (snap_keep; never a statement that reads the clock) */
+	struct snapkept {
+		struct stmt st;
+		PGresult *r;
+	} kept[SNAP_KEPT];
+	int nkept;
 	ri_ms budget;                   /* the per-write budget: jwb (less the allowance) */
 	struct ri_tree_cache nodes;
 	/* tree nodes of the open transaction by id: the paths a read fetched
@@ -108,19 +153,6 @@ struct pg {
 #define NMAP 128
 #define PREFETCH_DEPTH 12               /* a path of 16^11 scopes, in one statement */
 
-/*
- * The head row, read (and locked: lock) with what judging it needs in the
- * same round trip -- the rows' newest seq, the hash at the head's seq, the
- * hash at the witness's seq -- and the instance clock.
- */
-struct head_read {
-	struct ri_jhead h;
-	unsigned char mac[RI_HASH_LEN], last_hash[RI_HASH_LEN], anchor_hash[RI_HASH_LEN];
-	bool present, shaped, has_last, has_anchor;
-	int64_t rows;
-	ri_ms now;
-};
-
 /* ---- query_pg.c: errors, parameters and results, the connection ------- */
 
 /* A failed statement charged as code, with the server's (or libpq's) one-line message. */
@@ -163,17 +195,18 @@ char *g_dup(const PGresult *r, int row, int col);
 bool g_bytes(const PGresult *r, int row, int col, unsigned char *out, size_t n);
 /* A bytea column of at most max bytes (tree nodes). */
 bool g_bytes_var(const PGresult *r, int row, int col, unsigned char *out, size_t max, size_t *len);
-/* The session's bounds (issue 13 item 4): statement, lock and idle timeouts at the budget. */
-int session_setup(struct pg *s);
 /* A lost connection re-made at the next operation. */
 int connected(struct pg *s);
 #define BEGIN_MAX 4                     /* statements that open a transaction, at most */
-/* The statements that open a transaction, appended to now (*n of them; clk: the clock's
- * parameter) -- a reconnect first when needed. */
+/* The statements that open a transaction with its own bounds (no session state: issue 43),
+ * appended to now (*n of them; clk: their parameters) -- a reconnect first when needed. */
 int begin_stmts(struct pg *s, bool write, bool long_read, struct qry *now, int *n, struct params *clk);
-/* Open a transaction: a write in READ COMMITTED, a read in REPEATABLE READ READ ONLY. */
+/* begin_stmts with the statement and idle bound given (ms; 0: none). */
+int begin_bounded(struct pg *s, bool write, ri_ms bound, struct qry *now, int *n, struct params *clk);
+/* Open a transaction: a write in READ COMMITTED, a read in REPEATABLE READ READ ONLY; its
+ * BEGIN goes with its first statement. */
 int tx_begin(struct pg *s, bool write, bool long_read);
-/* ROLLBACK, the deferred writes and reads ahead dropped. */
+/* ROLLBACK (a read-only one sent with the next round trip), the deferred writes and reads ahead dropped. */
 void pg_rollback(struct pg *s);
 /* rollback, keeping the failing call's error over the rollback's. */
 void rollback_keep(struct pg *s);
@@ -183,8 +216,14 @@ int commit(struct pg *s);
 int pg_read_begin(struct pg *s, bool *began);
 /* The end of read_begin's snapshot, when it began one. */
 void pg_read_end(struct pg *s, bool began);
-/* The instance's clock inside the open transaction (ri_clock()). */
+/* The instance's clock inside the open transaction (ri_clock()); a snapshot's, read once. */
 int clock_now(struct pg *s, ri_ms *now);
+/* The command's read snapshot ended (its ROLLBACK sent with the next round trip): a write
+ * begins, or the caller waits for the journal to change. */
+void pg_snapshot_end(struct pg *s);
+/* ... ended when read_bound old, aborted by a failed statement, or (the env clock seam) of
+ * another $RI_NOW. */
+void pg_snapshot_aged(struct pg *s);
 
 /* ---- heads_pg.c: the journal head and the tree of scope heads --------- */
 
