@@ -235,7 +235,9 @@ bench: all $(BENCHES)
 # test_store_common, each journal a new schema of it).
 # PG_SUITES: the bats files (or unit binaries) to run against the server
 # (default: those unit tests, and every suite whose header says
-# "# test-pg: backend" or "alone"; CI runs those)
+# "# test-pg: backend" or "alone"; CI runs those); last, the suites among
+# them marked "# test-pg-pooler: yes" once more through PgBouncer in
+# transaction pooling mode (issue 43, pooler-ready; PG_BOUNCER=0 skips it)
 PG_SUITES ?=
 UNITS_PG := $(BUILD)/unit/test_store $(BUILD)/unit/test_store_common
 test-pg: all $(TOOLS) $(UNITS_PG)

@@ -11,6 +11,9 @@
 # pg_locks: another suite's backend would be taken for this test's), so
 # tests/pg/run runs them after the others, by themselves; the file's other
 # tests run beside the other suites.
+# test-pg-pooler: yes -- tests/pg/run runs the whole file once more through
+# PgBouncer in transaction pooling mode (issue 43, pooler-ready): several
+# hosts of one instance, each process of each a client of the pooler
 
 bats_require_minimum_version 1.5.0
 
@@ -312,9 +315,10 @@ wait_backend_in_tx() {
 
 # ---- issue 39: freshness across hosts ------------------------------------------
 
-# schema_of CONFIG -- the journal's schema (its URI's search_path)
+# schema_of CONFIG -- the journal's schema (its URI's search_path, or
+# through the pooler its role's)
 schema_of() {
-	jq -r .journal "$1" | sed -n 's/.*search_path%3D\([a-z0-9_]*\).*/\1/p'
+	ri_pg_schema_of "$(jq -r .journal "$1")"
 }
 
 @test "issue 39 point 3, three hosts: B lands k, A's sweep seals, the journal's owner role rolls the tables back -- every host fails closed, C too (which wrote nothing), and k never runs again; the witness they share is one the journal's role cannot write" {
@@ -377,14 +381,24 @@ schema_of() {
 	jq -e '.capabilities[] | select(.check == "witness-independent") | (.pass | not) and
 	    (.message | contains("host-local"))' <<<"$output" >/dev/null
 	# a witness in the journal's own database, which its role can write
-	w=$(jq -r .journal "$RI_CONFIG" | sed 's/search_path%3D[a-z0-9_]*/search_path%3Dwown/')
-	psql -h "$RI_TEST_PG_HOST" -U ri -d ri -qc "CREATE SCHEMA wown" >/dev/null
+	if [ -n "${RI_TEST_PG_BOUNCER:-}" ]; then
+		# through the pooler a schema is a role's search_path: a role of
+		# the journal's role's own (a member owns what it owns)
+		own=wown_$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+		ri_pg_bouncer_role ri "$own"
+		psql -h "$RI_TEST_PG_HOST" -U postgres -d ri -qc \
+		    "GRANT $own TO $(ri_pg_role_of "$(jq -r .journal "$RI_CONFIG")")" >/dev/null
+		w="postgresql://$RI_TEST_PG_BOUNCER/ri?user=$own"
+	else
+		w=$(jq -r .journal "$RI_CONFIG" | sed 's/search_path%3D[a-z0-9_]*/search_path%3Dwown/')
+		psql -h "$RI_TEST_PG_HOST" -U ri -d ri -qc "CREATE SCHEMA wown" >/dev/null
+	fi
 	jq --arg w "$w" '.["witness"] = $w' "$BCFG" >"$B/own.json"
 	RI_CONFIG="$B/own.json" run --separate-stderr ri-startcheck --json
 	jq -e '.capabilities[] | select(.check == "witness-independent") | (.pass | not) and
 	    (.message | contains("can write the witness"))' <<<"$output" >/dev/null || {
 		# the journal's role creates its table first, as ri-init would have
-		psql -h "$RI_TEST_PG_HOST" -U ri -d ri -qc "SET search_path = wown; CREATE TABLE ri_witness(id bigserial)" >/dev/null
+		psql "$w" -qc "CREATE TABLE ri_witness(id bigserial)" >/dev/null
 		RI_CONFIG="$B/own.json" run --separate-stderr ri-startcheck --json
 		jq -e '.capabilities[] | select(.check == "witness-independent") | (.pass | not) and
 		    (.message | contains("can write the witness"))' <<<"$output" >/dev/null
