@@ -88,7 +88,7 @@ defaults() {
 	[ "$status" -eq 0 ]
 }
 
-@test "issue 43 (pooler-ready): two ri processes interleaving their transactions on one pooled server connection -- opens, closes and reads all answer 0, every granted open's intent and every close's outcome landed, ri-audit clean" {
+@test "issue 43 (pooler-ready): two ri processes interleaving their transactions on one pooled server connection -- every open, close and read answers 0; every granted open's intent and every close's outcome landed, ri-audit clean" {
 	ri_instance
 	one_pool
 	pid=$(pooled "SELECT pg_backend_pid()")
@@ -99,7 +99,7 @@ defaults() {
 			echo "open $rc"
 			[ "$rc" -eq 0 ] || continue
 			close_req "$a" '{"disclosure_id":"d"}' | ri-close >/dev/null 2>>"$2.err" && rc=0 || rc=$?
-			echo "close $rc"
+			echo "closed $rc"
 			ri-read --kind ledger --act-key "$1-$i" </dev/null >/dev/null 2>>"$2.err" && rc=0 || rc=$?
 			echo "read $rc"
 		done >"$2"
@@ -108,8 +108,8 @@ defaults() {
 	worker b "$T/wb" & p2=$!
 	wait $p1 $p2
 	cat "$T"/wa.err "$T"/wb.err
-	[ -z "$(cat "$T"/wa "$T"/wb | grep -v -E '^(open|close|read) 0$' || true)" ]
-	[ "$(grep -c '^close 0$' "$T"/wa "$T"/wb | awk -F: '{ t += $2 } END { print t }')" -eq 16 ]
+	[ -z "$(cat "$T"/wa "$T"/wb | grep -v -E '^(open|closed|read) 0$' || true)" ]
+	[ "$(grep -c '^closed 0$' "$T"/wa "$T"/wb | awk -F: '{ t += $2 } END { print t }')" -eq 16 ]
 	[ "$(records "role = 1 AND (act_key LIKE 'a-%' OR act_key LIKE 'b-%')")" -eq 16 ]
 	[ "$(records "role <> 1 AND (act_key LIKE 'a-%' OR act_key LIKE 'b-%')")" -ge 16 ]
 	# one server connection served both all along
