@@ -45,9 +45,9 @@ whole() {
 
 # The target (<= 8 each) is bench 06's verdict (issue 43 target 1: a
 # ratio in make bench); this test holds the ground the diet took -- 54 / 48
-# before it, 20 / 19 after -- so a change that adds a round trip to either
+# before it, 21 / 19 after (open ends with the ROLLBACK of its last read snapshot, which a pooler needs) -- so a change that adds a round trip to either
 # command fails here first, and lowers these bounds when it removes one.
-@test "issue 43 target 1: one ri-open and one ri-close cost at most 20 and 19 round trips (54 and 48 before the diet; bench 06 judges the target, 8), the whole process with its connect-time checks; each append still 2" {
+@test "issue 43 target 1: one ri-open and one ri-close cost at most 21 and 19 round trips (54 and 48 before the diet; bench 06 judges the target, 8), the whole process with its connect-time checks; each append still 2" {
 	ri_instance
 	o=$(open_req k1 | RI_PG_TRACE=1 ri-open 2>"$T/open.trace")
 	close_req "$o" '{"disclosure_id":"d1"}' | RI_PG_TRACE=1 ri-close 2>"$T/close.trace" >/dev/null
@@ -55,7 +55,7 @@ whole() {
 	[ "$(appended "$T/open.trace" ledger.intended)" -eq 2 ]
 	[ "$(appended "$T/close.trace" ledger.disclosed)" -eq 2 ]
 	[ -n "$(whole "$T/open.trace")" ] && [ -n "$(whole "$T/close.trace")" ]
-	[ "$(whole "$T/open.trace")" -le 20 ]
+	[ "$(whole "$T/open.trace")" -le 21 ]
 	[ "$(whole "$T/close.trace")" -le 19 ]
 }
 

@@ -1054,9 +1054,19 @@ pg_close(struct ri_store *base)
 
 	if (s == NULL)
 		return;
+	pg_snapshot_end(s);     /* what it kept freed */
+	/* Its ROLLBACK now, answered, before the session ends (issue 43,
+	 * pooler-ready): PgBouncer closes a server session whose client left
+	 * it inside a transaction -- every command would cost the pool a
+	 * server session, and a new one its cold catalog caches.  One round
+	 * trip, counted. */
+	if (s->rb_pending && s->conn != NULL && PQstatus(s->conn) == CONNECTION_OK) {
+		s->rb_pending = false;
+		s->round_trips++;
+		PQclear(PQexec(s->conn, "ROLLBACK"));
+	}
 	if (s->trace > 0)
 		fprintf(stderr, "ri: postgresql round trips: %lu\n", s->round_trips);
-	pg_snapshot_end(s);     /* what it kept freed; its ROLLBACK is the session's end */
 	ahead_clear(s);
 	ri_payloads_end(&s->core);
 	ri_st_witness_detach(&s->core);
