@@ -420,6 +420,7 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 	int64_t anchor = s->core.anchored ? s->core.anchor_seq : 0;
 	if (once && s->snap_head_ok && s->snap_anchor == anchor) {
 		*hr = s->snap_head;
+		hr->now = snap_clock(s);
 		s->last_at = s->snap_last_at;
 		return RI_ST_OK;
 	}
@@ -474,8 +475,9 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 	}
 	if (once && s->in_tx && s->snap) {
 		if (s->snap_now_ok)
-			hr->now = s->snap_now;
-		s->snap_now = hr->now;
+			hr->now = snap_clock(s);
+		else
+			s->snap_now = hr->now;
 		s->snap_now_ok = true;
 		s->snap_head = *hr;
 		s->snap_anchor = anchor;

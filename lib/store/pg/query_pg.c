@@ -974,8 +974,24 @@ pg_snapshot_end(struct pg *s)
 	ri_tree_cache_clear(&s->nodes);
 }
 
+/* The read snapshot's clock: the instance clock read with its first
+ * statement, moved on by the host's monotonic time since the snapshot
+ * began (before that read, so never behind the server's clock).  A
+ * snapshot lives up to read_bound: a lease's remaining time judged on the
+ * clock it began with would overstate what is left (issue 43).  Under the
+ * env clock seam the instant is the process's $RI_NOW, which stands still
+ * (a snapshot ends when it moves). */
+ri_ms
+snap_clock(const struct pg *s)
+{
+	if (s->core.cfg->clock_env)
+		return s->snap_now;
+	return s->snap_now + (ri_ms)(ri_mono_ms() - s->snap_mono);
+}
+
 /* The instance's clock inside the open transaction (ri_clock()); inside
- * the read snapshot, the one read with its first statement. */
+ * the read snapshot, the one read with its first statement, moved on
+ * (snap_clock). */
 int
 clock_now(struct pg *s, ri_ms *now)
 {
@@ -993,7 +1009,7 @@ clock_now(struct pg *s, ri_ms *now)
 			return rc0;
 	}
 	if (s->in_tx && s->snap && s->snap_now_ok) {
-		*now = s->snap_now;
+		*now = snap_clock(s);
 		return RI_ST_OK;
 	}
 	r = run(s, "SELECT ri_clock()", NULL);
@@ -1004,8 +1020,9 @@ clock_now(struct pg *s, ri_ms *now)
 	PQclear(r);
 	if (rc == RI_ST_OK && s->in_tx && s->snap) {
 		if (s->snap_now_ok)
-			*now = s->snap_now;
-		s->snap_now = *now;
+			*now = snap_clock(s);
+		else
+			s->snap_now = *now;
 		s->snap_now_ok = true;
 	}
 	return rc;

@@ -216,6 +216,8 @@ int commit(struct pg *s);
 int pg_read_begin(struct pg *s, bool *began);
 /* The end of read_begin's snapshot, when it began one. */
 void pg_read_end(struct pg *s, bool began);
+/* The read snapshot's clock, moved on by the host's monotonic time (issue 43). */
+ri_ms snap_clock(const struct pg *s);
 /* The instance's clock inside the open transaction (ri_clock()); a snapshot's, read once. */
 int clock_now(struct pg *s, ri_ms *now);
 /* The command's read snapshot ended (its ROLLBACK sent with the next round trip): a write
