@@ -894,13 +894,12 @@ commit(struct pg *s)
  * caller waits for the journal to change (store.h settle: a lease wait,
  * a retry's nap, the bound's wait), when the store closes, and at the
  * first read once it is read_bound old on the host's monotonic clock.
- * So no snapshot hides a change the code waits for, and its clock, read
- * once with its first statement, is never older than read_bound -- the
- * age the protocol's bounds already allow a read's answer (a read may
- * take read_bound to come back): the reads judge the journal as it stood
- * at that instant, at that instant -- data and clock of one moment, as
- * one round trip would read them (a later clock with the older rows
- * would be the inconsistent pairing).
+ * So no snapshot hides a change the code waits for, and its rows are
+ * never older than read_bound -- the age the protocol's bounds already
+ * allow a read's answer (a read may take read_bound to come back).  Its
+ * clock is read once, with its first statement, and moved on by the
+ * host's monotonic time (snap_clock): a lease's remaining time is judged
+ * on the present, never on the snapshot's first instant.
  * Every write judges again, under the head's lock, on the clock read in
  * its own first round trip (jhead_fetch_tx), so a decision a read made
  * on the snapshot's clock is never what a write rests on.
