@@ -428,3 +428,26 @@ wants_chmod() {
 	grep -n "s3cret" "$T/all.out" || true
 	[ "$(grep -c "s3cret" "$T/all.out")" -eq 0 ]
 }
+
+@test "INTERFACE third wave, Shards: a journal of an older format is refused by every command with 78, naming its format; nothing is written (tests/pg/hardening.bats: the same on PostgreSQL)" {
+	open_req k1 | ri-open >/dev/null
+	sqlite3 "$T/journal.db" "UPDATE meta SET v = '2' WHERE k = 'format'"
+	local n
+	n=$(jsql "SELECT count(*) FROM records")
+	for cmd in "ri-read --kind ledger --act-key k1" ri-audit ri-sweep; do
+		# shellcheck disable=SC2086
+		run --separate-stderr $cmd
+		echo "$cmd: $status $stderr"
+		# ASSERT: 78 (a configuration to change: this release, or the journal migrated), never 30
+		[ "$status" -eq 78 ]
+		[[ "$stderr" == *"is format 2; this ri"*"reads format 3"* ]]
+	done
+	run --separate-stderr ri-open <<<"$(open_req k2)"
+	[ "$status" -eq 78 ]
+	[[ "$stderr" == *"is format 2"* ]]
+	run --separate-stderr ri-startcheck --json
+	[ "$status" -eq 1 ]
+	[[ "$output$stderr" == *"is format 2"* ]]
+	# nothing was written: the refusals read the format before anything else
+	[ "$(jsql "SELECT count(*) FROM records")" -eq "$n" ]
+}

@@ -267,3 +267,26 @@ tables() {
 	[ "$status" -ne 0 ]
 	[[ "$stderr" == *"schema version row"* ]]
 }
+
+@test "INTERFACE third wave, Shards: a PostgreSQL journal of an older format is refused by every command with 78, naming its format (as the file is: tests/hardening.bats); nothing is written" {
+	ri_instance
+	open_req k1 | ri-open >/dev/null
+	sql "UPDATE ri_meta SET v = '2' WHERE k = 'format'"
+	local n
+	n=$(jsql "SELECT count(*) FROM records")
+	for cmd in "ri-read --kind ledger --act-key k1" ri-audit ri-sweep; do
+		# shellcheck disable=SC2086
+		run --separate-stderr $cmd
+		echo "$cmd: $status $stderr"
+		# ASSERT: 78 (a release to change), never 30 (a journal tampered with)
+		[ "$status" -eq 78 ]
+		[[ "$stderr" == *"is format 2; this ri"*"reads format 3"* ]]
+	done
+	run --separate-stderr ri-open <<<"$(open_req k2)"
+	[ "$status" -eq 78 ]
+	[[ "$stderr" == *"is format 2"* ]]
+	run --separate-stderr ri-startcheck --json
+	[ "$status" -eq 1 ]
+	[[ "$output$stderr" == *"is format 2"* ]]
+	[ "$(jsql "SELECT count(*) FROM records")" -eq "$n" ]
+}

@@ -361,6 +361,7 @@ load_meta(struct pg *s, char smac[2 * RI_HASH_LEN + 1], char sver[2 * RI_HASH_LE
 {
 	PGresult *r = NULL;
 	bool fmt = false, inst = false, began = false;
+	int other = 0;
 
 	smac[0] = sver[0] = '\0';
 	if (pg_read_begin(s, &began) == RI_ST_OK)
@@ -373,8 +374,10 @@ load_meta(struct pg *s, char smac[2 * RI_HASH_LEN + 1], char sver[2 * RI_HASH_LE
 	}
 	for (int i = 0; i < PQntuples(r); i++) {
 		const char *k = PQgetvalue(r, i, 0), *v = PQgetvalue(r, i, 1);
-		if (strcmp(k, "format") == 0)
-			fmt = atoi(v) == RI_FORMAT;
+		if (strcmp(k, "format") == 0) {
+			other = atoi(v);
+			fmt = other == RI_FORMAT;
+		}
 		else if (strcmp(k, "instance_id") == 0)
 			inst = sodium_hex2bin(s->core.instance_id, sizeof s->core.instance_id, v, strlen(v), NULL, NULL, NULL) == 0;
 		else if (strcmp(k, "schema_mac") == 0)
@@ -383,6 +386,12 @@ load_meta(struct pg *s, char smac[2 * RI_HASH_LEN + 1], char sver[2 * RI_HASH_LE
 			snprintf(sver, 2 * RI_HASH_LEN + 24, "%s", v);
 	}
 	PQclear(r);
+	/* INTERFACE, third wave (Shards): an older format is a release to
+	 * change, named as the file's is (open_sqlite.c), never a tampering */
+	if (!fmt && other > 0 && other < RI_FORMAT)
+		return ri_fail(err, RI_CONFIG, "journal (postgresql) is format %d; this ri (%s) reads format %d only:"
+		    " keep the old release to audit it, and start a new instance with ri-init", other, ri_version(),
+		    RI_FORMAT);
 	if (!fmt || !inst)
 		return ri_fail(err, RI_INTEGRITY, "journal (postgresql): missing or unknown format/instance id");
 	ri_genesis(s->core.instance_id, s->core.genesis);
