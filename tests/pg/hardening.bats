@@ -290,3 +290,37 @@ tables() {
 	[[ "$output$stderr" == *"is format 2"* ]]
 	[ "$(jsql "SELECT count(*) FROM records")" -eq "$n" ]
 }
+
+@test "issue 40 point 1 on the findings register: a DML role holds the register locked (ACCESS EXCLUSIVE) -- ri-findings answers 15 within its lock wait, naming the register, never hangs; the lock gone, it reads again" {
+	ri_instance
+	dml_role
+	psql "$DML" -qAt -c "BEGIN" -c "LOCK TABLE findings IN ACCESS EXCLUSIVE MODE" -c "SELECT pg_sleep(600)" \
+	    >/dev/null 2>&1 &
+	HOLDER=$!
+	for _ in $(seq 1 200); do
+		[ "$(sql "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+		    WHERE c.relname = 'findings' AND l.mode = 'AccessExclusiveLock' AND l.granted")" -ge 1 ] && break
+		sleep 0.05
+	done
+	# ASSERT: a read of the register waits no longer than a write of it
+	# (5 s), then fails closed -- 124 would be a hang
+	run --separate-stderr timeout 30 ri-findings --open
+	echo "$status $output $stderr"
+	[ "$status" -eq 15 ]
+	[[ "$stderr" == *"findings register"* ]]
+	run --separate-stderr timeout 30 ri-findings --check
+	[ "$status" -ne 124 ]
+	[ "$status" -ne 0 ]
+	kill "$HOLDER"
+	wait "$HOLDER" 2>/dev/null || true
+	HOLDER=
+	psql -h "$RI_TEST_PG_HOST" -U postgres -d ri -qAtc "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+	    WHERE query LIKE '%pg_sleep(600)%' AND pid <> pg_backend_pid()" >/dev/null
+	for _ in $(seq 1 200); do
+		[ "$(sql "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+		    WHERE c.relname = 'findings' AND l.mode = 'AccessExclusiveLock'")" -eq 0 ] && break
+		sleep 0.05
+	done
+	run --separate-stderr ri-findings --open
+	[ "$status" -eq 0 ]
+}

@@ -32,6 +32,7 @@ struct ri_findings_pg {
 	PGconn *conn;
 	char shown[512];                /* the URI for messages, no password (issue 40 point 9) */
 	int64_t keyless;                /* rows shaped as keyless refusals (-1: not counted yet) */
+	bool keyless_failed;            /* the count failed: -1 (none excused), not asked again */
 	bool in_tx;                     /* a write transaction is open */
 	bool readonly;                  /* a reader: its transactions are READ ONLY */
 };
@@ -67,10 +68,32 @@ res_ok(PGresult *r)
 	return r != NULL && (PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK);
 }
 
+/* A statement outside a write transaction runs in one of its own, under
+ * the write's lock wait: ACCESS SHARE is blocked by an ACCESS EXCLUSIVE
+ * lock a DML role may take (LOCK TABLE needs only UPDATE), and a read
+ * that waited for it without a bound hung (issue 40 point 1). */
 static PGresult *
 q(struct ri_findings_pg *p, const char *sql, int n, const char *const *v)
 {
-	return PQexecParams(p->conn, sql, n, NULL, v, NULL, NULL, 0);
+	PGresult *r, *x;
+	bool own = !p->in_tx;
+
+	if (own) {
+		x = PQexec(p->conn, "BEGIN; SET LOCAL lock_timeout = 5000");
+		if (!res_ok(x))
+			return x;
+		PQclear(x);
+	}
+	r = PQexecParams(p->conn, sql, n, NULL, v, NULL, NULL, 0);
+	if (own) {
+		x = PQexec(p->conn, res_ok(r) ? "COMMIT" : "ROLLBACK");
+		if (res_ok(r) && !res_ok(x)) {
+			PQclear(r);
+			return x;
+		}
+		PQclear(x);
+	}
+	return r;
 }
 
 /* Run a statement whose answer nothing reads; false (r kept in *bad) when
@@ -146,8 +169,8 @@ ri_findings_pg_open(const char *uri, bool readonly, struct ri_findings_pg **out,
 	 * timeout waits, no longer; a reader never writes -- both set per
 	 * write transaction (BEGIN_WRITE), never for the session: behind a
 	 * pooler a session's SET outlives the transaction into another
-	 * client's (issue 43).  A read outside a write is one statement of
-	 * its own: it takes only ACCESS SHARE, which no writer's lock blocks */
+	 * client's (issue 43).  A read outside a write is a transaction of
+	 * its own, under the same lock wait (q) */
 	p->readonly = readonly;
 	*out = p;
 	return RI_OK;
@@ -480,11 +503,13 @@ ri_findings_pg_keyless(struct ri_findings_pg *p)
 {
 	PGresult *r;
 
-	if (p->keyless >= 0)
+	if (p->keyless >= 0 || p->keyless_failed)
 		return p->keyless;
-	r = PQexec(p->conn, "SELECT count(*) FROM findings WHERE " RI_FINDINGS_KEYLESS_SHAPE);
+	r = q(p, "SELECT count(*) FROM findings WHERE " RI_FINDINGS_KEYLESS_SHAPE, 0, NULL);
 	if (res_ok(r) && PQntuples(r) == 1)
 		p->keyless = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	else    /* a register that cannot be counted (a lock held past the wait) is asked once */
+		p->keyless_failed = true;
 	PQclear(r);
 	return p->keyless;
 }
