@@ -2230,6 +2230,10 @@ main(void)
 	unsetenv("RI_FAULT");
 	on_pg = tl_pg_host() != NULL;
 	printf("test_store: on %s\n", on_pg ? "PostgreSQL ($RI_TEST_PG_HOST)" : "SQLite");
+	/* first: a failure stops the binary, and its negative control
+	 * (RI_NC_SNAPSHOT_CLOCK_STILL, tests/negative/run) then costs seconds,
+	 * not the whole binary's run on PostgreSQL */
+	test_snapshot_clock();
 	test_record_action();
 	test_read_record();
 	test_range_read();
@@ -2241,7 +2245,6 @@ main(void)
 	test_append_only(&b);
 	test_retention();
 	test_lease();
-	test_snapshot_clock();
 	test_concurrency();
 	test_open_intents();
 	printf("test_store: all passed\n");

@@ -699,6 +699,15 @@ begin_bounded(struct pg *s, bool write, ri_ms bound, struct qry *now, int *n, st
 	    " set_config('idle_in_transaction_session_timeout', $3, true), set_config('lock_timeout', $2, true),"
 	    " set_config('synchronous_commit', 'on', true), set_config('standard_conforming_strings', 'on', true),"
 	    " set_config('ri.clock', $4, true)";
+	/* negative control: the same settings session-level, outliving the
+	 * transaction (pooler.bats' settings-leak test) */
+	static const char set_session[] = "SELECT set_config('statement_timeout', $1, false),"
+	    " set_config('idle_in_transaction_session_timeout', $3, false), set_config('lock_timeout', $2, false),"
+	    " set_config('synchronous_commit', 'on', false), set_config('standard_conforming_strings', 'on', false)";
+	static const char set_clock_session[] = "SELECT set_config('statement_timeout', $1, false),"
+	    " set_config('idle_in_transaction_session_timeout', $3, false), set_config('lock_timeout', $2, false),"
+	    " set_config('synchronous_commit', 'on', false), set_config('standard_conforming_strings', 'on', false),"
+	    " set_config('ri.clock', $4, false)";
 	ri_ms at;
 	ri_err e;
 	int rc;
@@ -729,7 +738,10 @@ begin_bounded(struct pg *s, bool write, ri_ms bound, struct qry *now, int *n, st
 		p_int(clk, at);
 		s->snap_env = at;
 	}
-	now[(*n)++] = (struct qry){ s->core.cfg->clock_env ? set_clock : set, clk };
+	if (RI_NC(RI_NC_SESSION_SETTINGS))
+		now[(*n)++] = (struct qry){ s->core.cfg->clock_env ? set_clock_session : set_session, clk };
+	else
+		now[(*n)++] = (struct qry){ s->core.cfg->clock_env ? set_clock : set, clk };
 	return RI_ST_OK;
 }
 
@@ -983,7 +995,9 @@ pg_snapshot_end(struct pg *s)
 ri_ms
 snap_clock(const struct pg *s)
 {
-	if (s->core.cfg->clock_env)
+	/* negative control: the clock of the snapshot's first statement,
+	 * standing still (test_store's test_snapshot_clock on PostgreSQL) */
+	if (s->core.cfg->clock_env || RI_NC(RI_NC_SNAPSHOT_CLOCK_STILL))
 		return s->snap_now;
 	return s->snap_now + (ri_ms)(ri_mono_ms() - s->snap_mono);
 }

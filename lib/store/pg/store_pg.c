@@ -1059,8 +1059,9 @@ pg_close(struct ri_store *base)
 	 * pooler-ready): PgBouncer closes a server session whose client left
 	 * it inside a transaction -- every command would cost the pool a
 	 * server session, and a new one its cold catalog caches.  One round
-	 * trip, counted. */
-	if (s->rb_pending && s->conn != NULL && PQstatus(s->conn) == CONNECTION_OK) {
+	 * trip, counted.  (Negative control: the session ends inside its
+	 * transaction -- pooler.bats' backend-pid check.) */
+	if (!RI_NC(RI_NC_FINISH_IN_TX) && s->rb_pending && s->conn != NULL && PQstatus(s->conn) == CONNECTION_OK) {
 		s->rb_pending = false;
 		s->round_trips++;
 		PQclear(PQexec(s->conn, "ROLLBACK"));
