@@ -304,11 +304,11 @@ tables() {
 	done
 	# ASSERT: a read of the register waits no longer than a write of it
 	# (5 s), then fails closed -- 124 would be a hang
-	run --separate-stderr timeout 30 ri-findings --open
+	run --separate-stderr timeout 20 ri-findings --open
 	echo "$status $output $stderr"
 	[ "$status" -eq 15 ]
 	[[ "$stderr" == *"findings register"* ]]
-	run --separate-stderr timeout 30 ri-findings --check
+	run --separate-stderr timeout 20 ri-findings --check
 	[ "$status" -ne 124 ]
 	[ "$status" -ne 0 ]
 	kill "$HOLDER"

@@ -76,7 +76,8 @@ static PGresult *
 q(struct ri_findings_pg *p, const char *sql, int n, const char *const *v)
 {
 	PGresult *r, *x;
-	bool own = !p->in_tx;
+	/* negative control: the read is its own statement, unbounded */
+	bool own = !p->in_tx && !RI_NC(RI_NC_FINDINGS_READ_UNBOUNDED);
 
 	if (own) {
 		x = PQexec(p->conn, "BEGIN; SET LOCAL lock_timeout = 5000");
