@@ -32,7 +32,9 @@
 # for; one head serializes every writer, so
 #     acts/s <= 1000 / (A * (delay + s))
 # printed beside each measured value, with the share of the wall time the
-# head was held (lock busy; 100% is the ceiling reached).
+# head was held (lock busy; 100% is the ceiling reached).  s is measured
+# under the same writers, so it holds what waiting for a CPU adds to a
+# section; one writer alone for 2 s gives s with no one else running.
 #
 # Target 4 (issue 43): with the delay, 16 writers, acts/s with 16 shards
 # >= 6x acts/s with 1 shard.  A journal has one head row today: the
@@ -131,8 +133,10 @@ for r in $(seq 1 "$ROUNDS"); do
 	done
 done
 
-# the model's constants, from the 0 ms reference (else the first delay)
+# the model's constants, from the 0 ms reference (else the first delay);
+# and s of one writer alone, the section with no one waiting for a CPU
 d0=${DELAYS%% *}
+read -r R1 _ _ H1 < <(W=1 SECS=2 round "$d0" solo)
 # shellcheck disable=SC2086 # the lists are words
 A=$(med ${APP[$d0]}) H0=$(med ${HELD[$d0]})
 S0=$(awk -v h="$H0" -v a="$A" -v d="$d0" 'BEGIN { printf "%.2f", (a > 0 ? h / a : 0) - d }')
@@ -140,6 +144,10 @@ S0=$(awk -v h="$H0" -v a="$A" -v d="$d0" 'BEGIN { printf "%.2f", (a > 0 ? h / a 
 printf '  the model: A = %s appends an act, %s head-locked sections an act (the lease'"'"'s take and release too);\n' \
     "$A" "$(med ${SEC[$d0]})"
 printf '             at +%s ms the head is held %s ms an act: s = %s ms of section an append stands for\n' "$d0" "$H0" "$S0"
+S1=$(awk -v h="$H1" -v a="$A" -v d="$d0" 'BEGIN { printf "%.2f", (a > 0 ? h / a : 0) - d }')
+printf '             (one writer alone, %s acts/s: the head held %s ms an act, s = %s ms;\n' "$R1" "$H1" "$S1"
+printf '              at +%s ms that ceiling is %s acts/s)\n' "$DT" \
+    "$(awk -v a="$A" -v d="$DT" -v s="$S1" 'BEGIN { x = a * (d + s); if (x <= 0) print "?"; else printf "%.1f", 1000 / x }')"
 printf '%-9s %-8s %-7s %20s %16s %10s %22s\n' "delay ms" "writers" "shards" "acts/s (min/med)" "held ms/act" \
     "lock busy" "model: acts/s <="
 for d in $DELAYS; do
