@@ -776,6 +776,49 @@ largest_record() {
 	[ "$(records)" -eq "$n" ]
 }
 
+@test "faults.def append.section=delay:<ms> (issue 43's measured ceiling): every append is held <ms> -- ri-open's one append and ri-close's one -- and lands as without it; a malformed delay is 78" {
+	ri_instance
+	n=$(records)
+	t=$(ms)
+	A=$(open_req k1 | RI_FAULT=append.section=delay:400 ri-open)
+	[ $(( $(ms) - t )) -ge 400 ]
+	t=$(ms)
+	run --separate-stderr env RI_FAULT=append.section=delay:400 ri-close <<<"$(close_req "$A")"
+	[ "$status" -eq 0 ]
+	[ $(( $(ms) - t )) -ge 400 ]
+	[ "$(records)" -eq $((n + 2)) ]
+	[ "$(state_of k1 "$(jq -r .invocation_id <<<"$A")")" = closed ]
+	for bad in delay: delay:x delay:-1 delay:5ms delay:60001 delay:99999999999999999999; do
+		run --separate-stderr env RI_FAULT="append.section=$bad" ri-open <<<"$(open_req k2)"
+		[ "$status" -eq 78 ]
+		[[ "$stderr" == *"unknown action"* ]]
+	done
+	[ "$(records)" -eq $((n + 2)) ]
+}
+
+@test "faults.def append.section is inside the journal head's critical section (issue 43): a writer held there holds back another act's writer until it goes on" {
+	ri_instance
+	mkdir -p "$T/f"
+	mkfifo "$T/f/append.section"
+	RI_FAULT=append.section=pause RI_FAULT_DIR="$T/f" \
+	    ri-open <<<"$(open_req k1)" >"$T/a.out" 2>"$T/a.err" 3>&- &
+	BG=$!
+	wait_for "$T/f/append.section.reached"
+	ri-open <<<"$(open_req k2)" >"$T/b.out" 2>"$T/b.err" 3>&- &
+	b=$!
+	sleep 0.5
+	kill -0 "$b"                            # still waiting for the head
+	[ ! -s "$T/b.out" ]
+	echo >"$T/f/append.section"
+	rc=0
+	wait "$BG" || rc=$?
+	BG=
+	[ "$rc" -eq 0 ]
+	wait "$b"                               # and then lands
+	[ "$(act_rows k1)" -eq 1 ] && [ "$(act_rows k2)" -eq 1 ]
+	[ "$(records "act_key = 'k1' AND seq < (SELECT min(seq) FROM records WHERE act_key = 'k2')")" -eq 1 ]
+}
+
 @test "close step 3.6a: retry_terminus counted(2) with only the first attempt failing -> the second lands (0)" {
 	ri_instance
 	ri_cfg '.kinds.ledger.retry_terminus = {"counted": 2}'

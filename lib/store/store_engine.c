@@ -376,6 +376,12 @@ ri_eng_append_locked(struct ri_st_core *c, struct ri_jhead *jh, const unsigned c
 	int rc;
 	const char *act_key = a->act_key ? a->act_key : "";
 
+	/* inside the critical section on both backends (SQLite's BEGIN
+	 * IMMEDIATE, PostgreSQL's head row locked by write_head's round trip),
+	 * held until COMMIT: a delay here stands for round trips under the
+	 * lock (issue 43's measured ceiling, bench/09-pg-ceiling.sh); a die,
+	 * for a host lost while holding it */
+	ri_fault("append.section");
 	if (ri_kind_of(a->action_ref, kind, sizeof kind) != 0)
 		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "malformed action ref");
 	scope_make(&act, SCOPE_ACT, kind, act_key);

@@ -5,19 +5,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/fault.h"
 
 #define RI_MAX_ARMED 16
 
-enum { ACT_DIE = 100, ACT_PAUSE };
+enum { ACT_DIE = 100, ACT_PAUSE, ACT_DELAY };
+
+/* the longest delay: a section held a minute is no longer a round trip */
+#define RI_MAX_DELAY_MS 60000
 
 static struct armed {
 	char point[64];
 	int action;
 	int nth;                /* fire on the nth pass (1 = first) */
 	int seen;
+	long delay_ms;          /* ACT_DELAY: held on every pass from the nth */
 } armed[RI_MAX_ARMED];
 static size_t n_armed;
 
@@ -55,18 +60,34 @@ known_point(const char *p)
 	return false;
 }
 
+/* "delay:<ms>", 0 to RI_MAX_DELAY_MS, digits only */
 static int
-parse_action(const char *s)
+parse_delay(const char *s, long *ms)
+{
+	char *end;
+
+	if (strncmp(s, "delay:", 6) != 0 || s[6] < '0' || s[6] > '9')
+		return -1;
+	errno = 0;
+	*ms = strtol(s + 6, &end, 10);
+	if (errno != 0 || *end != '\0' || *ms > RI_MAX_DELAY_MS)
+		return -1;
+	return ACT_DELAY;
+}
+
+static int
+parse_action(const char *s, long *delay_ms)
 {
 	static const struct { const char *n; int a; } acts[] = {
 		{ "die", ACT_DIE }, { "pause", ACT_PAUSE }, { "fail", RI_FA_FAIL },
 		{ "fail3", RI_FA_FAIL3 }, { "lose", RI_FA_LOSE },
 		{ "noretention", RI_FA_NORETENTION },
 	};
+	*delay_ms = 0;
 	for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++)
 		if (strcmp(s, acts[i].n) == 0)
 			return acts[i].a;
-	return -1;
+	return parse_delay(s, delay_ms);
 }
 
 int
@@ -101,8 +122,9 @@ ri_fault_arm(const struct ri_config *c, ri_err *err)
 		}
 		if (!known_point(tok))
 			return ri_fail(err, RI_CONFIG, "RI_FAULT: unknown fault point \"%s\"", tok);
-		if ((a->action = parse_action(eq)) < 0)
-			return ri_fail(err, RI_CONFIG, "RI_FAULT: unknown action \"%s\"", eq);
+		if ((a->action = parse_action(eq, &a->delay_ms)) < 0)
+			return ri_fail(err, RI_CONFIG, "RI_FAULT: unknown action \"%s\" (delay:<ms> takes 0 to %d)",
+			    eq, RI_MAX_DELAY_MS);
 		if (strlen(tok) >= sizeof a->point)
 			return ri_fail(err, RI_CONFIG, "RI_FAULT: point name too long");
 		snprintf(a->point, sizeof a->point, "%s", tok);
@@ -138,17 +160,38 @@ pause_at(const char *point)
 	close(fd);
 }
 
+/* Hold the point ms milliseconds, whatever signal wakes the sleep early. */
+static void
+delay_at(long ms)
+{
+	struct timespec left = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+
+	while (nanosleep(&left, &left) != 0 && errno == EINTR)
+		;
+}
+
 enum ri_fault_action
 ri_fault(const char *point)
 {
 	struct armed *fire = NULL;
 
-	/* every arm on this point counts the pass, then the first due fires */
+	/* every arm on this point counts the pass, then the first due fires.
+	 * A delay is a standing condition, not an event (issue 43's measured
+	 * ceiling: every append's section held open as a round trip would):
+	 * it holds on every pass from its nth, and leaves the events armed on
+	 * the same point to fire as they would without it */
 	for (size_t i = 0; i < n_armed; i++) {
 		struct armed *a = &armed[i];
 
-		if (strcmp(a->point, point) == 0 && ++a->seen == a->nth && fire == NULL)
+		if (strcmp(a->point, point) != 0)
+			continue;
+		++a->seen;
+		if (a->action == ACT_DELAY) {
+			if (a->seen >= a->nth && a->delay_ms > 0)
+				delay_at(a->delay_ms);
+		} else if (a->seen == a->nth && fire == NULL) {
 			fire = a;
+		}
 	}
 	if (fire != NULL) {
 		struct armed *a = fire;

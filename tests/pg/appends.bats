@@ -59,6 +59,26 @@ whole() {
 	[ "$(whole "$T/close.trace")" -le 19 ]
 }
 
+# held TRACE -- how long each head-locked section held the lock, ms, one a line
+held() {
+	sed -n 's/^ri: pg: head held \([0-9.]*\) ms, committed$/\1/p' "$1"
+}
+
+@test "issue 43 measured ceiling: RI_PG_TRACE=1 prints how long each section held the head's lock -- ri-open's two (the lease's take, the intent's append), ri-close's two (the outcome's, the release) -- and append.section=delay:300 holds only the appends' 300 ms longer" {
+	ri_instance
+	ri_cfg '.fault_injection = true'
+	o=$(open_req k1 | RI_FAULT=append.section=delay:300 RI_PG_TRACE=1 ri-open 2>"$T/open.trace")
+	close_req "$o" '{"disclosure_id":"d1"}' | RI_FAULT=append.section=delay:300 RI_PG_TRACE=1 ri-close \
+	    2>"$T/close.trace" >/dev/null
+	cat "$T/open.trace" "$T/close.trace" >&3
+	mapfile -t oh < <(held "$T/open.trace")
+	mapfile -t ch < <(held "$T/close.trace")
+	[ "${#oh[@]}" -eq 2 ] && [ "${#ch[@]}" -eq 2 ]
+	# in the order they ran: take, then the intent; the outcome, then the release
+	awk -v t="${oh[0]}" -v a="${oh[1]}" -v o="${ch[0]}" -v r="${ch[1]}" \
+	    'BEGIN { exit !(a >= 300 && o >= 300 && t < 300 && r < 300) }'
+}
+
 @test "issue 13: a repeatable act opened and closed three times over the read-ahead -- each Open sees the last closed (open step 3), every append verifies" {
 	ri_instance
 	for i in 1 2 3; do

@@ -72,7 +72,7 @@ act() { # the scenario's own act, into the fault in $FAULT
 
 scenario_of() {
 	case $1 in
-	open.*|lease.*|run.*|close.*) echo commit ;;
+	open.*|lease.*|run.*|close.*|append.*) echo commit ;;
 	refuse.*) echo refuse ;;
 	sweep.*) echo sweep ;;
 	resolve.*) echo resolve ;;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sodium.h>
 #include <libpq-fe.h>
 
@@ -773,6 +774,39 @@ tx_begin(struct pg *s, bool write, bool long_read)
 	return RI_ST_OK;
 }
 
+/*
+ * RI_PG_TRACE: how long a writer held the journal head's row lock -- from
+ * the head, locked and verified, to the answer of its COMMIT or ROLLBACK,
+ * on the host's monotonic clock: the critical section every writer queues
+ * for (issue 43's measured ceiling, bench/09-pg-ceiling.sh).  Short of the
+ * server's own hold by the lock's answer on the way back, a fraction of
+ * a round trip.
+ */
+static int64_t
+mono_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
+void
+pg_trace_held(struct pg *s)
+{
+	if (s->trace > 0)
+		s->held_us = mono_us();
+}
+
+static void
+trace_released(struct pg *s, const char *how)
+{
+	if (s->held_us == 0)
+		return;
+	fprintf(stderr, "ri: pg: head held %.3f ms, %s\n", (double)(mono_us() - s->held_us) / 1000.0, how);
+	s->held_us = 0;
+}
+
 void
 pg_rollback(struct pg *s)
 {
@@ -792,6 +826,7 @@ pg_rollback(struct pg *s)
 			PQclear(r);
 		}
 	}
+	trace_released(s, "rolled back");
 	s->in_tx = false;
 	snap_forget(s);
 	s->nn = 0;
@@ -886,6 +921,7 @@ commit(struct pg *s)
 			rc = pg_db_fail(s, RI_ST_STEP3, "commit", r);
 	}
 	PQclear(r);
+	trace_released(s, rc == RI_ST_OK ? "committed" : "commit failed");
 	/* after the commit, before the command answers: the witness advances
 	 * with every append (issue 39); a commit whose fate is unknown is not
 	 * witnessed (a witness behind the journal is harmless) */

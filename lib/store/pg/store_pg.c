@@ -524,6 +524,8 @@ write_begin(struct pg *s, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri
 		return ri_st_fail(&s->core, RI_ST_READONLY, 0, NULL, "the journal is open read-only");
 	if ((rc = jhead_get_at(s, true, jh, lh, now)) != RI_ST_OK)
 		rollback_keep(s);
+	else
+		pg_trace_held(s);
 	return rc;
 }
 

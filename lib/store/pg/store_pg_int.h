@@ -143,6 +143,7 @@ struct pg {
 	unsigned long round_trips;      /* RI_PG_TRACE: counted, printed at close */
 	unsigned long rt0;              /* round_trips when record_action began (the trace) */
 	int trace;                      /* RI_PG_TRACE=2: every statement too */
+	int64_t held_us;                /* RI_PG_TRACE: the head row's lock answered at (monotonic us; 0: none held) */
 };
 
 #define REC_COLS "seq, event_id, action_ref, kind, act_key, invocation_id, actor_ref," \
@@ -208,6 +209,8 @@ int begin_bounded(struct pg *s, bool write, ri_ms bound, struct qry *now, int *n
 int tx_begin(struct pg *s, bool write, bool long_read);
 /* ROLLBACK (a read-only one sent with the next round trip), the deferred writes and reads ahead dropped. */
 void pg_rollback(struct pg *s);
+/* RI_PG_TRACE: the head row's lock granted now; its release prints how long it was held. */
+void pg_trace_held(struct pg *s);
 /* rollback, keeping the failing call's error over the rollback's. */
 void rollback_keep(struct pg *s);
 /* COMMIT: OK, FENCED (the server's fence check refused it), LOST (sent, no answer) or STEP3. */
