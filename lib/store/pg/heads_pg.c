@@ -35,7 +35,7 @@ record_hash(void *bk, int64_t seq, unsigned char out[RI_HASH_LEN])
 	int rc;
 
 	p_int(&p, seq);
-	r = run(s, "SELECT hash FROM records WHERE seq = $1", &p);
+	r = run(s, RECORD_HASH_SQL, &p);
 	if (!res_ok(r))
 		rc = pg_db_fail(s, RI_ST_UNAVAILABLE, "read", r);
 	else if (PQntuples(r) == 1 && g_bytes(r, 0, 0, out, RI_HASH_LEN))
@@ -201,6 +201,50 @@ nodes_flush(struct pg *s)
 	}
 }
 
+/* The statement of scope_max (and of its read sent ahead): the scope's
+ * newest row, with path's nodes when path is not NULL (then ids and list
+ * hold its parameters); sql is its buffer. */
+static const char *
+scope_sql(int type, const char *a, const char *b, const unsigned char *path, struct params *p,
+    unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX], char *list, size_t listlen, char *sql, size_t n)
+{
+	const char *q = type == SCOPE_ALL ? "SELECT seq, hash FROM records ORDER BY seq DESC LIMIT 1" :
+	    type == SCOPE_ACT ? "SELECT seq, hash FROM records WHERE kind = $1 AND act_key = $2"
+	    " ORDER BY seq DESC LIMIT 1" :
+	    "SELECT seq, hash FROM records WHERE invocation_id = $1 ORDER BY seq DESC LIMIT 1";
+
+	if (type != SCOPE_ALL)
+		p_text(p, a);
+	if (type == SCOPE_ACT)
+		p_text(p, b);
+	if (path == NULL)
+		return q;
+	path_params(p, path, ids, list, listlen);
+	snprintf(sql, n, "SELECT seq, hash, NULL::bytea, NULL::bytea FROM (%s) r"
+	    " UNION ALL SELECT NULL, NULL, id, body FROM nodes WHERE id IN (%s)", q, list);
+	return sql;
+}
+
+/* A scope's newest row with its path, read ahead in the command's read
+ * snapshot (store_engine.h read_ahead), as scope_max will ask for it; q
+ * (may be NULL): the read of its records that follows, from its head. */
+void
+scope_ahead(struct pg *s, const struct scope *sc, const char *a, const char *b, const struct ri_rows_query *q)
+{
+	struct params p = { 0 };
+	unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX];
+	char list[256], sql[700];
+	const char *stmt;
+
+	if (sc->type == SCOPE_ALL || s->core.key == NULL || !s->in_tx || !s->snap)
+		return;
+	stmt = scope_sql(sc->type, a, b, sc->key, &p, ids, list, sizeof list, sql, sizeof sql);
+	if (q != NULL)
+		snap_ahead_then(s, stmt, &p, q);
+	else
+		snap_ahead(s, stmt, &p);
+}
+
 /* The newest seq of a scope as the rows say it (0 when none), and the
  * hash stored there (when hash is not NULL and there is one).  path: also
  * fetch that key's path of the tree in the same statement. */
@@ -211,10 +255,7 @@ scope_max(struct pg *s, int type, const char *a, const char *b, int64_t *out, un
 	struct params p = { 0 };
 	unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX];
 	char list[256], sql[700];
-	const char *q = type == SCOPE_ALL ? "SELECT seq, hash FROM records ORDER BY seq DESC LIMIT 1" :
-	    type == SCOPE_ACT ? "SELECT seq, hash FROM records WHERE kind = $1 AND act_key = $2"
-	    " ORDER BY seq DESC LIMIT 1" :
-	    "SELECT seq, hash FROM records WHERE invocation_id = $1 ORDER BY seq DESC LIMIT 1";
+	const char *q;
 	PGresult *r;
 	int rc = RI_ST_OK;
 
@@ -231,18 +272,9 @@ scope_max(struct pg *s, int type, const char *a, const char *b, int64_t *out, un
 			return RI_ST_OK;
 		}
 	}
-	if (type != SCOPE_ALL)
-		p_text(&p, a);
-	if (type == SCOPE_ACT)
-		p_text(&p, b);
-	if (path != NULL && s->core.key != NULL && s->in_tx) {
-		path_params(&p, path, ids, list, sizeof list);
-		snprintf(sql, sizeof sql, "SELECT seq, hash, NULL::bytea, NULL::bytea FROM (%s) r"
-		    " UNION ALL SELECT NULL, NULL, id, body FROM nodes WHERE id IN (%s)", q, list);
-		q = sql;
-	} else {
+	if (path == NULL || s->core.key == NULL || !s->in_tx)
 		path = NULL;
-	}
+	q = scope_sql(type, a, b, path, &p, ids, list, sizeof list, sql, sizeof sql);
 	r = run(s, q, &p);
 	if (!res_ok(r)) {
 		rc = pg_db_fail(s, RI_ST_UNAVAILABLE, "read", r);
@@ -483,6 +515,14 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 		s->snap_anchor = anchor;
 		s->snap_last_at = s->last_at;
 		s->snap_head_ok = true;
+		if (s->ahead_sealed && hr->present && hr->h.sealed_seq > 0) {
+			/* read ahead (be_read_ahead): the newest seal's hash, as
+			 * record_hash asks for it */
+			struct params ps = { 0 };
+			p_int(&ps, hr->h.sealed_seq);
+			snap_ahead(s, RECORD_HASH_SQL, &ps);
+		}
+		s->ahead_sealed = false;
 	}
 	return RI_ST_OK;
 }

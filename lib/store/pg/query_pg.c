@@ -155,6 +155,9 @@ stmt_same(const struct stmt *st, const char *sql, const struct params *p)
 	return true;
 }
 
+static void ahead_drop_snap(struct pg *s);
+static bool ahead_waits(const struct pg *s, const char *sql, const struct params *p);
+
 static void
 q_clear(struct pg *s)
 {
@@ -169,12 +172,13 @@ q_clear(struct pg *s)
 static void
 snap_forget(struct pg *s)
 {
-	s->snap = s->snap_long = s->snap_now_ok = s->snap_head_ok = s->snap_broken = false;
+	s->snap = s->snap_long = s->snap_now_ok = s->snap_head_ok = s->snap_broken = s->ahead_sealed = false;
 	for (int i = 0; i < s->nkept; i++) {
 		stmt_free(&s->kept[i].st);
 		PQclear(s->kept[i].r);
 	}
 	s->nkept = 0;
+	ahead_drop_snap(s);
 }
 
 /* A read of the snapshot answered again from what it kept: a copy (the
@@ -234,9 +238,110 @@ ahead_queue(struct pg *s, const char *tables, const char *sql, const struct para
 	if (s->nahead == AHEAD_MAX || !stmt_keep(&a->st, sql, p))
 		return;
 	a->tables = tables;
-	a->sent = false;
+	a->sent = a->snap = a->then = false;
 	a->r = NULL;
 	s->nahead++;
+}
+
+/* Is this statement, with these values, queued ahead (or kept) already? */
+static bool
+ahead_has(const struct pg *s, const char *sql, const struct params *p)
+{
+	for (int i = 0; i < s->nahead; i++)
+		if (s->ahead[i].st.sql != NULL && stmt_same(&s->ahead[i].st, sql, p))
+			return true;
+	for (int i = 0; i < s->nkept; i++)
+		if (stmt_same(&s->kept[i].st, sql, p))
+			return true;
+	return false;
+}
+
+/*
+ * Reads of the command's read snapshot sent ahead (issue 43, the
+ * round-trip diet): the engine names the reads a command is about to make
+ * (store.h read_ahead), and each goes, as the very statement the read will
+ * run, with the snapshot's next round trip -- after the statements of that
+ * trip, in the same REPEATABLE READ snapshot, so its answer is the one the
+ * read would get when it runs.  run() answers the read from it only when
+ * its statement and values are the same byte for byte (stmt_same), and
+ * every answer is verified by the read as ever; a guess that does not
+ * match is never used, and costs nothing but its bytes.  They end with the
+ * snapshot (snap_forget).
+ */
+void
+snap_ahead(struct pg *s, const char *sql, const struct params *p)
+{
+	if (!s->in_tx || !s->snap || ahead_has(s, sql, p))
+		return;
+	ahead_queue(s, NULL, sql, p);
+	if (s->nahead > 0 && stmt_same(&s->ahead[s->nahead - 1].st, sql, p))
+		s->ahead[s->nahead - 1].snap = true;
+}
+
+/* The scope's newest row, read ahead (snap_ahead), with the read of its
+ * records that will follow from its head (q, from set by the answer). */
+void
+snap_ahead_then(struct pg *s, const char *sql, const struct params *p, const struct ri_rows_query *q)
+{
+	struct ahead *a;
+
+	snap_ahead(s, sql, p);
+	if (s->nahead == 0 || !(a = &s->ahead[s->nahead - 1])->snap || !stmt_same(&a->st, sql, p) || a->sent)
+		return;
+	a->then = true;
+	a->then_q = *q;
+	a->then_a = q->a ? ri_strdup(q->a) : NULL;
+	a->then_b = q->b ? ri_strdup(q->b) : NULL;
+	a->then_q.a = a->then_a;
+	a->then_q.b = a->then_b;
+}
+
+static void
+ahead_free(struct ahead *a)
+{
+	stmt_free(&a->st);
+	PQclear(a->r);
+	a->r = NULL;
+	free(a->then_a);
+	free(a->then_b);
+	a->then_a = a->then_b = NULL;
+	a->then = false;
+}
+
+/* The snapshot's reads ahead dropped (it ended); a write's stay. */
+static void
+ahead_drop_snap(struct pg *s)
+{
+	int k = 0;
+
+	for (int i = 0; i < s->nahead; i++) {
+		if (s->ahead[i].snap)
+			ahead_free(&s->ahead[i]);
+		else
+			s->ahead[k++] = s->ahead[i];
+	}
+	s->nahead = k;
+}
+
+/* A scope's newest row came (a read ahead with then): the read of its
+ * records from that seq goes ahead next -- the seq a descending read from
+ * the head starts at, when the verified head agrees with the rows (and
+ * when it does not, the read fails closed and never asks for this). */
+static void
+then_rows(struct pg *s, struct ahead *a)
+{
+	struct params p = { 0 };
+	char sql[512];
+	int64_t seq = 0;
+
+	if (!a->then || PQresultStatus(a->r) != PGRES_TUPLES_OK)
+		return;
+	for (int i = 0; i < PQntuples(a->r); i++)
+		if (!g_null(a->r, i, 0))
+			seq = g_int(a->r, i, 0);
+	a->then = false;
+	rows_sql(&a->then_q, seq, &p, sql, sizeof sql);
+	snap_ahead(s, sql, &p);
 }
 
 /* The next name of a list of tables (" a b "), as " name " (false: none left). */
@@ -281,7 +386,7 @@ written_any(const struct pg *s, const char *tables)
 {
 	char name[40];
 
-	for (const char *c = tables; table_next(&c, name);)
+	for (const char *c = tables ? tables : ""; table_next(&c, name);)
 		if (strstr(s->written, name) != NULL)
 			return true;
 	return false;
@@ -290,14 +395,24 @@ written_any(const struct pg *s, const char *tables)
 void
 ahead_clear(struct pg *s)
 {
-	for (int i = 0; i < s->nahead; i++) {
-		stmt_free(&s->ahead[i].st);
-		PQclear(s->ahead[i].r);
-		s->ahead[i].r = NULL;
-	}
+	for (int i = 0; i < s->nahead; i++)
+		ahead_free(&s->ahead[i]);
 	s->nahead = 0;
 	s->written[0] = '\0';
 	s->written_all = false;
+}
+
+/* Is this statement a read of the snapshot queued ahead, not sent yet? */
+static bool
+ahead_waits(const struct pg *s, const char *sql, const struct params *p)
+{
+	if (!s->in_tx || !s->snap)
+		return false;
+	for (int i = 0; i < s->nahead; i++)
+		if (s->ahead[i].snap && !s->ahead[i].sent && s->ahead[i].st.sql != NULL &&
+		    stmt_same(&s->ahead[i].st, sql, p))
+			return true;
+	return false;
 }
 
 /* the answer sent ahead for this statement, or false */
@@ -308,11 +423,12 @@ ahead_take(struct pg *s, const char *sql, const struct params *p, PGresult **r)
 		return false;
 	for (int i = 0; i < s->nahead; i++) {
 		struct ahead *a = &s->ahead[i];
-		if (a->r == NULL || !stmt_same(&a->st, sql, p) || written_any(s, a->tables))
+		if (a->r == NULL || a->snap != (s->in_tx && s->snap) || !stmt_same(&a->st, sql, p) ||
+		    written_any(s, a->tables))
 			continue;
 		*r = a->r;
 		a->r = NULL;
-		stmt_free(&a->st);
+		ahead_free(a);
 		return true;
 	}
 	return false;
@@ -382,6 +498,7 @@ deliver(struct pg *s, int i, PGresult *r, int n, PGresult **res, struct ahead **
 		res[i - s->qn] = r;
 	} else if (t != PGRES_PIPELINE_ABORTED && sent[i - s->qn - n] != NULL) {
 		sent[i - s->qn - n]->r = r;
+		then_rows(s, sent[i - s->qn - n]);
 	} else {
 		PQclear(r);
 	}
@@ -473,8 +590,11 @@ trip_all(struct pg *s, const struct qry *now, int n, bool ahead, PGresult **res)
 
 	for (int i = 0; i < n; i++)
 		res[i] = NULL;
-	for (int i = 0; ahead && i < s->nahead; i++)
-		if (!s->ahead[i].sent && s->ahead[i].st.sql != NULL)
+	/* a write's reads ahead when asked (its first round trip); the read
+	 * snapshot's with any round trip of it */
+	for (int i = 0; i < s->nahead; i++)
+		if (!s->ahead[i].sent && s->ahead[i].st.sql != NULL &&
+		    (s->ahead[i].snap ? s->in_tx && s->snap : ahead))
 			sent[na++] = &s->ahead[i];
 	s->round_trips++;
 	if (s->trace > 1)
@@ -564,7 +684,17 @@ run(struct pg *s, const char *sql, const struct params *p)
 	int answered;
 	PGresult *r;
 
-	if (ahead_take(s, sql, p, &r) || snap_take(s, sql, p, &r))
+	if (ahead_waits(s, sql, p)) {
+		/* sent ahead, not yet gone: it goes now, with the others */
+		PGresult *none[1];
+		(void)trip_all(s, NULL, 0, false, none);
+	}
+	if (ahead_take(s, sql, p, &r)) {
+		if (r != NULL)
+			snap_keep(s, sql, p, r);
+		return r;
+	}
+	if (snap_take(s, sql, p, &r))
 		return r;
 	r = trip(s, &one, 1, false, &answered);
 	if (r != NULL)

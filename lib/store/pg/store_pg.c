@@ -149,6 +149,24 @@ record_by_id(void *bk, const char *event_id, struct ri_record *r, struct ri_raw 
  * round trip, for an unbounded one (a traversal, a seal's walk). */
 #define RECORDS_PAGE 1000
 
+/* The statement of one page of records_from, from `from` (and of its read
+ * sent ahead: query_pg.c then_rows, be_read_ahead). */
+void
+rows_sql(const struct ri_rows_query *q, int64_t from, struct params *p, char *sql, size_t n)
+{
+	snprintf(sql, n, "SELECT " REC_COLS " FROM records WHERE seq %s $1%s ORDER BY seq %s LIMIT $%d",
+	    q->desc ? "<=" : ">=",
+	    q->type == SCOPE_INV ? " AND invocation_id = $2" :
+	    q->type == SCOPE_ACT ? " AND kind = $2 AND act_key = $3" : "",
+	    q->desc ? "DESC" : "ASC", q->type == SCOPE_INV ? 3 : q->type == SCOPE_ACT ? 4 : 2);
+	p_int(p, from);
+	if (q->type != SCOPE_ALL)
+		p_text(p, q->a);
+	if (q->type == SCOPE_ACT)
+		p_text(p, q->b);
+	p_int(p, q->limit > 0 ? q->limit : RECORDS_PAGE);
+}
+
 static int
 records_from(void *bk, const struct ri_rows_query *q, ri_row_fn each, void *arg)
 {
@@ -164,17 +182,7 @@ records_from(void *bk, const struct ri_rows_query *q, ri_row_fn each, void *arg)
 		char sql[512];
 		int n;
 
-		snprintf(sql, sizeof sql, "SELECT " REC_COLS " FROM records WHERE seq %s $1%s ORDER BY seq %s LIMIT $%d",
-		    q->desc ? "<=" : ">=",
-		    q->type == SCOPE_INV ? " AND invocation_id = $2" :
-		    q->type == SCOPE_ACT ? " AND kind = $2 AND act_key = $3" : "",
-		    q->desc ? "DESC" : "ASC", q->type == SCOPE_INV ? 3 : q->type == SCOPE_ACT ? 4 : 2);
-		p_int(&p, from);
-		if (q->type != SCOPE_ALL)
-			p_text(&p, q->a);
-		if (q->type == SCOPE_ACT)
-			p_text(&p, q->b);
-		p_int(&p, limit);
+		rows_sql(q, from, &p, sql, sizeof sql);
 		res = run(s, sql, &p);
 		if (!res_ok(res)) {
 			rc = pg_db_fail(s, RI_ST_UNAVAILABLE, "read", res);
@@ -203,6 +211,8 @@ records_from(void *bk, const struct ri_rows_query *q, ri_row_fn each, void *arg)
 
 /* ---- open intents (derived index) ---------------------------------------- */
 
+#define OPEN_ROWS_SQL "SELECT invocation_id, seq, kind, act_key, event_id, recorded_at FROM open_intents ORDER BY seq"
+
 /* Every row of the index, checked whole against the head's count and
  * accumulator (heads.h), filtered after the check. */
 static int
@@ -212,8 +222,7 @@ open_rows(void *bk, struct ri_open_scan *os)
 	PGresult *r;
 	int rc;
 
-	r = run(s, "SELECT invocation_id, seq, kind, act_key, event_id, recorded_at FROM open_intents ORDER BY seq",
-	    NULL);
+	r = run(s, OPEN_ROWS_SQL, NULL);
 	if (!res_ok(r)) {
 		rc = pg_db_fail(s, RI_ST_UNAVAILABLE, "read", r);
 		PQclear(r);
@@ -1097,6 +1106,43 @@ be_settle(void *bk)
 	pg_snapshot_end(bk);
 }
 
+/* store_engine.h read_ahead: each scope's newest row with its path, as
+ * scope_max asks; its first page of records as records_from asks -- at
+ * once when its start is known, else once the newest row names the head
+ * (then_rows); the lease row as lease_read reads it unlocked, the index
+ * as open_rows reads it, the newest seal's hash once the head names it
+ * (jhead_fetch_tx).  Each goes with the snapshot's next round trip. */
+static void
+be_read_ahead(void *bk, const struct ri_ahead_read *v, size_t n, const struct ri_ahead *ah)
+{
+	struct pg *s = bk;
+
+	if (!s->in_tx || !s->snap)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		const struct ri_ahead_read *a = &v[i];
+		if (a->from_head) {
+			scope_ahead(s, &a->sc, a->rows.a, a->rows.b, &a->rows);
+		} else {
+			struct params p = { 0 };
+			char sql[512];
+			scope_ahead(s, &a->sc, a->rows.a, a->rows.b, NULL);
+			rows_sql(&a->rows, a->rows.from, &p, sql, sizeof sql);
+			snap_ahead(s, sql, &p);
+		}
+	}
+	if (ah->lease_kind != NULL) {
+		struct params p = { 0 };
+		p_text(&p, ah->lease_kind);
+		p_text(&p, ah->lease_act_key);
+		snap_ahead(s, LEASE_SQL, &p);
+	}
+	if (ah->open_intents)
+		snap_ahead(s, OPEN_ROWS_SQL, NULL);
+	if (ah->sealed)
+		s->ahead_sealed = true;
+}
+
 static int
 be_read_begin(void *bk, bool *began)
 {
@@ -1168,6 +1214,7 @@ const struct ri_backend pg_backend = {
 	.fence_until = fence_until,
 	.fence_armed = fence_armed,
 	.read_begin = be_read_begin,
+	.read_ahead = be_read_ahead,
 	.read_end = be_read_end,
 	.settle = be_settle,
 	.write_begin = be_write_begin,

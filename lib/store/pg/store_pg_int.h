@@ -16,7 +16,7 @@
 
 #define SQLSTATE_FENCE "RIF01"          /* raised by ri_fence_check() at COMMIT */
 #define QMAX 16                         /* deferred writes held at most (then sent) */
-#define AHEAD_MAX 6                     /* reads sent ahead in one round trip at most */
+#define AHEAD_MAX 16                    /* reads sent ahead in one round trip at most */
 #define SNAP_KEPT 16                    /* read answers a read snapshot keeps, at most */
 #define SNAP_KEPT_ROWS 64               /* ... each of this many rows at most */
 
@@ -86,6 +86,7 @@ struct pg {
 	ri_ms snap_env;                 /* ... under "clock": "env", the $RI_NOW its BEGIN set */
 	int q_clock;                    /* the index in q of its clock's read (-1: none) */
 	bool snap_now_ok, snap_head_ok;
+	bool ahead_sealed;              /* ... the newest seal's hash goes ahead once its head is read */
 	ri_ms snap_now;                 /* ... its clock, read with its first statement */
 	struct head_read snap_head;     /* ... its head row, as first read in it */
 	int64_t snap_anchor;            /* ... read with this anchor seq */
@@ -134,6 +135,15 @@ struct pg {
 		struct stmt st;
 		const char *tables;     /* what it reads: " records nodes " */
 		bool sent;              /* it went in a round trip (its answer, if any, in r) */
+		bool snap;              /* a read of the command's read snapshot (snap_ahead),
+		                         * sent with the snapshot's next round trip and
+		                         * dropped with it; else a write's (ahead_queue) */
+		/* a scope's newest row read ahead: its answer names the seq a
+		 * read of the scope's records from its head will start at, and
+		 * that read goes ahead next (then_rows) */
+		bool then;
+		struct ri_rows_query then_q;
+		char *then_a, *then_b;
 		PGresult *r;            /* its answer (NULL: none came) */
 	} ahead[AHEAD_MAX];
 	int nahead;
@@ -149,6 +159,8 @@ struct pg {
 	" attestation_id, recorded_at, retention_until, role, act_prev, inv_prev," \
 	" payload, salt, digest, hash, mac"
 
+
+#define RECORD_HASH_SQL "SELECT hash FROM records WHERE seq = $1"
 
 #define NMAP 128
 #define PREFETCH_DEPTH 12               /* a path of 16^11 scopes, in one statement */
@@ -166,6 +178,11 @@ void p_ms(struct params *p, ri_ms v);
 void p_bytes(struct params *p, const unsigned char *b, size_t n);
 /* Queue a read to go ahead in a write's first round trip (tables: what it reads). */
 void ahead_queue(struct pg *s, const char *tables, const char *sql, const struct params *p);
+/* Queue a read of the command's read snapshot, sent with its next round trip (issue 43):
+ * answered from there when the same statement with the same values runs in it. */
+void snap_ahead(struct pg *s, const char *sql, const struct params *p);
+/* snap_ahead of a scope's newest row, and then of the read of its records q from the seq it names. */
+void snap_ahead_then(struct pg *s, const char *sql, const struct params *p, const struct ri_rows_query *q);
 /* Drop every read sent ahead and its answer (the transaction's end). */
 void ahead_clear(struct pg *s);
 /* One round trip, one pipeline: the deferred writes, now[0 .. n-1], then (ahead) the reads
@@ -236,6 +253,8 @@ void prefetch_sql(const unsigned char key[RI_SCOPE_LEN], struct params *p,
     unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX], char *list, size_t listlen, char *sql, size_t n);
 /* Fetch key's path of the tree in one statement. */
 int prefetch(struct pg *s, const unsigned char key[RI_SCOPE_LEN]);
+/* A scope's newest row with its path read ahead in the read snapshot; q (may be NULL): then its records. */
+void scope_ahead(struct pg *s, const struct scope *sc, const char *a, const char *b, const struct ri_rows_query *q);
 /* store_engine.h scope_newest: the hash with the scope's path, one statement. */
 int scope_newest(void *bk, const struct scope *sc, const char *a, const char *b, int64_t *seq,
     unsigned char hash[RI_HASH_LEN], enum ri_hashed *hashed);
@@ -260,6 +279,9 @@ int jhead_get(struct pg *s, struct ri_jhead *h, unsigned char last_hash[RI_HASH_
 int jhead_set(struct pg *s, const struct ri_jhead *h, const unsigned char last_hash[RI_HASH_LEN]);
 
 /* ---- store_pg.c: the primitives and the ops ------------------------------ */
+
+/* The statement of one page of records_from, from `from` (and of its read sent ahead). */
+void rows_sql(const struct ri_rows_query *q, int64_t from, struct params *p, char *sql, size_t n);
 
 /* The primitives of store_engine.h, and the ops of store.h, for PostgreSQL. */
 extern const struct ri_backend pg_backend;
