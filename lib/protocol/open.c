@@ -192,6 +192,14 @@ malformed(struct ri *r, struct open_req *o, const char *event_id, const char *wh
 	    "journal integrity: record %s is malformed: %s", event_id, why);
 }
 
+/* precheck_repeatable's page of the act's records, newest first */
+static void
+repeatable_query(const struct open_req *o, struct ri_query *q)
+{
+	*q = (struct ri_query){ .from = 0, .limit = 64, .kind = o->in.kind, .act_key = o->in.act_key,
+		.descending = true };
+}
+
 /*
  * open step 3 for a repeatable act (repeatable 1: no 3.9 landed check), in
  * O(the act's records since the newest seal + open intents), never the
@@ -217,13 +225,6 @@ malformed(struct ri *r, struct open_req *o, const char *event_id, const char *wh
  *    section (verified records, not the index, decide), its records'
  *    shapes checked as ri_act_read checks an act's.
  */
-static void
-repeatable_query(const struct open_req *o, struct ri_query *q)
-{
-	*q = (struct ri_query){ .from = 0, .limit = 64, .kind = o->in.kind, .act_key = o->in.act_key,
-		.descending = true };
-}
-
 static int
 precheck_repeatable(struct ri *r, struct open_req *o, ri_ms now, json_t **ans, json_t *aged, ri_err *err)
 {
@@ -355,12 +356,13 @@ precheck(struct ri *r, struct open_req *o, ri_ms now, json_t **ans, json_t *aged
 }
 
 /*
- * The reads open steps 3-4 make under the section, announced to the store
- * (store.h read_ahead; issue 43, the round-trip diet): the marker scope
- * (ri_restore_held), the act's first page (precheck or
- * precheck_repeatable, with the newest seal and the open intents), the
- * lease row (open step 4.1's gate), the kind's bindings (write_settle).
- * The reads are made, and verified, exactly as without it.
+ * The reads the precheck and the intent's write make under the section,
+ * announced to the store (store.h read_ahead; issue 43, the round-trip
+ * diet): the marker scope (ri_restore_held), the act's first page
+ * (precheck, precheck_repeatable, with the open intents; the newest
+ * seal's hash comes with the head), the lease row (write_intent's gate),
+ * the kind's bindings (write_settle).  The reads are made, and verified,
+ * exactly as without it.
  */
 static void
 announce(struct ri *r, const struct open_req *o)
@@ -378,7 +380,7 @@ announce(struct ri *r, const struct open_req *o)
 		ri_act_query(o->in.kind, o->in.act_key, NULL, 0, &q[n++]);
 	n += ri_bindings_ahead(r, &q[n]);
 	struct ri_ahead ah = { .q = q, .nq = n, .lease_kind = o->in.kind, .lease_act_key = o->in.act_key,
-		.open_intents = o->k->repeatable, .sealed = o->k->repeatable };
+		.open_intents = o->k->repeatable };
 	r->st->ops->read_ahead(r->st, &ah);
 }
 

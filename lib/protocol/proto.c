@@ -108,11 +108,20 @@ ri_inv_read_trusted(struct ri *r, const char *inv_id, struct ri_inv *out)
 	return inv_read(r, inv_id, true, out);
 }
 
+void
+ri_inv_query(const char *inv_id, struct ri_query *q)
+{
+	*q = (struct ri_query){ .from = 1, .limit = 4096, .invocation_id = inv_id };
+}
+
 static int
 inv_read(struct ri *r, const char *inv_id, bool trusted, struct ri_inv *out)
 {
-	struct ri_query q = { .from = 1, .limit = 4096, .invocation_id = inv_id, .trusted = trusted };
+	struct ri_query q;
 	int rc;
+
+	ri_inv_query(inv_id, &q);
+	q.trusted = trusted;
 
 	memset(out, 0, sizeof *out);
 	for (;;) {

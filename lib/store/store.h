@@ -129,14 +129,16 @@ struct ri_query {
 
 /* The reads a command is about to make (read_ahead, issue 43): range
  * reads as it will ask for them, the lease row it will read unlocked, the
- * open-intents index, the newest seal.  A backend may send them ahead in
+ * open-intents index, a record by event id, an actor's
+ * registry row.  A backend may send them ahead in
  * one round trip; each read, when made, is verified as ever. */
 struct ri_ahead {
 	const struct ri_query *q;
 	size_t nq;
 	const char *lease_kind, *lease_act_key;  /* NULL: no lease row */
 	bool open_intents;
-	bool sealed;
+	const char *event_id;           /* read_record's (NULL: none) */
+	const char *actor_ref;          /* authenticate's (NULL: none) */
 };
 
 struct ri_grant {

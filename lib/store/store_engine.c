@@ -296,10 +296,6 @@ ri_eng_lease_put(struct ri_st_core *c, const char *kind, const char *act_key, co
 	return c->be->lease_write(c->bk, kind, act_key, holder, expires, token, mac);
 }
 
-/* journal fence 1, Allowance 7-10: the writer still holds the act's lease
- * with one allowance to spare (the lease terminus), and the write's own
- * terminus, issue + journal_write_bound - allowance, has not passed.  The
- * lease row is verified first: a forged row never lets a write through. */
 /* A write of this handle begins: the lease row an earlier append saw
  * (c->seen) may be what this one changes, so it goes. */
 static int
@@ -309,6 +305,10 @@ eng_write_head(struct ri_st_core *c, struct ri_jhead *jh, unsigned char lh[RI_HA
 	return c->be->write_head(c->bk, jh, lh, now);
 }
 
+/* journal fence 1, Allowance 7-10: the writer still holds the act's lease
+ * with one allowance to spare (the lease terminus), and the write's own
+ * terminus, issue + journal_write_bound - allowance, has not passed.  The
+ * lease row is verified first: a forged row never lets a write through. */
 int
 ri_eng_check_fence(struct ri_st_core *c, const char *kind, const char *act_key, const struct ri_fence *f, ri_ms now)
 {
@@ -1080,7 +1080,7 @@ ri_eng_range_read(struct ri_store *st, const struct ri_query *q, struct ri_recor
 	ri_walk_begin(&wk, q->from, head);
 	struct ri_rows_query rq = { .from = wk.from, .desc = wk.desc, .type = sc.type,
 		.a = sc.type == SCOPE_INV ? q->invocation_id : q->kind, .b = q->act_key,
-		.limit = (int64_t)wk.limit + 1 };
+		.limit = (int64_t)wk.limit + 1, .from_head = !q->trusted && wk.desc && wk.from == head };
 	if ((rc = c->be->records_from(c->bk, &rq, range_row, &x)) == RI_ST_OK)
 		rc = ri_walk_end(c, &wk, out);
 out:
@@ -1115,11 +1115,12 @@ ri_eng_read_ahead(struct ri_store *st, const struct ri_ahead *ah)
 			c->err = keep;  /* a query the read itself will refuse */
 			continue;
 		}
-		v[n].from_head = q->descending && q->from == 0;
+		/* descending from 0 reads from the scope's head (ri_walk_begin),
+		 * asked with no upper bound (from_head); ascending from 0 from 1 */
 		v[n].rows = (struct ri_rows_query){ .from = q->descending || q->from >= 1 ? q->from : 1,
 			.desc = q->descending, .type = v[n].sc.type,
 			.a = v[n].sc.type == SCOPE_INV ? q->invocation_id : q->kind, .b = q->act_key,
-			.limit = (int64_t)wk.limit + 1 };
+			.limit = (int64_t)wk.limit + 1, .from_head = q->descending && q->from == 0 };
 		n++;
 	}
 	c->be->read_ahead(c->bk, v, n, ah);

@@ -59,6 +59,12 @@ struct ri_rows_query {
 	int type;
 	const char *a, *b;
 	int64_t limit;
+	/* desc, and from is the scope's verified head in the reading
+	 * snapshot: no row of the scope lies above it there (the head agrees
+	 * with the newest row, or the read failed closed before this), so a
+	 * backend may ask with no upper bound -- the same rows, by a
+	 * statement that does not wait for the head (issue 43, read_ahead) */
+	bool from_head;
 };
 typedef int (*ri_row_fn)(void *arg, struct ri_record *r, struct ri_raw *w, bool *stop);
 
@@ -66,7 +72,6 @@ typedef int (*ri_row_fn)(void *arg, struct ri_record *r, struct ri_raw *w, bool 
 struct ri_ahead_read {
 	struct scope sc;
 	struct ri_rows_query rows;
-	bool from_head;
 };
 
 struct ri_backend {
@@ -118,8 +123,7 @@ struct ri_backend {
 	/* Optional (NULL: nothing read ahead).  The reads of the command's
 	 * read snapshot about to be made (store.h read_ahead), inside it (the
 	 * engine began it): v[i] a range read's scope and the page of its
-	 * records that follows (from_head: a descending read from the scope's
-	 * head, whose seq only the scope's newest row names). */
+	 * records that follows, as ri_eng_range_read will ask for them. */
 	void (*read_ahead)(void *bk, const struct ri_ahead_read *v, size_t n, const struct ri_ahead *ah);
 	/* Optional (NULL: none held).  The caller waits for the journal to
 	 * change: a read snapshot read_end left open ends (issue 43). */

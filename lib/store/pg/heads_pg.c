@@ -34,6 +34,22 @@ record_hash(void *bk, int64_t seq, unsigned char out[RI_HASH_LEN])
 	PGresult *r;
 	int rc;
 
+	/* one its record reads named (snap_hashes), or the head's and the
+	 * newest seal's, read with the read snapshot's head (jhead_fetch_tx):
+	 * the same snapshot answers the same hash */
+	if (snap_hash(s, seq, out))
+		return RI_ST_OK;
+	if (s->in_tx && s->snap && s->snap_head_ok && s->snap_head.present && seq > 0) {
+		const struct head_read *hr = &s->snap_head;
+		if (seq == hr->h.last_seq && hr->has_last) {
+			memcpy(out, hr->last_hash, RI_HASH_LEN);
+			return RI_ST_OK;
+		}
+		if (seq == hr->h.sealed_seq && hr->has_sealed) {
+			memcpy(out, hr->sealed_hash, RI_HASH_LEN);
+			return RI_ST_OK;
+		}
+	}
 	p_int(&p, seq);
 	r = run(s, RECORD_HASH_SQL, &p);
 	if (!res_ok(r))
@@ -226,10 +242,9 @@ scope_sql(int type, const char *a, const char *b, const unsigned char *path, str
 }
 
 /* A scope's newest row with its path, read ahead in the command's read
- * snapshot (store_engine.h read_ahead), as scope_max will ask for it; q
- * (may be NULL): the read of its records that follows, from its head. */
+ * snapshot (store_engine.h read_ahead), as scope_max will ask for it. */
 void
-scope_ahead(struct pg *s, const struct scope *sc, const char *a, const char *b, const struct ri_rows_query *q)
+scope_ahead(struct pg *s, const struct scope *sc, const char *a, const char *b)
 {
 	struct params p = { 0 };
 	unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX];
@@ -239,10 +254,7 @@ scope_ahead(struct pg *s, const struct scope *sc, const char *a, const char *b, 
 	if (sc->type == SCOPE_ALL || s->core.key == NULL || !s->in_tx || !s->snap)
 		return;
 	stmt = scope_sql(sc->type, a, b, sc->key, &p, ids, list, sizeof list, sql, sizeof sql);
-	if (q != NULL)
-		snap_ahead_then(s, stmt, &p, q);
-	else
-		snap_ahead(s, stmt, &p);
+	snap_ahead(s, stmt, &p);
 }
 
 /* The newest seq of a scope as the rows say it (0 when none), and the
@@ -464,7 +476,8 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 	now[n++] = (struct qry){ "SELECT h.last_seq, h.root, h.open_count, h.open_acc, h.sealed_seq, h.grants, h.mac,"
 	    " (SELECT max(seq) FROM records), (SELECT hash FROM records WHERE seq = h.last_seq),"
 	    " (SELECT hash FROM records WHERE seq = $1), ri_clock(),"
-	    " (SELECT recorded_at FROM records WHERE seq = h.last_seq) FROM heads h WHERE h.id = 1", &p };
+	    " (SELECT recorded_at FROM records WHERE seq = h.last_seq),"
+	    " (SELECT hash FROM records WHERE seq = h.sealed_seq) FROM heads h WHERE h.id = 1", &p };
 	if (begin)
 		s->in_tx = true;        /* even should a later statement fail: rolled back */
 	/* the reads queued ahead go with a write's round trip, never in the
@@ -490,6 +503,7 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 		hr->has_anchor = g_bytes(r, 0, 9, hr->anchor_hash, RI_HASH_LEN);
 		hr->now = g_int(r, 0, 10);
 		s->last_at = g_null(r, 0, 11) ? RI_NONE : g_int(r, 0, 11);
+		hr->has_sealed = g_bytes(r, 0, 12, hr->sealed_hash, RI_HASH_LEN);
 		if (hr->h.last_seq == 0) {
 			memcpy(hr->last_hash, s->core.genesis, RI_HASH_LEN);
 			hr->has_last = true;
@@ -515,14 +529,6 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 		s->snap_anchor = anchor;
 		s->snap_last_at = s->last_at;
 		s->snap_head_ok = true;
-		if (s->ahead_sealed && hr->present && hr->h.sealed_seq > 0) {
-			/* read ahead (be_read_ahead): the newest seal's hash, as
-			 * record_hash asks for it */
-			struct params ps = { 0 };
-			p_int(&ps, hr->h.sealed_seq);
-			snap_ahead(s, RECORD_HASH_SQL, &ps);
-		}
-		s->ahead_sealed = false;
 	}
 	return RI_ST_OK;
 }

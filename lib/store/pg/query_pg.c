@@ -172,13 +172,58 @@ q_clear(struct pg *s)
 static void
 snap_forget(struct pg *s)
 {
-	s->snap = s->snap_long = s->snap_now_ok = s->snap_head_ok = s->snap_broken = s->ahead_sealed = false;
+	s->snap = s->snap_long = s->snap_now_ok = s->snap_head_ok = s->snap_broken = false;
 	for (int i = 0; i < s->nkept; i++) {
 		stmt_free(&s->kept[i].st);
 		PQclear(s->kept[i].r);
 	}
 	s->nkept = 0;
+	s->nhashes = 0;
 	ahead_drop_snap(s);
+}
+
+/* The hash at seq, from a row's column, kept once (room allowing). */
+static void
+hash_keep(struct pg *s, int64_t seq, const PGresult *r, int row, int col)
+{
+	if (s->nhashes == SNAP_HASHES || seq < 1)
+		return;
+	for (int i = 0; i < s->nhashes; i++)
+		if (s->hashes[i].seq == seq)
+			return;
+	if (g_bytes(r, row, col, s->hashes[s->nhashes].hash, RI_HASH_LEN))
+		s->hashes[s->nhashes++].seq = seq;
+}
+
+/* Rows of REC_COLS read in the read snapshot: the hash each names at its
+ * own seq, and at the seq before it (REC_PREV, when asked), kept for
+ * record_hash -- in one REPEATABLE READ snapshot the hash at a seq reads
+ * the same however it is asked (issue 43: verifying a row reads the hash
+ * before it, a round trip each before this). */
+void
+snap_hashes(struct pg *s, const PGresult *r, bool prev)
+{
+	if (!s->in_tx || !s->snap || PQresultStatus(r) != PGRES_TUPLES_OK)
+		return;
+	for (int i = 0; i < PQntuples(r); i++) {
+		int64_t seq = g_int(r, i, 0);
+		hash_keep(s, seq, r, i, REC_HASH_COL);
+		if (prev)
+			hash_keep(s, seq - 1, r, i, REC_PREV_COL);
+	}
+}
+
+bool
+snap_hash(const struct pg *s, int64_t seq, unsigned char out[RI_HASH_LEN])
+{
+	if (!s->in_tx || !s->snap)
+		return false;
+	for (int i = 0; i < s->nhashes; i++)
+		if (s->hashes[i].seq == seq) {
+			memcpy(out, s->hashes[i].hash, RI_HASH_LEN);
+			return true;
+		}
+	return false;
 }
 
 /* A read of the snapshot answered again from what it kept: a copy (the
@@ -238,7 +283,7 @@ ahead_queue(struct pg *s, const char *tables, const char *sql, const struct para
 	if (s->nahead == AHEAD_MAX || !stmt_keep(&a->st, sql, p))
 		return;
 	a->tables = tables;
-	a->sent = a->snap = a->then = false;
+	a->sent = a->snap = false;
 	a->r = NULL;
 	s->nahead++;
 }
@@ -278,34 +323,12 @@ snap_ahead(struct pg *s, const char *sql, const struct params *p)
 		s->ahead[s->nahead - 1].snap = true;
 }
 
-/* The scope's newest row, read ahead (snap_ahead), with the read of its
- * records that will follow from its head (q, from set by the answer). */
-void
-snap_ahead_then(struct pg *s, const char *sql, const struct params *p, const struct ri_rows_query *q)
-{
-	struct ahead *a;
-
-	snap_ahead(s, sql, p);
-	if (s->nahead == 0 || !(a = &s->ahead[s->nahead - 1])->snap || !stmt_same(&a->st, sql, p) || a->sent)
-		return;
-	a->then = true;
-	a->then_q = *q;
-	a->then_a = q->a ? ri_strdup(q->a) : NULL;
-	a->then_b = q->b ? ri_strdup(q->b) : NULL;
-	a->then_q.a = a->then_a;
-	a->then_q.b = a->then_b;
-}
-
 static void
 ahead_free(struct ahead *a)
 {
 	stmt_free(&a->st);
 	PQclear(a->r);
 	a->r = NULL;
-	free(a->then_a);
-	free(a->then_b);
-	a->then_a = a->then_b = NULL;
-	a->then = false;
 }
 
 /* The snapshot's reads ahead dropped (it ended); a write's stay. */
@@ -321,27 +344,6 @@ ahead_drop_snap(struct pg *s)
 			s->ahead[k++] = s->ahead[i];
 	}
 	s->nahead = k;
-}
-
-/* A scope's newest row came (a read ahead with then): the read of its
- * records from that seq goes ahead next -- the seq a descending read from
- * the head starts at, when the verified head agrees with the rows (and
- * when it does not, the read fails closed and never asks for this). */
-static void
-then_rows(struct pg *s, struct ahead *a)
-{
-	struct params p = { 0 };
-	char sql[512];
-	int64_t seq = 0;
-
-	if (!a->then || PQresultStatus(a->r) != PGRES_TUPLES_OK)
-		return;
-	for (int i = 0; i < PQntuples(a->r); i++)
-		if (!g_null(a->r, i, 0))
-			seq = g_int(a->r, i, 0);
-	a->then = false;
-	rows_sql(&a->then_q, seq, &p, sql, sizeof sql);
-	snap_ahead(s, sql, &p);
 }
 
 /* The next name of a list of tables (" a b "), as " name " (false: none left). */
@@ -498,7 +500,6 @@ deliver(struct pg *s, int i, PGresult *r, int n, PGresult **res, struct ahead **
 		res[i - s->qn] = r;
 	} else if (t != PGRES_PIPELINE_ABORTED && sent[i - s->qn - n] != NULL) {
 		sent[i - s->qn - n]->r = r;
-		then_rows(s, sent[i - s->qn - n]);
 	} else {
 		PQclear(r);
 	}
