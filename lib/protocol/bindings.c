@@ -192,6 +192,24 @@ load(struct ri *r)
 	return RI_ST_OK;
 }
 
+size_t
+ri_bindings_ahead(struct ri *r, struct ri_query q[2])
+{
+	struct ri_bindings *h = hist(r);
+	size_t n = 0;
+
+	if (h->loaded)
+		return 0;
+	if (h->upto == 0)
+		q[n++] = (struct ri_query){ .from = 1, .limit = 1 };    /* load_genesis */
+	/* load's first page: past the genesis seal, whose founding bindings
+	 * stand at seq 1 (a journal whose genesis holds none reads from 1,
+	 * a read not announced, which runs on its own) */
+	q[n++] = (struct ri_query){ .from = h->upto > 0 ? h->upto + 1 : 2, .limit = 64, .kind = "audit",
+		.act_key = scope };
+	return n;
+}
+
 int
 ri_bindings_at(struct ri *r, const char *kind, int64_t seq, const struct ri_kind **out)
 {

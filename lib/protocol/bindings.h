@@ -61,6 +61,9 @@ int ri_bindings_append(struct ri *r, const struct ri_kind *k, struct ri_append *
  * seq, else the config's kind -- NULL when neither knows it (an unbound
  * kind).  Store code.  The kind is the instance's to keep.
  */
+/* The range reads the first ri_bindings_due or ri_bindings_at will make (none once loaded),
+ * into q: how many -- for the caller to announce them (store.h read_ahead). */
+size_t ri_bindings_ahead(struct ri *r, struct ri_query q[2]);
 int ri_bindings_at(struct ri *r, const char *kind, int64_t seq, const struct ri_kind **out);
 
 /* A record the caller met in order (ri-audit's traversal): an audit.bound

@@ -56,6 +56,15 @@ reread(struct ri *r, const struct inv_req *q, struct ri_inv *inv, struct ri_stan
 	 * PostgreSQL, resolve.bats' late ri-close that finds the sweep's outcome) */
 	if (r->st->ops->settle != NULL && !RI_NC(RI_NC_REREAD_IN_SNAPSHOT))
 		r->st->ops->settle(r->st);
+	if (r->st->ops->read_ahead != NULL) {
+		/* issue 43: the re-read's page and the kind's bindings (the
+		 * write's), in the fresh snapshot's first round trip */
+		struct ri_query aq[3];
+		size_t n_q = 0;
+		ri_inv_query(q->in.invocation_id, &aq[n_q++]);
+		n_q += ri_bindings_ahead(r, &aq[n_q]);
+		r->st->ops->read_ahead(r->st, &(struct ri_ahead){ .q = aq, .nq = n_q });
+	}
 	int st = ri_inv_read(r, q->in.invocation_id, inv);
 
 	if (st != RI_ST_OK) {
@@ -327,6 +336,12 @@ close_call(ri *r, json_t *req, json_t **ans, ri_err *err)
 		return rc;
 	if (q.in.credential == NULL)
 		q.in.credential = "";      /* refused as invalid-credential below */
+	/* issue 43: the reads authorise and the write's gate make -- the
+	 * intent, the caller's registry row, the lease row -- announced, to
+	 * go in one round trip */
+	if (r->st->ops->read_ahead != NULL)
+		r->st->ops->read_ahead(r->st, &(struct ri_ahead){ .event_id = q.in.intent_event_id,
+		    .actor_ref = q.in.actor_ref, .lease_kind = q.in.kind, .lease_act_key = q.in.act_key });
 	/* close 1, Check 2: the intent's actor, before the section is touched */
 	if ((rc = authorise(r, &q, ans, ri_refusal_rf("outcome"), RI_RF_OUTCOME, err)) != RI_OK)
 		return rc;

@@ -192,6 +192,14 @@ malformed(struct ri *r, struct open_req *o, const char *event_id, const char *wh
 	    "journal integrity: record %s is malformed: %s", event_id, why);
 }
 
+/* precheck_repeatable's page of the act's records, newest first */
+static void
+repeatable_query(const struct open_req *o, struct ri_query *q)
+{
+	*q = (struct ri_query){ .from = 0, .limit = 64, .kind = o->in.kind, .act_key = o->in.act_key,
+		.descending = true };
+}
+
 /*
  * open step 3 for a repeatable act (repeatable 1: no 3.9 landed check), in
  * O(the act's records since the newest seal + open intents), never the
@@ -221,13 +229,14 @@ static int
 precheck_repeatable(struct ri *r, struct open_req *o, ri_ms now, json_t **ans, json_t *aged, ri_err *err)
 {
 	struct ri_open_intent *oi = NULL;
-	struct ri_query q = { .from = 0, .limit = 64, .kind = o->in.kind, .act_key = o->in.act_key, .descending = true };
+	struct ri_query q;
 	unsigned char sh[32];
 	int64_t sealed = 0;
 	size_t n = 0;
 	int rc = RI_OK, st;
 	char why[256];
 
+	repeatable_query(o, &q);
 	if ((st = r->st->ops->sealed(r->st, &sealed, sh)) != RI_ST_OK)
 		return unavailable(r, o, st, ans, err);
 	for (;;) {
@@ -344,6 +353,35 @@ precheck(struct ri *r, struct open_req *o, ri_ms now, json_t **ans, json_t *aged
 	}
 	ri_act_free(&act);
 	return rc;
+}
+
+/*
+ * The reads the precheck and the intent's write make under the section,
+ * announced to the store (store.h read_ahead; issue 43, the round-trip
+ * diet): the marker scope (ri_restore_held), the act's first page
+ * (precheck, precheck_repeatable, with the open intents; the newest
+ * seal's hash comes with the head), the lease row (write_intent's gate),
+ * the kind's bindings (write_settle).  The reads are made, and verified,
+ * exactly as without it.
+ */
+static void
+announce(struct ri *r, const struct open_req *o)
+{
+	struct ri_query q[4];
+	char key[600];
+	size_t n = 0;
+
+	if (r->st->ops->read_ahead == NULL)
+		return;
+	ri_restore_held_query(o->in.kind, o->in.act_key, key, sizeof key, &q[n++]);
+	if (o->k->repeatable)
+		repeatable_query(o, &q[n++]);
+	else
+		ri_act_query(o->in.kind, o->in.act_key, NULL, 0, &q[n++]);
+	n += ri_bindings_ahead(r, &q[n]);
+	struct ri_ahead ah = { .q = q, .nq = n, .lease_kind = o->in.kind, .lease_act_key = o->in.act_key,
+		.open_intents = o->k->repeatable };
+	r->st->ops->read_ahead(r->st, &ah);
 }
 
 /* The intent position's arms (Primitive policy 19-26, 32-38). */
@@ -507,6 +545,7 @@ ri_open(ri *r, json_t *req, json_t **ans, ri_err *err)
 		goto out;
 	}
 	ri_fault("open.after_take");
+	announce(r, &o);
 	if ((rc = precheck(r, &o, now, ans, aged, err)) != RI_OK) {
 		json_decref(payload);
 		goto out;

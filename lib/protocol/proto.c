@@ -108,11 +108,20 @@ ri_inv_read_trusted(struct ri *r, const char *inv_id, struct ri_inv *out)
 	return inv_read(r, inv_id, true, out);
 }
 
+void
+ri_inv_query(const char *inv_id, struct ri_query *q)
+{
+	*q = (struct ri_query){ .from = 1, .limit = 4096, .invocation_id = inv_id };
+}
+
 static int
 inv_read(struct ri *r, const char *inv_id, bool trusted, struct ri_inv *out)
 {
-	struct ri_query q = { .from = 1, .limit = 4096, .invocation_id = inv_id, .trusted = trusted };
+	struct ri_query q;
 	int rc;
+
+	ri_inv_query(inv_id, &q);
+	q.trusted = trusted;
 
 	memset(out, 0, sizeof *out);
 	for (;;) {
@@ -157,6 +166,19 @@ act_entry(struct ri_act *a, json_t *index, const char *id)
 	return i != NULL ? &a->v[json_integer_value(i)] : NULL;
 }
 
+void
+ri_act_query(const char *kind, const char *act_key, const char *inv_id, size_t max_intents, struct ri_query *q)
+{
+	/* a bounded read (read_cap) reads a first page the size of what it
+	 * needs -- an intent and a closing or two per invocation -- not 512
+	 * verified records of a hot key; pages then double */
+	size_t first = max_intents > 0 && max_intents < 128 ? 2 * max_intents + 4 : 512;
+
+	*q = (struct ri_query){ .from = 0, .limit = first, .kind = kind, .act_key = act_key, .descending = true };
+	if (inv_id != NULL)
+		*q = (struct ri_query){ .from = 0, .limit = first, .invocation_id = inv_id, .descending = true };
+}
+
 int
 ri_act_read(struct ri *r, const char *kind, const char *act_key, const char *inv_id,
     size_t max_intents, struct ri_act *out)
@@ -164,15 +186,13 @@ ri_act_read(struct ri *r, const char *kind, const char *act_key, const char *inv
 	/* a bounded read (read_cap) reads a first page the size of what it
 	 * needs -- an intent and a closing or two per invocation -- not 512
 	 * verified records of a hot key; pages then double */
-	size_t first = max_intents > 0 && max_intents < 128 ? 2 * max_intents + 4 : 512;
-	struct ri_query q = { .from = 0, .limit = first, .kind = kind, .act_key = act_key, .descending = true };
+	struct ri_query q;
 	size_t cap = 0, cap_v = 0;
 	json_t *index;
 	int st;
 
 	memset(out, 0, sizeof *out);
-	if (inv_id != NULL)
-		q = (struct ri_query){ .from = 0, .limit = first, .invocation_id = inv_id, .descending = true };
+	ri_act_query(kind, act_key, inv_id, max_intents, &q);
 	for (;;) {
 		struct ri_records page;
 		if ((st = r->st->ops->range_read(r->st, &q, &page)) != RI_ST_OK) {

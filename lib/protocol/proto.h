@@ -84,6 +84,11 @@ struct ri_act {
 };
 int ri_act_read(struct ri *r, const char *kind, const char *act_key, const char *inv_id,
     size_t max_intents, struct ri_act *out);
+/* ri_inv_read's first range read (for a caller to announce it: store.h read_ahead). */
+void ri_inv_query(const char *inv_id, struct ri_query *q);
+/* ri_act_read's first range read (for a caller to announce it: store.h read_ahead). */
+void ri_act_query(const char *kind, const char *act_key, const char *inv_id, size_t max_intents,
+    struct ri_query *q);
 void ri_act_free(struct ri_act *a);
 
 /*

@@ -590,15 +590,21 @@ out:
 
 /* ---- an act held back --------------------------------------------------------- */
 
+void
+ri_restore_held_query(const char *kind, const char *act_key, char *key, size_t n, struct ri_query *q)
+{
+	ri_marker_key(kind, act_key, key, n);
+	*q = (struct ri_query){ .from = 0, .limit = 1, .kind = "audit", .act_key = key, .descending = true };
+}
+
 /* The newest record of the act's marker scope (NULL: none). */
 static int
 marker_of(struct ri *r, const char *kind, const char *act_key, struct ri_records *rs)
 {
 	char key[600];
-	struct ri_query q = { .from = 0, .limit = 1, .kind = "audit", .descending = true };
+	struct ri_query q;
 
-	ri_marker_key(kind, act_key, key, sizeof key);
-	q.act_key = key;
+	ri_restore_held_query(kind, act_key, key, sizeof key, &q);
 	return r->st->ops->range_read(r->st, &q, rs);
 }
 

@@ -58,6 +58,9 @@ void ri_marker_key(const char *kind, const char *act_key, char *buf, size_t n);
  * read is never "not held".
  */
 int ri_restore_held(struct ri *r, const char *kind, const char *act_key, char **inv);
+/* The range read ri_restore_held makes first (the act's marker scope; key: its buffer, 600
+ * bytes), for the caller to announce it (store.h read_ahead). */
+void ri_restore_held_query(const char *kind, const char *act_key, char *key, size_t n, struct ri_query *q);
 
 /*
  * The sweep's pass over the restores: every act a restore held back whose

@@ -127,6 +127,20 @@ struct ri_query {
 	                                 * are parsed, not verified again */
 };
 
+/* The reads a command is about to make (read_ahead, issue 43): range
+ * reads as it will ask for them, the lease row it will read unlocked, the
+ * open-intents index, a record by event id, an actor's
+ * registry row.  A backend may send them ahead in
+ * one round trip; each read, when made, is verified as ever. */
+struct ri_ahead {
+	const struct ri_query *q;
+	size_t nq;
+	const char *lease_kind, *lease_act_key;  /* NULL: no lease row */
+	bool open_intents;
+	const char *event_id;           /* read_record's (NULL: none) */
+	const char *actor_ref;          /* authenticate's (NULL: none) */
+};
+
 struct ri_grant {
 	ri_ms expires_at;               /* minted by the host */
 	int64_t token;                  /* fencing token: only ever increases per key */
@@ -268,6 +282,15 @@ struct ri_store_ops {
 	 * duplicate scan, whose invocation reads meet the records its pass
 	 * just read).  No write may start inside a session. */
 	int (*read_session)(struct ri_store *, bool on);
+	/* Optional (NULL: nothing sent ahead).  The reads the caller is
+	 * about to make, in the read snapshot the reads after it share (the
+	 * command's, PostgreSQL's: issue 43) -- sent with its next round trip,
+	 * so the reads answer from there instead of a round trip each.  A read
+	 * is answered from them only when it is the very statement sent, in
+	 * the same snapshot, and verified as ever; a write, a settle or the
+	 * snapshot's age drops them.  Never fails the caller: a read not sent
+	 * ahead runs on its own. */
+	void (*read_ahead)(struct ri_store *, const struct ri_ahead *);
 	/* Optional (NULL: nothing held between operations).  The caller is
 	 * about to wait for the journal to change -- a nap before a retry, a
 	 * wait on a bound, a lease or a child: a read snapshot the store holds

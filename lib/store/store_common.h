@@ -27,6 +27,15 @@ struct ri_tree_cache;
 
 #define RI_WITNESS_PEND 8       /* lines held for one transaction (then the newest kept) */
 
+/* A lease row as read (heads.h: its MAC). */
+struct ri_lease_row {
+	char holder[512];
+	bool held;                      /* holder not NULL */
+	ri_ms expires;
+	int64_t token;
+	unsigned char mac[RI_HASH_LEN];
+};
+
 struct ri_st_core {
 	const struct ri_config *cfg;
 	unsigned char *key;             /* NULL: chain-only (RI_NO_KEY) */
@@ -53,6 +62,19 @@ struct ri_st_core {
 	const struct ri_backend *be;
 	void *bk;
 	struct ri_tree_cache *nodes;
+	/* open step 5.3 (issue 43): the act's lease row as the last append's
+	 * fence check read and verified it under the head's lock, with the
+	 * clock that check judged on; landed once that append committed.  No
+	 * writer changes a lease row without the head's lock (the lock order),
+	 * so it stands as at the commit until a write of this handle, which
+	 * drops it (eng_write_head) */
+	struct ri_lease_seen {
+		bool valid, landed, exists;
+		unsigned char scope[RI_SCOPE_LEN];
+		struct ri_lease_row l;
+		ri_ms now;                      /* the write's instance clock */
+		int64_t mono;                   /* host-monotonic, before that clock was read */
+	} seen;
 };
 
 /* A row's stored integrity columns, beside the record they belong to. */
@@ -238,14 +260,6 @@ int ri_credential_judge(struct ri_st_core *c, const char *actor, const struct ri
     ri_ms now, struct ri_actor *who);
 
 /* ---- leases and the journal fence --------------------------------------- */
-
-struct ri_lease_row {
-	char holder[512];
-	bool held;                      /* holder not NULL */
-	ri_ms expires;
-	int64_t token;
-	unsigned char mac[RI_HASH_LEN];
-};
 
 /* A lease row (heads.h) against its MAC: altered, or an older row replayed. */
 int ri_lease_row_judge(struct ri_st_core *c, const char *kind, const char *act_key, const struct ri_lease_row *l);

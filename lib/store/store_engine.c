@@ -296,6 +296,15 @@ ri_eng_lease_put(struct ri_st_core *c, const char *kind, const char *act_key, co
 	return c->be->lease_write(c->bk, kind, act_key, holder, expires, token, mac);
 }
 
+/* A write of this handle begins: the lease row an earlier append saw
+ * (c->seen) may be what this one changes, so it goes. */
+static int
+eng_write_head(struct ri_st_core *c, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri_ms *now)
+{
+	c->seen.valid = false;
+	return c->be->write_head(c->bk, jh, lh, now);
+}
+
 /* journal fence 1, Allowance 7-10: the writer still holds the act's lease
  * with one allowance to spare (the lease terminus), and the write's own
  * terminus, issue + journal_write_bound - allowance, has not passed.  The
@@ -314,6 +323,14 @@ ri_eng_check_fence(struct ri_st_core *c, const char *kind, const char *act_key, 
 		return rc == RI_ST_UNAVAILABLE ? ri_st_recode(c, RI_ST_STEP2) : rc;
 	if ((rc = ri_fence_judge(c, exists ? &l : NULL, f, now, until)) != RI_ST_OK)
 		return rc;
+	/* kept for open step 5.3's read after the commit (ri_eng_remaining);
+	 * c->seen.mono was taken before the write's clock was read */
+	c->seen.valid = true;
+	c->seen.landed = false;
+	c->seen.exists = exists;
+	c->seen.l = l;
+	c->seen.now = now;
+	ri_scope_act(kind, act_key, c->seen.scope);
 	if (c->be->fence_armed != NULL)
 		c->be->fence_armed(c->bk, kind, act_key, f, until);
 	return RI_ST_OK;
@@ -507,7 +524,8 @@ ri_eng_record_action(struct ri_store *st, const struct ri_append *a, struct ri_a
 		c->be->append_ahead(c->bk, a, kind);
 	/* the journal head, verified inside the write transaction: nothing is
 	 * appended to a journal that fails verification */
-	if ((rc = c->be->write_head(c->bk, &jh, lh, &now)) != RI_ST_OK)
+	int64_t mono = ri_mono_ms();
+	if ((rc = eng_write_head(c, &jh, lh, &now)) != RI_ST_OK)
 		return rc == RI_ST_UNAVAILABLE || rc == RI_ST_READONLY ? ri_st_recode(c, RI_ST_STEP2) : rc;
 	/* Check 8.1.6 judges the actor at the record's recorded_at, which never
 	 * goes backwards (ri_eng_append_locked): the credential is judged at
@@ -553,10 +571,15 @@ ri_eng_record_action(struct ri_store *st, const struct ri_append *a, struct ri_a
 	}
 	if ((rc = ri_eng_append_locked(c, &jh, lh, a, role, fa == RI_FA_NORETENTION, now, out)) != RI_ST_OK)
 		goto fail;
-	if ((rc = c->be->append_commit != NULL ? c->be->append_commit(c->bk, a, out) : c->be->commit(c->bk)) != RI_ST_OK)
+	c->seen.mono = mono;
+	if ((rc = c->be->append_commit != NULL ? c->be->append_commit(c->bk, a, out) : c->be->commit(c->bk)) != RI_ST_OK) {
+		c->seen.valid = false;
 		return rc;
+	}
+	c->seen.landed = c->seen.valid;
 	return ri_append_landed(c, a, fa, kind, out);
 fail:
+	c->seen.valid = false;
 	c->be->rollback(c->bk);
 	if (rc == RI_ST_UNAVAILABLE)
 		rc = RI_ST_STEP2;
@@ -575,7 +598,7 @@ ri_eng_substrate(struct ri_store *st, const char *action_ref, json_t *data, stru
 	memset(out, 0, sizeof *out);
 	if (strncmp(action_ref, "audit.", 6) != 0)
 		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "a substrate record is audit.*");
-	if ((rc = c->be->write_head(c->bk, &jh, lh, &now)) != RI_ST_OK)
+	if ((rc = eng_write_head(c, &jh, lh, &now)) != RI_ST_OK)
 		return rc;
 	if ((rc = append_substrate(c, &jh, lh, action_ref, "", data, now, out)) != RI_ST_OK) {
 		c->be->rollback(c->bk);
@@ -597,7 +620,7 @@ ri_eng_append_many(struct ri_store *st, const struct ri_append *v, size_t n, str
 
 	if (c->key == NULL)
 		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "appending needs the integrity key");
-	if ((rc = c->be->write_head(c->bk, &jh, lh, &now)) != RI_ST_OK)
+	if ((rc = eng_write_head(c, &jh, lh, &now)) != RI_ST_OK)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
 		memset(&out[i], 0, sizeof out[i]);
@@ -838,7 +861,7 @@ ri_eng_actor_add(struct ri_store *st, const char *actor, bool service, char cred
 		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL,
 		    "actor name must be 1..%lld of [A-Za-z0-9._@-] and not \"audit\"",
 		    (long long)c->cfg->reference_length_cap);
-	if ((rc = c->be->write_head(c->bk, &jh, lh, &now)) != RI_ST_OK) {
+	if ((rc = eng_write_head(c, &jh, lh, &now)) != RI_ST_OK) {
 		sodium_memzero(credential, 128);
 		return rc;
 	}
@@ -927,7 +950,7 @@ ri_eng_actor_revoke(struct ri_store *st, const char *actor)
 	ri_ms now;
 	int rc;
 
-	if ((rc = c->be->write_head(c->bk, &jh, lh, &now)) != RI_ST_OK)
+	if ((rc = eng_write_head(c, &jh, lh, &now)) != RI_ST_OK)
 		return rc;
 	if ((rc = ri_eng_actor_get(c, &jh, actor, &row, &exists)) != RI_ST_OK)
 		goto fail;
@@ -1063,7 +1086,7 @@ ri_eng_range_read(struct ri_store *st, const struct ri_query *q, struct ri_recor
 	ri_walk_begin(&wk, q->from, head);
 	struct ri_rows_query rq = { .from = wk.from, .desc = wk.desc, .type = sc.type,
 		.a = sc.type == SCOPE_INV ? q->invocation_id : q->kind, .b = q->act_key,
-		.limit = (int64_t)wk.limit + 1 };
+		.limit = (int64_t)wk.limit + 1, .from_head = !q->trusted && wk.desc && wk.from == head };
 	if ((rc = c->be->records_from(c->bk, &rq, range_row, &x)) == RI_ST_OK)
 		rc = ri_walk_end(c, &wk, out);
 out:
@@ -1071,6 +1094,44 @@ out:
 	if (rc != RI_ST_OK)
 		ri_records_clear(out);
 	return rc;
+}
+
+/*
+ * store.h read_ahead: each range read's scope and first page as
+ * ri_eng_range_read will ask for them (the same walk query, the same page
+ * size), handed to the backend to send ahead in the command's read
+ * snapshot -- which begins here when none is open, as the reads' own
+ * would.  Nothing is judged here: each read verifies its answers itself.
+ */
+void
+ri_eng_read_ahead(struct ri_store *st, const struct ri_ahead *ah)
+{
+	struct ri_st_core *c = RI_ENG_CORE(st);
+	struct ri_ahead_read v[8];
+	size_t n = 0;
+	bool began;
+
+	if (c->be->read_ahead == NULL || c->be->read_begin(c->bk, &began) != RI_ST_OK)
+		return;
+	for (size_t i = 0; i < ah->nq && n < sizeof v / sizeof v[0]; i++) {
+		const struct ri_query *q = &ah->q[i];
+		struct ri_walk wk;
+		struct ri_store_error keep = c->err;
+		if (q->trusted || ri_walk_query(c, q, &v[n].sc, &wk) != RI_ST_OK) {
+			c->err = keep;  /* a query the read itself will refuse */
+			continue;
+		}
+		/* descending from 0 reads from the scope's head (ri_walk_begin),
+		 * asked with no upper bound (from_head); ascending from 0 from 1 */
+		v[n].rows = (struct ri_rows_query){ .from = q->descending || q->from >= 1 ? q->from : 1,
+			.desc = q->descending, .type = v[n].sc.type,
+			.a = v[n].sc.type == SCOPE_INV ? q->invocation_id : q->kind, .b = q->act_key,
+			.limit = (int64_t)wk.limit + 1, .from_head = q->descending && q->from == 0 };
+		n++;
+	}
+	c->be->read_ahead(c->bk, v, n, ah);
+	if (began)
+		c->be->read_end(c->bk, began);
 }
 
 struct traversal {
@@ -1217,7 +1278,7 @@ ri_eng_seal(struct ri_store *st, const unsigned char sk[64], json_t *extra, stru
 	memset(out, 0, sizeof *out);
 	if (c->key == NULL)
 		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "sealing needs the integrity key");
-	if ((rc = c->be->write_head(c->bk, &jh, lh, &now)) != RI_ST_OK)
+	if ((rc = eng_write_head(c, &jh, lh, &now)) != RI_ST_OK)
 		return rc;
 	/* a head that is itself a seal is sealed already: no record per idle run */
 	if (jh.last_seq > 0 && jh.sealed_seq == jh.last_seq) {
@@ -1314,7 +1375,7 @@ ri_eng_rebuild(struct ri_store *st, json_t **report)
 	*report = NULL;
 	if (c->key == NULL)
 		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "rebuilding needs the integrity key");
-	if ((rc = c->be->write_head(c->bk, &jh, lh, &x.now)) != RI_ST_OK)
+	if ((rc = eng_write_head(c, &jh, lh, &x.now)) != RI_ST_OK)
 		return rc;
 	ri_rebuild_begin(&rb, c);
 	if (c->be->unbound != NULL && (rc = c->be->unbound(c->bk, "rebuild")) != RI_ST_OK)
@@ -1545,7 +1606,7 @@ ri_eng_purge(struct ri_store *st, ri_ms now, int64_t *purged)
 		ri_ms wnow;
 
 		/* nothing is purged from a journal that fails verification */
-		if ((rc = c->be->write_head(c->bk, &jh, lh, &wnow)) != RI_ST_OK)
+		if ((rc = eng_write_head(c, &jh, lh, &wnow)) != RI_ST_OK)
 			return rc == RI_ST_STEP2 ? RI_ST_UNAVAILABLE : rc;
 		struct purge_batch b = { .c = c, .jh = &jh, .kinds = json_object() };
 		if ((rc = c->be->purge_due(c->bk, now, purge_one, &b)) != RI_ST_OK || b.n == 0) {
@@ -1626,7 +1687,7 @@ lease_locked(struct ri_st_core *c, const char *kind, const char *act_key, struct
 	memset(l, 0, sizeof *l);
 	if (c->be->lease_ahead != NULL)
 		c->be->lease_ahead(c->bk, kind, act_key);
-	if ((rc = c->be->write_head(c->bk, jh, lh, now)) != RI_ST_OK)
+	if ((rc = eng_write_head(c, jh, lh, now)) != RI_ST_OK)
 		return rc == RI_ST_INTEGRITY ? rc : ri_st_recode(c, RI_ST_UNAVAILABLE);
 	if ((rc = ri_eng_lease_get(c, kind, act_key, true, l, exists)) != RI_ST_OK) {
 		c->be->rollback(c->bk);
@@ -1710,6 +1771,37 @@ ri_eng_take(struct ri_store *st, const char *kind, const char *act_key, const ch
 	return rc;
 }
 
+/*
+ * open step 5.3 right after the append that wrote the intent (issue 43:
+ * no read of its own): the act's lease row as that append's fence check
+ * read and verified it, under the head's lock, in the transaction that
+ * committed.  No writer changes a lease row without that lock (the lock
+ * order), and nothing of this handle has written since (eng_write_head),
+ * so the row stands as at the commit; the clock is the one the check
+ * judged on, moved on by the host's monotonic time since before it was
+ * read -- never behind the instance clock, so what is left is never
+ * overstated (as snap_clock, query_pg.c).  Under the env clock seam the
+ * instant is the process's, which stands still.  Used once.
+ */
+static bool
+lease_landed(struct ri_st_core *c, const char *kind, const char *act_key, const char *holder, ri_ms *left)
+{
+	unsigned char scope[RI_SCOPE_LEN];
+	struct ri_lease_seen *w = &c->seen;
+	ri_ms now;
+
+	if (!w->valid || !w->landed)
+		return false;
+	w->valid = false;
+	ri_scope_act(kind, act_key, scope);
+	if (memcmp(scope, w->scope, sizeof scope) != 0)
+		return false;
+	now = c->cfg->clock_env ? w->now : w->now + (ri_ms)(ri_mono_ms() - w->mono);
+	*left = w->exists && w->l.held && strcmp(w->l.holder, holder) == 0 && w->l.expires > now ?
+	    w->l.expires - now : RI_NONE;
+	return true;
+}
+
 int
 ri_eng_remaining(struct ri_store *st, const char *kind, const char *act_key, const char *holder, ri_ms *left)
 {
@@ -1720,6 +1812,8 @@ ri_eng_remaining(struct ri_store *st, const char *kind, const char *act_key, con
 	int rc;
 
 	*left = RI_NONE;
+	if (lease_landed(c, kind, act_key, holder, left))
+		return RI_ST_OK;
 	if ((rc = c->be->read_begin(c->bk, &began)) != RI_ST_OK)
 		return rc;
 	if ((rc = c->be->clock_now(c->bk, &now)) == RI_ST_OK &&

@@ -59,8 +59,20 @@ struct ri_rows_query {
 	int type;
 	const char *a, *b;
 	int64_t limit;
+	/* desc, and from is the scope's verified head in the reading
+	 * snapshot: no row of the scope lies above it there (the head agrees
+	 * with the newest row, or the read failed closed before this), so a
+	 * backend may ask with no upper bound -- the same rows, by a
+	 * statement that does not wait for the head (issue 43, read_ahead) */
+	bool from_head;
 };
 typedef int (*ri_row_fn)(void *arg, struct ri_record *r, struct ri_raw *w, bool *stop);
+
+/* One range read sent ahead (read_ahead): its scope and its first page. */
+struct ri_ahead_read {
+	struct scope sc;
+	struct ri_rows_query rows;
+};
 
 struct ri_backend {
 	/* The stored hash of the record at seq (>= 1): NOT_KNOWN when no row
@@ -108,6 +120,11 @@ struct ri_backend {
 	 * after the head's lock: the backend may send it with that lock
 	 * (issue 43: the take and the release, one round trip less). */
 	void (*lease_ahead)(void *bk, const char *kind, const char *act_key);
+	/* Optional (NULL: nothing read ahead).  The reads of the command's
+	 * read snapshot about to be made (store.h read_ahead), inside it (the
+	 * engine began it): v[i] a range read's scope and the page of its
+	 * records that follows, as ri_eng_range_read will ask for them. */
+	void (*read_ahead)(void *bk, const struct ri_ahead_read *v, size_t n, const struct ri_ahead *ah);
 	/* Optional (NULL: none held).  The caller waits for the journal to
 	 * change: a read snapshot read_end left open ends (issue 43). */
 	void (*settle)(void *bk);
@@ -394,6 +411,7 @@ int ri_eng_take(struct ri_store *st, const char *kind, const char *act_key, cons
     struct ri_grant *g);
 int ri_eng_remaining(struct ri_store *st, const char *kind, const char *act_key, const char *holder, ri_ms *left);
 int ri_eng_release(struct ri_store *st, const char *kind, const char *act_key, const char *holder);
+void ri_eng_read_ahead(struct ri_store *st, const struct ri_ahead *ah);
 
 /* The store operations (ri_store_ops) the engine answers for every
  * backend, written once: a backend's table starts with these and adds its
@@ -406,6 +424,7 @@ int ri_eng_release(struct ri_store *st, const char *kind, const char *act_key, c
 	.release = ri_eng_release, .mark_get = ri_eng_mark_get, .mark_set = ri_eng_mark_set, \
 	.traverse = ri_eng_traverse, .peek = ri_eng_peek, .inv_span = ri_eng_inv_span, .seal = ri_eng_seal, \
 	.substrate = ri_eng_substrate, .append_substrate = ri_eng_append_many, .rebuild = ri_eng_rebuild, \
-	.audit_state = ri_eng_audit_state, .head = ri_eng_head, .sealed = ri_eng_sealed
+	.audit_state = ri_eng_audit_state, .head = ri_eng_head, .sealed = ri_eng_sealed, \
+	.read_ahead = ri_eng_read_ahead
 
 #endif

@@ -34,8 +34,24 @@ record_hash(void *bk, int64_t seq, unsigned char out[RI_HASH_LEN])
 	PGresult *r;
 	int rc;
 
+	/* one its record reads named (snap_hashes), or the head's and the
+	 * newest seal's, read with the read snapshot's head (jhead_fetch_tx):
+	 * the same snapshot answers the same hash */
+	if (snap_hash(s, seq, out))
+		return RI_ST_OK;
+	if (s->in_tx && s->snap && s->snap_head_ok && s->snap_head.present && seq > 0) {
+		const struct head_read *hr = &s->snap_head;
+		if (seq == hr->h.last_seq && hr->has_last) {
+			memcpy(out, hr->last_hash, RI_HASH_LEN);
+			return RI_ST_OK;
+		}
+		if (seq == hr->h.sealed_seq && hr->has_sealed) {
+			memcpy(out, hr->sealed_hash, RI_HASH_LEN);
+			return RI_ST_OK;
+		}
+	}
 	p_int(&p, seq);
-	r = run(s, "SELECT hash FROM records WHERE seq = $1", &p);
+	r = run(s, RECORD_HASH_SQL, &p);
 	if (!res_ok(r))
 		rc = pg_db_fail(s, RI_ST_UNAVAILABLE, "read", r);
 	else if (PQntuples(r) == 1 && g_bytes(r, 0, 0, out, RI_HASH_LEN))
@@ -201,6 +217,46 @@ nodes_flush(struct pg *s)
 	}
 }
 
+/* The statement of scope_max (and of its read sent ahead): the scope's
+ * newest row, with path's nodes when path is not NULL (then ids and list
+ * hold its parameters); sql is its buffer. */
+static const char *
+scope_sql(int type, const char *a, const char *b, const unsigned char *path, struct params *p,
+    unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX], char *list, size_t listlen, char *sql, size_t n)
+{
+	const char *q = type == SCOPE_ALL ? "SELECT seq, hash FROM records ORDER BY seq DESC LIMIT 1" :
+	    type == SCOPE_ACT ? "SELECT seq, hash FROM records WHERE kind = $1 AND act_key = $2"
+	    " ORDER BY seq DESC LIMIT 1" :
+	    "SELECT seq, hash FROM records WHERE invocation_id = $1 ORDER BY seq DESC LIMIT 1";
+
+	if (type != SCOPE_ALL)
+		p_text(p, a);
+	if (type == SCOPE_ACT)
+		p_text(p, b);
+	if (path == NULL)
+		return q;
+	path_params(p, path, ids, list, listlen);
+	snprintf(sql, n, "SELECT seq, hash, NULL::bytea, NULL::bytea FROM (%s) r"
+	    " UNION ALL SELECT NULL, NULL, id, body FROM nodes WHERE id IN (%s)", q, list);
+	return sql;
+}
+
+/* A scope's newest row with its path, read ahead in the command's read
+ * snapshot (store_engine.h read_ahead), as scope_max will ask for it. */
+void
+scope_ahead(struct pg *s, const struct scope *sc, const char *a, const char *b)
+{
+	struct params p = { 0 };
+	unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX];
+	char list[256], sql[700];
+	const char *stmt;
+
+	if (sc->type == SCOPE_ALL || s->core.key == NULL || !s->in_tx || !s->snap)
+		return;
+	stmt = scope_sql(sc->type, a, b, sc->key, &p, ids, list, sizeof list, sql, sizeof sql);
+	snap_ahead(s, stmt, &p);
+}
+
 /* The newest seq of a scope as the rows say it (0 when none), and the
  * hash stored there (when hash is not NULL and there is one).  path: also
  * fetch that key's path of the tree in the same statement. */
@@ -211,10 +267,7 @@ scope_max(struct pg *s, int type, const char *a, const char *b, int64_t *out, un
 	struct params p = { 0 };
 	unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX];
 	char list[256], sql[700];
-	const char *q = type == SCOPE_ALL ? "SELECT seq, hash FROM records ORDER BY seq DESC LIMIT 1" :
-	    type == SCOPE_ACT ? "SELECT seq, hash FROM records WHERE kind = $1 AND act_key = $2"
-	    " ORDER BY seq DESC LIMIT 1" :
-	    "SELECT seq, hash FROM records WHERE invocation_id = $1 ORDER BY seq DESC LIMIT 1";
+	const char *q;
 	PGresult *r;
 	int rc = RI_ST_OK;
 
@@ -231,18 +284,9 @@ scope_max(struct pg *s, int type, const char *a, const char *b, int64_t *out, un
 			return RI_ST_OK;
 		}
 	}
-	if (type != SCOPE_ALL)
-		p_text(&p, a);
-	if (type == SCOPE_ACT)
-		p_text(&p, b);
-	if (path != NULL && s->core.key != NULL && s->in_tx) {
-		path_params(&p, path, ids, list, sizeof list);
-		snprintf(sql, sizeof sql, "SELECT seq, hash, NULL::bytea, NULL::bytea FROM (%s) r"
-		    " UNION ALL SELECT NULL, NULL, id, body FROM nodes WHERE id IN (%s)", q, list);
-		q = sql;
-	} else {
+	if (path == NULL || s->core.key == NULL || !s->in_tx)
 		path = NULL;
-	}
+	q = scope_sql(type, a, b, path, &p, ids, list, sizeof list, sql, sizeof sql);
 	r = run(s, q, &p);
 	if (!res_ok(r)) {
 		rc = pg_db_fail(s, RI_ST_UNAVAILABLE, "read", r);
@@ -432,7 +476,8 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 	now[n++] = (struct qry){ "SELECT h.last_seq, h.root, h.open_count, h.open_acc, h.sealed_seq, h.grants, h.mac,"
 	    " (SELECT max(seq) FROM records), (SELECT hash FROM records WHERE seq = h.last_seq),"
 	    " (SELECT hash FROM records WHERE seq = $1), ri_clock(),"
-	    " (SELECT recorded_at FROM records WHERE seq = h.last_seq) FROM heads h WHERE h.id = 1", &p };
+	    " (SELECT recorded_at FROM records WHERE seq = h.last_seq),"
+	    " (SELECT hash FROM records WHERE seq = h.sealed_seq) FROM heads h WHERE h.id = 1", &p };
 	if (begin)
 		s->in_tx = true;        /* even should a later statement fail: rolled back */
 	/* the reads queued ahead go with a write's round trip, never in the
@@ -458,6 +503,7 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 		hr->has_anchor = g_bytes(r, 0, 9, hr->anchor_hash, RI_HASH_LEN);
 		hr->now = g_int(r, 0, 10);
 		s->last_at = g_null(r, 0, 11) ? RI_NONE : g_int(r, 0, 11);
+		hr->has_sealed = g_bytes(r, 0, 12, hr->sealed_hash, RI_HASH_LEN);
 		if (hr->h.last_seq == 0) {
 			memcpy(hr->last_hash, s->core.genesis, RI_HASH_LEN);
 			hr->has_last = true;

@@ -453,6 +453,12 @@ ri_pg_open(const struct ri_config *c, const unsigned char *key, size_t keylen, u
 	if (key != NULL && !(flags & RI_READONLY)) {
 		int64_t seq;
 		unsigned char h[RI_HASH_LEN];
+		bool began;
+		/* the start gate's read of the open intents' kinds (Binding 2,
+		 * store.h open_kinds) goes with the head's round trip, in the
+		 * snapshot it reads in (issue 43) */
+		if (pg_read_begin(s, &began) == RI_ST_OK)
+			snap_ahead(s, OPEN_KINDS_SQL, NULL);
 		if (ri_eng_head(&s->base, &seq, h) == RI_ST_INTEGRITY) {
 			rc = ri_fail(err, RI_INTEGRITY, "%s", s->core.err.msg);
 			pg_close(&s->base);

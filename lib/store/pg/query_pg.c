@@ -156,6 +156,9 @@ stmt_same(const struct stmt *st, const char *sql, const struct params *p)
 	return true;
 }
 
+static void ahead_drop_snap(struct pg *s);
+static bool ahead_waits(const struct pg *s, const char *sql, const struct params *p);
+
 static void
 q_clear(struct pg *s)
 {
@@ -176,6 +179,52 @@ snap_forget(struct pg *s)
 		PQclear(s->kept[i].r);
 	}
 	s->nkept = 0;
+	s->nhashes = 0;
+	ahead_drop_snap(s);
+}
+
+/* The hash at seq, from a row's column, kept once (room allowing). */
+static void
+hash_keep(struct pg *s, int64_t seq, const PGresult *r, int row, int col)
+{
+	if (s->nhashes == SNAP_HASHES || seq < 1)
+		return;
+	for (int i = 0; i < s->nhashes; i++)
+		if (s->hashes[i].seq == seq)
+			return;
+	if (g_bytes(r, row, col, s->hashes[s->nhashes].hash, RI_HASH_LEN))
+		s->hashes[s->nhashes++].seq = seq;
+}
+
+/* Rows of REC_COLS read in the read snapshot: the hash each names at its
+ * own seq, and at the seq before it (REC_PREV, when asked), kept for
+ * record_hash -- in one REPEATABLE READ snapshot the hash at a seq reads
+ * the same however it is asked (issue 43: verifying a row reads the hash
+ * before it, a round trip each before this). */
+void
+snap_hashes(struct pg *s, const PGresult *r, bool prev)
+{
+	if (!s->in_tx || !s->snap || PQresultStatus(r) != PGRES_TUPLES_OK)
+		return;
+	for (int i = 0; i < PQntuples(r); i++) {
+		int64_t seq = g_int(r, i, 0);
+		hash_keep(s, seq, r, i, REC_HASH_COL);
+		if (prev)
+			hash_keep(s, seq - 1, r, i, REC_PREV_COL);
+	}
+}
+
+bool
+snap_hash(const struct pg *s, int64_t seq, unsigned char out[RI_HASH_LEN])
+{
+	if (!s->in_tx || !s->snap)
+		return false;
+	for (int i = 0; i < s->nhashes; i++)
+		if (s->hashes[i].seq == seq) {
+			memcpy(out, s->hashes[i].hash, RI_HASH_LEN);
+			return true;
+		}
+	return false;
 }
 
 /* A read of the snapshot answered again from what it kept: a copy (the
@@ -235,9 +284,67 @@ ahead_queue(struct pg *s, const char *tables, const char *sql, const struct para
 	if (s->nahead == AHEAD_MAX || !stmt_keep(&a->st, sql, p))
 		return;
 	a->tables = tables;
-	a->sent = false;
+	a->sent = a->snap = false;
 	a->r = NULL;
 	s->nahead++;
+}
+
+/* Is this statement, with these values, queued ahead (or kept) already? */
+static bool
+ahead_has(const struct pg *s, const char *sql, const struct params *p)
+{
+	for (int i = 0; i < s->nahead; i++)
+		if (s->ahead[i].st.sql != NULL && stmt_same(&s->ahead[i].st, sql, p))
+			return true;
+	for (int i = 0; i < s->nkept; i++)
+		if (stmt_same(&s->kept[i].st, sql, p))
+			return true;
+	return false;
+}
+
+/*
+ * Reads of the command's read snapshot sent ahead (issue 43, the
+ * round-trip diet): the engine names the reads a command is about to make
+ * (store.h read_ahead), and each goes, as the very statement the read will
+ * run, with the snapshot's next round trip -- after the statements of that
+ * trip, in the same REPEATABLE READ snapshot, so its answer is the one the
+ * read would get when it runs.  run() answers the read from it only when
+ * its statement and values are the same byte for byte (stmt_same), and
+ * every answer is verified by the read as ever; a guess that does not
+ * match is never used, and costs nothing but its bytes.  They end with the
+ * snapshot (snap_forget).
+ */
+void
+snap_ahead(struct pg *s, const char *sql, const struct params *p)
+{
+	if (!s->in_tx || !s->snap || ahead_has(s, sql, p))
+		return;
+	ahead_queue(s, NULL, sql, p);
+	if (s->nahead > 0 && stmt_same(&s->ahead[s->nahead - 1].st, sql, p))
+		s->ahead[s->nahead - 1].snap = true;
+}
+
+static void
+ahead_free(struct ahead *a)
+{
+	stmt_free(&a->st);
+	PQclear(a->r);
+	a->r = NULL;
+}
+
+/* The snapshot's reads ahead dropped (it ended); a write's stay. */
+static void
+ahead_drop_snap(struct pg *s)
+{
+	int k = 0;
+
+	for (int i = 0; i < s->nahead; i++) {
+		if (s->ahead[i].snap)
+			ahead_free(&s->ahead[i]);
+		else
+			s->ahead[k++] = s->ahead[i];
+	}
+	s->nahead = k;
 }
 
 /* The next name of a list of tables (" a b "), as " name " (false: none left). */
@@ -282,7 +389,7 @@ written_any(const struct pg *s, const char *tables)
 {
 	char name[40];
 
-	for (const char *c = tables; table_next(&c, name);)
+	for (const char *c = tables ? tables : ""; table_next(&c, name);)
 		if (strstr(s->written, name) != NULL)
 			return true;
 	return false;
@@ -291,14 +398,24 @@ written_any(const struct pg *s, const char *tables)
 void
 ahead_clear(struct pg *s)
 {
-	for (int i = 0; i < s->nahead; i++) {
-		stmt_free(&s->ahead[i].st);
-		PQclear(s->ahead[i].r);
-		s->ahead[i].r = NULL;
-	}
+	for (int i = 0; i < s->nahead; i++)
+		ahead_free(&s->ahead[i]);
 	s->nahead = 0;
 	s->written[0] = '\0';
 	s->written_all = false;
+}
+
+/* Is this statement a read of the snapshot queued ahead, not sent yet? */
+static bool
+ahead_waits(const struct pg *s, const char *sql, const struct params *p)
+{
+	if (!s->in_tx || !s->snap)
+		return false;
+	for (int i = 0; i < s->nahead; i++)
+		if (s->ahead[i].snap && !s->ahead[i].sent && s->ahead[i].st.sql != NULL &&
+		    stmt_same(&s->ahead[i].st, sql, p))
+			return true;
+	return false;
 }
 
 /* the answer sent ahead for this statement, or false */
@@ -309,11 +426,12 @@ ahead_take(struct pg *s, const char *sql, const struct params *p, PGresult **r)
 		return false;
 	for (int i = 0; i < s->nahead; i++) {
 		struct ahead *a = &s->ahead[i];
-		if (a->r == NULL || !stmt_same(&a->st, sql, p) || written_any(s, a->tables))
+		if (a->r == NULL || a->snap != (s->in_tx && s->snap) || !stmt_same(&a->st, sql, p) ||
+		    written_any(s, a->tables))
 			continue;
 		*r = a->r;
 		a->r = NULL;
-		stmt_free(&a->st);
+		ahead_free(a);
 		return true;
 	}
 	return false;
@@ -474,8 +592,11 @@ trip_all(struct pg *s, const struct qry *now, int n, bool ahead, PGresult **res)
 
 	for (int i = 0; i < n; i++)
 		res[i] = NULL;
-	for (int i = 0; ahead && i < s->nahead; i++)
-		if (!s->ahead[i].sent && s->ahead[i].st.sql != NULL)
+	/* a write's reads ahead when asked (its first round trip); the read
+	 * snapshot's with any round trip of it */
+	for (int i = 0; i < s->nahead; i++)
+		if (!s->ahead[i].sent && s->ahead[i].st.sql != NULL &&
+		    (s->ahead[i].snap ? s->in_tx && s->snap : ahead))
 			sent[na++] = &s->ahead[i];
 	s->round_trips++;
 	if (s->trace > 1)
@@ -565,7 +686,17 @@ run(struct pg *s, const char *sql, const struct params *p)
 	int answered;
 	PGresult *r;
 
-	if (ahead_take(s, sql, p, &r) || snap_take(s, sql, p, &r))
+	if (ahead_waits(s, sql, p)) {
+		/* sent ahead, not yet gone: it goes now, with the others */
+		PGresult *none[1];
+		(void)trip_all(s, NULL, 0, false, none);
+	}
+	if (ahead_take(s, sql, p, &r)) {
+		if (r != NULL)
+			snap_keep(s, sql, p, r);
+		return r;
+	}
+	if (snap_take(s, sql, p, &r))
 		return r;
 	r = trip(s, &one, 1, false, &answered);
 	if (r != NULL)

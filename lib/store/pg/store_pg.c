@@ -125,6 +125,8 @@ scan_begin(void *bk, bool *began)
 	return rc;
 }
 
+#define RECORD_BY_ID_SQL "SELECT " REC_COLS REC_PREV " FROM records WHERE event_id = $1"
+
 static int
 record_by_id(void *bk, const char *event_id, struct ri_record *r, struct ri_raw *w)
 {
@@ -134,13 +136,15 @@ record_by_id(void *bk, const char *event_id, struct ri_record *r, struct ri_raw 
 	int rc = RI_ST_OK;
 
 	p_text(&p, event_id);
-	res = run(s, "SELECT " REC_COLS " FROM records WHERE event_id = $1", &p);
+	res = run(s, RECORD_BY_ID_SQL, &p);
 	if (!res_ok(res))
 		rc = pg_db_fail(s, RI_ST_UNAVAILABLE, "read", res);
 	else if (PQntuples(res) == 0)
 		rc = RI_ST_NOT_KNOWN;
-	else
+	else {
+		snap_hashes(s, res, true);
 		load_row(res, 0, r, w);
+	}
 	PQclear(res);
 	return rc;
 }
@@ -148,6 +152,29 @@ record_by_id(void *bk, const char *event_id, struct ri_record *r, struct ri_raw 
 /* One query for a bounded read; pages of RECORDS_PAGE rows, each its own
  * round trip, for an unbounded one (a traversal, a seal's walk). */
 #define RECORDS_PAGE 1000
+
+/* The statement of one page of records_from, from `from` (and of its read
+ * sent ahead: be_read_ahead). */
+void
+rows_sql(const struct ri_rows_query *q, int64_t from, struct params *p, char *sql, size_t n)
+{
+	/* from the scope's verified head: no row of it above (from_head) */
+	if (q->from_head && from == q->from)
+		from = INT64_MAX;
+	/* a scope's rows are not each other's predecessors: each one's
+	 * comes with it (REC_PREV); the whole journal's are */
+	snprintf(sql, n, "SELECT " REC_COLS "%s FROM records WHERE seq %s $1%s ORDER BY seq %s LIMIT $%d",
+	    q->type != SCOPE_ALL ? REC_PREV : "", q->desc ? "<=" : ">=",
+	    q->type == SCOPE_INV ? " AND invocation_id = $2" :
+	    q->type == SCOPE_ACT ? " AND kind = $2 AND act_key = $3" : "",
+	    q->desc ? "DESC" : "ASC", q->type == SCOPE_INV ? 3 : q->type == SCOPE_ACT ? 4 : 2);
+	p_int(p, from);
+	if (q->type != SCOPE_ALL)
+		p_text(p, q->a);
+	if (q->type == SCOPE_ACT)
+		p_text(p, q->b);
+	p_int(p, q->limit > 0 ? q->limit : RECORDS_PAGE);
+}
 
 static int
 records_from(void *bk, const struct ri_rows_query *q, ri_row_fn each, void *arg)
@@ -164,17 +191,7 @@ records_from(void *bk, const struct ri_rows_query *q, ri_row_fn each, void *arg)
 		char sql[512];
 		int n;
 
-		snprintf(sql, sizeof sql, "SELECT " REC_COLS " FROM records WHERE seq %s $1%s ORDER BY seq %s LIMIT $%d",
-		    q->desc ? "<=" : ">=",
-		    q->type == SCOPE_INV ? " AND invocation_id = $2" :
-		    q->type == SCOPE_ACT ? " AND kind = $2 AND act_key = $3" : "",
-		    q->desc ? "DESC" : "ASC", q->type == SCOPE_INV ? 3 : q->type == SCOPE_ACT ? 4 : 2);
-		p_int(&p, from);
-		if (q->type != SCOPE_ALL)
-			p_text(&p, q->a);
-		if (q->type == SCOPE_ACT)
-			p_text(&p, q->b);
-		p_int(&p, limit);
+		rows_sql(q, from, &p, sql, sizeof sql);
 		res = run(s, sql, &p);
 		if (!res_ok(res)) {
 			rc = pg_db_fail(s, RI_ST_UNAVAILABLE, "read", res);
@@ -182,6 +199,7 @@ records_from(void *bk, const struct ri_rows_query *q, ri_row_fn each, void *arg)
 			return rc;
 		}
 		n = PQntuples(res);
+		snap_hashes(s, res, q->type != SCOPE_ALL);
 		for (int i = 0; i < n && !stop; i++) {
 			struct ri_record r;
 			struct ri_raw w;
@@ -203,6 +221,8 @@ records_from(void *bk, const struct ri_rows_query *q, ri_row_fn each, void *arg)
 
 /* ---- open intents (derived index) ---------------------------------------- */
 
+#define OPEN_ROWS_SQL "SELECT invocation_id, seq, kind, act_key, event_id, recorded_at FROM open_intents ORDER BY seq"
+
 /* Every row of the index, checked whole against the head's count and
  * accumulator (heads.h), filtered after the check. */
 static int
@@ -212,8 +232,7 @@ open_rows(void *bk, struct ri_open_scan *os)
 	PGresult *r;
 	int rc;
 
-	r = run(s, "SELECT invocation_id, seq, kind, act_key, event_id, recorded_at FROM open_intents ORDER BY seq",
-	    NULL);
+	r = run(s, OPEN_ROWS_SQL, NULL);
 	if (!res_ok(r)) {
 		rc = pg_db_fail(s, RI_ST_UNAVAILABLE, "read", r);
 		PQclear(r);
@@ -724,7 +743,6 @@ static int
 pg_open_kinds(struct ri_store *base, ri_ms since, char ***kinds, size_t *n)
 {
 	struct pg *s = (struct pg *)base;
-	struct params p = { 0 };
 	PGresult *r;
 	bool began;
 	int rc;
@@ -733,14 +751,16 @@ pg_open_kinds(struct ri_store *base, ri_ms since, char ***kinds, size_t *n)
 	*n = 0;
 	if ((rc = pg_read_begin(s, &began)) != RI_ST_OK)
 		return rc;
-	p_int(&p, since);
-	r = run(s, "SELECT DISTINCT kind FROM open_intents WHERE recorded_at > $1 ORDER BY kind", &p);
+	r = run(s, OPEN_KINDS_SQL, NULL);
 	if (!res_ok(r)) {
 		rc = pg_db_fail(s, RI_ST_UNAVAILABLE, "read", r);
 	} else {
+		/* a kind has an intent recorded after since exactly when its
+		 * newest one is */
 		*kinds = ri_xcalloc((size_t)PQntuples(r) + 1, sizeof **kinds);
 		for (int i = 0; i < PQntuples(r); i++)
-			(*kinds)[(*n)++] = ri_strdup(PQgetvalue(r, i, 0));
+			if (!g_null(r, i, 1) && g_int(r, i, 1) > since)
+				(*kinds)[(*n)++] = ri_strdup(PQgetvalue(r, i, 0));
 	}
 	PQclear(r);
 	pg_read_end(s, began);
@@ -1100,6 +1120,57 @@ be_settle(void *bk)
 	pg_snapshot_end(bk);
 }
 
+/* store_engine.h read_ahead: each scope's newest row with its path, as
+ * scope_max asks; its first page of records as records_from asks (from
+ * the head: with no upper bound, from_head; the hash before each row with
+ * it, REC_PREV); the lease row
+ * as lease_read reads it unlocked, the index as open_rows reads it, a
+ * record as record_by_id reads it, an actor's row and its scope's path as
+ * actor_read and prefetch do.  Each goes with the snapshot's next round
+ * trip. */
+static void
+be_read_ahead(void *bk, const struct ri_ahead_read *v, size_t n, const struct ri_ahead *ah)
+{
+	struct pg *s = bk;
+
+	if (!s->in_tx || !s->snap)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		const struct ri_ahead_read *a = &v[i];
+		struct params p = { 0 };
+		char sql[512];
+		scope_ahead(s, &a->sc, a->rows.a, a->rows.b);
+		rows_sql(&a->rows, a->rows.from, &p, sql, sizeof sql);
+		snap_ahead(s, sql, &p);
+	}
+	if (ah->event_id != NULL) {
+		struct params p = { 0 };
+		p_text(&p, ah->event_id);
+		snap_ahead(s, RECORD_BY_ID_SQL, &p);
+	}
+	if (ah->actor_ref != NULL) {
+		struct params p = { 0 }, pp = { 0 };
+		unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX];
+		char list[256], sql[400];
+		struct scope sc;
+		p_text(&p, ah->actor_ref);
+		snap_ahead(s, ACTOR_SQL, &p);
+		if (s->core.key != NULL) {
+			scope_make(&sc, SCOPE_ACT, "audit", ah->actor_ref);
+			prefetch_sql(sc.key, &pp, ids, list, sizeof list, sql, sizeof sql);
+			snap_ahead(s, sql, &pp);
+		}
+	}
+	if (ah->lease_kind != NULL) {
+		struct params p = { 0 };
+		p_text(&p, ah->lease_kind);
+		p_text(&p, ah->lease_act_key);
+		snap_ahead(s, LEASE_SQL, &p);
+	}
+	if (ah->open_intents)
+		snap_ahead(s, OPEN_ROWS_SQL, NULL);
+}
+
 static int
 be_read_begin(void *bk, bool *began)
 {
@@ -1171,6 +1242,7 @@ const struct ri_backend pg_backend = {
 	.fence_until = fence_until,
 	.fence_armed = fence_armed,
 	.read_begin = be_read_begin,
+	.read_ahead = be_read_ahead,
 	.read_end = be_read_end,
 	.settle = be_settle,
 	.write_begin = be_write_begin,

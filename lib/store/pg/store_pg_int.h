@@ -16,9 +16,10 @@
 
 #define SQLSTATE_FENCE "RIF01"          /* raised by ri_fence_check() at COMMIT */
 #define QMAX 16                         /* deferred writes held at most (then sent) */
-#define AHEAD_MAX 6                     /* reads sent ahead in one round trip at most */
+#define AHEAD_MAX 32                    /* reads sent ahead in one round trip at most */
 #define SNAP_KEPT 16                    /* read answers a read snapshot keeps, at most */
 #define SNAP_KEPT_ROWS 64               /* ... each of this many rows at most */
+#define SNAP_HASHES 64                  /* record hashes a read snapshot keeps, at most */
 
 /* ---- parameters and statements ------------------------------------------ */
 
@@ -57,7 +58,8 @@ struct qry {
 struct head_read {
 	struct ri_jhead h;
 	unsigned char mac[RI_HASH_LEN], last_hash[RI_HASH_LEN], anchor_hash[RI_HASH_LEN];
-	bool present, shaped, has_last, has_anchor;
+	unsigned char sealed_hash[RI_HASH_LEN];        /* the hash at the head's sealed_seq */
+	bool present, shaped, has_last, has_anchor, has_sealed;
 	int64_t rows;
 	ri_ms now;
 };
@@ -98,6 +100,11 @@ struct pg {
 		PGresult *r;
 	} kept[SNAP_KEPT];
 	int nkept;
+	/* ... and the hashes at the seqs its record reads named (a row's
+	 * own, and its predecessor's: REC_PREV), which record_hash answers
+	 * from: the same snapshot reads the same hash at a seq */
+	struct { int64_t seq; unsigned char hash[RI_HASH_LEN]; } hashes[SNAP_HASHES];
+	int nhashes;
 	ri_ms budget;                   /* the per-write budget: jwb (less the allowance) */
 	struct ri_tree_cache nodes;
 	/* tree nodes of the open transaction by id: the paths a read fetched
@@ -134,6 +141,9 @@ struct pg {
 		struct stmt st;
 		const char *tables;     /* what it reads: " records nodes " */
 		bool sent;              /* it went in a round trip (its answer, if any, in r) */
+		bool snap;              /* a read of the command's read snapshot (snap_ahead),
+		                         * sent with the snapshot's next round trip and
+		                         * dropped with it; else a write's (ahead_queue) */
 		PGresult *r;            /* its answer (NULL: none came) */
 	} ahead[AHEAD_MAX];
 	int nahead;
@@ -151,6 +161,20 @@ struct pg {
 	" payload, salt, digest, hash, mac"
 
 
+/* The kinds of the open intents, each with its newest intent's recorded_at
+ * (store.h open_kinds: filtered by the caller's bound client-side, so the
+ * statement has no parameter, and goes ahead with the head at connect). */
+#define OPEN_KINDS_SQL "SELECT kind, max(recorded_at) FROM open_intents GROUP BY kind ORDER BY kind"
+#define RECORD_HASH_SQL "SELECT hash FROM records WHERE seq = $1"
+
+/* A scoped read's and a read by event id's extra column (after REC_COLS):
+ * the hash of the record before each row in the chain, which verifying the
+ * row reads next (ri_walk_take, read_record) -- in the row's own statement,
+ * not a round trip each (issue 43; snap_hashes). */
+#define REC_PREV ", (SELECT p.hash FROM records p WHERE p.seq = records.seq - 1)"
+#define REC_PREV_COL 18
+#define REC_HASH_COL 16                 /* REC_COLS' hash */
+
 #define NMAP 128
 #define PREFETCH_DEPTH 12               /* a path of 16^11 scopes, in one statement */
 
@@ -167,6 +191,9 @@ void p_ms(struct params *p, ri_ms v);
 void p_bytes(struct params *p, const unsigned char *b, size_t n);
 /* Queue a read to go ahead in a write's first round trip (tables: what it reads). */
 void ahead_queue(struct pg *s, const char *tables, const char *sql, const struct params *p);
+/* Queue a read of the command's read snapshot, sent with its next round trip (issue 43):
+ * answered from there when the same statement with the same values runs in it. */
+void snap_ahead(struct pg *s, const char *sql, const struct params *p);
 /* Drop every read sent ahead and its answer (the transaction's end). */
 void ahead_clear(struct pg *s);
 /* One round trip, one pipeline: the deferred writes, now[0 .. n-1], then (ahead) the reads
@@ -196,6 +223,9 @@ char *g_dup(const PGresult *r, int row, int col);
 bool g_bytes(const PGresult *r, int row, int col, unsigned char *out, size_t n);
 /* A bytea column of at most max bytes (tree nodes). */
 bool g_bytes_var(const PGresult *r, int row, int col, unsigned char *out, size_t max, size_t *len);
+/* The read snapshot keeps the hashes rows of REC_COLS (and REC_PREV: prev) name; one it kept, or false. */
+void snap_hashes(struct pg *s, const PGresult *r, bool prev);
+bool snap_hash(const struct pg *s, int64_t seq, unsigned char out[RI_HASH_LEN]);
 /* A lost connection re-made at the next operation. */
 int connected(struct pg *s);
 #define BEGIN_MAX 4                     /* statements that open a transaction, at most */
@@ -239,6 +269,8 @@ void prefetch_sql(const unsigned char key[RI_SCOPE_LEN], struct params *p,
     unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX], char *list, size_t listlen, char *sql, size_t n);
 /* Fetch key's path of the tree in one statement. */
 int prefetch(struct pg *s, const unsigned char key[RI_SCOPE_LEN]);
+/* A scope's newest row with its path read ahead in the read snapshot. */
+void scope_ahead(struct pg *s, const struct scope *sc, const char *a, const char *b);
 /* store_engine.h scope_newest: the hash with the scope's path, one statement. */
 int scope_newest(void *bk, const struct scope *sc, const char *a, const char *b, int64_t *seq,
     unsigned char hash[RI_HASH_LEN], enum ri_hashed *hashed);
@@ -263,6 +295,9 @@ int jhead_get(struct pg *s, struct ri_jhead *h, unsigned char last_hash[RI_HASH_
 int jhead_set(struct pg *s, const struct ri_jhead *h, const unsigned char last_hash[RI_HASH_LEN]);
 
 /* ---- store_pg.c: the primitives and the ops ------------------------------ */
+
+/* The statement of one page of records_from, from `from` (and of its read sent ahead). */
+void rows_sql(const struct ri_rows_query *q, int64_t from, struct params *p, char *sql, size_t n);
 
 /* The primitives of store_engine.h, and the ops of store.h, for PostgreSQL. */
 extern const struct ri_backend pg_backend;
