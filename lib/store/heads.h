@@ -120,9 +120,18 @@ struct ri_jhead {
 	unsigned char open_acc[RI_HASH_LEN];    /* XOR of their elements */
 	int64_t sealed_seq;                     /* the newest audit.sealed record (0: none) */
 	int64_t grants;                         /* lease grants so far: the fencing token */
+	int shard;                              /* format 4: whose head (docs/SHARDS.md) */
 };
 
+/* The head's MAC binds its shard and the journal's shard count: a meta
+ * row that says another count (and so sends an act to another shard's
+ * tree, where its absence would verify) fails every head. */
 void ri_jhead_mac(const unsigned char *key, size_t keylen, const unsigned char instance[RI_INSTANCE_LEN],
+    int shards, int64_t boundary, const struct ri_jhead *h, const unsigned char last_hash[RI_HASH_LEN], unsigned char out[RI_HASH_LEN]);
+
+/* Format 3's head MAC: what ri-init --migrate verifies an old journal's
+ * head by (docs/SHARDS.md). */
+void ri_jhead_mac_v3(const unsigned char *key, size_t keylen, const unsigned char instance[RI_INSTANCE_LEN],
     const struct ri_jhead *h, const unsigned char last_hash[RI_HASH_LEN], unsigned char out[RI_HASH_LEN]);
 
 /* One open intent's element of the accumulator; XOR it in or out. */

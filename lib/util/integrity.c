@@ -40,9 +40,15 @@ put_str(ri_sha256_state *st, const char *s)
 void
 ri_genesis(const unsigned char instance_id[RI_INSTANCE_LEN], unsigned char out[RI_HASH_LEN])
 {
+	ri_genesis_shard(instance_id, 0, out);
+}
+
+void
+ri_genesis_v3(const unsigned char instance_id[RI_INSTANCE_LEN], unsigned char out[RI_HASH_LEN])
+{
 	ri_sha256_state st;
 	static const char tag[] = "ri journal genesis";
-	unsigned char fmt = RI_FORMAT;
+	unsigned char fmt = 3;
 
 	ri_sha256_init(&st);
 	ri_sha256_update(&st, (const unsigned char *)tag, sizeof tag);

@@ -21,8 +21,9 @@
 #include "util/sha256.h"
 #include "util/util.h"
 
-#define RI_FORMAT 3             /* 2: the record roles of vocab.h; 3: typed (STRICT)
-                                 * storage, the tree of scope heads, the witness */
+#define RI_FORMAT 4             /* 2: the record roles of vocab.h; 3: typed (STRICT)
+                                 * storage, the tree of scope heads, the witness;
+                                 * 4: shards (docs/SHARDS.md) */
 #define RI_HASH_LEN 32
 #define RI_SALT_LEN 16
 #define RI_INSTANCE_LEN 16
@@ -48,7 +49,11 @@ struct ri_header {
 	int shard;                              /* format 4: the record's shard (docs/SHARDS.md) */
 };
 
+/* The genesis of shard 0's chain (ri_genesis_shard), what a journal of
+ * one shard links its first record to. */
 void ri_genesis(const unsigned char instance_id[RI_INSTANCE_LEN], unsigned char out[RI_HASH_LEN]);
+/* Format 3's one genesis: what ri-init --migrate verifies an old journal by. */
+void ri_genesis_v3(const unsigned char instance_id[RI_INSTANCE_LEN], unsigned char out[RI_HASH_LEN]);
 void ri_payload_digest(const unsigned char salt[RI_SALT_LEN], const char *payload,
     size_t n, unsigned char out[RI_HASH_LEN]);
 void ri_record_hash(const unsigned char prev[RI_HASH_LEN], const struct ri_header *h,

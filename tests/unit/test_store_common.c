@@ -165,7 +165,7 @@ head_edges(void)
 
 	randombytes_buf(last, sizeof last);
 	randombytes_buf(other, sizeof other);
-	ri_jhead_mac(core.key, core.keylen, core.instance_id, &h, last, mac);
+	ri_jhead_mac(core.key, core.keylen, core.instance_id, core.shards, core.boundary, &h, last, mac);
 	CHECK(answer(ri_jhead_judge(&core, &h, mac, last, 3)) == RI_ST_OK, "an intact head");
 	CHECK(answer(ri_jhead_judge(&core, &h, mac, NULL, 3)) == RI_ST_INTEGRITY, "its newest record deleted");
 	CHECK(answer(ri_jhead_judge(&core, &h, mac, other, 3)) == RI_ST_INTEGRITY, "its newest record rewritten");
@@ -683,9 +683,11 @@ shard_edges(void)
 	ri_record_hash_fmt(RI_FORMAT, prev, &h, r2);
 	CHECK(memcmp(r, r2, RI_HASH_LEN) == 0, "ri_record_hash is the current format's");
 
-	ri_genesis(inst, r);
+	ri_genesis_v3(inst, r);
 	ri_genesis_shard(inst, 0, r2);
 	CHECK(memcmp(r, r2, RI_HASH_LEN) != 0, "a shard's genesis is not format 3's");
+	ri_genesis(inst, want);
+	CHECK(memcmp(want, r2, RI_HASH_LEN) == 0, "the journal's genesis is shard 0's");
 	ri_genesis_shard(inst, 1, want);
 	CHECK(memcmp(r2, want, RI_HASH_LEN) != 0, "each shard has its own genesis");
 

@@ -45,13 +45,17 @@ static const char schema_ddl[] =
 	"  salt bytea,"
 	"  digest bytea NOT NULL,"
 	"  hash bytea NOT NULL,"
-	"  mac bytea NOT NULL);"
+	"  mac bytea NOT NULL,"
+	"  shard integer NOT NULL);"
 	"CREATE INDEX records_invocation ON records(invocation_id, seq);"
 	"CREATE INDEX records_act ON records(kind, act_key, seq);"
 	"CREATE INDEX records_retention ON records(retention_until) WHERE payload IS NOT NULL;"
-	"CREATE TABLE heads(id integer PRIMARY KEY CHECK (id = 1), last_seq bigint NOT NULL,"
+	/* a head a shard (docs/SHARDS.md); the sequence hands out seqs
+	 * without a lock held to commit, once a journal has more shards */
+	"CREATE TABLE heads(shard integer PRIMARY KEY CHECK (shard >= 0 AND shard < 256), last_seq bigint NOT NULL,"
 	"  root bytea NOT NULL, open_count bigint NOT NULL, open_acc bytea NOT NULL,"
 	"  sealed_seq bigint NOT NULL, grants bigint NOT NULL, mac bytea NOT NULL);"
+	"CREATE SEQUENCE ri_seq AS bigint;"
 	"CREATE TABLE nodes(id bytea PRIMARY KEY, body bytea NOT NULL);"
 	"CREATE TABLE open_intents(invocation_id text PRIMARY KEY, seq bigint NOT NULL,"
 	"  kind text NOT NULL, act_key text NOT NULL, event_id text NOT NULL,"
@@ -97,10 +101,11 @@ static const char schema_ddl[] =
 	"    AND OLD.retention_until IS NOT NULL AND OLD.retention_until <= ri_clock()"
 	"    AND ROW(NEW.seq, NEW.event_id, NEW.action_ref, NEW.kind, NEW.act_key, NEW.invocation_id,"
 	"      NEW.actor_ref, NEW.attestation_id, NEW.recorded_at, NEW.retention_until, NEW.role,"
-	"      NEW.act_prev, NEW.inv_prev, NEW.digest, NEW.hash, NEW.mac)"
+	"      NEW.act_prev, NEW.inv_prev, NEW.digest, NEW.hash, NEW.mac, NEW.shard)"
 	"    IS NOT DISTINCT FROM ROW(OLD.seq, OLD.event_id, OLD.action_ref, OLD.kind, OLD.act_key,"
 	"      OLD.invocation_id, OLD.actor_ref, OLD.attestation_id, OLD.recorded_at,"
-	"      OLD.retention_until, OLD.role, OLD.act_prev, OLD.inv_prev, OLD.digest, OLD.hash, OLD.mac)"
+	"      OLD.retention_until, OLD.role, OLD.act_prev, OLD.inv_prev, OLD.digest, OLD.hash, OLD.mac,"
+	"      OLD.shard)"
 	"  THEN RETURN NEW; END IF;"
 	"  RAISE EXCEPTION 'ri: the journal is append-only; only an expired payload may be purged';"
 	"END $$;"
@@ -380,6 +385,10 @@ load_meta(struct pg *s, char smac[2 * RI_HASH_LEN + 1], char sver[2 * RI_HASH_LE
 		}
 		else if (strcmp(k, "instance_id") == 0)
 			inst = sodium_hex2bin(s->core.instance_id, sizeof s->core.instance_id, v, strlen(v), NULL, NULL, NULL) == 0;
+		else if (strcmp(k, "shards") == 0)
+			s->core.shards = atoi(v);
+		else if (strcmp(k, "boundary") == 0)
+			s->core.boundary = strtoll(v, NULL, 10);
 		else if (strcmp(k, "schema_mac") == 0)
 			snprintf(smac, 2 * RI_HASH_LEN + 1, "%s", v);
 		else if (strcmp(k, "schema_version") == 0)
@@ -392,9 +401,11 @@ load_meta(struct pg *s, char smac[2 * RI_HASH_LEN + 1], char sver[2 * RI_HASH_LE
 		return ri_fail(err, RI_CONFIG, "journal (postgresql) is format %d; this ri (%s) reads format %d only:"
 		    " keep the old release to audit it, and start a new instance with ri-init", other, ri_version(),
 		    RI_FORMAT);
-	if (!fmt || !inst)
-		return ri_fail(err, RI_INTEGRITY, "journal (postgresql): missing or unknown format/instance id");
-	ri_genesis(s->core.instance_id, s->core.genesis);
+	/* docs/SHARDS.md: one shard until the engine keeps more; the count is
+	 * bound by every head's MAC */
+	if (!fmt || !inst || s->core.shards != 1)
+		return ri_fail(err, RI_INTEGRITY, "journal (postgresql): missing or unknown format/instance id/shard count");
+	ri_core_genesis(&s->core);
 	return RI_OK;
 }
 
@@ -510,6 +521,7 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	}
 	PQclear(r);
 	randombytes_buf(s->core.instance_id, sizeof s->core.instance_id);
+	s->core.shards = 1;
 	ri_hex(s->core.instance_id, sizeof s->core.instance_id, instance_hex);
 	ri_genesis(s->core.instance_id, s->core.genesis);
 	/* negative control: every session may set the clock */
@@ -535,7 +547,7 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	p_text(&p, fmt);
 	p_text(&p, instance_hex);
 	p_text(&p, smac);
-	ri_jhead_mac(key, keylen, s->core.instance_id, &jh, s->core.genesis, mac);
+	ri_jhead_mac(key, keylen, s->core.instance_id, s->core.shards, s->core.boundary, &jh, s->core.genesis, mac);
 	p_bytes(&p, jh.root, RI_HASH_LEN);
 	p_bytes(&p, jh.open_acc, RI_HASH_LEN);
 	p_bytes(&p, mac, RI_HASH_LEN);
@@ -543,7 +555,7 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	/* the journal head of an empty journal, under its MAC */
 	r = run_write(s, " ri_meta heads ",
 	    "WITH m AS (INSERT INTO ri_meta VALUES ('format', $1), ('instance_id', $2), ('schema_mac', $3),"
-	    " ('schema_version', $7)) INSERT INTO heads VALUES (1, 0, $4, 0, $5, 0, 0, $6)", &p);
+	    " ('schema_version', $7), ('shards', '1')) INSERT INTO heads VALUES (0, 0, $4, 0, $5, 0, 0, $6)", &p);
 	if (!res_ok(r)) {
 		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s", PQresultErrorMessage(r));
 		PQclear(r);
@@ -580,7 +592,7 @@ ri_pg_drop(const struct ri_config *c, ri_err *err)
 		 * functions: schema_ddl's objects and the clock's, none other */
 		s->round_trips++;
 		r = PQexec(s->conn, "BEGIN; DROP TABLE IF EXISTS records, heads, nodes, open_intents, actors, leases,"
-		    " marks, findings, findings_runs, ri_meta; DROP FUNCTION IF EXISTS ri_append_only(), ri_fence_check(), ri_clock(); COMMIT");
+		    " marks, findings, findings_runs, ri_meta; DROP SEQUENCE IF EXISTS ri_seq; DROP FUNCTION IF EXISTS ri_append_only(), ri_fence_check(), ri_clock(); COMMIT");
 		if (!res_ok(r))
 			rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): could not remove what ri-init"
 			    " made: %s", s->conn ? PQerrorMessage(s->conn) : "");

@@ -75,6 +75,7 @@ load_row(const PGresult *res, int i, struct ri_record *r, struct ri_raw *w)
 	r->role = (int)g_int(res, i, 10);
 	w->act_prev = g_int(res, i, 11);
 	w->inv_prev = g_int(res, i, 12);
+	w->shard = (int)g_int(res, i, 18);
 	w->payload_text = g_dup(res, i, 13);
 	w->has_salt = !g_null(res, i, 14);
 	w->shapes_ok = strlen(PQgetvalue(res, i, 1)) <= RI_ID_LEN && strlen(PQgetvalue(res, i, 7)) <= RI_ID_LEN &&
@@ -514,8 +515,9 @@ record_insert(void *bk, const struct ri_header *h, const char *payload, const un
 	p_bytes(&p, h->payload_digest, RI_HASH_LEN);
 	p_bytes(&p, hash, RI_HASH_LEN);
 	p_bytes(&p, mac, RI_HASH_LEN);
+	p_int(&p, h->shard);
 	rc = defer_write(s, " records ", RI_ST_STEP2, "append", "INSERT INTO records(" REC_COLS ") VALUES ($1, $2, $3, $4, $5,"
-	    " $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)", &p);
+	    " $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)", &p);
 	/* a later failure rolls the transaction back, and the next one reads
 	 * the head, and last_at, again */
 	if (rc == RI_ST_OK)
@@ -1069,6 +1071,12 @@ pg_instance_id(struct ri_store *base)
 	return ((struct pg *)base)->core.instance_id;
 }
 
+static const unsigned char *
+pg_genesis(struct ri_store *base)
+{
+	return ((struct pg *)base)->core.genesis;
+}
+
 void
 pg_close(struct ri_store *base)
 {
@@ -1298,6 +1306,7 @@ const struct ri_store_ops pg_ops = {
 	.settle = pg_settle,
 	.backup = pg_backup,
 	.instance_id = pg_instance_id,
+	.genesis = pg_genesis,
 	.error = pg_error,
 	.close = pg_close,
 };

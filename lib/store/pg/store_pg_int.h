@@ -158,7 +158,7 @@ struct pg {
 
 #define REC_COLS "seq, event_id, action_ref, kind, act_key, invocation_id, actor_ref," \
 	" attestation_id, recorded_at, retention_until, role, act_prev, inv_prev," \
-	" payload, salt, digest, hash, mac"
+	" payload, salt, digest, hash, mac, shard"
 
 
 /* The kinds of the open intents, each with its newest intent's recorded_at
