@@ -118,18 +118,18 @@ old_head(sqlite3 *db, const char *path, const unsigned char *key, size_t keylen,
 		rows = sqlite3_column_type(st, 7) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 7);
 		if (h->last_seq == 0)
 			ri_genesis_v3(instance, lh);
-		else
-			ok = blob32(st, 8, lh);
+		else if (!blob32(st, 8, lh))
+			rows = -1;      /* no row at the head's seq: judged below */
 	}
 	sqlite3_finalize(st);
 	if (!ok)
 		return ri_fail(err, RI_INTEGRITY, "journal integrity: journal %s: its head is missing or malformed", path);
+	if (rows != h->last_seq)
+		return ri_fail(err, RI_INTEGRITY, "journal integrity: journal %s: its head names seq %lld, its rows %s"
+		    " (truncated or extended)", path, (long long)h->last_seq, rows < 0 ? "lack it" : "end elsewhere");
 	ri_jhead_mac_v3(key, keylen, instance, h, lh, want);
 	if (!ri_eq32(want, mac))
 		return ri_fail(err, RI_INTEGRITY, "journal integrity: journal %s: its head fails its MAC (format 3)", path);
-	if (rows != h->last_seq)
-		return ri_fail(err, RI_INTEGRITY, "journal integrity: journal %s: its head names seq %lld, its rows end at"
-		    " %lld (truncated or extended)", path, (long long)h->last_seq, (long long)rows);
 	return RI_OK;
 }
 
