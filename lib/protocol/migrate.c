@@ -24,6 +24,7 @@
 #include "protocol/migrate.h"
 #include "protocol/proto.h"
 #include "protocol/seal.h"
+#include "store/pg/store_pg.h"
 #include "store/sqlite/store_sqlite.h"
 #include "util/integrity.h"
 #include "util/mem.h"
@@ -102,6 +103,31 @@ judge_copy(ri *r, int64_t boundary, json_t **sealed, ri_err *err)
 	return ri_seal(r, sealed, err);
 }
 
+/* PostgreSQL: verified and converted in place in one transaction (the
+ * format-3 tables kept in a schema beside), then judged whole as any
+ * journal is, audit.migrated appended and the head sealed. */
+static int
+migrate_pg(ri *r, json_t **ans, ri_err *err)
+{
+	char kept[128];
+	json_t *sealed = NULL;
+	int64_t boundary = 0;
+	int rc;
+
+	if ((rc = ri_instance_key(r, err)) != RI_OK ||
+	    (rc = ri_pg_migrate(r->cfg, r->key, r->keylen, &boundary, kept, err)) != RI_OK)
+		return rc;
+	if ((rc = judge_copy(r, boundary, &sealed, err)) != RI_OK) {
+		char msg[sizeof err->msg];
+		json_decref(sealed);
+		snprintf(msg, sizeof msg, "%s", err->msg);
+		return ri_fail(err, rc, "%s (the format-3 tables are kept in schema %s)", msg, kept);
+	}
+	*ans = json_pack("{s:s, s:i, s:i, s:I, s:s, s:o}", "migrated", "postgresql", "from_format", 3, "format",
+	    RI_FORMAT, "boundary", (json_int_t)boundary, "kept", kept, "seal", sealed ? sealed : json_null());
+	return RI_OK;
+}
+
 int
 ri_migrate(ri *r, json_t **ans, ri_err *err)
 {
@@ -111,9 +137,8 @@ ri_migrate(ri *r, json_t **ans, ri_err *err)
 	int rc;
 
 	*ans = NULL;
-	if (ri_journal_backend(journal) != RI_BACKEND_SQLITE)
-		return ri_fail(err, RI_CONFIG, "ri-init --migrate: a PostgreSQL journal is not migrated by this"
-		    " release; keep the previous release to run it (docs/SHARDS.md)");
+	if (ri_journal_backend(journal) == RI_BACKEND_PG)
+		return migrate_pg(r, ans, err);
 	if (snprintf(kept, sizeof kept, "%s.format3", journal) >= (int)sizeof kept ||
 	    snprintf(copy, sizeof copy, "%s.migrating", journal) >= (int)sizeof copy)
 		return ri_fail(err, RI_CONFIG, "journal %s: path too long", journal);

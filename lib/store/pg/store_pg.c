@@ -57,8 +57,8 @@
 
 /* One row (REC_COLS, text form) decoded: PostgreSQL types every column, so
  * what is left to check is each value's size and presence. */
-static void
-load_row(const PGresult *res, int i, struct ri_record *r, struct ri_raw *w)
+void
+ri_pg_load_row(const PGresult *res, int i, struct ri_record *r, struct ri_raw *w)
 {
 	memset(r, 0, sizeof *r);
 	memset(w, 0, sizeof *w);
@@ -144,7 +144,7 @@ record_by_id(void *bk, const char *event_id, struct ri_record *r, struct ri_raw 
 		rc = RI_ST_NOT_KNOWN;
 	else {
 		snap_hashes(s, res, true);
-		load_row(res, 0, r, w);
+		ri_pg_load_row(res, 0, r, w);
 	}
 	PQclear(res);
 	return rc;
@@ -205,7 +205,7 @@ records_from(void *bk, const struct ri_rows_query *q, ri_row_fn each, void *arg)
 			struct ri_record r;
 			struct ri_raw w;
 
-			load_row(res, i, &r, &w);
+			ri_pg_load_row(res, i, &r, &w);
 			from = r.seq;
 			if ((rc = each(arg, &r, &w, &stop)) != RI_ST_OK) {
 				PQclear(res);
