@@ -39,7 +39,7 @@ rows() {
 	run --separate-stderr ri-read --kind ledger --act-key k1
 	# the refusal names the format (INTERFACE, third wave)
 	[ "$status" -eq 78 ]
-	[[ "$stderr" == *"is format 3"* ]]
+	[[ "$stderr" == *"is format 3"*"run ri-init --migrate"* ]]
 	run --separate-stderr ri-init --migrate
 	echo "$output $stderr"
 	[ "$status" -eq 0 ]
@@ -79,6 +79,17 @@ rows() {
 	# once is enough: a format-4 journal is not migrated again
 	run --separate-stderr ri-init --migrate
 	[ "$status" -eq 64 ]
+	# a moved boundary fails closed: the records on one side of it hash
+	# under the other format (and the head's MAC binds it)
+	cp "$T/journal.db" "$T/migrated.db"
+	sqlite3 "$T/journal.db" "UPDATE meta SET v = '6' WHERE k = 'boundary'"
+	run --separate-stderr ri-read --kind ledger --act-key k1
+	echo "$stderr"
+	[ "$status" -eq 30 ]
+	cp "$T/migrated.db" "$T/journal.db"
+	sqlite3 "$T/journal.db" "UPDATE meta SET v = '2' WHERE k = 'shards'"
+	run --separate-stderr ri-read --kind ledger --act-key k1
+	[ "$status" -eq 30 ]
 }
 
 # unchanged -- the migration left the journal as it was and made nothing
@@ -88,22 +99,22 @@ unchanged() {
 	[ ! -e "$T/journal.db.migrating" ]
 }
 
-@test "issue 43, --migrate verifies before it converts: a record altered, the journal truncated behind its head, or a head that fails its MAC -- 30, and the journal is left as it was, no copy made" {
+@test "issue 43, --migrate verifies every record before it converts: a record altered -- 30 naming it, the journal left as it was, no copy made" {
 	sqlite3 "$T/journal.db" "DROP TRIGGER records_append_only_update;
 	    UPDATE records SET payload = replace(payload, '5', '6') WHERE seq = 4"
 	cp "$T/journal.db" "$T/original.db"
 	run --separate-stderr ri-init --migrate
-	echo "$stderr"
-	# ASSERT (a record altered): its digest fails on the copy, before anything is renamed
-	[ "$status" -eq 30 ]
-	[[ "$stderr" == *"fail verification"* ]]
+	echo "migrate: $status $stderr"
+	# ASSERT (the records, verified under format 3 before anything is renamed)
+	[[ "$status" -eq 30 && "$stderr" == *"1 of 7 records fail verification"* ]]
 	unchanged
-	cp "$FIXTURE/journal.db" "$T/journal.db"
+}
+
+@test "issue 43, --migrate verifies the old head before it converts: the journal truncated behind its head, or a head that fails format 3's MAC -- 30, the journal left as it was" {
 	sqlite3 "$T/journal.db" "DROP TRIGGER records_append_only_delete; DELETE FROM records WHERE seq = 7"
 	cp "$T/journal.db" "$T/original.db"
 	run --separate-stderr ri-init --migrate
 	echo "$stderr"
-	# ASSERT (truncated): the head names a row the journal lacks
 	[ "$status" -eq 30 ]
 	[[ "$stderr" == *"truncated"* ]]
 	unchanged
@@ -111,10 +122,9 @@ unchanged() {
 	sqlite3 "$T/journal.db" "UPDATE heads SET grants = grants + 1"
 	cp "$T/journal.db" "$T/original.db"
 	run --separate-stderr ri-init --migrate
-	echo "$stderr"
-	# ASSERT (the head): format 3's MAC over it fails
-	[ "$status" -eq 30 ]
-	[[ "$stderr" == *"head fails its MAC (format 3)"* ]]
+	echo "migrate: $status $stderr"
+	# ASSERT (the head, under format 3's MAC)
+	[[ "$status" -eq 30 && "$stderr" == *"head fails its MAC (format 3)"* ]]
 	unchanged
 }
 

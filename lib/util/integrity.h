@@ -63,6 +63,15 @@ void ri_record_hash(const unsigned char prev[RI_HASH_LEN], const struct ri_heade
  * the shard is in the header, prev is the shard's previous record). */
 void ri_record_hash_fmt(int fmt, const unsigned char prev[RI_HASH_LEN], const struct ri_header *h,
     unsigned char out[RI_HASH_LEN]);
+/* What to do with a journal of an older format: the one before this
+ * (3) is converted by ri-init --migrate; an older one is kept for the
+ * release that wrote it. */
+static inline const char *
+ri_format_advice(int fmt)
+{
+	return fmt == 3 ? "run ri-init --migrate to convert it (its history kept as written, the old journal kept)" :
+	    "keep the old release to audit it, and start a new instance with ri-init";
+}
 /* Format 4: the genesis of one shard's chain -- the hash its first
  * record links to, distinct per shard so no record links across. */
 void ri_genesis_shard(const unsigned char instance_id[RI_INSTANCE_LEN], int shard, unsigned char out[RI_HASH_LEN]);

@@ -379,9 +379,8 @@ load_meta(struct sq *s, ri_err *err)
 	if (rc != SQLITE_DONE)
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s", s->core.cfg->journal, sqlite3_errmsg(s->db));
 	if (!fmt && other > 0 && other < RI_FORMAT)
-		return ri_fail(err, RI_CONFIG, "journal %s is format %d; this ri (%s) reads format %d only:"
-		    " keep the old release to audit it, and start a new instance with ri-init",
-		    s->core.cfg->journal, other, ri_version(), RI_FORMAT);
+		return ri_fail(err, RI_CONFIG, "journal %s is format %d; this ri (%s) reads format %d only: %s",
+		    s->core.cfg->journal, other, ri_version(), RI_FORMAT, ri_format_advice(other));
 	/* docs/SHARDS.md: one shard until the engine keeps more; the count is
 	 * bound by every head's MAC, so a changed row fails there too */
 	if (!fmt || !inst || s->core.shards != 1)
