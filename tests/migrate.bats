@@ -45,6 +45,9 @@ rows() {
 	[ "$status" -eq 0 ]
 	jq -e '.from_format == 3 and .format == 4 and .boundary == 7' <<<"$output"
 	jq -e --arg k "$T/journal.db.format3" '.kept == $k and .seal.seq > 8' <<<"$output"
+	# the answer is the schema's third form
+	printf '%s\n' "$output" | python3 "$BATS_TEST_DIRNAME/lib/validate.py" --closed \
+	    "$BATS_TEST_DIRNAME/../schemas/ri-init.answer.json"
 	# ASSERT: the old file kept, unchanged
 	cmp "$T/journal.db.format3" "$T/original.db"
 	# ASSERT: history not rewritten -- every format-3 record's bytes, hash and MAC

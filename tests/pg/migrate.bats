@@ -85,6 +85,9 @@ tamper() {
 	echo "$output $stderr"
 	[ "$status" -eq 0 ]
 	jq -e --arg k "${J}_format3" '.from_format == 3 and .format == 4 and .boundary == 7 and .kept == $k' <<<"$output"
+	# the answer is the schema's third form
+	printf '%s\n' "$output" | python3 "$BATS_TEST_DIRNAME/../lib/validate.py" --closed \
+	    "$BATS_TEST_DIRNAME/../../schemas/ri-init.answer.json"
 	# ASSERT: history not rewritten, and the old tables kept as they were
 	[ "$(rows)" = "$before" ]
 	[ "$(rows "${J}_format3")" = "$before" ]
