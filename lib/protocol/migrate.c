@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/stat.h>
 
 #include "protocol/instance.h"
 #include "protocol/migrate.h"
@@ -44,38 +43,6 @@ count(const struct ri_record *rec, unsigned problems, void *arg)
 	if (problems != 0 && v->problems++ == 0)
 		snprintf(v->first, sizeof v->first, "record seq %lld (%s)", (long long)rec->seq, rec->event_id);
 	return 0;
-}
-
-static void
-unlink_db(const char *path)
-{
-	char side[4300];
-
-	unlink(path);
-	snprintf(side, sizeof side, "%s-wal", path);
-	unlink(side);
-	snprintf(side, sizeof side, "%s-shm", path);
-	unlink(side);
-}
-
-/* The old journal's WAL holds nothing (the copy checkpointed it): its
- * sidecars are removed, so none stands beside the new file.  errno 0 and
- * false when a writer came back. */
-static bool
-wal_empty(const char *journal)
-{
-	char wal[4300], shm[4300];
-	struct stat sb;
-
-	snprintf(wal, sizeof wal, "%s-wal", journal);
-	snprintf(shm, sizeof shm, "%s-shm", journal);
-	errno = 0;
-	if (stat(wal, &sb) == 0 && sb.st_size != 0)
-		return false;
-	unlink(wal);
-	unlink(shm);
-	errno = 0;
-	return true;
 }
 
 /* The copy, opened in the journal's place and judged whole, then
@@ -165,7 +132,7 @@ ri_migrate(ri *r, json_t **ans, ri_err *err)
 		rc = ri_sqlite_fold_wal(copy, err);
 	if (rc != RI_OK) {
 		json_decref(sealed);
-		unlink_db(copy);
+		ri_sqlite_unlink(copy);
 		return rc;
 	}
 	/* the old file kept, the copy in its place (same directory: rename is
@@ -174,15 +141,15 @@ ri_migrate(ri *r, json_t **ans, ri_err *err)
 	if (link(journal, kept) != 0) {
 		int e = errno;
 		json_decref(sealed);
-		unlink_db(copy);
+		ri_sqlite_unlink(copy);
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: cannot keep it as %s: %s (nothing changed)",
 		    journal, kept, strerror(e));
 	}
-	if (!wal_empty(journal) || rename(copy, journal) != 0) {
+	if (!ri_sqlite_sidecars_drop(journal) || rename(copy, journal) != 0) {
 		int e = errno;
 		json_decref(sealed);
 		unlink(kept);
-		unlink_db(copy);
+		ri_sqlite_unlink(copy);
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: the migrated copy could not take its place: %s"
 		    " (the old journal is unchanged; is an ri process still running on it?)", journal,
 		    e != 0 ? strerror(e) : "its WAL holds commits again");

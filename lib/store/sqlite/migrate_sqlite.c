@@ -33,9 +33,8 @@ extern const char ri_sq_schema_ddl[];
 	" attestation_id, recorded_at, retention_until, role, act_prev, inv_prev," \
 	" payload, salt, digest, hash, mac"
 
-/* dest and its sidecars gone: a failed copy leaves nothing behind */
-static void
-unlink_db(const char *path)
+void
+ri_sqlite_unlink(const char *path)
 {
 	char side[4300];
 
@@ -133,6 +132,26 @@ old_head(sqlite3 *db, const char *path, const unsigned char *key, size_t keylen,
 	if (!ri_eq32(want, mac) && !RI_NC(RI_NC_MIGRATE_HEAD_UNCHECKED))
 		return ri_fail(err, RI_INTEGRITY, "journal integrity: journal %s: its head fails its MAC (format 3)", path);
 	return RI_OK;
+}
+
+/* The old journal's WAL holds nothing (the copy checkpointed it): its
+ * sidecars are removed, so none stands beside the new file.  errno 0 and
+ * false when a writer came back. */
+bool
+ri_sqlite_sidecars_drop(const char *journal)
+{
+	char wal[4300], shm[4300];
+	struct stat sb;
+
+	snprintf(wal, sizeof wal, "%s-wal", journal);
+	snprintf(shm, sizeof shm, "%s-shm", journal);
+	errno = 0;
+	if (stat(wal, &sb) == 0 && sb.st_size != 0)
+		return false;
+	unlink(wal);
+	unlink(shm);
+	errno = 0;
+	return true;
 }
 
 int
@@ -268,6 +287,6 @@ fail:
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 		sqlite3_close(db);
 	}
-	unlink_db(dest);
+	ri_sqlite_unlink(dest);
 	return rc;
 }
