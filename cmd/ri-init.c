@@ -17,13 +17,14 @@
 #include "store/findings.h"
 #include "protocol/instance.h"
 #include "util/integrity.h"
+#include "protocol/migrate.h"
 #include "protocol/restore.h"
 #include "store/pg/store_pg.h"
 #include "store/sqlite/store_sqlite.h"
 #include "store/witness.h"
 
 static const char usage[] =
-	"ri-init [-c config] [--accept-restore --why TEXT [--expect-head HEAD] [--all-unreconciled]]\n"
+	"ri-init [-c config] [--accept-restore --why TEXT [--expect-head HEAD] [--all-unreconciled] | --migrate]\n"
 	"       ri-init --example-config";
 
 /* examples/ri.json.example, as the build found it */
@@ -122,6 +123,23 @@ accept_restore(const char *config, const struct ri_restore_opts *o)
 	return ri_cli_finish(rc, ans, &err);
 }
 
+/* --migrate: the journal of the previous format made this release's, its
+ * history kept as written (migrate.h; docs/SHARDS.md). */
+static int
+migrate(const char *config)
+{
+	json_t *ans = NULL;
+	ri_err err = { 0 };
+	ri *r;
+	int rc;
+
+	if ((rc = ri_instance_open(config, RI_CONFIG_ONLY, &r, &err)) != RI_OK)
+		ri_die(rc, "%s", err.msg);
+	rc = ri_migrate(r, &ans, &err);
+	ri_instance_close(r);
+	return ri_cli_finish(rc, ans, &err);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -131,10 +149,11 @@ main(int argc, char **argv)
 		{ "why", required_argument, NULL, 'w' },
 		{ "expect-head", required_argument, NULL, 'e' },
 		{ "all-unreconciled", no_argument, NULL, 'U' },
+		{ "migrate", no_argument, NULL, 'M' },
 		{ NULL, 0, NULL, 0 } };
 	struct ri_restore_opts ro = { 0 };
 	const char *config = NULL, *why = NULL;
-	bool restore = false;
+	bool restore = false, migrating = false;
 	struct ri *r;
 	ri_err err = { 0 };
 	unsigned char key[32], pk[crypto_sign_PUBLICKEYBYTES], sk[crypto_sign_SECRETKEYBYTES];
@@ -162,9 +181,14 @@ main(int argc, char **argv)
 			ro.expect = true;
 		} else if (ch == 'U')
 			ro.all_unreconciled = true;
+		else if (ch == 'M')
+			migrating = true;
 	}
-	if (optind != argc || ((why != NULL || ro.expect || ro.all_unreconciled) && !restore))
+	if (optind != argc || ((why != NULL || ro.expect || ro.all_unreconciled) && !restore) ||
+	    (migrating && restore))
 		ri_usage(usage);
+	if (migrating)
+		return migrate(config);
 	if (restore) {
 		if (why == NULL || *why == '\0')
 			ri_die(RI_USAGE, "--accept-restore needs --why TEXT: who restored the journal, and why, is recorded");

@@ -798,7 +798,7 @@ every_path() {
 	small_journal
 	tamper "INSERT INTO records SELECT 11, 'evt_c0ffee00000000000000000000000000', action_ref, kind, act_key,
 	    invocation_id, actor_ref, attestation_id, recorded_at, retention_until, role, act_prev, inv_prev,
-	    payload, salt, digest, hash, mac FROM records WHERE seq = 5"
+	    payload, salt, digest, hash, mac, shard FROM records WHERE seq = 5"
 	audit
 	names 8.1.2 evt_c0ffee00000000000000000000000000
 	names 8.1.1

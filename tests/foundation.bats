@@ -37,7 +37,8 @@ teardown() {
 	[ "$(sed -n 2p "$T/seal.key.pub")" = "instance_id $(echo "$output" | jq -r .instance_id)" ]
 	# the journal is a journal: its schema and format, and one record, the
 	# genesis seal -- which is also the witness's first line (0600, beside the key)
-	[ "$(fnd_sql "SELECT v FROM meta WHERE k = 'format'")" = 3 ]
+	[ "$(fnd_sql "SELECT v FROM meta WHERE k = 'format'")" = 4 ]
+	[ "$(fnd_sql "SELECT v FROM meta WHERE k = 'shards'")" = 1 ]
 	[ "$(fnd_sql "SELECT count(*) FROM records")" -eq 1 ]
 	[ "$(fnd_sql "SELECT action_ref FROM records WHERE seq = 1")" = audit.sealed ]
 	[ "$(echo "$output" | jq -r .witness)" = "$T/journal.key.witness" ]

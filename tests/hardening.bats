@@ -440,7 +440,7 @@ wants_chmod() {
 		echo "$cmd: $status $stderr"
 		# ASSERT: 78 (a configuration to change: this release, or the journal migrated), never 30
 		[ "$status" -eq 78 ]
-		[[ "$stderr" == *"is format 2; this ri"*"reads format 3"* ]]
+		[[ "$stderr" == *"is format 2; this ri"*"reads format 4"*"keep the old release"* ]]
 	done
 	run --separate-stderr ri-open <<<"$(open_req k2)"
 	[ "$status" -eq 78 ]

@@ -56,7 +56,7 @@ teardown() {
 	attacker_sql "UPDATE records SET act_key = CAST(act_key AS BLOB) WHERE act_key = 'k';
 	    $(head_sql ledger k)
 	    PRAGMA writable_schema = ON;
-	    UPDATE sqlite_schema SET sql = replace(sql, 'mac BLOB NOT NULL)', 'mac BLOB NOT NULL) STRICT')
+	    UPDATE sqlite_schema SET sql = replace(sql, 'shard INTEGER NOT NULL)', 'shard INTEGER NOT NULL) STRICT')
 	    WHERE name = 'records';"
 	[ "$(jsql "SELECT count(*) FROM records WHERE act_key = 'k'")" -eq 0 ]
 	readers_writers_closed k

@@ -1711,7 +1711,7 @@ ri_audit(ri *r, const struct ri_audit_opts *o, json_t **ans, ri_err *err)
 		if (!a.have_pk && access(pkf, F_OK) == 0)
 			incomplete(&a, "8.1.9", "%s", e.msg);
 	}
-	ri_genesis(r->st->ops->instance_id(r->st), a.last_hash);
+	memcpy(a.last_hash, r->st->ops->genesis(r->st), RI_HASH_LEN);
 	a.tail_oldest = RI_NONE;
 	/* the public key names the instance it seals: another instance's key
 	 * fails, however well its signatures verify */

@@ -537,6 +537,27 @@ ri_tree_walk(const struct ri_tree_io *io, const unsigned char root[RI_HASH_LEN],
 
 void
 ri_jhead_mac(const unsigned char *key, size_t keylen, const unsigned char instance[RI_INSTANCE_LEN],
+    int shards, int64_t boundary, const struct ri_jhead *h, const unsigned char last_hash[RI_HASH_LEN],
+    unsigned char out[RI_HASH_LEN])
+{
+	ri_hmac_state st;
+
+	mac_begin(&st, key, keylen, "ri journal head 4", instance);
+	mac_i64(&st, shards);
+	mac_i64(&st, boundary);
+	mac_i64(&st, h->shard);
+	mac_i64(&st, h->last_seq);
+	ri_hmac_update(&st, last_hash, RI_HASH_LEN);
+	ri_hmac_update(&st, h->root, RI_HASH_LEN);
+	mac_i64(&st, h->open_count);
+	ri_hmac_update(&st, h->open_acc, RI_HASH_LEN);
+	mac_i64(&st, h->sealed_seq);
+	mac_i64(&st, h->grants);
+	ri_hmac_final(&st, out);
+}
+
+void
+ri_jhead_mac_v3(const unsigned char *key, size_t keylen, const unsigned char instance[RI_INSTANCE_LEN],
     const struct ri_jhead *h, const unsigned char last_hash[RI_HASH_LEN], unsigned char out[RI_HASH_LEN])
 {
 	ri_hmac_state st;
@@ -632,4 +653,74 @@ ri_findings_key_derive(const unsigned char *key, size_t keylen, unsigned char ou
 	static const char tag[] = "ri findings key";
 
 	ri_mac(key, keylen, tag, sizeof tag, out);
+}
+
+/* ---- shards (journal format 4; docs/SHARDS.md) ------------------------------ */
+
+void
+ri_shard_key_derive(const unsigned char *key, size_t keylen, unsigned char out[RI_HASH_LEN])
+{
+	static const char tag[] = "ri shard key";
+
+	ri_mac(key, keylen, tag, sizeof tag, out);
+}
+
+int
+ri_shard_of(const unsigned char shard_key[RI_HASH_LEN], const unsigned char act[RI_SCOPE_LEN], int shards)
+{
+	unsigned char m[RI_HASH_LEN];
+	uint32_t v;
+
+	if (shards <= 1)
+		return 0;
+	ri_mac(shard_key, RI_HASH_LEN, act, RI_SCOPE_LEN, m);
+	v = (uint32_t)m[0] << 24 | (uint32_t)m[1] << 16 | (uint32_t)m[2] << 8 | m[3];
+	return (int)(v % (uint32_t)shards);
+}
+
+static void
+shards_leaf(int shard, const struct ri_shard_head *h, unsigned char out[RI_HASH_LEN])
+{
+	ri_sha256_state st;
+	unsigned char b[1 + 4 + 8];
+	uint64_t seq = (uint64_t)h->last_seq;
+
+	b[0] = 0x00;
+	for (int i = 0; i < 4; i++)
+		b[1 + i] = (unsigned char)((uint32_t)shard >> (24 - 8 * i));
+	for (int i = 0; i < 8; i++)
+		b[5 + i] = (unsigned char)(seq >> (56 - 8 * i));
+	ri_sha256_init(&st);
+	ri_sha256_update(&st, b, sizeof b);
+	ri_sha256_update(&st, h->hash, RI_HASH_LEN);
+	ri_sha256_final(&st, out);
+}
+
+/* The tree hash of shards [lo, lo + n): n >= 1, recursion depth log2(n). */
+static void
+shards_mth(const struct ri_shard_head *v, int lo, int n, unsigned char out[RI_HASH_LEN])
+{
+	unsigned char l[RI_HASH_LEN], r[RI_HASH_LEN], tag = 0x01;
+	ri_sha256_state st;
+	int k = 1;
+
+	if (n == 1) {
+		shards_leaf(lo, &v[lo], out);
+		return;
+	}
+	while (k * 2 < n)
+		k *= 2;
+	shards_mth(v, lo, k, l);
+	shards_mth(v, lo + k, n - k, r);
+	ri_sha256_init(&st);
+	ri_sha256_update(&st, &tag, 1);
+	ri_sha256_update(&st, l, RI_HASH_LEN);
+	ri_sha256_update(&st, r, RI_HASH_LEN);
+	ri_sha256_final(&st, out);
+}
+
+void
+ri_shards_root(const struct ri_shard_head *v, int shards, unsigned char out[RI_HASH_LEN])
+{
+	shards_mth(v, 0, shards, out);
 }

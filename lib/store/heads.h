@@ -120,9 +120,18 @@ struct ri_jhead {
 	unsigned char open_acc[RI_HASH_LEN];    /* XOR of their elements */
 	int64_t sealed_seq;                     /* the newest audit.sealed record (0: none) */
 	int64_t grants;                         /* lease grants so far: the fencing token */
+	int shard;                              /* format 4: whose head (docs/SHARDS.md) */
 };
 
+/* The head's MAC binds its shard and the journal's shard count: a meta
+ * row that says another count (and so sends an act to another shard's
+ * tree, where its absence would verify) fails every head. */
 void ri_jhead_mac(const unsigned char *key, size_t keylen, const unsigned char instance[RI_INSTANCE_LEN],
+    int shards, int64_t boundary, const struct ri_jhead *h, const unsigned char last_hash[RI_HASH_LEN], unsigned char out[RI_HASH_LEN]);
+
+/* Format 3's head MAC: what ri-init --migrate verifies an old journal's
+ * head by (docs/SHARDS.md). */
+void ri_jhead_mac_v3(const unsigned char *key, size_t keylen, const unsigned char instance[RI_INSTANCE_LEN],
     const struct ri_jhead *h, const unsigned char last_hash[RI_HASH_LEN], unsigned char out[RI_HASH_LEN]);
 
 /* One open intent's element of the accumulator; XOR it in or out. */
@@ -140,6 +149,27 @@ void ri_mark_mac(const unsigned char *key, size_t keylen, const unsigned char in
 void ri_actor_mac(const unsigned char *key, size_t keylen, const unsigned char instance[RI_INSTANCE_LEN],
     const char *actor, int service, const unsigned char cred_hash[32], int64_t created_at,
     int64_t revoked_at, int64_t reg_seq, unsigned char out[RI_HASH_LEN]);
+/* ---- shards (journal format 4; docs/SHARDS.md) ---- */
+
+#define RI_SHARDS_MAX 256
+
+/* The shard key: HMAC(integrity key, "ri shard key"). */
+void ri_shard_key_derive(const unsigned char *key, size_t keylen, unsigned char out[RI_HASH_LEN]);
+/* The shard of an act's scope key: the first four bytes of
+ * HMAC(shard key, scope) mod shards -- keyed, so no caller can aim acts
+ * at one shard.  shards in 1..RI_SHARDS_MAX. */
+int ri_shard_of(const unsigned char shard_key[RI_HASH_LEN], const unsigned char act[RI_SCOPE_LEN], int shards);
+/* A shard's head as a seal names it. */
+struct ri_shard_head {
+	int64_t last_seq;
+	unsigned char hash[RI_HASH_LEN];
+};
+/* The Merkle root a seal signs over every shard's head (RFC 6962's tree
+ * hash: leaf SHA-256(0x00 || shard || last_seq || hash), node
+ * SHA-256(0x01 || left || right), split at the largest power of two
+ * below n), so one shard's head is provable with log2(S) hashes. */
+void ri_shards_root(const struct ri_shard_head *v, int shards, unsigned char out[RI_HASH_LEN]);
+
 /* The findings register's key: HMAC(integrity key, "ri findings key"). */
 void ri_findings_key_derive(const unsigned char *key, size_t keylen, unsigned char out[RI_HASH_LEN]);
 

@@ -299,6 +299,9 @@ struct ri_store_ops {
 	void (*settle)(struct ri_store *);
 	/* The instance id (16 bytes). */
 	const unsigned char *(*instance_id)(struct ri_store *);
+	/* The hash the journal's first record links to: shard 0's genesis,
+	 * or format 3's for a migrated journal (docs/SHARDS.md). */
+	const unsigned char *(*genesis)(struct ri_store *);
 	/* the current head: highest seq (0 when empty) and its hash */
 	int (*head)(struct ri_store *, int64_t *seq, unsigned char hash[32]);
 	/* the newest audit.sealed record (seq 0 when none) and its hash */

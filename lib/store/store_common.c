@@ -34,6 +34,7 @@ ri_raw_header(const unsigned char instance[RI_INSTANCE_LEN], const struct ri_rec
 	h->act_prev = w->act_prev;
 	h->inv_prev = w->inv_prev;
 	h->payload_digest = w->digest;
+	h->shard = w->shard;
 }
 
 /*
@@ -42,7 +43,7 @@ ri_raw_header(const unsigned char instance[RI_INSTANCE_LEN], const struct ri_rec
  */
 const char *
 ri_raw_verify(const unsigned char instance[RI_INSTANCE_LEN], const unsigned char *key, size_t keylen,
-    struct ri_record *r, struct ri_raw *w, const unsigned char prev[RI_HASH_LEN], ri_ms now)
+    struct ri_record *r, struct ri_raw *w, const unsigned char prev[RI_HASH_LEN], ri_ms now, int fmt)
 {
 	struct ri_header h;
 	unsigned char calc[RI_HASH_LEN];
@@ -63,7 +64,7 @@ ri_raw_verify(const unsigned char instance[RI_INSTANCE_LEN], const unsigned char
 	}
 	if (why == NULL) {
 		ri_raw_header(instance, r, w, &h);
-		ri_record_hash(prev, &h, calc);
+		ri_record_hash_fmt(fmt, prev, &h, calc);
 		if (!ri_eq32(calc, w->hash))
 			why = "its header or chain link is wrong (altered, moved or copied, or a row before it deleted)";
 		else if (!RI_NC(RI_NC_NO_MAC_CHECK) && key != NULL &&
@@ -224,7 +225,7 @@ ri_raw_problems(struct ri_st_core *c, struct ri_record *r, struct ri_raw *w, uns
 		problems |= RI_P_SHAPE;
 	} else {
 		ri_raw_header(instance, r, w, &h);
-		ri_record_hash(prev, &h, calc);
+		ri_record_hash_fmt(ri_row_format(c, r->seq), prev, &h, calc);
 		if (!ri_eq32(calc, w->hash))
 			problems |= RI_P_LINK;
 		if (key != NULL && !ri_mac_ok(key, keylen, w->hash, RI_HASH_LEN, w->mac, RI_HASH_LEN))
@@ -348,7 +349,7 @@ int
 ri_st_verify_row(struct ri_st_core *c, struct ri_record *r, struct ri_raw *w, const unsigned char prev[RI_HASH_LEN],
     ri_ms now)
 {
-	const char *why = ri_raw_verify(c->instance_id, c->key, c->keylen, r, w, prev, now);
+	const char *why = ri_raw_verify(c->instance_id, c->key, c->keylen, r, w, prev, now, ri_row_format(c, r->seq));
 
 	if (why != NULL)
 		return ri_st_fail(c, RI_ST_INTEGRITY, r->seq, r->event_id,
@@ -820,7 +821,7 @@ ri_jhead_judge(struct ri_st_core *c, const struct ri_jhead *h, const unsigned ch
 		return ri_st_fail(c, RI_ST_INTEGRITY, h->last_seq, NULL,
 		    "journal integrity: the journal's newest record (seq %lld) is missing (deleted rows)",
 		    (long long)h->last_seq);
-	ri_jhead_mac(c->key, c->keylen, c->instance_id, h, last_hash, want);
+	ri_jhead_mac(c->key, c->keylen, c->instance_id, c->shards, c->boundary, h, last_hash, want);
 	if (sodium_memcmp(want, mac, RI_HASH_LEN) != 0)
 		return ri_st_fail(c, RI_ST_INTEGRITY, h->last_seq, NULL,
 		    "journal integrity: the journal head (seq %lld) fails its MAC", (long long)h->last_seq);

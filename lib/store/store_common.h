@@ -43,6 +43,9 @@ struct ri_st_core {
 	unsigned char cred_key[crypto_generichash_KEYBYTES];
 	unsigned char instance_id[RI_INSTANCE_LEN];
 	unsigned char genesis[RI_HASH_LEN];
+	int shards;                             /* format 4: the meta row's, bound by every head's MAC */
+	int64_t boundary;                       /* a migrated journal's last format-3 record (0: none),
+	                                         * bound by every head's MAC (docs/SHARDS.md) */
 	/* the witness's highest line (the anchor): the journal may not be
 	 * behind it nor disagree with it */
 	bool anchored;
@@ -83,6 +86,7 @@ struct ri_raw {
 	unsigned char salt[RI_SALT_LEN];
 	bool has_salt, shapes_ok;       /* shapes_ok: every column decoded exactly */
 	int64_t act_prev, inv_prev;
+	int shard;                      /* format 4: the row's shard (docs/SHARDS.md) */
 	char *payload_text;             /* owned; NULL once purged */
 };
 
@@ -95,7 +99,25 @@ void ri_raw_header(const unsigned char instance[RI_INSTANCE_LEN], const struct r
  * text is consumed: on success r owns the parsed payload.
  */
 const char *ri_raw_verify(const unsigned char instance[RI_INSTANCE_LEN], const unsigned char *key,
-    size_t keylen, struct ri_record *r, struct ri_raw *w, const unsigned char prev[RI_HASH_LEN], ri_ms now);
+    size_t keylen, struct ri_record *r, struct ri_raw *w, const unsigned char prev[RI_HASH_LEN], ri_ms now,
+    int fmt);
+/* The hash the first record links to: format 3's genesis for a migrated
+ * journal (shard 0's chain continues format 3's), shard 0's otherwise. */
+static inline void
+ri_core_genesis(struct ri_st_core *c)
+{
+	if (c->boundary > 0)
+		ri_genesis_v3(c->instance_id, c->genesis);
+	else
+		ri_genesis(c->instance_id, c->genesis);
+}
+/* The format a record is hashed by: 3 at or below a migrated journal's
+ * boundary, the current one above it. */
+static inline int
+ri_row_format(const struct ri_st_core *c, int64_t seq)
+{
+	return seq <= c->boundary ? 3 : RI_FORMAT;
+}
 /* The traversal's judgement (Check 8.1): every problem of the row, the
  * payload parsed when it is there; prev moves to the row's hash when the
  * row has one.  Consumes the payload text. */

@@ -1512,7 +1512,7 @@ ri_eng_audit_state(struct ri_store *st, ri_state_fn each, void *arg)
 		goto out;
 	}
 	if (c->key != NULL) {
-		ri_jhead_mac(c->key, c->keylen, c->instance_id, &jh, lh, want);
+		ri_jhead_mac(c->key, c->keylen, c->instance_id, c->shards, c->boundary, &jh, lh, want);
 		if (sodium_memcmp(want, mac, RI_HASH_LEN) != 0) {
 			each("8.1.3", 0, "the journal head fails its MAC", arg);
 			goto out;

@@ -40,9 +40,15 @@ put_str(ri_sha256_state *st, const char *s)
 void
 ri_genesis(const unsigned char instance_id[RI_INSTANCE_LEN], unsigned char out[RI_HASH_LEN])
 {
+	ri_genesis_shard(instance_id, 0, out);
+}
+
+void
+ri_genesis_v3(const unsigned char instance_id[RI_INSTANCE_LEN], unsigned char out[RI_HASH_LEN])
+{
 	ri_sha256_state st;
 	static const char tag[] = "ri journal genesis";
-	unsigned char fmt = RI_FORMAT;
+	unsigned char fmt = 3;
 
 	ri_sha256_init(&st);
 	ri_sha256_update(&st, (const unsigned char *)tag, sizeof tag);
@@ -64,16 +70,41 @@ ri_payload_digest(const unsigned char salt[RI_SALT_LEN], const char *payload, si
 }
 
 void
+ri_genesis_shard(const unsigned char instance_id[RI_INSTANCE_LEN], int shard, unsigned char out[RI_HASH_LEN])
+{
+	ri_sha256_state st;
+	static const char tag[] = "ri journal genesis";
+	unsigned char fmt = 4;
+
+	ri_sha256_init(&st);
+	ri_sha256_update(&st, (const unsigned char *)tag, sizeof tag);
+	ri_sha256_update(&st, &fmt, 1);
+	ri_sha256_update(&st, instance_id, RI_INSTANCE_LEN);
+	put_u64(&st, (uint64_t)shard);
+	ri_sha256_final(&st, out);
+}
+
+void
 ri_record_hash(const unsigned char prev[RI_HASH_LEN], const struct ri_header *h,
     unsigned char out[RI_HASH_LEN])
 {
+	ri_record_hash_fmt(RI_FORMAT, prev, h, out);
+}
+
+void
+ri_record_hash_fmt(int fmt, const unsigned char prev[RI_HASH_LEN], const struct ri_header *h,
+    unsigned char out[RI_HASH_LEN])
+{
 	ri_sha256_state st;
-	unsigned char fmt = RI_FORMAT;
+	unsigned char f = (unsigned char)fmt;
 
 	ri_sha256_init(&st);
 	ri_sha256_update(&st, prev, RI_HASH_LEN);
-	ri_sha256_update(&st, &fmt, 1);
+	ri_sha256_update(&st, &f, 1);
 	ri_sha256_update(&st, h->instance_id, RI_INSTANCE_LEN);
+	/* format 4: a record moved to another shard no longer hashes */
+	if (fmt >= 4)
+		put_u64(&st, (uint64_t)h->shard);
 	put_u64(&st, (uint64_t)h->seq);
 	put_str(&st, h->event_id);
 	put_str(&st, h->action_ref);
@@ -194,6 +225,17 @@ ri_seal_message(const unsigned char instance_id[RI_INSTANCE_LEN], int64_t seq,
 	for (int i = 7; i >= 0; i--, v >>= 8)
 		out[8 + RI_INSTANCE_LEN + i] = (unsigned char)(v & 0xff);
 	memcpy(out + 8 + RI_INSTANCE_LEN + 8, head, RI_HASH_LEN);
+}
+
+void
+ri_seal4_message(const unsigned char instance_id[RI_INSTANCE_LEN], int shards,
+    const unsigned char root[RI_HASH_LEN], unsigned char out[RI_SEAL4_MSG_LEN])
+{
+	memcpy(out, "ri seal4", 8);
+	memcpy(out + 8, instance_id, RI_INSTANCE_LEN);
+	for (int i = 0; i < 4; i++)
+		out[8 + RI_INSTANCE_LEN + i] = (unsigned char)((uint32_t)shards >> (24 - 8 * i));
+	memcpy(out + 8 + RI_INSTANCE_LEN + 4, root, RI_HASH_LEN);
 }
 
 int

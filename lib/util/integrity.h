@@ -21,8 +21,9 @@
 #include "util/sha256.h"
 #include "util/util.h"
 
-#define RI_FORMAT 3             /* 2: the record roles of vocab.h; 3: typed (STRICT)
-                                 * storage, the tree of scope heads, the witness */
+#define RI_FORMAT 4             /* 2: the record roles of vocab.h; 3: typed (STRICT)
+                                 * storage, the tree of scope heads, the witness;
+                                 * 4: shards (docs/SHARDS.md) */
 #define RI_HASH_LEN 32
 #define RI_SALT_LEN 16
 #define RI_INSTANCE_LEN 16
@@ -45,13 +46,35 @@ struct ri_header {
 	int64_t act_prev;                       /* previous record of this act, 0 */
 	int64_t inv_prev;                       /* previous record of this invocation, 0 */
 	const unsigned char *payload_digest;    /* RI_HASH_LEN */
+	int shard;                              /* format 4: the record's shard (docs/SHARDS.md) */
 };
 
+/* The genesis of shard 0's chain (ri_genesis_shard), what a journal of
+ * one shard links its first record to. */
 void ri_genesis(const unsigned char instance_id[RI_INSTANCE_LEN], unsigned char out[RI_HASH_LEN]);
+/* Format 3's one genesis: what ri-init --migrate verifies an old journal by. */
+void ri_genesis_v3(const unsigned char instance_id[RI_INSTANCE_LEN], unsigned char out[RI_HASH_LEN]);
 void ri_payload_digest(const unsigned char salt[RI_SALT_LEN], const char *payload,
     size_t n, unsigned char out[RI_HASH_LEN]);
 void ri_record_hash(const unsigned char prev[RI_HASH_LEN], const struct ri_header *h,
     unsigned char out[RI_HASH_LEN]);
+/* The same under a named format: 3 (one chain; what ri-init --migrate
+ * verifies a journal of the previous format by) or 4 (a chain per shard:
+ * the shard is in the header, prev is the shard's previous record). */
+void ri_record_hash_fmt(int fmt, const unsigned char prev[RI_HASH_LEN], const struct ri_header *h,
+    unsigned char out[RI_HASH_LEN]);
+/* What to do with a journal of an older format: the one before this
+ * (3) is converted by ri-init --migrate; an older one is kept for the
+ * release that wrote it. */
+static inline const char *
+ri_format_advice(int fmt)
+{
+	return fmt == 3 ? "run ri-init --migrate to convert it (its history kept as written, the old journal kept)" :
+	    "keep the old release to audit it, and start a new instance with ri-init";
+}
+/* Format 4: the genesis of one shard's chain -- the hash its first
+ * record links to, distinct per shard so no record links across. */
+void ri_genesis_shard(const unsigned char instance_id[RI_INSTANCE_LEN], int shard, unsigned char out[RI_HASH_LEN]);
 void ri_mac(const unsigned char *key, size_t keylen, const void *msg, size_t n,
     unsigned char out[RI_HASH_LEN]);
 /* The instance's key, whose HMAC states ri_mac then computes once: key is
@@ -72,6 +95,11 @@ int ri_key_load(const char *path, unsigned char **key, size_t *len, ri_err *err)
 #define RI_SEAL_MSG_LEN (8 + RI_INSTANCE_LEN + 8 + RI_HASH_LEN)
 void ri_seal_message(const unsigned char instance_id[RI_INSTANCE_LEN], int64_t seq,
     const unsigned char head[RI_HASH_LEN], unsigned char out[RI_SEAL_MSG_LEN]);
+/* Format 4: a seal signs the root of its shard heads (ri_shards_root):
+ * tag, instance id, the shard count, the root. */
+#define RI_SEAL4_MSG_LEN (8 + RI_INSTANCE_LEN + 4 + RI_HASH_LEN)
+void ri_seal4_message(const unsigned char instance_id[RI_INSTANCE_LEN], int shards,
+    const unsigned char root[RI_HASH_LEN], unsigned char out[RI_SEAL4_MSG_LEN]);
 /* Read an Ed25519 key written by ri-init (hex, one line): 32 bytes public
  * or 64 bytes secret.  RI_CONFIG with a message otherwise. */
 int ri_seal_key_load(const char *path, unsigned char *key, size_t len, ri_err *err);

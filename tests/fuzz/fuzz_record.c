@@ -466,10 +466,10 @@ structural(sqlite3 *db, int64_t seq, uint8_t b0, uint8_t b2, uint8_t b3)
 	case 1:         /* a copied row past the end (or before the start) */
 		exec_ii(db, "INSERT INTO records(" "seq, event_id, action_ref, kind, act_key, invocation_id,"
 		    " actor_ref, attestation_id, recorded_at, retention_until, role, act_prev, inv_prev,"
-		    " payload, salt, digest, hash, mac) SELECT CASE WHEN ?2 & 1 THEN -(?2 >> 1)"
+		    " payload, salt, digest, hash, mac, shard) SELECT CASE WHEN ?2 & 1 THEN -(?2 >> 1)"
 		    " ELSE (SELECT max(seq) FROM records) + 1 + (?2 >> 1) END, event_id || 'x', action_ref,"
 		    " kind, act_key, invocation_id, actor_ref, attestation_id, recorded_at, retention_until,"
-		    " role, act_prev, inv_prev, payload, salt, digest, hash, mac FROM records WHERE seq = ?1",
+		    " role, act_prev, inv_prev, payload, salt, digest, hash, mac, shard FROM records WHERE seq = ?1",
 		    seq, b3 & 7);
 		n_rows = -1;
 		break;

@@ -280,7 +280,7 @@ tables() {
 		echo "$cmd: $status $stderr"
 		# ASSERT: 78 (a release to change), never 30 (a journal tampered with)
 		[ "$status" -eq 78 ]
-		[[ "$stderr" == *"is format 2; this ri"*"reads format 3"* ]]
+		[[ "$stderr" == *"is format 2; this ri"*"reads format 4"*"keep the old release"* ]]
 	done
 	run --separate-stderr ri-open <<<"$(open_req k2)"
 	[ "$status" -eq 78 ]

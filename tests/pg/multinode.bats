@@ -229,7 +229,7 @@ wait_backend_in_tx() {
 	ri_pg_sql "$RI_CONFIG" "BEGIN;
 	    SELECT set_config('ri.fence', '{\"kind\":\"ledger\",\"act_key\":\"late1\",\"holder\":\"nobody\",\"allowance\":0,\"until\":0}', true);
 	    INSERT INTO records VALUES (1000000, 'evt_x', 'ledger.intended', 'ledger', 'late1', NULL, 'alice', 'att_x',
-	      0, NULL, 1, 0, 0, '{}', NULL, '\\x00', '\\x00', '\\x00');
+	      0, NULL, 1, 0, 0, '{}', NULL, '\\x00', '\\x00', '\\x00', 0);
 	    COMMIT;" >"$T/sql.out" 2>&1 || true
 	grep -q "journal fence" "$T/sql.out"
 	[ "$(records "seq = 1000000")" -eq 0 ]

@@ -618,7 +618,7 @@ test_desc_below_first(void)
 	 * inserted at seq 0; a page of exactly the journal ends at seq 1 */
 	tamper(&j, "INSERT INTO records SELECT 0, event_id || 'x', action_ref, kind, act_key, invocation_id,"
 	    " actor_ref, attestation_id, recorded_at, retention_until, role, act_prev, inv_prev, payload,"
-	    " salt, digest, hash, mac FROM records WHERE seq = 5");
+	    " salt, digest, hash, mac, shard FROM records WHERE seq = 5");
 	st = reopen(&j);
 	for (size_t limit = 1; limit <= 7; limit++) {
 		q.limit = limit;

@@ -1098,7 +1098,7 @@ copy_row(struct atk *db, int64_t from, int64_t to_seq, const char *new_ev)
 	snprintf(q, sizeof q,
 	    "INSERT INTO records SELECT %lld, '%s', action_ref, kind, act_key, invocation_id, actor_ref,"
 	    " attestation_id, recorded_at, retention_until, role, act_prev, inv_prev, payload, salt,"
-	    " digest, hash, mac FROM records WHERE seq = %lld",
+	    " digest, hash, mac, shard FROM records WHERE seq = %lld",
 	    (long long)to_seq, new_ev, (long long)from);
 	sql(db, q);
 }
@@ -1523,7 +1523,7 @@ test_tamper(const struct base *b)
 		CHECK(db->changes > 0, "re-typed rows");
 		delete_leaf(db, "ledger", "k1");
 		sql(db, "PRAGMA writable_schema = ON;"
-		    " UPDATE sqlite_schema SET sql = replace(sql, 'mac BLOB NOT NULL)', 'mac BLOB NOT NULL) STRICT')"
+		    " UPDATE sqlite_schema SET sql = replace(sql, 'shard INTEGER NOT NULL)', 'shard INTEGER NOT NULL) STRICT')"
 		    " WHERE name = 'records';");
 		attacker_close(db);
 		scope_fails(&t, "inv_A", "k1", "the act's rows re-typed to BLOB and its head deleted");

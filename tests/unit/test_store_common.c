@@ -14,6 +14,8 @@
 #include "util/clock.h"
 #include "util/config.h"
 #include "store/heads.h"
+#include "util/integrity.h"
+#include "util/sha256.h"
 #include "store/store_common.h"
 #include "testlib.h"
 
@@ -163,7 +165,7 @@ head_edges(void)
 
 	randombytes_buf(last, sizeof last);
 	randombytes_buf(other, sizeof other);
-	ri_jhead_mac(core.key, core.keylen, core.instance_id, &h, last, mac);
+	ri_jhead_mac(core.key, core.keylen, core.instance_id, core.shards, core.boundary, &h, last, mac);
 	CHECK(answer(ri_jhead_judge(&core, &h, mac, last, 3)) == RI_ST_OK, "an intact head");
 	CHECK(answer(ri_jhead_judge(&core, &h, mac, NULL, 3)) == RI_ST_INTEGRITY, "its newest record deleted");
 	CHECK(answer(ri_jhead_judge(&core, &h, mac, other, 3)) == RI_ST_INTEGRITY, "its newest record rewritten");
@@ -592,6 +594,111 @@ leaf_batch_edges(void)
 	PASS("Check 8.1.1, the audit's leaves: judged once each, in seq order a batch at a time (issue 15, target 3)");
 }
 
+/* docs/SHARDS.md (format 4, issue 43): the shard choice is keyed, in
+ * range and spread; the seal's root over shard heads is RFC 6962's tree
+ * hash and moves with every field of every head; a record's format-4
+ * hash binds its shard and format 3's does not read it. */
+static void
+sha_cat(unsigned char out[RI_HASH_LEN], const void *a, size_t an, const void *b, size_t bn, const void *c, size_t cn)
+{
+	ri_sha256_state st;
+
+	ri_sha256_init(&st);
+	ri_sha256_update(&st, a, an);
+	ri_sha256_update(&st, b, bn);
+	if (c != NULL)
+		ri_sha256_update(&st, c, cn);
+	ri_sha256_final(&st, out);
+}
+
+static void
+shard_edges(void)
+{
+	unsigned char k1[RI_HASH_LEN], k2[RI_HASH_LEN], scope[RI_SCOPE_LEN], r[RI_HASH_LEN], r2[RI_HASH_LEN];
+	unsigned char l[3][RI_HASH_LEN], n01[RI_HASH_LEN], want[RI_HASH_LEN], one = 0x01;
+	int count[16] = { 0 }, moved = 0;
+	char key[32];
+
+	ri_shard_key_derive((const unsigned char *)"0123456789abcdef0123456789abcdef", 32, k1);
+	ri_shard_key_derive((const unsigned char *)"0123456789abcdef0123456789abcdeF", 32, k2);
+	for (int i = 0; i < 16000; i++) {
+		snprintf(key, sizeof key, "act-%d", i);
+		ri_scope_act("ledger", key, scope);
+		int s = ri_shard_of(k1, scope, 16);
+		CHECK(s >= 0 && s < 16, "shard %d out of range", s);
+		CHECK(ri_shard_of(k1, scope, 16) == s, "the shard choice is a function");
+		CHECK(ri_shard_of(k1, scope, 1) == 0, "one shard: 0");
+		count[s]++;
+		moved += ri_shard_of(k2, scope, 16) != s;
+	}
+	for (int s = 0; s < 16; s++)
+		CHECK(count[s] > 850 && count[s] < 1150, "shard %d holds %d of 16000 acts", s, count[s]);
+	/* keyed: another key sends ~15/16 of the acts elsewhere */
+	CHECK(moved > 14000, "another key moved only %d of 16000 acts", moved);
+
+	struct ri_shard_head v[3];
+	for (int i = 0; i < 3; i++) {
+		v[i].last_seq = 10 * (i + 1);
+		memset(v[i].hash, 'a' + i, RI_HASH_LEN);
+		unsigned char b[13] = { 0 };
+		b[4] = (unsigned char)i;
+		b[12] = (unsigned char)(10 * (i + 1));
+		sha_cat(l[i], b, sizeof b, v[i].hash, RI_HASH_LEN, NULL, 0);
+	}
+	/* RFC 6962 for three leaves: H(1 || H(1 || L0 || L1) || L2) */
+	sha_cat(n01, &one, 1, l[0], RI_HASH_LEN, l[1], RI_HASH_LEN);
+	sha_cat(want, &one, 1, n01, RI_HASH_LEN, l[2], RI_HASH_LEN);
+	ri_shards_root(v, 3, r);
+	CHECK(memcmp(r, want, RI_HASH_LEN) == 0, "the root of three shard heads is RFC 6962's tree hash");
+	ri_shards_root(v, 1, r2);
+	CHECK(memcmp(r2, l[0], RI_HASH_LEN) == 0, "one shard: the root is its leaf");
+	v[2].last_seq++;
+	ri_shards_root(v, 3, r2);
+	CHECK(memcmp(r, r2, RI_HASH_LEN) != 0, "a shard's seq moves the root");
+	v[2].last_seq--;
+	v[1].hash[31] ^= 1;
+	ri_shards_root(v, 3, r2);
+	CHECK(memcmp(r, r2, RI_HASH_LEN) != 0, "a shard's hash moves the root");
+	v[1].hash[31] ^= 1;
+	struct ri_shard_head t = v[0];
+	v[0] = v[1];
+	v[1] = t;
+	ri_shards_root(v, 3, r2);
+	CHECK(memcmp(r, r2, RI_HASH_LEN) != 0, "two shards' heads swapped move the root");
+
+	unsigned char inst[RI_INSTANCE_LEN] = { 7 }, dg[RI_HASH_LEN] = { 0 }, prev[RI_HASH_LEN] = { 0 };
+	unsigned char h3[RI_HASH_LEN], h3b[RI_HASH_LEN], h4[RI_HASH_LEN], h4b[RI_HASH_LEN];
+	struct ri_header h = { .instance_id = inst, .seq = 5, .event_id = "evt_1", .action_ref = "ledger.intended",
+		.kind = "ledger", .act_key = "k1", .actor_ref = "alice", .attestation_id = "att",
+		.recorded_at = 1000, .retention_until = RI_NONE, .payload_digest = dg, .shard = 3 };
+	ri_record_hash_fmt(3, prev, &h, h3);
+	ri_record_hash_fmt(4, prev, &h, h4);
+	h.shard = 4;
+	ri_record_hash_fmt(3, prev, &h, h3b);
+	ri_record_hash_fmt(4, prev, &h, h4b);
+	CHECK(memcmp(h3, h3b, RI_HASH_LEN) == 0, "format 3 does not read the shard");
+	CHECK(memcmp(h4, h4b, RI_HASH_LEN) != 0, "format 4 binds the shard");
+	CHECK(memcmp(h3, h4, RI_HASH_LEN) != 0, "the format byte is in the hash");
+	ri_record_hash(prev, &h, r);
+	ri_record_hash_fmt(RI_FORMAT, prev, &h, r2);
+	CHECK(memcmp(r, r2, RI_HASH_LEN) == 0, "ri_record_hash is the current format's");
+
+	ri_genesis_v3(inst, r);
+	ri_genesis_shard(inst, 0, r2);
+	CHECK(memcmp(r, r2, RI_HASH_LEN) != 0, "a shard's genesis is not format 3's");
+	ri_genesis(inst, want);
+	CHECK(memcmp(want, r2, RI_HASH_LEN) == 0, "the journal's genesis is shard 0's");
+	ri_genesis_shard(inst, 1, want);
+	CHECK(memcmp(r2, want, RI_HASH_LEN) != 0, "each shard has its own genesis");
+
+	unsigned char m[RI_SEAL4_MSG_LEN];
+	ri_seal4_message(inst, 16, r, m);
+	CHECK(memcmp(m, "ri seal4", 8) == 0 && m[8] == 7 && m[8 + RI_INSTANCE_LEN + 3] == 16 &&
+	    memcmp(m + 8 + RI_INSTANCE_LEN + 4, r, RI_HASH_LEN) == 0, "the format-4 seal message's layout");
+	PASS("shards: a keyed choice in range and spread (16000 acts, 16 shards), RFC 6962 root over shard heads,"
+	    " format 4 binds the shard");
+}
+
 int
 main(void)
 {
@@ -611,6 +718,7 @@ main(void)
 	tree_cache_edges();
 	minted_ids();
 	leaf_batch_edges();
+	shard_edges();
 	ri_config_free((struct ri_config *)core.cfg);
 	return 0;
 }

@@ -471,13 +471,13 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 	if (begin && (rc = begin_stmts(s, true, false, now, &n, &clk)) != RI_ST_OK)
 		return rc;
 	if (lock)
-		now[n++] = (struct qry){ "SELECT 1 FROM heads WHERE id = 1 FOR UPDATE", NULL };
+		now[n++] = (struct qry){ "SELECT 1 FROM heads WHERE shard = 0 FOR UPDATE", NULL };
 	p_int(&p, s->core.anchored ? s->core.anchor_seq : 0);
 	now[n++] = (struct qry){ "SELECT h.last_seq, h.root, h.open_count, h.open_acc, h.sealed_seq, h.grants, h.mac,"
 	    " (SELECT max(seq) FROM records), (SELECT hash FROM records WHERE seq = h.last_seq),"
 	    " (SELECT hash FROM records WHERE seq = $1), ri_clock(),"
 	    " (SELECT recorded_at FROM records WHERE seq = h.last_seq),"
-	    " (SELECT hash FROM records WHERE seq = h.sealed_seq) FROM heads h WHERE h.id = 1", &p };
+	    " (SELECT hash FROM records WHERE seq = h.sealed_seq) FROM heads h WHERE h.shard = 0", &p };
 	if (begin)
 		s->in_tx = true;        /* even should a later statement fail: rolled back */
 	/* the reads queued ahead go with a write's round trip, never in the
@@ -590,7 +590,7 @@ jhead_set(struct pg *s, const struct ri_jhead *h, const unsigned char last_hash[
 
 	if ((rc = nodes_flush(s)) != RI_ST_OK)
 		return rc;
-	ri_jhead_mac(s->core.key, s->core.keylen, s->core.instance_id, h, last_hash, mac);
+	ri_jhead_mac(s->core.key, s->core.keylen, s->core.instance_id, s->core.shards, s->core.boundary, h, last_hash, mac);
 	p_int(&p, h->last_seq);
 	p_bytes(&p, h->root, RI_HASH_LEN);
 	p_int(&p, h->open_count);
@@ -601,6 +601,6 @@ jhead_set(struct pg *s, const struct ri_jhead *h, const unsigned char last_hash[
 	/* deferred: the head row was read under FOR UPDATE in this
 	 * transaction (write_begin), so it is there when this lands */
 	return defer_write(s, " heads ", RI_ST_UNAVAILABLE, "write", "UPDATE heads SET last_seq = $1, root = $2,"
-	    " open_count = $3, open_acc = $4, sealed_seq = $5, grants = $6, mac = $7 WHERE id = 1", &p);
+	    " open_count = $3, open_acc = $4, sealed_seq = $5, grants = $6, mac = $7 WHERE shard = 0", &p);
 }
 

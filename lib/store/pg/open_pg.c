@@ -23,6 +23,23 @@
 #include "store/witness.h"
 #include "store/pg/store_pg_int.h"
 
+/* the append-only trigger's function (schema_ddl; --migrate replaces
+ * format 3's with it) */
+#define APPEND_ONLY_FN \
+	" FUNCTION ri_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN" \
+	"  IF TG_OP = 'UPDATE' AND NEW.payload IS NULL AND NEW.salt IS NULL AND OLD.payload IS NOT NULL" \
+	"    AND OLD.retention_until IS NOT NULL AND OLD.retention_until <= ri_clock()" \
+	"    AND ROW(NEW.seq, NEW.event_id, NEW.action_ref, NEW.kind, NEW.act_key, NEW.invocation_id," \
+	"      NEW.actor_ref, NEW.attestation_id, NEW.recorded_at, NEW.retention_until, NEW.role," \
+	"      NEW.act_prev, NEW.inv_prev, NEW.digest, NEW.hash, NEW.mac, NEW.shard)" \
+	"    IS NOT DISTINCT FROM ROW(OLD.seq, OLD.event_id, OLD.action_ref, OLD.kind, OLD.act_key," \
+	"      OLD.invocation_id, OLD.actor_ref, OLD.attestation_id, OLD.recorded_at," \
+	"      OLD.retention_until, OLD.role, OLD.act_prev, OLD.inv_prev, OLD.digest, OLD.hash, OLD.mac," \
+	"      OLD.shard)" \
+	"  THEN RETURN NEW; END IF;" \
+	"  RAISE EXCEPTION 'ri: the journal is append-only; only an expired payload may be purged';" \
+	"END $$;"
+
 /* Every table is typed by PostgreSQL itself; the schema is fingerprinted
  * at ri-init and its fingerprint MACed (schema_check). */
 static const char schema_ddl[] =
@@ -45,13 +62,17 @@ static const char schema_ddl[] =
 	"  salt bytea,"
 	"  digest bytea NOT NULL,"
 	"  hash bytea NOT NULL,"
-	"  mac bytea NOT NULL);"
+	"  mac bytea NOT NULL,"
+	"  shard integer NOT NULL);"
 	"CREATE INDEX records_invocation ON records(invocation_id, seq);"
 	"CREATE INDEX records_act ON records(kind, act_key, seq);"
 	"CREATE INDEX records_retention ON records(retention_until) WHERE payload IS NOT NULL;"
-	"CREATE TABLE heads(id integer PRIMARY KEY CHECK (id = 1), last_seq bigint NOT NULL,"
+	/* a head a shard (docs/SHARDS.md); the sequence hands out seqs
+	 * without a lock held to commit, once a journal has more shards */
+	"CREATE TABLE heads(shard integer PRIMARY KEY CHECK (shard >= 0 AND shard < 256), last_seq bigint NOT NULL,"
 	"  root bytea NOT NULL, open_count bigint NOT NULL, open_acc bytea NOT NULL,"
 	"  sealed_seq bigint NOT NULL, grants bigint NOT NULL, mac bytea NOT NULL);"
+	"CREATE SEQUENCE ri_seq AS bigint;"
 	"CREATE TABLE nodes(id bytea PRIMARY KEY, body bytea NOT NULL);"
 	"CREATE TABLE open_intents(invocation_id text PRIMARY KEY, seq bigint NOT NULL,"
 	"  kind text NOT NULL, act_key text NOT NULL, event_id text NOT NULL,"
@@ -92,18 +113,7 @@ static const char schema_ddl[] =
 	"  seq bigint NOT NULL UNIQUE);"
 	/* append-only at the database level: no DELETE, no TRUNCATE, and an
 	 * UPDATE only nulls a payload (and its salt) whose retention ended */
-	"CREATE FUNCTION ri_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
-	"  IF TG_OP = 'UPDATE' AND NEW.payload IS NULL AND NEW.salt IS NULL AND OLD.payload IS NOT NULL"
-	"    AND OLD.retention_until IS NOT NULL AND OLD.retention_until <= ri_clock()"
-	"    AND ROW(NEW.seq, NEW.event_id, NEW.action_ref, NEW.kind, NEW.act_key, NEW.invocation_id,"
-	"      NEW.actor_ref, NEW.attestation_id, NEW.recorded_at, NEW.retention_until, NEW.role,"
-	"      NEW.act_prev, NEW.inv_prev, NEW.digest, NEW.hash, NEW.mac)"
-	"    IS NOT DISTINCT FROM ROW(OLD.seq, OLD.event_id, OLD.action_ref, OLD.kind, OLD.act_key,"
-	"      OLD.invocation_id, OLD.actor_ref, OLD.attestation_id, OLD.recorded_at,"
-	"      OLD.retention_until, OLD.role, OLD.act_prev, OLD.inv_prev, OLD.digest, OLD.hash, OLD.mac)"
-	"  THEN RETURN NEW; END IF;"
-	"  RAISE EXCEPTION 'ri: the journal is append-only; only an expired payload may be purged';"
-	"END $$;"
+	"CREATE" APPEND_ONLY_FN
 	"CREATE TRIGGER records_append_only BEFORE UPDATE OR DELETE ON records"
 	"  FOR EACH ROW EXECUTE FUNCTION ri_append_only();"
 	"CREATE TRIGGER records_no_truncate BEFORE TRUNCATE ON records"
@@ -380,6 +390,10 @@ load_meta(struct pg *s, char smac[2 * RI_HASH_LEN + 1], char sver[2 * RI_HASH_LE
 		}
 		else if (strcmp(k, "instance_id") == 0)
 			inst = sodium_hex2bin(s->core.instance_id, sizeof s->core.instance_id, v, strlen(v), NULL, NULL, NULL) == 0;
+		else if (strcmp(k, "shards") == 0)
+			s->core.shards = atoi(v);
+		else if (strcmp(k, "boundary") == 0)
+			s->core.boundary = strtoll(v, NULL, 10);
 		else if (strcmp(k, "schema_mac") == 0)
 			snprintf(smac, 2 * RI_HASH_LEN + 1, "%s", v);
 		else if (strcmp(k, "schema_version") == 0)
@@ -389,12 +403,13 @@ load_meta(struct pg *s, char smac[2 * RI_HASH_LEN + 1], char sver[2 * RI_HASH_LE
 	/* INTERFACE, third wave (Shards): an older format is a release to
 	 * change, named as the file's is (open_sqlite.c), never a tampering */
 	if (!fmt && other > 0 && other < RI_FORMAT)
-		return ri_fail(err, RI_CONFIG, "journal (postgresql) is format %d; this ri (%s) reads format %d only:"
-		    " keep the old release to audit it, and start a new instance with ri-init", other, ri_version(),
-		    RI_FORMAT);
-	if (!fmt || !inst)
-		return ri_fail(err, RI_INTEGRITY, "journal (postgresql): missing or unknown format/instance id");
-	ri_genesis(s->core.instance_id, s->core.genesis);
+		return ri_fail(err, RI_CONFIG, "journal (postgresql) is format %d; this ri (%s) reads format %d only: %s",
+		    other, ri_version(), RI_FORMAT, ri_format_advice(other));
+	/* docs/SHARDS.md: one shard until the engine keeps more; the count is
+	 * bound by every head's MAC */
+	if (!fmt || !inst || s->core.shards != 1)
+		return ri_fail(err, RI_INTEGRITY, "journal (postgresql): missing or unknown format/instance id/shard count");
+	ri_core_genesis(&s->core);
 	return RI_OK;
 }
 
@@ -510,6 +525,7 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	}
 	PQclear(r);
 	randombytes_buf(s->core.instance_id, sizeof s->core.instance_id);
+	s->core.shards = 1;
 	ri_hex(s->core.instance_id, sizeof s->core.instance_id, instance_hex);
 	ri_genesis(s->core.instance_id, s->core.genesis);
 	/* negative control: every session may set the clock */
@@ -535,7 +551,7 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	p_text(&p, fmt);
 	p_text(&p, instance_hex);
 	p_text(&p, smac);
-	ri_jhead_mac(key, keylen, s->core.instance_id, &jh, s->core.genesis, mac);
+	ri_jhead_mac(key, keylen, s->core.instance_id, s->core.shards, s->core.boundary, &jh, s->core.genesis, mac);
 	p_bytes(&p, jh.root, RI_HASH_LEN);
 	p_bytes(&p, jh.open_acc, RI_HASH_LEN);
 	p_bytes(&p, mac, RI_HASH_LEN);
@@ -543,7 +559,7 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	/* the journal head of an empty journal, under its MAC */
 	r = run_write(s, " ri_meta heads ",
 	    "WITH m AS (INSERT INTO ri_meta VALUES ('format', $1), ('instance_id', $2), ('schema_mac', $3),"
-	    " ('schema_version', $7)) INSERT INTO heads VALUES (1, 0, $4, 0, $5, 0, 0, $6)", &p);
+	    " ('schema_version', $7), ('shards', '1')) INSERT INTO heads VALUES (0, 0, $4, 0, $5, 0, 0, $6)", &p);
 	if (!res_ok(r)) {
 		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s", PQresultErrorMessage(r));
 		PQclear(r);
@@ -580,7 +596,7 @@ ri_pg_drop(const struct ri_config *c, ri_err *err)
 		 * functions: schema_ddl's objects and the clock's, none other */
 		s->round_trips++;
 		r = PQexec(s->conn, "BEGIN; DROP TABLE IF EXISTS records, heads, nodes, open_intents, actors, leases,"
-		    " marks, findings, findings_runs, ri_meta; DROP FUNCTION IF EXISTS ri_append_only(), ri_fence_check(), ri_clock(); COMMIT");
+		    " marks, findings, findings_runs, ri_meta; DROP SEQUENCE IF EXISTS ri_seq; DROP FUNCTION IF EXISTS ri_append_only(), ri_fence_check(), ri_clock(); COMMIT");
 		if (!res_ok(r))
 			rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): could not remove what ri-init"
 			    " made: %s", s->conn ? PQerrorMessage(s->conn) : "");
@@ -627,4 +643,235 @@ ri_pg_server_info(struct ri_store *st, json_t **json, bool *durable)
 	    strcmp(PQgetvalue(r, 0, 6), "f") == 0 ? "server" : "session");
 	PQclear(r);
 	return RI_ST_OK;
+}
+
+/* ---- ri-init --migrate (docs/SHARDS.md, "Migration") ---------------------- */
+
+/* the format-3 columns of records, and format 4's shard as 0 */
+#define F3_COLS "seq, event_id, action_ref, kind, act_key, invocation_id, actor_ref," \
+	" attestation_id, recorded_at, retention_until, role, act_prev, inv_prev," \
+	" payload, salt, digest, hash, mac, 0"
+#define F3_PAGE "5000"
+
+/* Every format-3 record in seq order, a page at a time: contiguous from
+ * 1, each linked to the one before under format 3's encoding, MACed,
+ * its payload matching its digest; *last the last hash. */
+static int
+migrate_verify_rows(struct pg *s, ri_ms now, int64_t *rows, unsigned char last[RI_HASH_LEN], ri_err *err)
+{
+	int64_t seq = 0;
+
+	ri_genesis_v3(s->core.instance_id, last);
+	for (;;) {
+		struct params p = { 0 };
+		PGresult *r;
+		int n;
+
+		p_int(&p, seq);
+		r = run(s, "SELECT " F3_COLS " FROM records WHERE seq > $1 ORDER BY seq LIMIT " F3_PAGE, &p);
+		if (!res_ok(r)) {
+			int rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s", s->core.err.msg);
+			PQclear(r);
+			return rc;
+		}
+		n = PQntuples(r);
+		for (int i = 0; i < n; i++) {
+			struct ri_record rec;
+			struct ri_raw w;
+			const char *why;
+
+			ri_pg_load_row(r, i, &rec, &w);
+			why = rec.seq != seq + 1 ? "a row before it is missing" :
+			    ri_raw_verify(s->core.instance_id, s->core.key, s->core.keylen, &rec, &w, last, now, 3);
+			if (RI_NC(RI_NC_MIGRATE_ROWS_UNCHECKED))
+				why = NULL;     /* negative control: the rows taken unjudged */
+			if (why == NULL)
+				memcpy(last, w.hash, RI_HASH_LEN);
+			free(w.payload_text);
+			seq = rec.seq;
+			ri_record_clear(&rec);
+			if (why != NULL) {
+				PQclear(r);
+				return ri_fail(err, RI_INTEGRITY, "journal integrity: record seq %lld fails verification"
+				    " (format 3): %s: the journal is not migrated", (long long)seq, why);
+			}
+		}
+		PQclear(r);
+		if (n == 0)
+			break;
+	}
+	*rows = seq;
+	return RI_OK;
+}
+
+int
+ri_pg_migrate(const struct ri_config *c, const unsigned char *key, size_t keylen, int64_t *boundary,
+    char kept[128], ri_err *err)
+{
+	struct pg *s = ri_xcalloc(1, sizeof *s);
+	struct params p = { 0 };
+	struct ri_jhead h = { 0 };
+	unsigned char mac[RI_HASH_LEN], want[RI_HASH_LEN], lh[RI_HASH_LEN], last[RI_HASH_LEN];
+	char sql[2048], schema[64], smac[2 * RI_HASH_LEN + 1], vmac[2 * RI_HASH_LEN + 1],
+	    sver[2 * RI_HASH_LEN + 24], *text = NULL;
+	int64_t rows = 0;
+	ri_ms now;
+	PGresult *r;
+	int rc, fmt = 0;
+	bool inst = false, hok;
+
+	s->nmap = ri_xcalloc(NMAP, sizeof *s->nmap);
+	s->q_clock = -1;
+	s->base.ops = &pg_ops;
+	ri_eng_attach(&s->core, &pg_backend, s, &s->nodes);
+	s->core.cfg = c;
+	s->core.key = (unsigned char *)key;
+	s->core.keylen = keylen;
+	kept[0] = '\0';
+	if ((rc = pg_connect(s, err)) != RI_OK)
+		goto out;
+	/* one transaction: every writer held off (the head's lock, as every
+	 * writer's first), the old verified, kept, and converted -- a failure
+	 * anywhere leaves format 3 as it was */
+	if (tx_begin(s, true, true) != RI_ST_OK ||
+	    !res_ok(r = run(s, "LOCK TABLE heads, records IN ACCESS EXCLUSIVE MODE", NULL))) {
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s", s->core.err.msg);
+		goto out;
+	}
+	PQclear(r);
+	r = run(s, "SELECT k, v, current_schema(), ri_clock() FROM ri_meta", NULL);
+	if (!res_ok(r) || PQntuples(r) < 1) {
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): not an ri journal, or unreadable");
+		PQclear(r);
+		goto out;
+	}
+	snprintf(schema, sizeof schema, "%s", PQgetvalue(r, 0, 2));
+	now = g_int(r, 0, 3);
+	for (int i = 0; i < PQntuples(r); i++) {
+		const char *k = PQgetvalue(r, i, 0), *v = PQgetvalue(r, i, 1);
+		if (strcmp(k, "format") == 0)
+			fmt = atoi(v);
+		else if (strcmp(k, "instance_id") == 0)
+			inst = sodium_hex2bin(s->core.instance_id, RI_INSTANCE_LEN, v, strlen(v), NULL, NULL, NULL) == 0;
+	}
+	PQclear(r);
+	if (fmt == RI_FORMAT) {
+		rc = ri_fail(err, RI_USAGE, "journal (postgresql) is format %d already: nothing to migrate", fmt);
+		goto out;
+	}
+	if (fmt != 3 || !inst) {
+		rc = ri_fail(err, fmt != 3 ? RI_CONFIG : RI_INTEGRITY, "journal (postgresql) is format %d;"
+		    " ri-init --migrate converts format 3 only", fmt);
+		goto out;
+	}
+	if (strspn(schema, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(schema) || strlen(schema) > 48) {
+		rc = ri_fail(err, RI_CONFIG, "journal (postgresql): schema \"%s\": a name of [a-z0-9_] is migrated,"
+		    " no other", schema);
+		goto out;
+	}
+	snprintf(kept, 128, "%s_format3", schema);
+	/* the head, under format 3's MAC, against the rows it names */
+	r = run(s, "SELECT h.last_seq, h.root, h.open_count, h.open_acc, h.sealed_seq, h.grants, h.mac,"
+	    " (SELECT hash FROM records WHERE seq = h.last_seq) FROM heads h WHERE h.id = 1", NULL);
+	hok = res_ok(r) && PQntuples(r) == 1 && g_bytes(r, 0, 1, h.root, RI_HASH_LEN) &&
+	    g_bytes(r, 0, 3, h.open_acc, RI_HASH_LEN) && g_bytes(r, 0, 6, mac, RI_HASH_LEN);
+	if (hok) {
+		h.last_seq = g_int(r, 0, 0);
+		h.open_count = g_int(r, 0, 2);
+		h.sealed_seq = g_int(r, 0, 4);
+		h.grants = g_int(r, 0, 5);
+		if (h.last_seq == 0)
+			ri_genesis_v3(s->core.instance_id, lh);
+		else
+			hok = g_bytes(r, 0, 7, lh, RI_HASH_LEN);
+	}
+	PQclear(r);
+	if (hok) {
+		ri_jhead_mac_v3(key, keylen, s->core.instance_id, &h, lh, want);
+		/* negative control: the old head taken as it is */
+		hok = ri_eq32(want, mac) || RI_NC(RI_NC_MIGRATE_HEAD_UNCHECKED);
+	}
+	if (!hok) {
+		rc = ri_fail(err, RI_INTEGRITY, "journal integrity: journal (postgresql): its head is missing, malformed"
+		    " or fails its MAC (format 3)");
+		goto out;
+	}
+	if ((rc = migrate_verify_rows(s, now, &rows, last, err)) != RI_OK)
+		goto out;
+	if (rows != h.last_seq || !ri_eq32(last, lh)) {
+		rc = ri_fail(err, RI_INTEGRITY, "journal integrity: journal (postgresql): its head names seq %lld, its"
+		    " rows end at %lld (truncated or extended)", (long long)h.last_seq, (long long)rows);
+		goto out;
+	}
+	/* the old kept as it was, beside: a schema the fingerprint does not read */
+	snprintf(sql, sizeof sql, "CREATE SCHEMA %s;"
+	    " CREATE TABLE %s.records AS TABLE records; CREATE TABLE %s.heads AS TABLE heads;"
+	    " CREATE TABLE %s.nodes AS TABLE nodes; CREATE TABLE %s.open_intents AS TABLE open_intents;"
+	    " CREATE TABLE %s.actors AS TABLE actors; CREATE TABLE %s.leases AS TABLE leases;"
+	    " CREATE TABLE %s.marks AS TABLE marks; CREATE TABLE %s.ri_meta AS TABLE ri_meta",
+	    kept, kept, kept, kept, kept, kept, kept, kept, kept);
+	/* several statements, no parameter: the simple protocol, in the
+	 * transaction the lock began */
+	if (!res_ok(r = PQexec(s->conn, sql))) {
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): keeping format 3 as %s: %s", kept,
+		    PQresultErrorMessage(r));
+		PQclear(r);
+		goto out;
+	}
+	PQclear(r);
+	/* format 4 in place: the records keep every byte (shard 0), the head
+	 * is shard 0's, the allocator and the trigger's function are format 4's */
+	if (!res_ok(r = PQexec(s->conn, "ALTER TABLE records ADD COLUMN shard integer NOT NULL DEFAULT 0;"
+	    " ALTER TABLE records ALTER COLUMN shard DROP DEFAULT;"
+	    " ALTER TABLE heads RENAME COLUMN id TO shard;"
+	    " ALTER TABLE heads DROP CONSTRAINT heads_id_check;"
+	    " ALTER TABLE heads ADD CONSTRAINT heads_shard_check CHECK (shard >= 0 AND shard < 256);"
+	    " CREATE SEQUENCE ri_seq AS bigint;"
+	    " CREATE OR REPLACE" APPEND_ONLY_FN
+	    /* CREATE OR REPLACE drops the function's SET: put it back (the
+	     * schema's own tables, never a session's search_path) */
+	    " DO $$ BEGIN EXECUTE format('ALTER FUNCTION ri_append_only() SET search_path = %I', current_schema());"
+	    " END $$"))) {
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): converting: %s", PQresultErrorMessage(r));
+		PQclear(r);
+		goto out;
+	}
+	PQclear(r);
+	*boundary = h.last_seq;
+	s->core.shards = 1;
+	s->core.boundary = h.last_seq;
+	ri_jhead_mac(key, keylen, s->core.instance_id, 1, h.last_seq, &h, lh, mac);
+	if ((text = schema_text(s)) == NULL) {
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "%s", s->core.err.msg);
+		goto out;
+	}
+	schema_mac(s, text, smac);
+	schema_version_mac(s, PG_SCHEMA_VERSION, smac, vmac);
+	snprintf(sver, sizeof sver, "%d %s", PG_SCHEMA_VERSION, vmac);
+	snprintf(sql, sizeof sql, "%lld", (long long)h.last_seq);
+	p_bytes(&p, mac, RI_HASH_LEN);
+	p_text(&p, smac);
+	p_text(&p, sver);
+	p_text(&p, sql);
+	r = run(s, "WITH h AS (UPDATE heads SET shard = 0, mac = $1 RETURNING 1),"
+	    " m AS (UPDATE ri_meta SET v = CASE k WHEN 'format' THEN '4' WHEN 'schema_mac' THEN $2 ELSE $3 END"
+	    " WHERE k IN ('format', 'schema_mac', 'schema_version') RETURNING 1)"
+	    " INSERT INTO ri_meta VALUES ('shards', '1'), ('boundary', $4)", &p);
+	if (!res_ok(r)) {
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): converting: %s", s->core.err.msg);
+		PQclear(r);
+		goto out;
+	}
+	PQclear(r);
+	if (commit(s) != RI_ST_OK) {
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "%s", s->core.err.msg);
+		goto out;
+	}
+	rc = RI_OK;
+out:
+	free(text);
+	if (s->in_tx)
+		pg_rollback(s);
+	pg_close(&s->base);
+	return rc;
 }

@@ -57,8 +57,8 @@
 
 /* One row (REC_COLS, text form) decoded: PostgreSQL types every column, so
  * what is left to check is each value's size and presence. */
-static void
-load_row(const PGresult *res, int i, struct ri_record *r, struct ri_raw *w)
+void
+ri_pg_load_row(const PGresult *res, int i, struct ri_record *r, struct ri_raw *w)
 {
 	memset(r, 0, sizeof *r);
 	memset(w, 0, sizeof *w);
@@ -75,6 +75,7 @@ load_row(const PGresult *res, int i, struct ri_record *r, struct ri_raw *w)
 	r->role = (int)g_int(res, i, 10);
 	w->act_prev = g_int(res, i, 11);
 	w->inv_prev = g_int(res, i, 12);
+	w->shard = (int)g_int(res, i, 18);
 	w->payload_text = g_dup(res, i, 13);
 	w->has_salt = !g_null(res, i, 14);
 	w->shapes_ok = strlen(PQgetvalue(res, i, 1)) <= RI_ID_LEN && strlen(PQgetvalue(res, i, 7)) <= RI_ID_LEN &&
@@ -143,7 +144,7 @@ record_by_id(void *bk, const char *event_id, struct ri_record *r, struct ri_raw 
 		rc = RI_ST_NOT_KNOWN;
 	else {
 		snap_hashes(s, res, true);
-		load_row(res, 0, r, w);
+		ri_pg_load_row(res, 0, r, w);
 	}
 	PQclear(res);
 	return rc;
@@ -204,7 +205,7 @@ records_from(void *bk, const struct ri_rows_query *q, ri_row_fn each, void *arg)
 			struct ri_record r;
 			struct ri_raw w;
 
-			load_row(res, i, &r, &w);
+			ri_pg_load_row(res, i, &r, &w);
 			from = r.seq;
 			if ((rc = each(arg, &r, &w, &stop)) != RI_ST_OK) {
 				PQclear(res);
@@ -514,8 +515,9 @@ record_insert(void *bk, const struct ri_header *h, const char *payload, const un
 	p_bytes(&p, h->payload_digest, RI_HASH_LEN);
 	p_bytes(&p, hash, RI_HASH_LEN);
 	p_bytes(&p, mac, RI_HASH_LEN);
+	p_int(&p, h->shard);
 	rc = defer_write(s, " records ", RI_ST_STEP2, "append", "INSERT INTO records(" REC_COLS ") VALUES ($1, $2, $3, $4, $5,"
-	    " $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)", &p);
+	    " $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)", &p);
 	/* a later failure rolls the transaction back, and the next one reads
 	 * the head, and last_at, again */
 	if (rc == RI_ST_OK)
@@ -1069,6 +1071,12 @@ pg_instance_id(struct ri_store *base)
 	return ((struct pg *)base)->core.instance_id;
 }
 
+static const unsigned char *
+pg_genesis(struct ri_store *base)
+{
+	return ((struct pg *)base)->core.genesis;
+}
+
 void
 pg_close(struct ri_store *base)
 {
@@ -1298,6 +1306,7 @@ const struct ri_store_ops pg_ops = {
 	.settle = pg_settle,
 	.backup = pg_backup,
 	.instance_id = pg_instance_id,
+	.genesis = pg_genesis,
 	.error = pg_error,
 	.close = pg_close,
 };

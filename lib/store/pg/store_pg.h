@@ -23,4 +23,12 @@ int ri_pg_drop(const struct ri_config *c, ri_err *err);
  * durable (fsync and synchronous_commit both on).  *json: an object. */
 int ri_pg_server_info(struct ri_store *st, json_t **json, bool *durable);
 
+/* ri-init --migrate, PostgreSQL's half (docs/SHARDS.md): in one
+ * transaction, every format-3 record verified (link, MAC, digest, seq
+ * order) and the head under format 3's MAC, the tables kept as they were
+ * in <schema>_format3 (named in kept), and the schema made format 4 in
+ * place, history unchanged below *boundary. */
+int ri_pg_migrate(const struct ri_config *c, const unsigned char *key, size_t keylen, int64_t *boundary,
+    char kept[128], ri_err *err);
+
 #endif

@@ -156,9 +156,12 @@ struct pg {
 	int64_t held_us;                /* RI_PG_TRACE: the head row's lock answered at (monotonic us; 0: none held) */
 };
 
+/* One row of REC_COLS decoded (not judged). */
+void ri_pg_load_row(const PGresult *res, int i, struct ri_record *r, struct ri_raw *w);
+
 #define REC_COLS "seq, event_id, action_ref, kind, act_key, invocation_id, actor_ref," \
 	" attestation_id, recorded_at, retention_until, role, act_prev, inv_prev," \
-	" payload, salt, digest, hash, mac"
+	" payload, salt, digest, hash, mac, shard"
 
 
 /* The kinds of the open intents, each with its newest intent's recorded_at
@@ -172,7 +175,7 @@ struct pg {
  * row reads next (ri_walk_take, read_record) -- in the row's own statement,
  * not a round trip each (issue 43; snap_hashes). */
 #define REC_PREV ", (SELECT p.hash FROM records p WHERE p.seq = records.seq - 1)"
-#define REC_PREV_COL 18
+#define REC_PREV_COL 19
 #define REC_HASH_COL 16                 /* REC_COLS' hash */
 
 #define NMAP 128

@@ -30,7 +30,7 @@
 
 /* Every table STRICT: a value of another type is refused at the write and,
  * should one be planted anyway, refused at every read (col_is). */
-static const char schema_ddl[] =
+const char ri_sq_schema_ddl[] =
 	"CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL) STRICT, WITHOUT ROWID;"
 	"CREATE TABLE records("
 	"  seq INTEGER PRIMARY KEY,"
@@ -50,12 +50,13 @@ static const char schema_ddl[] =
 	"  salt BLOB,"
 	"  digest BLOB NOT NULL,"
 	"  hash BLOB NOT NULL,"
-	"  mac BLOB NOT NULL) STRICT;"
+	"  mac BLOB NOT NULL,"
+	"  shard INTEGER NOT NULL) STRICT;"
 	"CREATE INDEX records_invocation ON records(invocation_id, seq);"
 	"CREATE INDEX records_act ON records(kind, act_key, seq);"
 	"CREATE INDEX records_retention ON records(retention_until) WHERE payload IS NOT NULL;"
-	/* the journal head: one row, one MAC (heads.h) */
-	"CREATE TABLE heads(id INTEGER PRIMARY KEY CHECK (id = 1), last_seq INTEGER NOT NULL,"
+	/* the journal head: a row a shard, one MAC each (heads.h, docs/SHARDS.md) */
+	"CREATE TABLE heads(shard INTEGER PRIMARY KEY CHECK (shard >= 0 AND shard < 256), last_seq INTEGER NOT NULL,"
 	"  root BLOB NOT NULL, open_count INTEGER NOT NULL, open_acc BLOB NOT NULL,"
 	"  sealed_seq INTEGER NOT NULL, grants INTEGER NOT NULL, mac BLOB NOT NULL) STRICT;"
 	/* the tree of scope heads (heads.h): node id -> body */
@@ -89,7 +90,8 @@ static const char schema_ddl[] =
 	"    AND NEW.recorded_at IS OLD.recorded_at"
 	"    AND NEW.retention_until IS OLD.retention_until AND NEW.role IS OLD.role"
 	"    AND NEW.act_prev IS OLD.act_prev AND NEW.inv_prev IS OLD.inv_prev"
-	"    AND NEW.digest IS OLD.digest AND NEW.hash IS OLD.hash AND NEW.mac IS OLD.mac)"
+	"    AND NEW.digest IS OLD.digest AND NEW.hash IS OLD.hash AND NEW.mac IS OLD.mac"
+	"    AND NEW.shard IS OLD.shard)"
 	"BEGIN"
 	"  SELECT RAISE(ABORT, 'ri: the journal is append-only; only an expired payload may be purged');"
 	"END;";
@@ -131,7 +133,7 @@ cmp_text(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The schema as ri creates it, in the same form, computed from schema_ddl
+/* The schema as ri creates it, in the same form, computed from ri_sq_schema_ddl
  * (the caller frees it; no process-wide copy, as ri-audit's state checks
  * run in a thread of their own): SQLite stores each CREATE statement's
  * text as written (ours have no TEMP, no IF NOT EXISTS, single spaces in
@@ -147,11 +149,11 @@ schema_expected(void)
 	char *text, *stmts[32] = { NULL };
 	size_t n = 0, total = 0;
 
-	for (const char *p = schema_ddl, *end; *p != '\0'; p = end + 1) {
+	for (const char *p = ri_sq_schema_ddl, *end; *p != '\0'; p = end + 1) {
 		for (end = strchr(p, ';'); end != NULL && end[1] != '\0' && strncmp(end + 1, "CREATE ", 7) != 0;)
 			end = strchr(end + 1, ';');
 		if (end == NULL || n == sizeof stmts / sizeof stmts[0])
-			abort();        /* schema_ddl is ours: every statement ends in ';' */
+			abort();        /* ri_sq_schema_ddl is ours: every statement ends in ';' */
 		size_t len = (size_t)(end - p);
 		while (len > 0 && p[len - 1] == ' ')
 			len--;
@@ -368,17 +370,23 @@ load_meta(struct sq *s, ri_err *err)
 		}
 		else if (strcmp(k, "instance_id") == 0)
 			inst = sodium_hex2bin(s->core.instance_id, sizeof s->core.instance_id, v, strlen(v), NULL, NULL, NULL) == 0;
+		else if (strcmp(k, "shards") == 0)
+			s->core.shards = atoi(v);
+		else if (strcmp(k, "boundary") == 0)
+			s->core.boundary = strtoll(v, NULL, 10);
 	}
 	done(s, st);
 	if (rc != SQLITE_DONE)
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s", s->core.cfg->journal, sqlite3_errmsg(s->db));
 	if (!fmt && other > 0 && other < RI_FORMAT)
-		return ri_fail(err, RI_CONFIG, "journal %s is format %d; this ri (%s) reads format %d only:"
-		    " keep the old release to audit it, and start a new instance with ri-init",
-		    s->core.cfg->journal, other, ri_version(), RI_FORMAT);
-	if (!fmt || !inst)
-		return ri_fail(err, RI_INTEGRITY, "journal %s: missing or unknown format/instance id", s->core.cfg->journal);
-	ri_genesis(s->core.instance_id, s->core.genesis);
+		return ri_fail(err, RI_CONFIG, "journal %s is format %d; this ri (%s) reads format %d only: %s",
+		    s->core.cfg->journal, other, ri_version(), RI_FORMAT, ri_format_advice(other));
+	/* docs/SHARDS.md: one shard until the engine keeps more; the count is
+	 * bound by every head's MAC, so a changed row fails there too */
+	if (!fmt || !inst || s->core.shards != 1)
+		return ri_fail(err, RI_INTEGRITY, "journal %s: missing or unknown format/instance id/shard count",
+		    s->core.cfg->journal);
+	ri_core_genesis(&s->core);
 	return RI_OK;
 }
 
@@ -503,13 +511,15 @@ ri_sqlite_create(const struct ri_config *c, const unsigned char *key, size_t key
 	if ((rc = setup_connection(&s, err)) != RI_OK)
 		goto fail;
 	randombytes_buf(s.core.instance_id, sizeof s.core.instance_id);
+	s.core.shards = 1;
 	ri_hex(s.core.instance_id, sizeof s.core.instance_id, instance_hex);
 	ri_genesis(s.core.instance_id, s.core.genesis);
 	snprintf(sql, sizeof sql,
-	    "INSERT INTO meta VALUES ('format', '%d'), ('instance_id', '%s');", RI_FORMAT, instance_hex);
+	    "INSERT INTO meta VALUES ('format', '%d'), ('instance_id', '%s'), ('shards', '1');", RI_FORMAT,
+	    instance_hex);
 	if (sqlite3_exec(s.db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_exec(s.db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
-	    sqlite3_exec(s.db, schema_ddl, NULL, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_exec(s.db, ri_sq_schema_ddl, NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_exec(s.db, sql, NULL, NULL, NULL) != SQLITE_OK) {
 		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s", c->journal, sqlite3_errmsg(s.db));
 		goto fail;
@@ -520,8 +530,8 @@ ri_sqlite_create(const struct ri_config *c, const unsigned char *key, size_t key
 		struct ri_jhead jh = { 0 };
 		unsigned char mac[RI_HASH_LEN];
 		sqlite3_stmt *st;
-		ri_jhead_mac(key, keylen, s.core.instance_id, &jh, s.core.genesis, mac);
-		if (sqlite3_prepare_v2(s.db, "INSERT INTO heads VALUES (1, 0, ?, 0, ?, 0, 0, ?)", -1, &st, NULL) != SQLITE_OK) {
+		ri_jhead_mac(key, keylen, s.core.instance_id, s.core.shards, s.core.boundary, &jh, s.core.genesis, mac);
+		if (sqlite3_prepare_v2(s.db, "INSERT INTO heads VALUES (0, 0, ?, 0, ?, 0, 0, ?)", -1, &st, NULL) != SQLITE_OK) {
 			rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s", c->journal, sqlite3_errmsg(s.db));
 			goto fail;
 		}

@@ -161,7 +161,7 @@ jhead_read(struct sq *s, struct ri_jhead *h, unsigned char mac[RI_HASH_LEN])
 
 	memset(h, 0, sizeof *h);
 	if ((st = prep(s, "SELECT last_seq, root, open_count, open_acc, sealed_seq, grants, mac"
-	    " FROM heads WHERE id = 1")) == NULL)
+	    " FROM heads WHERE shard = 0")) == NULL)
 		return sq_db_fail(s, RI_ST_UNAVAILABLE, "read");
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
@@ -252,9 +252,9 @@ jhead_set(struct sq *s, const struct ri_jhead *h, const unsigned char last_hash[
 	unsigned char mac[RI_HASH_LEN];
 	int rc;
 
-	ri_jhead_mac(s->core.key, s->core.keylen, s->core.instance_id, h, last_hash, mac);
+	ri_jhead_mac(s->core.key, s->core.keylen, s->core.instance_id, s->core.shards, s->core.boundary, h, last_hash, mac);
 	if ((st = prep(s, "UPDATE heads SET last_seq = ?, root = ?, open_count = ?, open_acc = ?,"
-	    " sealed_seq = ?, grants = ?, mac = ? WHERE id = 1")) == NULL)
+	    " sealed_seq = ?, grants = ?, mac = ? WHERE shard = 0")) == NULL)
 		return sq_db_fail(s, RI_ST_UNAVAILABLE, "write");
 	sqlite3_bind_int64(st, 1, h->last_seq);
 	sqlite3_bind_blob(st, 2, h->root, RI_HASH_LEN, SQLITE_TRANSIENT);
@@ -308,13 +308,14 @@ load_row(sqlite3_stmt *st, struct ri_record *r, struct ri_raw *w)
 {
 	/* the storage types first: reading a value as text converts it, after
 	 * which its type can no longer be asked (sqlite3_column_type) */
-	static const int want[18] = { SQLITE_INTEGER, SQLITE_TEXT, SQLITE_TEXT, SQLITE_TEXT, SQLITE_TEXT,
+	static const int want[19] = { SQLITE_INTEGER, SQLITE_TEXT, SQLITE_TEXT, SQLITE_TEXT, SQLITE_TEXT,
 		SQLITE_TEXT, SQLITE_TEXT, SQLITE_TEXT, SQLITE_INTEGER, SQLITE_INTEGER, SQLITE_INTEGER,
-		SQLITE_INTEGER, SQLITE_INTEGER, SQLITE_TEXT, SQLITE_BLOB, SQLITE_BLOB, SQLITE_BLOB, SQLITE_BLOB };
-	static const bool nullable[18] = { [5] = true, [9] = true, [13] = true, [14] = true };
+		SQLITE_INTEGER, SQLITE_INTEGER, SQLITE_TEXT, SQLITE_BLOB, SQLITE_BLOB, SQLITE_BLOB, SQLITE_BLOB,
+		SQLITE_INTEGER };
+	static const bool nullable[19] = { [5] = true, [9] = true, [13] = true, [14] = true };
 	bool typed = true;
-	int types[18];
-	for (int i = 0; i < 18; i++) {
+	int types[19];
+	for (int i = 0; i < 19; i++) {
 		types[i] = sqlite3_column_type(st, i);
 		typed = typed && (types[i] == want[i] || (nullable[i] && types[i] == SQLITE_NULL));
 	}
@@ -337,6 +338,7 @@ load_row(sqlite3_stmt *st, struct ri_record *r, struct ri_raw *w)
 	r->role = sqlite3_column_int(st, 10);
 	w->act_prev = sqlite3_column_int64(st, 11);
 	w->inv_prev = sqlite3_column_int64(st, 12);
+	w->shard = sqlite3_column_int(st, 18);
 	w->payload_text = col_dup(st, 13);
 	w->has_salt = types[14] != SQLITE_NULL;
 	w->shapes_ok = typed &&
@@ -679,7 +681,7 @@ record_insert(void *bk, const struct ri_header *h, const char *payload, const un
 	int rc;
 
 	if ((st = prep(s, "INSERT INTO records(" REC_COLS ") VALUES"
-	    " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) == NULL)
+	    " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) == NULL)
 		return sq_db_fail(s, RI_ST_STEP2, "append");
 	sqlite3_bind_int64(st, 1, h->seq);
 	bind_text(st, 2, h->event_id);
@@ -698,6 +700,7 @@ record_insert(void *bk, const struct ri_header *h, const char *payload, const un
 	sqlite3_bind_blob(st, 15, salt, RI_SALT_LEN, SQLITE_TRANSIENT);
 	sqlite3_bind_blob(st, 16, h->payload_digest, RI_HASH_LEN, SQLITE_TRANSIENT);
 	sqlite3_bind_blob(st, 17, hash, RI_HASH_LEN, SQLITE_TRANSIENT);
+	sqlite3_bind_int(st, 19, h->shard);
 	sqlite3_bind_blob(st, 18, mac, RI_HASH_LEN, SQLITE_TRANSIENT);
 	rc = sqlite3_step(st);
 	done(s, st);
@@ -1198,6 +1201,12 @@ sq_instance_id(struct ri_store *base)
 	return ((struct sq *)base)->core.instance_id;
 }
 
+static const unsigned char *
+sq_genesis(struct ri_store *base)
+{
+	return ((struct sq *)base)->core.genesis;
+}
+
 void
 sq_close(struct ri_store *base)
 {
@@ -1350,6 +1359,7 @@ const struct ri_store_ops sqlite_ops = {
 	.backup = sq_backup,
 	.read_session = sq_read_session,
 	.instance_id = sq_instance_id,
+	.genesis = sq_genesis,
 	.error = sq_error,
 	.close = sq_close,
 };

@@ -54,7 +54,7 @@ struct sq {
 
 #define REC_COLS "seq, event_id, action_ref, kind, act_key, invocation_id, actor_ref," \
 	" attestation_id, recorded_at, retention_until, role, act_prev, inv_prev," \
-	" payload, salt, digest, hash, mac"
+	" payload, salt, digest, hash, mac, shard"
 
 /* ---- query_sqlite.c: statements, transactions, the writers' lock ------ */
 
