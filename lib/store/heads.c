@@ -535,6 +535,22 @@ ri_tree_walk(const struct ri_tree_io *io, const unsigned char root[RI_HASH_LEN],
 
 /* ---- the journal head ---- */
 
+/* The head's own fields, in both formats' order, then the MAC: format 4
+ * binds the shard count, the boundary and the shard before them. */
+static void
+jhead_fields(ri_hmac_state *st, const struct ri_jhead *h, const unsigned char last_hash[RI_HASH_LEN],
+    unsigned char out[RI_HASH_LEN])
+{
+	mac_i64(st, h->last_seq);
+	ri_hmac_update(st, last_hash, RI_HASH_LEN);
+	ri_hmac_update(st, h->root, RI_HASH_LEN);
+	mac_i64(st, h->open_count);
+	ri_hmac_update(st, h->open_acc, RI_HASH_LEN);
+	mac_i64(st, h->sealed_seq);
+	mac_i64(st, h->grants);
+	ri_hmac_final(st, out);
+}
+
 void
 ri_jhead_mac(const unsigned char *key, size_t keylen, const unsigned char instance[RI_INSTANCE_LEN],
     int shards, int64_t boundary, const struct ri_jhead *h, const unsigned char last_hash[RI_HASH_LEN],
@@ -546,14 +562,7 @@ ri_jhead_mac(const unsigned char *key, size_t keylen, const unsigned char instan
 	mac_i64(&st, shards);
 	mac_i64(&st, boundary);
 	mac_i64(&st, h->shard);
-	mac_i64(&st, h->last_seq);
-	ri_hmac_update(&st, last_hash, RI_HASH_LEN);
-	ri_hmac_update(&st, h->root, RI_HASH_LEN);
-	mac_i64(&st, h->open_count);
-	ri_hmac_update(&st, h->open_acc, RI_HASH_LEN);
-	mac_i64(&st, h->sealed_seq);
-	mac_i64(&st, h->grants);
-	ri_hmac_final(&st, out);
+	jhead_fields(&st, h, last_hash, out);
 }
 
 void
@@ -563,14 +572,7 @@ ri_jhead_mac_v3(const unsigned char *key, size_t keylen, const unsigned char ins
 	ri_hmac_state st;
 
 	mac_begin(&st, key, keylen, "ri journal head 3", instance);
-	mac_i64(&st, h->last_seq);
-	ri_hmac_update(&st, last_hash, RI_HASH_LEN);
-	ri_hmac_update(&st, h->root, RI_HASH_LEN);
-	mac_i64(&st, h->open_count);
-	ri_hmac_update(&st, h->open_acc, RI_HASH_LEN);
-	mac_i64(&st, h->sealed_seq);
-	mac_i64(&st, h->grants);
-	ri_hmac_final(&st, out);
+	jhead_fields(&st, h, last_hash, out);
 }
 
 void

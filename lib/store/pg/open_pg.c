@@ -484,28 +484,37 @@ ri_pg_open(const struct ri_config *c, const unsigned char *key, size_t keylen, u
 	return RI_OK;
 }
 
+/* A handle of ri-init's (create, drop, migrate): connected by the caller,
+ * never opened as a store (no witness, no schema check). */
+static struct pg *
+pg_handle(const struct ri_config *c, const unsigned char *key, size_t keylen)
+{
+	struct pg *s = ri_xcalloc(1, sizeof *s);
+
+	s->nmap = ri_xcalloc(NMAP, sizeof *s->nmap);
+	s->q_clock = -1;
+	s->base.ops = &pg_ops;
+	ri_eng_attach(&s->core, &pg_backend, s, &s->nodes);
+	s->core.cfg = c;
+	s->core.key = (unsigned char *)key;
+	s->core.keylen = keylen;
+	return s;
+}
+
 /* ri-init: the schema, in one transaction, in a database that holds no
  * table yet -- never over anything. */
 int
 ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
     char instance_hex[2 * RI_INSTANCE_LEN + 1], ri_err *err)
 {
-	struct pg *s = ri_xcalloc(1, sizeof *s);
+	struct pg *s = pg_handle(c, key, keylen);
 	struct params p = { 0 };
 	struct ri_jhead jh = { 0 };
-
-	s->nmap = ri_xcalloc(NMAP, sizeof *s->nmap);
-	s->q_clock = -1;
 	unsigned char mac[RI_HASH_LEN];
 	char fmt[16], smac[2 * RI_HASH_LEN + 1], vmac[2 * RI_HASH_LEN + 1], sver[2 * RI_HASH_LEN + 24], *text = NULL;
 	PGresult *r;
 	int rc;
 
-	s->base.ops = &pg_ops;
-	ri_eng_attach(&s->core, &pg_backend, s, &s->nodes);
-	s->core.cfg = c;
-	s->core.key = (unsigned char *)key;
-	s->core.keylen = keylen;
 	if ((rc = pg_connect(s, err)) != RI_OK)
 		goto out;
 	/* one transaction from the emptiness check to the head, its bounds
@@ -582,15 +591,10 @@ out:
 int
 ri_pg_drop(const struct ri_config *c, ri_err *err)
 {
-	struct pg *s = ri_xcalloc(1, sizeof *s);
+	struct pg *s = pg_handle(c, NULL, 0);
 	PGresult *r;
 	int rc;
 
-	s->nmap = ri_xcalloc(NMAP, sizeof *s->nmap);
-	s->q_clock = -1;
-	s->base.ops = &pg_ops;
-	ri_eng_attach(&s->core, &pg_backend, s, &s->nodes);
-	s->core.cfg = c;
 	if ((rc = pg_connect(s, err)) == RI_OK) {
 		/* the tables (their indexes and triggers with them), then the
 		 * functions: schema_ddl's objects and the clock's, none other */
@@ -708,7 +712,7 @@ int
 ri_pg_migrate(const struct ri_config *c, const unsigned char *key, size_t keylen, int64_t *boundary,
     char kept[128], ri_err *err)
 {
-	struct pg *s = ri_xcalloc(1, sizeof *s);
+	struct pg *s = pg_handle(c, key, keylen);
 	struct params p = { 0 };
 	struct ri_jhead h = { 0 };
 	unsigned char mac[RI_HASH_LEN], want[RI_HASH_LEN], lh[RI_HASH_LEN], last[RI_HASH_LEN];
@@ -720,13 +724,6 @@ ri_pg_migrate(const struct ri_config *c, const unsigned char *key, size_t keylen
 	int rc, fmt = 0;
 	bool inst = false, hok;
 
-	s->nmap = ri_xcalloc(NMAP, sizeof *s->nmap);
-	s->q_clock = -1;
-	s->base.ops = &pg_ops;
-	ri_eng_attach(&s->core, &pg_backend, s, &s->nodes);
-	s->core.cfg = c;
-	s->core.key = (unsigned char *)key;
-	s->core.keylen = keylen;
 	kept[0] = '\0';
 	if ((rc = pg_connect(s, err)) != RI_OK)
 		goto out;
