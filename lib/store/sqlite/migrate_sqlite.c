@@ -28,11 +28,6 @@
 
 extern const char ri_sq_schema_ddl[];
 
-/* the format-3 columns of records, in REC_COLS' order */
-#define F3_COLS "seq, event_id, action_ref, kind, act_key, invocation_id, actor_ref," \
-	" attestation_id, recorded_at, retention_until, role, act_prev, inv_prev," \
-	" payload, salt, digest, hash, mac"
-
 void
 ri_sqlite_unlink(const char *path)
 {
@@ -237,7 +232,8 @@ ri_sqlite_migrate_copy(const struct ri_config *c, const unsigned char *key, size
 	    " ('shards', '1'), ('boundary', '%lld');", RI_FORMAT, hex, (long long)h.last_seq);
 	if (sqlite3_exec(db, ri_sq_schema_ddl, NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK ||
-	    sqlite3_exec(db, "INSERT INTO main.records(" REC_COLS ") SELECT " F3_COLS ", 0 FROM f3.records ORDER BY seq;"
+	    sqlite3_exec(db, "INSERT INTO main.records(" REC_COLS ") SELECT " RI_F3_COLS ", 0 FROM f3.records"
+	    " ORDER BY seq;"
 	    "INSERT INTO main.nodes SELECT id, body FROM f3.nodes;"
 	    "INSERT INTO main.open_intents SELECT * FROM f3.open_intents;"
 	    "INSERT INTO main.actors SELECT * FROM f3.actors;"
