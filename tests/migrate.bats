@@ -155,3 +155,27 @@ unchanged() {
 	cmp "$T/journal.db" "$T/original.db"
 	[ ! -e "$T/journal.db.format3" ]
 }
+
+@test "issue 43 review, --migrate: a journal path holding ', ? or # (which the old file's URI would read as its own) is refused with 78 before anything is written -- no copy, nothing kept, the journal as it was" {
+	local c name
+	for c in "'" '?' '#'; do
+		name="jour${c}nal.db"
+		cp "$T/original.db" "$T/$name"
+		ri_cfg ".journal = \"$T/$name\""
+		run --separate-stderr ri-init --migrate
+		echo "$c: $status $stderr"
+		# ASSERT: the config's error, naming the character class
+		[ "$status" -eq 78 ]
+		[[ "$stderr" == *"a path with ', ? or # cannot be migrated; move it"* ]]
+		cmp "$T/$name" "$T/original.db"
+		[ ! -e "$T/$name.migrating" ]
+		[ ! -e "$T/$name.format3" ]
+		[ ! -e "$T/$name-wal" ]
+		[ ! -e "$T/$name-shm" ]
+	done
+	# refused before the copy is made: a copy left behind is not even looked at
+	: >"$T/$name.migrating"
+	run --separate-stderr ri-init --migrate
+	[ "$status" -eq 78 ]
+	[ ! -s "$T/$name.migrating" ]
+}

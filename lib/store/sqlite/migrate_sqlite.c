@@ -192,6 +192,10 @@ ri_sqlite_migrate_copy(const struct ri_config *c, const unsigned char *key, size
 	char sql[1024], hex[2 * RI_INSTANCE_LEN + 1], why[512];
 	int fd, rc;
 
+	/* the old file is attached by a URI, in which these would mean
+	 * something: refused before anything is made */
+	if (strpbrk(c->journal, "'?#") != NULL)
+		return ri_fail(err, RI_CONFIG, "journal %s: a path with ', ? or # cannot be migrated; move it", c->journal);
 	if (ri_db_files_regular(c->journal, why, sizeof why) != 0)
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s", why);
 	/* dest is made here, once: never over another file */
@@ -207,10 +211,6 @@ ri_sqlite_migrate_copy(const struct ri_config *c, const unsigned char *key, size
 	/* the old file: its writers held off (a write lock, through the copy)
 	 * and its WAL folded in, so what is copied is all it holds */
 	snprintf(sql, sizeof sql, "ATTACH DATABASE 'file:%s?mode=rw' AS f3", c->journal);
-	if (strchr(c->journal, '\'') != NULL || strchr(c->journal, '?') != NULL || strchr(c->journal, '#') != NULL) {
-		rc = ri_fail(err, RI_CONFIG, "journal %s: a path with ', ? or # cannot be migrated; move it", c->journal);
-		goto fail;
-	}
 	if (sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 1, NULL) != SQLITE_OK ||
 	    sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) {
