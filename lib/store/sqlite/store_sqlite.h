@@ -41,5 +41,14 @@ int ri_sqlite_fold_wal(const char *path, ri_err *err);
  * attached by. */
 int ri_sqlite_migrate_copy(const struct ri_config *c, const unsigned char *key, size_t keylen, const char *dest,
     int64_t *boundary, ri_err *err);
+/* The old journal, its copy judged, made to refuse every write before it
+ * is kept as <journal>.format3: triggers on each of its tables abort an
+ * INSERT, UPDATE or DELETE ("journal migrated to format 4"), committed
+ * under its write lock once nothing has landed since the copy (its rows
+ * still end at boundary, its WAL still empty), then folded into the file.
+ * Its rows stay as they were.  ri_sqlite_migrate_unfence takes the
+ * triggers away again when the renames fail (best effort). */
+int ri_sqlite_migrate_fence(const char *journal, int64_t boundary, ri_err *err);
+void ri_sqlite_migrate_unfence(const char *journal);
 
 #endif
