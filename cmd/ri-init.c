@@ -35,19 +35,14 @@ static const char example_config[] =
 static char *created[8];
 static size_t n_created;
 
+/* What this run made goes again; a SQLite file (the journal, the
+ * findings register) with its sidecars, which are the SQLite backend's
+ * business (ri_sqlite_unlink) -- for any other file there are none. */
 static void
 undo(void)
 {
-	char side[4200];
-
-	while (n_created > 0) {
-		const char *p = created[--n_created];
-		unlink(p);
-		snprintf(side, sizeof side, "%s-wal", p);
-		unlink(side);
-		snprintf(side, sizeof side, "%s-shm", p);
-		unlink(side);
-	}
+	while (n_created > 0)
+		ri_sqlite_unlink(created[--n_created]);
 }
 
 static int

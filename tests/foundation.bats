@@ -81,6 +81,20 @@ teardown() {
 	[ "$(ls -A "$T")" = ri.json ]
 }
 
+@test "ri-init: a step after the journal that fails (the genesis seal, whose clock cannot be read) removes every file it made -- the journal with its SQLite sidecars, the keys, the findings register, the witness -- so the corrected retry succeeds (issue 40 point 11)" {
+	fnd_config
+	# nothing before the journal reads the clock; the genesis seal does
+	run --separate-stderr env RI_NOW=not-an-instant ri-init -c "$CFG"
+	echo "$status $stderr"
+	[ "$status" -ne 0 ]
+	grep -q "RI_NOW" <<<"$stderr"
+	# ASSERT: nothing made is left, no -wal or -shm either
+	ls -A "$T"
+	[ "$(ls -A "$T")" = ri.json ]
+	run --separate-stderr ri-init -c "$CFG"
+	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
+}
+
 # --- ri-actor ------------------------------------------------------------
 
 @test "ri-actor add: the credential is printed once and the journal keeps only a keyed hash (INTERFACE: ri-actor; Actor Identity)" {

@@ -28,6 +28,15 @@ teardown() {
 	if [ -n "${T:-}" ]; then rm -rf "$T"; fi
 }
 
+# contents DB -- every row of every format-3 table, quoted (the schema aside)
+contents() {
+	local t
+	for t in meta records heads nodes open_intents actors leases marks; do
+		echo "== $t"
+		sqlite3 -cmd '.mode quote' "$1" "SELECT * FROM $t"
+	done
+}
+
 # rows DB -- every record's columns as format 3 wrote them, one line each
 rows() {
 	sqlite3 "$1" "SELECT seq, event_id, action_ref, kind, act_key, invocation_id, actor_ref, attestation_id,
@@ -35,7 +44,7 @@ rows() {
 	    FROM records WHERE seq <= 7 ORDER BY seq"
 }
 
-@test "issue 43, --migrate: a format-3 journal is made format 4 -- its records kept byte for byte below the boundary, the old file kept unchanged as journal.db.format3, audit.migrated and a seal appended; the audit, ri-startcheck and ri-read pass, and the act in flight closes" {
+@test "issue 43, --migrate: a format-3 journal is made format 4 -- its records kept byte for byte below the boundary, the old file kept as journal.db.format3 with every row unchanged, audit.migrated and a seal appended; the audit, ri-startcheck and ri-read pass, and the act in flight closes" {
 	run --separate-stderr ri-read --kind ledger --act-key k1
 	# the refusal names the format (INTERFACE, third wave)
 	[ "$status" -eq 78 ]
@@ -48,8 +57,11 @@ rows() {
 	# the answer is the schema's third form
 	printf '%s\n' "$output" | python3 "$BATS_TEST_DIRNAME/lib/validate.py" --closed \
 	    "$BATS_TEST_DIRNAME/../schemas/ri-init.answer.json"
-	# ASSERT: the old file kept, unchanged
-	cmp "$T/journal.db.format3" "$T/original.db"
+	# ASSERT: the old file kept, every row unchanged (its schema gains
+	# only the triggers that refuse writes: the next test)
+	[ "$(contents "$T/journal.db.format3")" = "$(contents "$T/original.db")" ]
+	[ "$(sqlite3 "$T/journal.db.format3" "SELECT sql FROM sqlite_master WHERE name NOT LIKE 'ri_migrated_%'")" = \
+	    "$(sqlite3 "$T/original.db" "SELECT sql FROM sqlite_master")" ]
 	# ASSERT: history not rewritten -- every format-3 record's bytes, hash and MAC
 	[ "$(rows "$T/journal.db")" = "$(rows "$T/original.db")" ]
 	[ "$(sqlite3 "$T/journal.db" "SELECT v FROM meta WHERE k = 'format'")" = 4 ]
@@ -93,6 +105,42 @@ rows() {
 	sqlite3 "$T/journal.db" "UPDATE meta SET v = '2' WHERE k = 'shards'"
 	run --separate-stderr ri-read --kind ledger --act-key k1
 	[ "$status" -eq 30 ]
+}
+
+@test "issue 43 review, --migrate: the kept journal.db.format3 refuses every write -- a process still on the old journal (a format-3 release's ri-run whose command outlived the migration) fails its next append, as step-2, rather than land where the new journal never reads; the file's rows stay as they were, it still reads, and the new journal audits clean" {
+	run --separate-stderr ri-init --migrate
+	echo "$stderr"
+	[ "$status" -eq 0 ]
+	local sql
+	# what a format-3 writer does, straight at the kept file: append a
+	# record, move the head, release a lease, close an intent, grow the
+	# tree, register an actor, and the meta row
+	for sql in \
+	    "INSERT INTO records SELECT 8, 'evt_straggler', action_ref, kind, act_key, invocation_id, actor_ref,
+	        attestation_id, recorded_at + 1, retention_until, role, act_prev, inv_prev, payload, salt, digest, hash,
+	        mac FROM records WHERE seq = 7" \
+	    "UPDATE heads SET last_seq = last_seq + 1" \
+	    "UPDATE leases SET holder = NULL WHERE act_key = 'k2'" \
+	    "DELETE FROM open_intents" \
+	    "DELETE FROM nodes" \
+	    "INSERT INTO actors SELECT 'bob', service, cred_hash, created_at, revoked_at, reg_seq, mac FROM actors
+	        WHERE actor_ref = 'alice'" \
+	    "UPDATE meta SET v = '3' WHERE k = 'format'"; do
+		run sqlite3 "$T/journal.db.format3" "$sql"
+		echo "${sql%% *}: $status $output"
+		# ASSERT: the kept file refuses the write itself
+		[[ "$status" -ne 0 && "$output" == *"journal migrated to format 4: this is the kept format-3 file"* ]]
+	done
+	# nothing landed, and the file reads as before
+	[ "$(contents "$T/journal.db.format3")" = "$(contents "$T/original.db")" ]
+	[ "$(rows "$T/journal.db.format3")" = "$(rows "$T/original.db")" ]
+	# the new journal is untouched by any of it
+	run --separate-stderr ri-audit
+	echo "$output" | jq -c '.checks[] | select(.status == "fail")'
+	[ "$status" -eq 0 ]
+	run --separate-stderr ri-read --kind ledger --act-key k2
+	[ "$status" -eq 0 ]
+	jq -e '.invocations[0].state == "open"' <<<"$output"
 }
 
 # unchanged -- the migration left the journal as it was and made nothing
@@ -154,4 +202,28 @@ unchanged() {
 	[[ "$stderr" == *"journal.db.migrating: already exists"* ]]
 	cmp "$T/journal.db" "$T/original.db"
 	[ ! -e "$T/journal.db.format3" ]
+}
+
+@test "issue 43 review, --migrate: a journal path holding ', ? or # (which the old file's URI would read as its own) is refused with 78 before anything is written -- no copy, nothing kept, the journal as it was" {
+	local c name
+	for c in "'" '?' '#'; do
+		name="jour${c}nal.db"
+		cp "$T/original.db" "$T/$name"
+		ri_cfg ".journal = \"$T/$name\""
+		run --separate-stderr ri-init --migrate
+		echo "$c: $status $stderr"
+		# ASSERT: the config's error, naming the character class
+		[ "$status" -eq 78 ]
+		[[ "$stderr" == *"a path with ', ? or # cannot be migrated; move it"* ]]
+		cmp "$T/$name" "$T/original.db"
+		[ ! -e "$T/$name.migrating" ]
+		[ ! -e "$T/$name.format3" ]
+		[ ! -e "$T/$name-wal" ]
+		[ ! -e "$T/$name-shm" ]
+	done
+	# refused before the copy is made: a copy left behind is not even looked at
+	: >"$T/$name.migrating"
+	run --separate-stderr ri-init --migrate
+	[ "$status" -eq 78 ]
+	[ ! -s "$T/$name.migrating" ]
 }

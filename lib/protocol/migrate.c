@@ -10,9 +10,12 @@
  * line held by it (a rolled-back journal is not migrated into looking
  * fresh) -- and traversed whole: every record's link, MAC and digest,
  * format 3's encoding below the boundary.  Only then is audit.migrated
- * appended, the new head sealed, and the files renamed: the old journal
- * to <journal>.format3, the copy into its place.  A failure anywhere
- * before the renames leaves the old journal as it was and no copy.
+ * appended, the new head sealed, the old journal made to refuse every
+ * write (a process still on it would otherwise write where the new
+ * journal never reads), and the files renamed: the old journal to
+ * <journal>.format3, the copy into its place.  A failure anywhere before
+ * the renames leaves the old journal's rows as they were, writable, and
+ * no copy.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -130,6 +133,11 @@ ri_migrate(ri *r, json_t **ans, ri_err *err)
 	 * journal (a WAL left behind would be its newest commits, lost) */
 	if (rc == RI_OK)
 		rc = ri_sqlite_fold_wal(copy, err);
+	/* the old file takes no write from here on: a process still on it
+	 * fails its next append (step-2) rather than land where the new
+	 * journal never reads (issue 43 review) */
+	if (rc == RI_OK)
+		rc = ri_sqlite_migrate_fence(journal, boundary, err);
 	if (rc != RI_OK) {
 		json_decref(sealed);
 		ri_sqlite_unlink(copy);
@@ -142,16 +150,18 @@ ri_migrate(ri *r, json_t **ans, ri_err *err)
 		int e = errno;
 		json_decref(sealed);
 		ri_sqlite_unlink(copy);
-		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: cannot keep it as %s: %s (nothing changed)",
-		    journal, kept, strerror(e));
+		ri_sqlite_migrate_unfence(journal);
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: cannot keep it as %s: %s (its records are"
+		    " unchanged)", journal, kept, strerror(e));
 	}
 	if (!ri_sqlite_sidecars_drop(journal) || rename(copy, journal) != 0) {
 		int e = errno;
 		json_decref(sealed);
 		unlink(kept);
 		ri_sqlite_unlink(copy);
+		ri_sqlite_migrate_unfence(journal);
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: the migrated copy could not take its place: %s"
-		    " (the old journal is unchanged; is an ri process still running on it?)", journal,
+		    " (the old journal's records are unchanged; is an ri process still running on it?)", journal,
 		    e != 0 ? strerror(e) : "its WAL holds commits again");
 	}
 	*ans = json_pack("{s:s, s:i, s:i, s:I, s:s, s:o}", "migrated", journal, "from_format", 3, "format",

@@ -118,6 +118,12 @@ ri_row_format(const struct ri_st_core *c, int64_t seq)
 {
 	return seq <= c->boundary ? 3 : RI_FORMAT;
 }
+/* ri-init --migrate (docs/SHARDS.md, "Migration"): format 3's columns of
+ * records, in REC_COLS' order; format 4 adds the shard after them, which a
+ * migrated record has as 0.  One list for both backends' copies. */
+#define RI_F3_COLS "seq, event_id, action_ref, kind, act_key, invocation_id, actor_ref," \
+	" attestation_id, recorded_at, retention_until, role, act_prev, inv_prev," \
+	" payload, salt, digest, hash, mac"
 /* The traversal's judgement (Check 8.1): every problem of the row, the
  * payload parsed when it is there; prev moves to the row's hash when the
  * row has one.  Consumes the payload text. */

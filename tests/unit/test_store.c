@@ -1840,6 +1840,59 @@ test_snapshot_clock(void)
 	ri_instance_close(r);
 }
 
+/* Open step 5.3 right after the intent is answered from the lease row the
+ * intent's fence check read (issue 43: no read of its own).  That rests on
+ * no write of this handle between the append and the question: a write of
+ * its own -- a release, a take -- must be seen, never the append's row. */
+static void
+test_seen_rewritten(void)
+{
+	struct tl_instance ti;
+	struct tl_cfg cfg = { .fence = "declared", .kinds = TL_KIND("ledger", "400d") };
+	struct ri_appended out;
+	struct ri_grant g;
+	ri_ms left;
+	const ri_ms d = 30 * SEC;
+	struct ri_fence f = { "h1", T0 };
+	struct ap a = { "ledger.intended", "sk", "inv_s1", "alice", NULL, "{}", &f, NULL };
+	int rc;
+
+	tl_now(T0);
+	tl_instance(&ti, "seen", &cfg);
+	ri *r = open_ri(ti.config, 0);
+	const struct ri_store_ops *o = r->st->ops;
+	a.credential = ti.cred;
+
+	/* the shortcut itself: nothing written since, the append's row stands */
+	CHECK(o->take(r->st, "ledger", "sk", "h1", d, &g) == RI_ST_OK, "take by h1");
+	rc = append(r, &a, &out);
+	CHECK(rc == RI_ST_OK, "h1's fenced append: %d %s", rc, st_err(r)->msg);
+	CHECK(o->remaining(r->st, "ledger", "sk", "h1", &left) == RI_ST_OK && left == d,
+	    "remaining right after the append: %lld", (long long)left);
+
+	/* the handle's own release between the append and the question */
+	rc = append(r, &a, &out);
+	CHECK(rc == RI_ST_OK, "h1's second fenced append: %d %s", rc, st_err(r)->msg);
+	CHECK(o->release(r->st, "ledger", "sk", "h1") == RI_ST_OK, "release by h1");
+	CHECK(o->remaining(r->st, "ledger", "sk", "h1", &left) == RI_ST_OK && left == RI_NONE,
+	    "seen: remaining after the handle's own release: %lld, answered from the append's lease row",
+	    (long long)left);
+
+	/* the handle's own take for another holder in between */
+	CHECK(o->take(r->st, "ledger", "sk", "h1", d, &g) == RI_ST_OK, "take by h1 again");
+	a.invocation_id = "inv_s2";
+	rc = append(r, &a, &out);
+	CHECK(rc == RI_ST_OK, "h1's third fenced append: %d %s", rc, st_err(r)->msg);
+	CHECK(o->release(r->st, "ledger", "sk", "h1") == RI_ST_OK, "release by h1 again");
+	CHECK(o->take(r->st, "ledger", "sk", "h2", d, &g) == RI_ST_OK, "take by h2");
+	CHECK(o->remaining(r->st, "ledger", "sk", "h2", &left) == RI_ST_OK && left == d,
+	    "seen: remaining of h2 after the handle's own take: %lld, answered from the append's lease row",
+	    (long long)left);
+	PASS("lease: open step 5.3's answer without a read stands only until this handle writes again -- its own"
+	    " release and take are seen (issue 43)");
+	ri_instance_close(r);
+}
+
 static void
 test_lease(void)
 {
@@ -2230,10 +2283,11 @@ main(void)
 	unsetenv("RI_FAULT");
 	on_pg = tl_pg_host() != NULL;
 	printf("test_store: on %s\n", on_pg ? "PostgreSQL ($RI_TEST_PG_HOST)" : "SQLite");
-	/* first: a failure stops the binary, and its negative control
-	 * (RI_NC_SNAPSHOT_CLOCK_STILL, tests/negative/run) then costs seconds,
-	 * not the whole binary's run on PostgreSQL */
+	/* first: a failure stops the binary, and its negative controls
+	 * (RI_NC_SNAPSHOT_CLOCK_STILL, RI_NC_SEEN_NOT_CLEARED; tests/negative/run)
+	 * then cost seconds, not the whole binary's run on PostgreSQL */
 	test_snapshot_clock();
+	test_seen_rewritten();
 	test_record_action();
 	test_read_record();
 	test_range_read();

@@ -651,10 +651,8 @@ ri_pg_server_info(struct ri_store *st, json_t **json, bool *durable)
 
 /* ---- ri-init --migrate (docs/SHARDS.md, "Migration") ---------------------- */
 
-/* the format-3 columns of records, and format 4's shard as 0 */
-#define F3_COLS "seq, event_id, action_ref, kind, act_key, invocation_id, actor_ref," \
-	" attestation_id, recorded_at, retention_until, role, act_prev, inv_prev," \
-	" payload, salt, digest, hash, mac, 0"
+/* a page of format-3 rows; the ", 0" after RI_F3_COLS is format 4's shard,
+ * the column ri_pg_load_row reads last */
 #define F3_PAGE "5000"
 
 /* Every format-3 record in seq order, a page at a time: contiguous from
@@ -672,7 +670,7 @@ migrate_verify_rows(struct pg *s, ri_ms now, int64_t *rows, unsigned char last[R
 		int n;
 
 		p_int(&p, seq);
-		r = run(s, "SELECT " F3_COLS " FROM records WHERE seq > $1 ORDER BY seq LIMIT " F3_PAGE, &p);
+		r = run(s, "SELECT " RI_F3_COLS ", 0 FROM records WHERE seq > $1 ORDER BY seq LIMIT " F3_PAGE, &p);
 		if (!res_ok(r)) {
 			int rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s", s->core.err.msg);
 			PQclear(r);

@@ -28,11 +28,6 @@
 
 extern const char ri_sq_schema_ddl[];
 
-/* the format-3 columns of records, in REC_COLS' order */
-#define F3_COLS "seq, event_id, action_ref, kind, act_key, invocation_id, actor_ref," \
-	" attestation_id, recorded_at, retention_until, role, act_prev, inv_prev," \
-	" payload, salt, digest, hash, mac"
-
 void
 ri_sqlite_unlink(const char *path)
 {
@@ -197,6 +192,10 @@ ri_sqlite_migrate_copy(const struct ri_config *c, const unsigned char *key, size
 	char sql[1024], hex[2 * RI_INSTANCE_LEN + 1], why[512];
 	int fd, rc;
 
+	/* the old file is attached by a URI, in which these would mean
+	 * something: refused before anything is made */
+	if (strpbrk(c->journal, "'?#") != NULL)
+		return ri_fail(err, RI_CONFIG, "journal %s: a path with ', ? or # cannot be migrated; move it", c->journal);
 	if (ri_db_files_regular(c->journal, why, sizeof why) != 0)
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s", why);
 	/* dest is made here, once: never over another file */
@@ -212,10 +211,6 @@ ri_sqlite_migrate_copy(const struct ri_config *c, const unsigned char *key, size
 	/* the old file: its writers held off (a write lock, through the copy)
 	 * and its WAL folded in, so what is copied is all it holds */
 	snprintf(sql, sizeof sql, "ATTACH DATABASE 'file:%s?mode=rw' AS f3", c->journal);
-	if (strchr(c->journal, '\'') != NULL || strchr(c->journal, '?') != NULL || strchr(c->journal, '#') != NULL) {
-		rc = ri_fail(err, RI_CONFIG, "journal %s: a path with ', ? or # cannot be migrated; move it", c->journal);
-		goto fail;
-	}
 	if (sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 1, NULL) != SQLITE_OK ||
 	    sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) {
@@ -237,7 +232,8 @@ ri_sqlite_migrate_copy(const struct ri_config *c, const unsigned char *key, size
 	    " ('shards', '1'), ('boundary', '%lld');", RI_FORMAT, hex, (long long)h.last_seq);
 	if (sqlite3_exec(db, ri_sq_schema_ddl, NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK ||
-	    sqlite3_exec(db, "INSERT INTO main.records(" REC_COLS ") SELECT " F3_COLS ", 0 FROM f3.records ORDER BY seq;"
+	    sqlite3_exec(db, "INSERT INTO main.records(" REC_COLS ") SELECT " RI_F3_COLS ", 0 FROM f3.records"
+	    " ORDER BY seq;"
 	    "INSERT INTO main.nodes SELECT id, body FROM f3.nodes;"
 	    "INSERT INTO main.open_intents SELECT * FROM f3.open_intents;"
 	    "INSERT INTO main.actors SELECT * FROM f3.actors;"
@@ -289,4 +285,113 @@ fail:
 	}
 	ri_sqlite_unlink(dest);
 	return rc;
+}
+
+/* ---- the kept file refuses writes (issue 43 review) ---------------------- */
+
+/* A process that opened the journal before the rename -- a format-3
+ * release's ri-run whose command still runs -- keeps its connection to
+ * the inode that becomes <journal>.format3; its next append would land
+ * there, where the new journal never reads, and the act would be lost to
+ * it.  So every table of the old file aborts a write, and that append
+ * fails before anything lands (step-2: the sweep of the new journal
+ * closes the act). */
+static const char *const f3_tables[] = { "meta", "records", "heads", "nodes", "open_intents", "actors", "leases",
+	"marks" };
+static const char *const f3_ops[] = { "INSERT", "UPDATE", "DELETE" };
+
+#define MIGRATED_MSG "journal migrated to format 4: this is the kept format-3 file, which takes no writes;" \
+	" the journal is the new file at its path"
+
+/* The triggers made (make) or dropped, in sql; false when it does not fit. */
+static bool
+fence_sql(char *sql, size_t n, bool make)
+{
+	size_t o = 0;
+
+	for (size_t t = 0; t < sizeof f3_tables / sizeof f3_tables[0]; t++)
+		for (size_t i = 0; i < sizeof f3_ops / sizeof f3_ops[0]; i++) {
+			int w = make ? snprintf(sql + o, n - o, "CREATE TRIGGER IF NOT EXISTS ri_migrated_%s_%zu BEFORE %s"
+			    " ON %s BEGIN SELECT RAISE(ABORT, '" MIGRATED_MSG "'); END;", f3_tables[t], i, f3_ops[i],
+			    f3_tables[t]) : snprintf(sql + o, n - o, "DROP TRIGGER IF EXISTS ri_migrated_%s_%zu;",
+			    f3_tables[t], i);
+			if (w < 0 || (size_t)w >= n - o)
+				return false;
+			o += (size_t)w;
+		}
+	return true;
+}
+
+int
+ri_sqlite_migrate_fence(const char *journal, int64_t boundary, ri_err *err)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st;
+	char sql[8192], wal[4300];
+	struct stat sb;
+	int64_t rows = -1, last = -1;
+	int rc;
+
+	if (!fence_sql(sql, sizeof sql, true))
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: the migration's triggers do not fit", journal);
+	if (sqlite3_open_v2(journal, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+		rc = db_fail(db, "cannot open", journal, err);
+		sqlite3_close(db);
+		return rc;
+	}
+	sqlite3_busy_timeout(db, 5000);
+	if (sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 1, NULL) != SQLITE_OK ||
+	    sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+		rc = db_fail(db, "lock", journal, err);
+		sqlite3_close(db);
+		return rc;
+	}
+	/* under its write lock: nothing landed since the copy -- its rows end
+	 * at the boundary, and its WAL, emptied by the copy, holds no commit */
+	if (sqlite3_prepare_v2(db, "SELECT (SELECT max(seq) FROM records), (SELECT last_seq FROM heads WHERE id = 1)",
+	    -1, &st, NULL) == SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			rows = sqlite3_column_type(st, 0) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 0);
+			last = sqlite3_column_int64(st, 1);
+		}
+		sqlite3_finalize(st);
+	}
+	snprintf(wal, sizeof wal, "%s-wal", journal);
+	if (rows != boundary || last != boundary || (stat(wal, &sb) == 0 && sb.st_size != 0)) {
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+		sqlite3_close(db);
+		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: written since it was copied (is an ri process"
+		    " still running on it?); the old journal is unchanged", journal);
+	}
+	/* negative control: the kept file left writable */
+	if ((!RI_NC(RI_NC_MIGRATE_OLD_WRITABLE) && sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) ||
+	    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		rc = db_fail(db, "refusing writes", journal, err);
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+		sqlite3_close(db);
+		return rc;
+	}
+	sqlite3_close(db);
+	/* in the file itself: the old WAL's sidecars do not go with it */
+	if ((rc = ri_sqlite_fold_wal(journal, err)) != RI_OK)
+		ri_sqlite_migrate_unfence(journal);
+	return rc;
+}
+
+void
+ri_sqlite_migrate_unfence(const char *journal)
+{
+	sqlite3 *db = NULL;
+	char sql[4096];
+
+	if (!fence_sql(sql, sizeof sql, false))
+		return;
+	if (sqlite3_open_v2(journal, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
+		sqlite3_busy_timeout(db, 5000);
+		if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK ||
+		    sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK ||
+		    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+			sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	}
+	sqlite3_close(db);
 }
