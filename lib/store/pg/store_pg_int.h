@@ -290,6 +290,9 @@ int node_get(void *ctx, const unsigned char *id, size_t idlen, unsigned char bod
 int node_put(void *ctx, const unsigned char *id, size_t idlen, const unsigned char *body, size_t len);
 /* The head row (locked: lock) with what judging it needs, one round trip. */
 int jhead_fetch(struct pg *s, bool lock, struct head_read *hr);
+/* The read snapshot's head read, sent with its next round trip (the
+ * witness's line read as anchor: a guess until judged; issue 43). */
+void jhead_ahead(struct pg *s, int64_t anchor);
 /* The verified journal head; now: the instance clock in the same round trip (may be NULL). */
 int jhead_get_at(struct pg *s, bool lock, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN], ri_ms *now);
 /* The verified journal head, unlocked. */
