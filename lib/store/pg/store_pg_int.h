@@ -248,6 +248,10 @@ void pg_trace_held(struct pg *s);
 void rollback_keep(struct pg *s);
 /* COMMIT: OK, FENCED (the server's fence check refused it), LOST (sent, no answer) or STEP3. */
 int commit(struct pg *s);
+/* A write transaction in one round trip (issue 43): BEGIN, its bounds, the head's lock, now[0 .. n-1]
+ * (n <= 2), COMMIT; res[i]: now[i]'s result.  OK when every statement ran and COMMIT answered;
+ * LOST when COMMIT went and no answer came; else UNAVAILABLE, nothing of it landed. */
+int write_once(struct pg *s, const struct qry *now, int n, PGresult **res);
 /* A read's snapshot, unless a transaction is open already (*began: one was). */
 int pg_read_begin(struct pg *s, bool *began);
 /* The end of read_begin's snapshot, when it began one. */
