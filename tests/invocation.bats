@@ -833,7 +833,7 @@ largest_record() {
 # (issue 43: on PostgreSQL in one round trip, the row matched on holder,
 # expiry, token and MAC as the outcome's append read it under the head's
 # lock; RI_NC_RELEASE_UNMATCHED frees whatever row stands).
-@test "act section 14, close 4: a Close paused after its outcome landed, past its lease, while another invocation of the act took the section -- its release leaves the new holder's section held, and the new holder closes under it" {
+@test "act section 14, issue 43: a Close paused after its outcome landed, past its lease, while another invocation of the act took the section -- its release leaves the new holder's section held, and the new holder closes under it" {
 	ri_instance
 	opened k1
 	mkdir -p "$T/f"
