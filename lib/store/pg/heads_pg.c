@@ -438,17 +438,8 @@ node_put(void *ctx, const unsigned char *id, size_t idlen, const unsigned char *
 	    " ON CONFLICT (id) DO UPDATE SET body = excluded.body", &p);
 }
 
-/*
- * begin: open the transaction in the same round trip (a write: READ
- * COMMITTED).  lock: take the head row's lock first -- the lock every
- * writer takes before any other (the lock order, top of store_pg.c) -- in a
- * statement of its own: under READ COMMITTED a statement that waited for
- * a row lock re-reads that row but keeps its snapshot for everything else,
- * so the head and the records it names must be read by the NEXT statement,
- * whose snapshot holds every transaction committed before the lock was
- * granted.  One pipeline, one round trip, with the reads sent ahead after
- * the head's; the anchor seq is a parameter (issue 42).
- */
+/* The head row and what judging it needs: the newest record's hash, the
+ * anchor's ($1), the clock, the sealed record's hash. */
 static const char head_sql[] = "SELECT h.last_seq, h.root, h.open_count, h.open_acc, h.sealed_seq, h.grants, h.mac,"
     " (SELECT max(seq) FROM records), (SELECT hash FROM records WHERE seq = h.last_seq),"
     " (SELECT hash FROM records WHERE seq = $1), ri_clock(),"
@@ -464,6 +455,17 @@ jhead_ahead(struct pg *s, int64_t anchor)
 	snap_ahead(s, head_sql, &p);
 }
 
+/*
+ * begin: open the transaction in the same round trip (a write: READ
+ * COMMITTED).  lock: take the head row's lock first -- the lock every
+ * writer takes before any other (the lock order, top of store_pg.c) -- in a
+ * statement of its own: under READ COMMITTED a statement that waited for
+ * a row lock re-reads that row but keeps its snapshot for everything else,
+ * so the head and the records it names must be read by the NEXT statement,
+ * whose snapshot holds every transaction committed before the lock was
+ * granted.  One pipeline, one round trip, with the reads sent ahead after
+ * the head's; the anchor seq is a parameter (issue 42).
+ */
 static int
 jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 {
