@@ -829,6 +829,38 @@ largest_record() {
 	[ "$(records)" -eq $((n + 1)) ]
 }
 
+# The release frees the section only as its holder's take wrote it
+# (issue 43: on PostgreSQL in one round trip, the row matched on holder,
+# expiry, token and MAC as the outcome's append read it under the head's
+# lock; RI_NC_RELEASE_UNMATCHED frees whatever row stands).
+@test "act section 14, issue 43: a Close paused after its outcome landed, past its lease, while another invocation of the act took the section -- its release leaves the new holder's section held, and the new holder closes under it" {
+	ri_instance
+	opened k1
+	mkdir -p "$T/f"
+	mkfifo "$T/f/close.outcome.after"
+	close_req "$A" >"$T/close.req"
+	RI_FAULT=close.outcome.after=pause RI_FAULT_DIR="$T/f" \
+	    ri-close <"$T/close.req" >"$T/close.out" 2>"$T/close.err" 3>&- &
+	bg=$!
+	wait_for "$T/f/close.outcome.after.reached"
+	# past the lease (completion_bound 30 s): the act opens again, its
+	# section taken by the new invocation
+	ri_at 40
+	run --separate-stderr ri-open <<<"$(open_req k1)"
+	[ "$status" -eq 0 ]
+	B=$output
+	new=$(holder k1)
+	[ -n "$new" ]
+	echo >"$T/f/close.outcome.after"
+	rc=0
+	wait "$bg" || rc=$?
+	[ "$rc" -eq 0 ]
+	[ "$(holder k1)" = "$new" ] || { echo "a stale release freed the new holder's section: holder '$(holder k1)'"; false; }
+	run --separate-stderr ri-close <<<"$(close_req "$B")"
+	[ "$status" -eq 0 ]
+	[ "$(holder k1)" = "" ]
+}
+
 @test "Primitive policy 32-36a: close.outcome.after=lose -> read back after journal_write_bound, adopted (0), one outcome (no blind retry)" {
 	ri_instance fast
 	opened k1

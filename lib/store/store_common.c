@@ -832,18 +832,15 @@ ri_jhead_judge(struct ri_st_core *c, const struct ri_jhead *h, const unsigned ch
 	return RI_ST_OK;
 }
 
-int
-ri_st_witness_attach(struct ri_st_core *c, unsigned flags, ri_err *err)
+/* The instance's witness opened, its instance not yet bound. */
+static int
+witness_open(struct ri_st_core *c, ri_err *err)
 {
 	const struct ri_config *cfg = c->cfg;
-	struct ri_witness_line wl = { 0 };     /* cleared below on RI_NOT_KNOWN too */
 	unsigned char pk[32] = { 0 }, inst[RI_INSTANCE_LEN];
 	char pub[4200];
 	bool has_inst, has_pk = false;
-	int rc;
 
-	if (cfg->witness == NULL)
-		return RI_OK;
 	/* the seal public key, where it is beside the seal key: a seal's line
 	 * (and a second-wave line) is verifiable by its signature */
 	if (cfg->seal_key_file != NULL) {
@@ -851,9 +848,35 @@ ri_st_witness_attach(struct ri_st_core *c, unsigned flags, ri_err *err)
 		snprintf(pub, sizeof pub, "%s.pub", cfg->seal_key_file);
 		has_pk = access(pub, R_OK) == 0 && ri_seal_pub_load(pub, pk, inst, &has_inst, &e) == RI_OK;
 	}
-	if ((rc = ri_witness_open(cfg->witness, c->instance_id, c->key, c->keylen, has_pk ? pk : NULL, &c->witness,
-	    err)) != RI_OK)
+	return ri_witness_open(cfg->witness, NULL, c->key, c->keylen, has_pk ? pk : NULL, &c->witness, err);
+}
+
+void
+ri_st_witness_read(struct ri_st_core *c, unsigned flags, int64_t *guess)
+{
+	ri_err e;
+
+	*guess = 0;
+	if (c->cfg->witness == NULL || c->witness != NULL || witness_open(c, &e) != RI_OK)
+		return;
+	ri_witness_read_newest(c->witness);
+	if (!(flags & RI_NO_WITNESS))
+		(void)ri_witness_kept_seq(c->witness, guess);
+}
+
+int
+ri_st_witness_attach(struct ri_st_core *c, unsigned flags, ri_err *err)
+{
+	const struct ri_config *cfg = c->cfg;
+	struct ri_witness_line wl = { 0 };     /* cleared below on RI_NOT_KNOWN too */
+	int rc;
+
+	if (cfg->witness == NULL)
+		return RI_OK;
+	/* opened and read already (ri_st_witness_read), or now */
+	if (c->witness == NULL && (rc = witness_open(c, err)) != RI_OK)
 		return rc;
+	ri_witness_bind(c->witness, c->instance_id);
 	rc = ri_witness_newest(c->witness, &wl, err);
 	if (flags & RI_NO_WITNESS) {
 		/* not compared with the journal (ri-init, ri-init --accept-restore):

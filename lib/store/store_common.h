@@ -309,6 +309,16 @@ int ri_fence_judge(struct ri_st_core *c, const struct ri_lease_row *l, const str
  * whose anchor may be an unverified claim -- which can only fail it.
  */
 int ri_st_witness_attach(struct ri_st_core *c, unsigned flags, ri_err *err);
+/*
+ * The same in two steps (issue 43): the witness opened and its newest line
+ * READ before the snapshot the head is judged in begins -- so a line
+ * another host adds after the read names a record that snapshot holds --
+ * and judged by ri_st_witness_attach once the instance id is known.  A
+ * failure here is attach's to report (it opens again).  guess: the line's
+ * seq as written (0: none), the anchor the head's read may be sent with
+ * before the line is judged.
+ */
+void ri_st_witness_read(struct ri_st_core *c, unsigned flags, int64_t *guess);
 void ri_st_witness_detach(struct ri_st_core *c);
 /* An append inside the write transaction: its line waits for the commit.
  * data: the record's payload (an intent's pairing datum, a closing's

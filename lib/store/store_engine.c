@@ -1827,6 +1827,35 @@ ri_eng_remaining(struct ri_store *st, const char *kind, const char *act_key, con
 	return rc;
 }
 
+/*
+ * The release in one round trip where the backend offers it (issue 43):
+ * the act's lease row as this handle's last append read and verified it,
+ * under the head's lock, in the transaction that committed (c->seen, as
+ * lease_landed), held by this holder -- freed only if it stands exactly
+ * so still (holder, expiry, token, MAC: the row this holder's take wrote),
+ * so a row another holder has taken since (a new token under a new MAC) is
+ * never freed.  A row that stands so is this holder's, and release_locked
+ * would free it the same.  *done false: not offered, or nothing matched --
+ * release_locked decides, as ever.
+ */
+static int
+release_seen(struct ri_st_core *c, const char *kind, const char *act_key, const char *holder, bool *done)
+{
+	const struct ri_lease_seen *w = &c->seen;
+	unsigned char scope[RI_SCOPE_LEN], mac[RI_HASH_LEN];
+
+	*done = false;
+	if (c->be->lease_free_if == NULL || !w->valid || !w->landed || !w->exists || !w->l.held ||
+	    strcmp(w->l.holder, holder) != 0)
+		return RI_ST_OK;
+	ri_scope_act(kind, act_key, scope);
+	if (memcmp(scope, w->scope, sizeof scope) != 0)
+		return RI_ST_OK;
+	c->seen.valid = false;
+	ri_lease_mac(c->key, c->keylen, c->instance_id, kind, act_key, NULL, 0, w->l.token, mac);
+	return c->be->lease_free_if(c->bk, kind, act_key, &w->l, mac, done);
+}
+
 static int
 release_locked(struct ri_st_core *c, const char *kind, const char *act_key, const char *holder)
 {
@@ -1837,6 +1866,10 @@ release_locked(struct ri_st_core *c, const char *kind, const char *act_key, cons
 	ri_ms now;
 	int rc;
 
+	if (release_seen(c, kind, act_key, holder, &held) != RI_ST_OK)
+		return ri_st_recode(c, RI_ST_UNAVAILABLE);
+	if (held)
+		return RI_ST_OK;
 	/* the head first, as every writer (the lock order), though a release
 	 * does not move it */
 	if ((rc = lease_locked(c, kind, act_key, &jh, lh, &now, &l, &exists)) != RI_ST_OK)

@@ -120,6 +120,15 @@ struct ri_backend {
 	 * after the head's lock: the backend may send it with that lock
 	 * (issue 43: the take and the release, one round trip less). */
 	void (*lease_ahead)(void *bk, const char *kind, const char *act_key);
+	/* Optional (NULL: none).  The release in one round trip (issue 43):
+	 * in a write transaction of its own, under the head's lock (the lock
+	 * order), the lease row made free -- holder none, expiry 0, was's
+	 * token, under mac -- only where it stands exactly as was (holder,
+	 * expiry, token and MAC), and committed.  *done: the row matched and
+	 * was freed; false with RI_ST_OK: nothing matched, nothing written.
+	 * Any other answer: the release's fate is the failure's. */
+	int (*lease_free_if)(void *bk, const char *kind, const char *act_key, const struct ri_lease_row *was,
+	    const unsigned char mac[RI_HASH_LEN], bool *done);
 	/* Optional (NULL: nothing read ahead).  The reads of the command's
 	 * read snapshot about to be made (store.h read_ahead), inside it (the
 	 * engine began it): v[i] a range read's scope and the page of its

@@ -21,11 +21,20 @@ static const char mac_head[] = ",\"mac\":\"";
 struct ri_witness {
 	char *where;
 	unsigned char instance[RI_INSTANCE_LEN];
+	bool bound;                             /* instance known (ri_witness_bind) */
 	bool keyed;
 	unsigned char key[RI_HASH_LEN];         /* HMAC(integrity key, "ri witness key") */
 	bool has_pk;
 	unsigned char pk[32];
 	struct ri_witness_pg *pg;               /* a postgresql:// witness; NULL: a file */
+	/* the newest line read ahead (ri_witness_read_newest), not judged
+	 * yet: the read's outcome, and the line as read */
+	bool kept;
+	int kept_rc;
+	ri_err kept_err;
+	char *kept_text;
+	size_t kept_len;
+	int64_t kept_at;
 };
 
 void
@@ -175,7 +184,8 @@ ri_witness_open(const char *where, const unsigned char instance[RI_INSTANCE_LEN]
 	int rc;
 
 	w->where = ri_strdup(where);
-	memcpy(w->instance, instance, RI_INSTANCE_LEN);
+	if (instance != NULL)
+		ri_witness_bind(w, instance);
 	if (key != NULL) {
 		static const char tag[] = "ri witness key";
 		ri_mac(key, keylen, tag, sizeof tag - 1, w->key);
@@ -194,10 +204,18 @@ ri_witness_open(const char *where, const unsigned char instance[RI_INSTANCE_LEN]
 }
 
 void
+ri_witness_bind(struct ri_witness *w, const unsigned char instance[RI_INSTANCE_LEN])
+{
+	memcpy(w->instance, instance, RI_INSTANCE_LEN);
+	w->bound = true;
+}
+
+void
 ri_witness_close(struct ri_witness *w)
 {
 	if (w == NULL)
 		return;
+	free(w->kept_text);
 	ri_witness_pg_close(w->pg);
 	sodium_memzero(w->key, sizeof w->key);
 	free(w->where);
@@ -218,6 +236,10 @@ line_judge(struct ri_witness *w, const char *text, size_t len, int64_t at, struc
 	char where[64];
 
 	memset(out, 0, sizeof *out);
+	if (!w->bound) {
+		json_decref(j);
+		return ri_fail(err, RI_INTERNAL, "witness %s: judged before its instance was known", w->where);
+	}
 	if (at >= 0)
 		snprintf(where, sizeof where, "its line at offset %lld", (long long)at);
 	else
@@ -342,8 +364,10 @@ line_order(const char *s, size_t len, int64_t *epoch, int64_t *seq)
 	return ok;
 }
 
+/* The highest complete line among the file's last TAIL bytes, as read
+ * (malloc'ed, not judged), and where it begins. */
 static int
-file_newest(struct ri_witness *w, struct ri_witness_line *out, ri_err *err)
+file_tail(struct ri_witness *w, char **text, size_t *len, int64_t *at, ri_err *err)
 {
 	struct stat sb;
 	char *buf;
@@ -403,9 +427,13 @@ file_newest(struct ri_witness *w, struct ri_witness_line *out, ri_err *err)
 		return ri_fail(err, sb.st_size == 0 ? RI_NOT_KNOWN : RI_INTEGRITY, "journal integrity: the witness %s"
 		    " holds no line: the journal cannot be checked against it", w->where);
 	}
-	rc = line_judge(w, buf + best_at, (size_t)best_len, (int64_t)from + best_at, out, err);
+	*len = (size_t)best_len;
+	*at = (int64_t)from + best_at;
+	*text = ri_xmalloc(*len + 1);
+	memcpy(*text, buf + best_at, *len);
+	(*text)[*len] = '\0';
 	free(buf);
-	return rc;
+	return RI_OK;
 }
 
 /* Cut a torn last line (no newline: a crash mid-append), so the next line
@@ -555,19 +583,68 @@ file_each(struct ri_witness *w, ri_witness_fn each, void *arg, ri_err *err)
 
 /* ---- the witness, a file or a table -------------------------------------- */
 
-int
-ri_witness_newest(struct ri_witness *w, struct ri_witness_line *out, ri_err *err)
+/* The newest line as read, unjudged (*text malloc'ed on RI_OK): the
+ * file's highest, or the table's. */
+static int
+newest_raw(struct ri_witness *w, char **text, size_t *len, int64_t *at, ri_err *err)
 {
-	memset(out, 0, sizeof *out);
+	int rc;
+
+	*text = NULL;
+	*len = 0;
+	*at = -1;
 	if (w->pg == NULL)
-		return file_newest(w, out, err);
-	char *text = NULL;
-	int rc = ri_witness_pg_newest(w->pg, &text, err);
-	if (rc == RI_OK && text == NULL)
+		return file_tail(w, text, len, at, err);
+	rc = ri_witness_pg_newest(w->pg, text, err);
+	if (rc == RI_OK && *text == NULL)
 		rc = ri_fail(err, RI_NOT_KNOWN, "journal integrity: the witness %s holds no line: the journal"
 		    " cannot be checked against it", w->where);
 	if (rc == RI_OK)
-		rc = line_judge(w, text, strlen(text), -1, out, err);
+		*len = strlen(*text);
+	return rc;
+}
+
+void
+ri_witness_read_newest(struct ri_witness *w)
+{
+	free(w->kept_text);
+	w->kept_rc = newest_raw(w, &w->kept_text, &w->kept_len, &w->kept_at, &w->kept_err);
+	w->kept = true;
+}
+
+bool
+ri_witness_kept_seq(const struct ri_witness *w, int64_t *seq)
+{
+	int64_t epoch;
+
+	*seq = 0;
+	return w->kept && w->kept_rc == RI_OK && line_order(w->kept_text, w->kept_len, &epoch, seq);
+}
+
+int
+ri_witness_newest(struct ri_witness *w, struct ri_witness_line *out, ri_err *err)
+{
+	char *text;
+	size_t len;
+	int64_t at;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	if (w->kept) {
+		/* read ahead: judged now, once */
+		rc = w->kept_rc;
+		if (rc != RI_OK)
+			*err = w->kept_err;
+		text = w->kept_text;
+		len = w->kept_len;
+		at = w->kept_at;
+		w->kept = false;
+		w->kept_text = NULL;
+	} else {
+		rc = newest_raw(w, &text, &len, &at, err);
+	}
+	if (rc == RI_OK)
+		rc = line_judge(w, text, len, at, out, err);
 	free(text);
 	return rc;
 }
@@ -575,8 +652,9 @@ ri_witness_newest(struct ri_witness *w, struct ri_witness_line *out, ri_err *err
 int
 ri_witness_add(struct ri_witness *w, const struct ri_witnessed *what, ri_err *err)
 {
-	if (!w->keyed)
-		return ri_fail(err, RI_INTERNAL, "witness %s: appending needs the integrity key", w->where);
+	if (!w->keyed || !w->bound)
+		return ri_fail(err, RI_INTERNAL, "witness %s: appending needs the integrity key and the instance",
+		    w->where);
 	if (w->pg == NULL)
 		return file_add(w, what, err);
 	size_t len;

@@ -88,11 +88,23 @@ int ri_witness_remove(const char *where, ri_err *err);
 /*
  * Open the witness at `where` for instance `instance`.  key: the integrity
  * key (NULL: a keyless reader, which can verify only signed lines, against
- * pk when given).  Nothing is read yet.
+ * pk when given).  Nothing is read yet.  instance may be NULL: bound
+ * later (ri_witness_bind), before any line is judged or added.
  */
 int ri_witness_open(const char *where, const unsigned char instance[RI_INSTANCE_LEN], const unsigned char *key,
     size_t keylen, const unsigned char *pk, struct ri_witness **out, ri_err *err);
+void ri_witness_bind(struct ri_witness *w, const unsigned char instance[RI_INSTANCE_LEN]);
 void ri_witness_close(struct ri_witness *w);
+/*
+ * Read the newest line now and judge it later (issue 43): a store reads
+ * its witness before the snapshot it judges its head in begins, and learns
+ * the instance id -- which the judgement needs -- in that snapshot.  The
+ * next ri_witness_newest judges the line read here (and reports this
+ * read's failure, if it failed), once.  ri_witness_kept_seq: that line's
+ * seq as written, not verified (a guess, to send the head's read with).
+ */
+void ri_witness_read_newest(struct ri_witness *w);
+bool ri_witness_kept_seq(const struct ri_witness *w, int64_t *seq);
 /*
  * The highest line, verified.  RI_NOT_KNOWN when the witness holds no line
  * (a file ri-init has just made); RI_INTEGRITY when it is missing, a line

@@ -363,6 +363,44 @@ schema_of() {
 	[ "$(disclosures)" -eq 2 ]
 }
 
+# The head is judged against the witness as read BEFORE the snapshot the
+# head is read in begins (open_pg.c ri_pg_open; issue 43: the meta rows,
+# the head and the start gate's kinds in one round trip): a line another
+# process adds between the two names a record that snapshot holds.  Read
+# the other way round, the line would be ahead of the snapshot's head and
+# a fresh journal would look rolled back (RI_NC_WITNESS_AFTER_SNAPSHOT).
+@test "issue 43, freshness at connect: an append that lands (and adds its witness line) between an opener's witness read and its snapshot never makes the fresh journal look rolled back; a journal rolled back below the line the opener read still fails it closed (15, integrity), nothing landed" {
+	ri_instance
+	open_req f0 | ri-open >/dev/null
+	pause_point open.read_witness
+	open_req f1 | RI_FAULT=open.read_witness=pause ri-open >"$T/out" 2>"$T/err" &
+	p=$!
+	reached open.read_witness
+	# another process's append lands, and its witness line with it
+	open_req f2 | ri-open >/dev/null
+	echo go >"$RI_FAULT_DIR/open.read_witness"
+	rc=0
+	wait "$p" || rc=$?
+	[ "$rc" -eq 0 ] || { echo "a fresh journal judged rolled back: exit $rc: $(cat "$T/out" "$T/err")"; false; }
+	[ "$(records "act_key = 'f1' AND role = 1")" -eq 1 ]
+	# the journal put back in time below a line the opener has read
+	s=$(schema_of "$RI_CONFIG")
+	"$PGBIN/pg_dump" -h "$RI_TEST_PG_HOST" -U ri -d ri -n "$s" -Fc -f "$T/before.dump"
+	open_req f3 | ri-open >/dev/null
+	rm -f "$RI_FAULT_DIR/open.read_witness.reached"
+	open_req f4 | RI_FAULT=open.read_witness=pause ri-open >"$T/out" 2>"$T/err" &
+	p=$!
+	reached open.read_witness
+	psql -h "$RI_TEST_PG_HOST" -U ri -d ri -qc "DROP SCHEMA $s CASCADE" >/dev/null
+	"$PGBIN/pg_restore" -h "$RI_TEST_PG_HOST" -U ri -d ri "$T/before.dump"
+	echo go >"$RI_FAULT_DIR/open.read_witness"
+	rc=0
+	wait "$p" || rc=$?
+	[ "$rc" -eq 15 ] || { echo "a rolled-back journal not refused: exit $rc: $(cat "$T/out" "$T/err")"; false; }
+	[ "$(jq -r .cause "$T/out")" = integrity ]
+	[ "$(records "act_key IN ('f3', 'f4')")" -eq 0 ]
+}
+
 @test "issue 39: on PostgreSQL every append of every host adds its line to the one witness; ri-startcheck fails witness-independent for a host-local witness, or one the journal's role can write" {
 	ri_instance
 	host_b

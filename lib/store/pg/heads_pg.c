@@ -438,6 +438,23 @@ node_put(void *ctx, const unsigned char *id, size_t idlen, const unsigned char *
 	    " ON CONFLICT (id) DO UPDATE SET body = excluded.body", &p);
 }
 
+/* The head row and what judging it needs: the newest record's hash, the
+ * anchor's ($1), the clock, the sealed record's hash. */
+static const char head_sql[] = "SELECT h.last_seq, h.root, h.open_count, h.open_acc, h.sealed_seq, h.grants, h.mac,"
+    " (SELECT max(seq) FROM records), (SELECT hash FROM records WHERE seq = h.last_seq),"
+    " (SELECT hash FROM records WHERE seq = $1), ri_clock(),"
+    " (SELECT recorded_at FROM records WHERE seq = h.last_seq),"
+    " (SELECT hash FROM records WHERE seq = h.sealed_seq) FROM heads h WHERE h.shard = 0";
+
+void
+jhead_ahead(struct pg *s, int64_t anchor)
+{
+	struct params p = { 0 };
+
+	p_int(&p, anchor);
+	snap_ahead(s, head_sql, &p);
+}
+
 /*
  * begin: open the transaction in the same round trip (a write: READ
  * COMMITTED).  lock: take the head row's lock first -- the lock every
@@ -473,17 +490,15 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 	if (lock)
 		now[n++] = (struct qry){ "SELECT 1 FROM heads WHERE shard = 0 FOR UPDATE", NULL };
 	p_int(&p, s->core.anchored ? s->core.anchor_seq : 0);
-	now[n++] = (struct qry){ "SELECT h.last_seq, h.root, h.open_count, h.open_acc, h.sealed_seq, h.grants, h.mac,"
-	    " (SELECT max(seq) FROM records), (SELECT hash FROM records WHERE seq = h.last_seq),"
-	    " (SELECT hash FROM records WHERE seq = $1), ri_clock(),"
-	    " (SELECT recorded_at FROM records WHERE seq = h.last_seq),"
-	    " (SELECT hash FROM records WHERE seq = h.sealed_seq) FROM heads h WHERE h.shard = 0", &p };
+	now[n++] = (struct qry){ head_sql, &p };
 	if (begin)
 		s->in_tx = true;        /* even should a later statement fail: rolled back */
 	/* the reads queued ahead go with a write's round trip, never in the
 	 * command's read snapshot (which would answer them from before the
-	 * head's lock) */
-	r = trip(s, now, n, !s->snap, &answered);
+	 * head's lock); the snapshot's own read may have gone ahead already
+	 * (jhead_ahead), and is answered from there when its anchor is the
+	 * one judged */
+	r = once ? run(s, head_sql, &p) : trip(s, now, n, !s->snap, &answered);
 	if (!res_ok(r)) {
 		rc = pg_db_fail(s, lock ? RI_ST_STEP2 : RI_ST_UNAVAILABLE, "journal head", r);
 		PQclear(r);

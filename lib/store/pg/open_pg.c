@@ -438,9 +438,38 @@ ri_pg_open(const struct ri_config *c, const unsigned char *key, size_t keylen, u
 		ri_eng_derive_keys(&s->core);
 	}
 	char smac[2 * RI_HASH_LEN + 1], sver[2 * RI_HASH_LEN + 24];
-	if ((rc = pg_connect(s, err)) != RI_OK || (rc = load_meta(s, smac, sver, err)) != RI_OK) {
+	bool witnessed = !(flags & RI_INSPECT), gate = key != NULL && !(flags & RI_READONLY), began;
+	int64_t anchor = 0;
+	if ((rc = pg_connect(s, err)) != RI_OK) {
 		pg_close(&s->base);
 		return rc;
+	}
+	/*
+	 * The connect's checks in one round trip (issue 43): the meta rows,
+	 * the head and the start gate's read of the open intents' kinds
+	 * (Binding 2, store.h open_kinds), in one snapshot.  The head is
+	 * judged against the witness as read BEFORE that snapshot began: a
+	 * line another host's append adds after the read names a record the
+	 * snapshot holds, so a fresh journal never looks rolled back.  The
+	 * head's read goes with the line's seq as its anchor (a guess until
+	 * the line is judged: a wrong one is never answered from).  negative
+	 * control: the witness read after the snapshot began.
+	 */
+	if (witnessed && !RI_NC(RI_NC_WITNESS_AFTER_SNAPSHOT)) {
+		ri_st_witness_read(&s->core, flags, &anchor);
+		(void)ri_fault("open.read_witness");
+	}
+	if (gate && pg_read_begin(s, &began) == RI_ST_OK) {
+		jhead_ahead(s, anchor);
+		snap_ahead(s, OPEN_KINDS_SQL, NULL);
+	}
+	if ((rc = load_meta(s, smac, sver, err)) != RI_OK) {
+		pg_close(&s->base);
+		return rc;
+	}
+	if (witnessed && RI_NC(RI_NC_WITNESS_AFTER_SNAPSHOT)) {
+		(void)ri_fault("open.read_witness");
+		ri_st_witness_read(&s->core, flags, &anchor);
 	}
 	if (!(flags & RI_INSPECT)) {
 		char why[1024];
@@ -459,19 +488,12 @@ ri_pg_open(const struct ri_config *c, const unsigned char *key, size_t keylen, u
 			pg_close(&s->base);
 			return rc;
 		}
-		/* the head is judged against the witness as read now: by a
-		 * snapshot begun after it, never the one the meta rows were
-		 * read in, which may predate a line another host's append has
-		 * added since (issue 43) */
-		pg_snapshot_end(s);
 	}
-	if (key != NULL && !(flags & RI_READONLY)) {
+	if (gate) {
 		int64_t seq;
 		unsigned char h[RI_HASH_LEN];
-		bool began;
-		/* the start gate's read of the open intents' kinds (Binding 2,
-		 * store.h open_kinds) goes with the head's round trip, in the
-		 * snapshot it reads in (issue 43) */
+		/* answered from the meta rows' round trip, when its snapshot
+		 * still stands (pg_read_begin: else another) */
 		if (pg_read_begin(s, &began) == RI_ST_OK)
 			snap_ahead(s, OPEN_KINDS_SQL, NULL);
 		if (ri_eng_head(&s->base, &seq, h) == RI_ST_INTEGRITY) {

@@ -1063,6 +1063,51 @@ commit(struct pg *s)
 	return rc;
 }
 
+int
+write_once(struct pg *s, const struct qry *now, int n, PGresult **res)
+{
+	struct qry all[BEGIN_MAX + 4];
+	PGresult *r[BEGIN_MAX + 4], *bad = NULL;
+	struct params clk = { 0 };
+	int k = 0, at, rc;
+
+	for (int i = 0; i < n; i++)
+		res[i] = NULL;
+	if (n > 2)
+		return ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "internal: write_once takes 2 statements");
+	if ((rc = begin_stmts(s, true, false, all, &k, &clk)) != RI_ST_OK)
+		return rc;
+	/* the lock every writer takes first (the lock order, store_pg.c) */
+	all[k++] = (struct qry){ "SELECT 1 FROM heads WHERE shard = 0 FOR UPDATE", NULL };
+	at = k;
+	for (int i = 0; i < n; i++)
+		all[k++] = now[i];
+	all[k++] = (struct qry){ "COMMIT", NULL };
+	s->in_tx = true;
+	pg_trace_held(s);
+	(void)trip_all(s, all, k, false, r);
+	for (int i = 0; i < k && bad == NULL; i++)
+		if (r[i] == NULL || !res_ok(r[i]))
+			bad = r[i] != NULL && PQresultStatus(r[i]) != PGRES_PIPELINE_ABORTED ? r[i] : r[k - 1];
+	ahead_clear(s);
+	if (bad == NULL && r[k - 1] != NULL) {
+		s->in_tx = false;
+		trace_released(s, "committed");
+	} else {
+		/* COMMIT went and no answer came: it may have landed */
+		rc = pg_db_fail(s, r[k - 1] == NULL || PQstatus(s->conn) != CONNECTION_OK ? RI_ST_LOST :
+		    RI_ST_UNAVAILABLE, "write", bad);
+		rollback_keep(s);
+	}
+	for (int i = 0; i < k; i++) {
+		if (i >= at && i < at + n)
+			res[i - at] = r[i];
+		else
+			PQclear(r[i]);
+	}
+	return rc;
+}
+
 /*
  * One read snapshot per command (issue 43, the round-trip diet): a read
  * outside a transaction begins a REPEATABLE READ READ ONLY snapshot that

@@ -361,6 +361,39 @@ lease_write(void *bk, const char *kind, const char *act_key, const char *holder,
 	    &p);
 }
 
+/* store_engine.h lease_free_if: the row freed where it stands as was
+ * (negative control: any row of the act's, whoever holds it now) */
+static int
+lease_free_if(void *bk, const char *kind, const char *act_key, const struct ri_lease_row *was,
+    const unsigned char mac[RI_HASH_LEN], bool *done)
+{
+	static const char free_sql[] = "UPDATE leases SET holder = NULL, expires_at = 0, token = $3, mac = $4"
+	    " WHERE kind = $1 AND act_key = $2 AND holder = $5 AND expires_at = $6 AND token = $3 AND mac = $7";
+	static const char free_any_sql[] = "UPDATE leases SET holder = NULL, expires_at = 0, token = $3, mac = $4"
+	    " WHERE kind = $1 AND act_key = $2";
+	struct pg *s = bk;
+	struct params p = { 0 };
+	bool any = RI_NC(RI_NC_RELEASE_UNMATCHED);
+	struct qry one = { any ? free_any_sql : free_sql, &p };
+	PGresult *r;
+	int rc;
+
+	*done = false;
+	p_text(&p, kind);
+	p_text(&p, act_key);
+	p_int(&p, was->token);
+	p_bytes(&p, mac, RI_HASH_LEN);
+	if (!any) {
+		p_text(&p, was->holder);
+		p_int(&p, was->expires);
+		p_bytes(&p, was->mac, RI_HASH_LEN);
+	}
+	if ((rc = write_once(s, &one, 1, &r)) == RI_ST_OK)
+		*done = strcmp(PQcmdTuples(r), "1") == 0;
+	PQclear(r);
+	return rc;
+}
+
 /*
  * journal fence 1, Allowance 7-10, inside the append's transaction and
  * under the lease row's lock (FOR UPDATE, after the head's): the writer
@@ -1247,6 +1280,7 @@ const struct ri_backend pg_backend = {
 	.lease_read = lease_read,
 	.lease_write = lease_write,
 	.lease_ahead = lease_ahead,
+	.lease_free_if = lease_free_if,
 	.fence_until = fence_until,
 	.fence_armed = fence_armed,
 	.read_begin = be_read_begin,

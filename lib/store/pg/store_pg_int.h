@@ -248,6 +248,10 @@ void pg_trace_held(struct pg *s);
 void rollback_keep(struct pg *s);
 /* COMMIT: OK, FENCED (the server's fence check refused it), LOST (sent, no answer) or STEP3. */
 int commit(struct pg *s);
+/* A write transaction in one round trip (issue 43): BEGIN, its bounds, the head's lock, now[0 .. n-1]
+ * (n <= 2), COMMIT; res[i]: now[i]'s result.  OK when every statement ran and COMMIT answered;
+ * LOST when COMMIT went and no answer came; else UNAVAILABLE, nothing of it landed. */
+int write_once(struct pg *s, const struct qry *now, int n, PGresult **res);
 /* A read's snapshot, unless a transaction is open already (*began: one was). */
 int pg_read_begin(struct pg *s, bool *began);
 /* The end of read_begin's snapshot, when it began one. */
@@ -290,6 +294,9 @@ int node_get(void *ctx, const unsigned char *id, size_t idlen, unsigned char bod
 int node_put(void *ctx, const unsigned char *id, size_t idlen, const unsigned char *body, size_t len);
 /* The head row (locked: lock) with what judging it needs, one round trip. */
 int jhead_fetch(struct pg *s, bool lock, struct head_read *hr);
+/* The read snapshot's head read, sent with its next round trip (the
+ * witness's line read as anchor: a guess until judged; issue 43). */
+void jhead_ahead(struct pg *s, int64_t anchor);
 /* The verified journal head; now: the instance clock in the same round trip (may be NULL). */
 int jhead_get_at(struct pg *s, bool lock, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN], ri_ms *now);
 /* The verified journal head, unlocked. */
