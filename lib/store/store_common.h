@@ -41,6 +41,7 @@ struct ri_st_core {
 	unsigned char *key;             /* NULL: chain-only (RI_NO_KEY) */
 	size_t keylen;
 	unsigned char cred_key[crypto_generichash_KEYBYTES];
+	unsigned char shard_key[RI_HASH_LEN];   /* heads.h ri_shard_key_derive (a key held) */
 	unsigned char instance_id[RI_INSTANCE_LEN];
 	unsigned char genesis[RI_HASH_LEN];
 	int shards;                             /* format 4: the meta row's, bound by every head's MAC */

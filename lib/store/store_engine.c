@@ -111,12 +111,13 @@ ri_eng_hash_at_cb(void *core, int64_t seq, unsigned char out[RI_HASH_LEN])
 }
 
 static void
-tree_io(const struct ri_st_core *c, struct ri_tree_io *io)
+tree_io(const struct ri_st_core *c, int shard, struct ri_tree_io *io)
 {
 	io->ctx = c->bk;
 	io->get = c->be->node_get;
 	io->put = c->be->node_put;
 	io->cache = c->nodes;
+	io->shard = shard;
 }
 
 int
@@ -127,7 +128,7 @@ ri_eng_tree_get(struct ri_st_core *c, const struct ri_jhead *jh, const unsigned 
 	char why[256] = "";
 	int rc;
 
-	tree_io(c, &io);
+	tree_io(c, jh->shard, &io);
 	rc = ri_tree_get(&io, jh->root, key, present, leaf, why, sizeof why);
 	if (rc == RI_ST_INTEGRITY && why[0] != '\0')
 		return ri_st_fail(c, rc, 0, NULL, "journal integrity: %s", why);
@@ -150,7 +151,7 @@ ri_eng_tree_put(struct ri_st_core *c, struct ri_jhead *jh, const unsigned char k
 	char why[256] = "";
 	int rc;
 
-	tree_io(c, &io);
+	tree_io(c, jh->shard, &io);
 	memcpy(leaf.hash, hash, RI_HASH_LEN);
 	rc = ri_tree_put(&io, jh->root, key, &leaf, why, sizeof why);
 	if (rc == RI_ST_INTEGRITY && why[0] != '\0')
@@ -208,7 +209,7 @@ ri_eng_head_get(struct ri_st_core *c, const struct scope *sc, const char *a, con
 	unsigned char lh[RI_HASH_LEN];
 	int rc;
 
-	if ((rc = c->be->jhead_get(c->bk, &jh, lh)) != RI_ST_OK)
+	if ((rc = c->be->jhead_get(c->bk, ri_eng_scope_shard(c, sc, a, b), &jh, lh)) != RI_ST_OK)
 		return rc;
 	return ri_eng_scope_head(c, &jh, sc, a, b, last);
 }
@@ -224,6 +225,32 @@ ri_eng_derive_keys(struct ri_st_core *c)
 	ri_mac(c->key, c->keylen, tag, sizeof tag, full);
 	memcpy(c->cred_key, full, sizeof c->cred_key);
 	sodium_memzero(full, sizeof full);
+	ri_shard_key_derive(c->key, c->keylen, c->shard_key);
+}
+
+/* ---- shards (docs/SHARDS.md) ---------------------------------------------- */
+
+/* The one place an act is given its shard: the substrate's own records
+ * (kind audit: seals, the actor registry, bindings, restores' and
+ * migrations' records) live in shard 0; an act's in the shard its scope
+ * key is sent to by the keyed choice (heads.h ri_shard_of). */
+int
+ri_eng_shard(const struct ri_st_core *c, const char *kind, const char *act_key)
+{
+	unsigned char act[RI_SCOPE_LEN];
+
+	if (c->shards <= 1 || strcmp(kind, "audit") == 0)
+		return 0;
+	ri_scope_act(kind, act_key, act);
+	return ri_shard_of(c->shard_key, act, c->shards);
+}
+
+/* A scope's shard: an act's (above); an invocation's is its act's, which
+ * one shard holds -- with one shard, shard 0. */
+int
+ri_eng_scope_shard(const struct ri_st_core *c, const struct scope *sc, const char *a, const char *b)
+{
+	return sc->type == SCOPE_ACT ? ri_eng_shard(c, a, b) : 0;
 }
 
 /* ---- the actor registry (Actor Identity) -------------------------------- */
@@ -299,10 +326,10 @@ ri_eng_lease_put(struct ri_st_core *c, const char *kind, const char *act_key, co
 /* A write of this handle begins: the lease row an earlier append saw
  * (c->seen) may be what this one changes, so it goes. */
 static int
-eng_write_head(struct ri_st_core *c, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri_ms *now)
+eng_write_head(struct ri_st_core *c, int shard, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri_ms *now)
 {
 	c->seen.valid = false;
-	return c->be->write_head(c->bk, jh, lh, now);
+	return c->be->write_head(c->bk, shard, jh, lh, now);
 }
 
 /* journal fence 1, Allowance 7-10: the writer still holds the act's lease
@@ -408,6 +435,11 @@ ri_eng_append_locked(struct ri_st_core *c, struct ri_jhead *jh, const unsigned c
 		    (rc = c->be->scopes_hint(c->bk, act.key, kind, act_key, inv.key, a->invocation_id)) != RI_ST_OK)
 			return rc;
 	}
+	/* a record lands in its act's shard, under that shard's head: never
+	 * another's, whose tree would not prove its absence (docs/SHARDS.md) */
+	if (ri_eng_shard(c, kind, act_key) != jh->shard)
+		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "a record of shard %d under shard %d's head",
+		    ri_eng_shard(c, kind, act_key), jh->shard);
 	if ((rc = ri_eng_scope_head(c, jh, &act, kind, act_key, &act_last)) != RI_ST_OK)
 		return rc;
 	if (a->invocation_id != NULL) {
@@ -525,7 +557,7 @@ ri_eng_record_action(struct ri_store *st, const struct ri_append *a, struct ri_a
 	/* the journal head, verified inside the write transaction: nothing is
 	 * appended to a journal that fails verification */
 	int64_t mono = ri_mono_ms();
-	if ((rc = eng_write_head(c, &jh, lh, &now)) != RI_ST_OK)
+	if ((rc = eng_write_head(c, ri_eng_shard(c, kind, a->act_key ? a->act_key : ""), &jh, lh, &now)) != RI_ST_OK)
 		return rc == RI_ST_UNAVAILABLE || rc == RI_ST_READONLY ? ri_st_recode(c, RI_ST_STEP2) : rc;
 	/* Check 8.1.6 judges the actor at the record's recorded_at, which never
 	 * goes backwards (ri_eng_append_locked): the credential is judged at
@@ -598,7 +630,7 @@ ri_eng_substrate(struct ri_store *st, const char *action_ref, json_t *data, stru
 	memset(out, 0, sizeof *out);
 	if (strncmp(action_ref, "audit.", 6) != 0)
 		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "a substrate record is audit.*");
-	if ((rc = eng_write_head(c, &jh, lh, &now)) != RI_ST_OK)
+	if ((rc = eng_write_head(c, RI_SHARD_INSTANCE, &jh, lh, &now)) != RI_ST_OK)
 		return rc;
 	if ((rc = append_substrate(c, &jh, lh, action_ref, "", data, now, out)) != RI_ST_OK) {
 		c->be->rollback(c->bk);
@@ -609,6 +641,17 @@ ri_eng_substrate(struct ri_store *st, const char *action_ref, json_t *data, stru
 
 /* The substrate's own records, n of them, in one transaction (store.h
  * append_substrate: a restore's, the sweep's audit.reconciled). */
+/* The shard of the head an append is made under: its act's. */
+static int
+append_shard(const struct ri_st_core *c, const struct ri_append *a)
+{
+	char kind[128];
+
+	if (ri_kind_of(a->action_ref, kind, sizeof kind) != 0)
+		return RI_SHARD_INSTANCE;       /* refused by the append itself */
+	return ri_eng_shard(c, kind, a->act_key != NULL ? a->act_key : "");
+}
+
 int
 ri_eng_append_many(struct ri_store *st, const struct ri_append *v, size_t n, struct ri_appended *out)
 {
@@ -620,7 +663,9 @@ ri_eng_append_many(struct ri_store *st, const struct ri_append *v, size_t n, str
 
 	if (c->key == NULL)
 		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "appending needs the integrity key");
-	if ((rc = eng_write_head(c, &jh, lh, &now)) != RI_ST_OK)
+	/* one transaction, one head: the records of one shard (append_locked
+	 * refuses another's) */
+	if ((rc = eng_write_head(c, n > 0 ? append_shard(c, &v[0]) : RI_SHARD_INSTANCE, &jh, lh, &now)) != RI_ST_OK)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
 		memset(&out[i], 0, sizeof out[i]);
@@ -706,7 +751,9 @@ ri_eng_open_intents(struct ri_store *st, const char *kind, const char *act_key, 
 	*n = 0;
 	if ((rc = c->be->read_begin(c->bk, &began)) != RI_ST_OK)
 		return rc;
-	if ((rc = c->be->jhead_get(c->bk, &jh, lh)) == RI_ST_OK)
+	/* one shard's index and accumulator (open refuses S > 1 until the
+	 * scan is per shard: docs/SHARDS.md) */
+	if ((rc = c->be->jhead_get(c->bk, RI_SHARD_INSTANCE, &jh, lh)) == RI_ST_OK)
 		rc = ri_eng_open_scan(c, &jh, kind, act_key, aged_by, out, n);
 	c->be->read_end(c->bk, began);
 	if (rc != RI_ST_OK) {
@@ -743,7 +790,7 @@ ri_eng_authenticate(struct ri_store *st, const char *actor, const char *cred, st
 	/* the registry row is bound to the verified head, as at the write */
 	if ((rc = c->be->read_begin(c->bk, &began)) != RI_ST_OK)
 		return rc;
-	if ((rc = c->be->jhead_now(c->bk, &jh, lh, &now)) == RI_ST_OK)
+	if ((rc = c->be->jhead_now(c->bk, RI_SHARD_INSTANCE, &jh, lh, &now)) == RI_ST_OK)
 		rc = ri_eng_check_credential(c, &jh, actor, cred, now, &who);
 	c->be->read_end(c->bk, began);
 	if (rc == RI_ST_STEP2)
@@ -810,8 +857,15 @@ ri_eng_head(struct ri_store *st, int64_t *seq, unsigned char hash[32])
 
 	if ((rc = c->be->read_begin(c->bk, &began)) != RI_ST_OK)
 		return rc;
-	if ((rc = c->be->jhead_get(c->bk, &jh, hash)) == RI_ST_OK)
-		*seq = jh.last_seq;
+	/* the newest record of every shard's: the highest of their heads */
+	*seq = 0;
+	for (int s = 0; s < c->shards && rc == RI_ST_OK; s++) {
+		unsigned char lh[RI_HASH_LEN];
+		if ((rc = c->be->jhead_get(c->bk, s, &jh, lh)) == RI_ST_OK && (s == 0 || jh.last_seq > *seq)) {
+			*seq = jh.last_seq;
+			memcpy(hash, lh, RI_HASH_LEN);
+		}
+	}
 	c->be->read_end(c->bk, began);
 	return rc;
 }
@@ -829,7 +883,7 @@ ri_eng_sealed(struct ri_store *st, int64_t *seq, unsigned char hash[32])
 	if ((rc = c->be->read_begin(c->bk, &began)) != RI_ST_OK)
 		return rc;
 	/* without the key, the newest seal is what the rows say */
-	if ((rc = c->be->jhead_get(c->bk, &jh, lh)) == RI_ST_OK && c->key == NULL)
+	if ((rc = c->be->jhead_get(c->bk, RI_SHARD_INSTANCE, &jh, lh)) == RI_ST_OK && c->key == NULL)
 		rc = c->be->sealed_rows(c->bk, &jh.sealed_seq);
 	if (rc == RI_ST_OK && (rc = ri_eng_hash_at(c, jh.sealed_seq, hash)) == RI_ST_OK)
 		*seq = jh.sealed_seq;
@@ -861,7 +915,7 @@ ri_eng_actor_add(struct ri_store *st, const char *actor, bool service, char cred
 		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL,
 		    "actor name must be 1..%lld of [A-Za-z0-9._@-] and not \"audit\"",
 		    (long long)c->cfg->reference_length_cap);
-	if ((rc = eng_write_head(c, &jh, lh, &now)) != RI_ST_OK) {
+	if ((rc = eng_write_head(c, RI_SHARD_INSTANCE, &jh, lh, &now)) != RI_ST_OK) {
 		sodium_memzero(credential, 128);
 		return rc;
 	}
@@ -907,7 +961,7 @@ ri_eng_actor_list(struct ri_store *st, struct ri_actor **out, size_t *n)
 	*n = 0;
 	if ((rc = c->be->read_begin(c->bk, &began)) != RI_ST_OK)
 		return rc;
-	if ((rc = c->be->jhead_get(c->bk, &jh, lh)) != RI_ST_OK ||
+	if ((rc = c->be->jhead_get(c->bk, RI_SHARD_INSTANCE, &jh, lh)) != RI_ST_OK ||
 	    (rc = c->be->row_keys(c->bk, RI_ROWS_ACTORS_LISTED, &names, &nn)) != RI_ST_OK)
 		goto out;
 	*out = ri_xcalloc(nn + 1, sizeof **out);
@@ -950,7 +1004,7 @@ ri_eng_actor_revoke(struct ri_store *st, const char *actor)
 	ri_ms now;
 	int rc;
 
-	if ((rc = eng_write_head(c, &jh, lh, &now)) != RI_ST_OK)
+	if ((rc = eng_write_head(c, RI_SHARD_INSTANCE, &jh, lh, &now)) != RI_ST_OK)
 		return rc;
 	if ((rc = ri_eng_actor_get(c, &jh, actor, &row, &exists)) != RI_ST_OK)
 		goto fail;
@@ -1278,7 +1332,7 @@ ri_eng_seal(struct ri_store *st, const unsigned char sk[64], json_t *extra, stru
 	memset(out, 0, sizeof *out);
 	if (c->key == NULL)
 		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "sealing needs the integrity key");
-	if ((rc = eng_write_head(c, &jh, lh, &now)) != RI_ST_OK)
+	if ((rc = eng_write_head(c, RI_SHARD_INSTANCE, &jh, lh, &now)) != RI_ST_OK)
 		return rc;
 	/* a head that is itself a seal is sealed already: no record per idle run */
 	if (jh.last_seq > 0 && jh.sealed_seq == jh.last_seq) {
@@ -1375,7 +1429,7 @@ ri_eng_rebuild(struct ri_store *st, json_t **report)
 	*report = NULL;
 	if (c->key == NULL)
 		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "rebuilding needs the integrity key");
-	if ((rc = eng_write_head(c, &jh, lh, &x.now)) != RI_ST_OK)
+	if ((rc = eng_write_head(c, RI_SHARD_INSTANCE, &jh, lh, &x.now)) != RI_ST_OK)
 		return rc;
 	ri_rebuild_begin(&rb, c);
 	if (c->be->unbound != NULL && (rc = c->be->unbound(c->bk, "rebuild")) != RI_ST_OK)
@@ -1504,7 +1558,7 @@ ri_eng_audit_state(struct ri_store *st, ri_state_fn each, void *arg)
 	 * traversal's RI_P_HEAD).  Without the key the root is taken as
 	 * stored: the tree is public hashes, so an auditor holding only the
 	 * public key still sees a head deleted or rows hidden from it. */
-	if ((rc = c->be->jhead_raw(c->bk, &jh, lh, mac)) != RI_ST_OK) {
+	if ((rc = c->be->jhead_raw(c->bk, RI_SHARD_INSTANCE, &jh, lh, mac)) != RI_ST_OK) {
 		if (rc != RI_ST_UNAVAILABLE) {
 			each("8.1.1", 0, c->err.msg, arg);
 			rc = RI_ST_OK;
@@ -1520,7 +1574,7 @@ ri_eng_audit_state(struct ri_store *st, ri_state_fn each, void *arg)
 	}
 	/* the tree of scope heads against the records */
 	{
-		struct ri_tree_io io = { c->bk, c->be->node_get, c->be->node_put, NULL };
+		struct ri_tree_io io = { c->bk, c->be->node_get, c->be->node_put, NULL, jh.shard };
 		struct ri_leaf_batch b;
 		int64_t acts, invs;
 		ri_leaf_batch_init(&b, st, each, arg, leaf_check, c);
@@ -1606,7 +1660,7 @@ ri_eng_purge(struct ri_store *st, ri_ms now, int64_t *purged)
 		ri_ms wnow;
 
 		/* nothing is purged from a journal that fails verification */
-		if ((rc = eng_write_head(c, &jh, lh, &wnow)) != RI_ST_OK)
+		if ((rc = eng_write_head(c, RI_SHARD_INSTANCE, &jh, lh, &wnow)) != RI_ST_OK)
 			return rc == RI_ST_STEP2 ? RI_ST_UNAVAILABLE : rc;
 		struct purge_batch b = { .c = c, .jh = &jh, .kinds = json_object() };
 		if ((rc = c->be->purge_due(c->bk, now, purge_one, &b)) != RI_ST_OK || b.n == 0) {
@@ -1687,7 +1741,9 @@ lease_locked(struct ri_st_core *c, const char *kind, const char *act_key, struct
 	memset(l, 0, sizeof *l);
 	if (c->be->lease_ahead != NULL)
 		c->be->lease_ahead(c->bk, kind, act_key);
-	if ((rc = eng_write_head(c, jh, lh, now)) != RI_ST_OK)
+	/* the act's shard's head: its grant counter mints the act's tokens,
+	 * which so only ever grow per act (docs/SHARDS.md, fencing tokens) */
+	if ((rc = eng_write_head(c, ri_eng_shard(c, kind, act_key), jh, lh, now)) != RI_ST_OK)
 		return rc == RI_ST_INTEGRITY ? rc : ri_st_recode(c, RI_ST_UNAVAILABLE);
 	if ((rc = ri_eng_lease_get(c, kind, act_key, true, l, exists)) != RI_ST_OK) {
 		c->be->rollback(c->bk);

@@ -87,10 +87,11 @@ struct ri_backend {
 	 * the backend's handle): NOT_KNOWN for an absent node. */
 	int (*node_get)(void *bk, const unsigned char *id, size_t idlen, unsigned char body[RI_NODE_MAX], size_t *len);
 	int (*node_put)(void *bk, const unsigned char *id, size_t idlen, const unsigned char *body, size_t len);
-	/* The verified journal head and the hash of its newest record: read
-	 * and judged by the backend, which knows how to read it in one round
-	 * trip (ri_jhead_judge, ri_witness_judge). */
-	int (*jhead_get)(void *bk, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN]);
+	/* The verified head of a shard and the hash of its newest record:
+	 * read and judged by the backend, which knows how to read it in one
+	 * round trip (ri_jhead_judge, ri_witness_judge).  Every head
+	 * primitive names its shard (docs/SHARDS.md; h->shard set). */
+	int (*jhead_get)(void *bk, int shard, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN]);
 	/* Optional (NULL: none): key's path of the tree is read next -- a
 	 * backend that pays a round trip a node fetches the path at once. */
 	int (*path_hint)(void *bk, const unsigned char key[RI_SCOPE_LEN]);
@@ -136,7 +137,7 @@ struct ri_backend {
 	void (*rollback)(void *bk);
 	/* jhead_get with the clock the store judges by, read in the same
 	 * transaction: the host's (ri_now) or the server's. */
-	int (*jhead_now)(void *bk, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN], ri_ms *now);
+	int (*jhead_now)(void *bk, int shard, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN], ri_ms *now);
 	/* Keyless readers: the newest audit.sealed record as the rows say it
 	 * (*seq untouched when none). */
 	int (*sealed_rows)(void *bk, int64_t *seq);
@@ -149,7 +150,7 @@ struct ri_backend {
 	/* A write transaction begun, the clock read and the head verified
 	 * (*now, *jh, lh); on a failure the transaction is rolled back, its
 	 * error kept. */
-	int (*write_head)(void *bk, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri_ms *now);
+	int (*write_head)(void *bk, int shard, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri_ms *now);
 	/* A new registry row (service, cred_hash, created, reg_seq, mac; not
 	 * revoked): RI_ST_EXISTS, error not set, when the name is taken; and
 	 * a revocation of one (revoked, reg_seq, mac). */
@@ -213,7 +214,8 @@ struct ri_backend {
 	/* The head row as stored (not judged), its MAC, and the stored hash
 	 * of the record it names: another code than RI_ST_OK or
 	 * RI_ST_UNAVAILABLE, the error saying why, when one is not there. */
-	int (*jhead_raw)(void *bk, struct ri_jhead *h, unsigned char lh[RI_HASH_LEN], unsigned char mac[RI_HASH_LEN]);
+	int (*jhead_raw)(void *bk, int shard, struct ri_jhead *h, unsigned char lh[RI_HASH_LEN],
+	    unsigned char mac[RI_HASH_LEN]);
 	/* What a leaf of the tree is judged against: the record at seq's kind,
 	 * act key, invocation id (the caller frees them) and hash;
 	 * RI_ST_NOT_KNOWN when there is no such row or it is not shaped so,
@@ -325,8 +327,15 @@ int ri_eng_head_get(struct ri_st_core *c, const struct scope *sc, const char *a,
 
 /* ---- keys ------------------------------------------------------------------ */
 
-/* The credential hash key, derived from the integrity key (c->key set). */
+/* The credential hash key and the shard key, derived from the integrity
+ * key (c->key set). */
 void ri_eng_derive_keys(struct ri_st_core *c);
+
+/* ---- shards (docs/SHARDS.md) -------------------------------------------- */
+
+/* An act's shard (kind audit: shard 0), and a scope's. */
+int ri_eng_shard(const struct ri_st_core *c, const char *kind, const char *act_key);
+int ri_eng_scope_shard(const struct ri_st_core *c, const struct scope *sc, const char *a, const char *b);
 
 /* ---- the actor registry (Actor Identity) -------------------------------- */
 

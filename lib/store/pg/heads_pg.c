@@ -450,7 +450,7 @@ node_put(void *ctx, const unsigned char *id, size_t idlen, const unsigned char *
  * the head's; the anchor seq is a parameter (issue 42).
  */
 static int
-jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
+jhead_fetch_tx(struct pg *s, int shard, bool begin, bool lock, struct head_read *hr)
 {
 	struct qry now[BEGIN_MAX + 2];
 	struct params clk = { 0 }, p = { 0 };
@@ -462,7 +462,7 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 	 * snapshot answers the same row, and its clock is the snapshot's */
 	bool once = !begin && !lock && s->in_tx && s->snap;
 	int64_t anchor = s->core.anchored ? s->core.anchor_seq : 0;
-	if (once && s->snap_head_ok && s->snap_anchor == anchor) {
+	if (once && s->snap_head_ok && s->snap_anchor == anchor && s->snap_head.h.shard == shard) {
 		*hr = s->snap_head;
 		hr->now = snap_clock(s);
 		s->last_at = s->snap_last_at;
@@ -470,14 +470,25 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 	}
 	if (begin && (rc = begin_stmts(s, true, false, now, &n, &clk)) != RI_ST_OK)
 		return rc;
+	struct params sp = { 0 };
+	p_int(&sp, shard);
 	if (lock)
-		now[n++] = (struct qry){ "SELECT 1 FROM heads WHERE shard = 0 FOR UPDATE", NULL };
+		now[n++] = (struct qry){ "SELECT 1 FROM heads WHERE shard = $1 FOR UPDATE", &sp };
 	p_int(&p, s->core.anchored ? s->core.anchor_seq : 0);
-	now[n++] = (struct qry){ "SELECT h.last_seq, h.root, h.open_count, h.open_acc, h.sealed_seq, h.grants, h.mac,"
+	p_int(&p, shard);
+	/* the rows' newest of the shard's chain: with one shard, the
+	 * journal's (docs/SHARDS.md) */
+	now[n++] = (struct qry){ s->core.shards <= 1 ?
+	    "SELECT h.last_seq, h.root, h.open_count, h.open_acc, h.sealed_seq, h.grants, h.mac,"
 	    " (SELECT max(seq) FROM records), (SELECT hash FROM records WHERE seq = h.last_seq),"
 	    " (SELECT hash FROM records WHERE seq = $1), ri_clock(),"
 	    " (SELECT recorded_at FROM records WHERE seq = h.last_seq),"
-	    " (SELECT hash FROM records WHERE seq = h.sealed_seq) FROM heads h WHERE h.shard = 0", &p };
+	    " (SELECT hash FROM records WHERE seq = h.sealed_seq) FROM heads h WHERE h.shard = $2" :
+	    "SELECT h.last_seq, h.root, h.open_count, h.open_acc, h.sealed_seq, h.grants, h.mac,"
+	    " (SELECT max(seq) FROM records WHERE shard = $2), (SELECT hash FROM records WHERE seq = h.last_seq),"
+	    " (SELECT hash FROM records WHERE seq = $1), ri_clock(),"
+	    " (SELECT recorded_at FROM records WHERE seq = h.last_seq),"
+	    " (SELECT hash FROM records WHERE seq = h.sealed_seq) FROM heads h WHERE h.shard = $2", &p };
 	if (begin)
 		s->in_tx = true;        /* even should a later statement fail: rolled back */
 	/* the reads queued ahead go with a write's round trip, never in the
@@ -489,6 +500,7 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 		PQclear(r);
 		return rc;
 	}
+	hr->h.shard = shard;
 	if (PQntuples(r) == 1) {
 		hr->present = true;
 		hr->shaped = !g_null(r, 0, 0) && g_bytes(r, 0, 1, hr->h.root, RI_HASH_LEN) &&
@@ -534,9 +546,9 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 }
 
 int
-jhead_fetch(struct pg *s, bool lock, struct head_read *hr)
+jhead_fetch(struct pg *s, int shard, bool lock, struct head_read *hr)
 {
-	return jhead_fetch_tx(s, false, lock, hr);
+	return jhead_fetch_tx(s, shard, false, lock, hr);
 }
 
 /*
@@ -545,18 +557,20 @@ jhead_fetch(struct pg *s, bool lock, struct head_read *hr)
  * NULL).
  */
 int
-jhead_get_at(struct pg *s, bool lock, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN], ri_ms *now)
+jhead_get_at(struct pg *s, int shard, bool lock, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN],
+    ri_ms *now)
 {
 	struct head_read hr;
 	int rc;
 
 	/* lock: a write's first round trip, which opens its transaction */
-	if ((rc = jhead_fetch_tx(s, lock, lock, &hr)) != RI_ST_OK)
+	if ((rc = jhead_fetch_tx(s, shard, lock, lock, &hr)) != RI_ST_OK)
 		return rc;
 	if (now != NULL)
 		*now = hr.now;
 	if (s->core.key == NULL) {
 		memset(h, 0, sizeof *h);
+		h->shard = shard;
 		h->last_seq = hr.rows;
 		if ((rc = ri_eng_hash_at(&s->core, hr.rows, last_hash)) != RI_ST_OK)
 			return rc;
@@ -576,9 +590,9 @@ jhead_get_at(struct pg *s, bool lock, struct ri_jhead *h, unsigned char last_has
 }
 
 int
-jhead_get(struct pg *s, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN])
+jhead_get(struct pg *s, int shard, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN])
 {
-	return jhead_get_at(s, false, h, last_hash, NULL);
+	return jhead_get_at(s, shard, false, h, last_hash, NULL);
 }
 
 int
@@ -598,9 +612,10 @@ jhead_set(struct pg *s, const struct ri_jhead *h, const unsigned char last_hash[
 	p_int(&p, h->sealed_seq);
 	p_int(&p, h->grants);
 	p_bytes(&p, mac, RI_HASH_LEN);
+	p_int(&p, h->shard);
 	/* deferred: the head row was read under FOR UPDATE in this
 	 * transaction (write_begin), so it is there when this lands */
 	return defer_write(s, " heads ", RI_ST_UNAVAILABLE, "write", "UPDATE heads SET last_seq = $1, root = $2,"
-	    " open_count = $3, open_acc = $4, sealed_seq = $5, grants = $6, mac = $7 WHERE shard = 0", &p);
+	    " open_count = $3, open_acc = $4, sealed_seq = $5, grants = $6, mac = $7 WHERE shard = $8", &p);
 }
 

@@ -1184,7 +1184,7 @@ clock_now(struct pg *s, ri_ms *now)
 		 * the head row, which nearly every read judges next and the
 		 * snapshot reads once (jhead_fetch) */
 		struct head_read hr;
-		int rc0 = jhead_fetch(s, false, &hr);
+		int rc0 = jhead_fetch(s, RI_SHARD_INSTANCE, false, &hr);
 		if (rc0 != RI_ST_OK)
 			return rc0;
 	}

@@ -289,11 +289,12 @@ int scopes_prefetch(struct pg *s, const unsigned char act[RI_SCOPE_LEN], const c
 int node_get(void *ctx, const unsigned char *id, size_t idlen, unsigned char body[RI_NODE_MAX], size_t *len);
 int node_put(void *ctx, const unsigned char *id, size_t idlen, const unsigned char *body, size_t len);
 /* The head row (locked: lock) with what judging it needs, one round trip. */
-int jhead_fetch(struct pg *s, bool lock, struct head_read *hr);
+int jhead_fetch(struct pg *s, int shard, bool lock, struct head_read *hr);
 /* The verified journal head; now: the instance clock in the same round trip (may be NULL). */
-int jhead_get_at(struct pg *s, bool lock, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN], ri_ms *now);
+int jhead_get_at(struct pg *s, int shard, bool lock, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN],
+    ri_ms *now);
 /* The verified journal head, unlocked. */
-int jhead_get(struct pg *s, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN]);
+int jhead_get(struct pg *s, int shard, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN]);
 /* The journal head written back, MACed (a deferred write). */
 int jhead_set(struct pg *s, const struct ri_jhead *h, const unsigned char last_hash[RI_HASH_LEN]);
 
