@@ -78,6 +78,13 @@ struct ri_backend {
 	/* The stored hash of the record at seq (>= 1): NOT_KNOWN when no row
 	 * holds seq or its hash is not one. */
 	int (*record_hash)(void *bk, int64_t seq, unsigned char out[RI_HASH_LEN]);
+	/* More than one shard (docs/SHARDS.md): the newest record of shard
+	 * below seq, its seq and stored hash -- NOT_KNOWN when the shard has
+	 * none below seq (its genesis is the link); and the seq the next
+	 * append is given, inside the write transaction, above every record
+	 * of every shard. */
+	int (*shard_prev)(void *bk, int shard, int64_t seq, int64_t *before, unsigned char out[RI_HASH_LEN]);
+	int (*seq_next)(void *bk, int64_t *seq);
 	/* The newest seq of a scope as the rows say it (0 when none): a, b
 	 * the scope's fields (store_common.h scope_make); the backend may
 	 * read the row's hash in the same statement (*hashed). */
@@ -151,6 +158,10 @@ struct ri_backend {
 	 * (*now, *jh, lh); on a failure the transaction is rolled back, its
 	 * error kept. */
 	int (*write_head)(void *bk, int shard, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri_ms *now);
+	/* Inside the write transaction write_head began: another shard's
+	 * head, locked (where the backend has row locks) and verified -- a
+	 * cut across shards takes them in ascending order (docs/SHARDS.md). */
+	int (*head_also)(void *bk, int shard, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN]);
 	/* A new registry row (service, cred_hash, created, reg_seq, mac; not
 	 * revoked): RI_ST_EXISTS, error not set, when the name is taken; and
 	 * a revocation of one (revoked, reg_seq, mac). */
@@ -308,9 +319,17 @@ void ri_eng_attach(struct ri_st_core *c, const struct ri_backend *be, void *bk, 
 /* Stored hash of the record at seq (0 = the genesis); a missing row is an
  * integrity failure naming seq. */
 int ri_eng_hash_at(struct ri_st_core *c, int64_t seq, unsigned char out[RI_HASH_LEN]);
+/* The same in a shard's chain: seq 0 is the shard's genesis. */
+int ri_eng_shard_hash_at(struct ri_st_core *c, int shard, int64_t seq, unsigned char out[RI_HASH_LEN]);
+/* The hash the record at seq of shard links to: its shard's record before
+ * it, or the shard's genesis (with one shard, seq - 1's). */
+int ri_eng_link_hash(struct ri_st_core *c, int shard, int64_t seq, unsigned char out[RI_HASH_LEN]);
 /* ri_walk's hash_at and ri_seal_walk's tree_get (store_common.h), backend
  * the core. */
 int ri_eng_hash_at_cb(void *core, int64_t seq, unsigned char out[RI_HASH_LEN]);
+int ri_eng_link_hash_cb(void *core, int shard, int64_t seq, unsigned char out[RI_HASH_LEN]);
+/* A row of shard is one of its act's shard's (else an integrity failure). */
+int ri_eng_shard_judge(struct ri_st_core *c, const struct ri_record *r, int shard);
 int ri_eng_tree_get_cb(void *core, const struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], bool *present,
     struct ri_leaf *leaf);
 /* A scope's leaf in the tree under jh's root, and its replacement (jh's

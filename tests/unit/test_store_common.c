@@ -176,13 +176,27 @@ head_edges(void)
 	core.anchored = true;
 	core.anchor_seq = 3;
 	memcpy(core.anchor_hash, last, RI_HASH_LEN);
-	CHECK(ri_witness_wants(&core, 3) && !ri_witness_wants(&core, 2), "the anchor's record is read when held");
-	CHECK(answer(ri_witness_judge(&core, 3, last)) == RI_ST_OK, "the journal agrees with its witness");
-	CHECK(answer(ri_witness_judge(&core, 2, NULL)) == RI_ST_INTEGRITY, "behind its witness: rolled back");
-	CHECK(answer(ri_witness_judge(&core, 5, other)) == RI_ST_INTEGRITY, "rewritten behind its seal");
-	CHECK(answer(ri_witness_judge(&core, 5, NULL)) == RI_ST_INTEGRITY, "the anchor's record missing");
+	CHECK(ri_witness_wants(&core, 0, 3) && !ri_witness_wants(&core, 0, 2), "the anchor's record is read when held");
+	CHECK(answer(ri_witness_judge(&core, 0, 3, last)) == RI_ST_OK, "the journal agrees with its witness");
+	CHECK(answer(ri_witness_judge(&core, 0, 2, NULL)) == RI_ST_INTEGRITY, "behind its witness: rolled back");
+	CHECK(answer(ri_witness_judge(&core, 0, 5, other)) == RI_ST_INTEGRITY, "rewritten behind its seal");
+	CHECK(answer(ri_witness_judge(&core, 0, 5, NULL)) == RI_ST_INTEGRITY, "the anchor's record missing");
+	/* docs/SHARDS.md, freshness: the anchor names a record of shard 2; a
+	 * read of shard 1 (its head below the anchor's seq, as shards' are)
+	 * still needs the anchor's record to stand */
+	int shards = core.shards;
+	core.shards = 4;
+	core.anchor_shard = 2;
+	CHECK(ri_witness_wants(&core, 1, 1), "another shard's head reads the anchor's record too");
+	CHECK(answer(ri_witness_judge(&core, 1, 1, last)) == RI_ST_OK, "another shard, the anchor's record there");
+	CHECK(answer(ri_witness_judge(&core, 1, 1, NULL)) == RI_ST_INTEGRITY,
+	    "another shard, the anchor's record gone: the journal put back in time");
+	CHECK(answer(ri_witness_judge(&core, 1, 9, other)) == RI_ST_INTEGRITY, "another shard, the anchor rewritten");
+	CHECK(answer(ri_witness_judge(&core, 2, 2, last)) == RI_ST_INTEGRITY, "the anchor's shard behind it");
+	core.shards = shards;
+	core.anchor_shard = 0;
 	core.anchored = false;
-	PASS("the witness: a journal behind it or disagreeing with it fails closed");
+	PASS("the witness: a journal behind it or disagreeing with it fails closed, whichever shard is read");
 
 	struct scope sc;
 	struct ri_leaf leaf = { .last_seq = 9 };
@@ -202,14 +216,15 @@ head_edges(void)
 	PASS("a scope's head: authenticated absence, deletion, rewriting");
 }
 
-/* A walk over rows built here: hash_at answers from the fixture. */
+/* A walk over rows built here: link_at answers from the fixture. */
 static unsigned char walk_hash[8][RI_HASH_LEN];
 
 static int
-walk_hash_at(void *backend, int64_t seq, unsigned char out[RI_HASH_LEN])
+walk_link_at(void *backend, int shard, int64_t seq, unsigned char out[RI_HASH_LEN])
 {
 	(void)backend;
-	memcpy(out, seq == 0 ? core.genesis : walk_hash[seq], RI_HASH_LEN);
+	(void)shard;
+	memcpy(out, seq == 1 ? core.genesis : walk_hash[seq - 1], RI_HASH_LEN);
 	return RI_ST_OK;
 }
 
@@ -259,7 +274,7 @@ walk(bool desc, int64_t from, int64_t head, const int64_t *seqs, const int64_t *
 		walk_row(s, s - 1, &rows[s], &raws[s]);
 	memset(out, 0, sizeof *out);
 	CHECK(ri_walk_query(&core, &q, &sc, &wk) == RI_ST_OK, "a valid query");
-	wk.hash_at = walk_hash_at;
+	wk.link_at = walk_link_at;
 	ri_walk_begin(&wk, from, head);
 	rc = RI_ST_OK;
 	for (size_t i = 0; i < n && rc == RI_ST_OK; i++) {

@@ -517,7 +517,7 @@ jhead_fetch_tx(struct pg *s, int shard, bool begin, bool lock, struct head_read 
 		s->last_at = g_null(r, 0, 11) ? RI_NONE : g_int(r, 0, 11);
 		hr->has_sealed = g_bytes(r, 0, 12, hr->sealed_hash, RI_HASH_LEN);
 		if (hr->h.last_seq == 0) {
-			memcpy(hr->last_hash, s->core.genesis, RI_HASH_LEN);
+			ri_core_shard_genesis(&s->core, shard, hr->last_hash);
 			hr->has_last = true;
 		}
 	}
@@ -556,15 +556,14 @@ jhead_fetch(struct pg *s, int shard, bool lock, struct head_read *hr)
  * judgement).  now: the instance clock in the same round trip (may be
  * NULL).
  */
-int
-jhead_get_at(struct pg *s, int shard, bool lock, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN],
+static int
+jhead_judged(struct pg *s, int shard, bool begin, bool lock, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN],
     ri_ms *now)
 {
 	struct head_read hr;
 	int rc;
 
-	/* lock: a write's first round trip, which opens its transaction */
-	if ((rc = jhead_fetch_tx(s, shard, lock, lock, &hr)) != RI_ST_OK)
+	if ((rc = jhead_fetch_tx(s, shard, begin, lock, &hr)) != RI_ST_OK)
 		return rc;
 	if (now != NULL)
 		*now = hr.now;
@@ -572,7 +571,7 @@ jhead_get_at(struct pg *s, int shard, bool lock, struct ri_jhead *h, unsigned ch
 		memset(h, 0, sizeof *h);
 		h->shard = shard;
 		h->last_seq = hr.rows;
-		if ((rc = ri_eng_hash_at(&s->core, hr.rows, last_hash)) != RI_ST_OK)
+		if ((rc = ri_eng_shard_hash_at(&s->core, shard, hr.rows, last_hash)) != RI_ST_OK)
 			return rc;
 	} else {
 		if (!hr.present)
@@ -586,7 +585,23 @@ jhead_get_at(struct pg *s, int shard, bool lock, struct ri_jhead *h, unsigned ch
 			return rc;
 	}
 	/* the anchor's hash came in the head's round trip (jhead_fetch_tx) */
-	return ri_witness_judge(&s->core, h->last_seq, hr.has_anchor ? hr.anchor_hash : NULL);
+	return ri_witness_judge(&s->core, shard, h->last_seq, hr.has_anchor ? hr.anchor_hash : NULL);
+}
+
+/* lock: a write's first round trip, which opens its transaction */
+int
+jhead_get_at(struct pg *s, int shard, bool lock, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN],
+    ri_ms *now)
+{
+	return jhead_judged(s, shard, lock, lock, h, last_hash, now);
+}
+
+/* Another shard's head, locked and judged inside the write transaction
+ * open (a cut across shards: ascending, docs/SHARDS.md lock order). */
+int
+jhead_also(struct pg *s, int shard, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN])
+{
+	return jhead_judged(s, shard, false, true, h, last_hash, NULL);
 }
 
 int

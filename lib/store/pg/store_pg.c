@@ -1223,6 +1223,12 @@ be_write_head(void *bk, int shard, struct ri_jhead *jh, unsigned char lh[RI_HASH
 }
 
 static int
+be_head_also(void *bk, int shard, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN])
+{
+	return jhead_also(bk, shard, jh, lh);
+}
+
+static int
 be_clock_now(void *bk, ri_ms *now)
 {
 	return clock_now(bk, now);
@@ -1242,6 +1248,7 @@ const struct ri_backend pg_backend = {
 	.node_get = node_get,
 	.node_put = node_put,
 	.jhead_get = jhead_get_cb,
+	.head_also = be_head_also,
 	.path_hint = path_hint,
 	.actor_read = actor_read,
 	.lease_read = lease_read,

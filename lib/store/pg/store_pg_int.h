@@ -295,6 +295,7 @@ int jhead_get_at(struct pg *s, int shard, bool lock, struct ri_jhead *h, unsigne
     ri_ms *now);
 /* The verified journal head, unlocked. */
 int jhead_get(struct pg *s, int shard, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN]);
+int jhead_also(struct pg *s, int shard, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN]);
 /* The journal head written back, MACed (a deferred write). */
 int jhead_set(struct pg *s, const struct ri_jhead *h, const unsigned char last_hash[RI_HASH_LEN]);
 

@@ -123,6 +123,43 @@ shard_newest(struct sq *s, int shard, int64_t *out)
 	return RI_ST_OK;
 }
 
+/* store_engine.h shard_prev: the index records_shard answers it. */
+static int
+shard_prev(void *bk, int shard, int64_t seq, int64_t *before, unsigned char out[RI_HASH_LEN])
+{
+	struct sq *s = bk;
+	sqlite3_stmt *st;
+	int rc;
+
+	*before = 0;
+	if ((st = prep(s, "SELECT seq, hash FROM records WHERE shard = ? AND seq < ? ORDER BY seq DESC LIMIT 1")) == NULL)
+		return sq_db_fail(s, RI_ST_UNAVAILABLE, "read");
+	sqlite3_bind_int(st, 1, shard);
+	sqlite3_bind_int64(st, 2, seq);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		bool ok = col_is(st, 0, SQLITE_INTEGER, false) && col_h32(st, 1, out);
+		*before = sqlite3_column_int64(st, 0);
+		done(s, st);
+		return ok ? RI_ST_OK : ri_st_fail(&s->core, RI_ST_INTEGRITY, seq, NULL,
+		    "journal integrity: the record before seq %lld in shard %d is malformed", (long long)seq, shard);
+	}
+	done(s, st);
+	return rc == SQLITE_DONE ? RI_ST_NOT_KNOWN : sq_db_fail(s, RI_ST_UNAVAILABLE, "read");
+}
+
+/* store_engine.h seq_next: one writer (BEGIN IMMEDIATE), so the next seq
+ * is the journal's newest + 1 -- contiguous across shards, as with one */
+static int
+seq_next(void *bk, int64_t *seq)
+{
+	int rc = scope_max(bk, SCOPE_ALL, NULL, NULL, seq);
+
+	if (rc == RI_ST_OK)
+		(*seq)++;
+	return rc;
+}
+
 /* store_engine.h scope_newest: the hash is the engine's to read. */
 static int
 scope_newest(void *bk, const struct scope *sc, const char *a, const char *b, int64_t *seq,
@@ -253,7 +290,7 @@ jhead_verify(struct sq *s, int shard, struct ri_jhead *h, unsigned char last_has
 		memset(h, 0, sizeof *h);
 		h->shard = shard;
 		h->last_seq = rows;
-		if ((rc = ri_eng_hash_at(&s->core, rows, last_hash)) != RI_ST_OK)
+		if ((rc = ri_eng_shard_hash_at(&s->core, shard, rows, last_hash)) != RI_ST_OK)
 			return rc;
 	} else {
 		if ((rc = jhead_read(s, shard, h, mac)) != RI_ST_OK) {
@@ -261,17 +298,20 @@ jhead_verify(struct sq *s, int shard, struct ri_jhead *h, unsigned char last_has
 				s->core.err.seq = rows;      /* name the journal's newest record */
 			return rc;
 		}
-		rc = ri_eng_hash_at(&s->core, h->last_seq, last_hash);
+		rc = ri_eng_shard_hash_at(&s->core, shard, h->last_seq, last_hash);
 		if (rc != RI_ST_OK && rc != RI_ST_INTEGRITY)
 			return rc;
 		if ((rc = ri_jhead_judge(&s->core, h, mac, rc == RI_ST_OK ? last_hash : NULL, rows)) != RI_ST_OK)
 			return rc;
 	}
-	if (!ri_witness_wants(&s->core, h->last_seq))
-		return ri_witness_judge(&s->core, h->last_seq, NULL);
+	if (!ri_witness_wants(&s->core, shard, h->last_seq))
+		return ri_witness_judge(&s->core, shard, h->last_seq, NULL);
+	/* with shards, a missing anchor record is the witness's to name */
+	if (s->core.shards > 1 && s->core.anchor_seq > 0 && record_hash(s, s->core.anchor_seq, at) == RI_ST_NOT_KNOWN)
+		return ri_witness_judge(&s->core, shard, h->last_seq, NULL);
 	if ((rc = ri_eng_hash_at(&s->core, s->core.anchor_seq, at)) != RI_ST_OK)
 		return rc;
-	return ri_witness_judge(&s->core, h->last_seq, at);
+	return ri_witness_judge(&s->core, shard, h->last_seq, at);
 }
 
 static int
@@ -1118,7 +1158,7 @@ jhead_raw(void *bk, int shard, struct ri_jhead *h, unsigned char lh[RI_HASH_LEN]
 
 	if ((rc = jhead_read(s, shard, h, mac)) != RI_ST_OK)
 		return rc;
-	return ri_eng_hash_at(&s->core, h->last_seq, lh);
+	return ri_eng_shard_hash_at(&s->core, shard, h->last_seq, lh);
 }
 
 static int
@@ -1316,6 +1356,13 @@ write_head(void *bk, int shard, struct ri_jhead *jh, unsigned char lh[RI_HASH_LE
 	return RI_ST_OK;
 }
 
+/* inside BEGIN IMMEDIATE: every head is the writer's already */
+static int
+head_also(void *bk, int shard, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN])
+{
+	return jhead_get(bk, shard, jh, lh);
+}
+
 static int
 be_clock_now(void *bk, ri_ms *now)
 {
@@ -1335,6 +1382,9 @@ const struct ri_backend sq_backend = {
 	.node_get = node_get,
 	.node_put = node_put,
 	.jhead_get = jhead_get_cb,
+	.head_also = head_also,
+	.shard_prev = shard_prev,
+	.seq_next = seq_next,
 	.actor_read = actor_read,
 	.lease_read = lease_read,
 	.lease_write = lease_write,
