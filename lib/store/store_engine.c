@@ -248,6 +248,28 @@ ri_eng_scope_head(struct ri_st_core *c, const struct ri_jhead *jh, const struct 
  * hiding the scope is never an absence. */
 static int head_get_across(struct ri_st_core *c, const struct scope *sc, const char *a, int64_t *last);
 
+/* The shard of the record at seq: its act's (the row's kind and act key,
+ * read unverified -- routing only; what the row says is verified where it
+ * is read).  A row not shaped as ri writes it is an integrity failure. */
+static int
+record_shard(struct ri_st_core *c, int64_t seq, int *shard)
+{
+	char *kind = NULL, *act_key = NULL, *inv = NULL;
+	unsigned char h[RI_HASH_LEN];
+	int rc = c->be->leaf_row(c->bk, seq, &kind, &act_key, &inv, h);
+
+	*shard = 0;
+	if (rc == RI_ST_OK)
+		*shard = ri_eng_shard(c, kind, act_key);
+	free(kind);
+	free(act_key);
+	free(inv);
+	if (rc == RI_ST_NOT_KNOWN)
+		return ri_st_fail(c, RI_ST_INTEGRITY, seq, NULL, "journal integrity: record seq %lld is missing or"
+		    " malformed", (long long)seq);
+	return rc;
+}
+
 int
 ri_eng_head_get(struct ri_st_core *c, const struct scope *sc, const char *a, const char *b, int64_t *last)
 {
@@ -281,19 +303,14 @@ head_get_across(struct ri_st_core *c, const struct scope *sc, const char *a, int
 
 	*last = 0;
 	if (sc->type == SCOPE_INV) {
-		char *kind = NULL, *act_key = NULL, *inv = NULL;
+		int shard;
 		if ((rc = c->be->scope_newest(c->bk, sc, a, NULL, &rows, h, &hashed)) != RI_ST_OK)
 			return rc;
 		if (rows > 0) {
-			if ((rc = c->be->leaf_row(c->bk, rows, &kind, &act_key, &inv, h)) == RI_ST_OK)
-				rc = c->be->jhead_get(c->bk, ri_eng_shard(c, kind, act_key), &jh, lh);
-			else if (rc == RI_ST_NOT_KNOWN)
-				rc = ri_st_fail(c, RI_ST_INTEGRITY, rows, NULL, "journal integrity: record seq %lld"
-				    " of %s is malformed", (long long)rows, scope_name(sc));
-			free(kind);
-			free(act_key);
-			free(inv);
-			return rc != RI_ST_OK ? rc : ri_eng_scope_head(c, &jh, sc, a, NULL, last);
+			if ((rc = record_shard(c, rows, &shard)) != RI_ST_OK ||
+			    (rc = c->be->jhead_get(c->bk, shard, &jh, lh)) != RI_ST_OK)
+				return rc;
+			return ri_eng_scope_head(c, &jh, sc, a, NULL, last);
 		}
 	}
 	for (int s = 0; s < c->shards; s++) {
@@ -1674,15 +1691,8 @@ rebuild_scope(void *arg, const char *a, const char *b, int64_t last)
 	} else if (x->c->shards > 1) {
 		/* an invocation's scope is in its act's shard: its newest
 		 * record's, verified by the traversal this rebuild made */
-		char *kind = NULL, *act_key = NULL, *inv = NULL;
-		if ((rc = x->c->be->leaf_row(x->c->bk, last, &kind, &act_key, &inv, h)) == RI_ST_OK)
-			shard = ri_eng_shard(x->c, kind, act_key);
-		free(kind);
-		free(act_key);
-		free(inv);
-		if (rc != RI_ST_OK)
-			return rc == RI_ST_NOT_KNOWN ? ri_st_fail(x->c, RI_ST_INTEGRITY, last, NULL,
-			    "journal integrity: record seq %lld is malformed", (long long)last) : rc;
+		if ((rc = record_shard(x->c, last, &shard)) != RI_ST_OK)
+			return rc;
 	}
 	if ((rc = ri_eng_hash_at(x->c, last, h)) != RI_ST_OK ||
 	    (rc = ri_eng_tree_put(x->c, &x->jh[shard], sc.key, last, h)) != RI_ST_OK)
@@ -1954,18 +1964,8 @@ purge_one(void *arg, int64_t seq, const char *kind, const char *invocation_id)
 	/* a destroyed intent is out of every reading: out of the
 	 * index too, and out of its accumulator -- its act's shard's */
 	int shard = 0;
-	if (invocation_id != NULL && b->c->shards > 1) {
-		char *k = NULL, *ak = NULL, *iv = NULL;
-		unsigned char h[RI_HASH_LEN];
-		if ((rc = b->c->be->leaf_row(b->c->bk, seq, &k, &ak, &iv, h)) == RI_ST_OK)
-			shard = ri_eng_shard(b->c, k, ak);
-		free(k);
-		free(ak);
-		free(iv);
-		if (rc != RI_ST_OK)
-			return rc == RI_ST_NOT_KNOWN ? ri_st_fail(b->c, RI_ST_INTEGRITY, seq, NULL,
-			    "journal integrity: record seq %lld is malformed", (long long)seq) : rc;
-	}
+	if (invocation_id != NULL && b->c->shards > 1 && (rc = record_shard(b->c, seq, &shard)) != RI_ST_OK)
+		return rc;
 	if (invocation_id != NULL && (rc = b->c->be->open_remove(b->c->bk, &b->jh[shard], invocation_id)) != RI_ST_OK)
 		return rc;
 	if (b->n == 0 || seq < b->first)

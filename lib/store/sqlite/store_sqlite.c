@@ -68,6 +68,23 @@ record_hash(void *bk, int64_t seq, unsigned char out[RI_HASH_LEN])
 	return sq_db_fail(s, RI_ST_UNAVAILABLE, "read");
 }
 
+/* A max(seq) statement's answer, st prepared and bound (0 when no row). */
+static int
+newest_seq(struct sq *s, sqlite3_stmt *st, int64_t *out)
+{
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		done(s, st);
+		return sq_db_fail(s, RI_ST_UNAVAILABLE, "read");
+	}
+	if (!col_is(st, 0, SQLITE_INTEGER, true)) {
+		done(s, st);
+		return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a record's seq is not an integer");
+	}
+	*out = sqlite3_column_int64(st, 0);
+	done(s, st);
+	return RI_ST_OK;
+}
+
 /* The newest seq of a scope as the rows say it (0 when none). */
 static int
 scope_max(struct sq *s, int type, const char *a, const char *b, int64_t *out)
@@ -84,17 +101,7 @@ scope_max(struct sq *s, int type, const char *a, const char *b, int64_t *out)
 		bind_text(st, 1, a);
 	if (type == SCOPE_ACT)
 		bind_text(st, 2, b);
-	if (sqlite3_step(st) != SQLITE_ROW) {
-		done(s, st);
-		return sq_db_fail(s, RI_ST_UNAVAILABLE, "read");
-	}
-	if (!col_is(st, 0, SQLITE_INTEGER, true)) {
-		done(s, st);
-		return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a record's seq is not an integer");
-	}
-	*out = sqlite3_column_int64(st, 0);
-	done(s, st);
-	return RI_ST_OK;
+	return newest_seq(s, st, out);
 }
 
 /* The newest seq of a shard's chain as the rows say it (0 when none):
@@ -110,17 +117,7 @@ shard_newest(struct sq *s, int shard, int64_t *out)
 	if ((st = prep(s, "SELECT max(seq) FROM records WHERE shard = ?")) == NULL)
 		return sq_db_fail(s, RI_ST_UNAVAILABLE, "read");
 	sqlite3_bind_int(st, 1, shard);
-	if (sqlite3_step(st) != SQLITE_ROW) {
-		done(s, st);
-		return sq_db_fail(s, RI_ST_UNAVAILABLE, "read");
-	}
-	if (!col_is(st, 0, SQLITE_INTEGER, true)) {
-		done(s, st);
-		return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a record's seq is not an integer");
-	}
-	*out = sqlite3_column_int64(st, 0);
-	done(s, st);
-	return RI_ST_OK;
+	return newest_seq(s, st, out);
 }
 
 /* store_engine.h shard_prev: the index records_shard answers it. */
