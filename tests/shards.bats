@@ -144,11 +144,25 @@ two_shards() {
 	old_head=$(sqlite3 "$T/old.db" "SELECT quote(last_seq) || ',' || quote(root) || ',' || quote(open_count) || ','
 	    || quote(open_acc) || ',' || quote(sealed_seq) || ',' || quote(grants) || ',' || quote(mac)
 	    FROM heads WHERE shard = $s1")
-	attacker_sql "DELETE FROM records WHERE shard = $s1 AND seq > $n_old;
-	    DELETE FROM heads WHERE shard = $s1; INSERT INTO heads VALUES ($s1, $old_head);"
+	# its tree's nodes too (shard s1's ids begin 0xff, s1): a faithful
+	# rollback, which every record and head of the shard verifies
+	pre=$(printf "X'FF%02X'" "$s1")
+	attacker_sql "ATTACH '$T/old.db' AS old;
+	    DELETE FROM records WHERE shard = $s1 AND seq > $n_old;
+	    DELETE FROM heads WHERE shard = $s1; INSERT INTO heads VALUES ($s1, $old_head);
+	    DELETE FROM nodes WHERE substr(id, 1, 2) = $pre;
+	    INSERT INTO nodes SELECT * FROM old.nodes WHERE substr(id, 1, 2) = $pre;"
 	run --separate-stderr ri-audit --public-key "$T/seal.key.pub"
 	[ "$status" -eq 1 ]
 	jq -e '.checks[] | select(.check == "8.1.9") | .status == "fail"' <<<"$output" >/dev/null
+	# and the next sweep's seal refuses a shard behind the head the newest
+	# seal signed for it: fail closed, nothing sealed over it
+	n=$(records)
+	ri_at 100
+	run --separate-stderr ri-sweep
+	[ "$status" -eq 15 ] || { echo "ri-sweep exited $status: $output $stderr"; false; }
+	grep -q "behind the head the newest seal signed" <<<"$stderr$output"
+	[ "$(records "action_ref = 'audit.sealed' AND seq > $n")" -eq 0 ]
 }
 
 @test "issue 39 with shards (freshness): a copy put back after acts landed in several shards -- a read or a run of an act of ANY shard fails closed, not only of the shard the witness's newest line names; none runs again" {

@@ -1307,6 +1307,7 @@ ri_seal_walk_begin(struct ri_seal_walk *sw, const struct ri_st_core *c)
 	sw->from = sw->expect;
 	sw->prev = ri_xcalloc((size_t)c->shards, sizeof *sw->prev);
 	sw->newest = ri_xcalloc((size_t)c->shards, sizeof *sw->newest);
+	sw->floor = ri_xcalloc((size_t)c->shards, sizeof *sw->floor);
 }
 
 int
@@ -1341,6 +1342,13 @@ ri_seal_walk_row(struct ri_st_core *c, struct ri_seal_walk *sw, struct ri_record
 		if (rc == RI_ST_OK && r->invocation_id != NULL)
 			rc = scope_covers(c, sw, jh, SCOPE_INV, r->invocation_id, NULL, r->seq);
 	}
+	/* the previous seal (the walk's first row, with shards): the heads it
+	 * signed are each shard's floor */
+	if (rc == RI_ST_OK && c->shards > 1 && r->seq == sw->from && strcmp(r->action_ref, "audit.sealed") == 0) {
+		json_t *heads = json_object_get(r->payload, "heads");
+		for (int s = 0; s < c->shards && (size_t)s < json_array_size(heads); s++)
+			sw->floor[s] = json_integer_value(json_array_get(json_array_get(heads, (size_t)s), 0));
+	}
 	memcpy(sw->prev[shard], r->hash, RI_HASH_LEN);
 	sw->newest[shard] = r->seq;
 	ri_record_clear(r);
@@ -1361,16 +1369,24 @@ ri_seal_walk_end(struct ri_st_core *c, struct ri_seal_walk *sw, int rc)
 		    "journal integrity: the journal ends at seq %lld before its head (seq %lld)",
 		    (long long)(sw->expect - 1), (long long)head);
 	/* each shard's head names its newest record walked, or one before the
-	 * walk began when the shard has none since */
-	for (int s = 0; s < c->shards && rc == RI_ST_OK; s++)
+	 * walk began when the shard has none since -- and none is behind the
+	 * head the previous seal signed for it (a shard put back in time) */
+	for (int s = 0; s < c->shards && rc == RI_ST_OK; s++) {
 		if (sw->newest[s] != 0 ? sw->jh[s].last_seq != sw->newest[s] : sw->jh[s].last_seq >= sw->from)
 			rc = ri_st_fail(c, RI_ST_INTEGRITY, sw->jh[s].last_seq, NULL,
 			    "journal integrity: shard %d's head names seq %lld, its records end at seq %lld", s,
 			    (long long)sw->jh[s].last_seq, (long long)sw->newest[s]);
+		else if (!RI_NC(RI_NC_SEAL_FLOOR_UNCHECKED) && sw->jh[s].last_seq < sw->floor[s])
+			rc = ri_st_fail(c, RI_ST_INTEGRITY, sw->floor[s], NULL,
+			    "journal integrity: shard %d's head (seq %lld) is behind the head the newest seal signed for it"
+			    " (seq %lld): rolled back", s, (long long)sw->jh[s].last_seq, (long long)sw->floor[s]);
+	}
 	free(sw->prev);
 	free(sw->newest);
+	free(sw->floor);
 	sw->prev = NULL;
 	sw->newest = NULL;
+	sw->floor = NULL;
 	return rc;
 }
 

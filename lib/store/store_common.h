@@ -468,6 +468,9 @@ struct ri_seal_walk {
 	int (*link_at)(void *backend, int shard, int64_t seq, unsigned char out[RI_HASH_LEN]);
 	unsigned char (*prev)[RI_HASH_LEN];     /* a shard's newest hash walked (ri_seal_walk_begin) */
 	int64_t *newest;                        /* a shard's newest seq walked (0: none yet) */
+	/* with shards the walk begins at the previous seal itself: each
+	 * shard's head it signed, which no head may now be behind */
+	int64_t *floor;
 	ri_ms now;
 	int (*tree_get)(void *backend, const struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], bool *present,
 	    struct ri_leaf *leaf);

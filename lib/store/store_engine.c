@@ -1544,7 +1544,9 @@ seal_row(void *arg, struct ri_record *r, struct ri_raw *w, bool *stop)
 static int
 verify_since_seal(struct ri_st_core *c, const struct ri_jhead *jh, ri_ms now)
 {
-	struct ri_seal_walk sw = { .jh = jh, .expect = jh[0].sealed_seq + 1, .now = now, .tree_get = ri_eng_tree_get_cb,
+	/* with shards, from the previous seal itself: its heads are floors */
+	int64_t from = jh[0].sealed_seq + (c->shards > 1 && jh[0].sealed_seq > 0 ? 0 : 1);
+	struct ri_seal_walk sw = { .jh = jh, .expect = from, .now = now, .tree_get = ri_eng_tree_get_cb,
 		.link_at = ri_eng_link_hash_cb, .backend = c };
 	struct ri_rows_query rq = { .type = SCOPE_ALL };
 	int rc;
