@@ -20,6 +20,7 @@
 #include "audit/audit.h"
 #include "protocol/bindings.h"
 #include "store/findings.h"
+#include "store/heads.h"
 #include "protocol/instance.h"
 #include "util/integrity.h"
 #include "util/nc.h"
@@ -89,6 +90,9 @@ struct audit {
 	int64_t records, last_seq, excluded;
 	ri_ms last_recorded_at;
 	unsigned char last_hash[32];
+	/* each shard's newest record so far (seq 0: none yet; its hash is
+	 * then the shard's genesis): what a seal over shards must name */
+	struct ri_shard_head shard_last[RI_SHARDS_MAX];
 	bool expect_seen;
 	int64_t sealed_seq;
 	/* the report's figures (ri-audit --html draws them from the answer) */
@@ -1273,6 +1277,71 @@ binds(struct audit *a, const struct ri_record *rec)
 		    ri_role_name(rec->role), rec->kind);
 }
 
+/* A seal that verified: the records before it are sealed. */
+static void
+sealed_at(struct audit *a, const struct ri_record *rec, int64_t seq)
+{
+	a->sealed_seq = seq;
+	a->seals++;
+	a->seal_rec_seq = rec->seq;
+	memcpy(a->seal_rec_hash, rec->hash, 32);
+	a->tail = 0;
+	a->tail_from = 0;
+	a->tail_oldest = RI_NONE;
+}
+
+/* A seal over shards (docs/SHARDS.md): it signs (instance, S, the RFC 6962
+ * root of every shard's head); each head it names is the newest record of
+ * that shard before it -- the seal was appended under every shard's lock. */
+static void
+seal_shards(struct audit *a, const struct ri_record *rec, const unsigned char sig[crypto_sign_BYTES])
+{
+	const unsigned char *inst = a->r->st->ops->instance_id(a->r->st);
+	json_t *jn = json_object_get(rec->payload, "shards"), *heads = json_object_get(rec->payload, "heads");
+	json_int_t n = json_is_integer(jn) ? json_integer_value(jn) : 0;
+	struct ri_shard_head *v;
+	unsigned char root[RI_HASH_LEN], msg[RI_SEAL4_MSG_LEN];
+	bool stale = false;
+
+	if (n < 2 || n > RI_SHARDS_MAX || !json_is_array(heads) || json_array_size(heads) != (size_t)n) {
+		fail(a, "8.1.9", NULL, rec->event_id, NULL, "a malformed seal");
+		return;
+	}
+	v = ri_xcalloc((size_t)n, sizeof *v);
+	for (json_int_t s = 0; s < n; s++) {
+		json_t *e = json_array_get(heads, (size_t)s);
+		const char *hx = json_string_value(json_array_get(e, 1));
+		size_t got;
+		unsigned char mine[RI_HASH_LEN];
+		if (!json_is_array(e) || !json_is_integer(json_array_get(e, 0)) || hx == NULL ||
+		    sodium_hex2bin(v[s].hash, RI_HASH_LEN, hx, strlen(hx), NULL, &got, NULL) != 0 || got != RI_HASH_LEN) {
+			free(v);
+			fail(a, "8.1.9", NULL, rec->event_id, NULL, "a malformed seal");
+			return;
+		}
+		v[s].last_seq = json_integer_value(json_array_get(e, 0));
+		if (a->shard_last[s].last_seq > 0)
+			memcpy(mine, a->shard_last[s].hash, RI_HASH_LEN);
+		else if (s == 0)
+			memcpy(mine, a->r->st->ops->genesis(a->r->st), RI_HASH_LEN);
+		else
+			ri_genesis_shard(inst, (int)s, mine);
+		/* negative control: the seal's heads taken as they say */
+		stale = stale || (!RI_NC(RI_NC_SEAL_HEADS_UNCHECKED) && (v[s].last_seq != a->shard_last[s].last_seq ||
+		    sodium_memcmp(v[s].hash, mine, RI_HASH_LEN) != 0));
+	}
+	ri_shards_root(v, (int)n, root);
+	free(v);
+	ri_seal4_message(inst, (int)n, root, msg);
+	if (crypto_sign_verify_detached(sig, msg, sizeof msg, a->pk) != 0)
+		fail(a, "8.1.9", NULL, rec->event_id, NULL, "the seal's signature does not verify (forged, or another key)");
+	else if (stale)
+		fail(a, "8.1.9", NULL, rec->event_id, NULL,
+		    "the seal signs shard heads the journal no longer holds as sealed (rewritten behind the seal)");
+	else
+		sealed_at(a, rec, rec->seq - 1);
+}
+
 /* Check 8.1.9: every seal verifies under the public key (and, at the
  * end, the journal still holds the expected head) */
 static void
@@ -1293,6 +1362,10 @@ seals(struct audit *a, const struct ri_record *rec)
 		fail(a, "8.1.9", NULL, rec->event_id, NULL, "a malformed seal");
 		return;
 	}
+	if (json_object_get(rec->payload, "shards") != NULL) {
+		seal_shards(a, rec, sig);
+		return;
+	}
 	ri_seal_message(a->r->st->ops->instance_id(a->r->st), json_integer_value(sq), h, msg);
 	if (crypto_sign_verify_detached(sig, msg, sizeof msg, a->pk) != 0)
 		fail(a, "8.1.9", NULL, rec->event_id, NULL, "the seal's signature does not verify (forged, or another key)");
@@ -1300,15 +1373,8 @@ seals(struct audit *a, const struct ri_record *rec)
 		fail(a, "8.1.9", NULL, rec->event_id, NULL,
 		    "the seal signs seq %lld, which the journal no longer holds as sealed (rewritten behind the seal)",
 		    (long long)json_integer_value(sq));
-	else {
-		a->sealed_seq = json_integer_value(sq);
-		a->seals++;
-		a->seal_rec_seq = rec->seq;
-		memcpy(a->seal_rec_hash, rec->hash, 32);
-		a->tail = 0;
-		a->tail_from = 0;
-		a->tail_oldest = RI_NONE;
-	}
+	else
+		sealed_at(a, rec, json_integer_value(sq));
 }
 
 /* The journal against its witness: the record at the witnessed seq is the
@@ -1523,6 +1589,10 @@ each_record(const struct ri_record *rec, unsigned problems, void *arg)
 	}
 	a->last_seq = rec->seq;
 	memcpy(a->last_hash, rec->hash, 32);
+	if (rec->shard >= 0 && rec->shard < RI_SHARDS_MAX) {
+		a->shard_last[rec->shard].last_seq = rec->seq;
+		memcpy(a->shard_last[rec->shard].hash, rec->hash, 32);
+	}
 	a->cur = NULL;
 	return 0;
 }

@@ -123,12 +123,18 @@ nibble(const unsigned char key[RI_SCOPE_LEN], int d)
 	return d % 2 == 0 ? key[d / 2] >> 4 : key[d / 2] & 0x0f;
 }
 
-static size_t
-node_id(const unsigned char key[RI_SCOPE_LEN], int d, unsigned char id[RI_NODE_ID_MAX])
+size_t
+ri_node_id(int shard, const unsigned char key[RI_SCOPE_LEN], int d, unsigned char id[RI_NODE_ID_MAX])
 {
+	size_t n = 0;
+
+	if (shard > 0) {
+		id[n++] = 0xff;
+		id[n++] = (unsigned char)shard;
+	}
 	for (int i = 0; i < d; i++)
-		id[i] = (unsigned char)nibble(key, i);
-	return (size_t)d;
+		id[n++] = (unsigned char)nibble(key, i);
+	return n;
 }
 
 static void
@@ -327,7 +333,7 @@ read_node(const struct ri_tree_io *io, const unsigned char key[RI_SCOPE_LEN], in
     const unsigned char want[RI_HASH_LEN], unsigned char body[RI_NODE_MAX], size_t *len, char *why, size_t n)
 {
 	unsigned char id[RI_NODE_ID_MAX], h[RI_HASH_LEN];
-	size_t idlen = node_id(key, d, id);
+	size_t idlen = ri_node_id(io->shard, key, d, id);
 	int rc;
 
 	/* verified, or written, at this id: the body its parent names (not
@@ -401,7 +407,7 @@ put_node(const struct ri_tree_io *io, const unsigned char key[RI_SCOPE_LEN], int
     size_t len, unsigned char h[RI_HASH_LEN])
 {
 	unsigned char id[RI_NODE_ID_MAX];
-	size_t idlen = node_id(key, d, id);
+	size_t idlen = ri_node_id(io->shard, key, d, id);
 	int rc;
 
 	node_hash(body, len, h);

@@ -36,7 +36,7 @@ void ri_scope_inv(const char *invocation_id, unsigned char out[RI_SCOPE_LEN]);
 
 /* ---- the authenticated tree ---- */
 
-#define RI_NODE_ID_MAX 65               /* one byte per nibble of the prefix (+ spare) */
+#define RI_NODE_ID_MAX 67               /* a shard's two bytes, one a nibble of the prefix (+ spare) */
 #define RI_NODE_MAX (3 + 16 * RI_HASH_LEN)
 #define RI_LEAF_LEN (1 + RI_SCOPE_LEN + 8 + RI_HASH_LEN)
 
@@ -64,7 +64,13 @@ struct ri_tree_io {
 	 * long run (the sweep) reads the tree's upper levels once, not at
 	 * every append (issue 15). */
 	struct ri_tree_cache *cache;
+	/* whose tree: shard 0's node ids are the nibbles of the key's prefix,
+	 * another shard's begin 0xff, shard -- no nibble is 0xff, so no two
+	 * shards' trees share a node (docs/SHARDS.md) */
+	int shard;
 };
+/* A node's id: shard's prefix, then the first d nibbles of key; its length. */
+size_t ri_node_id(int shard, const unsigned char key[RI_SCOPE_LEN], int d, unsigned char id[RI_NODE_ID_MAX]);
 
 /* Direct-mapped by the node's hash: a later node of the same slot
  * replaces an earlier one.  A slot names its entry in a pool allocated at
@@ -152,6 +158,9 @@ void ri_actor_mac(const unsigned char *key, size_t keylen, const unsigned char i
 /* ---- shards (journal format 4; docs/SHARDS.md) ---- */
 
 #define RI_SHARDS_MAX 256
+/* The instance's own shard: seals, the actor registry, bindings, every
+ * record of kind audit naming no act (docs/SHARDS.md). */
+#define RI_SHARD_INSTANCE 0
 
 /* The shard key: HMAC(integrity key, "ri shard key"). */
 void ri_shard_key_derive(const unsigned char *key, size_t keylen, unsigned char out[RI_HASH_LEN]);

@@ -65,6 +65,7 @@ struct ri_record {
 	bool purged;
 	unsigned char hash[32];
 	size_t payload_bytes;           /* serialized payload size (0 once purged) */
+	int shard;                      /* its chain's: its act's shard (docs/SHARDS.md) */
 };
 
 struct ri_records {

@@ -79,6 +79,7 @@ ri_raw_verify(const unsigned char instance[RI_INSTANCE_LEN], const unsigned char
 		r->payload_bytes = strlen(w->payload_text);
 	}
 	r->purged = w->payload_text == NULL;
+	r->shard = w->shard;
 	memcpy(r->hash, w->hash, RI_HASH_LEN);
 	free(w->payload_text);
 	w->payload_text = NULL;
@@ -244,6 +245,7 @@ ri_raw_problems(struct ri_st_core *c, struct ri_record *r, struct ri_raw *w, uns
 		memcpy(prev, w->hash, RI_HASH_LEN);
 	}
 	r->purged = w->payload_text == NULL;
+	r->shard = w->shard;
 	memcpy(r->hash, w->hash, RI_HASH_LEN);
 	free(w->payload_text);
 	w->payload_text = NULL;
@@ -258,6 +260,7 @@ ri_raw_trusted(struct ri_st_core *c, struct ri_record *r, struct ri_raw *w)
 		r->payload_bytes = strlen(w->payload_text);
 	}
 	r->purged = w->payload_text == NULL;
+	r->shard = w->shard;
 	memcpy(r->hash, w->hash, RI_HASH_LEN);
 	free(w->payload_text);
 	w->payload_text = NULL;
@@ -472,7 +475,7 @@ ri_walk_take(struct ri_st_core *c, struct ri_walk *wk, struct ri_records *out, s
 			/* this row, verified in this same snapshot (a read session):
 			 * its links were walked above; its parse is reused */
 			ri_raw_trusted(c, r, w);
-		} else if ((rc = wk->hash_at(wk->backend, r->seq - 1, prev)) == RI_ST_OK &&
+		} else if ((rc = wk->link_at(wk->backend, w->shard, r->seq, prev)) == RI_ST_OK &&
 		    (rc = ri_st_verify_row(c, r, w, prev, wk->now)) == RI_ST_OK) {
 			payload_verified(c, r->seq, r->payload);
 		}
@@ -832,6 +835,18 @@ ri_jhead_judge(struct ri_st_core *c, const struct ri_jhead *h, const unsigned ch
 	return RI_ST_OK;
 }
 
+/* The shard of the record a witness line names (a line naming no act --
+ * an older line -- is shard 0's, as every record of one shard is); -1,
+ * none, for a reader without the key, which cannot route an act (its
+ * audit compares the witnessed record itself). */
+static int
+line_shard(const struct ri_st_core *c, const char *kind, const char *act_key)
+{
+	if (c->shards > 1 && c->key == NULL)
+		return -1;
+	return kind != NULL ? ri_st_shard_of(c, kind, act_key != NULL ? act_key : "") : 0;
+}
+
 /* The instance's witness opened, its instance not yet bound. */
 static int
 witness_open(struct ri_st_core *c, ri_err *err)
@@ -904,6 +919,7 @@ ri_st_witness_attach(struct ri_st_core *c, unsigned flags, ri_err *err)
 	}
 	c->anchored = true;
 	c->anchor_seq = wl.seq;
+	c->anchor_shard = line_shard(c, ri_witness_name(&wl, "kind"), ri_witness_name(&wl, "act_key"));
 	c->witness_epoch = wl.epoch;
 	memcpy(c->anchor_hash, wl.hash, RI_HASH_LEN);
 	ri_witness_line_clear(&wl);
@@ -995,6 +1011,7 @@ ri_st_witness_flush(struct ri_st_core *c)
 		if (!c->anchored || w->seq > c->anchor_seq) {
 			c->anchored = true;
 			c->anchor_seq = w->seq;
+			c->anchor_shard = line_shard(c, w->kind, w->act_key);
 			memcpy(c->anchor_hash, w->hash, RI_HASH_LEN);
 		}
 	}
@@ -1010,18 +1027,44 @@ ri_st_witness_discard(struct ri_st_core *c)
 }
 
 bool
-ri_witness_wants(const struct ri_st_core *c, int64_t last_seq)
+ri_witness_wants(const struct ri_st_core *c, int shard, int64_t last_seq)
 {
 	if (RI_NC(RI_NC_NO_WITNESS_CHECK))
 		return false;   /* negative control: the journal never compared with its witness */
-	return c->anchored && last_seq >= c->anchor_seq;
+	if (!c->anchored)
+		return false;
+	/* another shard's head: the anchor's record must stand all the same
+	 * (negative control: the anchor's own shard alone is judged) */
+	if (c->shards > 1 && shard != c->anchor_shard)
+		return !RI_NC(RI_NC_ANCHOR_OWN_SHARD);
+	return last_seq >= c->anchor_seq;
 }
 
+/*
+ * With shards (docs/SHARDS.md, freshness): the anchor's own shard's head
+ * is judged as the one head was -- not behind the line, the record there
+ * the one it names; any other shard's head is judged by the anchor's
+ * record alone (at: its hash, NULL when the journal holds none), so a
+ * journal put back in time fails every read, whichever shard it reads.
+ */
 int
-ri_witness_judge(struct ri_st_core *c, int64_t last_seq, const unsigned char *at)
+ri_witness_judge(struct ri_st_core *c, int shard, int64_t last_seq, const unsigned char *at)
 {
 	if (RI_NC(RI_NC_NO_WITNESS_CHECK) || !c->anchored)
 		return RI_ST_OK;
+	if (c->shards > 1 && shard != c->anchor_shard) {
+		if (RI_NC(RI_NC_ANCHOR_OWN_SHARD))
+			return RI_ST_OK;
+		if (at == NULL)
+			return ri_st_fail(c, RI_ST_INTEGRITY, c->anchor_seq, NULL,
+			    "journal integrity: the journal does not hold seq %lld, which its witness names:"
+			    " it was rolled back or restored (ri(7): restoring a journal)", (long long)c->anchor_seq);
+		if (sodium_memcmp(at, c->anchor_hash, RI_HASH_LEN) != 0)
+			return ri_st_fail(c, RI_ST_INTEGRITY, c->anchor_seq, NULL,
+			    "journal integrity: the record at seq %lld is not the one the witness names:"
+			    " the journal was rewritten behind its seal, or is another journal", (long long)c->anchor_seq);
+		return RI_ST_OK;
+	}
 	if (last_seq < c->anchor_seq)
 		return ri_st_fail(c, RI_ST_INTEGRITY, last_seq, NULL,
 		    "journal integrity: the journal ends at seq %lld, behind its witness (seq %lld):"
@@ -1178,15 +1221,39 @@ ri_leaf_batch_add(const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *l
 
 /* ---- the open-intents index ------------------------------------------------ */
 
+int
+ri_st_shard_of(const struct ri_st_core *c, const char *kind, const char *act_key)
+{
+	unsigned char act[RI_SCOPE_LEN];
+
+	/* (without the key no act is routed: a keyless reader judges no
+	 * shard membership, callers check c->key) */
+	if (c->shards <= 1 || c->key == NULL || strcmp(kind, "audit") == 0)
+		return 0;
+	ri_scope_act(kind, act_key, act);
+	return ri_shard_of(c->shard_key, act, c->shards);
+}
+
+void
+ri_open_scan_begin(struct ri_open_scan *os, const struct ri_st_core *c)
+{
+	int n = c->shards > 1 ? c->shards : 1;
+
+	os->c = c;
+	os->acc = ri_xcalloc((size_t)n, sizeof *os->acc);
+	os->count = ri_xcalloc((size_t)n, sizeof *os->count);
+}
+
 void
 ri_open_scan_row(struct ri_open_scan *os, const char *inv, int64_t seq, const char *kind, const char *act_key,
     const char *event_id, ri_ms recorded_at)
 {
 	unsigned char elem[RI_HASH_LEN];
+	int shard = ri_st_shard_of(os->c, kind, act_key);
 
 	ri_open_elem(inv, seq, kind, act_key, event_id, recorded_at, elem);
-	ri_acc_xor(os->acc, elem);
-	os->count++;
+	ri_acc_xor(os->acc[shard], elem);
+	os->count[shard]++;
 	if (os->out == NULL || (os->kind != NULL && strcmp(kind, os->kind) != 0) ||
 	    (os->act_key != NULL && strcmp(act_key, os->act_key) != 0) ||
 	    (os->aged_by != RI_NONE && recorded_at > os->aged_by))
@@ -1217,21 +1284,30 @@ by_seq(const void *a, const void *b)
 int
 ri_open_scan_end(struct ri_st_core *c, struct ri_open_scan *os, const struct ri_jhead *jh)
 {
+	int rc = RI_ST_OK;
+
 	if (os->out != NULL && *os->n > 1)
 		qsort(*os->out, *os->n, sizeof **os->out, by_seq);
-	if (c->key != NULL && (os->count != jh->open_count || sodium_memcmp(os->acc, jh->open_acc, RI_HASH_LEN) != 0))
-		return ri_st_fail(c, RI_ST_INTEGRITY, 0, NULL,
-		    "journal integrity: the open-intents index (%lld rows) disagrees with its authenticated"
-		    " accumulator (%lld open intents): a row was deleted, added or altered"
-		    " (after investigating, ri-sweep --rebuild)", (long long)os->count, (long long)jh->open_count);
-	return RI_ST_OK;
+	for (int s = 0; c->key != NULL && rc == RI_ST_OK && s < (c->shards > 1 ? c->shards : 1); s++)
+		if (os->count[s] != jh[s].open_count || sodium_memcmp(os->acc[s], jh[s].open_acc, RI_HASH_LEN) != 0)
+			rc = ri_st_fail(c, RI_ST_INTEGRITY, 0, NULL,
+			    "journal integrity: the open-intents index (%lld rows%s) disagrees with its authenticated"
+			    " accumulator (%lld open intents): a row was deleted, added or altered"
+			    " (after investigating, ri-sweep --rebuild)", (long long)os->count[s],
+			    c->shards > 1 ? " of a shard" : "", (long long)jh[s].open_count);
+	free(os->acc);
+	free(os->count);
+	os->acc = NULL;
+	os->count = NULL;
+	return rc;
 }
 
 /* ---- seals that mean something --------------------------------------------- */
 
 /* Does the tree hold scope sc's head at seq or later? */
 static int
-scope_covers(struct ri_st_core *c, struct ri_seal_walk *sw, int type, const char *a, const char *b, int64_t seq)
+scope_covers(struct ri_st_core *c, struct ri_seal_walk *sw, const struct ri_jhead *jh, int type, const char *a,
+    const char *b, int64_t seq)
 {
 	struct scope sc;
 	struct ri_leaf leaf;
@@ -1239,7 +1315,7 @@ scope_covers(struct ri_st_core *c, struct ri_seal_walk *sw, int type, const char
 	int rc;
 
 	scope_make(&sc, type, a, b);
-	if ((rc = sw->tree_get(sw->backend, sw->jh, sc.key, &present, &leaf)) != RI_ST_OK)
+	if ((rc = sw->tree_get(sw->backend, jh, sc.key, &present, &leaf)) != RI_ST_OK)
 		return rc;
 	if (!present || leaf.last_seq < seq)
 		return ri_st_fail(c, RI_ST_INTEGRITY, seq, NULL,
@@ -1248,37 +1324,93 @@ scope_covers(struct ri_st_core *c, struct ri_seal_walk *sw, int type, const char
 	return RI_ST_OK;
 }
 
+void
+ri_seal_walk_begin(struct ri_seal_walk *sw, const struct ri_st_core *c)
+{
+	sw->from = sw->expect;
+	sw->prev = ri_xcalloc((size_t)c->shards, sizeof *sw->prev);
+	sw->newest = ri_xcalloc((size_t)c->shards, sizeof *sw->newest);
+	sw->floor = ri_xcalloc((size_t)c->shards, sizeof *sw->floor);
+}
+
 int
 ri_seal_walk_row(struct ri_st_core *c, struct ri_seal_walk *sw, struct ri_record *r, struct ri_raw *w)
 {
-	int rc;
+	int shard = w->shard, rc = RI_ST_OK;
 
-	if (r->seq != sw->expect) {
+	if (r->seq != sw->expect)
+		rc = ri_st_fail(c, RI_ST_INTEGRITY, sw->expect, NULL,
+		    "journal integrity: record seq %lld is missing (deleted rows)", (long long)sw->expect);
+	else if (shard < 0 || shard >= c->shards)
+		rc = ri_st_fail(c, RI_ST_INTEGRITY, r->seq, r->event_id,
+		    "journal integrity: record seq %lld names shard %d of %d", (long long)r->seq, shard, c->shards);
+	/* a shard's first record since the seal links to the shard's record
+	 * before it, read once; the rest to the one walked before them */
+	else if (sw->newest[shard] == 0)
+		rc = sw->link_at(sw->backend, shard, r->seq, sw->prev[shard]);
+	if (rc != RI_ST_OK) {
 		free(w->payload_text);
 		w->payload_text = NULL;
 		ri_record_clear(r);
-		return ri_st_fail(c, RI_ST_INTEGRITY, sw->expect, NULL,
-		    "journal integrity: record seq %lld is missing (deleted rows)", (long long)sw->expect);
+		return rc;
 	}
-	if ((rc = ri_st_verify_row(c, r, w, sw->prev, sw->now)) == RI_ST_OK) {
-		rc = scope_covers(c, sw, SCOPE_ACT, r->kind, r->act_key, r->seq);
+	const struct ri_jhead *jh = &sw->jh[shard];
+	if ((rc = ri_st_verify_row(c, r, w, sw->prev[shard], sw->now)) == RI_ST_OK &&
+	    ri_st_shard_of(c, r->kind, r->act_key) != shard)
+		rc = ri_st_fail(c, RI_ST_INTEGRITY, r->seq, r->event_id,
+		    "journal integrity: record seq %lld (%s) is in shard %d, not its act's", (long long)r->seq,
+		    r->event_id, shard);
+	if (rc == RI_ST_OK) {
+		rc = scope_covers(c, sw, jh, SCOPE_ACT, r->kind, r->act_key, r->seq);
 		if (rc == RI_ST_OK && r->invocation_id != NULL)
-			rc = scope_covers(c, sw, SCOPE_INV, r->invocation_id, NULL, r->seq);
+			rc = scope_covers(c, sw, jh, SCOPE_INV, r->invocation_id, NULL, r->seq);
 	}
-	memcpy(sw->prev, r->hash, RI_HASH_LEN);
+	/* the previous seal (the walk's first row, with shards): the heads it
+	 * signed are each shard's floor */
+	if (rc == RI_ST_OK && c->shards > 1 && r->seq == sw->from && strcmp(r->action_ref, "audit.sealed") == 0) {
+		json_t *heads = json_object_get(r->payload, "heads");
+		for (int s = 0; s < c->shards && (size_t)s < json_array_size(heads); s++)
+			sw->floor[s] = json_integer_value(json_array_get(json_array_get(heads, (size_t)s), 0));
+	}
+	memcpy(sw->prev[shard], r->hash, RI_HASH_LEN);
+	sw->newest[shard] = r->seq;
 	ri_record_clear(r);
 	sw->expect++;
 	return rc;
 }
 
 int
-ri_seal_walk_end(struct ri_st_core *c, struct ri_seal_walk *sw)
+ri_seal_walk_end(struct ri_st_core *c, struct ri_seal_walk *sw, int rc)
 {
-	if (sw->expect - 1 != sw->jh->last_seq)
-		return ri_st_fail(c, RI_ST_INTEGRITY, sw->jh->last_seq, NULL,
+	int64_t head = 0;
+
+	for (int s = 0; s < c->shards; s++)
+		if (sw->jh[s].last_seq > head)
+			head = sw->jh[s].last_seq;
+	if (rc == RI_ST_OK && sw->expect - 1 != head)
+		rc = ri_st_fail(c, RI_ST_INTEGRITY, head, NULL,
 		    "journal integrity: the journal ends at seq %lld before its head (seq %lld)",
-		    (long long)(sw->expect - 1), (long long)sw->jh->last_seq);
-	return RI_ST_OK;
+		    (long long)(sw->expect - 1), (long long)head);
+	/* each shard's head names its newest record walked, or one before the
+	 * walk began when the shard has none since -- and none is behind the
+	 * head the previous seal signed for it (a shard put back in time) */
+	for (int s = 0; s < c->shards && rc == RI_ST_OK; s++) {
+		if (sw->newest[s] != 0 ? sw->jh[s].last_seq != sw->newest[s] : sw->jh[s].last_seq >= sw->from)
+			rc = ri_st_fail(c, RI_ST_INTEGRITY, sw->jh[s].last_seq, NULL,
+			    "journal integrity: shard %d's head names seq %lld, its records end at seq %lld", s,
+			    (long long)sw->jh[s].last_seq, (long long)sw->newest[s]);
+		else if (!RI_NC(RI_NC_SEAL_FLOOR_UNCHECKED) && sw->jh[s].last_seq < sw->floor[s])
+			rc = ri_st_fail(c, RI_ST_INTEGRITY, sw->floor[s], NULL,
+			    "journal integrity: shard %d's head (seq %lld) is behind the head the newest seal signed for it"
+			    " (seq %lld): rolled back", s, (long long)sw->jh[s].last_seq, (long long)sw->floor[s]);
+	}
+	free(sw->prev);
+	free(sw->newest);
+	free(sw->floor);
+	sw->prev = NULL;
+	sw->newest = NULL;
+	sw->floor = NULL;
+	return rc;
 }
 
 /* ---- rebuild ------------------------------------------------------------ */
@@ -1289,7 +1421,10 @@ ri_rebuild_begin(struct ri_rebuild *rb, const struct ri_st_core *c)
 	rb->open = json_object();
 	rb->purged = json_object();
 	rb->expect = 1;
-	memcpy(rb->prev, c->genesis, RI_HASH_LEN);
+	rb->prev = ri_xcalloc((size_t)c->shards, sizeof *rb->prev);
+	rb->newest = ri_xcalloc((size_t)c->shards, sizeof *rb->newest);
+	for (int s = 0; s < c->shards; s++)
+		ri_core_shard_genesis(c, s, rb->prev[s]);
 }
 
 int
@@ -1297,18 +1432,28 @@ ri_rebuild_row(struct ri_st_core *c, struct ri_rebuild *rb, struct ri_record *r,
 {
 	int rc;
 
-	if (r->seq != rb->expect) {
+	int shard = w->shard;
+
+	if (r->seq != rb->expect || shard < 0 || shard >= c->shards) {
 		free(w->payload_text);
 		w->payload_text = NULL;
 		ri_record_clear(r);
-		return ri_st_fail(c, RI_ST_INTEGRITY, rb->expect, NULL,
-		    "journal integrity: record seq %lld is missing (deleted rows)", (long long)rb->expect);
+		return r->seq != rb->expect ? ri_st_fail(c, RI_ST_INTEGRITY, rb->expect, NULL,
+		    "journal integrity: record seq %lld is missing (deleted rows)", (long long)rb->expect) :
+		    ri_st_fail(c, RI_ST_INTEGRITY, r->seq, NULL, "journal integrity: record seq %lld names shard %d of %d",
+		    (long long)r->seq, shard, c->shards);
 	}
-	if ((rc = ri_st_verify_row(c, r, w, rb->prev, now)) != RI_ST_OK) {
+	if ((rc = ri_st_verify_row(c, r, w, rb->prev[shard], now)) != RI_ST_OK) {
 		ri_record_clear(r);
 		return rc;
 	}
-	memcpy(rb->prev, r->hash, RI_HASH_LEN);
+	if (ri_st_shard_of(c, r->kind, r->act_key) != shard) {
+		ri_record_clear(r);
+		return ri_st_fail(c, RI_ST_INTEGRITY, r->seq, NULL, "journal integrity: record seq %lld is in shard %d,"
+		    " not its act's", (long long)r->seq, shard);
+	}
+	memcpy(rb->prev[shard], r->hash, RI_HASH_LEN);
+	rb->newest[shard] = r->seq;
 	if (r->invocation_id != NULL) {
 		if (r->role == RI_ROLE_INTENT && json_object_get(rb->open, r->invocation_id) == NULL)
 			json_object_set_new(rb->open, r->invocation_id, json_pack("{s:I, s:s, s:s, s:s, s:I}", "seq",
@@ -1325,13 +1470,15 @@ ri_rebuild_row(struct ri_st_core *c, struct ri_rebuild *rb, struct ri_record *r,
 }
 
 int
-ri_rebuild_end(struct ri_st_core *c, struct ri_rebuild *rb, int64_t last_seq)
+ri_rebuild_end(struct ri_st_core *c, struct ri_rebuild *rb, const struct ri_jhead *jh)
 {
 	const char *inv;
 	json_t *v;
 
-	if (rb->expect - 1 != last_seq)
-		return ri_st_fail(c, RI_ST_INTEGRITY, last_seq, NULL, "journal integrity: the journal ends before its head");
+	for (int s = 0; s < c->shards; s++)
+		if (rb->newest[s] != jh[s].last_seq)
+			return ri_st_fail(c, RI_ST_INTEGRITY, jh[s].last_seq, NULL,
+			    "journal integrity: the journal ends before its head");
 	json_object_foreach(rb->purged, inv, v)
 		json_object_del(rb->open, inv);
 	return RI_ST_OK;
@@ -1343,6 +1490,10 @@ ri_rebuild_free(struct ri_rebuild *rb)
 	json_decref(rb->open);
 	json_decref(rb->purged);
 	rb->open = rb->purged = NULL;
+	free(rb->prev);
+	free(rb->newest);
+	rb->prev = NULL;
+	rb->newest = NULL;
 }
 
 void

@@ -41,6 +41,7 @@ struct ri_st_core {
 	unsigned char *key;             /* NULL: chain-only (RI_NO_KEY) */
 	size_t keylen;
 	unsigned char cred_key[crypto_generichash_KEYBYTES];
+	unsigned char shard_key[RI_HASH_LEN];   /* heads.h ri_shard_key_derive (a key held) */
 	unsigned char instance_id[RI_INSTANCE_LEN];
 	unsigned char genesis[RI_HASH_LEN];
 	int shards;                             /* format 4: the meta row's, bound by every head's MAC */
@@ -49,6 +50,8 @@ struct ri_st_core {
 	/* the witness's highest line (the anchor): the journal may not be
 	 * behind it nor disagree with it */
 	bool anchored;
+	int anchor_shard;               /* the shard whose record the anchor names: the
+	                                 * head it is judged against (docs/SHARDS.md) */
 	int64_t anchor_seq;
 	unsigned char anchor_hash[RI_HASH_LEN];
 	/* the witness (NULL: none, or "witness": null), and the lines of the
@@ -110,6 +113,16 @@ ri_core_genesis(struct ri_st_core *c)
 		ri_genesis_v3(c->instance_id, c->genesis);
 	else
 		ri_genesis(c->instance_id, c->genesis);
+}
+/* The hash a shard's first record links to: shard 0's is the journal's
+ * (above), another's its own (ri_genesis_shard). */
+static inline void
+ri_core_shard_genesis(const struct ri_st_core *c, int shard, unsigned char out[RI_HASH_LEN])
+{
+	if (shard == 0)
+		memcpy(out, c->genesis, RI_HASH_LEN);
+	else
+		ri_genesis_shard(c->instance_id, shard, out);
 }
 /* The format a record is hashed by: 3 at or below a migrated journal's
  * boundary, the current one above it. */
@@ -207,8 +220,9 @@ struct ri_walk {
 	int64_t from, head;             /* head: the scope's authenticated head seq */
 	size_t limit, cap;
 	ri_ms now;
-	/* the stored hash of the record at seq (0: the genesis) */
-	int (*hash_at)(void *backend, int64_t seq, unsigned char out[RI_HASH_LEN]);
+	/* the hash the record at seq of shard links to (store_engine.h
+	 * ri_eng_link_hash: with one shard, seq - 1's; 0 the genesis) */
+	int (*link_at)(void *backend, int shard, int64_t seq, unsigned char out[RI_HASH_LEN]);
 	void *backend;
 	int64_t expect_prev;            /* the walk's state */
 };
@@ -346,8 +360,8 @@ int ri_jhead_judge(struct ri_st_core *c, const struct ri_jhead *h, const unsigne
  * whether the record at c->anchor_seq must be read (its hash is `at` for
  * ri_witness_judge; NULL: none there), and the judge refuses a journal
  * behind its witness (rolled back) or disagreeing with it (rewritten). */
-bool ri_witness_wants(const struct ri_st_core *c, int64_t last_seq);
-int ri_witness_judge(struct ri_st_core *c, int64_t last_seq, const unsigned char *at);
+bool ri_witness_wants(const struct ri_st_core *c, int shard, int64_t last_seq);
+int ri_witness_judge(struct ri_st_core *c, int shard, int64_t last_seq, const unsigned char *at);
 
 /*
  * A scope's authenticated head (leaf, from the tree; present false: none)
@@ -435,51 +449,71 @@ struct ri_open_scan {
 	ri_ms aged_by;
 	struct ri_open_intent **out;
 	size_t *n;
-	unsigned char acc[RI_HASH_LEN];
-	int64_t count;
+	/* a count and accumulator a shard (ri_open_scan_begin): each row is
+	 * folded into its act's shard's, which that shard's head binds */
+	const struct ri_st_core *c;
+	unsigned char (*acc)[RI_HASH_LEN];
+	int64_t *count;
 	size_t cap;
 };
+void ri_open_scan_begin(struct ri_open_scan *os, const struct ri_st_core *c);
 void ri_open_scan_row(struct ri_open_scan *os, const char *inv, int64_t seq, const char *kind, const char *act_key,
     const char *event_id, ri_ms recorded_at);
+/* jh: every shard's verified head, c->shards of them. */
 int ri_open_scan_end(struct ri_st_core *c, struct ri_open_scan *os, const struct ri_jhead *jh);
+
+/* An act's shard (docs/SHARDS.md): kind audit's in shard 0, an act's where
+ * the keyed choice sends its scope key (heads.h ri_shard_of). */
+int ri_st_shard_of(const struct ri_st_core *c, const char *kind, const char *act_key);
 
 /* ---- seals that mean something --------------------------------------------- */
 
 /*
  * Before a seal is signed, every record since the previous seal is
- * verified: contiguous up to the authenticated head, each link, MAC and
- * digest, each record's act and invocation heads in the tree no older
- * than it.  The backend sets prev (the hash at jh->sealed_seq), reads
- * the rows from sealed_seq + 1 in seq order and hands each to
+ * verified: contiguous up to the authenticated heads, each link (to its
+ * shard's record before it), MAC and digest, each record in its act's
+ * shard, its act and invocation heads in that shard's tree no older than
+ * it, and each shard's newest record the one its head names.  The caller
+ * sets jh (every shard's head), expect (shard 0's sealed_seq + 1) and
+ * link_at, reads the rows from expect in seq order and hands each to
  * ri_seal_walk_row (consumed); ri_seal_walk_end after the last.
  */
 struct ri_seal_walk {
 	const struct ri_jhead *jh;
-	int64_t expect;
-	unsigned char prev[RI_HASH_LEN];
+	int64_t expect, from;
+	int (*link_at)(void *backend, int shard, int64_t seq, unsigned char out[RI_HASH_LEN]);
+	unsigned char (*prev)[RI_HASH_LEN];     /* a shard's newest hash walked (ri_seal_walk_begin) */
+	int64_t *newest;                        /* a shard's newest seq walked (0: none yet) */
+	/* with shards the walk begins at the previous seal itself: each
+	 * shard's head it signed, which no head may now be behind */
+	int64_t *floor;
 	ri_ms now;
 	int (*tree_get)(void *backend, const struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], bool *present,
 	    struct ri_leaf *leaf);
 	void *backend;
 };
+void ri_seal_walk_begin(struct ri_seal_walk *sw, const struct ri_st_core *c);
 int ri_seal_walk_row(struct ri_st_core *c, struct ri_seal_walk *sw, struct ri_record *r, struct ri_raw *w);
-int ri_seal_walk_end(struct ri_st_core *c, struct ri_seal_walk *sw);
+/* rc: the walk's answer so far (another than RI_ST_OK: only the walk's
+ * state is freed, and rc answered). */
+int ri_seal_walk_end(struct ri_st_core *c, struct ri_seal_walk *sw, int rc);
 
 /* ---- rebuild: the derived indexes from a whole verified traversal ------- */
 
 struct ri_rebuild {
 	json_t *open, *purged;          /* invocation -> its intent; invocations purged */
 	int64_t expect;                 /* the next seq the traversal must meet */
-	unsigned char prev[RI_HASH_LEN];
+	unsigned char (*prev)[RI_HASH_LEN];     /* each shard's chain: its newest hash so far */
+	int64_t *newest;                /* each shard's newest seq so far (0: none) */
 };
 
 void ri_rebuild_begin(struct ri_rebuild *rb, const struct ri_st_core *c);
 /* The next row of the traversal (seq order): no gap, verified, folded in.
  * Consumes the row. */
 int ri_rebuild_row(struct ri_st_core *c, struct ri_rebuild *rb, struct ri_record *r, struct ri_raw *w, ri_ms now);
-/* The traversal ended at the head's last_seq: the open intents left (an
- * intent whose invocation was purged is not open). */
-int ri_rebuild_end(struct ri_st_core *c, struct ri_rebuild *rb, int64_t last_seq);
+/* The traversal ended at every shard's head (jh: c->shards of them): the
+ * open intents left (an intent whose invocation was purged is not open). */
+int ri_rebuild_end(struct ri_st_core *c, struct ri_rebuild *rb, const struct ri_jhead *jh);
 void ri_rebuild_free(struct ri_rebuild *rb);
 
 void ri_push_record(struct ri_records *rs, size_t *cap, struct ri_record *r);

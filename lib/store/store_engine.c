@@ -105,18 +105,63 @@ ri_eng_hash_at(struct ri_st_core *c, int64_t seq, unsigned char out[RI_HASH_LEN]
 }
 
 int
+ri_eng_shard_hash_at(struct ri_st_core *c, int shard, int64_t seq, unsigned char out[RI_HASH_LEN])
+{
+	if (seq == 0) {
+		ri_core_shard_genesis(c, shard, out);
+		return RI_ST_OK;
+	}
+	return ri_eng_hash_at(c, seq, out);
+}
+
+int
+ri_eng_link_hash(struct ri_st_core *c, int shard, int64_t seq, unsigned char out[RI_HASH_LEN])
+{
+	int64_t before = 0;
+	int rc;
+
+	if (c->shards <= 1)
+		return ri_eng_hash_at(c, seq - 1, out);
+	if ((rc = c->be->shard_prev(c->bk, shard, seq, &before, out)) == RI_ST_NOT_KNOWN) {
+		ri_core_shard_genesis(c, shard, out);
+		return RI_ST_OK;
+	}
+	return rc;
+}
+
+int
 ri_eng_hash_at_cb(void *core, int64_t seq, unsigned char out[RI_HASH_LEN])
 {
 	return ri_eng_hash_at(core, seq, out);
 }
 
+int
+ri_eng_link_hash_cb(void *core, int shard, int64_t seq, unsigned char out[RI_HASH_LEN])
+{
+	return ri_eng_link_hash(core, shard, seq, out);
+}
+
+/* A record read is in its act's shard, the one its header binds: a row
+ * copied into another shard's chain would verify there by its MAC, but
+ * that shard's tree is not where its act is proved (docs/SHARDS.md). */
+int
+ri_eng_shard_judge(struct ri_st_core *c, const struct ri_record *r, int shard)
+{
+	if (shard < 0 || shard >= c->shards || (c->key != NULL && r->kind != NULL && ri_eng_shard(c, r->kind,
+	    r->act_key != NULL ? r->act_key : "") != shard))
+		return ri_st_fail(c, RI_ST_INTEGRITY, r->seq, r->event_id, "journal integrity: record seq %lld (%s)"
+		    " is in shard %d, not its act's", (long long)r->seq, r->event_id, shard);
+	return RI_ST_OK;
+}
+
 static void
-tree_io(const struct ri_st_core *c, struct ri_tree_io *io)
+tree_io(const struct ri_st_core *c, int shard, struct ri_tree_io *io)
 {
 	io->ctx = c->bk;
 	io->get = c->be->node_get;
 	io->put = c->be->node_put;
 	io->cache = c->nodes;
+	io->shard = shard;
 }
 
 int
@@ -127,7 +172,7 @@ ri_eng_tree_get(struct ri_st_core *c, const struct ri_jhead *jh, const unsigned 
 	char why[256] = "";
 	int rc;
 
-	tree_io(c, &io);
+	tree_io(c, jh->shard, &io);
 	rc = ri_tree_get(&io, jh->root, key, present, leaf, why, sizeof why);
 	if (rc == RI_ST_INTEGRITY && why[0] != '\0')
 		return ri_st_fail(c, rc, 0, NULL, "journal integrity: %s", why);
@@ -150,7 +195,7 @@ ri_eng_tree_put(struct ri_st_core *c, struct ri_jhead *jh, const unsigned char k
 	char why[256] = "";
 	int rc;
 
-	tree_io(c, &io);
+	tree_io(c, jh->shard, &io);
 	memcpy(leaf.hash, hash, RI_HASH_LEN);
 	rc = ri_tree_put(&io, jh->root, key, &leaf, why, sizeof why);
 	if (rc == RI_ST_INTEGRITY && why[0] != '\0')
@@ -201,6 +246,30 @@ ri_eng_scope_head(struct ri_st_core *c, const struct ri_jhead *jh, const struct 
 /* The same, with the journal's own head verified first (the root hangs
  * off it): an empty answer from a journal that is not ours, truncated, or
  * hiding the scope is never an absence. */
+static int head_get_across(struct ri_st_core *c, const struct scope *sc, const char *a, int64_t *last);
+
+/* The shard of the record at seq: its act's (the row's kind and act key,
+ * read unverified -- routing only; what the row says is verified where it
+ * is read).  A row not shaped as ri writes it is an integrity failure. */
+static int
+record_shard(struct ri_st_core *c, int64_t seq, int *shard)
+{
+	char *kind = NULL, *act_key = NULL, *inv = NULL;
+	unsigned char h[RI_HASH_LEN];
+	int rc = c->be->leaf_row(c->bk, seq, &kind, &act_key, &inv, h);
+
+	*shard = 0;
+	if (rc == RI_ST_OK)
+		*shard = ri_eng_shard(c, kind, act_key);
+	free(kind);
+	free(act_key);
+	free(inv);
+	if (rc == RI_ST_NOT_KNOWN)
+		return ri_st_fail(c, RI_ST_INTEGRITY, seq, NULL, "journal integrity: record seq %lld is missing or"
+		    " malformed", (long long)seq);
+	return rc;
+}
+
 int
 ri_eng_head_get(struct ri_st_core *c, const struct scope *sc, const char *a, const char *b, int64_t *last)
 {
@@ -208,9 +277,51 @@ ri_eng_head_get(struct ri_st_core *c, const struct scope *sc, const char *a, con
 	unsigned char lh[RI_HASH_LEN];
 	int rc;
 
-	if ((rc = c->be->jhead_get(c->bk, &jh, lh)) != RI_ST_OK)
+	if (c->shards > 1 && sc->type != SCOPE_ACT)
+		return head_get_across(c, sc, a, last);
+	if ((rc = c->be->jhead_get(c->bk, ri_eng_scope_shard(c, sc, a, b), &jh, lh)) != RI_ST_OK)
 		return rc;
 	return ri_eng_scope_head(c, &jh, sc, a, b, last);
+}
+
+/*
+ * More than one shard (docs/SHARDS.md, authenticated absence): the
+ * journal's head is the highest of every shard's, each verified; an
+ * invocation's scope is in its act's shard, which its newest row names --
+ * a row that lies about its act fails its MAC when read, and a scope
+ * with no row must be absent from every shard's tree, so rows deleted
+ * from the shard that holds it never read as an absence.
+ */
+static int
+head_get_across(struct ri_st_core *c, const struct scope *sc, const char *a, int64_t *last)
+{
+	struct ri_jhead jh;
+	unsigned char lh[RI_HASH_LEN], h[RI_HASH_LEN];
+	enum ri_hashed hashed = RI_HASH_UNREAD;
+	int64_t rows = 0;
+	int rc;
+
+	*last = 0;
+	if (sc->type == SCOPE_INV) {
+		int shard;
+		if ((rc = c->be->scope_newest(c->bk, sc, a, NULL, &rows, h, &hashed)) != RI_ST_OK)
+			return rc;
+		if (rows > 0) {
+			if ((rc = record_shard(c, rows, &shard)) != RI_ST_OK ||
+			    (rc = c->be->jhead_get(c->bk, shard, &jh, lh)) != RI_ST_OK)
+				return rc;
+			return ri_eng_scope_head(c, &jh, sc, a, NULL, last);
+		}
+	}
+	for (int s = 0; s < c->shards; s++) {
+		int64_t here;
+		if ((rc = c->be->jhead_get(c->bk, s, &jh, lh)) != RI_ST_OK ||
+		    (rc = ri_eng_scope_head(c, &jh, sc, a, NULL, &here)) != RI_ST_OK)
+			return rc;
+		if (here > *last)
+			*last = here;
+	}
+	return RI_ST_OK;
 }
 
 /* ---- keys ------------------------------------------------------------------ */
@@ -224,6 +335,27 @@ ri_eng_derive_keys(struct ri_st_core *c)
 	ri_mac(c->key, c->keylen, tag, sizeof tag, full);
 	memcpy(c->cred_key, full, sizeof c->cred_key);
 	sodium_memzero(full, sizeof full);
+	ri_shard_key_derive(c->key, c->keylen, c->shard_key);
+}
+
+/* ---- shards (docs/SHARDS.md) ---------------------------------------------- */
+
+/* The one place an act is given its shard: the substrate's own records
+ * (kind audit: seals, the actor registry, bindings, restores' and
+ * migrations' records) live in shard 0; an act's in the shard its scope
+ * key is sent to by the keyed choice (heads.h ri_shard_of). */
+int
+ri_eng_shard(const struct ri_st_core *c, const char *kind, const char *act_key)
+{
+	return ri_st_shard_of(c, kind, act_key);
+}
+
+/* A scope's shard: an act's (above); an invocation's is its act's, which
+ * one shard holds -- with one shard, shard 0. */
+int
+ri_eng_scope_shard(const struct ri_st_core *c, const struct scope *sc, const char *a, const char *b)
+{
+	return sc->type == SCOPE_ACT ? ri_eng_shard(c, a, b) : 0;
 }
 
 /* ---- the actor registry (Actor Identity) -------------------------------- */
@@ -246,6 +378,16 @@ ri_eng_actor_get(struct ri_st_core *c, const struct ri_jhead *jh, const char *ac
 	*exists = found == RI_ROW_OK;
 	if (c->key == NULL)
 		return RI_ST_OK;
+	/* the registry is the instance's, in shard 0: a writer of another
+	 * shard reads shard 0's head, never locks it (docs/SHARDS.md, lock
+	 * order) */
+	struct ri_jhead j0;
+	if (jh->shard != RI_SHARD_INSTANCE) {
+		unsigned char lh0[RI_HASH_LEN];
+		if ((rc = c->be->jhead_get(c->bk, RI_SHARD_INSTANCE, &j0, lh0)) != RI_ST_OK)
+			return rc;
+		jh = &j0;
+	}
 	scope_make(&sc, SCOPE_ACT, "audit", actor);
 	if ((c->be->path_hint != NULL && (rc = c->be->path_hint(c->bk, sc.key)) != RI_ST_OK) ||
 	    (rc = ri_eng_tree_get(c, jh, sc.key, &present, &leaf)) != RI_ST_OK)
@@ -296,16 +438,82 @@ ri_eng_lease_put(struct ri_st_core *c, const char *kind, const char *act_key, co
 	return c->be->lease_write(c->bk, kind, act_key, holder, expires, token, mac);
 }
 
+/* Every shard's head (c->shards of them, the caller frees both): read
+ * in the read snapshot open, or -- a cut across shards, a seal's, a
+ * rebuild's, a purge's -- locked in one write transaction, shard 0's
+ * first (write_head begins it), then each other in ascending order, as
+ * no writer of one shard ever waits for another's (docs/SHARDS.md, lock
+ * order). */
+struct eng_heads {
+	struct ri_jhead *jh;
+	unsigned char (*lh)[RI_HASH_LEN];
+};
+
+static void
+eng_heads_free(struct eng_heads *hs)
+{
+	free(hs->jh);
+	free(hs->lh);
+	hs->jh = NULL;
+	hs->lh = NULL;
+}
+
+static int
+eng_read_all(struct ri_st_core *c, struct eng_heads *hs)
+{
+	int rc = RI_ST_OK;
+
+	hs->jh = ri_xcalloc((size_t)c->shards, sizeof *hs->jh);
+	hs->lh = ri_xcalloc((size_t)c->shards, sizeof *hs->lh);
+	for (int s = 0; s < c->shards && rc == RI_ST_OK; s++)
+		rc = c->be->jhead_get(c->bk, s, &hs->jh[s], hs->lh[s]);
+	if (rc != RI_ST_OK)
+		eng_heads_free(hs);
+	return rc;
+}
+
+static int eng_write_head(struct ri_st_core *c, int shard, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN],
+    ri_ms *now);
+
+static int
+eng_write_all(struct ri_st_core *c, struct eng_heads *hs, ri_ms *now)
+{
+	int rc;
+
+	hs->jh = ri_xcalloc((size_t)c->shards, sizeof *hs->jh);
+	hs->lh = ri_xcalloc((size_t)c->shards, sizeof *hs->lh);
+	if ((rc = eng_write_head(c, 0, &hs->jh[0], hs->lh[0], now)) == RI_ST_OK) {
+		for (int s = 1; s < c->shards && rc == RI_ST_OK; s++)
+			rc = c->be->head_also(c->bk, s, &hs->jh[s], hs->lh[s]);
+		if (rc != RI_ST_OK)
+			c->be->rollback(c->bk);
+	}
+	if (rc != RI_ST_OK)
+		eng_heads_free(hs);
+	return rc;
+}
+
+/* Every shard's head written as moved (a cut's, inside its transaction). */
+static int
+eng_put_all(struct ri_st_core *c, struct eng_heads *hs)
+{
+	int rc = RI_ST_OK;
+
+	for (int s = 0; s < c->shards && rc == RI_ST_OK; s++)
+		rc = c->be->jhead_put(c->bk, &hs->jh[s], hs->lh[s]);
+	return rc;
+}
+
 /* A write of this handle begins: the lease row an earlier append saw
  * (c->seen) may be what this one changes, so it goes. */
 static int
-eng_write_head(struct ri_st_core *c, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri_ms *now)
+eng_write_head(struct ri_st_core *c, int shard, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri_ms *now)
 {
 	/* negative control: open step 5.3 answered from a row this handle
 	 * has since rewritten (test_store's "seen" case) */
 	if (!RI_NC(RI_NC_SEEN_NOT_CLEARED))
 		c->seen.valid = false;
-	return c->be->write_head(c->bk, jh, lh, now);
+	return c->be->write_head(c->bk, shard, jh, lh, now);
 }
 
 /* journal fence 1, Allowance 7-10: the writer still holds the act's lease
@@ -348,8 +556,12 @@ ri_eng_open_scan(struct ri_st_core *c, const struct ri_jhead *jh, const char *ki
 	struct ri_open_scan os = { .kind = kind, .act_key = act_key, .aged_by = aged_by, .out = out, .n = n };
 	int rc;
 
-	if ((rc = c->be->open_rows(c->bk, &os)) != RI_ST_OK)
+	ri_open_scan_begin(&os, c);
+	if ((rc = c->be->open_rows(c->bk, &os)) != RI_ST_OK) {
+		free(os.acc);
+		free(os.count);
 		return rc;
+	}
 	return ri_open_scan_end(c, &os, jh);
 }
 
@@ -411,16 +623,27 @@ ri_eng_append_locked(struct ri_st_core *c, struct ri_jhead *jh, const unsigned c
 		    (rc = c->be->scopes_hint(c->bk, act.key, kind, act_key, inv.key, a->invocation_id)) != RI_ST_OK)
 			return rc;
 	}
+	/* a record lands in its act's shard, under that shard's head: never
+	 * another's, whose tree would not prove its absence (docs/SHARDS.md) */
+	if (ri_eng_shard(c, kind, act_key) != jh->shard)
+		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "a record of shard %d under shard %d's head",
+		    ri_eng_shard(c, kind, act_key), jh->shard);
 	if ((rc = ri_eng_scope_head(c, jh, &act, kind, act_key, &act_last)) != RI_ST_OK)
 		return rc;
 	if (a->invocation_id != NULL) {
 		if ((rc = ri_eng_scope_head(c, jh, &inv, a->invocation_id, NULL, &inv_last)) != RI_ST_OK)
 			return rc;
 	}
-	if (jh->last_seq > 0) {
-		/* recorded_at never goes backwards, whatever the clock did */
+	/* the seq: the shard's next with one shard; with more, the journal's
+	 * allocator's, above every shard's (docs/SHARDS.md, one allocator) */
+	int64_t seq = jh->last_seq + 1;
+	if (c->shards > 1 && (rc = c->be->seq_next(c->bk, &seq)) != RI_ST_OK)
+		return rc;
+	if (seq > 1) {
+		/* recorded_at never goes backwards, whatever the clock did: after
+		 * the journal's record before this one, whichever shard's */
 		ri_ms last_at;
-		if ((rc = c->be->recorded_at_of(c->bk, jh->last_seq, &last_at)) != RI_ST_OK)
+		if ((rc = c->be->recorded_at_of(c->bk, seq - 1, &last_at)) != RI_ST_OK)
 			return rc;
 		if (last_at != RI_NONE && last_at > recorded_at)
 			recorded_at = last_at;
@@ -440,12 +663,12 @@ ri_eng_append_locked(struct ri_st_core *c, struct ri_jhead *jh, const unsigned c
 	randombytes_buf(salt, sizeof salt);
 	ri_payload_digest(salt, payload, strlen(payload), digest);
 	h = (struct ri_header){
-		.instance_id = c->instance_id, .seq = jh->last_seq + 1, .event_id = out->event_id,
+		.instance_id = c->instance_id, .seq = seq, .event_id = out->event_id,
 		.action_ref = a->action_ref, .kind = kind, .act_key = act_key,
 		.invocation_id = a->invocation_id, .actor_ref = a->actor_ref,
 		.attestation_id = attestation, .recorded_at = recorded_at,
 		.retention_until = retention, .role = role, .act_prev = act_last,
-		.inv_prev = a->invocation_id ? inv_last : 0, .payload_digest = digest,
+		.inv_prev = a->invocation_id ? inv_last : 0, .payload_digest = digest, .shard = jh->shard,
 	};
 	/* the key never leaves the host: hash and MAC are computed here */
 	ri_record_hash(lh, &h, hash);
@@ -528,8 +751,18 @@ ri_eng_record_action(struct ri_store *st, const struct ri_append *a, struct ri_a
 	/* the journal head, verified inside the write transaction: nothing is
 	 * appended to a journal that fails verification */
 	int64_t mono = ri_mono_ms();
-	if ((rc = eng_write_head(c, &jh, lh, &now)) != RI_ST_OK)
+	int shard = ri_eng_shard(c, kind, a->act_key ? a->act_key : "");
+	/* with shards, a change of the kind's bindings (audit.bound) is the
+	 * instance's, shard 0's: both heads, shard 0's first (the lock order:
+	 * ascending, docs/SHARDS.md) */
+	struct ri_jhead j0;
+	unsigned char lh0[RI_HASH_LEN];
+	bool both = shard != RI_SHARD_INSTANCE && a->bound != NULL;
+	if ((rc = both ? eng_write_head(c, RI_SHARD_INSTANCE, &j0, lh0, &now) :
+	    eng_write_head(c, shard, &jh, lh, &now)) != RI_ST_OK)
 		return rc == RI_ST_UNAVAILABLE || rc == RI_ST_READONLY ? ri_st_recode(c, RI_ST_STEP2) : rc;
+	if (both && (rc = c->be->head_also(c->bk, shard, &jh, lh)) != RI_ST_OK)
+		goto fail;
 	/* Check 8.1.6 judges the actor at the record's recorded_at, which never
 	 * goes backwards (ri_eng_append_locked): the credential is judged at
 	 * that instant too, or a host whose clock lags the revocation lands a
@@ -560,17 +793,24 @@ ri_eng_record_action(struct ri_store *st, const struct ri_append *a, struct ri_a
 		struct scope bsc;
 		int64_t blast = 0;
 		scope_make(&bsc, SCOPE_ACT, "audit", "bindings:");
-		if ((rc = ri_eng_scope_head(c, &jh, &bsc, "audit", "bindings:", &blast)) != RI_ST_OK ||
-		    (rc = ri_append_bindings_judge(c, a, blast)) != RI_ST_OK)
+		/* the bindings scope is shard 0's; a writer of another shard
+		 * reads its head in the write transaction (one writer on
+		 * SQLite: exact) */
+		if (shard != RI_SHARD_INSTANCE && !both &&
+		    (rc = c->be->jhead_get(c->bk, RI_SHARD_INSTANCE, &j0, lh0)) != RI_ST_OK)
+			goto fail;
+		if ((rc = ri_eng_scope_head(c, shard != RI_SHARD_INSTANCE ? &j0 : &jh, &bsc, "audit", "bindings:",
+		    &blast)) != RI_ST_OK || (rc = ri_append_bindings_judge(c, a, blast)) != RI_ST_OK)
 			goto fail;
 	}
 	if (a->bound != NULL) {
 		/* the kind's bindings changed: recorded in the same transaction,
 		 * just before the first record they judge (bindings.h) */
 		struct ri_appended bout;
-		if ((rc = append_substrate(c, &jh, lh, "audit.bound", "bindings:", a->bound, now, &bout)) != RI_ST_OK)
+		if ((rc = append_substrate(c, both ? &j0 : &jh, both ? lh0 : lh, "audit.bound", "bindings:", a->bound,
+		    now, &bout)) != RI_ST_OK)
 			goto fail;
-		memcpy(lh, bout.hash, RI_HASH_LEN);
+		memcpy(both ? lh0 : lh, bout.hash, RI_HASH_LEN);
 	}
 	if ((rc = ri_eng_append_locked(c, &jh, lh, a, role, fa == RI_FA_NORETENTION, now, out)) != RI_ST_OK)
 		goto fail;
@@ -601,7 +841,7 @@ ri_eng_substrate(struct ri_store *st, const char *action_ref, json_t *data, stru
 	memset(out, 0, sizeof *out);
 	if (strncmp(action_ref, "audit.", 6) != 0)
 		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "a substrate record is audit.*");
-	if ((rc = eng_write_head(c, &jh, lh, &now)) != RI_ST_OK)
+	if ((rc = eng_write_head(c, RI_SHARD_INSTANCE, &jh, lh, &now)) != RI_ST_OK)
 		return rc;
 	if ((rc = append_substrate(c, &jh, lh, action_ref, "", data, now, out)) != RI_ST_OK) {
 		c->be->rollback(c->bk);
@@ -612,28 +852,55 @@ ri_eng_substrate(struct ri_store *st, const char *action_ref, json_t *data, stru
 
 /* The substrate's own records, n of them, in one transaction (store.h
  * append_substrate: a restore's, the sweep's audit.reconciled). */
+/* The shard of the head an append is made under: its act's. */
+static int
+append_shard(const struct ri_st_core *c, const struct ri_append *a)
+{
+	char kind[128];
+
+	if (ri_kind_of(a->action_ref, kind, sizeof kind) != 0)
+		return RI_SHARD_INSTANCE;       /* refused by the append itself */
+	return ri_eng_shard(c, kind, a->act_key != NULL ? a->act_key : "");
+}
+
 int
 ri_eng_append_many(struct ri_store *st, const struct ri_append *v, size_t n, struct ri_appended *out)
 {
 	struct ri_st_core *c = RI_ENG_CORE(st);
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
+	struct eng_heads hs;
 	ri_ms now;
 	int rc, role;
 
 	if (c->key == NULL)
 		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "appending needs the integrity key");
-	if ((rc = eng_write_head(c, &jh, lh, &now)) != RI_ST_OK)
+	/* one transaction: with shards a cut across them, each record under
+	 * its own act's shard's head (a restore's records name many acts) */
+	if ((rc = eng_write_all(c, &hs, &now)) != RI_ST_OK)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
+		int s = append_shard(c, &v[i]);
 		memset(&out[i], 0, sizeof out[i]);
 		if ((rc = ri_substrate_role(c, &v[i], &role)) != RI_ST_OK ||
-		    (rc = ri_eng_append_locked(c, &jh, lh, &v[i], role, false, now, &out[i])) != RI_ST_OK) {
+		    (rc = ri_eng_append_locked(c, &hs.jh[s], hs.lh[s], &v[i], role, false, now, &out[i])) != RI_ST_OK) {
 			c->be->rollback(c->bk);
+			eng_heads_free(&hs);
 			return rc;
 		}
-		memcpy(lh, out[i].hash, RI_HASH_LEN);
+		memcpy(hs.lh[s], out[i].hash, RI_HASH_LEN);
+		/* an accepted restore moves every shard's grant counter past the
+		 * tokens of the lost stretch, as append_locked moves its own */
+		for (int k = 1; k < c->shards && strcmp(v[i].action_ref, "audit.restored") == 0; k++) {
+			if (hs.jh[k].grants >= out[i].recorded_at)
+				continue;
+			hs.jh[k].grants = out[i].recorded_at;
+			if ((rc = c->be->jhead_put(c->bk, &hs.jh[k], hs.lh[k])) != RI_ST_OK) {
+				c->be->rollback(c->bk);
+				eng_heads_free(&hs);
+				return rc;
+			}
+		}
 	}
+	eng_heads_free(&hs);
 	return c->be->commit(c->bk);
 }
 
@@ -700,8 +967,7 @@ ri_eng_open_intents(struct ri_store *st, const char *kind, const char *act_key, 
     struct ri_open_intent **out, size_t *n)
 {
 	struct ri_st_core *c = RI_ENG_CORE(st);
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
+	struct eng_heads hs;
 	bool began;
 	int rc;
 
@@ -709,8 +975,11 @@ ri_eng_open_intents(struct ri_store *st, const char *kind, const char *act_key, 
 	*n = 0;
 	if ((rc = c->be->read_begin(c->bk, &began)) != RI_ST_OK)
 		return rc;
-	if ((rc = c->be->jhead_get(c->bk, &jh, lh)) == RI_ST_OK)
-		rc = ri_eng_open_scan(c, &jh, kind, act_key, aged_by, out, n);
+	/* every shard's rows against its own head's count and accumulator */
+	if ((rc = eng_read_all(c, &hs)) == RI_ST_OK) {
+		rc = ri_eng_open_scan(c, hs.jh, kind, act_key, aged_by, out, n);
+		eng_heads_free(&hs);
+	}
 	c->be->read_end(c->bk, began);
 	if (rc != RI_ST_OK) {
 		ri_open_intents_free(*out, *n);
@@ -746,7 +1015,7 @@ ri_eng_authenticate(struct ri_store *st, const char *actor, const char *cred, st
 	/* the registry row is bound to the verified head, as at the write */
 	if ((rc = c->be->read_begin(c->bk, &began)) != RI_ST_OK)
 		return rc;
-	if ((rc = c->be->jhead_now(c->bk, &jh, lh, &now)) == RI_ST_OK)
+	if ((rc = c->be->jhead_now(c->bk, RI_SHARD_INSTANCE, &jh, lh, &now)) == RI_ST_OK)
 		rc = ri_eng_check_credential(c, &jh, actor, cred, now, &who);
 	c->be->read_end(c->bk, began);
 	if (rc == RI_ST_STEP2)
@@ -813,8 +1082,15 @@ ri_eng_head(struct ri_store *st, int64_t *seq, unsigned char hash[32])
 
 	if ((rc = c->be->read_begin(c->bk, &began)) != RI_ST_OK)
 		return rc;
-	if ((rc = c->be->jhead_get(c->bk, &jh, hash)) == RI_ST_OK)
-		*seq = jh.last_seq;
+	/* the newest record of every shard's: the highest of their heads */
+	*seq = 0;
+	for (int s = 0; s < c->shards && rc == RI_ST_OK; s++) {
+		unsigned char lh[RI_HASH_LEN];
+		if ((rc = c->be->jhead_get(c->bk, s, &jh, lh)) == RI_ST_OK && (s == 0 || jh.last_seq > *seq)) {
+			*seq = jh.last_seq;
+			memcpy(hash, lh, RI_HASH_LEN);
+		}
+	}
 	c->be->read_end(c->bk, began);
 	return rc;
 }
@@ -832,7 +1108,7 @@ ri_eng_sealed(struct ri_store *st, int64_t *seq, unsigned char hash[32])
 	if ((rc = c->be->read_begin(c->bk, &began)) != RI_ST_OK)
 		return rc;
 	/* without the key, the newest seal is what the rows say */
-	if ((rc = c->be->jhead_get(c->bk, &jh, lh)) == RI_ST_OK && c->key == NULL)
+	if ((rc = c->be->jhead_get(c->bk, RI_SHARD_INSTANCE, &jh, lh)) == RI_ST_OK && c->key == NULL)
 		rc = c->be->sealed_rows(c->bk, &jh.sealed_seq);
 	if (rc == RI_ST_OK && (rc = ri_eng_hash_at(c, jh.sealed_seq, hash)) == RI_ST_OK)
 		*seq = jh.sealed_seq;
@@ -864,7 +1140,7 @@ ri_eng_actor_add(struct ri_store *st, const char *actor, bool service, char cred
 		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL,
 		    "actor name must be 1..%lld of [A-Za-z0-9._@-] and not \"audit\"",
 		    (long long)c->cfg->reference_length_cap);
-	if ((rc = eng_write_head(c, &jh, lh, &now)) != RI_ST_OK) {
+	if ((rc = eng_write_head(c, RI_SHARD_INSTANCE, &jh, lh, &now)) != RI_ST_OK) {
 		sodium_memzero(credential, 128);
 		return rc;
 	}
@@ -910,7 +1186,7 @@ ri_eng_actor_list(struct ri_store *st, struct ri_actor **out, size_t *n)
 	*n = 0;
 	if ((rc = c->be->read_begin(c->bk, &began)) != RI_ST_OK)
 		return rc;
-	if ((rc = c->be->jhead_get(c->bk, &jh, lh)) != RI_ST_OK ||
+	if ((rc = c->be->jhead_get(c->bk, RI_SHARD_INSTANCE, &jh, lh)) != RI_ST_OK ||
 	    (rc = c->be->row_keys(c->bk, RI_ROWS_ACTORS_LISTED, &names, &nn)) != RI_ST_OK)
 		goto out;
 	*out = ri_xcalloc(nn + 1, sizeof **out);
@@ -953,7 +1229,7 @@ ri_eng_actor_revoke(struct ri_store *st, const char *actor)
 	ri_ms now;
 	int rc;
 
-	if ((rc = eng_write_head(c, &jh, lh, &now)) != RI_ST_OK)
+	if ((rc = eng_write_head(c, RI_SHARD_INSTANCE, &jh, lh, &now)) != RI_ST_OK)
 		return rc;
 	if ((rc = ri_eng_actor_get(c, &jh, actor, &row, &exists)) != RI_ST_OK)
 		goto fail;
@@ -1006,16 +1282,26 @@ ri_eng_read_record(struct ri_store *st, const char *event_id, struct ri_record *
 			rc = ri_st_fail(c, RI_ST_NOT_KNOWN, 0, event_id, "no record %s", event_id);
 		goto out;
 	}
-	if ((rc = ri_eng_hash_at(c, out->seq - 1, prev)) != RI_ST_OK) {
+	int shard = w.shard;
+	if ((rc = ri_eng_link_hash(c, shard, out->seq, prev)) != RI_ST_OK) {
 		free(w.payload_text);
 		goto out;
 	}
-	if ((rc = ri_st_verify_row(c, out, &w, prev, now)) != RI_ST_OK)
+	if ((rc = ri_st_verify_row(c, out, &w, prev, now)) != RI_ST_OK ||
+	    (rc = ri_eng_shard_judge(c, out, shard)) != RI_ST_OK)
 		goto out;
-	/* the journal's own head must stand, so a truncated tail is seen */
-	scope_make(&sc, SCOPE_ALL, NULL, NULL);
-	if ((rc = ri_eng_head_get(c, &sc, NULL, NULL, &last)) != RI_ST_OK)
-		goto out;
+	/* its shard's own head must stand, so a truncated tail is seen */
+	if (c->shards > 1) {
+		struct ri_jhead jh;
+		unsigned char lh[RI_HASH_LEN];
+		if ((rc = c->be->jhead_get(c->bk, shard, &jh, lh)) != RI_ST_OK)
+			goto out;
+		last = jh.last_seq;
+	} else {
+		scope_make(&sc, SCOPE_ALL, NULL, NULL);
+		if ((rc = ri_eng_head_get(c, &sc, NULL, NULL, &last)) != RI_ST_OK)
+			goto out;
+	}
 	rc = out->purged ? RI_ST_PURGED : RI_ST_OK;
 out:
 	c->be->read_end(c->bk, began);
@@ -1068,7 +1354,7 @@ ri_eng_range_read(struct ri_store *st, const struct ri_query *q, struct ri_recor
 	memset(out, 0, sizeof *out);
 	if ((rc = ri_walk_query(c, q, &sc, &wk)) != RI_ST_OK)
 		return rc;
-	wk.hash_at = ri_eng_hash_at_cb;
+	wk.link_at = ri_eng_link_hash_cb;
 	wk.backend = c;
 	/* trust holds only inside the traversal's own snapshot */
 	if (q->trusted && !c->be->in_snapshot(c->bk))
@@ -1141,7 +1427,7 @@ struct traversal {
 	struct ri_st_core *c;
 	ri_traverse_fn each;
 	void *arg;
-	unsigned char prev[RI_HASH_LEN];
+	unsigned char (*prev)[RI_HASH_LEN];     /* each shard's chain: its newest hash so far */
 	int64_t last;
 	ri_ms now;
 	bool stopped;
@@ -1152,10 +1438,18 @@ traverse_row(void *arg, struct ri_record *r, struct ri_raw *w, bool *stop)
 {
 	struct traversal *t = arg;
 	unsigned problems = 0;
+	/* a row names its shard (format 4 binds it); one naming none of the
+	 * journal's is judged against shard 0's chain, and fails there */
+	bool in_range = w->shard >= 0 && w->shard < t->c->shards;
+	int shard = in_range ? w->shard : 0;
 
 	if (r->seq != t->last + 1)
 		problems |= RI_P_GAP;
-	problems |= ri_raw_problems(t->c, r, w, t->prev, t->now);
+	problems |= ri_raw_problems(t->c, r, w, t->prev[shard], t->now);
+	/* Check 8.1.1 per shard: a record in its act's shard's chain */
+	if (!in_range || (t->c->key != NULL && r->kind != NULL &&
+	    ri_eng_shard(t->c, r->kind, r->act_key ? r->act_key : "") != shard))
+		problems |= RI_P_SHAPE;
 	t->last = r->seq;
 	t->stopped = *stop = t->each(r, problems, t->arg) != 0;
 	ri_payloads_drop(t->c, r->seq);
@@ -1183,10 +1477,13 @@ ri_eng_traverse(struct ri_store *st, ri_traverse_fn each, void *arg)
 		return rc;
 	if ((rc = c->be->clock_now(c->bk, &t.now)) != RI_ST_OK)
 		goto out;
-	memcpy(t.prev, c->genesis, RI_HASH_LEN);
+	t.prev = ri_xcalloc((size_t)c->shards, sizeof *t.prev);
+	for (int s = 0; s < c->shards; s++)
+		ri_core_shard_genesis(c, s, t.prev[s]);
 	ri_payloads_begin(c);
 	rc = c->be->records_from(c->bk, &rq, traverse_row, &t);
 	ri_payloads_end(c);
+	free(t.prev);
 	if (rc != RI_ST_OK || t.stopped || c->key == NULL)
 		goto out;
 	/* the authenticated head: a truncated tail is seen here */
@@ -1250,70 +1547,115 @@ seal_row(void *arg, struct ri_record *r, struct ri_raw *w, bool *stop)
 static int
 verify_since_seal(struct ri_st_core *c, const struct ri_jhead *jh, ri_ms now)
 {
-	struct ri_seal_walk sw = { .jh = jh, .expect = jh->sealed_seq + 1, .now = now, .tree_get = ri_eng_tree_get_cb,
-		.backend = c };
+	/* with shards, from the previous seal itself: its heads are floors */
+	int64_t from = jh[0].sealed_seq + (c->shards > 1 && jh[0].sealed_seq > 0 ? 0 : 1);
+	struct ri_seal_walk sw = { .jh = jh, .expect = from, .now = now, .tree_get = ri_eng_tree_get_cb,
+		.link_at = ri_eng_link_hash_cb, .backend = c };
 	struct ri_rows_query rq = { .type = SCOPE_ALL };
 	int rc;
 
-	if ((rc = ri_eng_hash_at(c, sw.expect - 1, sw.prev)) != RI_ST_OK)
-		return rc;
+	ri_seal_walk_begin(&sw, c);
 	rq.from = sw.expect;
-	if ((rc = c->be->records_from(c->bk, &rq, seal_row, &sw)) != RI_ST_OK ||
-	    (rc = ri_seal_walk_end(c, &sw)) != RI_ST_OK)
+	rc = c->be->records_from(c->bk, &rq, seal_row, &sw);
+	if ((rc = ri_seal_walk_end(c, &sw, rc)) != RI_ST_OK)
 		return rc;
 	if (c->key != NULL && (rc = ri_eng_open_scan(c, jh, NULL, NULL, RI_NONE, NULL, NULL)) != RI_ST_OK)
 		return rc;
 	return ri_eng_rows_verify(c, jh, false, NULL, NULL);
 }
 
+/* What a seal signs.  One shard: (instance, head seq, head hash), as
+ * before shards.  More: (instance, S, the RFC 6962 root over every
+ * shard's head) -- the heads themselves in the payload, so an auditor
+ * with only the public key recomputes the root (docs/SHARDS.md, seals). */
+static json_t *
+seal_payload(struct ri_st_core *c, const struct eng_heads *hs, const unsigned char sk[64])
+{
+	unsigned char sig[crypto_sign_BYTES];
+	char hh[2 * RI_HASH_LEN + 1], sh[2 * crypto_sign_BYTES + 1], ih[2 * RI_INSTANCE_LEN + 1];
+	json_t *data;
+
+	ri_hex(hs->lh[0], RI_HASH_LEN, hh);
+	ri_hex(c->instance_id, sizeof c->instance_id, ih);
+	if (c->shards <= 1) {
+		unsigned char msg[RI_SEAL_MSG_LEN];
+		ri_seal_message(c->instance_id, hs->jh[0].last_seq, hs->lh[0], msg);
+		crypto_sign_detached(sig, NULL, msg, sizeof msg, sk);
+		ri_hex(sig, sizeof sig, sh);
+		return json_pack("{s:s, s:I, s:s, s:s, s:s}", "instance_id", ih, "seq", (json_int_t)hs->jh[0].last_seq,
+		    "head_hash", hh, "signature", sh, "algorithm", "ed25519");
+	}
+	struct ri_shard_head *v = ri_xcalloc((size_t)c->shards, sizeof *v);
+	json_t *heads = json_array();
+	unsigned char root[RI_HASH_LEN], msg[RI_SEAL4_MSG_LEN];
+	char rh[2 * RI_HASH_LEN + 1];
+	for (int s = 0; s < c->shards; s++) {
+		char x[2 * RI_HASH_LEN + 1];
+		v[s].last_seq = hs->jh[s].last_seq;
+		memcpy(v[s].hash, hs->lh[s], RI_HASH_LEN);
+		ri_hex(hs->lh[s], RI_HASH_LEN, x);
+		json_array_append_new(heads, json_pack("[I, s]", (json_int_t)v[s].last_seq, x));
+	}
+	ri_shards_root(v, c->shards, root);
+	free(v);
+	ri_seal4_message(c->instance_id, c->shards, root, msg);
+	crypto_sign_detached(sig, NULL, msg, sizeof msg, sk);
+	ri_hex(sig, sizeof sig, sh);
+	ri_hex(root, sizeof root, rh);
+	data = json_pack("{s:s, s:I, s:s, s:s, s:s, s:i, s:o, s:s}", "instance_id", ih,
+	    "seq", (json_int_t)hs->jh[0].last_seq, "head_hash", hh, "signature", sh, "algorithm", "ed25519",
+	    "shards", c->shards, "heads", heads, "root", rh);
+	return data;
+}
+
 /* Sign the head and append audit.sealed after it, in one transaction --
- * never over a head that fails verification. */
+ * never over a head that fails verification.  With shards: every shard's
+ * head locked (a cut), the seal in shard 0. */
 int
 ri_eng_seal(struct ri_store *st, const unsigned char sk[64], json_t *extra, struct ri_appended *out)
 {
 	struct ri_st_core *c = RI_ENG_CORE(st);
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN], msg[RI_SEAL_MSG_LEN], sig[crypto_sign_BYTES];
-	char hh[2 * RI_HASH_LEN + 1], sh[2 * crypto_sign_BYTES + 1], ih[2 * RI_INSTANCE_LEN + 1];
+	struct eng_heads hs;
 	ri_ms now;
 	int rc;
+	bool idle = true;
 
 	memset(out, 0, sizeof *out);
 	if (c->key == NULL)
 		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "sealing needs the integrity key");
-	if ((rc = eng_write_head(c, &jh, lh, &now)) != RI_ST_OK)
+	if ((rc = eng_write_all(c, &hs, &now)) != RI_ST_OK)
 		return rc;
-	/* a head that is itself a seal is sealed already: no record per idle run */
-	if (jh.last_seq > 0 && jh.sealed_seq == jh.last_seq) {
-		c->be->event_id_at(c->bk, jh.last_seq, out->event_id);
-		out->seq = jh.last_seq;
-		memcpy(out->hash, lh, RI_HASH_LEN);
+	/* a head that is itself a seal is sealed already: no record per idle
+	 * run -- shard 0's newest is the seal, no shard has one after it */
+	for (int s = 0; s < c->shards; s++)
+		idle = idle && hs.jh[s].last_seq <= hs.jh[0].sealed_seq;
+	if (hs.jh[0].last_seq > 0 && hs.jh[0].sealed_seq == hs.jh[0].last_seq && idle) {
+		c->be->event_id_at(c->bk, hs.jh[0].last_seq, out->event_id);
+		out->seq = hs.jh[0].last_seq;
+		memcpy(out->hash, hs.lh[0], RI_HASH_LEN);
 		c->be->rollback(c->bk);
+		eng_heads_free(&hs);
 		return RI_ST_OK;
 	}
 	if (c->be->unbound != NULL && (rc = c->be->unbound(c->bk, "seal")) != RI_ST_OK)
 		goto fail;
 	/* negative control: seal whatever head there is */
-	if (!RI_NC(RI_NC_NO_SEAL_VERIFY) && (rc = verify_since_seal(c, &jh, now)) != RI_ST_OK)
+	if (!RI_NC(RI_NC_NO_SEAL_VERIFY) && (rc = verify_since_seal(c, hs.jh, now)) != RI_ST_OK)
 		goto fail;
-	ri_seal_message(c->instance_id, jh.last_seq, lh, msg);
-	crypto_sign_detached(sig, NULL, msg, sizeof msg, sk);
-	ri_hex(lh, sizeof lh, hh);
-	ri_hex(sig, sizeof sig, sh);
-	ri_hex(c->instance_id, sizeof c->instance_id, ih);
-	json_t *data = json_pack("{s:s, s:I, s:s, s:s, s:s}", "instance_id", ih, "seq", (json_int_t)jh.last_seq,
-	    "head_hash", hh, "signature", sh, "algorithm", "ed25519");
+	json_t *data = seal_payload(c, &hs, sk);
 	if (extra != NULL)
 		json_object_update_missing(data, extra);
-	rc = append_substrate(c, &jh, lh, "audit.sealed", "", data, now, out);
+	rc = append_substrate(c, &hs.jh[0], hs.lh[0], "audit.sealed", "", data, now, out);
 	json_decref(data);
 	if (rc != RI_ST_OK)
 		goto fail;
+	eng_heads_free(&hs);
 	/* the seal's witness line is signed too: an auditor with only the
 	 * public key verifies it */
 	ri_st_witness_sign(c, sk);
 	return c->be->commit(c->bk);
 fail:
+	eng_heads_free(&hs);
 	c->be->rollback(c->bk);
 	return rc;
 }
@@ -1323,7 +1665,7 @@ fail:
 struct rebuild {
 	struct ri_st_core *c;
 	struct ri_rebuild *rb;
-	struct ri_jhead *jh;
+	struct ri_jhead *jh;            /* every shard's */
 	ri_ms now;
 	int type;
 	int64_t scopes;
@@ -1346,8 +1688,19 @@ rebuild_scope(void *arg, const char *a, const char *b, int64_t last)
 	unsigned char h[RI_HASH_LEN];
 	int rc;
 
+	int shard = 0;
+
 	scope_make(&sc, x->type, a, b);
-	if ((rc = ri_eng_hash_at(x->c, last, h)) != RI_ST_OK || (rc = ri_eng_tree_put(x->c, x->jh, sc.key, last, h)) != RI_ST_OK)
+	if (x->type == SCOPE_ACT) {
+		shard = ri_eng_shard(x->c, a, b);
+	} else if (x->c->shards > 1) {
+		/* an invocation's scope is in its act's shard: its newest
+		 * record's, verified by the traversal this rebuild made */
+		if ((rc = record_shard(x->c, last, &shard)) != RI_ST_OK)
+			return rc;
+	}
+	if ((rc = ri_eng_hash_at(x->c, last, h)) != RI_ST_OK ||
+	    (rc = ri_eng_tree_put(x->c, &x->jh[shard], sc.key, last, h)) != RI_ST_OK)
 		return rc;
 	x->scopes++;
 	return RI_ST_OK;
@@ -1363,46 +1716,53 @@ int
 ri_eng_rebuild(struct ri_store *st, json_t **report)
 {
 	struct ri_st_core *c = RI_ENG_CORE(st);
-	struct ri_jhead jh;
-	unsigned char lh[RI_HASH_LEN];
+	struct eng_heads hs;
 	struct ri_rebuild rb;
-	struct rebuild x = { .c = c, .rb = &rb, .jh = &jh };
+	struct rebuild x = { .c = c, .rb = &rb };
 	struct ri_rows_query rq = { .from = INT64_MIN, .type = SCOPE_ALL };
 	json_t *v;
 	const char *inv;
 	char **keys = NULL;
 	size_t nk = 0;
-	int64_t leases_reset = 0, marks_reset = 0, before;
+	int64_t leases_reset = 0, marks_reset = 0, before = 0, records = 0, open = 0;
 	int rc;
 
 	*report = NULL;
 	if (c->key == NULL)
 		return ri_st_fail(c, RI_ST_INVALID_REQUEST, 0, NULL, "rebuilding needs the integrity key");
-	if ((rc = eng_write_head(c, &jh, lh, &x.now)) != RI_ST_OK)
+	/* a cut across every shard (docs/SHARDS.md) */
+	if ((rc = eng_write_all(c, &hs, &x.now)) != RI_ST_OK)
 		return rc;
+	x.jh = hs.jh;
 	ri_rebuild_begin(&rb, c);
 	if (c->be->unbound != NULL && (rc = c->be->unbound(c->bk, "rebuild")) != RI_ST_OK)
 		goto fail;
-	before = jh.open_count;
+	for (int s = 0; s < c->shards; s++)
+		before += hs.jh[s].open_count;
 	if ((rc = c->be->records_from(c->bk, &rq, rebuild_row, &x)) != RI_ST_OK ||
-	    (rc = ri_rebuild_end(c, &rb, jh.last_seq)) != RI_ST_OK)
+	    (rc = ri_rebuild_end(c, &rb, hs.jh)) != RI_ST_OK)
 		goto fail;
-	/* the open-intents index and its accumulator */
-	memset(jh.open_acc, 0, RI_HASH_LEN);
-	jh.open_count = 0;
+	/* the open-intents index and its accumulators, a shard's each */
+	for (int s = 0; s < c->shards; s++) {
+		memset(hs.jh[s].open_acc, 0, RI_HASH_LEN);
+		hs.jh[s].open_count = 0;
+	}
 	if ((rc = c->be->open_reset(c->bk)) != RI_ST_OK)
 		goto fail;
 	json_object_foreach(rb.open, inv, v) {
-		if ((rc = open_add(c, &jh, inv, json_integer_value(json_object_get(v, "seq")),
-		    json_string_value(json_object_get(v, "kind")), json_string_value(json_object_get(v, "act_key")),
+		const char *kind = json_string_value(json_object_get(v, "kind"));
+		const char *act_key = json_string_value(json_object_get(v, "act_key"));
+		if ((rc = open_add(c, &hs.jh[ri_eng_shard(c, kind, act_key)], inv,
+		    json_integer_value(json_object_get(v, "seq")), kind, act_key,
 		    json_string_value(json_object_get(v, "event_id")),
 		    json_integer_value(json_object_get(v, "recorded_at")), false)) != RI_ST_OK)
 			goto fail;
 	}
-	/* the tree of scope heads, from the verified records */
+	/* the trees of scope heads, from the verified records */
 	if ((rc = c->be->nodes_reset(c->bk)) != RI_ST_OK)
 		goto fail;
-	memset(jh.root, 0, RI_HASH_LEN);
+	for (int s = 0; s < c->shards; s++)
+		memset(hs.jh[s].root, 0, RI_HASH_LEN);
 	x.type = SCOPE_ACT;
 	if ((rc = c->be->scope_lasts(c->bk, SCOPE_ACT, rebuild_scope, &x)) != RI_ST_OK)
 		goto fail;
@@ -1420,8 +1780,10 @@ ri_eng_rebuild(struct ri_store *st, json_t **report)
 		if (keys[i] == NULL || keys[i + 1] == NULL ||
 		    ri_eng_lease_get(c, keys[i], keys[i + 1], false, &l, &exists) != RI_ST_INTEGRITY)
 			continue;
-		jh.grants++;
-		if ((rc = ri_eng_lease_put(c, keys[i], keys[i + 1], NULL, 0, jh.grants)) != RI_ST_OK)
+		/* the act's shard's grant counter: its tokens only grow */
+		struct ri_jhead *g = &hs.jh[ri_eng_shard(c, keys[i], keys[i + 1])];
+		g->grants++;
+		if ((rc = ri_eng_lease_put(c, keys[i], keys[i + 1], NULL, 0, g->grants)) != RI_ST_OK)
 			goto fail;
 		leases_reset++;
 	}
@@ -1443,12 +1805,16 @@ ri_eng_rebuild(struct ri_store *st, json_t **report)
 	ri_strings_free(keys, nk);
 	keys = NULL;
 	nk = 0;
-	if ((rc = c->be->jhead_put(c->bk, &jh, lh)) != RI_ST_OK)
+	if ((rc = eng_put_all(c, &hs)) != RI_ST_OK)
 		goto fail;
 	if ((rc = c->be->commit(c->bk)) != RI_ST_OK)
 		goto out;
-	*report = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "records", (json_int_t)jh.last_seq,
-	    "open_intents", (json_int_t)jh.open_count, "open_intents_before", (json_int_t)before,
+	for (int s = 0; s < c->shards; s++) {
+		records = hs.jh[s].last_seq > records ? hs.jh[s].last_seq : records;
+		open += hs.jh[s].open_count;
+	}
+	*report = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "records", (json_int_t)records,
+	    "open_intents", (json_int_t)open, "open_intents_before", (json_int_t)before,
 	    "scope_heads", (json_int_t)x.scopes, "leases_reset", (json_int_t)leases_reset,
 	    "marks_reset", (json_int_t)marks_reset);
 	goto out;
@@ -1457,25 +1823,41 @@ fail:
 	c->be->rollback(c->bk);
 out:
 	ri_rebuild_free(&rb);
+	eng_heads_free(&hs);
 	return rc;
 }
 
 /* ---- ri-audit's state check ------------------------------------------------------ */
 
+/* the shard whose tree a leaf batch walks */
+struct tree_walk {
+	struct ri_st_core *c;
+	int shard;
+};
+
 static int
 leaf_check(struct ri_leaf_batch *b, const unsigned char key[RI_SCOPE_LEN], const struct ri_leaf *leaf)
 {
-	struct ri_st_core *c = b->ctx;
+	const struct tree_walk *tw = b->ctx;
+	struct ri_st_core *c = tw->c;
 	char *k = NULL, *ak = NULL, *iv = NULL;
 	unsigned char h[RI_HASH_LEN];
 	int rc = c->be->leaf_row(c->bk, leaf->last_seq, &k, &ak, &iv, h);
 
 	if (rc == RI_ST_UNAVAILABLE)
 		return 1;
-	if (rc == RI_ST_OK)
+	if (rc == RI_ST_OK && c->key != NULL && ri_eng_shard(c, k, ak) != tw->shard) {
+		/* a leaf in one shard's tree for a record of another's: the
+		 * shard that should prove the scope does not (docs/SHARDS.md) */
+		char msg[160];
+		snprintf(msg, sizeof msg, "shard %d's tree holds a scope head of record seq %lld, a record of shard %d",
+		    tw->shard, (long long)leaf->last_seq, ri_eng_shard(c, k, ak));
+		b->t.each("8.1.1", leaf->last_seq, msg, b->t.arg);
+	} else if (rc == RI_ST_OK) {
 		ri_leaf_judge(&b->t, key, leaf, k, ak, iv, h);
-	else
+	} else {
 		ri_leaf_judge(&b->t, key, leaf, NULL, NULL, NULL, NULL);
+	}
 	free(k);
 	free(ak);
 	free(iv);
@@ -1487,7 +1869,7 @@ ri_eng_audit_state(struct ri_store *st, ri_state_fn each, void *arg)
 {
 	struct ri_st_core *c = RI_ENG_CORE(st);
 	int (*begin)(void *, bool *) = c->be->scan_begin != NULL ? c->be->scan_begin : c->be->read_begin;
-	struct ri_jhead jh;
+	struct ri_jhead *jh = ri_xcalloc((size_t)c->shards, sizeof *jh);
 	unsigned char mac[RI_HASH_LEN], lh[RI_HASH_LEN], want[RI_HASH_LEN];
 	char why[1024];
 	bool began = false;
@@ -1503,32 +1885,43 @@ ri_eng_audit_state(struct ri_store *st, ri_state_fn each, void *arg)
 		goto out;
 	if (rc != RI_ST_OK)
 		each("8.1.8", 0, why, arg);
-	/* the journal head's own MAC (its agreement with the rows is the
+	/* each shard's head's own MAC (its agreement with the rows is the
 	 * traversal's RI_P_HEAD).  Without the key the root is taken as
 	 * stored: the tree is public hashes, so an auditor holding only the
 	 * public key still sees a head deleted or rows hidden from it. */
-	if ((rc = c->be->jhead_raw(c->bk, &jh, lh, mac)) != RI_ST_OK) {
-		if (rc != RI_ST_UNAVAILABLE) {
-			each("8.1.1", 0, c->err.msg, arg);
-			rc = RI_ST_OK;
-		}
-		goto out;
-	}
-	if (c->key != NULL) {
-		ri_jhead_mac(c->key, c->keylen, c->instance_id, c->shards, c->boundary, &jh, lh, want);
-		if (sodium_memcmp(want, mac, RI_HASH_LEN) != 0) {
-			each("8.1.3", 0, "the journal head fails its MAC", arg);
+	for (int s = 0; s < c->shards; s++) {
+		if ((rc = c->be->jhead_raw(c->bk, s, &jh[s], lh, mac)) != RI_ST_OK) {
+			if (rc != RI_ST_UNAVAILABLE) {
+				each("8.1.1", 0, c->err.msg, arg);
+				rc = RI_ST_OK;
+			}
 			goto out;
 		}
+		if (c->key != NULL) {
+			ri_jhead_mac(c->key, c->keylen, c->instance_id, c->shards, c->boundary, &jh[s], lh, want);
+			if (sodium_memcmp(want, mac, RI_HASH_LEN) != 0) {
+				char msg[64];
+				if (c->shards > 1)
+					snprintf(msg, sizeof msg, "shard %d's journal head fails its MAC", s);
+				each("8.1.3", 0, c->shards > 1 ? msg : "the journal head fails its MAC", arg);
+				goto out;
+			}
+		}
 	}
-	/* the tree of scope heads against the records */
+	/* each shard's tree of scope heads against the records, one tally */
 	{
-		struct ri_tree_io io = { c->bk, c->be->node_get, c->be->node_put, NULL };
 		struct ri_leaf_batch b;
+		struct tree_walk tw = { .c = c };
 		int64_t acts, invs;
-		ri_leaf_batch_init(&b, st, each, arg, leaf_check, c);
+		ri_leaf_batch_init(&b, st, each, arg, leaf_check, &tw);
 		why[0] = '\0';
-		if ((rc = ri_leaf_batch_walk(&io, jh.root, &b, why, sizeof why)) == RI_ST_UNAVAILABLE)
+		rc = RI_ST_OK;
+		for (int s = 0; s < c->shards && rc == RI_ST_OK; s++) {
+			struct ri_tree_io io = { c->bk, c->be->node_get, c->be->node_put, NULL, s };
+			tw.shard = s;
+			rc = ri_leaf_batch_walk(&io, jh[s].root, &b, why, sizeof why);
+		}
+		if (rc == RI_ST_UNAVAILABLE)
 			goto out;
 		if (rc != RI_ST_OK) {
 			each("8.1.1", 0, why[0] ? why : c->err.msg, arg);
@@ -1541,15 +1934,16 @@ ri_eng_audit_state(struct ri_store *st, ri_state_fn each, void *arg)
 	}
 	if (c->key == NULL)
 		goto out;
-	if ((rc = ri_eng_open_scan(c, &jh, NULL, NULL, RI_NONE, NULL, NULL)) == RI_ST_UNAVAILABLE)
+	if ((rc = ri_eng_open_scan(c, jh, NULL, NULL, RI_NONE, NULL, NULL)) == RI_ST_UNAVAILABLE)
 		goto out;
 	if (rc != RI_ST_OK)
 		each("8.1.3", 0, c->err.msg, arg);
 	/* leases, actors, marks: each row verified, each problem reported */
-	if ((rc = ri_eng_rows_verify(c, &jh, true, each, arg)) != RI_ST_UNAVAILABLE)
+	if ((rc = ri_eng_rows_verify(c, jh, true, each, arg)) != RI_ST_UNAVAILABLE)
 		rc = RI_ST_OK;
 out:
 	c->be->read_end(c->bk, began);
+	free(jh);
 	return rc;
 }
 
@@ -1558,7 +1952,7 @@ out:
 /* one purge transaction's tally: what went, and under which policy */
 struct purge_batch {
 	struct ri_st_core *c;
-	struct ri_jhead *jh;
+	struct ri_jhead *jh;            /* every shard's */
 	json_t *kinds;
 	int64_t first, last, n;
 };
@@ -1573,8 +1967,11 @@ purge_one(void *arg, int64_t seq, const char *kind, const char *invocation_id)
 	if ((rc = b->c->be->payload_drop(b->c->bk, seq)) != RI_ST_OK)
 		return rc;
 	/* a destroyed intent is out of every reading: out of the
-	 * index too, and out of its accumulator */
-	if (invocation_id != NULL && (rc = b->c->be->open_remove(b->c->bk, b->jh, invocation_id)) != RI_ST_OK)
+	 * index too, and out of its accumulator -- its act's shard's */
+	int shard = 0;
+	if (invocation_id != NULL && b->c->shards > 1 && (rc = record_shard(b->c, seq, &shard)) != RI_ST_OK)
+		return rc;
+	if (invocation_id != NULL && (rc = b->c->be->open_remove(b->c->bk, &b->jh[shard], invocation_id)) != RI_ST_OK)
 		return rc;
 	if (b->n == 0 || seq < b->first)
 		b->first = seq;
@@ -1603,25 +2000,31 @@ ri_eng_purge(struct ri_store *st, ri_ms now, int64_t *purged)
 
 	*purged = 0;
 	for (;;) {
-		unsigned char lh[RI_HASH_LEN];
 		struct ri_appended ap;
-		struct ri_jhead jh;
+		struct eng_heads hs;
 		ri_ms wnow;
 
-		/* nothing is purged from a journal that fails verification */
-		if ((rc = eng_write_head(c, &jh, lh, &wnow)) != RI_ST_OK)
+		/* nothing is purged from a journal that fails verification; a
+		 * cut across shards, whose open intents it may take out */
+		if ((rc = eng_write_all(c, &hs, &wnow)) != RI_ST_OK)
 			return rc == RI_ST_STEP2 ? RI_ST_UNAVAILABLE : rc;
-		struct purge_batch b = { .c = c, .jh = &jh, .kinds = json_object() };
+		struct purge_batch b = { .c = c, .jh = hs.jh, .kinds = json_object() };
 		if ((rc = c->be->purge_due(c->bk, now, purge_one, &b)) != RI_ST_OK || b.n == 0) {
 			json_decref(b.kinds);
 			c->be->rollback(c->bk);
+			eng_heads_free(&hs);
 			return rc;
 		}
 		json_t *data = json_pack("{s:I, s:I, s:I, s:o}", "purged", (json_int_t)b.n,
 		    "first_seq", (json_int_t)b.first, "last_seq", (json_int_t)b.last, "retention_period_s", b.kinds);
 		ri_fault("purge.between");
-		rc = append_substrate(c, &jh, lh, "audit.purged", "", data, wnow, &ap);
+		rc = append_substrate(c, &hs.jh[0], hs.lh[0], "audit.purged", "", data, wnow, &ap);
 		json_decref(data);
+		/* shard 0's head moved with the record; the others' with what
+		 * their open intents lost */
+		for (int s = 1; s < c->shards && rc == RI_ST_OK; s++)
+			rc = c->be->jhead_put(c->bk, &hs.jh[s], hs.lh[s]);
+		eng_heads_free(&hs);
 		if (rc != RI_ST_OK) {
 			c->be->rollback(c->bk);
 			return rc;
@@ -1690,7 +2093,9 @@ lease_locked(struct ri_st_core *c, const char *kind, const char *act_key, struct
 	memset(l, 0, sizeof *l);
 	if (c->be->lease_ahead != NULL)
 		c->be->lease_ahead(c->bk, kind, act_key);
-	if ((rc = eng_write_head(c, jh, lh, now)) != RI_ST_OK)
+	/* the act's shard's head: its grant counter mints the act's tokens,
+	 * which so only ever grow per act (docs/SHARDS.md, fencing tokens) */
+	if ((rc = eng_write_head(c, ri_eng_shard(c, kind, act_key), jh, lh, now)) != RI_ST_OK)
 		return rc == RI_ST_INTEGRITY ? rc : ri_st_recode(c, RI_ST_UNAVAILABLE);
 	if ((rc = ri_eng_lease_get(c, kind, act_key, true, l, exists)) != RI_ST_OK) {
 		c->be->rollback(c->bk);

@@ -78,6 +78,13 @@ struct ri_backend {
 	/* The stored hash of the record at seq (>= 1): NOT_KNOWN when no row
 	 * holds seq or its hash is not one. */
 	int (*record_hash)(void *bk, int64_t seq, unsigned char out[RI_HASH_LEN]);
+	/* More than one shard (docs/SHARDS.md): the newest record of shard
+	 * below seq, its seq and stored hash -- NOT_KNOWN when the shard has
+	 * none below seq (its genesis is the link); and the seq the next
+	 * append is given, inside the write transaction, above every record
+	 * of every shard. */
+	int (*shard_prev)(void *bk, int shard, int64_t seq, int64_t *before, unsigned char out[RI_HASH_LEN]);
+	int (*seq_next)(void *bk, int64_t *seq);
 	/* The newest seq of a scope as the rows say it (0 when none): a, b
 	 * the scope's fields (store_common.h scope_make); the backend may
 	 * read the row's hash in the same statement (*hashed). */
@@ -87,10 +94,11 @@ struct ri_backend {
 	 * the backend's handle): NOT_KNOWN for an absent node. */
 	int (*node_get)(void *bk, const unsigned char *id, size_t idlen, unsigned char body[RI_NODE_MAX], size_t *len);
 	int (*node_put)(void *bk, const unsigned char *id, size_t idlen, const unsigned char *body, size_t len);
-	/* The verified journal head and the hash of its newest record: read
-	 * and judged by the backend, which knows how to read it in one round
-	 * trip (ri_jhead_judge, ri_witness_judge). */
-	int (*jhead_get)(void *bk, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN]);
+	/* The verified head of a shard and the hash of its newest record:
+	 * read and judged by the backend, which knows how to read it in one
+	 * round trip (ri_jhead_judge, ri_witness_judge).  Every head
+	 * primitive names its shard (docs/SHARDS.md; h->shard set). */
+	int (*jhead_get)(void *bk, int shard, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN]);
 	/* Optional (NULL: none): key's path of the tree is read next -- a
 	 * backend that pays a round trip a node fetches the path at once. */
 	int (*path_hint)(void *bk, const unsigned char key[RI_SCOPE_LEN]);
@@ -145,7 +153,7 @@ struct ri_backend {
 	void (*rollback)(void *bk);
 	/* jhead_get with the clock the store judges by, read in the same
 	 * transaction: the host's (ri_now) or the server's. */
-	int (*jhead_now)(void *bk, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN], ri_ms *now);
+	int (*jhead_now)(void *bk, int shard, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN], ri_ms *now);
 	/* Keyless readers: the newest audit.sealed record as the rows say it
 	 * (*seq untouched when none). */
 	int (*sealed_rows)(void *bk, int64_t *seq);
@@ -158,7 +166,11 @@ struct ri_backend {
 	/* A write transaction begun, the clock read and the head verified
 	 * (*now, *jh, lh); on a failure the transaction is rolled back, its
 	 * error kept. */
-	int (*write_head)(void *bk, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri_ms *now);
+	int (*write_head)(void *bk, int shard, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri_ms *now);
+	/* Inside the write transaction write_head began: another shard's
+	 * head, locked (where the backend has row locks) and verified -- a
+	 * cut across shards takes them in ascending order (docs/SHARDS.md). */
+	int (*head_also)(void *bk, int shard, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN]);
 	/* A new registry row (service, cred_hash, created, reg_seq, mac; not
 	 * revoked): RI_ST_EXISTS, error not set, when the name is taken; and
 	 * a revocation of one (revoked, reg_seq, mac). */
@@ -222,7 +234,8 @@ struct ri_backend {
 	/* The head row as stored (not judged), its MAC, and the stored hash
 	 * of the record it names: another code than RI_ST_OK or
 	 * RI_ST_UNAVAILABLE, the error saying why, when one is not there. */
-	int (*jhead_raw)(void *bk, struct ri_jhead *h, unsigned char lh[RI_HASH_LEN], unsigned char mac[RI_HASH_LEN]);
+	int (*jhead_raw)(void *bk, int shard, struct ri_jhead *h, unsigned char lh[RI_HASH_LEN],
+	    unsigned char mac[RI_HASH_LEN]);
 	/* What a leaf of the tree is judged against: the record at seq's kind,
 	 * act key, invocation id (the caller frees them) and hash;
 	 * RI_ST_NOT_KNOWN when there is no such row or it is not shaped so,
@@ -315,9 +328,17 @@ void ri_eng_attach(struct ri_st_core *c, const struct ri_backend *be, void *bk, 
 /* Stored hash of the record at seq (0 = the genesis); a missing row is an
  * integrity failure naming seq. */
 int ri_eng_hash_at(struct ri_st_core *c, int64_t seq, unsigned char out[RI_HASH_LEN]);
+/* The same in a shard's chain: seq 0 is the shard's genesis. */
+int ri_eng_shard_hash_at(struct ri_st_core *c, int shard, int64_t seq, unsigned char out[RI_HASH_LEN]);
+/* The hash the record at seq of shard links to: its shard's record before
+ * it, or the shard's genesis (with one shard, seq - 1's). */
+int ri_eng_link_hash(struct ri_st_core *c, int shard, int64_t seq, unsigned char out[RI_HASH_LEN]);
 /* ri_walk's hash_at and ri_seal_walk's tree_get (store_common.h), backend
  * the core. */
 int ri_eng_hash_at_cb(void *core, int64_t seq, unsigned char out[RI_HASH_LEN]);
+int ri_eng_link_hash_cb(void *core, int shard, int64_t seq, unsigned char out[RI_HASH_LEN]);
+/* A row of shard is one of its act's shard's (else an integrity failure). */
+int ri_eng_shard_judge(struct ri_st_core *c, const struct ri_record *r, int shard);
 int ri_eng_tree_get_cb(void *core, const struct ri_jhead *jh, const unsigned char key[RI_SCOPE_LEN], bool *present,
     struct ri_leaf *leaf);
 /* A scope's leaf in the tree under jh's root, and its replacement (jh's
@@ -334,8 +355,15 @@ int ri_eng_head_get(struct ri_st_core *c, const struct scope *sc, const char *a,
 
 /* ---- keys ------------------------------------------------------------------ */
 
-/* The credential hash key, derived from the integrity key (c->key set). */
+/* The credential hash key and the shard key, derived from the integrity
+ * key (c->key set). */
 void ri_eng_derive_keys(struct ri_st_core *c);
+
+/* ---- shards (docs/SHARDS.md) -------------------------------------------- */
+
+/* An act's shard (kind audit: shard 0), and a scope's. */
+int ri_eng_shard(const struct ri_st_core *c, const char *kind, const char *act_key);
+int ri_eng_scope_shard(const struct ri_st_core *c, const struct scope *sc, const char *a, const char *b);
 
 /* ---- the actor registry (Actor Identity) -------------------------------- */
 

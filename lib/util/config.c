@@ -34,7 +34,7 @@ static const char *const reserved_outcomes[] = {
 
 static const char *const top_keys[] = {
 	"journal", "findings", "integrity_key_file", "seal_key_file", "witness", "witness_publish", "clock",
-	"fault_injection", "instance", "kinds", NULL
+	"fault_injection", "instance", "kinds", "shards", NULL
 };
 
 static const char *const instance_keys[] = {
@@ -642,6 +642,16 @@ parse_top(struct ri_config *c, json_t *root, ri_err *err)
 	if ((rc = member(root, "", "fault_injection", false, p, &v, err)) != RI_OK ||
 	    (v != NULL && (rc = want_bool(v, p, &c->fault_injection, err)) != RI_OK))
 		return rc;
+	/* the journal's shard count, fixed at ri-init (docs/SHARDS.md): the
+	 * journal's meta row is what every command reads after that */
+	if ((rc = member(root, "", "shards", false, p, &v, err)) != RI_OK)
+		return rc;
+	if (v != NULL) {
+		int64_t n;
+		if ((rc = want_count(v, p, 1, 256, &n, err)) != RI_OK)
+			return rc;
+		c->shards = (int)n;
+	}
 	if ((rc = member(root, "", "instance", true, p, &v, err)) != RI_OK ||
 	    (rc = parse_instance(c, v, err)) != RI_OK)
 		return rc;

@@ -52,6 +52,9 @@ struct ri_config {
 	int64_t reference_length_cap;
 	int64_t payload_cap;
 	bool journal_fence;             /* journal_fence: "declared" */
+	int shards;                     /* "shards" (INTERFACE, third wave): the count
+	                                 * ri-init gives a new journal, 1..256; 0: not
+	                                 * given (the backend's default) */
 	struct ri_kind *kinds;
 	size_t n_kinds;
 };

@@ -50,6 +50,11 @@ JSON
 		ri_pg_skip_file_tests
 		ri_pg_journal "$T/ri.json" || return 1
 	fi
+	# RI_TEST_SHARDS: every SQLite instance made with that many shards
+	# (the whole suite against sharded journals: make check)
+	if [ -n "${RI_TEST_SHARDS:-}" ] && ! ri_pg_on; then
+		ri_cfg ".shards = $RI_TEST_SHARDS" || return 1
+	fi
 	# RI_INIT_CFG: a jq filter the config takes before ri-init (what
 	# ri-init fixes for the instance's life, e.g. '.clock = "system"')
 	if [ -n "${RI_INIT_CFG:-}" ]; then

@@ -176,13 +176,27 @@ head_edges(void)
 	core.anchored = true;
 	core.anchor_seq = 3;
 	memcpy(core.anchor_hash, last, RI_HASH_LEN);
-	CHECK(ri_witness_wants(&core, 3) && !ri_witness_wants(&core, 2), "the anchor's record is read when held");
-	CHECK(answer(ri_witness_judge(&core, 3, last)) == RI_ST_OK, "the journal agrees with its witness");
-	CHECK(answer(ri_witness_judge(&core, 2, NULL)) == RI_ST_INTEGRITY, "behind its witness: rolled back");
-	CHECK(answer(ri_witness_judge(&core, 5, other)) == RI_ST_INTEGRITY, "rewritten behind its seal");
-	CHECK(answer(ri_witness_judge(&core, 5, NULL)) == RI_ST_INTEGRITY, "the anchor's record missing");
+	CHECK(ri_witness_wants(&core, 0, 3) && !ri_witness_wants(&core, 0, 2), "the anchor's record is read when held");
+	CHECK(answer(ri_witness_judge(&core, 0, 3, last)) == RI_ST_OK, "the journal agrees with its witness");
+	CHECK(answer(ri_witness_judge(&core, 0, 2, NULL)) == RI_ST_INTEGRITY, "behind its witness: rolled back");
+	CHECK(answer(ri_witness_judge(&core, 0, 5, other)) == RI_ST_INTEGRITY, "rewritten behind its seal");
+	CHECK(answer(ri_witness_judge(&core, 0, 5, NULL)) == RI_ST_INTEGRITY, "the anchor's record missing");
+	/* docs/SHARDS.md, freshness: the anchor names a record of shard 2; a
+	 * read of shard 1 (its head below the anchor's seq, as shards' are)
+	 * still needs the anchor's record to stand */
+	int shards = core.shards;
+	core.shards = 4;
+	core.anchor_shard = 2;
+	CHECK(ri_witness_wants(&core, 1, 1), "another shard's head reads the anchor's record too");
+	CHECK(answer(ri_witness_judge(&core, 1, 1, last)) == RI_ST_OK, "another shard, the anchor's record there");
+	CHECK(answer(ri_witness_judge(&core, 1, 1, NULL)) == RI_ST_INTEGRITY,
+	    "another shard, the anchor's record gone: the journal put back in time");
+	CHECK(answer(ri_witness_judge(&core, 1, 9, other)) == RI_ST_INTEGRITY, "another shard, the anchor rewritten");
+	CHECK(answer(ri_witness_judge(&core, 2, 2, last)) == RI_ST_INTEGRITY, "the anchor's shard behind it");
+	core.shards = shards;
+	core.anchor_shard = 0;
 	core.anchored = false;
-	PASS("the witness: a journal behind it or disagreeing with it fails closed");
+	PASS("the witness: a journal behind it or disagreeing with it fails closed, whichever shard is read");
 
 	struct scope sc;
 	struct ri_leaf leaf = { .last_seq = 9 };
@@ -202,14 +216,15 @@ head_edges(void)
 	PASS("a scope's head: authenticated absence, deletion, rewriting");
 }
 
-/* A walk over rows built here: hash_at answers from the fixture. */
+/* A walk over rows built here: link_at answers from the fixture. */
 static unsigned char walk_hash[8][RI_HASH_LEN];
 
 static int
-walk_hash_at(void *backend, int64_t seq, unsigned char out[RI_HASH_LEN])
+walk_link_at(void *backend, int shard, int64_t seq, unsigned char out[RI_HASH_LEN])
 {
 	(void)backend;
-	memcpy(out, seq == 0 ? core.genesis : walk_hash[seq], RI_HASH_LEN);
+	(void)shard;
+	memcpy(out, seq == 1 ? core.genesis : walk_hash[seq - 1], RI_HASH_LEN);
 	return RI_ST_OK;
 }
 
@@ -259,7 +274,7 @@ walk(bool desc, int64_t from, int64_t head, const int64_t *seqs, const int64_t *
 		walk_row(s, s - 1, &rows[s], &raws[s]);
 	memset(out, 0, sizeof *out);
 	CHECK(ri_walk_query(&core, &q, &sc, &wk) == RI_ST_OK, "a valid query");
-	wk.hash_at = walk_hash_at;
+	wk.link_at = walk_link_at;
 	ri_walk_begin(&wk, from, head);
 	rc = RI_ST_OK;
 	for (size_t i = 0; i < n && rc == RI_ST_OK; i++) {
@@ -379,7 +394,7 @@ static void
 tree_cache_edges(void)
 {
 	static struct ri_tree_cache cache;
-	struct ri_tree_io mine = { NULL, mem_get, mem_put, &cache }, theirs = { NULL, mem_get, mem_put, NULL };
+	struct ri_tree_io mine = { NULL, mem_get, mem_put, &cache, 0 }, theirs = { NULL, mem_get, mem_put, NULL, 0 };
 	unsigned char root[RI_HASH_LEN] = { 0 }, key[RI_SCOPE_LEN], other[RI_SCOPE_LEN];
 	struct ri_leaf l1 = { .last_seq = 1 }, l2 = { .last_seq = 2 }, got;
 	char why[256];
@@ -402,6 +417,41 @@ tree_cache_edges(void)
 	    got.last_seq == 1, "an unchanged subtree still reads");
 	ri_tree_cache_free(&cache);
 	PASS("the tree's node cache: content-addressed, it outlives a transaction and never answers stale (heads.h)");
+}
+
+/* docs/SHARDS.md: a tree per shard over one node store -- the same scope
+ * in two shards' trees shares no node, so one shard's writes never move
+ * another's root, and a scope present in one is proved absent in the
+ * other */
+static void
+tree_shards_disjoint(void)
+{
+	struct ri_tree_io s0 = { NULL, mem_get, mem_put, NULL, 0 }, s1 = { NULL, mem_get, mem_put, NULL, 1 },
+	    s255 = { NULL, mem_get, mem_put, NULL, 255 };
+	unsigned char r0[RI_HASH_LEN] = { 0 }, r1[RI_HASH_LEN] = { 0 }, before[RI_HASH_LEN], key[RI_SCOPE_LEN];
+	unsigned char id[RI_NODE_ID_MAX];
+	struct ri_leaf l1 = { .last_seq = 1 }, l2 = { .last_seq = 2 }, got;
+	char why[256];
+	bool present;
+
+	ri_scope_act("ledger", "k1", key);
+	CHECK(ri_node_id(0, key, 0, id) == 0, "shard 0's root id is the empty prefix, as before shards");
+	CHECK(ri_node_id(255, key, 64, id) == 66 && id[0] == 0xff && id[1] == 255, "the deepest id fits");
+	memset(l1.hash, 1, sizeof l1.hash);
+	memset(l2.hash, 2, sizeof l2.hash);
+	CHECK(ri_tree_put(&s0, r0, key, &l1, why, sizeof why) == RI_ST_OK, "put: %s", why);
+	memcpy(before, r0, RI_HASH_LEN);
+	CHECK(ri_tree_get(&s1, r1, key, &present, &got, why, sizeof why) == RI_ST_OK && !present,
+	    "shard 1's empty tree proves the scope absent");
+	CHECK(ri_tree_put(&s1, r1, key, &l2, why, sizeof why) == RI_ST_OK, "put: %s", why);
+	CHECK(ri_tree_put(&s255, (unsigned char[RI_HASH_LEN]){ 0 }, key, &l2, why, sizeof why) == RI_ST_OK,
+	    "put: %s", why);
+	CHECK(ri_tree_get(&s0, r0, key, &present, &got, why, sizeof why) == RI_ST_OK && present && got.last_seq == 1,
+	    "shard 0's leaf is untouched by shard 1's write: %s", why);
+	CHECK(memcmp(before, r0, RI_HASH_LEN) == 0, "shard 0's root did not move");
+	CHECK(ri_tree_get(&s1, r1, key, &present, &got, why, sizeof why) == RI_ST_OK && present && got.last_seq == 2,
+	    "shard 1's leaf is its own");
+	PASS("a tree per shard: node ids prefixed per shard, no node shared (docs/SHARDS.md)");
 }
 
 /* a trusted parse of {"n": seq} at seq, as a traversal's read makes it */
@@ -719,6 +769,7 @@ main(void)
 	minted_ids();
 	leaf_batch_edges();
 	shard_edges();
+	tree_shards_disjoint();
 	ri_config_free((struct ri_config *)core.cfg);
 	return 0;
 }

@@ -444,15 +444,26 @@ static const char head_sql[] = "SELECT h.last_seq, h.root, h.open_count, h.open_
     " (SELECT max(seq) FROM records), (SELECT hash FROM records WHERE seq = h.last_seq),"
     " (SELECT hash FROM records WHERE seq = $1), ri_clock(),"
     " (SELECT recorded_at FROM records WHERE seq = h.last_seq),"
-    " (SELECT hash FROM records WHERE seq = h.sealed_seq) FROM heads h WHERE h.shard = 0";
+    " (SELECT hash FROM records WHERE seq = h.sealed_seq) FROM heads h WHERE h.shard = $2";
+/* with more than one shard the rows' newest is the shard's own chain's
+ * (docs/SHARDS.md) */
+static const char head_sql_shards[] = "SELECT h.last_seq, h.root, h.open_count, h.open_acc, h.sealed_seq, h.grants,"
+    " h.mac, (SELECT max(seq) FROM records WHERE shard = $2), (SELECT hash FROM records WHERE seq = h.last_seq),"
+    " (SELECT hash FROM records WHERE seq = $1), ri_clock(),"
+    " (SELECT recorded_at FROM records WHERE seq = h.last_seq),"
+    " (SELECT hash FROM records WHERE seq = h.sealed_seq) FROM heads h WHERE h.shard = $2";
+#define HEAD_SQL(s) ((s)->core.shards <= 1 ? head_sql : head_sql_shards)
 
+/* the connect's head read goes ahead for shard 0's head, the instance's
+ * (the one with one shard) */
 void
 jhead_ahead(struct pg *s, int64_t anchor)
 {
 	struct params p = { 0 };
 
 	p_int(&p, anchor);
-	snap_ahead(s, head_sql, &p);
+	p_int(&p, RI_SHARD_INSTANCE);
+	snap_ahead(s, HEAD_SQL(s), &p);
 }
 
 /*
@@ -467,7 +478,7 @@ jhead_ahead(struct pg *s, int64_t anchor)
  * the head's; the anchor seq is a parameter (issue 42).
  */
 static int
-jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
+jhead_fetch_tx(struct pg *s, int shard, bool begin, bool lock, struct head_read *hr)
 {
 	struct qry now[BEGIN_MAX + 2];
 	struct params clk = { 0 }, p = { 0 };
@@ -479,7 +490,7 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 	 * snapshot answers the same row, and its clock is the snapshot's */
 	bool once = !begin && !lock && s->in_tx && s->snap;
 	int64_t anchor = s->core.anchored ? s->core.anchor_seq : 0;
-	if (once && s->snap_head_ok && s->snap_anchor == anchor) {
+	if (once && s->snap_head_ok && s->snap_anchor == anchor && s->snap_head.h.shard == shard) {
 		*hr = s->snap_head;
 		hr->now = snap_clock(s);
 		s->last_at = s->snap_last_at;
@@ -487,10 +498,13 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 	}
 	if (begin && (rc = begin_stmts(s, true, false, now, &n, &clk)) != RI_ST_OK)
 		return rc;
+	struct params sp = { 0 };
+	p_int(&sp, shard);
 	if (lock)
-		now[n++] = (struct qry){ "SELECT 1 FROM heads WHERE shard = 0 FOR UPDATE", NULL };
+		now[n++] = (struct qry){ "SELECT 1 FROM heads WHERE shard = $1 FOR UPDATE", &sp };
 	p_int(&p, s->core.anchored ? s->core.anchor_seq : 0);
-	now[n++] = (struct qry){ head_sql, &p };
+	p_int(&p, shard);
+	now[n++] = (struct qry){ HEAD_SQL(s), &p };
 	if (begin)
 		s->in_tx = true;        /* even should a later statement fail: rolled back */
 	/* the reads queued ahead go with a write's round trip, never in the
@@ -498,12 +512,13 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 	 * head's lock); the snapshot's own read may have gone ahead already
 	 * (jhead_ahead), and is answered from there when its anchor is the
 	 * one judged */
-	r = once ? run(s, head_sql, &p) : trip(s, now, n, !s->snap, &answered);
+	r = once ? run(s, HEAD_SQL(s), &p) : trip(s, now, n, !s->snap, &answered);
 	if (!res_ok(r)) {
 		rc = pg_db_fail(s, lock ? RI_ST_STEP2 : RI_ST_UNAVAILABLE, "journal head", r);
 		PQclear(r);
 		return rc;
 	}
+	hr->h.shard = shard;
 	if (PQntuples(r) == 1) {
 		hr->present = true;
 		hr->shaped = !g_null(r, 0, 0) && g_bytes(r, 0, 1, hr->h.root, RI_HASH_LEN) &&
@@ -520,7 +535,7 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 		s->last_at = g_null(r, 0, 11) ? RI_NONE : g_int(r, 0, 11);
 		hr->has_sealed = g_bytes(r, 0, 12, hr->sealed_hash, RI_HASH_LEN);
 		if (hr->h.last_seq == 0) {
-			memcpy(hr->last_hash, s->core.genesis, RI_HASH_LEN);
+			ri_core_shard_genesis(&s->core, shard, hr->last_hash);
 			hr->has_last = true;
 		}
 	}
@@ -549,9 +564,9 @@ jhead_fetch_tx(struct pg *s, bool begin, bool lock, struct head_read *hr)
 }
 
 int
-jhead_fetch(struct pg *s, bool lock, struct head_read *hr)
+jhead_fetch(struct pg *s, int shard, bool lock, struct head_read *hr)
 {
-	return jhead_fetch_tx(s, false, lock, hr);
+	return jhead_fetch_tx(s, shard, false, lock, hr);
 }
 
 /*
@@ -559,21 +574,22 @@ jhead_fetch(struct pg *s, bool lock, struct head_read *hr)
  * judgement).  now: the instance clock in the same round trip (may be
  * NULL).
  */
-int
-jhead_get_at(struct pg *s, bool lock, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN], ri_ms *now)
+static int
+jhead_judged(struct pg *s, int shard, bool begin, bool lock, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN],
+    ri_ms *now)
 {
 	struct head_read hr;
 	int rc;
 
-	/* lock: a write's first round trip, which opens its transaction */
-	if ((rc = jhead_fetch_tx(s, lock, lock, &hr)) != RI_ST_OK)
+	if ((rc = jhead_fetch_tx(s, shard, begin, lock, &hr)) != RI_ST_OK)
 		return rc;
 	if (now != NULL)
 		*now = hr.now;
 	if (s->core.key == NULL) {
 		memset(h, 0, sizeof *h);
+		h->shard = shard;
 		h->last_seq = hr.rows;
-		if ((rc = ri_eng_hash_at(&s->core, hr.rows, last_hash)) != RI_ST_OK)
+		if ((rc = ri_eng_shard_hash_at(&s->core, shard, hr.rows, last_hash)) != RI_ST_OK)
 			return rc;
 	} else {
 		if (!hr.present)
@@ -587,13 +603,29 @@ jhead_get_at(struct pg *s, bool lock, struct ri_jhead *h, unsigned char last_has
 			return rc;
 	}
 	/* the anchor's hash came in the head's round trip (jhead_fetch_tx) */
-	return ri_witness_judge(&s->core, h->last_seq, hr.has_anchor ? hr.anchor_hash : NULL);
+	return ri_witness_judge(&s->core, shard, h->last_seq, hr.has_anchor ? hr.anchor_hash : NULL);
+}
+
+/* lock: a write's first round trip, which opens its transaction */
+int
+jhead_get_at(struct pg *s, int shard, bool lock, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN],
+    ri_ms *now)
+{
+	return jhead_judged(s, shard, lock, lock, h, last_hash, now);
+}
+
+/* Another shard's head, locked and judged inside the write transaction
+ * open (a cut across shards: ascending, docs/SHARDS.md lock order). */
+int
+jhead_also(struct pg *s, int shard, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN])
+{
+	return jhead_judged(s, shard, false, true, h, last_hash, NULL);
 }
 
 int
-jhead_get(struct pg *s, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN])
+jhead_get(struct pg *s, int shard, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN])
 {
-	return jhead_get_at(s, false, h, last_hash, NULL);
+	return jhead_get_at(s, shard, false, h, last_hash, NULL);
 }
 
 int
@@ -613,9 +645,10 @@ jhead_set(struct pg *s, const struct ri_jhead *h, const unsigned char last_hash[
 	p_int(&p, h->sealed_seq);
 	p_int(&p, h->grants);
 	p_bytes(&p, mac, RI_HASH_LEN);
+	p_int(&p, h->shard);
 	/* deferred: the head row was read under FOR UPDATE in this
 	 * transaction (write_begin), so it is there when this lands */
 	return defer_write(s, " heads ", RI_ST_UNAVAILABLE, "write", "UPDATE heads SET last_seq = $1, root = $2,"
-	    " open_count = $3, open_acc = $4, sealed_seq = $5, grants = $6, mac = $7 WHERE shard = 0", &p);
+	    " open_count = $3, open_acc = $4, sealed_seq = $5, grants = $6, mac = $7 WHERE shard = $8", &p);
 }
 

@@ -1064,11 +1064,11 @@ commit(struct pg *s)
 }
 
 int
-write_once(struct pg *s, const struct qry *now, int n, PGresult **res)
+write_once(struct pg *s, int shard, const struct qry *now, int n, PGresult **res)
 {
 	struct qry all[BEGIN_MAX + 4];
 	PGresult *r[BEGIN_MAX + 4], *bad = NULL;
-	struct params clk = { 0 };
+	struct params clk = { 0 }, sp = { 0 };
 	int k = 0, at, rc;
 
 	for (int i = 0; i < n; i++)
@@ -1077,8 +1077,10 @@ write_once(struct pg *s, const struct qry *now, int n, PGresult **res)
 		return ri_st_fail(&s->core, RI_ST_UNAVAILABLE, 0, NULL, "internal: write_once takes 2 statements");
 	if ((rc = begin_stmts(s, true, false, all, &k, &clk)) != RI_ST_OK)
 		return rc;
-	/* the lock every writer takes first (the lock order, store_pg.c) */
-	all[k++] = (struct qry){ "SELECT 1 FROM heads WHERE shard = 0 FOR UPDATE", NULL };
+	/* the lock every writer takes first (the lock order, store_pg.c):
+	 * its shard's head's, as jhead_fetch_tx takes it */
+	p_int(&sp, shard);
+	all[k++] = (struct qry){ "SELECT 1 FROM heads WHERE shard = $1 FOR UPDATE", &sp };
 	at = k;
 	for (int i = 0; i < n; i++)
 		all[k++] = now[i];
@@ -1229,7 +1231,7 @@ clock_now(struct pg *s, ri_ms *now)
 		 * the head row, which nearly every read judges next and the
 		 * snapshot reads once (jhead_fetch) */
 		struct head_read hr;
-		int rc0 = jhead_fetch(s, false, &hr);
+		int rc0 = jhead_fetch(s, RI_SHARD_INSTANCE, false, &hr);
 		if (rc0 != RI_ST_OK)
 			return rc0;
 	}

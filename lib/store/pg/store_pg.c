@@ -388,7 +388,7 @@ lease_free_if(void *bk, const char *kind, const char *act_key, const struct ri_l
 		p_int(&p, was->expires);
 		p_bytes(&p, was->mac, RI_HASH_LEN);
 	}
-	if ((rc = write_once(s, &one, 1, &r)) == RI_ST_OK)
+	if ((rc = write_once(s, ri_st_shard_of(&s->core, kind, act_key), &one, 1, &r)) == RI_ST_OK)
 		*done = strcmp(PQcmdTuples(r), "1") == 0;
 	PQclear(r);
 	return rc;
@@ -570,13 +570,13 @@ scopes_hint(void *bk, const unsigned char act[RI_SCOPE_LEN], const char *kind, c
 /* Open a write transaction and lock and verify the journal head in it:
  * the first lock of every writer (the lock order). */
 static int
-write_begin(struct pg *s, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri_ms *now)
+write_begin(struct pg *s, int shard, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri_ms *now)
 {
 	int rc;
 
 	if (s->readonly)
 		return ri_st_fail(&s->core, RI_ST_READONLY, 0, NULL, "the journal is open read-only");
-	if ((rc = jhead_get_at(s, true, jh, lh, now)) != RI_ST_OK)
+	if ((rc = jhead_get_at(s, shard, true, jh, lh, now)) != RI_ST_OK)
 		rollback_keep(s);
 	else
 		pg_trace_held(s);
@@ -1040,13 +1040,13 @@ schema_judge(void *bk, char *why, size_t n)
 }
 
 static int
-jhead_raw(void *bk, struct ri_jhead *h, unsigned char lh[RI_HASH_LEN], unsigned char mac[RI_HASH_LEN])
+jhead_raw(void *bk, int shard, struct ri_jhead *h, unsigned char lh[RI_HASH_LEN], unsigned char mac[RI_HASH_LEN])
 {
 	struct pg *s = bk;
 	struct head_read hr;
 	int rc;
 
-	if ((rc = jhead_fetch(s, false, &hr)) != RI_ST_OK)
+	if ((rc = jhead_fetch(s, shard, false, &hr)) != RI_ST_OK)
 		return rc;
 	if (!hr.present || !hr.shaped || !hr.has_last)
 		return ri_st_fail(&s->core, RI_ST_NOT_KNOWN, 0, NULL, "the journal head is missing, malformed, or names"
@@ -1143,9 +1143,9 @@ pg_close(struct ri_store *base)
 }
 
 static int
-jhead_get_cb(void *bk, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN])
+jhead_get_cb(void *bk, int shard, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN])
 {
-	return jhead_get(bk, h, last_hash);
+	return jhead_get(bk, shard, h, last_hash);
 }
 
 /* store.h settle: the caller waits for the journal to change */
@@ -1244,15 +1244,21 @@ be_rollback(void *bk)
 
 /* the server's clock, in the head's round trip */
 static int
-jhead_now(void *bk, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN], ri_ms *now)
+jhead_now(void *bk, int shard, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN], ri_ms *now)
 {
-	return jhead_get_at(bk, false, h, last_hash, now);
+	return jhead_get_at(bk, shard, false, h, last_hash, now);
 }
 
 static int
-be_write_head(void *bk, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri_ms *now)
+be_write_head(void *bk, int shard, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri_ms *now)
 {
-	return write_begin(bk, jh, lh, now);
+	return write_begin(bk, shard, jh, lh, now);
+}
+
+static int
+be_head_also(void *bk, int shard, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN])
+{
+	return jhead_also(bk, shard, jh, lh);
 }
 
 static int
@@ -1275,6 +1281,7 @@ const struct ri_backend pg_backend = {
 	.node_get = node_get,
 	.node_put = node_put,
 	.jhead_get = jhead_get_cb,
+	.head_also = be_head_also,
 	.path_hint = path_hint,
 	.actor_read = actor_read,
 	.lease_read = lease_read,

@@ -248,10 +248,10 @@ void pg_trace_held(struct pg *s);
 void rollback_keep(struct pg *s);
 /* COMMIT: OK, FENCED (the server's fence check refused it), LOST (sent, no answer) or STEP3. */
 int commit(struct pg *s);
-/* A write transaction in one round trip (issue 43): BEGIN, its bounds, the head's lock, now[0 .. n-1]
+/* A write transaction in one round trip (issue 43): BEGIN, its bounds, shard's head's lock, now[0 .. n-1]
  * (n <= 2), COMMIT; res[i]: now[i]'s result.  OK when every statement ran and COMMIT answered;
  * LOST when COMMIT went and no answer came; else UNAVAILABLE, nothing of it landed. */
-int write_once(struct pg *s, const struct qry *now, int n, PGresult **res);
+int write_once(struct pg *s, int shard, const struct qry *now, int n, PGresult **res);
 /* A read's snapshot, unless a transaction is open already (*began: one was). */
 int pg_read_begin(struct pg *s, bool *began);
 /* The end of read_begin's snapshot, when it began one. */
@@ -293,14 +293,16 @@ int scopes_prefetch(struct pg *s, const unsigned char act[RI_SCOPE_LEN], const c
 int node_get(void *ctx, const unsigned char *id, size_t idlen, unsigned char body[RI_NODE_MAX], size_t *len);
 int node_put(void *ctx, const unsigned char *id, size_t idlen, const unsigned char *body, size_t len);
 /* The head row (locked: lock) with what judging it needs, one round trip. */
-int jhead_fetch(struct pg *s, bool lock, struct head_read *hr);
+int jhead_fetch(struct pg *s, int shard, bool lock, struct head_read *hr);
 /* The read snapshot's head read, sent with its next round trip (the
  * witness's line read as anchor: a guess until judged; issue 43). */
 void jhead_ahead(struct pg *s, int64_t anchor);
 /* The verified journal head; now: the instance clock in the same round trip (may be NULL). */
-int jhead_get_at(struct pg *s, bool lock, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN], ri_ms *now);
+int jhead_get_at(struct pg *s, int shard, bool lock, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN],
+    ri_ms *now);
 /* The verified journal head, unlocked. */
-int jhead_get(struct pg *s, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN]);
+int jhead_get(struct pg *s, int shard, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN]);
+int jhead_also(struct pg *s, int shard, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN]);
 /* The journal head written back, MACed (a deferred write). */
 int jhead_set(struct pg *s, const struct ri_jhead *h, const unsigned char last_hash[RI_HASH_LEN]);
 

@@ -96,6 +96,11 @@ const char ri_sq_schema_ddl[] =
 	"  SELECT RAISE(ABORT, 'ri: the journal is append-only; only an expired payload may be purged');"
 	"END;";
 
+/* More than one shard: a shard's newest record and the one before a row
+ * of it are index lookups (shard_newest, shard_prev), never a scan back
+ * over other shards' rows.  One shard needs none: the seq is the chain. */
+const char ri_sq_shard_ddl[] = "CREATE INDEX records_shard ON records(shard, seq);";
+
 /* ---- the schema ri creates ------------------------------------------------ */
 
 /* Every object of the schema but SQLite's own (sqlite_*): the text of its
@@ -144,12 +149,14 @@ cmp_text(const void *a, const void *b)
  * when it opens the journal (issue 15; sqlite3_complete() at each
  * semicolon was 2.5% of an ri-run). */
 static char *
-schema_expected(void)
+schema_expected(int shards)
 {
 	char *text, *stmts[32] = { NULL };
 	size_t n = 0, total = 0;
+	char ddl[sizeof ri_sq_schema_ddl + sizeof ri_sq_shard_ddl];
 
-	for (const char *p = ri_sq_schema_ddl, *end; *p != '\0'; p = end + 1) {
+	snprintf(ddl, sizeof ddl, "%s%s", ri_sq_schema_ddl, shards > 1 ? ri_sq_shard_ddl : "");
+	for (const char *p = ddl, *end; *p != '\0'; p = end + 1) {
 		for (end = strchr(p, ';'); end != NULL && end[1] != '\0' && strncmp(end + 1, "CREATE ", 7) != 0;)
 			end = strchr(end + 1, ';');
 		if (end == NULL || n == sizeof stmts / sizeof stmts[0])
@@ -183,7 +190,7 @@ schema_expected(void)
 bool
 sq_schema_check(struct sq *s, char *why, size_t n)
 {
-	char *want = schema_expected();
+	char *want = schema_expected(s->core.shards);
 	char *have = schema_text(s->db);
 	bool ok = want != NULL && have != NULL && strcmp(want, have) == 0;
 
@@ -381,9 +388,10 @@ load_meta(struct sq *s, ri_err *err)
 	if (!fmt && other > 0 && other < RI_FORMAT)
 		return ri_fail(err, RI_CONFIG, "journal %s is format %d; this ri (%s) reads format %d only: %s",
 		    s->core.cfg->journal, other, ri_version(), RI_FORMAT, ri_format_advice(other));
-	/* docs/SHARDS.md: one shard until the engine keeps more; the count is
-	 * bound by every head's MAC, so a changed row fails there too */
-	if (!fmt || !inst || s->core.shards != 1)
+	/* docs/SHARDS.md: the count is bound by every head's MAC, so a
+	 * changed row fails there too; a migrated journal has one shard */
+	if (!fmt || !inst || s->core.shards < 1 || s->core.shards > RI_SHARDS_MAX ||
+	    (s->core.boundary > 0 && s->core.shards != 1))
 		return ri_fail(err, RI_INTEGRITY, "journal %s: missing or unknown format/instance id/shard count",
 		    s->core.cfg->journal);
 	ri_core_genesis(&s->core);
@@ -511,39 +519,49 @@ ri_sqlite_create(const struct ri_config *c, const unsigned char *key, size_t key
 	if ((rc = setup_connection(&s, err)) != RI_OK)
 		goto fail;
 	randombytes_buf(s.core.instance_id, sizeof s.core.instance_id);
-	s.core.shards = 1;
+	/* INTERFACE, third wave: "shards", 1 on SQLite unless given (one
+	 * writer: more shards cost a little and gain nothing here) */
+	s.core.shards = c->shards > 0 ? c->shards : 1;
 	ri_hex(s.core.instance_id, sizeof s.core.instance_id, instance_hex);
 	ri_genesis(s.core.instance_id, s.core.genesis);
 	snprintf(sql, sizeof sql,
-	    "INSERT INTO meta VALUES ('format', '%d'), ('instance_id', '%s'), ('shards', '1');", RI_FORMAT,
-	    instance_hex);
+	    "INSERT INTO meta VALUES ('format', '%d'), ('instance_id', '%s'), ('shards', '%d');", RI_FORMAT,
+	    instance_hex, s.core.shards);
 	if (sqlite3_exec(s.db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_exec(s.db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_exec(s.db, ri_sq_schema_ddl, NULL, NULL, NULL) != SQLITE_OK ||
+	    (s.core.shards > 1 && sqlite3_exec(s.db, ri_sq_shard_ddl, NULL, NULL, NULL) != SQLITE_OK) ||
 	    sqlite3_exec(s.db, sql, NULL, NULL, NULL) != SQLITE_OK) {
 		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s", c->journal, sqlite3_errmsg(s.db));
 		goto fail;
 	}
-	/* the journal head of an empty journal: seq 0 at the genesis hash, an
-	 * empty tree, no open intent, no seal, no grant -- under its MAC */
-	{
-		struct ri_jhead jh = { 0 };
-		unsigned char mac[RI_HASH_LEN];
+	/* each shard's head in an empty journal: seq 0 at the shard's genesis
+	 * hash, an empty tree, no open intent, no seal, no grant -- under its
+	 * MAC, which binds the shard and the count */
+	for (int shard = 0; shard < s.core.shards; shard++) {
+		struct ri_jhead jh = { .shard = shard };
+		unsigned char mac[RI_HASH_LEN], g[RI_HASH_LEN];
 		sqlite3_stmt *st;
-		ri_jhead_mac(key, keylen, s.core.instance_id, s.core.shards, s.core.boundary, &jh, s.core.genesis, mac);
-		if (sqlite3_prepare_v2(s.db, "INSERT INTO heads VALUES (0, 0, ?, 0, ?, 0, 0, ?)", -1, &st, NULL) != SQLITE_OK) {
+		ri_core_shard_genesis(&s.core, shard, g);
+		ri_jhead_mac(key, keylen, s.core.instance_id, s.core.shards, s.core.boundary, &jh, g, mac);
+		if (sqlite3_prepare_v2(s.db, "INSERT INTO heads VALUES (?, 0, ?, 0, ?, 0, 0, ?)", -1, &st, NULL) != SQLITE_OK) {
 			rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s", c->journal, sqlite3_errmsg(s.db));
 			goto fail;
 		}
-		sqlite3_bind_blob(st, 1, jh.root, RI_HASH_LEN, SQLITE_TRANSIENT);
-		sqlite3_bind_blob(st, 2, jh.open_acc, RI_HASH_LEN, SQLITE_TRANSIENT);
-		sqlite3_bind_blob(st, 3, mac, RI_HASH_LEN, SQLITE_TRANSIENT);
+		sqlite3_bind_int(st, 1, shard);
+		sqlite3_bind_blob(st, 2, jh.root, RI_HASH_LEN, SQLITE_TRANSIENT);
+		sqlite3_bind_blob(st, 3, jh.open_acc, RI_HASH_LEN, SQLITE_TRANSIENT);
+		sqlite3_bind_blob(st, 4, mac, RI_HASH_LEN, SQLITE_TRANSIENT);
 		rc = sqlite3_step(st);
 		sqlite3_finalize(st);
-		if (rc != SQLITE_DONE || sqlite3_exec(s.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		if (rc != SQLITE_DONE) {
 			rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s", c->journal, sqlite3_errmsg(s.db));
 			goto fail;
 		}
+	}
+	if (sqlite3_exec(s.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal %s: %s", c->journal, sqlite3_errmsg(s.db));
+		goto fail;
 	}
 	sqlite3_close(s.db);
 	return RI_OK;

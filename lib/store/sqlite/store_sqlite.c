@@ -68,6 +68,23 @@ record_hash(void *bk, int64_t seq, unsigned char out[RI_HASH_LEN])
 	return sq_db_fail(s, RI_ST_UNAVAILABLE, "read");
 }
 
+/* A max(seq) statement's answer, st prepared and bound (0 when no row). */
+static int
+newest_seq(struct sq *s, sqlite3_stmt *st, int64_t *out)
+{
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		done(s, st);
+		return sq_db_fail(s, RI_ST_UNAVAILABLE, "read");
+	}
+	if (!col_is(st, 0, SQLITE_INTEGER, true)) {
+		done(s, st);
+		return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a record's seq is not an integer");
+	}
+	*out = sqlite3_column_int64(st, 0);
+	done(s, st);
+	return RI_ST_OK;
+}
+
 /* The newest seq of a scope as the rows say it (0 when none). */
 static int
 scope_max(struct sq *s, int type, const char *a, const char *b, int64_t *out)
@@ -84,17 +101,60 @@ scope_max(struct sq *s, int type, const char *a, const char *b, int64_t *out)
 		bind_text(st, 1, a);
 	if (type == SCOPE_ACT)
 		bind_text(st, 2, b);
-	if (sqlite3_step(st) != SQLITE_ROW) {
-		done(s, st);
+	return newest_seq(s, st, out);
+}
+
+/* The newest seq of a shard's chain as the rows say it (0 when none):
+ * with one shard, the journal's (docs/SHARDS.md). */
+static int
+shard_newest(struct sq *s, int shard, int64_t *out)
+{
+	sqlite3_stmt *st;
+
+	if (s->core.shards <= 1)
+		return scope_max(s, SCOPE_ALL, NULL, NULL, out);
+	*out = 0;
+	if ((st = prep(s, "SELECT max(seq) FROM records WHERE shard = ?")) == NULL)
 		return sq_db_fail(s, RI_ST_UNAVAILABLE, "read");
-	}
-	if (!col_is(st, 0, SQLITE_INTEGER, true)) {
+	sqlite3_bind_int(st, 1, shard);
+	return newest_seq(s, st, out);
+}
+
+/* store_engine.h shard_prev: the index records_shard answers it. */
+static int
+shard_prev(void *bk, int shard, int64_t seq, int64_t *before, unsigned char out[RI_HASH_LEN])
+{
+	struct sq *s = bk;
+	sqlite3_stmt *st;
+	int rc;
+
+	*before = 0;
+	if ((st = prep(s, "SELECT seq, hash FROM records WHERE shard = ? AND seq < ? ORDER BY seq DESC LIMIT 1")) == NULL)
+		return sq_db_fail(s, RI_ST_UNAVAILABLE, "read");
+	sqlite3_bind_int(st, 1, shard);
+	sqlite3_bind_int64(st, 2, seq);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		bool ok = col_is(st, 0, SQLITE_INTEGER, false) && col_h32(st, 1, out);
+		*before = sqlite3_column_int64(st, 0);
 		done(s, st);
-		return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL, "journal integrity: a record's seq is not an integer");
+		return ok ? RI_ST_OK : ri_st_fail(&s->core, RI_ST_INTEGRITY, seq, NULL,
+		    "journal integrity: the record before seq %lld in shard %d is malformed", (long long)seq, shard);
 	}
-	*out = sqlite3_column_int64(st, 0);
 	done(s, st);
-	return RI_ST_OK;
+	return rc == SQLITE_DONE ? RI_ST_NOT_KNOWN : sq_db_fail(s, RI_ST_UNAVAILABLE, "read");
+}
+
+/* store_engine.h seq_next: one writer (BEGIN IMMEDIATE), so the next seq
+ * is the journal's newest + 1 -- contiguous across shards, as with one */
+static int
+seq_next(void *bk, int64_t *seq)
+{
+	int rc = scope_max(bk, SCOPE_ALL, NULL, NULL, seq);
+
+	if (rc == RI_ST_OK)
+		(*seq)++;
+	return rc;
 }
 
 /* store_engine.h scope_newest: the hash is the engine's to read. */
@@ -154,15 +214,17 @@ node_put(void *ctx, const unsigned char *id, size_t idlen, const unsigned char *
 
 /* The head row as stored (typed), without judging it. */
 static int
-jhead_read(struct sq *s, struct ri_jhead *h, unsigned char mac[RI_HASH_LEN])
+jhead_read(struct sq *s, int shard, struct ri_jhead *h, unsigned char mac[RI_HASH_LEN])
 {
 	sqlite3_stmt *st;
 	int rc;
 
 	memset(h, 0, sizeof *h);
+	h->shard = shard;
 	if ((st = prep(s, "SELECT last_seq, root, open_count, open_acc, sealed_seq, grants, mac"
-	    " FROM heads WHERE shard = 0")) == NULL)
+	    " FROM heads WHERE shard = ?")) == NULL)
 		return sq_db_fail(s, RI_ST_UNAVAILABLE, "read");
+	sqlite3_bind_int(st, 1, shard);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		bool ok = col_is(st, 0, SQLITE_INTEGER, false) && col_h32(st, 1, h->root) &&
@@ -191,20 +253,20 @@ jhead_read(struct sq *s, struct ri_jhead *h, unsigned char mac[RI_HASH_LEN])
  * witness's newest line agrees with the journal.  Without a key only the
  * rows and the witness are consulted (and the root is unknown).
  */
-static int jhead_verify(struct sq *s, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN]);
+static int jhead_verify(struct sq *s, int shard, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN]);
 
 static int
-jhead_get(struct sq *s, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN])
+jhead_get(struct sq *s, int shard, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN])
 {
 	int rc;
 
-	/* a read session's snapshot has one head: verified once */
-	if (s->in_session && s->session_head) {
+	/* a read session's snapshot has one head a shard: verified once */
+	if (s->in_session && s->session_head && s->session_jh.shard == shard) {
 		*h = s->session_jh;
 		memcpy(last_hash, s->session_lh, RI_HASH_LEN);
 		return RI_ST_OK;
 	}
-	if ((rc = jhead_verify(s, h, last_hash)) == RI_ST_OK && s->in_session) {
+	if ((rc = jhead_verify(s, shard, h, last_hash)) == RI_ST_OK && s->in_session) {
 		s->session_jh = *h;
 		memcpy(s->session_lh, last_hash, RI_HASH_LEN);
 		s->session_head = true;
@@ -213,36 +275,40 @@ jhead_get(struct sq *s, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN]
 }
 
 static int
-jhead_verify(struct sq *s, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN])
+jhead_verify(struct sq *s, int shard, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN])
 {
 	unsigned char mac[RI_HASH_LEN], at[RI_HASH_LEN];
 	int64_t rows;
 	int rc;
 
-	if ((rc = scope_max(s, SCOPE_ALL, NULL, NULL, &rows)) != RI_ST_OK)
+	if ((rc = shard_newest(s, shard, &rows)) != RI_ST_OK)
 		return rc;
 	if (s->core.key == NULL) {
 		memset(h, 0, sizeof *h);
+		h->shard = shard;
 		h->last_seq = rows;
-		if ((rc = ri_eng_hash_at(&s->core, rows, last_hash)) != RI_ST_OK)
+		if ((rc = ri_eng_shard_hash_at(&s->core, shard, rows, last_hash)) != RI_ST_OK)
 			return rc;
 	} else {
-		if ((rc = jhead_read(s, h, mac)) != RI_ST_OK) {
+		if ((rc = jhead_read(s, shard, h, mac)) != RI_ST_OK) {
 			if (rc == RI_ST_INTEGRITY)
 				s->core.err.seq = rows;      /* name the journal's newest record */
 			return rc;
 		}
-		rc = ri_eng_hash_at(&s->core, h->last_seq, last_hash);
+		rc = ri_eng_shard_hash_at(&s->core, shard, h->last_seq, last_hash);
 		if (rc != RI_ST_OK && rc != RI_ST_INTEGRITY)
 			return rc;
 		if ((rc = ri_jhead_judge(&s->core, h, mac, rc == RI_ST_OK ? last_hash : NULL, rows)) != RI_ST_OK)
 			return rc;
 	}
-	if (!ri_witness_wants(&s->core, h->last_seq))
-		return ri_witness_judge(&s->core, h->last_seq, NULL);
+	if (!ri_witness_wants(&s->core, shard, h->last_seq))
+		return ri_witness_judge(&s->core, shard, h->last_seq, NULL);
+	/* with shards, a missing anchor record is the witness's to name */
+	if (s->core.shards > 1 && s->core.anchor_seq > 0 && record_hash(s, s->core.anchor_seq, at) == RI_ST_NOT_KNOWN)
+		return ri_witness_judge(&s->core, shard, h->last_seq, NULL);
 	if ((rc = ri_eng_hash_at(&s->core, s->core.anchor_seq, at)) != RI_ST_OK)
 		return rc;
-	return ri_witness_judge(&s->core, h->last_seq, at);
+	return ri_witness_judge(&s->core, shard, h->last_seq, at);
 }
 
 static int
@@ -254,7 +320,7 @@ jhead_set(struct sq *s, const struct ri_jhead *h, const unsigned char last_hash[
 
 	ri_jhead_mac(s->core.key, s->core.keylen, s->core.instance_id, s->core.shards, s->core.boundary, h, last_hash, mac);
 	if ((st = prep(s, "UPDATE heads SET last_seq = ?, root = ?, open_count = ?, open_acc = ?,"
-	    " sealed_seq = ?, grants = ?, mac = ? WHERE shard = 0")) == NULL)
+	    " sealed_seq = ?, grants = ?, mac = ? WHERE shard = ?")) == NULL)
 		return sq_db_fail(s, RI_ST_UNAVAILABLE, "write");
 	sqlite3_bind_int64(st, 1, h->last_seq);
 	sqlite3_bind_blob(st, 2, h->root, RI_HASH_LEN, SQLITE_TRANSIENT);
@@ -263,6 +329,7 @@ jhead_set(struct sq *s, const struct ri_jhead *h, const unsigned char last_hash[
 	sqlite3_bind_int64(st, 5, h->sealed_seq);
 	sqlite3_bind_int64(st, 6, h->grants);
 	sqlite3_bind_blob(st, 7, mac, RI_HASH_LEN, SQLITE_TRANSIENT);
+	sqlite3_bind_int(st, 8, h->shard);
 	rc = sqlite3_step(st);
 	done(s, st);
 	if (rc != SQLITE_DONE)
@@ -1081,14 +1148,14 @@ schema_judge(void *bk, char *why, size_t n)
 }
 
 static int
-jhead_raw(void *bk, struct ri_jhead *h, unsigned char lh[RI_HASH_LEN], unsigned char mac[RI_HASH_LEN])
+jhead_raw(void *bk, int shard, struct ri_jhead *h, unsigned char lh[RI_HASH_LEN], unsigned char mac[RI_HASH_LEN])
 {
 	struct sq *s = bk;
 	int rc;
 
-	if ((rc = jhead_read(s, h, mac)) != RI_ST_OK)
+	if ((rc = jhead_read(s, shard, h, mac)) != RI_ST_OK)
 		return rc;
-	return ri_eng_hash_at(&s->core, h->last_seq, lh);
+	return ri_eng_shard_hash_at(&s->core, shard, h->last_seq, lh);
 }
 
 static int
@@ -1227,9 +1294,9 @@ sq_close(struct ri_store *base)
 }
 
 static int
-jhead_get_cb(void *bk, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN])
+jhead_get_cb(void *bk, int shard, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN])
 {
-	return jhead_get(bk, h, last_hash);
+	return jhead_get(bk, shard, h, last_hash);
 }
 
 static int
@@ -1264,24 +1331,33 @@ be_rollback(void *bk)
 
 /* the host's clock (ri_now), then the head */
 static int
-jhead_now(void *bk, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN], ri_ms *now)
+jhead_now(void *bk, int shard, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN], ri_ms *now)
 {
 	int rc = now_or_fail(bk, now);
 
-	return rc != RI_ST_OK ? rc : jhead_get(bk, h, last_hash);
+	return rc != RI_ST_OK ? rc : jhead_get(bk, shard, h, last_hash);
 }
 
+/* BEGIN IMMEDIATE serialises every writer of the file: one lock for all
+ * shards, whichever head the write names */
 static int
-write_head(void *bk, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri_ms *now)
+write_head(void *bk, int shard, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri_ms *now)
 {
 	struct sq *s = bk;
 	int rc;
 
 	if ((rc = begin_immediate(s)) != RI_ST_OK)
 		return rc;
-	if ((rc = now_or_fail(s, now)) != RI_ST_OK || (rc = jhead_get(s, jh, lh)) != RI_ST_OK)
+	if ((rc = now_or_fail(s, now)) != RI_ST_OK || (rc = jhead_get(s, shard, jh, lh)) != RI_ST_OK)
 		return abandon(s, rc);
 	return RI_ST_OK;
+}
+
+/* inside BEGIN IMMEDIATE: every head is the writer's already */
+static int
+head_also(void *bk, int shard, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN])
+{
+	return jhead_get(bk, shard, jh, lh);
 }
 
 static int
@@ -1303,6 +1379,9 @@ const struct ri_backend sq_backend = {
 	.node_get = node_get,
 	.node_put = node_put,
 	.jhead_get = jhead_get_cb,
+	.head_also = head_also,
+	.shard_prev = shard_prev,
+	.seq_next = seq_next,
 	.actor_read = actor_read,
 	.lease_read = lease_read,
 	.lease_write = lease_write,
