@@ -1900,10 +1900,10 @@ ri_eng_audit_state(struct ri_store *st, ri_state_fn each, void *arg)
 		if (c->key != NULL) {
 			ri_jhead_mac(c->key, c->keylen, c->instance_id, c->shards, c->boundary, &jh[s], lh, want);
 			if (sodium_memcmp(want, mac, RI_HASH_LEN) != 0) {
-				char msg[64];
+				char msg[64] = "the journal head fails its MAC";
 				if (c->shards > 1)
-					snprintf(msg, sizeof msg, "shard %d's journal head fails its MAC", s);
-				each("8.1.3", 0, c->shards > 1 ? msg : "the journal head fails its MAC", arg);
+					snprintf(msg, sizeof msg, "the journal head fails its MAC (shard %d)", s);
+				each("8.1.3", 0, msg, arg);
 				goto out;
 			}
 		}
