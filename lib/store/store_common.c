@@ -847,6 +847,28 @@ line_shard(const struct ri_st_core *c, const char *kind, const char *act_key)
 	return kind != NULL ? ri_st_shard_of(c, kind, act_key != NULL ? act_key : "") : 0;
 }
 
+/* A recent verified line of the current epoch: its shard's anchor when it
+ * is that shard's newest so far. */
+static void
+shard_anchor_set(struct ri_st_core *c, int shard, int64_t seq, const unsigned char hash[RI_HASH_LEN])
+{
+	if (c->shard_anchor == NULL || shard < 0 || shard >= c->shards || seq <= c->shard_anchor[shard].last_seq)
+		return;
+	c->shard_anchor[shard].last_seq = seq;
+	memcpy(c->shard_anchor[shard].hash, hash, RI_HASH_LEN);
+}
+
+static int
+shard_anchor_line(const struct ri_witness_line *l, void *arg)
+{
+	struct ri_st_core *c = arg;
+
+	if (l->verified && l->epoch == c->witness_epoch)
+		shard_anchor_set(c, line_shard(c, ri_witness_name(l, "kind"), ri_witness_name(l, "act_key")), l->seq,
+		    l->hash);
+	return 0;
+}
+
 /* The instance's witness opened, its instance not yet bound. */
 static int
 witness_open(struct ri_st_core *c, ri_err *err)
@@ -923,6 +945,20 @@ ri_st_witness_attach(struct ri_st_core *c, unsigned flags, ri_err *err)
 	c->witness_epoch = wl.epoch;
 	memcpy(c->anchor_hash, wl.hash, RI_HASH_LEN);
 	ri_witness_line_clear(&wl);
+	/* with shards, each shard's own newest line among the recent ones, of
+	 * the newest line's epoch (an older epoch's lines are a history an
+	 * accepted restore left behind) */
+	if (c->shards > 1 && c->key != NULL && !RI_NC(RI_NC_SHARD_ANCHORS)) {
+		c->shard_anchor = ri_xcalloc((size_t)c->shards, sizeof *c->shard_anchor);
+		if ((rc = ri_witness_recent(c->witness, shard_anchor_line, c, err)) != RI_OK) {
+			if (strncmp(err->msg, "journal integrity: ", 19) != 0) {
+				char msg[sizeof err->msg];
+				snprintf(msg, sizeof msg, "%s", err->msg);
+				ri_fail(err, RI_INTEGRITY, "journal integrity: %s", msg);
+			}
+			return rc == RI_JOURNAL_UNAVAILABLE ? rc : RI_INTEGRITY;
+		}
+	}
 	return RI_OK;
 }
 
@@ -932,6 +968,8 @@ ri_st_witness_detach(struct ri_st_core *c)
 	ri_st_witness_discard(c);
 	ri_witness_close(c->witness);
 	c->witness = NULL;
+	free(c->shard_anchor);
+	c->shard_anchor = NULL;
 }
 
 static char *
@@ -1014,6 +1052,7 @@ ri_st_witness_flush(struct ri_st_core *c)
 			c->anchor_shard = line_shard(c, w->kind, w->act_key);
 			memcpy(c->anchor_hash, w->hash, RI_HASH_LEN);
 		}
+		shard_anchor_set(c, line_shard(c, w->kind, w->act_key), w->seq, w->hash);
 	}
 	ri_st_witness_discard(c);
 }
@@ -1038,6 +1077,33 @@ ri_witness_wants(const struct ri_st_core *c, int shard, int64_t last_seq)
 	if (c->shards > 1 && shard != c->anchor_shard)
 		return !RI_NC(RI_NC_ANCHOR_OWN_SHARD);
 	return last_seq >= c->anchor_seq;
+}
+
+int64_t
+ri_witness_shard_anchor(const struct ri_st_core *c, int shard)
+{
+	if (RI_NC(RI_NC_NO_WITNESS_CHECK) || c->shard_anchor == NULL || shard < 0 || shard >= c->shards)
+		return 0;
+	return c->shard_anchor[shard].last_seq;
+}
+
+int
+ri_witness_shard_judge(struct ri_st_core *c, int shard, int64_t last_seq, const unsigned char *at)
+{
+	int64_t seq = ri_witness_shard_anchor(c, shard);
+
+	if (seq == 0)
+		return RI_ST_OK;
+	if (last_seq < seq)
+		return ri_st_fail(c, RI_ST_INTEGRITY, last_seq, NULL,
+		    "journal integrity: shard %d's chain ends at seq %lld, behind its witness (seq %lld):"
+		    " it was rolled back or restored (ri(7): restoring a journal)", shard, (long long)last_seq,
+		    (long long)seq);
+	if (at == NULL || sodium_memcmp(at, c->shard_anchor[shard].hash, RI_HASH_LEN) != 0)
+		return ri_st_fail(c, RI_ST_INTEGRITY, seq, NULL,
+		    "journal integrity: the record at seq %lld is not the one the witness names:"
+		    " the journal was rewritten behind its seal, or is another journal", (long long)seq);
+	return RI_ST_OK;
 }
 
 /*

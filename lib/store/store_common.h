@@ -52,6 +52,10 @@ struct ri_st_core {
 	bool anchored;
 	int anchor_shard;               /* the shard whose record the anchor names: the
 	                                 * head it is judged against (docs/SHARDS.md) */
+	/* with shards and the key: each shard's own newest line among the
+	 * witness's recent ones (seq 0: none there) -- a shard put back in
+	 * time alone is behind its own, whichever shard the newest names */
+	struct ri_shard_head *shard_anchor;
 	int64_t anchor_seq;
 	unsigned char anchor_hash[RI_HASH_LEN];
 	/* the witness (NULL: none, or "witness": null), and the lines of the
@@ -362,6 +366,11 @@ int ri_jhead_judge(struct ri_st_core *c, const struct ri_jhead *h, const unsigne
  * behind its witness (rolled back) or disagreeing with it (rewritten). */
 bool ri_witness_wants(const struct ri_st_core *c, int shard, int64_t last_seq);
 int ri_witness_judge(struct ri_st_core *c, int shard, int64_t last_seq, const unsigned char *at);
+/* With shards: the seq of shard's own newest line (0: none to judge by),
+ * and the shard's head judged against it (at: the stored hash there,
+ * NULL when the journal holds none). */
+int64_t ri_witness_shard_anchor(const struct ri_st_core *c, int shard);
+int ri_witness_shard_judge(struct ri_st_core *c, int shard, int64_t last_seq, const unsigned char *at);
 
 /*
  * A scope's authenticated head (leaf, from the tree; present false: none)

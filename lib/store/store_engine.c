@@ -769,9 +769,21 @@ ri_eng_record_action(struct ri_store *st, const struct ri_append *a, struct ri_a
 	 * revoked actor's record after it (issue 41, lifecycle: actors
 	 * revoked) */
 	ri_ms at = now;         /* negative control: the host's clock */
-	if (!RI_NC(RI_NC_CRED_AT_NOW) && jh.last_seq > 0) {
+	/* the record this one will follow: its shard's newest with one shard;
+	 * with more, the journal's, whichever shard's (as append_locked
+	 * stamps it) */
+	int64_t before = jh.last_seq;
+	if (c->shards > 1 && !RI_NC(RI_NC_CRED_AT_NOW)) {
+		struct scope all;
+		unsigned char bh[RI_HASH_LEN];
+		enum ri_hashed hashed;
+		scope_make(&all, SCOPE_ALL, NULL, NULL);
+		if ((rc = c->be->scope_newest(c->bk, &all, NULL, NULL, &before, bh, &hashed)) != RI_ST_OK)
+			goto fail;
+	}
+	if (!RI_NC(RI_NC_CRED_AT_NOW) && before > 0) {
 		ri_ms last_at;
-		if ((rc = c->be->recorded_at_of(c->bk, jh.last_seq, &last_at)) != RI_ST_OK)
+		if ((rc = c->be->recorded_at_of(c->bk, before, &last_at)) != RI_ST_OK)
 			goto fail;
 		if (last_at != RI_NONE && last_at > at)
 			at = last_at;
@@ -1630,6 +1642,11 @@ ri_eng_seal(struct ri_store *st, const unsigned char sk[64], json_t *extra, stru
 	for (int s = 0; s < c->shards; s++)
 		idle = idle && hs.jh[s].last_seq <= hs.jh[0].sealed_seq;
 	if (hs.jh[0].last_seq > 0 && hs.jh[0].sealed_seq == hs.jh[0].last_seq && idle) {
+		/* with shards, idle is judged too: a shard put back behind the
+		 * head the seal signed for it looks idle (its walk is the seal
+		 * record alone) */
+		if (c->shards > 1 && !RI_NC(RI_NC_NO_SEAL_VERIFY) && (rc = verify_since_seal(c, hs.jh, now)) != RI_ST_OK)
+			goto fail;
 		c->be->event_id_at(c->bk, hs.jh[0].last_seq, out->event_id);
 		out->seq = hs.jh[0].last_seq;
 		memcpy(out->hash, hs.lh[0], RI_HASH_LEN);

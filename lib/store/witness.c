@@ -364,40 +364,57 @@ line_order(const char *s, size_t len, int64_t *epoch, int64_t *seq)
 	return ok;
 }
 
-/* The highest complete line among the file's last TAIL bytes, as read
- * (malloc'ed, not judged), and where it begins. */
+/* The file's last TAIL bytes (*buf malloc'ed, *n of them, from offset
+ * *from of a file of *size bytes), and where its first complete line
+ * begins (*p): a first line the window cuts is not read. */
 static int
-file_tail(struct ri_witness *w, char **text, size_t *len, int64_t *at, ri_err *err)
+file_window(struct ri_witness *w, char **buf, ssize_t *n, off_t *from, off_t *size, ssize_t *p, ri_err *err)
 {
 	struct stat sb;
-	char *buf;
-	off_t from;
-	ssize_t n;
 	int fd, rc;
 
+	*buf = NULL;
 	if ((rc = file_open(w->where, O_RDONLY, &fd, err)) != RI_OK)
 		return rc;
 	if (fstat(fd, &sb) != 0) {
 		close(fd);
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "witness %s: %s", w->where, strerror(errno));
 	}
-	from = sb.st_size > TAIL ? sb.st_size - TAIL : 0;
-	buf = ri_xmalloc(TAIL + 1);
-	n = pread(fd, buf, (size_t)(sb.st_size - from), from);
+	*size = sb.st_size;
+	*from = sb.st_size > TAIL ? sb.st_size - TAIL : 0;
+	*buf = ri_xmalloc(TAIL + 1);
+	*n = pread(fd, *buf, (size_t)(sb.st_size - *from), *from);
 	close(fd);
-	if (n < 0) {
-		free(buf);
+	if (*n < 0) {
+		free(*buf);
+		*buf = NULL;
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "witness %s: %s", w->where, strerror(errno));
 	}
+	*p = 0;
+	if (*from > 0) {
+		while (*p < *n && (*buf)[*p] != '\n')
+			(*p)++;
+		(*p)++;
+	}
+	return RI_OK;
+}
+
+/* The highest complete line among the file's last TAIL bytes, as read
+ * (malloc'ed, not judged), and where it begins. */
+static int
+file_tail(struct ri_witness *w, char **text, size_t *len, int64_t *at, ri_err *err)
+{
+	char *buf;
+	off_t from, size;
+	ssize_t n, p;
+	int rc;
+
+	if ((rc = file_window(w, &buf, &n, &from, &size, &p, err)) != RI_OK)
+		return rc;
 	/* complete lines only: a torn last line (a crash mid-append) was never
 	 * written, and a first line cut by the window is not read */
-	ssize_t p = 0, best_at = -1, best_len = 0, lines = 0;
+	ssize_t best_at = -1, best_len = 0, lines = 0;
 	int64_t best_epoch = -1, best = 0;
-	if (from > 0) {
-		while (p < n && buf[p] != '\n')
-			p++;
-		p++;
-	}
 	while (p < n) {
 		ssize_t e = p;
 		while (e < n && buf[e] != '\n')
@@ -424,7 +441,7 @@ file_tail(struct ri_witness *w, char **text, size_t *len, int64_t *at, ri_err *e
 	}
 	if (lines == 0) {
 		free(buf);
-		return ri_fail(err, sb.st_size == 0 ? RI_NOT_KNOWN : RI_INTEGRITY, "journal integrity: the witness %s"
+		return ri_fail(err, size == 0 ? RI_NOT_KNOWN : RI_INTEGRITY, "journal integrity: the witness %s"
 		    " holds no line: the journal cannot be checked against it", w->where);
 	}
 	*len = (size_t)best_len;
@@ -434,6 +451,34 @@ file_tail(struct ri_witness *w, char **text, size_t *len, int64_t *at, ri_err *e
 	(*text)[*len] = '\0';
 	free(buf);
 	return RI_OK;
+}
+
+/* Every complete line of the file's last TAIL bytes, each judged. */
+static int
+file_recent(struct ri_witness *w, ri_witness_fn each, void *arg, ri_err *err)
+{
+	char *buf;
+	off_t from, size;
+	ssize_t n, p;
+	int rc;
+
+	if ((rc = file_window(w, &buf, &n, &from, &size, &p, err)) != RI_OK)
+		return rc;
+	for (bool stop = false; p < n && rc == RI_OK && !stop;) {
+		struct ri_witness_line l;
+		ssize_t e = p;
+		while (e < n && buf[e] != '\n')
+			e++;
+		if (e >= n)
+			break;                  /* torn */
+		if ((rc = line_judge(w, buf + p, (size_t)(e - p), (int64_t)from + p, &l, err)) == RI_OK) {
+			stop = each(&l, arg) != 0;
+			ri_witness_line_clear(&l);
+		}
+		p = e + 1;
+	}
+	free(buf);
+	return rc;
 }
 
 /* Cut a torn last line (no newline: a crash mid-append), so the next line
@@ -691,7 +736,17 @@ ri_witness_each(struct ri_witness *w, ri_witness_fn each, void *arg, ri_err *err
 	if (w->pg == NULL)
 		return file_each(w, each, arg, err);
 	struct pg_each pe = { .w = w, .each = each, .arg = arg, .err = err, .rc = RI_OK };
-	int rc = ri_witness_pg_each(w->pg, pg_each_line, &pe, err);
+	int rc = ri_witness_pg_each(w->pg, 0, pg_each_line, &pe, err);
+	return rc != RI_OK ? rc : pe.rc;
+}
+
+int
+ri_witness_recent(struct ri_witness *w, ri_witness_fn each, void *arg, ri_err *err)
+{
+	if (w->pg == NULL)
+		return file_recent(w, each, arg, err);
+	struct pg_each pe = { .w = w, .each = each, .arg = arg, .err = err, .rc = RI_OK };
+	int rc = ri_witness_pg_each(w->pg, RI_WITNESS_RECENT, pg_each_line, &pe, err);
 	return rc != RI_OK ? rc : pe.rc;
 }
 

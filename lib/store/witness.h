@@ -121,6 +121,11 @@ int ri_witness_add(struct ri_witness *w, const struct ri_witnessed *what, ri_err
  * RI_INTEGRITY naming it.  each() returns non-zero to stop. */
 typedef int (*ri_witness_fn)(const struct ri_witness_line *l, void *arg);
 int ri_witness_each(struct ri_witness *w, ri_witness_fn each, void *arg, ri_err *err);
+/* The recent lines, each verified as ri_witness_each's, in no order: the
+ * file's last 64 KiB, the table's newest RI_WITNESS_RECENT rows -- where
+ * each shard's newest line is, for a journal of shards (docs/SHARDS.md). */
+#define RI_WITNESS_RECENT 512
+int ri_witness_recent(struct ri_witness *w, ri_witness_fn each, void *arg, ri_err *err);
 /* Does a verified line name (seq, hash)?  (A copy is a past state of the
  * witnessed history.) */
 int ri_witness_find(struct ri_witness *w, int64_t seq, const unsigned char hash[RI_HASH_LEN], bool *found,

@@ -183,10 +183,17 @@ ri_witness_pg_add(struct ri_witness_pg *p, int64_t seq, const char *text, ri_err
 }
 
 int
-ri_witness_pg_each(struct ri_witness_pg *p, int (*each)(const char *text, void *arg), void *arg, ri_err *err)
+ri_witness_pg_each(struct ri_witness_pg *p, int newest, int (*each)(const char *text, void *arg), void *arg,
+    ri_err *err)
 {
-	PGresult *r = PQexec(p->conn, "SELECT line FROM ri_witness ORDER BY id");
+	char sql[128];
+	PGresult *r;
 	int rc = RI_OK;
+
+	/* newest: only that many of the latest rows (ri_witness_recent) */
+	if (newest > 0)
+		snprintf(sql, sizeof sql, "SELECT line FROM ri_witness ORDER BY id DESC LIMIT %d", newest);
+	r = PQexec(p->conn, newest > 0 ? sql : "SELECT line FROM ri_witness ORDER BY id");
 
 	if (PQresultStatus(r) != PGRES_TUPLES_OK)
 		rc = failed(p->uri, p->conn, r, "cannot read", err);

@@ -20,8 +20,10 @@ void ri_witness_pg_close(struct ri_witness_pg *p);
 /* The line with the highest seq (*text NULL: none), malloc'ed. */
 int ri_witness_pg_newest(struct ri_witness_pg *p, char **text, ri_err *err);
 int ri_witness_pg_add(struct ri_witness_pg *p, int64_t seq, const char *text, ri_err *err);
-/* Every line in seq order; each() returns non-zero to stop. */
-int ri_witness_pg_each(struct ri_witness_pg *p, int (*each)(const char *text, void *arg), void *arg, ri_err *err);
+/* Every line in the order written (newest > 0: only that many, the newest
+ * first); each() returns non-zero to stop. */
+int ri_witness_pg_each(struct ri_witness_pg *p, int newest, int (*each)(const char *text, void *arg), void *arg,
+    ri_err *err);
 
 /*
  * ri-startcheck witness-independent: may the journal's role (the role the

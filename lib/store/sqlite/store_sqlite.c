@@ -302,13 +302,21 @@ jhead_verify(struct sq *s, int shard, struct ri_jhead *h, unsigned char last_has
 			return rc;
 	}
 	if (!ri_witness_wants(&s->core, shard, h->last_seq))
-		return ri_witness_judge(&s->core, shard, h->last_seq, NULL);
+		rc = ri_witness_judge(&s->core, shard, h->last_seq, NULL);
 	/* with shards, a missing anchor record is the witness's to name */
-	if (s->core.shards > 1 && s->core.anchor_seq > 0 && record_hash(s, s->core.anchor_seq, at) == RI_ST_NOT_KNOWN)
-		return ri_witness_judge(&s->core, shard, h->last_seq, NULL);
-	if ((rc = ri_eng_hash_at(&s->core, s->core.anchor_seq, at)) != RI_ST_OK)
+	else if (s->core.shards > 1 && s->core.anchor_seq > 0 &&
+	    record_hash(s, s->core.anchor_seq, at) == RI_ST_NOT_KNOWN)
+		rc = ri_witness_judge(&s->core, shard, h->last_seq, NULL);
+	else if ((rc = ri_eng_hash_at(&s->core, s->core.anchor_seq, at)) == RI_ST_OK)
+		rc = ri_witness_judge(&s->core, shard, h->last_seq, at);
+	/* and, with shards, the shard's own newest line */
+	int64_t own = ri_witness_shard_anchor(&s->core, shard);
+	if (rc != RI_ST_OK || own == 0)
 		return rc;
-	return ri_witness_judge(&s->core, shard, h->last_seq, at);
+	int held = own <= h->last_seq ? record_hash(s, own, at) : RI_ST_NOT_KNOWN;
+	if (held != RI_ST_OK && held != RI_ST_NOT_KNOWN)
+		return held;
+	return ri_witness_shard_judge(&s->core, shard, h->last_seq, held == RI_ST_OK ? at : NULL);
 }
 
 static int
