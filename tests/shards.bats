@@ -133,17 +133,19 @@ two_shards() {
 	s1=$(shard_of "$S1")
 	checkpoint
 	cp "$T/journal.db" "$T/old.db"
-	land "$S1-again"
-	land b1
-	land b2
-	land b3
+	# acts land until one is in shard s1's chain (the shard choice is
+	# keyed: a new instance's acts fall anywhere)
+	for i in $(seq 1 60); do
+		land "b$i"
+		[ "$(shard_of "b$i")" = "$s1" ] && break
+	done
 	ri_at 40
 	sweep_ran >/dev/null
 	ri_at 41
 	# the rows of shard s1 newer than the copy, and its head, put back
 	n_old=$(sqlite3 "$T/old.db" "SELECT max(seq) FROM records WHERE shard = $s1")
 	newer=$(sqlite3 "$T/journal.db" "SELECT count(*) FROM records WHERE shard = $s1 AND seq > $n_old")
-	[ "$newer" -gt 0 ] || skip "no act of the second round landed in shard $s1"
+	[ "$newer" -gt 0 ]
 	old_head=$(sqlite3 "$T/old.db" "SELECT quote(last_seq) || ',' || quote(root) || ',' || quote(open_count) || ','
 	    || quote(open_acc) || ',' || quote(sealed_seq) || ',' || quote(grants) || ',' || quote(mac)
 	    FROM heads WHERE shard = $s1")
