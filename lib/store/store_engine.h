@@ -417,6 +417,29 @@ int ri_eng_open_scan(struct ri_st_core *c, const struct ri_jhead *jh, const char
  * the walk. */
 int ri_eng_rows_verify(struct ri_st_core *c, const struct ri_jhead *jh, bool leases, ri_state_fn each, void *arg);
 
+/* ---- shared by store_engine.c and store_cuts.c ---------------------------- */
+
+/* Every shard's head (c->shards of them, freed with ri_eng_heads_free):
+ * locked in one write transaction, shard 0's first then ascending (a cut
+ * across shards, docs/SHARDS.md lock order), and written back as moved. */
+struct ri_eng_heads {
+	struct ri_jhead *jh;
+	unsigned char (*lh)[RI_HASH_LEN];
+};
+void ri_eng_heads_free(struct ri_eng_heads *hs);
+int ri_eng_write_all(struct ri_st_core *c, struct ri_eng_heads *hs, ri_ms *now);
+int ri_eng_put_all(struct ri_st_core *c, struct ri_eng_heads *hs);
+/* The shard of the record at seq (its act's, read unverified: routing). */
+int ri_eng_record_shard(struct ri_st_core *c, int64_t seq, int *shard);
+/* A mark's row judged against its MAC (*seq 0 when none). */
+int ri_eng_mark_judged(struct ri_st_core *c, const char *name, int64_t *seq);
+/* An open intent's row added, its element folded into jh's accumulator. */
+int ri_eng_open_add(struct ri_st_core *c, struct ri_jhead *jh, const char *inv, int64_t seq, const char *kind,
+    const char *act_key, const char *event_id, ri_ms recorded_at, bool first);
+/* A substrate record appended under jh inside the caller's write. */
+int ri_eng_append_substrate(struct ri_st_core *c, struct ri_jhead *jh, const unsigned char lh[RI_HASH_LEN],
+    const char *action_ref, const char *act_key, json_t *data, ri_ms now, struct ri_appended *out);
+
 /* ---- store.h ops written once ------------------------------------------- */
 
 int ri_eng_open_intents(struct ri_store *st, const char *kind, const char *act_key, ri_ms aged_by,
