@@ -797,7 +797,8 @@ largest_record() {
 }
 
 @test "faults.def append.section is inside the journal head's critical section (issue 43): a writer held there holds back another act's writer until it goes on" {
-	ri_instance
+	# one shard: every act's writer takes the one head
+	RI_INIT_CFG='.shards = 1' ri_instance
 	mkdir -p "$T/f"
 	mkfifo "$T/f/append.section"
 	RI_FAULT=append.section=pause RI_FAULT_DIR="$T/f" \
@@ -817,6 +818,84 @@ largest_record() {
 	wait "$b"                               # and then lands
 	[ "$(act_rows k1)" -eq 1 ] && [ "$(act_rows k2)" -eq 1 ]
 	[ "$(records "act_key = 'k1' AND seq < (SELECT min(seq) FROM records WHERE act_key = 'k2')")" -eq 1 ]
+}
+
+@test "issue 43, shards (docs/SHARDS.md, lock order): a writer held in its shard's critical section holds back no act of another shard; an act of its own shard waits" {
+	ri_pg_on || skip "SQLite has one writer whatever its shards"
+	ri_instance
+	# INTERFACE, third wave: 16 shards on PostgreSQL unless told
+	[ "$(ri_shards)" -eq "${RI_TEST_SHARDS:-16}" ]
+	[ "$(ri_shards)" -gt 1 ] || skip "one shard (RI_TEST_SHARDS)"
+	# open acts; their records say which shard each is in (the routing is
+	# keyed); each closing then appends to its act's shard
+	for i in $(seq 1 24); do open_req "s$i" | ri-open >"$T/o.s$i"; done
+	pick() { jsql "SELECT act_key FROM records WHERE kind = 'ledger' AND act_key LIKE 's%' AND $1 ORDER BY act_key LIMIT 1"; }
+	sa=$(jsql "SELECT shard FROM records WHERE kind = 'ledger' AND act_key LIKE 's%' GROUP BY shard
+	    HAVING count(DISTINCT act_key) >= 2 ORDER BY shard LIMIT 1")
+	[ -n "$sa" ]                    # 24 acts, 16 shards: one holds two
+	a=$(pick "shard = $sa")
+	same=$(pick "shard = $sa AND act_key <> '$a'")
+	other=$(pick "shard <> $sa")
+	mkdir -p "$T/f"
+	mkfifo "$T/f/append.section"
+	RI_FAULT=append.section=pause RI_FAULT_DIR="$T/f" \
+	    ri-close <<<"$(close_req "$(cat "$T/o.$a")")" >"$T/a.out" 2>"$T/a.err" 3>&- &
+	BG=$!
+	wait_for "$T/f/append.section.reached"
+	# another shard's act closes while the section is held
+	run ri-close <<<"$(close_req "$(cat "$T/o.$other")")"
+	[ "$status" -eq 0 ]
+	# the held act's shard's act waits for it
+	ri-close <<<"$(close_req "$(cat "$T/o.$same")")" >"$T/b.out" 2>"$T/b.err" 3>&- &
+	b=$!
+	sleep 0.5
+	kill -0 "$b"                            # still waiting for its shard's head
+	[ ! -s "$T/b.out" ]
+	echo >"$T/f/append.section"
+	rc=0
+	wait "$BG" || rc=$?
+	BG=
+	[ "$rc" -eq 0 ]
+	wait "$b"
+	# each act its intent and its outcome; the held act's seq was given
+	# before the other shard's, which committed first: a gap the audit
+	# reads as allocation order, not a loss (Check 8.1.1 per shard)
+	[ "$(act_rows "$a")" -eq 2 ] && [ "$(act_rows "$other")" -eq 2 ] && [ "$(act_rows "$same")" -eq 2 ]
+	[ "$(jsql "SELECT max(seq) FROM records WHERE act_key = '$a'")" -lt \
+	    "$(jsql "SELECT max(seq) FROM records WHERE act_key = '$other'")" ]
+	run ri-audit
+	[ "$status" -eq 0 ]
+}
+
+@test "issue 43, shards, issue 41 point 1: an outcome held in its shard's section holds shard 0's head shared -- a rebinding (audit.bound, shard 0's) waits for it, so the outcome's bindings guard judged before its COMMIT is exact" {
+	ri_pg_on || skip "SQLite has one writer whatever its shards"
+	RI_INIT_CFG='.shards = 16' ri_instance
+	ri-actor add ledger-reconciler-2 --service --credential-file "$T/r2.cred" >/dev/null
+	for i in $(seq 1 8); do open_req "s$i" | ri-open >"$T/o.s$i"; done
+	a=$(jsql "SELECT act_key FROM records WHERE kind = 'ledger' AND act_key LIKE 's%' AND shard <> 0 ORDER BY act_key LIMIT 1")
+	[ -n "$a" ] || skip "8 acts all drew shard 0"
+	mkdir -p "$T/f"
+	mkfifo "$T/f/append.section"
+	RI_FAULT=append.section=pause RI_FAULT_DIR="$T/f" \
+	    ri-close <<<"$(close_req "$(cat "$T/o.$a")")" >"$T/a.out" 2>"$T/a.err" 3>&- &
+	BG=$!
+	wait_for "$T/f/append.section.reached"
+	# the kind rebound: the next open records the new binding in shard 0
+	ri_cfg '.kinds.ledger.service_identity = {"actor_ref": "ledger-reconciler-2", "credential_file": "r2.cred"}'
+	ri-open <<<"$(open_req rebound)" >"$T/b.out" 2>"$T/b.err" 3>&- &
+	b=$!
+	sleep 0.5
+	kill -0 "$b" || { echo "the rebinding landed while an outcome held its shard's section"; false; }
+	[ "$(records "action_ref = 'audit.bound'")" -eq 0 ]
+	echo >"$T/f/append.section"
+	rc=0
+	wait "$BG" || rc=$?
+	BG=
+	[ "$rc" -eq 0 ] || { echo "ri-close exited $rc: $(cat "$T/a.err")"; false; }
+	wait "$b"
+	[ "$(records "action_ref = 'audit.bound'")" -eq 1 ]
+	run ri-audit
+	[ "$status" -eq 0 ]
 }
 
 @test "close step 3.6a: retry_terminus counted(2) with only the first attempt failing -> the second lands (0)" {

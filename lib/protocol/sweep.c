@@ -871,9 +871,10 @@ duplicate_scan(struct sweep *s)
 {
 	struct ri *r = s->r;
 	int64_t mark = 0, settled = 0;
+	bool unsettled = false;
 	struct scan sc = { .open = json_object(), .before = json_object(), .pending = json_object() };
 	struct ri_query q;
-	ri_ms settle = ri_settle_bound(s->c);
+	ri_ms settle = r->st->ops->mark_lag(r->st, ri_settle_bound(s->c));
 
 	int st = RI_ST_OK;
 
@@ -901,9 +902,13 @@ duplicate_scan(struct sweep *s)
 			const struct ri_kind *k = ri_config_kind(s->c, rec->kind);
 			/* sequence high water 2: the mark advances only past records
 			 * older than the settle bound (tla/DeltaRead.tla: a write in
-			 * flight below a settled seq commits before it settles) */
-			if (rec->recorded_at + settle <= s->now || RI_NC(RI_NC_MARK_UNSETTLED))
-				settled = rec->seq;     /* recorded_at never decreases with seq */
+			 * flight below a settled seq commits before it settles) --
+			 * and never past the first that is not: with shards a later
+			 * seq may be stamped earlier (docs/SHARDS.md; mark_lag) */
+			if (RI_NC(RI_NC_MARK_UNSETTLED) || (!unsettled && rec->recorded_at + settle <= s->now))
+				settled = rec->seq;
+			else
+				unsettled = true;
 			if (k == NULL || rec->invocation_id == NULL)
 				continue;
 			bool alone = scan_chain(s, &sc, k, rec);

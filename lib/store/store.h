@@ -236,6 +236,12 @@ struct ri_store_ops {
 	/* marks: the sweep's sequence high water (named scalars) */
 	int (*mark_get)(struct ri_store *, const char *name, int64_t *seq);
 	int (*mark_set)(struct ri_store *, const char *name, int64_t seq);
+	/* How long after its recorded_at a record must be before a reader's
+	 * mark moves past its seq (sequence high water 2): the settle bound
+	 * given, with one shard (commits in seq order); twice it with more,
+	 * whose seqs commit in any order (docs/SHARDS.md, the delta and the
+	 * mark; tla/DeltaRead.tla shard-seq-then-stamp). */
+	ri_ms (*mark_lag)(struct ri_store *, ri_ms settle);
 	/* Walk every row in seq order, verifying each independently, and
 	 * report every problem (ri-audit); stops only on an unreadable journal
 	 * or when each() returns non-zero. */

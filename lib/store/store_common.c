@@ -448,6 +448,15 @@ ri_walk_peek(struct ri_st_core *c, struct ri_walk *wk, struct ri_records *out, i
 	return RI_ST_OK;
 }
 
+/* The whole journal's seqs with gaps (store_common.h seq_gaps): a record
+ * missing from a shard breaks its successor's link in that shard, or its
+ * shard's head (docs/SHARDS.md, Check 8.1.1 per shard). */
+static bool
+walk_gapped(const struct ri_st_core *c, const struct ri_walk *wk)
+{
+	return wk->sc->type == SCOPE_ALL && c->seq_gaps;
+}
+
 int
 ri_walk_take(struct ri_st_core *c, struct ri_walk *wk, struct ri_records *out, struct ri_record *r,
     struct ri_raw *w)
@@ -458,6 +467,12 @@ ri_walk_take(struct ri_st_core *c, struct ri_walk *wk, struct ri_records *out, s
 
 	if (wk->trusted) {
 		ri_raw_trusted(c, r, w);
+	} else if (walk_gapped(c, wk)) {
+		/* only the first from the head must be the head itself */
+		if (wk->desc && out->n == 0 && wk->from == wk->head && r->seq != wk->head)
+			rc = ri_st_fail(c, RI_ST_INTEGRITY, wk->head, NULL,
+			    "journal integrity: record seq %lld of %s is missing (deleted rows)", (long long)wk->head,
+			    scope_name(wk->sc));
 	} else if (!wk->desc) {
 		/* ascending: nothing of the scope between from and the first, and
 		 * each record links to the one before it */
@@ -496,6 +511,8 @@ int
 ri_walk_end(struct ri_st_core *c, struct ri_walk *wk, struct ri_records *out)
 {
 	if (wk->desc) {
+		if (walk_gapped(c, wk) && !out->more)
+			wk->expect_prev = 0;    /* the read reached the journal's start */
 		out->next = wk->expect_prev;    /* 0: the scope's first record was read */
 		if (!wk->trusted && !out->more && wk->expect_prev != 0)
 			return ri_st_fail(c, RI_ST_INTEGRITY, wk->expect_prev, NULL,
@@ -896,7 +913,11 @@ ri_st_witness_read(struct ri_st_core *c, unsigned flags, int64_t *guess)
 	*guess = 0;
 	if (c->cfg->witness == NULL || c->witness != NULL || witness_open(c, &e) != RI_OK)
 		return;
-	ri_witness_read_newest(c->witness);
+	/* the recent lines too, for each shard's own anchor (attach), unless
+	 * the config says one shard: lines added after this read name records
+	 * the snapshot that follows holds -- read after it, they would make a
+	 * shard look rolled back */
+	ri_witness_read_newest(c->witness, c->cfg->shards != 1);
 	if (!(flags & RI_NO_WITNESS))
 		(void)ri_witness_kept_seq(c->witness, guess);
 }
@@ -1404,6 +1425,10 @@ ri_seal_walk_row(struct ri_st_core *c, struct ri_seal_walk *sw, struct ri_record
 {
 	int shard = w->shard, rc = RI_ST_OK;
 
+	/* a gap may be an allocation that never committed (seq_gaps): each
+	 * shard's chain is walked by its links */
+	if (c->seq_gaps && r->seq > sw->expect)
+		sw->expect = r->seq;
 	if (r->seq != sw->expect)
 		rc = ri_st_fail(c, RI_ST_INTEGRITY, sw->expect, NULL,
 		    "journal integrity: record seq %lld is missing (deleted rows)", (long long)sw->expect);
@@ -1500,6 +1525,8 @@ ri_rebuild_row(struct ri_st_core *c, struct ri_rebuild *rb, struct ri_record *r,
 
 	int shard = w->shard;
 
+	if (c->seq_gaps && r->seq > rb->expect)
+		rb->expect = r->seq;    /* a gap: as the seal's walk */
 	if (r->seq != rb->expect || shard < 0 || shard >= c->shards) {
 		free(w->payload_text);
 		w->payload_text = NULL;

@@ -45,6 +45,12 @@ struct ri_st_core {
 	unsigned char instance_id[RI_INSTANCE_LEN];
 	unsigned char genesis[RI_HASH_LEN];
 	int shards;                             /* format 4: the meta row's, bound by every head's MAC */
+	/* seqs with gaps: allocations that never committed (PostgreSQL with
+	 * shards: a sequence, docs/SHARDS.md); a shard's chain, its links and
+	 * its head prove its records -- the seq order alone proves nothing.
+	 * false: the allocator is contiguous (SQLite's one writer), and a gap
+	 * is a deleted row (Check 8.1.1). */
+	bool seq_gaps;
 	int64_t boundary;                       /* a migrated journal's last format-3 record (0: none),
 	                                         * bound by every head's MAC (docs/SHARDS.md) */
 	/* the witness's highest line (the anchor): the journal may not be

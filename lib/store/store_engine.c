@@ -633,8 +633,11 @@ ri_eng_append_locked(struct ri_st_core *c, struct ri_jhead *jh, const unsigned c
 	/* the seq: the shard's next with one shard; with more, the journal's
 	 * allocator's, above every shard's (docs/SHARDS.md, one allocator) */
 	int64_t seq = jh->last_seq + 1;
-	if (c->shards > 1 && (rc = c->be->seq_next(c->bk, &seq)) != RI_ST_OK)
+	ri_ms at = RI_NONE;
+	if (c->shards > 1 && (rc = c->be->seq_next(c->bk, jh->shard, &seq, &at)) != RI_ST_OK)
 		return rc;
+	if (at != RI_NONE && at > recorded_at)
+		recorded_at = at;
 	if (seq > 1) {
 		/* recorded_at never goes backwards, whatever the clock did: after
 		 * the journal's record before this one, whichever shard's */
@@ -765,11 +768,11 @@ ri_eng_record_action(struct ri_store *st, const struct ri_append *a, struct ri_a
 	 * revoked actor's record after it (issue 41, lifecycle: actors
 	 * revoked) */
 	ri_ms at = now;         /* negative control: the host's clock */
-	/* the record this one will follow: its shard's newest with one shard;
-	 * with more, the journal's, whichever shard's (as append_locked
-	 * stamps it) */
+	/* the record this one will follow: its shard's newest with one shard
+	 * (or with shard_stamps); with more, the journal's, whichever shard's
+	 * (as append_locked stamps it) */
 	int64_t before = jh.last_seq;
-	if (c->shards > 1 && !RI_NC(RI_NC_CRED_AT_NOW)) {
+	if (c->shards > 1 && !c->be->shard_stamps && !RI_NC(RI_NC_CRED_AT_NOW)) {
 		struct scope all;
 		unsigned char bh[RI_HASH_LEN];
 		enum ri_hashed hashed;
@@ -1060,6 +1063,12 @@ int
 ri_eng_mark_get(struct ri_store *st, const char *name, int64_t *seq)
 {
 	return ri_eng_mark_judged(RI_ENG_CORE(st), name, seq);
+}
+
+ri_ms
+ri_eng_mark_lag(struct ri_store *st, ri_ms settle)
+{
+	return RI_ENG_CORE(st)->shards > 1 && !RI_NC(RI_NC_MARK_ONE_SETTLE) ? 2 * settle : settle;
 }
 
 int
@@ -1450,7 +1459,11 @@ traverse_row(void *arg, struct ri_record *r, struct ri_raw *w, bool *stop)
 	bool in_range = w->shard >= 0 && w->shard < t->c->shards;
 	int shard = in_range ? w->shard : 0;
 
-	if (r->seq != t->last + 1)
+	/* Check 8.1.1: a contiguous allocator's seqs have no gap; with gaps
+	 * (seq_gaps) one is an allocation that never committed, and a row
+	 * missing from a shard breaks its successor's link (8.1.2) or its
+	 * shard's head */
+	if (t->c->seq_gaps ? r->seq <= t->last : r->seq != t->last + 1)
 		problems |= RI_P_GAP;
 	problems |= ri_raw_problems(t->c, r, w, t->prev[shard], t->now);
 	/* Check 8.1.1 per shard: a record in its act's shard's chain */

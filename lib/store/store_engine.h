@@ -81,10 +81,13 @@ struct ri_backend {
 	/* More than one shard (docs/SHARDS.md): the newest record of shard
 	 * below seq, its seq and stored hash -- NOT_KNOWN when the shard has
 	 * none below seq (its genesis is the link); and the seq the next
-	 * append is given, inside the write transaction, above every record
-	 * of every shard. */
+	 * append to shard is given, inside the write transaction under that
+	 * shard's lock, above every record of the shard -- with the clock
+	 * read after it allocated it when that is later than the head's
+	 * (at; RI_NONE: the head's stands), so the record's stamp follows its
+	 * seq (docs/SHARDS.md, the mark's settle wait). */
 	int (*shard_prev)(void *bk, int shard, int64_t seq, int64_t *before, unsigned char out[RI_HASH_LEN]);
-	int (*seq_next)(void *bk, int64_t *seq);
+	int (*seq_next)(void *bk, int shard, int64_t *seq, ri_ms *at);
 	/* The newest seq of a scope as the rows say it (0 when none): a, b
 	 * the scope's fields (store_common.h scope_make); the backend may
 	 * read the row's hash in the same statement (*hashed). */
@@ -281,6 +284,11 @@ struct ri_backend {
 	 * is not known: the next record's never goes back past it.  A failure
 	 * is step 2 of the append. */
 	int (*recorded_at_of)(void *bk, int64_t seq, ri_ms *at);
+	/* With shards: the floor recorded_at_of answers is the write's own
+	 * shard's newest record's, whatever seq it is asked (PostgreSQL, whose
+	 * shards commit in any order: a record is stamped after its shard's
+	 * previous one) -- not the journal's newest (SQLite, one writer). */
+	bool shard_stamps;
 	/* One records row, every column given: h's, the canonical payload,
 	 * its salt, the record's hash and MAC.  A failure is step 2 of the
 	 * append. */
@@ -447,6 +455,7 @@ int ri_eng_open_intents(struct ri_store *st, const char *kind, const char *act_k
 int ri_eng_authenticate(struct ri_store *st, const char *actor, const char *cred, struct ri_actor *out);
 int ri_eng_mark_get(struct ri_store *st, const char *name, int64_t *seq);
 int ri_eng_mark_set(struct ri_store *st, const char *name, int64_t seq);
+ri_ms ri_eng_mark_lag(struct ri_store *st, ri_ms settle);
 int ri_eng_actor_add(struct ri_store *st, const char *actor, bool service, char credential[128]);
 int ri_eng_actor_revoke(struct ri_store *st, const char *actor);
 int ri_eng_actor_list(struct ri_store *st, struct ri_actor **out, size_t *n);
@@ -482,6 +491,7 @@ void ri_eng_read_ahead(struct ri_store *st, const struct ri_ahead *ah);
 	.actor_add = ri_eng_actor_add, .actor_revoke = ri_eng_actor_revoke, .actor_list = ri_eng_actor_list, \
 	.authenticate = ri_eng_authenticate, .take = ri_eng_take, .remaining = ri_eng_remaining, \
 	.release = ri_eng_release, .mark_get = ri_eng_mark_get, .mark_set = ri_eng_mark_set, \
+	.mark_lag = ri_eng_mark_lag, \
 	.traverse = ri_eng_traverse, .peek = ri_eng_peek, .inv_span = ri_eng_inv_span, .seal = ri_eng_seal, \
 	.substrate = ri_eng_substrate, .append_substrate = ri_eng_append_many, .rebuild = ri_eng_rebuild, \
 	.audit_state = ri_eng_audit_state, .head = ri_eng_head, .sealed = ri_eng_sealed, \

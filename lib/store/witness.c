@@ -35,6 +35,14 @@ struct ri_witness {
 	char *kept_text;
 	size_t kept_len;
 	int64_t kept_at;
+	/* ... and the recent lines read with it (ri_witness_read_newest's
+	 * recent), not judged yet: a journal snapshot begun after this read
+	 * holds every record they name (issue 43, per-shard anchors) */
+	bool recent_kept;
+	int recent_rc;
+	ri_err recent_err;
+	struct kept_line { char *text; size_t len; int64_t at; } *recent;
+	size_t nrecent, caprecent;
 };
 
 void
@@ -203,6 +211,35 @@ ri_witness_open(const char *where, const unsigned char instance[RI_INSTANCE_LEN]
 	return RI_OK;
 }
 
+static void
+recent_drop(struct ri_witness *w)
+{
+	for (size_t i = 0; i < w->nrecent; i++)
+		free(w->recent[i].text);
+	free(w->recent);
+	w->recent = NULL;
+	w->nrecent = w->caprecent = 0;
+	w->recent_kept = false;
+}
+
+static void
+recent_push(struct ri_witness *w, const char *text, size_t len, int64_t at)
+{
+	if (w->nrecent == w->caprecent) {
+		w->caprecent = w->caprecent ? 2 * w->caprecent : 64;
+		struct kept_line *grown = realloc(w->recent, w->caprecent * sizeof *w->recent);
+		if (grown == NULL)
+			abort();        /* as ri_xmalloc */
+		w->recent = grown;
+	}
+	struct kept_line *k = &w->recent[w->nrecent++];
+	k->text = ri_xmalloc(len + 1);
+	memcpy(k->text, text, len);
+	k->text[len] = '\0';
+	k->len = len;
+	k->at = at;
+}
+
 void
 ri_witness_bind(struct ri_witness *w, const unsigned char instance[RI_INSTANCE_LEN])
 {
@@ -216,6 +253,7 @@ ri_witness_close(struct ri_witness *w)
 	if (w == NULL)
 		return;
 	free(w->kept_text);
+	recent_drop(w);
 	ri_witness_pg_close(w->pg);
 	sodium_memzero(w->key, sizeof w->key);
 	free(w->where);
@@ -649,12 +687,53 @@ newest_raw(struct ri_witness *w, char **text, size_t *len, int64_t *at, ri_err *
 	return rc;
 }
 
+static int
+recent_text(const char *text, void *arg)
+{
+	struct ri_witness *w = arg;
+
+	recent_push(w, text, strlen(text), -1);
+	return 0;
+}
+
+/* The recent lines as read, unjudged: the file's complete lines among its
+ * last TAIL bytes, or the table's newest RI_WITNESS_RECENT rows. */
+static int
+recent_raw(struct ri_witness *w, ri_err *err)
+{
+	char *buf;
+	off_t from, size;
+	ssize_t n, p;
+	int rc;
+
+	if (w->pg != NULL)
+		return ri_witness_pg_each(w->pg, RI_WITNESS_RECENT, recent_text, w, err);
+	if ((rc = file_window(w, &buf, &n, &from, &size, &p, err)) != RI_OK)
+		return rc;
+	while (p < n) {
+		ssize_t e = p;
+		while (e < n && buf[e] != '\n')
+			e++;
+		if (e >= n)
+			break;                  /* torn */
+		recent_push(w, buf + p, (size_t)(e - p), (int64_t)from + p);
+		p = e + 1;
+	}
+	free(buf);
+	return RI_OK;
+}
+
 void
-ri_witness_read_newest(struct ri_witness *w)
+ri_witness_read_newest(struct ri_witness *w, bool recent)
 {
 	free(w->kept_text);
 	w->kept_rc = newest_raw(w, &w->kept_text, &w->kept_len, &w->kept_at, &w->kept_err);
 	w->kept = true;
+	recent_drop(w);
+	if (recent) {
+		w->recent_rc = recent_raw(w, &w->recent_err);
+		w->recent_kept = true;
+	}
 }
 
 bool
@@ -743,6 +822,23 @@ ri_witness_each(struct ri_witness *w, ri_witness_fn each, void *arg, ri_err *err
 int
 ri_witness_recent(struct ri_witness *w, ri_witness_fn each, void *arg, ri_err *err)
 {
+	if (w->recent_kept) {
+		/* read ahead (ri_witness_read_newest): judged now, once */
+		int rc = w->recent_rc;
+		if (rc != RI_OK)
+			*err = w->recent_err;
+		for (size_t i = 0; rc == RI_OK && i < w->nrecent; i++) {
+			struct ri_witness_line l;
+			if ((rc = line_judge(w, w->recent[i].text, w->recent[i].len, w->recent[i].at, &l, err)) != RI_OK)
+				break;
+			int stop = each(&l, arg);
+			ri_witness_line_clear(&l);
+			if (stop)
+				break;
+		}
+		recent_drop(w);
+		return rc;
+	}
 	if (w->pg == NULL)
 		return file_recent(w, each, arg, err);
 	struct pg_each pe = { .w = w, .each = each, .arg = arg, .err = err, .rc = RI_OK };

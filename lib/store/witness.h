@@ -100,10 +100,14 @@ void ri_witness_close(struct ri_witness *w);
  * its witness before the snapshot it judges its head in begins, and learns
  * the instance id -- which the judgement needs -- in that snapshot.  The
  * next ri_witness_newest judges the line read here (and reports this
- * read's failure, if it failed), once.  ri_witness_kept_seq: that line's
+ * read's failure, if it failed), once -- and, with recent, the recent lines
+ * too, which the next ri_witness_recent judges instead of reading them (a
+ * journal of shards: each shard's anchor from before the snapshot, so a
+ * line another host adds after it never makes a shard look rolled back).
+ * ri_witness_kept_seq: that line's
  * seq as written, not verified (a guess, to send the head's read with).
  */
-void ri_witness_read_newest(struct ri_witness *w);
+void ri_witness_read_newest(struct ri_witness *w, bool recent);
 bool ri_witness_kept_seq(const struct ri_witness *w, int64_t *seq);
 /*
  * The highest line, verified.  RI_NOT_KNOWN when the witness holds no line

@@ -50,9 +50,9 @@ JSON
 		ri_pg_skip_file_tests
 		ri_pg_journal "$T/ri.json" || return 1
 	fi
-	# RI_TEST_SHARDS: every SQLite instance made with that many shards
+	# RI_TEST_SHARDS: every instance made with that many shards
 	# (the whole suite against sharded journals: make check)
-	if [ -n "${RI_TEST_SHARDS:-}" ] && ! ri_pg_on; then
+	if [ -n "${RI_TEST_SHARDS:-}" ]; then
 		ri_cfg ".shards = $RI_TEST_SHARDS" || return 1
 	fi
 	# RI_INIT_CFG: a jq filter the config takes before ri-init (what
@@ -104,6 +104,11 @@ records() {
 # SQL both dialects read alike belongs here; a test that edits the journal
 # (an attacker's write) or uses SQLite's own functions stays on the file
 # and is skipped against a server (tests/lib/pg.bash)
+# ri_shards -- the instance's shard count (its heads), on either backend
+ri_shards() {
+	jsql "SELECT count(*) FROM heads"
+}
+
 jsql() {
 	if ri_pg_on; then
 		ri_pg_sql "$RI_CONFIG" "$1"

@@ -39,6 +39,11 @@ record_hash(void *bk, int64_t seq, unsigned char out[RI_HASH_LEN])
 	 * the same snapshot answers the same hash */
 	if (snap_hash(s, seq, out))
 		return RI_ST_OK;
+	for (int i = 0; s->in_tx && s->snap && s->snap_heads_ok && seq > 0 && i < s->core.shards; i++)
+		if (seq == s->snap_heads[i].h.last_seq && s->snap_heads[i].has_last) {
+			memcpy(out, s->snap_heads[i].last_hash, RI_HASH_LEN);
+			return RI_ST_OK;
+		}
 	if (s->in_tx && s->snap && s->snap_head_ok && s->snap_head.present && seq > 0) {
 		const struct head_read *hr = &s->snap_head;
 		if (seq == hr->h.last_seq && hr->has_last) {
@@ -97,29 +102,31 @@ nmap_slot(struct pg *s, const unsigned char *id, size_t idlen)
 	return e;
 }
 
-/* The node ids of key's path, depth 0 .. PREFETCH_DEPTH - 1, as binary
- * parameters from $first on: the SQL list "$first, ..., $last". */
+/* The node ids of key's path in shard's tree (heads.c ri_node_id: a prefix
+ * for shards above 0), depth 0 .. PREFETCH_DEPTH - 1, as binary parameters
+ * from $first on: the SQL list "$first, ..., $last". */
 static void
-path_params(struct params *p, const unsigned char key[RI_SCOPE_LEN], unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX],
-    char *list, size_t n)
+path_params(struct params *p, int shard, const unsigned char key[RI_SCOPE_LEN],
+    unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX], char *list, size_t n)
 {
 	size_t at = 0;
 
 	list[0] = '\0';
 	for (int d = 0; d < PREFETCH_DEPTH; d++) {
-		for (int i = 0; i < d; i++)
-			ids[d][i] = (unsigned char)(i % 2 == 0 ? key[i / 2] >> 4 : key[i / 2] & 0x0f);
+		size_t len = ri_node_id(shard, key, d, ids[d]);
 		at += (size_t)snprintf(list + at, n - at, "%s$%d", d ? ", " : "", p->n + 1);
-		p_bytes(p, ids[d], (size_t)d);
+		p_bytes(p, ids[d], len);
 	}
 }
 
 /* Record what a path fetch found: every id asked for is now known --
  * present with its body, or absent -- unless the map holds it already. */
 static int
-path_absorb(struct pg *s, const PGresult *r, int idcol, unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX])
+path_absorb(struct pg *s, const PGresult *r, int idcol, int shard, unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX])
 {
 	bool seen[PREFETCH_DEPTH] = { false };
+	unsigned char root[RI_NODE_ID_MAX];
+	size_t pre = ri_node_id(shard, ids[0], 0, root);       /* the shard's prefix */
 
 	for (int i = 0; i < PQntuples(r); i++) {
 		unsigned char id[RI_NODE_ID_MAX], body[RI_NODE_MAX];
@@ -131,15 +138,16 @@ path_absorb(struct pg *s, const PGresult *r, int idcol, unsigned char ids[PREFET
 		if (strcmp(PQgetvalue(r, i, idcol), "\\x") != 0 &&
 		    !g_bytes_var(r, i, idcol, id, RI_NODE_ID_MAX, &idlen))
 			continue;
-		if (idlen >= PREFETCH_DEPTH)
+		if (idlen < pre || idlen - pre >= PREFETCH_DEPTH)
 			continue;
+		size_t d = idlen - pre;
 		if (!g_bytes_var(r, i, idcol + 1, body, RI_NODE_MAX, &len))
 			return ri_st_fail(&s->core, RI_ST_INTEGRITY, 0, NULL,
 			    "journal integrity: a node of the scope heads' tree is malformed");
 		/* (rows of another path fetched in the same statement are
 		 * kept too, but say nothing of this path's absent nodes) */
-		if (memcmp(id, ids[idlen], idlen) == 0)
-			seen[idlen] = true;
+		if (memcmp(id, ids[d], idlen) == 0)
+			seen[d] = true;
 		if (nmap_find(s, id, idlen) != NULL || (e = nmap_slot(s, id, idlen)) == NULL)
 			continue;
 		memcpy(e->body, body, len);
@@ -148,7 +156,8 @@ path_absorb(struct pg *s, const PGresult *r, int idcol, unsigned char ids[PREFET
 	}
 	for (int d = 0; d < PREFETCH_DEPTH; d++) {
 		struct pnode *e;
-		if (seen[d] || nmap_find(s, ids[d], (size_t)d) != NULL || (e = nmap_slot(s, ids[d], (size_t)d)) == NULL)
+		if (seen[d] || nmap_find(s, ids[d], pre + (size_t)d) != NULL ||
+		    (e = nmap_slot(s, ids[d], pre + (size_t)d)) == NULL)
 			continue;
 		e->present = false;
 		e->len = 0;
@@ -161,7 +170,7 @@ void
 prefetch_sql(const unsigned char key[RI_SCOPE_LEN], struct params *p, unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX],
     char *list, size_t listlen, char *sql, size_t n)
 {
-	path_params(p, key, ids, list, listlen);
+	path_params(p, RI_SHARD_INSTANCE, key, ids, list, listlen);
 	snprintf(sql, n, "SELECT id, body FROM nodes WHERE id IN (%s)", list);
 }
 
@@ -182,7 +191,7 @@ prefetch(struct pg *s, const unsigned char key[RI_SCOPE_LEN])
 	if (!res_ok(r))
 		rc = pg_db_fail(s, RI_ST_UNAVAILABLE, "read", r);
 	else
-		rc = path_absorb(s, r, 0, ids);
+		rc = path_absorb(s, r, 0, RI_SHARD_INSTANCE, ids);
 	PQclear(r);
 	return rc;
 }
@@ -221,7 +230,7 @@ nodes_flush(struct pg *s)
  * newest row, with path's nodes when path is not NULL (then ids and list
  * hold its parameters); sql is its buffer. */
 static const char *
-scope_sql(int type, const char *a, const char *b, const unsigned char *path, struct params *p,
+scope_sql(int type, const char *a, const char *b, int shard, const unsigned char *path, struct params *p,
     unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX], char *list, size_t listlen, char *sql, size_t n)
 {
 	const char *q = type == SCOPE_ALL ? "SELECT seq, hash FROM records ORDER BY seq DESC LIMIT 1" :
@@ -235,10 +244,68 @@ scope_sql(int type, const char *a, const char *b, const unsigned char *path, str
 		p_text(p, b);
 	if (path == NULL)
 		return q;
-	path_params(p, path, ids, list, listlen);
+	path_params(p, shard, path, ids, list, listlen);
 	snprintf(sql, n, "SELECT seq, hash, NULL::bytea, NULL::bytea FROM (%s) r"
 	    " UNION ALL SELECT NULL, NULL, id, body FROM nodes WHERE id IN (%s)", q, list);
 	return sql;
+}
+
+/* The shard whose tree holds a scope's path, or -1 when it is not known
+ * before its rows are read (an invocation's, with shards: its act's). */
+static int
+path_shard(const struct pg *s, int type, const char *a, const char *b)
+{
+	if (s->core.shards <= 1)
+		return 0;
+	return type == SCOPE_ACT ? ri_st_shard_of(&s->core, a, b != NULL ? b : "") : -1;
+}
+
+/*
+ * An invocation's scope with shards: its act -- so its shard, so its path's
+ * node ids -- is the newest row's, known to the server before us.  The
+ * statement routes the path by the row's shard column, and brings the
+ * row's act: the caller routes it itself (ri_st_shard_of) and keeps the
+ * nodes only when the two agree (a row naming another shard fails its MAC
+ * when read; its nodes are then fetched one by one, as ever).  Columns:
+ * seq, hash, id, body (as scope_sql's), kind, act_key, shard.
+ */
+static const char *
+scope_inv_sql(const char *inv, const unsigned char key[RI_SCOPE_LEN], struct params *p,
+    unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX], char *sql, size_t n)
+{
+	char list[256], vals[256];
+	size_t at = 0;
+
+	p_text(p, inv);
+	path_params(p, 0, key, ids, list, sizeof list);
+	for (int d = 0, first = 2; d < PREFETCH_DEPTH; d++)
+		at += (size_t)snprintf(vals + at, sizeof vals - at, "%s($%d::bytea)", d ? ", " : "", first + d);
+	snprintf(sql, n, "WITH r AS (SELECT seq, hash, kind, act_key, shard FROM records WHERE invocation_id = $1"
+	    " ORDER BY seq DESC LIMIT 1)"
+	    " SELECT seq, hash, NULL::bytea, NULL::bytea, kind, act_key, shard FROM r"
+	    " UNION ALL SELECT NULL, NULL, n.id, n.body, NULL, NULL, NULL FROM nodes n WHERE n.id IN"
+	    " (SELECT CASE WHEN r.shard = 0 THEN v.x ELSE '\\xff'::bytea || set_byte('\\x00'::bytea, 0, r.shard) || v.x END"
+	    " FROM r, (VALUES %s) v(x) WHERE r.shard BETWEEN 0 AND 255)", vals);
+	return sql;
+}
+
+/* scope_inv_sql's row: kept for leaf_row (the same snapshot answers the
+ * same row), and the shard its act routes to -- or -1 when the row names
+ * another (its nodes are not this path's) */
+static int
+inv_row_keep(struct pg *s, const PGresult *r, int i, const char *inv)
+{
+	const char *kind = PQgetvalue(r, i, 4), *act_key = PQgetvalue(r, i, 5);
+	int shard = ri_st_shard_of(&s->core, kind, act_key);
+
+	if (s->in_tx && s->snap && g_bytes(r, i, 1, s->leaf.hash, RI_HASH_LEN)) {
+		leaf_clear(s);
+		s->leaf.seq = g_int(r, i, 0);
+		s->leaf.kind = ri_strdup(kind);
+		s->leaf.act_key = ri_strdup(act_key);
+		s->leaf.inv = ri_strdup(inv);
+	}
+	return g_int(r, i, 6) == shard ? shard : -1;
 }
 
 /* A scope's newest row with its path, read ahead in the command's read
@@ -248,12 +315,14 @@ scope_ahead(struct pg *s, const struct scope *sc, const char *a, const char *b)
 {
 	struct params p = { 0 };
 	unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX];
-	char list[256], sql[700];
+	char list[256], sql[1200];
 	const char *stmt;
 
 	if (sc->type == SCOPE_ALL || s->core.key == NULL || !s->in_tx || !s->snap)
 		return;
-	stmt = scope_sql(sc->type, a, b, sc->key, &p, ids, list, sizeof list, sql, sizeof sql);
+	int shard = path_shard(s, sc->type, a, b);
+	stmt = shard < 0 ? scope_inv_sql(a, sc->key, &p, ids, sql, sizeof sql) :
+	    scope_sql(sc->type, a, b, shard, sc->key, &p, ids, list, sizeof list, sql, sizeof sql);
 	snap_ahead(s, stmt, &p);
 }
 
@@ -266,7 +335,7 @@ scope_max(struct pg *s, int type, const char *a, const char *b, int64_t *out, un
 {
 	struct params p = { 0 };
 	unsigned char ids[PREFETCH_DEPTH][RI_NODE_ID_MAX];
-	char list[256], sql[700];
+	char list[256], sql[1200];
 	const char *q;
 	PGresult *r;
 	int rc = RI_ST_OK;
@@ -284,9 +353,14 @@ scope_max(struct pg *s, int type, const char *a, const char *b, int64_t *out, un
 			return RI_ST_OK;
 		}
 	}
+	int shard = path_shard(s, type, a, b);
 	if (path == NULL || s->core.key == NULL || !s->in_tx)
 		path = NULL;
-	q = scope_sql(type, a, b, path, &p, ids, list, sizeof list, sql, sizeof sql);
+	bool routed = path != NULL && shard < 0;
+	/* (the parameters point into ids: it outlives the statement) */
+	unsigned char raw[PREFETCH_DEPTH][RI_NODE_ID_MAX];
+	q = routed ? scope_inv_sql(a, path, &p, raw, sql, sizeof sql) :
+	    scope_sql(type, a, b, shard, path, &p, ids, list, sizeof list, sql, sizeof sql);
 	r = run(s, q, &p);
 	if (!res_ok(r)) {
 		rc = pg_db_fail(s, RI_ST_UNAVAILABLE, "read", r);
@@ -302,9 +376,16 @@ scope_max(struct pg *s, int type, const char *a, const char *b, int64_t *out, un
 		*out = g_int(r, i, 0);
 		if (has != NULL)
 			*has = g_bytes(r, i, 1, hash, RI_HASH_LEN);
+		if (routed)
+			shard = inv_row_keep(s, r, i, a);
 	}
-	if (path != NULL)
-		rc = path_absorb(s, r, 2, ids);
+	if (routed && shard >= 0) {
+		struct params ignored = { 0 };
+		char list2[256];
+		path_params(&ignored, shard, path, ids, list2, sizeof list2);
+	}
+	if (path != NULL && shard >= 0)
+		rc = path_absorb(s, r, 2, shard, ids);
 	PQclear(r);
 	return rc;
 }
@@ -324,7 +405,7 @@ scope_newest(void *bk, const struct scope *sc, const char *a, const char *b, int
 
 /* the statement of scopes_prefetch (and of its read sent ahead) */
 void
-scopes_sql(const unsigned char act[RI_SCOPE_LEN], const char *kind, const char *act_key,
+scopes_sql(const struct pg *s, const unsigned char act[RI_SCOPE_LEN], const char *kind, const char *act_key,
     const unsigned char inv[RI_SCOPE_LEN], const char *invocation_id, struct params *p,
     unsigned char ida[PREFETCH_DEPTH][RI_NODE_ID_MAX], unsigned char idi[PREFETCH_DEPTH][RI_NODE_ID_MAX],
     char *sql, size_t n)
@@ -334,8 +415,10 @@ scopes_sql(const unsigned char act[RI_SCOPE_LEN], const char *kind, const char *
 	p_text(p, kind);
 	p_text(p, act_key);
 	p_text(p, invocation_id);
-	path_params(p, act, ida, la, sizeof la);
-	path_params(p, inv, idi, li, sizeof li);
+	/* an invocation's scope is in its act's shard's tree (docs/SHARDS.md) */
+	int shard = path_shard(s, SCOPE_ACT, kind, act_key);
+	path_params(p, shard, act, ida, la, sizeof la);
+	path_params(p, shard, inv, idi, li, sizeof li);
 	snprintf(sql, n,
 	    "SELECT 0, seq, hash, NULL::bytea, NULL::bytea FROM (SELECT seq, hash FROM records WHERE kind = $1"
 	    " AND act_key = $2 ORDER BY seq DESC LIMIT 1) a"
@@ -360,7 +443,7 @@ scopes_prefetch(struct pg *s, const unsigned char act[RI_SCOPE_LEN], const char 
 	s->pre[0].valid = s->pre[1].valid = false;
 	if (s->core.key == NULL || !s->in_tx)
 		return RI_ST_OK;
-	scopes_sql(act, kind, act_key, inv, invocation_id, &p, ida, idi, sql, sizeof sql);
+	scopes_sql(s, act, kind, act_key, inv, invocation_id, &p, ida, idi, sql, sizeof sql);
 	r = run(s, sql, &p);
 	if (!res_ok(r)) {
 		rc = pg_db_fail(s, RI_ST_UNAVAILABLE, "read", r);
@@ -381,7 +464,8 @@ scopes_prefetch(struct pg *s, const unsigned char act[RI_SCOPE_LEN], const char 
 		s->pre[which].seq = g_int(r, i, 1);
 		s->pre[which].has = g_bytes(r, i, 2, s->pre[which].hash, RI_HASH_LEN);
 	}
-	if ((rc = path_absorb(s, r, 3, ida)) == RI_ST_OK && (rc = path_absorb(s, r, 3, idi)) == RI_ST_OK)
+	int shard = path_shard(s, SCOPE_ACT, kind, act_key);
+	if ((rc = path_absorb(s, r, 3, shard, ida)) == RI_ST_OK && (rc = path_absorb(s, r, 3, shard, idi)) == RI_ST_OK)
 		s->pre[0].valid = s->pre[1].valid = true;
 	PQclear(r);
 	return rc;
@@ -445,14 +529,119 @@ static const char head_sql[] = "SELECT h.last_seq, h.root, h.open_count, h.open_
     " (SELECT hash FROM records WHERE seq = $1), ri_clock(),"
     " (SELECT recorded_at FROM records WHERE seq = h.last_seq),"
     " (SELECT hash FROM records WHERE seq = h.sealed_seq) FROM heads h WHERE h.shard = $2";
-/* with more than one shard the rows' newest is the shard's own chain's
- * (docs/SHARDS.md) */
-static const char head_sql_shards[] = "SELECT h.last_seq, h.root, h.open_count, h.open_acc, h.sealed_seq, h.grants,"
-    " h.mac, (SELECT max(seq) FROM records WHERE shard = $2), (SELECT hash FROM records WHERE seq = h.last_seq),"
+/* With more than one shard (docs/SHARDS.md): the rows' newest is the
+ * shard's own chain's; the hash at the shard's own witness anchor ($3,
+ * store_common.c ri_witness_shard_anchor) comes too; and a write's head
+ * (the lock held by the statement before) allocates the seq its first
+ * record will take: nextval in FROM, so before the projection's ri_clock()
+ * -- the stamp after the seq (docs/SHARDS.md, one allocator; the mark's
+ * 2 x settle wait rests on it). */
+#define HEAD_SHARDS_COLS "SELECT h.last_seq, h.root, h.open_count, h.open_acc, h.sealed_seq, h.grants," \
+    " h.mac, (SELECT max(seq) FROM records WHERE shard = $2), (SELECT hash FROM records WHERE seq = h.last_seq)," \
+    " (SELECT hash FROM records WHERE seq = $1), ri_clock()," \
+    " (SELECT recorded_at FROM records WHERE seq = h.last_seq)," \
+    " (SELECT hash FROM records WHERE seq = h.sealed_seq), (SELECT hash FROM records WHERE seq = $3)"
+static const char head_sql_shards[] = HEAD_SHARDS_COLS ", NULL FROM heads h WHERE h.shard = $2";
+static const char head_sql_alloc[] = HEAD_SHARDS_COLS ", a.seq FROM heads h,"
+    " (SELECT nextval('ri_seq') OFFSET 0) a(seq) WHERE h.shard = $2";
+#define HEAD_SQL(s) ((s)->core.shards <= 1 ? head_sql : head_sql_shards)
+#define HEAD_ANCHOR_COL 13
+#define HEAD_SEQ_COL 14
+
+/* One head row of the statements above (or of heads_all's, whose columns
+ * are theirs), decoded -- judged by jhead_judged. */
+static void
+head_row(struct pg *s, const PGresult *r, int i, int shard, struct head_read *hr, ri_ms *last_at)
+{
+	hr->h.shard = shard;
+	hr->present = true;
+	hr->shaped = !g_null(r, i, 0) && g_bytes(r, i, 1, hr->h.root, RI_HASH_LEN) &&
+	    !g_null(r, i, 2) && g_bytes(r, i, 3, hr->h.open_acc, RI_HASH_LEN) &&
+	    !g_null(r, i, 4) && !g_null(r, i, 5) && g_bytes(r, i, 6, hr->mac, RI_HASH_LEN);
+	hr->h.last_seq = g_int(r, i, 0);
+	hr->h.open_count = g_int(r, i, 2);
+	hr->h.sealed_seq = g_int(r, i, 4);
+	hr->h.grants = g_int(r, i, 5);
+	hr->rows = g_null(r, i, 7) ? 0 : g_int(r, i, 7);
+	hr->has_last = g_bytes(r, i, 8, hr->last_hash, RI_HASH_LEN);
+	hr->has_anchor = g_bytes(r, i, 9, hr->anchor_hash, RI_HASH_LEN);
+	hr->now = g_int(r, i, 10);
+	*last_at = g_null(r, i, 11) ? RI_NONE : g_int(r, i, 11);
+	hr->has_sealed = g_bytes(r, i, 12, hr->sealed_hash, RI_HASH_LEN);
+	if (s->core.shards > 1)
+		hr->has_own = g_bytes(r, i, HEAD_ANCHOR_COL, hr->own_hash, RI_HASH_LEN);
+	if (hr->h.last_seq == 0) {
+		ri_core_shard_genesis(&s->core, shard, hr->last_hash);
+		hr->has_last = true;
+	}
+}
+
+/* Every shard's head in one statement.  The shard's own anchor is not in
+ * it (the statement goes ahead before the anchors are known): it is almost
+ * always the shard's newest record, whose hash is (record_hash). */
+static const char heads_all_sql[] = "SELECT h.last_seq, h.root, h.open_count, h.open_acc, h.sealed_seq, h.grants,"
+    " h.mac, (SELECT max(seq) FROM records WHERE shard = h.shard), (SELECT hash FROM records WHERE seq = h.last_seq),"
     " (SELECT hash FROM records WHERE seq = $1), ri_clock(),"
     " (SELECT recorded_at FROM records WHERE seq = h.last_seq),"
-    " (SELECT hash FROM records WHERE seq = h.sealed_seq) FROM heads h WHERE h.shard = $2";
-#define HEAD_SQL(s) ((s)->core.shards <= 1 ? head_sql : head_sql_shards)
+    " (SELECT hash FROM records WHERE seq = h.sealed_seq), NULL::bytea, NULL, h.shard"
+    " FROM heads h ORDER BY h.shard";
+
+/* Every shard's head, read in the read snapshot in one statement and kept
+ * for it: a read across shards -- the journal's newest, an absence proved
+ * in every shard's tree -- costs one round trip, not S.  NOT_KNOWN: a
+ * shard has no row (each is then read alone, and judged missing). */
+static int
+heads_all(struct pg *s, int64_t anchor)
+{
+	struct params p = { 0 };
+	PGresult *r;
+	int rc = RI_ST_OK;
+
+	if (s->snap_heads_ok && s->snap_anchor == anchor)
+		return RI_ST_OK;
+	p_int(&p, anchor);
+	r = run(s, heads_all_sql, &p);
+	if (!res_ok(r)) {
+		rc = pg_db_fail(s, RI_ST_UNAVAILABLE, "journal head", r);
+		PQclear(r);
+		return rc;
+	}
+	if (PQntuples(r) != s->core.shards) {
+		PQclear(r);
+		return RI_ST_NOT_KNOWN;
+	}
+	if (s->snap_heads == NULL) {
+		s->snap_heads = ri_xcalloc((size_t)s->core.shards, sizeof *s->snap_heads);
+		s->snap_heads_at = ri_xcalloc((size_t)s->core.shards, sizeof *s->snap_heads_at);
+	}
+	for (int i = 0; i < s->core.shards; i++) {
+		if (g_int(r, i, HEAD_SEQ_COL + 1) != i) {
+			PQclear(r);
+			return RI_ST_NOT_KNOWN;
+		}
+		memset(&s->snap_heads[i], 0, sizeof s->snap_heads[i]);
+		head_row(s, r, i, i, &s->snap_heads[i], &s->snap_heads_at[i]);
+	}
+	PQclear(r);
+	if (!s->snap_now_ok) {
+		s->snap_now = s->snap_heads[0].now;
+		s->snap_now_ok = true;
+	}
+	s->snap_anchor = anchor;
+	s->snap_heads_ok = true;
+	return RI_ST_OK;
+}
+
+/* the head statement's parameters: the anchor seq, the shard, and with
+ * shards the shard's own anchor */
+static void
+head_params(struct pg *s, int shard, int64_t anchor, struct params *p)
+{
+	p_int(p, anchor);
+	p_int(p, shard);
+	if (s->core.shards > 1)
+		p_int(p, ri_witness_shard_anchor(&s->core, shard));
+}
 
 /* the connect's head read goes ahead for shard 0's head, the instance's
  * (the one with one shard) */
@@ -461,8 +650,16 @@ jhead_ahead(struct pg *s, int64_t anchor)
 {
 	struct params p = { 0 };
 
-	p_int(&p, anchor);
-	p_int(&p, RI_SHARD_INSTANCE);
+	/* the journal's shard count is not read yet: the config's (its
+	 * default on PostgreSQL when unsaid) is the guess -- a wrong one is
+	 * a round trip more, never a wrong answer */
+	int guess = s->core.cfg->shards > 0 ? s->core.cfg->shards : RI_PG_SHARDS_DEFAULT;
+	if (guess > 1) {
+		p_int(&p, anchor);
+		snap_ahead(s, heads_all_sql, &p);
+		return;
+	}
+	head_params(s, RI_SHARD_INSTANCE, anchor, &p);
 	snap_ahead(s, HEAD_SQL(s), &p);
 }
 
@@ -480,7 +677,7 @@ jhead_ahead(struct pg *s, int64_t anchor)
 static int
 jhead_fetch_tx(struct pg *s, int shard, bool begin, bool lock, struct head_read *hr)
 {
-	struct qry now[BEGIN_MAX + 2];
+	struct qry now[BEGIN_MAX + 3];
 	struct params clk = { 0 }, p = { 0 };
 	PGresult *r;
 	int n = 0, answered, rc = RI_ST_OK;
@@ -496,15 +693,38 @@ jhead_fetch_tx(struct pg *s, int shard, bool begin, bool lock, struct head_read 
 		s->last_at = s->snap_last_at;
 		return RI_ST_OK;
 	}
+	/* with shards, every shard's head in one statement, once a snapshot */
+	if (once && s->core.shards > 1 && (rc = heads_all(s, anchor)) != RI_ST_NOT_KNOWN) {
+		if (rc != RI_ST_OK)
+			return rc;
+		*hr = s->snap_heads[shard];
+		hr->now = snap_clock(s);
+		s->last_at = s->snap_heads_at[shard];
+		return RI_ST_OK;
+	}
+	if (begin)
+		s->pre_seq = 0;
 	if (begin && (rc = begin_stmts(s, true, false, now, &n, &clk)) != RI_ST_OK)
 		return rc;
 	struct params sp = { 0 };
 	p_int(&sp, shard);
+	/* the bindings' head (shard 0's) shared first: the lock order is
+	 * ascending (docs/SHARDS.md), and while it is held no audit.bound
+	 * commits -- so the guard judged before COMMIT is exact */
+	if (begin && lock && s->guard0 && shard != RI_SHARD_INSTANCE && !RI_NC(RI_NC_BINDINGS_UNSHARED))
+		now[n++] = (struct qry){ "SELECT 1 FROM heads WHERE shard = 0 FOR SHARE", NULL };
+	if (begin)
+		s->guard0 = false;
 	if (lock)
 		now[n++] = (struct qry){ "SELECT 1 FROM heads WHERE shard = $1 FOR UPDATE", &sp };
-	p_int(&p, s->core.anchored ? s->core.anchor_seq : 0);
-	p_int(&p, shard);
-	now[n++] = (struct qry){ HEAD_SQL(s), &p };
+	head_params(s, shard, anchor, &p);
+	/* a write's first head allocates its first record's seq (after the
+	 * lock: within a shard, chain order is seq order) */
+	bool alloc = begin && lock && s->core.shards > 1 && s->will_append;
+	if (begin)
+		s->will_append = false;         /* (a lease's write takes none) */
+	const char *sql = alloc ? head_sql_alloc : HEAD_SQL(s);
+	now[n++] = (struct qry){ sql, &p };
 	if (begin)
 		s->in_tx = true;        /* even should a later statement fail: rolled back */
 	/* the reads queued ahead go with a write's round trip, never in the
@@ -512,7 +732,8 @@ jhead_fetch_tx(struct pg *s, int shard, bool begin, bool lock, struct head_read 
 	 * head's lock); the snapshot's own read may have gone ahead already
 	 * (jhead_ahead), and is answered from there when its anchor is the
 	 * one judged */
-	r = once ? run(s, HEAD_SQL(s), &p) : trip(s, now, n, !s->snap, &answered);
+	/* (a plain read, in a write: perhaps sent ahead, jhead_ahead_write) */
+	r = once || (!begin && !lock) ? run(s, sql, &p) : trip(s, now, n, !s->snap, &answered);
 	if (!res_ok(r)) {
 		rc = pg_db_fail(s, lock ? RI_ST_STEP2 : RI_ST_UNAVAILABLE, "journal head", r);
 		PQclear(r);
@@ -520,23 +741,13 @@ jhead_fetch_tx(struct pg *s, int shard, bool begin, bool lock, struct head_read 
 	}
 	hr->h.shard = shard;
 	if (PQntuples(r) == 1) {
-		hr->present = true;
-		hr->shaped = !g_null(r, 0, 0) && g_bytes(r, 0, 1, hr->h.root, RI_HASH_LEN) &&
-		    !g_null(r, 0, 2) && g_bytes(r, 0, 3, hr->h.open_acc, RI_HASH_LEN) &&
-		    !g_null(r, 0, 4) && !g_null(r, 0, 5) && g_bytes(r, 0, 6, hr->mac, RI_HASH_LEN);
-		hr->h.last_seq = g_int(r, 0, 0);
-		hr->h.open_count = g_int(r, 0, 2);
-		hr->h.sealed_seq = g_int(r, 0, 4);
-		hr->h.grants = g_int(r, 0, 5);
-		hr->rows = g_null(r, 0, 7) ? 0 : g_int(r, 0, 7);
-		hr->has_last = g_bytes(r, 0, 8, hr->last_hash, RI_HASH_LEN);
-		hr->has_anchor = g_bytes(r, 0, 9, hr->anchor_hash, RI_HASH_LEN);
-		hr->now = g_int(r, 0, 10);
-		s->last_at = g_null(r, 0, 11) ? RI_NONE : g_int(r, 0, 11);
-		hr->has_sealed = g_bytes(r, 0, 12, hr->sealed_hash, RI_HASH_LEN);
-		if (hr->h.last_seq == 0) {
-			ri_core_shard_genesis(&s->core, shard, hr->last_hash);
-			hr->has_last = true;
+		/* (a write's plain read of another shard's head -- the registry's
+		 * -- leaves the floor of its own shard's stamps, last_at, alone) */
+		ri_ms other_at;
+		head_row(s, r, 0, shard, hr, !begin && !lock && !once && s->in_tx && s->tx_write ? &other_at : &s->last_at);
+		if (alloc && !g_null(r, 0, HEAD_SEQ_COL)) {
+			s->pre_seq = g_int(r, 0, HEAD_SEQ_COL);
+			s->pre_seq_shard = shard;
 		}
 	}
 	PQclear(r);
@@ -603,7 +814,33 @@ jhead_judged(struct pg *s, int shard, bool begin, bool lock, struct ri_jhead *h,
 			return rc;
 	}
 	/* the anchor's hash came in the head's round trip (jhead_fetch_tx) */
-	return ri_witness_judge(&s->core, shard, h->last_seq, hr.has_anchor ? hr.anchor_hash : NULL);
+	if ((rc = ri_witness_judge(&s->core, shard, h->last_seq, hr.has_anchor ? hr.anchor_hash : NULL)) != RI_ST_OK)
+		return rc;
+	/* and, with shards, the shard's own newest line's: in the same round
+	 * trip, unless the statement went ahead before the lines were read
+	 * (the connect's), then read now */
+	int64_t own = ri_witness_shard_anchor(&s->core, shard);
+	if (own == 0)
+		return RI_ST_OK;
+	if (!hr.has_own && own <= h->last_seq) {
+		if ((rc = record_hash(s, own, hr.own_hash)) == RI_ST_OK)
+			hr.has_own = true;
+		else if (rc != RI_ST_NOT_KNOWN)
+			return rc;
+	}
+	return ri_witness_shard_judge(&s->core, shard, h->last_seq, hr.has_own && own <= h->last_seq ? hr.own_hash : NULL);
+}
+
+/* A write of a shard other than 0 reads shard 0's head unlocked (the
+ * registry's: store_engine.c ri_eng_actor_get): sent ahead with the write's
+ * first round trip, after its locks, as jhead_fetch_tx will ask for it. */
+void
+jhead_ahead_write(struct pg *s, int shard)
+{
+	struct params p = { 0 };
+
+	head_params(s, shard, s->core.anchored ? s->core.anchor_seq : 0, &p);
+	ahead_queue(s, " heads ", HEAD_SQL(s), &p);
 }
 
 /* lock: a write's first round trip, which opens its transaction */

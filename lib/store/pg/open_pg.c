@@ -143,6 +143,11 @@ static const char schema_ddl[] =
 	"  EXECUTE format('ALTER FUNCTION ri_fence_check() SET search_path = %I', current_schema());"
 	"END $$;";
 
+/* More than one shard: a shard's newest record and the one before a row
+ * of it are index lookups (shard_prev, the head's rows), never a scan back
+ * over other shards' rows (as open_sqlite.c's ri_sq_shard_ddl). */
+static const char shard_ddl[] = "CREATE INDEX records_shard ON records(shard, seq);";
+
 /*
  * The instance's one clock, ri_clock(), fixed at ri-init by the config's
  * "clock" (issue 40 point 2): the server's own, or -- under "clock": "env",
@@ -405,10 +410,13 @@ load_meta(struct pg *s, char smac[2 * RI_HASH_LEN + 1], char sver[2 * RI_HASH_LE
 	if (!fmt && other > 0 && other < RI_FORMAT)
 		return ri_fail(err, RI_CONFIG, "journal (postgresql) is format %d; this ri (%s) reads format %d only: %s",
 		    other, ri_version(), RI_FORMAT, ri_format_advice(other));
-	/* docs/SHARDS.md: one shard until the engine keeps more; the count is
-	 * bound by every head's MAC */
-	if (!fmt || !inst || s->core.shards != 1)
+	/* the count is bound by every head's MAC (a changed row fails there
+	 * too); a journal migrated in place has one shard */
+	if (!fmt || !inst || s->core.shards < 1 || s->core.shards > RI_SHARDS_MAX ||
+	    (s->core.boundary > 0 && s->core.shards != 1))
 		return ri_fail(err, RI_INTEGRITY, "journal (postgresql): missing or unknown format/instance id/shard count");
+	/* the sequence hands seqs out to shards that commit in any order */
+	s->core.seq_gaps = s->core.shards > 1;
 	ri_core_genesis(&s->core);
 	return RI_OK;
 }
@@ -537,14 +545,6 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	PGresult *r;
 	int rc;
 
-	/* docs/SHARDS.md, status: the engine keeps S shards; PostgreSQL's
-	 * allocator (ri_seq), its previous-hash reads and the delta's settle
-	 * wait across shards are not built yet -- refused, never half-made */
-	if (c->shards > 1) {
-		rc = ri_fail(err, RI_CONFIG, "\"shards\": %d: more than one shard on PostgreSQL is not built yet"
-		    " (docs/SHARDS.md); leave it out, or 1", c->shards);
-		goto out;
-	}
 	if ((rc = pg_connect(s, err)) != RI_OK)
 		goto out;
 	/* one transaction from the emptiness check to the head, its bounds
@@ -564,7 +564,10 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	}
 	PQclear(r);
 	randombytes_buf(s->core.instance_id, sizeof s->core.instance_id);
-	s->core.shards = 1;
+	/* INTERFACE, third wave: "shards", 16 on PostgreSQL unless given
+	 * (docs/POSTGRESQL.md, shards: hosts of an instance share no lock
+	 * unless their acts share a shard) */
+	s->core.shards = c->shards > 0 ? c->shards : RI_PG_SHARDS_DEFAULT;
 	ri_hex(s->core.instance_id, sizeof s->core.instance_id, instance_hex);
 	ri_genesis(s->core.instance_id, s->core.genesis);
 	/* negative control: every session may set the clock */
@@ -572,6 +575,10 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	if (res_ok(r)) {
 		PQclear(r);
 		r = PQexec(s->conn, schema_ddl);
+	}
+	if (res_ok(r) && s->core.shards > 1) {
+		PQclear(r);
+		r = PQexec(s->conn, shard_ddl);
 	}
 	if (!res_ok(r)) {
 		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s", PQresultErrorMessage(r));
@@ -587,18 +594,30 @@ ri_pg_create(const struct ri_config *c, const unsigned char *key, size_t keylen,
 	snprintf(fmt, sizeof fmt, "%d", RI_FORMAT);
 	schema_version_mac(s, PG_SCHEMA_VERSION, smac, vmac);
 	snprintf(sver, sizeof sver, "%d %s", PG_SCHEMA_VERSION, vmac);
+	char shards[8];
+	snprintf(shards, sizeof shards, "%d", s->core.shards);
 	p_text(&p, fmt);
 	p_text(&p, instance_hex);
 	p_text(&p, smac);
-	ri_jhead_mac(key, keylen, s->core.instance_id, s->core.shards, s->core.boundary, &jh, s->core.genesis, mac);
-	p_bytes(&p, jh.root, RI_HASH_LEN);
-	p_bytes(&p, jh.open_acc, RI_HASH_LEN);
-	p_bytes(&p, mac, RI_HASH_LEN);
 	p_text(&p, sver);
-	/* the journal head of an empty journal, under its MAC */
-	r = run_write(s, " ri_meta heads ",
-	    "WITH m AS (INSERT INTO ri_meta VALUES ('format', $1), ('instance_id', $2), ('schema_mac', $3),"
-	    " ('schema_version', $7), ('shards', '1')) INSERT INTO heads VALUES (0, 0, $4, 0, $5, 0, 0, $6)", &p);
+	p_text(&p, shards);
+	r = run_write(s, " ri_meta ", "INSERT INTO ri_meta VALUES ('format', $1), ('instance_id', $2), ('schema_mac', $3),"
+	    " ('schema_version', $4), ('shards', $5)", &p);
+	/* each shard's head of an empty journal: seq 0 at the shard's genesis,
+	 * under its MAC, which binds the shard and the count (heads.h) */
+	for (int shard = 0; res_ok(r) && shard < s->core.shards; shard++) {
+		unsigned char g[RI_HASH_LEN];
+		PQclear(r);
+		jh = (struct ri_jhead){ .shard = shard };
+		ri_core_shard_genesis(&s->core, shard, g);
+		ri_jhead_mac(key, keylen, s->core.instance_id, s->core.shards, s->core.boundary, &jh, g, mac);
+		p = (struct params){ 0 };
+		p_int(&p, shard);
+		p_bytes(&p, jh.root, RI_HASH_LEN);
+		p_bytes(&p, jh.open_acc, RI_HASH_LEN);
+		p_bytes(&p, mac, RI_HASH_LEN);
+		r = run_write(s, " heads ", "INSERT INTO heads VALUES ($1, 0, $2, 0, $3, 0, 0, $4)", &p);
+	}
 	if (!res_ok(r)) {
 		rc = ri_fail(err, RI_JOURNAL_UNAVAILABLE, "journal (postgresql): %s", PQresultErrorMessage(r));
 		PQclear(r);

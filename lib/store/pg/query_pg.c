@@ -173,13 +173,15 @@ q_clear(struct pg *s)
 static void
 snap_forget(struct pg *s)
 {
-	s->snap = s->snap_long = s->snap_now_ok = s->snap_head_ok = s->snap_broken = false;
+	s->snap = s->snap_long = s->snap_now_ok = s->snap_head_ok = s->snap_heads_ok = s->snap_broken = false;
 	for (int i = 0; i < s->nkept; i++) {
 		stmt_free(&s->kept[i].st);
 		PQclear(s->kept[i].r);
 	}
 	s->nkept = 0;
 	s->nhashes = 0;
+	s->nlinks = 0;
+	leaf_clear(s);
 	ahead_drop_snap(s);
 }
 
@@ -196,6 +198,26 @@ hash_keep(struct pg *s, int64_t seq, const PGresult *r, int row, int col)
 		s->hashes[s->nhashes++].seq = seq;
 }
 
+/* With shards, the link of the row at seq (REC_LINK): none read is the
+ * row's shard's genesis -- no record of the shard before it (as
+ * ri_eng_link_hash) -- and a row naming no shard of the journal keeps none */
+static void
+link_keep(struct pg *s, int64_t seq, const PGresult *r, int row)
+{
+	int64_t shard = g_int(r, row, REC_SHARD_COL);
+
+	if (s->nlinks == SNAP_HASHES || seq < 1 || shard < 0 || shard >= s->core.shards)
+		return;
+	for (int i = 0; i < s->nlinks; i++)
+		if (s->links[i].seq == seq)
+			return;
+	if (g_null(r, row, REC_PREV_COL))
+		ri_core_shard_genesis(&s->core, (int)shard, s->links[s->nlinks].hash);
+	else if (!g_bytes(r, row, REC_PREV_COL, s->links[s->nlinks].hash, RI_HASH_LEN))
+		return;
+	s->links[s->nlinks++].seq = seq;
+}
+
 /* Rows of REC_COLS read in the read snapshot: the hash each names at its
  * own seq, and at the seq before it (REC_PREV, when asked), kept for
  * record_hash -- in one REPEATABLE READ snapshot the hash at a seq reads
@@ -209,9 +231,33 @@ snap_hashes(struct pg *s, const PGresult *r, bool prev)
 	for (int i = 0; i < PQntuples(r); i++) {
 		int64_t seq = g_int(r, i, 0);
 		hash_keep(s, seq, r, i, REC_HASH_COL);
-		if (prev)
+		if (prev && s->core.shards <= 1)
 			hash_keep(s, seq - 1, r, i, REC_PREV_COL);
+		else if (prev)
+			link_keep(s, seq, r, i);
 	}
+}
+
+void
+leaf_clear(struct pg *s)
+{
+	free(s->leaf.kind);
+	free(s->leaf.act_key);
+	free(s->leaf.inv);
+	memset(&s->leaf, 0, sizeof s->leaf);
+}
+
+bool
+snap_link(const struct pg *s, int64_t seq, unsigned char out[RI_HASH_LEN])
+{
+	if (!s->in_tx || !s->snap)
+		return false;
+	for (int i = 0; i < s->nlinks; i++)
+		if (s->links[i].seq == seq) {
+			memcpy(out, s->links[i].hash, RI_HASH_LEN);
+			return true;
+		}
+	return false;
 }
 
 bool
@@ -638,9 +684,9 @@ answer(PGresult **res, int n)
 PGresult *
 trip(struct pg *s, const struct qry *now, int n, bool ahead, int *answered)
 {
-	PGresult *res[BEGIN_MAX + 2], *a;
+	PGresult *res[BEGIN_MAX + 3], *a;
 
-	if (n > BEGIN_MAX + 2)
+	if (n > BEGIN_MAX + 3)
 		return NULL;
 	*answered = trip_all(s, now, n, ahead, res);
 	a = answer(res, n);

@@ -127,6 +127,8 @@ scan_begin(void *bk, bool *began)
 }
 
 #define RECORD_BY_ID_SQL "SELECT " REC_COLS REC_PREV " FROM records WHERE event_id = $1"
+#define RECORD_BY_ID_SHARDS_SQL "SELECT " REC_COLS REC_LINK " FROM records WHERE event_id = $1"
+#define RECORD_BY_ID(s) ((s)->core.shards <= 1 ? RECORD_BY_ID_SQL : RECORD_BY_ID_SHARDS_SQL)
 
 static int
 record_by_id(void *bk, const char *event_id, struct ri_record *r, struct ri_raw *w)
@@ -137,7 +139,7 @@ record_by_id(void *bk, const char *event_id, struct ri_record *r, struct ri_raw 
 	int rc = RI_ST_OK;
 
 	p_text(&p, event_id);
-	res = run(s, RECORD_BY_ID_SQL, &p);
+	res = run(s, RECORD_BY_ID(s), &p);
 	if (!res_ok(res))
 		rc = pg_db_fail(s, RI_ST_UNAVAILABLE, "read", res);
 	else if (PQntuples(res) == 0)
@@ -157,15 +159,20 @@ record_by_id(void *bk, const char *event_id, struct ri_record *r, struct ri_raw 
 /* The statement of one page of records_from, from `from` (and of its read
  * sent ahead: be_read_ahead). */
 void
-rows_sql(const struct ri_rows_query *q, int64_t from, struct params *p, char *sql, size_t n)
+rows_sql(const struct pg *s, const struct ri_rows_query *q, int64_t from, struct params *p, char *sql, size_t n)
 {
 	/* from the scope's verified head: no row of it above (from_head) */
 	if (q->from_head && from == q->from)
 		from = INT64_MAX;
 	/* a scope's rows are not each other's predecessors: each one's
-	 * comes with it (REC_PREV); the whole journal's are */
+	 * comes with it (REC_PREV); the whole journal's are -- with one shard.
+	 * With more, a bounded read's rows each bring their shard's link
+	 * (REC_LINK); an unbounded one (a traversal, a seal's walk) keeps a
+	 * chain per shard itself */
+	const char *link = s->core.shards > 1 ? (q->type != SCOPE_ALL || q->limit > 0 ? REC_LINK : "") :
+	    q->type != SCOPE_ALL ? REC_PREV : "";
 	snprintf(sql, n, "SELECT " REC_COLS "%s FROM records WHERE seq %s $1%s ORDER BY seq %s LIMIT $%d",
-	    q->type != SCOPE_ALL ? REC_PREV : "", q->desc ? "<=" : ">=",
+	    link, q->desc ? "<=" : ">=",
 	    q->type == SCOPE_INV ? " AND invocation_id = $2" :
 	    q->type == SCOPE_ACT ? " AND kind = $2 AND act_key = $3" : "",
 	    q->desc ? "DESC" : "ASC", q->type == SCOPE_INV ? 3 : q->type == SCOPE_ACT ? 4 : 2);
@@ -189,10 +196,10 @@ records_from(void *bk, const struct ri_rows_query *q, ri_row_fn each, void *arg)
 		struct params p = { 0 };
 		int64_t limit = q->limit > 0 ? q->limit : RECORDS_PAGE;
 		PGresult *res;
-		char sql[512];
+		char sql[768];
 		int n;
 
-		rows_sql(q, from, &p, sql, sizeof sql);
+		rows_sql(s, q, from, &p, sql, sizeof sql);
 		res = run(s, sql, &p);
 		if (!res_ok(res)) {
 			rc = pg_db_fail(s, RI_ST_UNAVAILABLE, "read", res);
@@ -200,7 +207,7 @@ records_from(void *bk, const struct ri_rows_query *q, ri_row_fn each, void *arg)
 			return rc;
 		}
 		n = PQntuples(res);
-		snap_hashes(s, res, q->type != SCOPE_ALL);
+		snap_hashes(s, res, q->type != SCOPE_ALL || (s->core.shards > 1 && q->limit > 0));
 		for (int i = 0; i < n && !stop; i++) {
 			struct ri_record r;
 			struct ri_raw w;
@@ -558,6 +565,67 @@ record_insert(void *bk, const struct ri_header *h, const char *payload, const un
 	return rc;
 }
 
+/* store_engine.h shard_prev: the link a read snapshot's row brought with
+ * it (REC_LINK), or the shard's index (records_shard). */
+static int
+shard_prev(void *bk, int shard, int64_t seq, int64_t *before, unsigned char out[RI_HASH_LEN])
+{
+	struct pg *s = bk;
+	struct params p = { 0 };
+	PGresult *r;
+	int rc;
+
+	*before = 0;
+	if (snap_link(s, seq, out)) {
+		*before = -1;   /* (unknown: the link is all a caller takes) */
+		return RI_ST_OK;
+	}
+	p_int(&p, shard);
+	p_int(&p, seq);
+	r = run(s, "SELECT seq, hash FROM records WHERE shard = $1 AND seq < $2 ORDER BY seq DESC LIMIT 1", &p);
+	if (!res_ok(r))
+		rc = pg_db_fail(s, RI_ST_UNAVAILABLE, "read", r);
+	else if (PQntuples(r) == 0)
+		rc = RI_ST_NOT_KNOWN;
+	else if (*before = g_int(r, 0, 0), !g_bytes(r, 0, 1, out, RI_HASH_LEN))
+		rc = ri_st_fail(&s->core, RI_ST_INTEGRITY, seq, NULL,
+		    "journal integrity: the record before seq %lld in shard %d is malformed", (long long)seq, shard);
+	else
+		rc = RI_ST_OK;
+	PQclear(r);
+	return rc;
+}
+
+/* store_engine.h seq_next: the sequence (docs/SHARDS.md, one allocator) --
+ * no lock held to commit, so seqs of different shards commit in any order
+ * and a rolled-back append leaves a gap.  The write's first head read
+ * allocated one after its shard's lock (heads_pg.c head_sql_alloc); any
+ * other record is allocated here, under its shard's lock, with the clock
+ * read after it: a record is stamped after its seq (at). */
+static int
+seq_next(void *bk, int shard, int64_t *seq, ri_ms *at)
+{
+	struct pg *s = bk;
+	PGresult *r;
+	int rc = RI_ST_OK;
+
+	*at = RI_NONE;
+	if (s->pre_seq > 0 && s->pre_seq_shard == shard) {
+		*seq = s->pre_seq;
+		s->pre_seq = 0;
+		return RI_ST_OK;
+	}
+	r = run(s, "SELECT nextval('ri_seq'), ri_clock()", NULL);
+	if (!res_ok(r) || PQntuples(r) != 1)
+		rc = pg_db_fail(s, RI_ST_STEP2, "sequence", r);
+	else {
+		*seq = g_int(r, 0, 0);
+		*at = g_int(r, 0, 1);
+	}
+	PQclear(r);
+	return rc;
+}
+
 /* store_engine.h scopes_hint: the act's and the invocation's newest rows
  * and tree paths in one round trip */
 static int
@@ -603,6 +671,8 @@ reads_ahead(struct pg *s, const struct ri_append *a, const char *kind)
 	ahead_queue(s, " actors ", ACTOR_SQL, &p);
 	if (s->core.key == NULL)
 		return;
+	if (ri_st_shard_of(&s->core, kind, act_key) != RI_SHARD_INSTANCE)
+		jhead_ahead_write(s, RI_SHARD_INSTANCE);
 	scope_make(&sc, SCOPE_ACT, "audit", a->actor_ref);
 	p = (struct params){ 0 };
 	prefetch_sql(sc.key, &p, ida, list, sizeof list, sql, sizeof sql);
@@ -617,7 +687,7 @@ reads_ahead(struct pg *s, const struct ri_append *a, const char *kind)
 		scope_make(&sc, SCOPE_ACT, kind, act_key);
 		scope_make(&inv, SCOPE_INV, a->invocation_id, NULL);
 		p = (struct params){ 0 };
-		scopes_sql(sc.key, kind, act_key, inv.key, a->invocation_id, &p, ida, idi, sql, sizeof sql);
+		scopes_sql(s, sc.key, kind, act_key, inv.key, a->invocation_id, &p, ida, idi, sql, sizeof sql);
 		ahead_queue(s, " records nodes ", sql, &p);
 		p = (struct params){ 0 };
 		p_text(&p, a->invocation_id);
@@ -635,6 +705,8 @@ append_ahead(void *bk, const struct ri_append *a, const char *kind)
 	struct pg *s = bk;
 
 	s->rt0 = s->round_trips;
+	s->guard0 = a->bindings_guard && s->core.shards > 1;
+	s->will_append = true;
 	reads_ahead(s, a, kind);
 }
 
@@ -1065,6 +1137,14 @@ leaf_row(void *bk, int64_t seq, char **kind, char **act_key, char **inv, unsigne
 	PGresult *r;
 	int rc = RI_ST_NOT_KNOWN;
 
+	/* an invocation's newest row, as its scope's read brought it */
+	if (s->in_tx && s->snap && s->leaf.kind != NULL && s->leaf.seq == seq) {
+		*kind = ri_strdup(s->leaf.kind);
+		*act_key = ri_strdup(s->leaf.act_key);
+		*inv = ri_strdup(s->leaf.inv);
+		memcpy(hash, s->leaf.hash, RI_HASH_LEN);
+		return RI_ST_OK;
+	}
 	p_int(&p, seq);
 	r = run(s, "SELECT kind, act_key, invocation_id, hash FROM records WHERE seq = $1", &p);
 	if (res_ok(r) && PQntuples(r) == 1 && g_bytes(r, 0, 3, hash, RI_HASH_LEN)) {
@@ -1136,6 +1216,9 @@ pg_close(struct ri_store *base)
 	ri_st_witness_detach(&s->core);
 	ri_tree_cache_free(&s->nodes);
 	free(s->fence);
+	free(s->snap_heads);
+	free(s->snap_heads_at);
+	leaf_clear(s);
 	if (s->conn != NULL)
 		PQfinish(s->conn);
 	free(s->nmap);
@@ -1179,15 +1262,15 @@ be_read_ahead(void *bk, const struct ri_ahead_read *v, size_t n, const struct ri
 	for (size_t i = 0; i < n; i++) {
 		const struct ri_ahead_read *a = &v[i];
 		struct params p = { 0 };
-		char sql[512];
+		char sql[768];
 		scope_ahead(s, &a->sc, a->rows.a, a->rows.b);
-		rows_sql(&a->rows, a->rows.from, &p, sql, sizeof sql);
+		rows_sql(s, &a->rows, a->rows.from, &p, sql, sizeof sql);
 		snap_ahead(s, sql, &p);
 	}
 	if (ah->event_id != NULL) {
 		struct params p = { 0 };
 		p_text(&p, ah->event_id);
-		snap_ahead(s, RECORD_BY_ID_SQL, &p);
+		snap_ahead(s, RECORD_BY_ID(s), &p);
 	}
 	if (ah->actor_ref != NULL) {
 		struct params p = { 0 }, pp = { 0 };
@@ -1277,6 +1360,9 @@ be_open_remove(void *bk, struct ri_jhead *jh, const char *invocation_id)
  * read-ahead, the deferred writes and the batched nodes. */
 const struct ri_backend pg_backend = {
 	.record_hash = record_hash,
+	.shard_prev = shard_prev,
+	.seq_next = seq_next,
+	.shard_stamps = true,
 	.scope_newest = scope_newest,
 	.node_get = node_get,
 	.node_put = node_put,

@@ -24,6 +24,7 @@
 /* ---- parameters and statements ------------------------------------------ */
 
 #define PMAX 64
+#define RI_PG_SHARDS_DEFAULT 16          /* INTERFACE, third wave: "shards" on PostgreSQL */
 
 /* A statement's parameters: text (v NUL-terminated, fmt 0) or binary
  * bytea (len bytes, fmt 1); never printed into the SQL (issue 42). */
@@ -59,7 +60,8 @@ struct head_read {
 	struct ri_jhead h;
 	unsigned char mac[RI_HASH_LEN], last_hash[RI_HASH_LEN], anchor_hash[RI_HASH_LEN];
 	unsigned char sealed_hash[RI_HASH_LEN];        /* the hash at the head's sealed_seq */
-	bool present, shaped, has_last, has_anchor, has_sealed;
+	unsigned char own_hash[RI_HASH_LEN];           /* with shards: at the shard's own anchor */
+	bool present, shaped, has_last, has_anchor, has_sealed, has_own;
 	int64_t rows;
 	ri_ms now;
 };
@@ -90,6 +92,9 @@ struct pg {
 	bool snap_now_ok, snap_head_ok;
 	ri_ms snap_now;                 /* ... its clock, read with its first statement */
 	struct head_read snap_head;     /* ... its head row, as first read in it */
+	bool snap_heads_ok;             /* ... with shards: every shard's (heads_all) */
+	struct head_read *snap_heads;   /* (S of them, by shard; kept past the snapshot, freed at close) */
+	ri_ms *snap_heads_at;
 	int64_t snap_anchor;            /* ... read with this anchor seq */
 	ri_ms snap_last_at;
 	/* ... and the answers of its reads, by statement and parameters: in
@@ -105,6 +110,14 @@ struct pg {
 	 * from: the same snapshot reads the same hash at a seq */
 	struct { int64_t seq; unsigned char hash[RI_HASH_LEN]; } hashes[SNAP_HASHES];
 	int nhashes;
+	/* ... and, with shards, the links its record reads named (REC_LINK:
+	 * the hash of the row's shard's record before it), by the row's seq,
+	 * which shard_prev answers from */
+	struct { int64_t seq; unsigned char hash[RI_HASH_LEN]; } links[SNAP_HASHES];
+	int nlinks;
+	/* ... and, with shards, an invocation's newest row as its scope's read
+	 * brought it (heads_pg.c scope_inv_sql), which leaf_row answers */
+	struct { int64_t seq; char *kind, *act_key, *inv; unsigned char hash[RI_HASH_LEN]; } leaf;
 	ri_ms budget;                   /* the per-write budget: jwb (less the allowance) */
 	struct ri_tree_cache nodes;
 	/* tree nodes of the open transaction by id: the paths a read fetched
@@ -154,6 +167,14 @@ struct pg {
 	unsigned long rt0;              /* round_trips when record_action began (the trace) */
 	int trace;                      /* RI_PG_TRACE=2: every statement too */
 	int64_t held_us;                /* RI_PG_TRACE: the head row's lock answered at (monotonic us; 0: none held) */
+	/* with shards: the seq a write's first head read allocated (after its
+	 * shard's lock), for that shard's first record; 0 once taken */
+	int64_t pre_seq;
+	int pre_seq_shard;
+	bool will_append;               /* ... set by append_ahead: this write appends */
+	/* with shards: the append's bindings guard (store_pg.c bindings_guard)
+	 * needs shard 0's head share-locked, taken before its own shard's */
+	bool guard0;
 };
 
 /* One row of REC_COLS decoded (not judged). */
@@ -175,8 +196,13 @@ void ri_pg_load_row(const PGresult *res, int i, struct ri_record *r, struct ri_r
  * row reads next (ri_walk_take, read_record) -- in the row's own statement,
  * not a round trip each (issue 43; snap_hashes). */
 #define REC_PREV ", (SELECT p.hash FROM records p WHERE p.seq = records.seq - 1)"
+/* With shards (docs/SHARDS.md): a row's link is its shard's record before
+ * it, wherever that is -- the same column, read from the shard's index */
+#define REC_LINK ", (SELECT p.hash FROM records p WHERE p.shard = records.shard AND p.seq < records.seq" \
+	" ORDER BY p.seq DESC LIMIT 1)"
 #define REC_PREV_COL 19
 #define REC_HASH_COL 16                 /* REC_COLS' hash */
+#define REC_SHARD_COL 18                /* REC_COLS' shard */
 
 #define NMAP 128
 #define PREFETCH_DEPTH 12               /* a path of 16^11 scopes, in one statement */
@@ -229,6 +255,9 @@ bool g_bytes_var(const PGresult *r, int row, int col, unsigned char *out, size_t
 /* The read snapshot keeps the hashes rows of REC_COLS (and REC_PREV: prev) name; one it kept, or false. */
 void snap_hashes(struct pg *s, const PGresult *r, bool prev);
 bool snap_hash(const struct pg *s, int64_t seq, unsigned char out[RI_HASH_LEN]);
+void leaf_clear(struct pg *s);
+/* With shards: the link of the row at seq its snapshot read kept (REC_LINK), or false. */
+bool snap_link(const struct pg *s, int64_t seq, unsigned char out[RI_HASH_LEN]);
 /* A lost connection re-made at the next operation. */
 int connected(struct pg *s);
 #define BEGIN_MAX 4                     /* statements that open a transaction, at most */
@@ -282,7 +311,7 @@ void scope_ahead(struct pg *s, const struct scope *sc, const char *a, const char
 int scope_newest(void *bk, const struct scope *sc, const char *a, const char *b, int64_t *seq,
     unsigned char hash[RI_HASH_LEN], enum ri_hashed *hashed);
 /* The statement of scopes_prefetch (and of its read sent ahead). */
-void scopes_sql(const unsigned char act[RI_SCOPE_LEN], const char *kind, const char *act_key,
+void scopes_sql(const struct pg *s, const unsigned char act[RI_SCOPE_LEN], const char *kind, const char *act_key,
     const unsigned char inv[RI_SCOPE_LEN], const char *invocation_id, struct params *p,
     unsigned char ida[PREFETCH_DEPTH][RI_NODE_ID_MAX], unsigned char idi[PREFETCH_DEPTH][RI_NODE_ID_MAX],
     char *sql, size_t n);
@@ -296,6 +325,7 @@ int node_put(void *ctx, const unsigned char *id, size_t idlen, const unsigned ch
 int jhead_fetch(struct pg *s, int shard, bool lock, struct head_read *hr);
 /* The read snapshot's head read, sent with its next round trip (the
  * witness's line read as anchor: a guess until judged; issue 43). */
+void jhead_ahead_write(struct pg *s, int shard);
 void jhead_ahead(struct pg *s, int64_t anchor);
 /* The verified journal head; now: the instance clock in the same round trip (may be NULL). */
 int jhead_get_at(struct pg *s, int shard, bool lock, struct ri_jhead *h, unsigned char last_hash[RI_HASH_LEN],
@@ -309,7 +339,7 @@ int jhead_set(struct pg *s, const struct ri_jhead *h, const unsigned char last_h
 /* ---- store_pg.c: the primitives and the ops ------------------------------ */
 
 /* The statement of one page of records_from, from `from` (and of its read sent ahead). */
-void rows_sql(const struct ri_rows_query *q, int64_t from, struct params *p, char *sql, size_t n);
+void rows_sql(const struct pg *s, const struct ri_rows_query *q, int64_t from, struct params *p, char *sql, size_t n);
 
 /* The primitives of store_engine.h, and the ops of store.h, for PostgreSQL. */
 extern const struct ri_backend pg_backend;

@@ -148,8 +148,10 @@ shard_prev(void *bk, int shard, int64_t seq, int64_t *before, unsigned char out[
 /* store_engine.h seq_next: one writer (BEGIN IMMEDIATE), so the next seq
  * is the journal's newest + 1 -- contiguous across shards, as with one */
 static int
-seq_next(void *bk, int64_t *seq)
+seq_next(void *bk, int shard, int64_t *seq, ri_ms *at)
 {
+	(void)shard;
+	*at = RI_NONE;          /* commits in seq order: the head's clock stands */
 	int rc = scope_max(bk, SCOPE_ALL, NULL, NULL, seq);
 
 	if (rc == RI_ST_OK)
