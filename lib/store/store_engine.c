@@ -77,6 +77,12 @@ ri_strings_free(char **v, size_t n)
 	free(v);
 }
 
+int
+ri_store_shards(struct ri_store *st)
+{
+	return RI_ENG_CORE(st)->shards;
+}
+
 /* ---- the backend joins the engine ----------------------------------------- */
 
 void
