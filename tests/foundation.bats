@@ -385,10 +385,10 @@ teardown() {
 	RI_CREDENTIAL=$ALICE run --separate-stderr ri-open -c "$CFG" --kind ledger --act-key k1 --actor alice \
 	    --intent-data '{"nonce":"n1"}' </dev/null
 	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
-	if ! ri_pg_on; then
-		[ "$(sqlite3 "$T/journal.db" "SELECT v FROM meta WHERE k = 'shards'")" -eq "$s" ]
-		[ "$(sqlite3 "$T/journal.db" "SELECT count(*) FROM heads")" -eq "$s" ]
-	fi
+	meta=meta
+	ri_pg_on && meta=ri_meta
+	[ "$(fnd_sql "SELECT v FROM $meta WHERE k = 'shards'")" -eq "$s" ]
+	[ "$(fnd_sql "SELECT count(*) FROM heads")" -eq "$s" ]
 	# without the key, nothing is said: ri-init took its default
 	fnd_edit 'del(.shards)'
 	run --separate-stderr ri-startcheck -c "$CFG" --json
