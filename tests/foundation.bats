@@ -358,3 +358,40 @@ teardown() {
 	run --separate-stderr ri-startcheck -c "$CFG"
 	printf '%s\n' "${lines[@]}" | grep -q '^warning: journal_fence declared with journal_write_bound not above clock_offset_allowance'
 }
+
+@test "ri-startcheck: \"shards\" in the config differing from the journal's count (fixed at ri-init) is a warning naming both counts; the instance may start, and the journal's count is the one used (issue 43; docs/SHARDS.md)" {
+	# the instance's count: RI_TEST_SHARDS's on SQLite, as ri_instance
+	# (tests/lib/common.bash) makes it; PostgreSQL builds one shard
+	s=1
+	if [ -n "${RI_TEST_SHARDS:-}" ] && ! ri_pg_on; then
+		s=$RI_TEST_SHARDS
+	fi
+	fnd_instance ".shards = $s"
+	run --separate-stderr ri-startcheck -c "$CFG" --json
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	jq -e '[.warnings[] | select(test("shards"))] | length == 0' <<<"$output" >/dev/null
+	other=$(( s % 256 + 1 ))
+	fnd_edit ".shards = $other"
+	run --separate-stderr ri-startcheck -c "$CFG"
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	printf '%s\n' "${lines[@]}" | grep -qx "warning: \"shards\": $other in the config, but the journal has $s shards\{0,1\}, fixed at ri-init: every command uses the journal's $s .*"
+	[ "${lines[-1]}" = "the instance may start" ]
+	run --separate-stderr ri-startcheck -c "$CFG" --json
+	[ "$status" -eq 0 ]
+	jq -e --arg w "\"shards\": $other in the config, but the journal has $s shard" \
+	    '.ok == true and ([.warnings[] | select(startswith($w))] | length == 1)' <<<"$output" >/dev/null
+	# the journal's count is the one a writer uses: an act lands, and the
+	# heads are still the journal's
+	RI_CREDENTIAL=$ALICE run --separate-stderr ri-open -c "$CFG" --kind ledger --act-key k1 --actor alice \
+	    --intent-data '{"nonce":"n1"}' </dev/null
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	meta=meta
+	ri_pg_on && meta=ri_meta
+	[ "$(fnd_sql "SELECT v FROM $meta WHERE k = 'shards'")" -eq "$s" ]
+	[ "$(fnd_sql "SELECT count(*) FROM heads")" -eq "$s" ]
+	# without the key, nothing is said: ri-init took its default
+	fnd_edit 'del(.shards)'
+	run --separate-stderr ri-startcheck -c "$CFG" --json
+	[ "$status" -eq 0 ]
+	jq -e '[.warnings[] | select(test("shards"))] | length == 0' <<<"$output" >/dev/null
+}

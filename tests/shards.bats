@@ -125,6 +125,46 @@ two_shards() {
 	[ -n "$last" ]
 }
 
+@test "issue 43, keyless (ri-audit --public-key alone, the integrity key gone): a clean journal of four shards passes; a record of one shard's chain moved into another's still fails 8.1.2, and moved and re-chained whole behind a seal fails 8.1.9 -- without the key no act is routed to its shard, but each chain's links and hashes are public and the seal signed every shard's head" {
+	two_shards
+	s1=$(shard_of "$S1")
+	s2=$(shard_of "$S2")
+	ri_at 40
+	sweep_ran >/dev/null
+	checkpoint
+	cp "$T/journal.db" "$T/before.db"
+	seq=$(sqlite3 "$T/journal.db" "SELECT max(seq) FROM records WHERE act_key = '$S1'")
+	# an outside auditor: the journal, the witness and the public key
+	mv "$T/journal.key" "$T/journal.key.away"
+	run --separate-stderr ri-audit --public-key "$T/seal.key.pub"
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	jq -e '[.checks[] | select(.check == "8.1.1" or .check == "8.1.9") | .status] == ["pass", "pass"]' \
+	    <<<"$output" >/dev/null
+	jq -e '.checks[] | select(.check == "8.1.3") | .status == "not-applicable"' <<<"$output" >/dev/null
+	# S1's newest record put in S2's shard: its header binds its shard, and
+	# each chain's next record links to the one before it in that chain
+	attacker_sql "UPDATE records SET shard = $s2 WHERE seq = (SELECT max(seq) FROM records WHERE act_key = '$S1')"
+	[ "$(shard_of "$S1" | sort -n | tr '\n' ' ')" = "$(printf '%s\n' "$s1" "$s2" | sort -n | tr '\n' ' ')" ]
+	run --separate-stderr ri-audit --public-key "$T/seal.key.pub"
+	[ "$status" -eq 1 ] || { echo "$output $stderr"; false; }
+	jq -e '.checks[] | select(.check == "8.1.2") | .status == "fail"' <<<"$output" >/dev/null
+	# named: the moved record itself (its hash no longer recomputes)
+	jq -e --arg k "$S1" '.checks[] | select(.check == "8.1.2") | [.failures[].act_key] | index($k) != null' \
+	    <<<"$output" >/dev/null
+	# moved and re-chained whole, as a keyless attacker can: its hash and
+	# every later link of both shards' chains recomputed (ri-rechain).  No
+	# key routes it, but the seal after it signed both shards' heads as
+	# they were
+	rm -f "$T"/journal.db-wal "$T"/journal.db-shm
+	cp "$T/before.db" "$T/journal.db"
+	"$RI_TOOLS/ri-rechain" "$T/journal.db" --shard "$seq" "$s2" >/dev/null
+	[ "$(sqlite3 "$T/journal.db" "SELECT shard FROM records WHERE seq = $seq")" -eq "$s2" ]
+	run --separate-stderr ri-audit --public-key "$T/seal.key.pub"
+	[ "$status" -eq 1 ] || { echo "$output $stderr"; false; }
+	jq -e '.checks[] | select(.check == "8.1.2") | .status == "pass"' <<<"$output" >/dev/null
+	jq -e '.checks[] | select(.check == "8.1.9") | .status == "fail"' <<<"$output" >/dev/null
+}
+
 @test "issue 43 (seals over shards, 8.1.9): one shard rolled back behind a seal -- its head and rows put back to an older state that verifies on its own -- fails the seal's check in ri-audit, and the next seal refuses it" {
 	# no witness: the seals alone stand between the journal and a shard
 	# put back (with one, its lines say so first: the test below)

@@ -363,6 +363,28 @@ check_bindings(struct ri *r, struct ri_startcheck *rep)
 	}
 }
 
+/* "shards" is read by ri-init alone (docs/SHARDS.md): once the journal
+ * exists its meta row's count is the one every command uses, whatever the
+ * config says.  A config that says otherwise changes nothing, so it does
+ * not stop the instance -- but it misleads whoever reads it (a count
+ * raised for throughput that never took), so it is said. */
+static void
+check_shards(struct ri *r, struct ri_startcheck *rep)
+{
+	char msg[512];
+	int have;
+
+	if (r->st == NULL || r->cfg->shards == 0)
+		return;
+	have = ri_store_shards(r->st);
+	if (have == r->cfg->shards)
+		return;
+	snprintf(msg, sizeof msg, "\"shards\": %d in the config, but the journal has %d shard%s, fixed at ri-init:"
+	    " every command uses the journal's %d and the config's count changes nothing -- set \"shards\" to %d"
+	    " or remove it", r->cfg->shards, have, have == 1 ? "" : "s", have, have);
+	json_array_append_new(rep->warnings, json_string(msg));
+}
+
 static void
 check_identities(struct ri *r, struct ri_startcheck *rep)
 {
@@ -773,8 +795,10 @@ ri_startcheck(struct ri *r, const char *config, struct ri_startcheck *rep)
 	}
 	check_witness(rep->full ? rep->full : r, rep);
 	check_witness_independent(c, rep);
-	if (rep->full != NULL)
+	if (rep->full != NULL) {
 		check_bindings(rep->full, rep);
+		check_shards(rep->full, rep);
+	}
 	check_findings(c, rep);
 	check_run_locks(c, rep);
 	check_files_private(c, rep);

@@ -337,5 +337,8 @@ void ri_records_clear(struct ri_records *rs);
 void ri_open_intents_free(struct ri_open_intent *v, size_t n);
 void ri_actors_free(struct ri_actor *v, size_t n);
 void ri_strings_free(char **v, size_t n);
+/* The journal's shard count: its meta row's, fixed at ri-init and bound
+ * by every head's MAC (docs/SHARDS.md) -- never the config's "shards". */
+int ri_store_shards(struct ri_store *st);
 
 #endif

@@ -1321,6 +1321,17 @@ ri_st_shard_of(const struct ri_st_core *c, const char *kind, const char *act_key
 	return ri_shard_of(c->shard_key, act, c->shards);
 }
 
+int
+ri_jheads_newest(const struct ri_jhead *jh, int shards)
+{
+	int newest = 0;
+
+	for (int s = 1; s < shards; s++)
+		if (jh[s].last_seq > jh[newest].last_seq)
+			newest = s;
+	return newest;
+}
+
 void
 ri_open_scan_begin(struct ri_open_scan *os, const struct ri_st_core *c)
 {
@@ -1473,11 +1484,8 @@ ri_seal_walk_row(struct ri_st_core *c, struct ri_seal_walk *sw, struct ri_record
 int
 ri_seal_walk_end(struct ri_st_core *c, struct ri_seal_walk *sw, int rc)
 {
-	int64_t head = 0;
+	int64_t head = sw->jh[ri_jheads_newest(sw->jh, c->shards)].last_seq;
 
-	for (int s = 0; s < c->shards; s++)
-		if (sw->jh[s].last_seq > head)
-			head = sw->jh[s].last_seq;
 	if (rc == RI_ST_OK && sw->expect - 1 != head)
 		rc = ri_st_fail(c, RI_ST_INTEGRITY, head, NULL,
 		    "journal integrity: the journal ends at seq %lld before its head (seq %lld)",

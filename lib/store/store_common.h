@@ -480,6 +480,10 @@ int ri_open_scan_end(struct ri_st_core *c, struct ri_open_scan *os, const struct
 /* An act's shard (docs/SHARDS.md): kind audit's in shard 0, an act's where
  * the keyed choice sends its scope key (heads.h ri_shard_of). */
 int ri_st_shard_of(const struct ri_st_core *c, const char *kind, const char *act_key);
+/* The shard whose head is the journal's newest: with shards the journal's
+ * head is the highest of theirs (the lowest such shard; shard 0 while
+ * every one is empty).  jh: shards of them. */
+int ri_jheads_newest(const struct ri_jhead *jh, int shards);
 
 /* ---- seals that mean something --------------------------------------------- */
 

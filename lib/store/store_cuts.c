@@ -304,10 +304,9 @@ ri_eng_rebuild(struct ri_store *st, json_t **report)
 		goto fail;
 	if ((rc = c->be->commit(c->bk)) != RI_ST_OK)
 		goto out;
-	for (int s = 0; s < c->shards; s++) {
-		records = hs.jh[s].last_seq > records ? hs.jh[s].last_seq : records;
+	records = hs.jh[ri_jheads_newest(hs.jh, c->shards)].last_seq;
+	for (int s = 0; s < c->shards; s++)
 		open += hs.jh[s].open_count;
-	}
 	*report = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "records", (json_int_t)records,
 	    "open_intents", (json_int_t)open, "open_intents_before", (json_int_t)before,
 	    "scope_heads", (json_int_t)x.scopes, "leases_reset", (json_int_t)leases_reset,

@@ -77,6 +77,12 @@ ri_strings_free(char **v, size_t n)
 	free(v);
 }
 
+int
+ri_store_shards(struct ri_store *st)
+{
+	return RI_ENG_CORE(st)->shards;
+}
+
 /* ---- the backend joins the engine ----------------------------------------- */
 
 void
@@ -1092,7 +1098,7 @@ int
 ri_eng_head(struct ri_store *st, int64_t *seq, unsigned char hash[32])
 {
 	struct ri_st_core *c = RI_ENG_CORE(st);
-	struct ri_jhead jh;
+	struct ri_eng_heads hs;
 	bool began;
 	int rc;
 
@@ -1100,12 +1106,11 @@ ri_eng_head(struct ri_store *st, int64_t *seq, unsigned char hash[32])
 		return rc;
 	/* the newest record of every shard's: the highest of their heads */
 	*seq = 0;
-	for (int s = 0; s < c->shards && rc == RI_ST_OK; s++) {
-		unsigned char lh[RI_HASH_LEN];
-		if ((rc = c->be->jhead_get(c->bk, s, &jh, lh)) == RI_ST_OK && (s == 0 || jh.last_seq > *seq)) {
-			*seq = jh.last_seq;
-			memcpy(hash, lh, RI_HASH_LEN);
-		}
+	if ((rc = eng_read_all(c, &hs)) == RI_ST_OK) {
+		int s = ri_jheads_newest(hs.jh, c->shards);
+		*seq = hs.jh[s].last_seq;
+		memcpy(hash, hs.lh[s], RI_HASH_LEN);
+		ri_eng_heads_free(&hs);
 	}
 	c->be->read_end(c->bk, began);
 	return rc;

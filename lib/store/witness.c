@@ -402,39 +402,66 @@ line_order(const char *s, size_t len, int64_t *epoch, int64_t *seq)
 	return ok;
 }
 
-/* The file's last TAIL bytes (*buf malloc'ed, *n of them, from offset
- * *from of a file of *size bytes), and where its first complete line
- * begins (*p): a first line the window cuts is not read. */
+/* The file's last TAIL bytes (buf malloc'ed, n of them, from offset from
+ * of a file of size bytes), read a complete line at a time from p. */
+struct window {
+	char *buf;
+	ssize_t n, p;
+	off_t from, size;
+};
+
+/* The window over the file: a first line the window cuts is not read. */
 static int
-file_window(struct ri_witness *w, char **buf, ssize_t *n, off_t *from, off_t *size, ssize_t *p, ri_err *err)
+file_window(struct ri_witness *w, struct window *wd, ri_err *err)
 {
 	struct stat sb;
 	int fd, rc;
 
-	*buf = NULL;
+	wd->buf = NULL;
 	if ((rc = file_open(w->where, O_RDONLY, &fd, err)) != RI_OK)
 		return rc;
 	if (fstat(fd, &sb) != 0) {
 		close(fd);
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "witness %s: %s", w->where, strerror(errno));
 	}
-	*size = sb.st_size;
-	*from = sb.st_size > TAIL ? sb.st_size - TAIL : 0;
-	*buf = ri_xmalloc(TAIL + 1);
-	*n = pread(fd, *buf, (size_t)(sb.st_size - *from), *from);
+	wd->size = sb.st_size;
+	wd->from = sb.st_size > TAIL ? sb.st_size - TAIL : 0;
+	wd->buf = ri_xmalloc(TAIL + 1);
+	wd->n = pread(fd, wd->buf, (size_t)(sb.st_size - wd->from), wd->from);
 	close(fd);
-	if (*n < 0) {
-		free(*buf);
-		*buf = NULL;
+	if (wd->n < 0) {
+		free(wd->buf);
+		wd->buf = NULL;
 		return ri_fail(err, RI_JOURNAL_UNAVAILABLE, "witness %s: %s", w->where, strerror(errno));
 	}
-	*p = 0;
-	if (*from > 0) {
-		while (*p < *n && (*buf)[*p] != '\n')
-			(*p)++;
-		(*p)++;
+	wd->p = 0;
+	if (wd->from > 0) {
+		while (wd->p < wd->n && wd->buf[wd->p] != '\n')
+			wd->p++;
+		wd->p++;
 	}
 	return RI_OK;
+}
+
+/* The window's next complete line (*at: its offset in the file); false at
+ * the window's end -- a torn last line (a crash mid-append) was never
+ * written, so it ends the window too. */
+static bool
+window_line(struct window *wd, const char **line, size_t *len, int64_t *at)
+{
+	ssize_t e = wd->p;
+
+	if (wd->p >= wd->n)
+		return false;
+	while (e < wd->n && wd->buf[e] != '\n')
+		e++;
+	if (e >= wd->n)
+		return false;           /* torn */
+	*line = wd->buf + wd->p;
+	*len = (size_t)(e - wd->p);
+	*at = (int64_t)wd->from + wd->p;
+	wd->p = e + 1;
+	return true;
 }
 
 /* The highest complete line among the file's last TAIL bytes, as read
@@ -442,28 +469,22 @@ file_window(struct ri_witness *w, char **buf, ssize_t *n, off_t *from, off_t *si
 static int
 file_tail(struct ri_witness *w, char **text, size_t *len, int64_t *at, ri_err *err)
 {
-	char *buf;
-	off_t from, size;
-	ssize_t n, p;
+	struct window wd;
+	const char *line, *best_line = NULL;
+	size_t line_len, best_len = 0;
+	int64_t line_at, best_at = -1, lines = 0, best_epoch = -1, best = 0;
 	int rc;
 
-	if ((rc = file_window(w, &buf, &n, &from, &size, &p, err)) != RI_OK)
+	if ((rc = file_window(w, &wd, err)) != RI_OK)
 		return rc;
 	/* complete lines only: a torn last line (a crash mid-append) was never
 	 * written, and a first line cut by the window is not read */
-	ssize_t best_at = -1, best_len = 0, lines = 0;
-	int64_t best_epoch = -1, best = 0;
-	while (p < n) {
-		ssize_t e = p;
-		while (e < n && buf[e] != '\n')
-			e++;
-		if (e >= n)
-			break;                  /* torn */
+	while (window_line(&wd, &line, &line_len, &line_at)) {
 		int64_t ep, s;
-		if (!line_order(buf + p, (size_t)(e - p), &ep, &s)) {
-			free(buf);
+		if (!line_order(line, line_len, &ep, &s)) {
+			free(wd.buf);
 			return ri_fail(err, RI_INTEGRITY, "journal integrity: the witness %s: its line at offset %lld"
-			    " is malformed", w->where, (long long)(from + p));
+			    " is malformed", w->where, (long long)line_at);
 		}
 		lines++;
 		/* the highest (epoch, sequence), never merely the last line: an
@@ -472,22 +493,22 @@ file_tail(struct ri_witness *w, char **text, size_t *len, int64_t *at, ri_err *e
 		if (RI_NC(RI_NC_WITNESS_LAST_LINE) || ep > best_epoch || (ep == best_epoch && s >= best)) {
 			best_epoch = ep;
 			best = s;
-			best_at = p;
-			best_len = e - p;
+			best_line = line;
+			best_at = line_at;
+			best_len = line_len;
 		}
-		p = e + 1;
 	}
 	if (lines == 0) {
-		free(buf);
-		return ri_fail(err, size == 0 ? RI_NOT_KNOWN : RI_INTEGRITY, "journal integrity: the witness %s"
+		free(wd.buf);
+		return ri_fail(err, wd.size == 0 ? RI_NOT_KNOWN : RI_INTEGRITY, "journal integrity: the witness %s"
 		    " holds no line: the journal cannot be checked against it", w->where);
 	}
-	*len = (size_t)best_len;
-	*at = (int64_t)from + best_at;
+	*len = best_len;
+	*at = best_at;
 	*text = ri_xmalloc(*len + 1);
-	memcpy(*text, buf + best_at, *len);
+	memcpy(*text, best_line, *len);
 	(*text)[*len] = '\0';
-	free(buf);
+	free(wd.buf);
 	return RI_OK;
 }
 
@@ -495,27 +516,22 @@ file_tail(struct ri_witness *w, char **text, size_t *len, int64_t *at, ri_err *e
 static int
 file_recent(struct ri_witness *w, ri_witness_fn each, void *arg, ri_err *err)
 {
-	char *buf;
-	off_t from, size;
-	ssize_t n, p;
+	struct window wd;
+	const char *line;
+	size_t len;
+	int64_t at;
 	int rc;
 
-	if ((rc = file_window(w, &buf, &n, &from, &size, &p, err)) != RI_OK)
+	if ((rc = file_window(w, &wd, err)) != RI_OK)
 		return rc;
-	for (bool stop = false; p < n && rc == RI_OK && !stop;) {
+	for (bool stop = false; rc == RI_OK && !stop && window_line(&wd, &line, &len, &at);) {
 		struct ri_witness_line l;
-		ssize_t e = p;
-		while (e < n && buf[e] != '\n')
-			e++;
-		if (e >= n)
-			break;                  /* torn */
-		if ((rc = line_judge(w, buf + p, (size_t)(e - p), (int64_t)from + p, &l, err)) == RI_OK) {
+		if ((rc = line_judge(w, line, len, at, &l, err)) == RI_OK) {
 			stop = each(&l, arg) != 0;
 			ri_witness_line_clear(&l);
 		}
-		p = e + 1;
 	}
-	free(buf);
+	free(wd.buf);
 	return rc;
 }
 

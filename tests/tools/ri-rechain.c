@@ -4,12 +4,14 @@
  * The attacker of issue 11, attack 4, who holds no key but knows the chain
  * is public: on a journal file (the append-only triggers dropped and put
  * back), delete every record of one action ref (audit.sealed: the seals
- * stripped), optionally replace one record's payload, then renumber the
- * rest and recompute every payload digest, back pointer and chain hash --
- * exactly what ri-audit --public-key recomputes.  The MACs (and the
- * journal head, and the tree of scope heads) it cannot remake.
+ * stripped), optionally replace one record's payload or move it into
+ * another shard's chain, then renumber the rest and recompute every
+ * payload digest, back pointer and chain hash, a chain per shard (format
+ * 4; docs/SHARDS.md) -- exactly what ri-audit --public-key recomputes.
+ * The MACs (and the journal heads, and the trees of scope heads) it cannot
+ * remake.  Not for a migrated journal (its format-3 records chain as one).
  *
- *   ri-rechain JOURNAL [--drop ACTION_REF] [--payload SEQ JSON]
+ *   ri-rechain JOURNAL [--drop ACTION_REF] [--payload SEQ JSON] [--shard SEQ N]
  *
  * SEQ is the record's seq before renumbering.  Prints the new head seq.
  */
@@ -19,6 +21,7 @@
 #include <sqlite3.h>
 #include <sodium.h>
 
+#include "store/heads.h"
 #include "util/integrity.h"
 
 static _Noreturn void
@@ -39,10 +42,12 @@ int
 main(int argc, char **argv)
 {
 	const char *path, *drop = NULL, *payload = NULL;
-	int64_t pseq = 0;
+	int64_t pseq = 0, sseq = 0, to_shard = -1;
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st, *up;
-	unsigned char inst[RI_INSTANCE_LEN], prev[RI_HASH_LEN];
+	/* each shard's chain: its newest hash so far */
+	static unsigned char prev[RI_SHARDS_MAX][RI_HASH_LEN];
+	unsigned char inst[RI_INSTANCE_LEN];
 	char *triggers = NULL;
 	size_t tlen = 0;
 
@@ -55,6 +60,11 @@ main(int argc, char **argv)
 		else if (strcmp(argv[i], "--payload") == 0 && i + 2 < argc) {
 			pseq = strtoll(argv[++i], NULL, 10);
 			payload = argv[++i];
+		} else if (strcmp(argv[i], "--shard") == 0 && i + 2 < argc) {
+			sseq = strtoll(argv[++i], NULL, 10);
+			to_shard = strtoll(argv[++i], NULL, 10);
+			if (to_shard < 0 || to_shard >= RI_SHARDS_MAX)
+				return 64;
 		} else
 			return 64;
 	}
@@ -91,6 +101,15 @@ main(int argc, char **argv)
 			die("payload", db);
 		sqlite3_finalize(st);
 	}
+	if (to_shard >= 0) {
+		if (sqlite3_prepare_v2(db, "UPDATE records SET shard = ? WHERE seq = ?", -1, &st, NULL) != SQLITE_OK)
+			die("shard", db);
+		sqlite3_bind_int64(st, 1, to_shard);
+		sqlite3_bind_int64(st, 2, sseq);
+		if (sqlite3_step(st) != SQLITE_DONE || sqlite3_changes(db) != 1)
+			die("shard", db);
+		sqlite3_finalize(st);
+	}
 	if (drop != NULL) {
 		if (sqlite3_prepare_v2(db, "DELETE FROM records WHERE action_ref = ?", -1, &st, NULL) != SQLITE_OK)
 			die("drop", db);
@@ -107,10 +126,12 @@ main(int argc, char **argv)
 	    " UPDATE records SET seq = (SELECT new FROM remap WHERE old = -records.seq),"
 	    "   act_prev = ifnull((SELECT new FROM remap WHERE old = records.act_prev), 0),"
 	    "   inv_prev = ifnull((SELECT new FROM remap WHERE old = records.inv_prev), 0);");
-	/* every digest and chain hash again, in order */
-	ri_genesis(inst, prev);
+	/* every digest and chain hash again, in order, each record linked to
+	 * its own shard's newest */
+	for (int s = 0; s < RI_SHARDS_MAX; s++)
+		ri_genesis_shard(inst, s, prev[s]);
 	if (sqlite3_prepare_v2(db, "SELECT seq, event_id, action_ref, kind, act_key, invocation_id, actor_ref,"
-	    " attestation_id, recorded_at, retention_until, role, act_prev, inv_prev, payload, salt, digest"
+	    " attestation_id, recorded_at, retention_until, role, act_prev, inv_prev, payload, salt, digest, shard"
 	    " FROM records ORDER BY seq", -1, &st, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db, "UPDATE records SET digest = ?, hash = ? WHERE seq = ?", -1, &up, NULL) != SQLITE_OK)
 		die("rechain", db);
@@ -136,10 +157,12 @@ main(int argc, char **argv)
 			.role = sqlite3_column_int(st, 10),
 			.act_prev = sqlite3_column_int64(st, 11),
 			.inv_prev = sqlite3_column_int64(st, 12),
-			.payload_digest = digest,
+			.payload_digest = digest, .shard = sqlite3_column_int(st, 16),
 		};
-		ri_record_hash(prev, &h, hash);
-		memcpy(prev, hash, RI_HASH_LEN);
+		if (h.shard < 0 || h.shard >= RI_SHARDS_MAX)
+			die("a record's shard out of range", NULL);
+		ri_record_hash(prev[h.shard], &h, hash);
+		memcpy(prev[h.shard], hash, RI_HASH_LEN);
 		sqlite3_reset(up);
 		sqlite3_bind_blob(up, 1, digest, RI_HASH_LEN, SQLITE_TRANSIENT);
 		sqlite3_bind_blob(up, 2, hash, RI_HASH_LEN, SQLITE_TRANSIENT);

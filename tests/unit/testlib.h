@@ -295,6 +295,7 @@ struct tl_cfg {
 	const char *allowance;                  /* clock_offset_allowance "2s" */
 	long long payload_cap;                  /* 65536 */
 	const char *kinds;              /* the "kinds" object's text; NULL: one "ledger" */
+	int shards;                     /* "shards" (ri-init's); 0: not given */
 };
 
 #define TL_KIND(name, retention) \
@@ -307,7 +308,7 @@ struct tl_cfg {
 static inline void
 tl_write_config(const char *dir, const struct tl_cfg *c, char path[PATH_MAX])
 {
-	char journal[PATH_MAX + 128] = "journal.db", witness[PATH_MAX + 160] = "";
+	char journal[PATH_MAX + 128] = "journal.db", witness[PATH_MAX + 160] = "", shards[32] = "";
 	/* room for both addresses at their longest, and the rest of the config */
 	char text[sizeof journal + sizeof witness + 8192];
 
@@ -319,9 +320,11 @@ tl_write_config(const char *dir, const struct tl_cfg *c, char path[PATH_MAX])
 		tl_pg_uri("riw", "riw", w, u, sizeof u);
 		tl_fmt(witness, sizeof witness, " \"witness\": \"%s\",", u);
 	}
+	if (c->shards > 0)
+		tl_fmt(shards, sizeof shards, " \"shards\": %d,", c->shards);
 	snprintf(text, sizeof text,
 	    "{\n"
-	    "  \"journal\": \"%s\", \"findings\": \"findings.db\",%s\n"
+	    "  \"journal\": \"%s\", \"findings\": \"findings.db\",%s%s\n"
 	    "  \"integrity_key_file\": \"journal.key\", \"seal_key_file\": \"seal.key\",\n"
 	    "  \"clock\": \"%s\", \"fault_injection\": %s,\n"
 	    "  \"instance\": {\n"
@@ -333,7 +336,7 @@ tl_write_config(const char *dir, const struct tl_cfg *c, char path[PATH_MAX])
 	    "  },\n"
 	    "  \"kinds\": { %s }\n"
 	    "}\n",
-	    journal, witness,
+	    journal, witness, shards,
 	    c->clock ? c->clock : "env", c->faults ? "true" : "false",
 	    c->allowance ? c->allowance : "2s",
 	    c->closure_latency ? c->closure_latency : "12s",
