@@ -129,6 +129,38 @@ payloads() {
 	jq -e '.capabilities[] | select(.check == "journal-clock") | .pass' <<<"$output"
 }
 
+@test "issue 43: ri_clock() carries no SET clause (so it is inlined) and reads pg_catalog's clock under any search_path -- a role's own clock_timestamp() and * put in front of pg_catalog change nothing, in its own statements or through the append-only trigger" {
+	RI_INIT_CFG='.clock = "system"' ri_instance
+	unset RI_NOW
+	o=$(open_req k1 | ri-open)
+	close_req "$o" '{"disclosure_id":"d1"}' | ri-close >/dev/null
+	n=$(payloads)
+	[ "$n" -ge 4 ]
+	# inlinable: a function with a SET clause never is
+	[ "$(sql "SELECT p.proconfig IS NULL FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+	    WHERE n.nspname = current_schema() AND p.proname = 'ri_clock'")" = t ]
+	dml_role
+	schema=$(sql "SELECT current_schema()")
+	psql -h "$RI_TEST_PG_HOST" -U postgres -d ri -qAtc "CREATE SCHEMA evil_$schema AUTHORIZATION dml_$schema" >/dev/null
+	as_dml "CREATE FUNCTION evil_$schema.clock_timestamp() RETURNS timestamptz LANGUAGE sql
+	    AS \$\$ SELECT '9999-12-31 00:00:00+00'::pg_catalog.timestamptz \$\$;
+	    CREATE FUNCTION evil_$schema.mul(numeric, integer) RETURNS numeric LANGUAGE sql
+	    AS \$\$ SELECT 9000000000000000::pg_catalog.numeric \$\$;
+	    CREATE OPERATOR evil_$schema.* (LEFTARG = numeric, RIGHTARG = integer, FUNCTION = evil_$schema.mul)" >/dev/null
+	evil="SET search_path = evil_$schema, pg_catalog, $schema"
+	# the role's own clock does answer, unqualified, on its search_path ...
+	[ "$(as_dml "$evil; SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint > 100000000000000")" = t ]
+	# ASSERT ... but never inside ri_clock(), inlined into the role's statement
+	[ "$(as_dml "$evil; SELECT ri_clock() < 100000000000000")" = t ]
+	# ASSERT nor in the append-only trigger's
+	run as_dml "$evil; UPDATE records SET payload = NULL, salt = NULL"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"append-only"* ]]
+	[ "$(payloads)" -eq "$n" ]
+	run ri-audit
+	[ "$status" -eq 0 ]
+}
+
 @test "issue 40 point 2: an instance made under the test clock (\"clock\": \"env\") and then run under \"clock\": \"system\" fails ri-startcheck's journal-clock: its ri_clock() still reads a session setting" {
 	ri_instance
 	ri_cfg '.clock = "system"'

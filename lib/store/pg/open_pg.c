@@ -134,11 +134,13 @@ static const char schema_ddl[] =
 	"  END IF; RETURN NULL; END $$;"
 	"CREATE CONSTRAINT TRIGGER records_fence AFTER INSERT ON records DEFERRABLE INITIALLY DEFERRED"
 	"  FOR EACH ROW EXECUTE FUNCTION ri_fence_check();"
-	/* every name these functions use is the instance's own schema's (or
+	/* every name the triggers use is the instance's own schema's (or
 	 * pg_catalog's, searched first): a session's search_path cannot put a
-	 * ri_clock() or a clock_timestamp() of its own in front of them */
+	 * ri_clock() of its own in front of them.  ri_clock() carries no SET
+	 * (issue 43: a function with one is never inlined, and its every call
+	 * site in a fresh session parsed its body again at execution); its
+	 * body names pg_catalog's objects itself (clock_ddl_server) */
 	"DO $$ BEGIN"
-	"  EXECUTE format('ALTER FUNCTION ri_clock() SET search_path = %I', current_schema());"
 	"  EXECUTE format('ALTER FUNCTION ri_append_only() SET search_path = %I', current_schema());"
 	"  EXECUTE format('ALTER FUNCTION ri_fence_check() SET search_path = %I', current_schema());"
 	"END $$;";
@@ -158,13 +160,24 @@ static const char shard_ddl[] = "CREATE INDEX records_shard ON records(shard, se
  * Only the schema's owner can replace the function (and ri-startcheck's
  * journal-clock names which clock the journal has).
  */
+/*
+ * Inlined into each statement that reads it (issue 43: no SET clause, one
+ * expression), so its body is planned under the caller's search_path:
+ * every function, operator and type in it is pg_catalog's by name (EXTRACT
+ * and coalesce are grammar, always pg_catalog's; NULLIF is not used, its
+ * "=" would be looked up on the search_path), and no search_path a
+ * session sets reaches inside it (issue 40 point 2).  The operator is
+ * resolved as the unqualified one was, among pg_catalog's alone.
+ */
+#define RI_MS_NOW \
+	"pg_catalog.floor(EXTRACT(epoch FROM pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8"
 static const char clock_ddl_server[] =
 	"CREATE FUNCTION ri_clock() RETURNS bigint LANGUAGE sql VOLATILE AS $$"
-	"  SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint $$;";
+	"  SELECT " RI_MS_NOW " $$;";
 static const char clock_ddl_env[] =
 	"CREATE FUNCTION ri_clock() RETURNS bigint LANGUAGE sql VOLATILE AS $$"
-	"  SELECT coalesce(nullif(current_setting('ri.clock', true), '')::bigint,"
-	"    floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) $$;";
+	"  SELECT coalesce(CASE WHEN pg_catalog.current_setting('ri.clock', true) OPERATOR(pg_catalog.<>) ''"
+	"    THEN pg_catalog.current_setting('ri.clock', true)::pg_catalog.int8 END, " RI_MS_NOW ") $$;";
 
 /* The schema's fingerprint: every column with its type and nullability,
  * every index, trigger (and whether it is enabled) and ri function, every
