@@ -717,25 +717,19 @@ recent_text(const char *text, void *arg)
 static int
 recent_raw(struct ri_witness *w, ri_err *err)
 {
-	char *buf;
-	off_t from, size;
-	ssize_t n, p;
+	struct window wd;
+	const char *line;
+	size_t len;
+	int64_t at;
 	int rc;
 
 	if (w->pg != NULL)
 		return ri_witness_pg_each(w->pg, RI_WITNESS_RECENT, recent_text, w, err);
-	if ((rc = file_window(w, &buf, &n, &from, &size, &p, err)) != RI_OK)
+	if ((rc = file_window(w, &wd, err)) != RI_OK)
 		return rc;
-	while (p < n) {
-		ssize_t e = p;
-		while (e < n && buf[e] != '\n')
-			e++;
-		if (e >= n)
-			break;                  /* torn */
-		recent_push(w, buf + p, (size_t)(e - p), (int64_t)from + p);
-		p = e + 1;
-	}
-	free(buf);
+	while (window_line(&wd, &line, &len, &at))
+		recent_push(w, line, len, at);
+	free(wd.buf);
 	return RI_OK;
 }
 
