@@ -245,7 +245,7 @@ bench: all $(BENCHES)
 # them marked "# test-pg-pooler: yes" once more through PgBouncer in
 # transaction pooling mode (issue 43, pooler-ready; PG_BOUNCER=0 skips it)
 PG_SUITES ?=
-UNITS_PG := $(BUILD)/unit/test_store $(BUILD)/unit/test_store_common
+UNITS_PG := $(BUILD)/unit/test_store $(BUILD)/unit/test_store_common $(BUILD)/unit/test_store_engine
 test-pg: all $(TOOLS) $(UNITS_PG)
 	RI_BIN=$(abspath $(BINDIR)) RI_EXAMPLES=$(abspath $(EXBINDIR)) RI_TOOLS=$(abspath $(BUILD)/tools) \
 	    RI_UNIT=$(abspath $(BUILD)/unit) tests/pg/run $(PG_SUITES)

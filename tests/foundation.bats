@@ -360,12 +360,9 @@ teardown() {
 }
 
 @test "ri-startcheck: \"shards\" in the config differing from the journal's count (fixed at ri-init) is a warning naming both counts; the instance may start, and the journal's count is the one used (issue 43; docs/SHARDS.md)" {
-	# the instance's count: RI_TEST_SHARDS's on SQLite, as ri_instance
-	# (tests/lib/common.bash) makes it; PostgreSQL builds one shard
-	s=1
-	if [ -n "${RI_TEST_SHARDS:-}" ] && ! ri_pg_on; then
-		s=$RI_TEST_SHARDS
-	fi
+	# the instance's count: RI_TEST_SHARDS's when set, as ri_instance
+	# (tests/lib/common.bash) makes it, on either backend
+	s=${RI_TEST_SHARDS:-1}
 	fnd_instance ".shards = $s"
 	run --separate-stderr ri-startcheck -c "$CFG" --json
 	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }

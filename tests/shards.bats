@@ -9,7 +9,7 @@
 # capability requirement 1-3 (reads fail closed); INTERFACE third wave
 # ("shards", fixed at ri-init).
 #
-# test-pg: no -- PostgreSQL refuses more than one shard until its allocator
+# test-pg: no -- its cases tamper a SQLite file (the PostgreSQL pass runs every suite on 16 shards)
 # is built (docs/SHARDS.md, status)
 
 bats_require_minimum_version 1.5.0

@@ -323,13 +323,14 @@ bench_pg_uri() {
 	printf 'postgresql:///ri?host=%s&user=ri&options=-csearch_path%%3D%s\n' "$PGD" "$1"
 }
 
-# bench_pg_instance DIR URI -- an instance in DIR (system clock, no fault
-# injection) whose journal is URI: initialised, alice and the reconciler
-# registered, their credentials in DIR
+# bench_pg_instance DIR URI [SHARDS] -- an instance in DIR (system clock,
+# no fault injection) whose journal is URI: initialised (with SHARDS
+# shards; PostgreSQL's default, 16, unless given), alice and the
+# reconciler registered, their credentials in DIR
 bench_pg_instance() {
 	mkdir -p "$1" &&
 	    bench_config "$1/ri.json" system "$BENCH_PROBE" &&
-	    bench_cfg "$1" ".journal = \"$2\" | .fault_injection = false" &&
+	    bench_cfg "$1" ".journal = \"$2\" | .fault_injection = false${3:+ | .shards = $3}" &&
 	    "$RI_BIN/ri-init" -c "$1/ri.json" >/dev/null &&
 	    "$RI_BIN/ri-actor" -c "$1/ri.json" add alice --credential-file "$1/alice.cred" >/dev/null &&
 	    "$RI_BIN/ri-actor" -c "$1/ri.json" add ledger-reconciler --service \

@@ -5,8 +5,7 @@
  * call the engine's append itself, inside a write transaction of the
  * store's own backend.
  *
- * SQLite only: PostgreSQL refuses more than one shard until its allocator
- * is built (docs/SHARDS.md, status).
+ * Both backends ($RI_TEST_PG_HOST: PostgreSQL, tests/pg/run).
  */
 #include <sodium.h>
 
@@ -72,10 +71,6 @@ shard_guard(void)
 	ri *r = NULL;
 	int rc;
 
-	if (tl_pg_host() != NULL) {
-		PASS("skip - the append's shard guard: PostgreSQL builds one shard");
-		return;
-	}
 	tl_now(T0);
 	tl_instance(&ti, "shard-guard", &cfg);
 	CHECK(ri_instance_open(ti.config, 0, &r, &err) == RI_OK, "open: %s", err.msg);
