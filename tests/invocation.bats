@@ -849,14 +849,14 @@ largest_record() {
 	ri-close <<<"$(close_req "$(cat "$T/o.$same")")" >"$T/b.out" 2>"$T/b.err" 3>&- &
 	b=$!
 	sleep 0.5
-	kill -0 "$b"                            # still waiting for its shard's head
+	kill -0 "$b" || { echo "the act of the held shard closed meanwhile: $(cat "$T/b.out" "$T/b.err")"; false; }
 	[ ! -s "$T/b.out" ]
 	echo >"$T/f/append.section"
 	rc=0
 	wait "$BG" || rc=$?
 	BG=
 	[ "$rc" -eq 0 ]
-	wait "$b"
+	wait "$b" || { echo "the act of the held shard: $(cat "$T/b.out" "$T/b.err")"; false; }
 	# each act its intent and its outcome; the held act's seq was given
 	# before the other shard's, which committed first: a gap the audit
 	# reads as allocation order, not a loss (Check 8.1.1 per shard)
@@ -892,8 +892,9 @@ largest_record() {
 	wait "$BG" || rc=$?
 	BG=
 	[ "$rc" -eq 0 ] || { echo "ri-close exited $rc: $(cat "$T/a.err")"; false; }
-	wait "$b"
-	[ "$(records "action_ref = 'audit.bound'")" -eq 1 ]
+	wait "$b" || { echo "the rebinding open: $(cat "$T/b.out" "$T/b.err")"; false; }
+	[ "$(records "action_ref = 'audit.bound'")" -eq 1 ] ||
+	    { echo "audit.bound: $(jsql "SELECT seq, act_key, shard FROM records WHERE action_ref = 'audit.bound'")"; false; }
 	run ri-audit
 	[ "$status" -eq 0 ]
 }

@@ -148,7 +148,7 @@ open_findings() { ri-findings --open | jq -r 'select(.scope == "act") | "\(.find
 # ---- issue 44 point 8: an escalation resolved in two commands, retry-safe ---------
 
 # state KEY -- records, leases and the grant counter: what a write would move
-journal_state() { jsql "SELECT (SELECT count(*) FROM records) || ' ' || (SELECT grants FROM heads) || ' ' ||
+journal_state() { jsql "SELECT (SELECT count(*) FROM records) || ' ' || (SELECT sum(grants) FROM heads) || ' ' ||
     (SELECT count(*) FROM leases WHERE holder IS NOT NULL)"; }
 
 # pd KEY -- the pairing datum of the act's newest intent

@@ -88,7 +88,9 @@ struct audit {
 	unsigned char pk_instance[RI_INSTANCE_LEN];
 	bool pk_has_instance;
 	int64_t records, last_seq, excluded;
-	ri_ms last_recorded_at;
+	/* each shard's newest recorded_at so far (Check 8.1.7 per shard: seqs
+	 * of different shards commit, and are stamped, in any order) */
+	ri_ms last_recorded_at[RI_SHARDS_MAX];
 	unsigned char last_hash[32];
 	/* each shard's newest record so far (seq 0: none yet; its hash is
 	 * then the shard's genesis): what a seal over shards must name */
@@ -1514,10 +1516,14 @@ each_record(const struct ri_record *rec, unsigned problems, void *arg)
 		a->tail_from = rec->seq;
 		a->tail_oldest = rec->recorded_at;
 	}
-	if (rec->recorded_at < a->last_recorded_at)        /* Check 8.1.7 */
+	/* Check 8.1.7, in its shard's chain: a record is stamped after its
+	 * seq and after its shard's previous record, never after another
+	 * shard's, which may commit later (docs/POSTGRESQL.md, Shards) */
+	int sh = rec->shard >= 0 && rec->shard < RI_SHARDS_MAX ? rec->shard : 0;
+	if (rec->recorded_at < a->last_recorded_at[sh])
 		fail(a, "8.1.7", rec->invocation_id, rec->event_id, NULL,
 		    "recorded_at goes backwards at seq %lld", (long long)rec->seq);
-	a->last_recorded_at = rec->recorded_at;
+	a->last_recorded_at[sh] = rec->recorded_at;
 	if (a->o->expect_seq == rec->seq) {
 		a->expect_seen = true;
 		if (sodium_memcmp(rec->hash, a->o->expect_hash, 32) != 0)

@@ -408,7 +408,7 @@ schema_of() {
 	ri-open <<<"$(open_req a1)" >/dev/null
 	open_req b1 | as_b ri-open >/dev/null
 	[ "$(ri_pg_witness_sql "$RI_CONFIG" "SELECT count(*) FROM ri_witness")" -eq $((n + 2)) ]
-	[ "$(ri_pg_witness_sql "$RI_CONFIG" "SELECT max(seq) FROM ri_witness")" -eq "$(records)" ]
+	[ "$(ri_pg_witness_sql "$RI_CONFIG" "SELECT max(seq) FROM ri_witness")" -eq "$(jsql "SELECT max(seq) FROM records")" ]
 	# the witness is append-only at the database too
 	run ri_pg_witness_sql "$RI_CONFIG" "DELETE FROM ri_witness"
 	[ "$status" -ne 0 ]

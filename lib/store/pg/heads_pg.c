@@ -43,6 +43,9 @@ record_hash(void *bk, int64_t seq, unsigned char out[RI_HASH_LEN])
 		if (seq == s->snap_heads[i].h.last_seq && s->snap_heads[i].has_last) {
 			memcpy(out, s->snap_heads[i].last_hash, RI_HASH_LEN);
 			return RI_ST_OK;
+		} else if (seq == s->snap_heads[i].h.sealed_seq && s->snap_heads[i].has_sealed) {
+			memcpy(out, s->snap_heads[i].sealed_hash, RI_HASH_LEN);
+			return RI_ST_OK;
 		}
 	if (s->in_tx && s->snap && s->snap_head_ok && s->snap_head.present && seq > 0) {
 		const struct head_read *hr = &s->snap_head;
@@ -708,9 +711,11 @@ jhead_fetch_tx(struct pg *s, int shard, bool begin, bool lock, struct head_read 
 		return rc;
 	struct params sp = { 0 };
 	p_int(&sp, shard);
-	/* the bindings' head (shard 0's) shared first: the lock order is
-	 * ascending (docs/SHARDS.md), and while it is held no audit.bound
-	 * commits -- so the guard judged before COMMIT is exact */
+	/* shard 0's head (the registry's and the bindings') shared first: the
+	 * lock order is ascending (docs/SHARDS.md), and while it is held no
+	 * actor's registration or revocation and no audit.bound commits --
+	 * so the credential and the bindings guard, judged before COMMIT, are
+	 * exact (Check 8.1.6; issue 41 point 1) */
 	if (begin && lock && s->guard0 && shard != RI_SHARD_INSTANCE && !RI_NC(RI_NC_BINDINGS_UNSHARED))
 		now[n++] = (struct qry){ "SELECT 1 FROM heads WHERE shard = 0 FOR SHARE", NULL };
 	if (begin)
@@ -741,10 +746,14 @@ jhead_fetch_tx(struct pg *s, int shard, bool begin, bool lock, struct head_read 
 	}
 	hr->h.shard = shard;
 	if (PQntuples(r) == 1) {
-		/* (a write's plain read of another shard's head -- the registry's
-		 * -- leaves the floor of its own shard's stamps, last_at, alone) */
-		ri_ms other_at;
-		head_row(s, r, 0, shard, hr, !begin && !lock && !once && s->in_tx && s->tx_write ? &other_at : &s->last_at);
+		/* in a write, the floor of its stamps (last_at, recorded_at_of) is
+		 * the newest recorded_at of every head it read: its shard's, and
+		 * shard 0's, whose registry its credential was judged against
+		 * (Check 8.1.6 judges the actor at the record's recorded_at) */
+		ri_ms at;
+		head_row(s, r, 0, shard, hr, &at);
+		if (begin || !s->in_tx || !s->tx_write || s->last_at == RI_NONE || at > s->last_at)
+			s->last_at = at;
 		if (alloc && !g_null(r, 0, HEAD_SEQ_COL)) {
 			s->pre_seq = g_int(r, 0, HEAD_SEQ_COL);
 			s->pre_seq_shard = shard;

@@ -705,7 +705,10 @@ append_ahead(void *bk, const struct ri_append *a, const char *kind)
 	struct pg *s = bk;
 
 	s->rt0 = s->round_trips;
-	s->guard0 = a->bindings_guard && s->core.shards > 1;
+	/* shard 0 (the registry's, the bindings') shared while the append
+	 * judges its credential and bindings there: no revocation or
+	 * rebinding commits between that judgement and the append's COMMIT */
+	s->guard0 = s->core.shards > 1;
 	s->will_append = true;
 	reads_ahead(s, a, kind);
 }
