@@ -247,30 +247,30 @@ leaf_clear(struct pg *s)
 	memset(&s->leaf, 0, sizeof s->leaf);
 }
 
-bool
-snap_link(const struct pg *s, int64_t seq, unsigned char out[RI_HASH_LEN])
+/* seq's entry among the n the read snapshot kept, into out */
+static bool
+seqhash_find(const struct pg *s, const struct seqhash *v, int n, int64_t seq, unsigned char out[RI_HASH_LEN])
 {
 	if (!s->in_tx || !s->snap)
 		return false;
-	for (int i = 0; i < s->nlinks; i++)
-		if (s->links[i].seq == seq) {
-			memcpy(out, s->links[i].hash, RI_HASH_LEN);
+	for (int i = 0; i < n; i++)
+		if (v[i].seq == seq) {
+			memcpy(out, v[i].hash, RI_HASH_LEN);
 			return true;
 		}
 	return false;
 }
 
 bool
+snap_link(const struct pg *s, int64_t seq, unsigned char out[RI_HASH_LEN])
+{
+	return seqhash_find(s, s->links, s->nlinks, seq, out);
+}
+
+bool
 snap_hash(const struct pg *s, int64_t seq, unsigned char out[RI_HASH_LEN])
 {
-	if (!s->in_tx || !s->snap)
-		return false;
-	for (int i = 0; i < s->nhashes; i++)
-		if (s->hashes[i].seq == seq) {
-			memcpy(out, s->hashes[i].hash, RI_HASH_LEN);
-			return true;
-		}
-	return false;
+	return seqhash_find(s, s->hashes, s->nhashes, seq, out);
 }
 
 /* A read of the snapshot answered again from what it kept: a copy (the

@@ -108,12 +108,12 @@ struct pg {
 	/* ... and the hashes at the seqs its record reads named (a row's
 	 * own, and its predecessor's: REC_PREV), which record_hash answers
 	 * from: the same snapshot reads the same hash at a seq */
-	struct { int64_t seq; unsigned char hash[RI_HASH_LEN]; } hashes[SNAP_HASHES];
+	struct seqhash { int64_t seq; unsigned char hash[RI_HASH_LEN]; } hashes[SNAP_HASHES];
 	int nhashes;
 	/* ... and, with shards, the links its record reads named (REC_LINK:
 	 * the hash of the row's shard's record before it), by the row's seq,
 	 * which shard_prev answers from */
-	struct { int64_t seq; unsigned char hash[RI_HASH_LEN]; } links[SNAP_HASHES];
+	struct seqhash links[SNAP_HASHES];
 	int nlinks;
 	/* ... and, with shards, an invocation's newest row as its scope's read
 	 * brought it (heads_pg.c scope_inv_sql), which leaf_row answers */
