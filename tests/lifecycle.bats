@@ -345,7 +345,7 @@ act() {
 	run --separate-stderr env RI_NOW=$((revoked - 1000)) RI_CREDENTIAL="$ALICE" ri-open <<<"$(open_req k5)"
 	# ASSERT Check 8.1.6: every record's actor registered and not revoked at its recorded_at
 	[ "$status" -eq 10 ] || { fails 8.1.6 "actor alice was revoked before this record" &&
-	    echo "the store landed a revoked actor's record (ri-open $status): Check 8.1.6 fails"; false; }
+	    echo "the store landed a revoked actor's record (ri-open $status): Check 8.1.6 fails: $stderr"; false; }
 	[ "$(records)" -eq "$n" ]
 	clean
 }

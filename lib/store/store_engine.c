@@ -773,6 +773,19 @@ ri_eng_record_action(struct ri_store *st, const struct ri_append *a, struct ri_a
 	 * that instant too, or a host whose clock lags the revocation lands a
 	 * revoked actor's record after it (issue 41, lifecycle: actors
 	 * revoked) */
+	/* the registry the credential is judged against is shard 0's: its
+	 * head read first, so the stamp's floor holds it (shard_stamps) */
+	struct ri_jhead jreg;
+	unsigned char lreg[RI_HASH_LEN];
+	const struct ri_jhead *reg = &jh;
+	if (c->shards > 1 && jh.shard != RI_SHARD_INSTANCE) {
+		if (both)
+			reg = &j0;
+		else if ((rc = c->be->jhead_get(c->bk, RI_SHARD_INSTANCE, &jreg, lreg)) != RI_ST_OK)
+			goto fail;
+		else
+			reg = &jreg;
+	}
 	ri_ms at = now;         /* negative control: the host's clock */
 	/* the record this one will follow: its shard's newest with one shard
 	 * (or with shard_stamps); with more, the journal's, whichever shard's
@@ -786,14 +799,16 @@ ri_eng_record_action(struct ri_store *st, const struct ri_append *a, struct ri_a
 		if ((rc = c->be->scope_newest(c->bk, &all, NULL, NULL, &before, bh, &hashed)) != RI_ST_OK)
 			goto fail;
 	}
-	if (!RI_NC(RI_NC_CRED_AT_NOW) && before > 0) {
+	/* (with shard_stamps the floor is every head the write read -- the
+	 * registry's too -- even when its own shard has no record yet) */
+	if (!RI_NC(RI_NC_CRED_AT_NOW) && (before > 0 || c->be->shard_stamps)) {
 		ri_ms last_at;
 		if ((rc = c->be->recorded_at_of(c->bk, before, &last_at)) != RI_ST_OK)
 			goto fail;
 		if (last_at != RI_NONE && last_at > at)
 			at = last_at;
 	}
-	if ((rc = ri_eng_check_credential(c, &jh, a->actor_ref, a->credential, at, NULL)) != RI_ST_OK)
+	if ((rc = ri_eng_check_credential(c, reg, a->actor_ref, a->credential, at, NULL)) != RI_ST_OK)
 		goto fail;
 	/* negative control: the fence is never checked */
 	if (!RI_NC(RI_NC_NO_JOURNAL_FENCE) && a->fence != NULL && cfg->journal_fence &&

@@ -717,11 +717,18 @@ jhead_fetch_tx(struct pg *s, int shard, bool begin, bool lock, struct head_read 
 	 * so the credential and the bindings guard, judged before COMMIT, are
 	 * exact (Check 8.1.6; issue 41 point 1) */
 	if (begin && lock && s->guard0 && shard != RI_SHARD_INSTANCE && !RI_NC(RI_NC_BINDINGS_UNSHARED))
-		now[n++] = (struct qry){ "SELECT 1 FROM heads WHERE shard = 0 FOR SHARE", NULL };
+		now[n++] = (struct qry){ "SELECT 1 FROM heads WHERE shard = 0 FOR KEY SHARE", NULL };
+	/* the head's own lock: exclusive among its shard's writers either way;
+	 * FOR UPDATE -- which also waits out every FOR KEY SHARE above -- for
+	 * a write that may change the registry or the bindings (and by
+	 * default), FOR NO KEY UPDATE for an act's append, so an act of shard 0
+	 * holds back no other shard's writer (PostgreSQL's row lock modes) */
+	bool light = begin && s->light;
 	if (begin)
-		s->guard0 = false;
+		s->guard0 = s->light = false;
 	if (lock)
-		now[n++] = (struct qry){ "SELECT 1 FROM heads WHERE shard = $1 FOR UPDATE", &sp };
+		now[n++] = (struct qry){ light ? "SELECT 1 FROM heads WHERE shard = $1 FOR NO KEY UPDATE" :
+		    "SELECT 1 FROM heads WHERE shard = $1 FOR UPDATE", &sp };
 	head_params(s, shard, anchor, &p);
 	/* a write's first head allocates its first record's seq (after the
 	 * lock: within a shard, chain order is seq order) */

@@ -1126,7 +1126,10 @@ write_once(struct pg *s, int shard, const struct qry *now, int n, PGresult **res
 	/* the lock every writer takes first (the lock order, store_pg.c):
 	 * its shard's head's, as jhead_fetch_tx takes it */
 	p_int(&sp, shard);
-	all[k++] = (struct qry){ "SELECT 1 FROM heads WHERE shard = $1 FOR UPDATE", &sp };
+	/* (a lease's row only: exclusive among the shard's writers, never
+	 * waiting out the registry's readers, heads_pg.c jhead_fetch_tx) */
+	all[k++] = (struct qry){ s->core.shards > 1 ? "SELECT 1 FROM heads WHERE shard = $1 FOR NO KEY UPDATE" :
+	    "SELECT 1 FROM heads WHERE shard = $1 FOR UPDATE", &sp };
 	at = k;
 	for (int i = 0; i < n; i++)
 		all[k++] = now[i];

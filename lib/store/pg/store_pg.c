@@ -709,6 +709,9 @@ append_ahead(void *bk, const struct ri_append *a, const char *kind)
 	 * judges its credential and bindings there: no revocation or
 	 * rebinding commits between that judgement and the append's COMMIT */
 	s->guard0 = s->core.shards > 1;
+	/* an act's append changes neither the registry nor the bindings
+	 * (an audit.bound travels with a->bound: shard 0 locked FOR UPDATE) */
+	s->light = s->core.shards > 1 && a->bound == NULL && strcmp(kind, "audit") != 0;
 	s->will_append = true;
 	reads_ahead(s, a, kind);
 }

@@ -175,6 +175,7 @@ struct pg {
 	/* with shards: the append's bindings guard (store_pg.c bindings_guard)
 	 * needs shard 0's head share-locked, taken before its own shard's */
 	bool guard0;
+	bool light;                     /* ... and its own head locked FOR NO KEY UPDATE: an act's append */
 };
 
 /* One row of REC_COLS decoded (not judged). */
