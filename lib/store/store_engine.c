@@ -642,6 +642,13 @@ ri_eng_append_locked(struct ri_st_core *c, struct ri_jhead *jh, const unsigned c
 	ri_ms at = RI_NONE;
 	if (c->shards > 1 && (rc = c->be->seq_next(c->bk, jh->shard, &seq, &at)) != RI_ST_OK)
 		return rc;
+	/* an allocator behind the shard's head (a sequence put back by a
+	 * partial restore) would break the chain's seq order: refused, never
+	 * written (step 2) */
+	if (seq <= jh->last_seq)
+		return ri_st_fail(c, RI_ST_STEP2, jh->last_seq, NULL, "the journal's sequence gave seq %lld, not above"
+		    " shard %d's head (seq %lld): the allocator was put back (restore it above every record)",
+		    (long long)seq, jh->shard, (long long)jh->last_seq);
 	if (at != RI_NONE && at > recorded_at)
 		recorded_at = at;
 	if (seq > 1) {

@@ -615,7 +615,8 @@ seq_next(void *bk, int shard, int64_t *seq, ri_ms *at)
 		s->pre_seq = 0;
 		return RI_ST_OK;
 	}
-	r = run(s, "SELECT nextval('ri_seq'), ri_clock()", NULL);
+	/* nextval in FROM: allocated before the projection reads the clock */
+	r = run(s, "SELECT a.seq, ri_clock() FROM (SELECT nextval('ri_seq') OFFSET 0) a(seq)", NULL);
 	if (!res_ok(r) || PQntuples(r) != 1)
 		rc = pg_db_fail(s, RI_ST_STEP2, "sequence", r);
 	else {
