@@ -646,8 +646,8 @@ head_params(struct pg *s, int shard, int64_t anchor, struct params *p)
 		p_int(p, ri_witness_shard_anchor(&s->core, shard));
 }
 
-/* the connect's head read goes ahead for shard 0's head, the instance's
- * (the one with one shard) */
+/* the connect's head read goes ahead in the read snapshot: with one shard
+ * its head, with more every shard's (heads_all) */
 void
 jhead_ahead(struct pg *s, int64_t anchor)
 {
