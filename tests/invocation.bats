@@ -875,8 +875,14 @@ largest_record() {
 	ri_cfg '.instance.journal_write_bound = "8s" | .instance.closure_latency = "60s"'   # (held for seconds: above)
 	ri-actor add ledger-reconciler-2 --service --credential-file "$T/r2.cred" >/dev/null
 	for i in $(seq 1 8); do open_req "s$i" | ri-open >"$T/o.s$i"; done
-	a=$(jsql "SELECT act_key FROM records WHERE kind = 'ledger' AND act_key LIKE 's%' AND shard <> 0 ORDER BY act_key LIMIT 1")
+	pick() { jsql "SELECT act_key FROM records WHERE kind = 'ledger' AND act_key LIKE 's%' AND $1 ORDER BY act_key LIMIT 1"; }
+	a=$(pick "shard <> 0")
 	[ -n "$a" ] || skip "8 acts all drew shard 0"
+	sa=$(jsql "SELECT shard FROM records WHERE kind = 'ledger' AND act_key = '$a' LIMIT 1")
+	# the rebinding writer: an act of another shard than the held one's, so
+	# only shard 0's head can hold it back
+	r=$(pick "shard <> $sa")
+	[ -n "$r" ] || skip "8 acts all drew one shard"
 	nb=$(records "action_ref = 'audit.bound'")       # (the bounds above are bindings too)
 	mkdir -p "$T/f"
 	mkfifo "$T/f/append.section"
@@ -884,19 +890,19 @@ largest_record() {
 	    ri-close <<<"$(close_req "$(cat "$T/o.$a")")" >"$T/a.out" 2>"$T/a.err" 3>&- &
 	BG=$!
 	wait_for "$T/f/append.section.reached"
-	# the kind rebound: the next open records the new binding in shard 0
+	# the kind rebound: the next outcome records the new binding in shard 0
 	ri_cfg '.kinds.ledger.service_identity = {"actor_ref": "ledger-reconciler-2", "credential_file": "r2.cred"}'
-	ri-open <<<"$(open_req rebound)" >"$T/b.out" 2>"$T/b.err" 3>&- &
+	ri-close <<<"$(close_req "$(cat "$T/o.$r")")" >"$T/b.out" 2>"$T/b.err" 3>&- &
 	b=$!
 	sleep 0.5
-	kill -0 "$b" || { echo "the rebinding landed while an outcome held its shard's section"; false; }
+	kill -0 "$b" || { echo "the rebinding landed while an outcome held its shard's section: $(cat "$T/b.out" "$T/b.err")"; false; }
 	[ "$(records "action_ref = 'audit.bound'")" -eq "$nb" ]
 	echo >"$T/f/append.section"
 	rc=0
 	wait "$BG" || rc=$?
 	BG=
 	[ "$rc" -eq 0 ] || { echo "ri-close exited $rc: $(cat "$T/a.err")"; false; }
-	wait "$b" || { echo "the rebinding open: $(cat "$T/b.out" "$T/b.err")"; false; }
+	wait "$b" || { echo "the rebinding close: $(cat "$T/b.out" "$T/b.err")"; false; }
 	[ "$(records "action_ref = 'audit.bound'")" -eq $((nb + 1)) ] ||
 	    { echo "audit.bound: $(jsql "SELECT seq, act_key, shard FROM records WHERE action_ref = 'audit.bound'")"; false; }
 	run ri-audit
