@@ -310,6 +310,11 @@ lease_ahead(void *bk, const char *kind, const char *act_key)
 	p_text(&p, kind);
 	p_text(&p, act_key);
 	ahead_queue(bk, " leases ", LEASE_LOCK_SQL, &p);
+	/* a lease's write changes neither the registry nor the bindings: its
+	 * head FOR NO KEY UPDATE, never queued behind -- or queueing -- every
+	 * other shard's writer holding shard 0 key-shared (heads_pg.c) */
+	struct pg *s = bk;
+	s->light = s->core.shards > 1;
 }
 
 /* A lease row, verified (MAC).  lock: FOR UPDATE -- taken after the head
