@@ -820,6 +820,18 @@ largest_record() {
 	[ "$(records "act_key = 'k1' AND seq < (SELECT min(seq) FROM records WHERE act_key = 'k2')")" -eq 1 ]
 }
 
+# held_close KEY -- ri-close of the open act KEY (its answer in $T/o.KEY)
+# paused inside its append's critical section (append.section), in the
+# background ($BG); its output in $T/a.out, $T/a.err; echo >"$T/f/append.section" goes on
+held_close() {
+	mkdir -p "$T/f"
+	mkfifo "$T/f/append.section"
+	RI_FAULT=append.section=pause RI_FAULT_DIR="$T/f" \
+	    ri-close <<<"$(close_req "$(cat "$T/o.$1")")" >"$T/a.out" 2>"$T/a.err" 3>&- &
+	BG=$!
+	wait_for "$T/f/append.section.reached"
+}
+
 @test "issue 43, shards (docs/SHARDS.md, lock order): a writer held in its shard's critical section holds back no act of another shard; an act of its own shard waits" {
 	ri_pg_on || skip "SQLite has one writer whatever its shards"
 	ri_instance
@@ -839,12 +851,7 @@ largest_record() {
 	a=$(pick "shard = $sa")
 	same=$(pick "shard = $sa AND act_key <> '$a'")
 	other=$(pick "shard <> $sa")
-	mkdir -p "$T/f"
-	mkfifo "$T/f/append.section"
-	RI_FAULT=append.section=pause RI_FAULT_DIR="$T/f" \
-	    ri-close <<<"$(close_req "$(cat "$T/o.$a")")" >"$T/a.out" 2>"$T/a.err" 3>&- &
-	BG=$!
-	wait_for "$T/f/append.section.reached"
+	held_close "$a"
 	# another shard's act closes while the section is held
 	run ri-close <<<"$(close_req "$(cat "$T/o.$other")")"
 	[ "$status" -eq 0 ]
@@ -884,12 +891,7 @@ largest_record() {
 	r=$(pick "shard <> $sa")
 	[ -n "$r" ] || skip "8 acts all drew one shard"
 	nb=$(records "action_ref = 'audit.bound'")       # (the bounds above are bindings too)
-	mkdir -p "$T/f"
-	mkfifo "$T/f/append.section"
-	RI_FAULT=append.section=pause RI_FAULT_DIR="$T/f" \
-	    ri-close <<<"$(close_req "$(cat "$T/o.$a")")" >"$T/a.out" 2>"$T/a.err" 3>&- &
-	BG=$!
-	wait_for "$T/f/append.section.reached"
+	held_close "$a"
 	# the kind rebound: the next outcome records the new binding in shard 0
 	ri_cfg '.kinds.ledger.service_identity = {"actor_ref": "ledger-reconciler-2", "credential_file": "r2.cred"}'
 	ri-close <<<"$(close_req "$(cat "$T/o.$r")")" >"$T/b.out" 2>"$T/b.err" 3>&- &
