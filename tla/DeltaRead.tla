@@ -18,7 +18,7 @@
 (*  - Stamping, when recorded_at is read against the seq:               *)
 (*    "with-seq"   the allocator hands out seq and recorded_at in one     *)
 (*                 step (recorded_at never decreases with seq, as         *)
-(*                 store_engine.c stamps it under the one head);          *)
+(*                 store_writes.c stamps it under the one head);          *)
 (*    "before-seq" a writer stamps recorded_at from the clock and takes   *)
 (*                 its seq in a later step (probe-stamp-apart);           *)
 (*    "after-seq"  a writer takes its seq (a PostgreSQL SEQUENCE's        *)

@@ -83,7 +83,7 @@ struct ri_st_core {
 	 * clock that check judged on; landed once that append committed.  No
 	 * writer changes a lease row without the head's lock (the lock order),
 	 * so it stands as at the commit until a write of this handle, which
-	 * drops it (eng_write_head) */
+	 * drops it (ri_eng_write_head) */
 	struct ri_lease_seen {
 		bool valid, landed, exists;
 		unsigned char scope[RI_SCOPE_LEN];

@@ -1,9 +1,9 @@
 /*
  * store_cuts.c -- the engine's cuts across the journal: seals, rebuild,
  * ri-audit's state check, retention.  Each takes every shard's head at
- * once (docs/SHARDS.md, lock order); store_engine.c keeps the per-act
- * steps.  Split from store_engine.c when it passed 2,000 lines; the
- * helpers both files use are declared in store_engine.h.
+ * once (docs/SHARDS.md, lock order); store_engine.c and store_writes.c
+ * keep the per-act steps.  Split from store_engine.c when it passed 2,000
+ * lines; the helpers the files share are declared in store_engine.h.
  */
 #include <stdlib.h>
 #include <string.h>

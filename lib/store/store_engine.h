@@ -1,5 +1,6 @@
 /*
- * store_engine.h -- the store's protocol steps written once (store_engine.c)
+ * store_engine.h -- the store's protocol steps written once (store_engine.c,
+ * its write path in store_writes.c, its cuts in store_cuts.c)
  * over a narrow table of backend primitives, the way SQLite's VFS keeps
  * its logic above sqlite3_io_methods.  A backend (store_sqlite.c,
  * store_pg.c) implements the primitives with its own SQL and decoding
@@ -425,7 +426,7 @@ int ri_eng_open_scan(struct ri_st_core *c, const struct ri_jhead *jh, const char
  * the walk. */
 int ri_eng_rows_verify(struct ri_st_core *c, const struct ri_jhead *jh, bool leases, ri_state_fn each, void *arg);
 
-/* ---- shared by store_engine.c and store_cuts.c ---------------------------- */
+/* ---- shared by store_engine.c, store_cuts.c and store_writes.c ------------ */
 
 /* Every shard's head (c->shards of them, freed with ri_eng_heads_free):
  * locked in one write transaction, shard 0's first then ascending (a cut
@@ -437,6 +438,10 @@ struct ri_eng_heads {
 void ri_eng_heads_free(struct ri_eng_heads *hs);
 int ri_eng_write_all(struct ri_st_core *c, struct ri_eng_heads *hs, ri_ms *now);
 int ri_eng_put_all(struct ri_st_core *c, struct ri_eng_heads *hs);
+/* One shard's head: a write transaction begun, the head locked and
+ * verified (ri_backend.write_head), and the lease row this handle's last
+ * append saw (c->seen) dropped. */
+int ri_eng_write_head(struct ri_st_core *c, int shard, struct ri_jhead *jh, unsigned char lh[RI_HASH_LEN], ri_ms *now);
 /* The shard of the record at seq (its act's, read unverified: routing). */
 int ri_eng_record_shard(struct ri_st_core *c, int64_t seq, int *shard);
 /* A mark's row judged against its MAC (*seq 0 when none). */
