@@ -194,7 +194,7 @@ BATS_FILES := $(BATS_LONG) $(filter-out $(BATS_LONG),$(sort $(wildcard tests/*.b
 bats: all $(TOOLS)
 	@d=$$(mktemp -d "$(BATS_TMP)/ri-bats.XXXXXX") || exit 1; \
 	TMPDIR=$$d RI_BIN=$(abspath $(BINDIR)) RI_EXAMPLES=$(abspath $(EXBINDIR)) RI_TOOLS=$(abspath $(BUILD)/tools) \
-	    bats $(if $(filter-out 1,$(BATS_JOBS)),--jobs $(BATS_JOBS) --no-parallelize-within-files) $(BATS_FILES); \
+	    bats --timing $(if $(filter-out 1,$(BATS_JOBS)),--jobs $(BATS_JOBS) --no-parallelize-within-files) $(BATS_FILES); \
 	rc=$$?; rm -rf "$$d"; exit $$rc
 
 # The build first, a job a core; then the suites, in order.
@@ -222,13 +222,16 @@ SAN_MAKE = $(MAKE) BUILD=build/san LIBA=build/san/libri.a BINDIR=build/san/bin \
 # shards (tests/lib/common.bash, RI_TEST_SHARDS; docs/SHARDS.md): make
 # test runs the whole suite on the default one shard, make check the same
 # suite on four, so both are the whole suite's and CI pays for neither
-# twice.  CHECK_SHARDS=1: make check as one shard.
+# twice.  CHECK_SHARDS=1: make check as one shard.  CHECK_LOOPS: the
+# rounds its stress loops run, a percentage (tests/lib/common.bash,
+# loops): a third, for CI's time; make test runs them whole.
 CHECK_SHARDS ?= 4
+CHECK_LOOPS ?= 34
 check:
 	$(SAN_MAKE) -j$(NPROC) test-build
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(SAN_MAKE) unit
-	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 RI_TEST_SHARDS=$(CHECK_SHARDS) \
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 RI_TEST_SHARDS=$(CHECK_SHARDS) RI_TEST_LOOPS=$(CHECK_LOOPS) \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(SAN_MAKE) bats
 
 bench: all $(BENCHES)

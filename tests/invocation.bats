@@ -1269,12 +1269,13 @@ race_worker() {
 	done >"$3"
 }
 
-@test "open invocations 1, open step 2-3: 3 processes x 100 open+close on one act never hold two open intents at once; every loser got 12 or 14" {
+@test "open invocations 1, open step 2-3: 3 processes x 100 open+close on one act (loops: a third under make check and make test-pg) never hold two open intents at once; every loser got 12 or 14" {
 	ri_instance fast
 	ri_cfg '.instance.read_cap = 1000'
+	n=$(loops 100)
 	pids=()
 	for p in 1 2 3; do
-		race_worker same 100 "$T/w$p" </dev/null 3>&- &
+		race_worker same "$n" "$T/w$p" </dev/null 3>&- &
 		pids+=($!)
 	done
 	for p in "${pids[@]}"; do wait "$p"; done
@@ -1291,7 +1292,7 @@ race_worker() {
 	fi
 	bad=$(cat "$T"/w? | grep -v -E "$ok" || true)
 	[ -z "$bad" ] || { echo "other answers: $(sort "$T"/w? | uniq -c | tr '\n' ' '); $(cat "$T"/w?.err)"; false; }
-	[ "$(cat "$T"/w? | wc -l)" -eq $((300 + opens)) ]
+	[ "$(cat "$T"/w? | wc -l)" -eq $((3 * n + opens)) ]
 	run rd same
 	[ "$(jq '.invocations | length' <<<"$output")" -eq "$opens" ]
 	jq -e '.binding_duplicate == false and ([.invocations[].binding_duplicate] | any | not)' <<<"$output"
@@ -1304,7 +1305,7 @@ race_worker() {
 	    [range(1; $v | length) | select($v[.].i < $v[. - 1].c)] | length == 0' <<<"$output"
 }
 
-@test "act section 1, open step 2: distinct act keys never block each other (3 processes on 3 keys all answer 0; a held key does not delay another)" {
+@test "act section 1, open step 2: distinct act keys never block each other (3 processes on 3 keys all answer 0, 30 rounds each (loops); a held key does not delay another)" {
 	ri_instance fast
 	# The property is the act section's, keyed by the act (act section 1,
 	# open step 2): distinct keys never answer 12 and never wait on a held
@@ -1321,9 +1322,10 @@ race_worker() {
 	run --separate-stderr ri-open <<<"$(open_req other)"
 	[ "$status" -eq 0 ]
 	[ $(( $(ms) - t )) -lt 1500 ]
+	n=$(loops 30)
 	pids=()
 	for p in 1 2 3; do
-		race_worker "key-$p" 30 "$T/d$p" </dev/null 3>&- &
+		race_worker "key-$p" "$n" "$T/d$p" </dev/null 3>&- &
 		pids+=($!)
 	done
 	for p in "${pids[@]}"; do wait "$p"; done
@@ -1332,7 +1334,7 @@ race_worker() {
 	cat "$T"/d?.err
 	# never the section's 12 (the count below holds it too; this names it)
 	[ -z "$(grep -h -E '^open 12$' "$T"/d? || true)" ]
-	[ "$(cat "$T"/d? | grep -c -E '^(open|close) 0$')" -eq 180 ]
+	[ "$(cat "$T"/d? | grep -c -E '^(open|close) 0$')" -eq $((6 * n)) ]
 }
 
 # ---- Bad requests -------------------------------------------------------------

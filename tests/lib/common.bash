@@ -66,6 +66,18 @@ JSON
 	export ALICE
 }
 
+# loops N -- the rounds a stress loop of N rounds runs: N scaled by
+# RI_TEST_LOOPS, a percentage (default 100; at least 1 round).  make test
+# runs every loop whole; make check (a sanitized process starts ~10x
+# slower than a plain one) and make test-pg (every command a server
+# session) run a third of the rounds: the same races, fewer of them, for
+# CI's time (.ci/run; the test's name says which loops scale).
+loops() {
+	local n=$(($1 * ${RI_TEST_LOOPS:-100} / 100))
+	[ "$n" -ge 1 ] || n=1
+	echo "$n"
+}
+
 # ri_cfg 'jq filter' -- edit the config in place (e.g. '.kinds.ledger.repeatable = false')
 ri_cfg() {
 	jq "$1" "$RI_CONFIG" >"$RI_CONFIG.new" && mv "$RI_CONFIG.new" "$RI_CONFIG"
