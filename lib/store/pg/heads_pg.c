@@ -526,12 +526,15 @@ node_put(void *ctx, const unsigned char *id, size_t idlen, const unsigned char *
 }
 
 /* The head row and what judging it needs: the newest record's hash, the
- * anchor's ($1), the clock, the sealed record's hash. */
-static const char head_sql[] = "SELECT h.last_seq, h.root, h.open_count, h.open_acc, h.sealed_seq, h.grants, h.mac,"
-    " (SELECT max(seq) FROM records), (SELECT hash FROM records WHERE seq = h.last_seq),"
-    " (SELECT hash FROM records WHERE seq = $1), ri_clock(),"
-    " (SELECT recorded_at FROM records WHERE seq = h.last_seq),"
-    " (SELECT hash FROM records WHERE seq = h.sealed_seq) FROM heads h WHERE h.shard = $2";
+ * anchor's ($1), the clock, the sealed record's hash -- the columns every
+ * head statement below shares (head_row decodes them), ROWS saying whose
+ * rows' newest seq is counted. */
+#define HEAD_COLS(rows) "SELECT h.last_seq, h.root, h.open_count, h.open_acc, h.sealed_seq, h.grants," \
+    " h.mac, (SELECT max(seq) FROM records" rows "), (SELECT hash FROM records WHERE seq = h.last_seq)," \
+    " (SELECT hash FROM records WHERE seq = $1), ri_clock()," \
+    " (SELECT recorded_at FROM records WHERE seq = h.last_seq)," \
+    " (SELECT hash FROM records WHERE seq = h.sealed_seq)"
+static const char head_sql[] = HEAD_COLS("") " FROM heads h WHERE h.shard = $2";
 /* With more than one shard (docs/SHARDS.md): the rows' newest is the
  * shard's own chain's; the hash at the shard's own witness anchor ($3,
  * store_common.c ri_witness_shard_anchor) comes too; and a write's head
@@ -539,11 +542,7 @@ static const char head_sql[] = "SELECT h.last_seq, h.root, h.open_count, h.open_
  * record will take: nextval in FROM, so before the projection's ri_clock()
  * -- the stamp after the seq (docs/SHARDS.md, one allocator; the mark's
  * 2 x settle wait rests on it). */
-#define HEAD_SHARDS_COLS "SELECT h.last_seq, h.root, h.open_count, h.open_acc, h.sealed_seq, h.grants," \
-    " h.mac, (SELECT max(seq) FROM records WHERE shard = $2), (SELECT hash FROM records WHERE seq = h.last_seq)," \
-    " (SELECT hash FROM records WHERE seq = $1), ri_clock()," \
-    " (SELECT recorded_at FROM records WHERE seq = h.last_seq)," \
-    " (SELECT hash FROM records WHERE seq = h.sealed_seq), (SELECT hash FROM records WHERE seq = $3)"
+#define HEAD_SHARDS_COLS HEAD_COLS(" WHERE shard = $2") ", (SELECT hash FROM records WHERE seq = $3)"
 static const char head_sql_shards[] = HEAD_SHARDS_COLS ", NULL FROM heads h WHERE h.shard = $2";
 static const char head_sql_alloc[] = HEAD_SHARDS_COLS ", a.seq FROM heads h,"
     " (SELECT nextval('ri_seq') OFFSET 0) a(seq) WHERE h.shard = $2";
@@ -582,11 +581,7 @@ head_row(struct pg *s, const PGresult *r, int i, int shard, struct head_read *hr
 /* Every shard's head in one statement.  The shard's own anchor is not in
  * it (the statement goes ahead before the anchors are known): it is almost
  * always the shard's newest record, whose hash is (record_hash). */
-static const char heads_all_sql[] = "SELECT h.last_seq, h.root, h.open_count, h.open_acc, h.sealed_seq, h.grants,"
-    " h.mac, (SELECT max(seq) FROM records WHERE shard = h.shard), (SELECT hash FROM records WHERE seq = h.last_seq),"
-    " (SELECT hash FROM records WHERE seq = $1), ri_clock(),"
-    " (SELECT recorded_at FROM records WHERE seq = h.last_seq),"
-    " (SELECT hash FROM records WHERE seq = h.sealed_seq), NULL::bytea, NULL, h.shard"
+static const char heads_all_sql[] = HEAD_COLS(" WHERE shard = h.shard") ", NULL::bytea, NULL, h.shard"
     " FROM heads h ORDER BY h.shard";
 
 /* Every shard's head, read in the read snapshot in one statement and kept
