@@ -704,6 +704,13 @@ jhead_fetch_tx(struct pg *s, int shard, bool begin, bool lock, struct head_read 
 		s->pre_seq = 0;
 	if (begin && (rc = begin_stmts(s, true, false, now, &n, &clk)) != RI_ST_OK)
 		return rc;
+	/* the write's plan is its first head read's alone (a lease's write
+	 * after it allocates none, a later head read locks as by default) */
+	struct head_plan plan = { 0 };
+	if (begin) {
+		plan = s->plan;
+		s->plan = (struct head_plan){ 0 };
+	}
 	struct params sp = { 0 };
 	p_int(&sp, shard);
 	/* shard 0's head (the registry's and the bindings') shared first: the
@@ -711,25 +718,20 @@ jhead_fetch_tx(struct pg *s, int shard, bool begin, bool lock, struct head_read 
 	 * actor's registration or revocation and no audit.bound commits --
 	 * so the credential and the bindings guard, judged before COMMIT, are
 	 * exact (Check 8.1.6; issue 41 point 1) */
-	if (begin && lock && s->guard0 && shard != RI_SHARD_INSTANCE && !RI_NC(RI_NC_BINDINGS_UNSHARED))
+	if (lock && plan.guard0 && shard != RI_SHARD_INSTANCE && !RI_NC(RI_NC_BINDINGS_UNSHARED))
 		now[n++] = (struct qry){ "SELECT 1 FROM heads WHERE shard = 0 FOR KEY SHARE", NULL };
 	/* the head's own lock: exclusive among its shard's writers either way;
 	 * FOR UPDATE -- which also waits out every FOR KEY SHARE above -- for
 	 * a write that may change the registry or the bindings (and by
 	 * default), FOR NO KEY UPDATE for an act's append, so an act of shard 0
 	 * holds back no other shard's writer (PostgreSQL's row lock modes) */
-	bool light = begin && s->light;
-	if (begin)
-		s->guard0 = s->light = false;
 	if (lock)
-		now[n++] = (struct qry){ light ? "SELECT 1 FROM heads WHERE shard = $1 FOR NO KEY UPDATE" :
+		now[n++] = (struct qry){ plan.light ? "SELECT 1 FROM heads WHERE shard = $1 FOR NO KEY UPDATE" :
 		    "SELECT 1 FROM heads WHERE shard = $1 FOR UPDATE", &sp };
 	head_params(s, shard, anchor, &p);
 	/* a write's first head allocates its first record's seq (after the
 	 * lock: within a shard, chain order is seq order) */
-	bool alloc = begin && lock && s->core.shards > 1 && s->will_append;
-	if (begin)
-		s->will_append = false;         /* (a lease's write takes none) */
+	bool alloc = lock && s->core.shards > 1 && plan.appends;
 	const char *sql = alloc ? head_sql_alloc : HEAD_SQL(s);
 	now[n++] = (struct qry){ sql, &p };
 	if (begin)

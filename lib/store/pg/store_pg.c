@@ -314,7 +314,7 @@ lease_ahead(void *bk, const char *kind, const char *act_key)
 	 * head FOR NO KEY UPDATE, never queued behind -- or queueing -- every
 	 * other shard's writer holding shard 0 key-shared (heads_pg.c) */
 	struct pg *s = bk;
-	s->light = s->core.shards > 1;
+	s->plan.light = s->core.shards > 1;
 }
 
 /* A lease row, verified (MAC).  lock: FOR UPDATE -- taken after the head
@@ -714,11 +714,11 @@ append_ahead(void *bk, const struct ri_append *a, const char *kind)
 	/* shard 0 (the registry's, the bindings') shared while the append
 	 * judges its credential and bindings there: no revocation or
 	 * rebinding commits between that judgement and the append's COMMIT */
-	s->guard0 = s->core.shards > 1;
+	s->plan.guard0 = s->core.shards > 1;
 	/* an act's append changes neither the registry nor the bindings
 	 * (an audit.bound travels with a->bound: shard 0 locked FOR UPDATE) */
-	s->light = s->core.shards > 1 && a->bound == NULL && strcmp(kind, "audit") != 0;
-	s->will_append = true;
+	s->plan.light = s->core.shards > 1 && a->bound == NULL && strcmp(kind, "audit") != 0;
+	s->plan.appends = true;
 	reads_ahead(s, a, kind);
 }
 

@@ -171,11 +171,13 @@ struct pg {
 	 * shard's lock), for that shard's first record; 0 once taken */
 	int64_t pre_seq;
 	int pre_seq_shard;
-	bool will_append;               /* ... set by append_ahead: this write appends */
-	/* with shards: the append's bindings guard (store_pg.c bindings_guard)
-	 * needs shard 0's head share-locked, taken before its own shard's */
-	bool guard0;
-	bool light;                     /* ... and its own head locked FOR NO KEY UPDATE: an act's append */
+	/* with shards: how the next write's first head read locks -- set by
+	 * append_ahead and lease_ahead, taken (and cleared) by that read */
+	struct head_plan {
+		bool appends;           /* the write appends: its first record's seq allocated */
+		bool guard0;            /* shard 0's head share-locked first (the bindings guard, store_pg.c) */
+		bool light;             /* its own head FOR NO KEY UPDATE: an act's append or a lease */
+	} plan;
 };
 
 /* One row of REC_COLS decoded (not judged). */
