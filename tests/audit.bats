@@ -326,16 +326,16 @@ every_path() {
 
 # Issue 15: ri-audit judges an invocation from the rows its traversal
 # streams, once the last has passed, instead of reading them again at the
-# intent; it still reads them where the stream cannot stand in (lib/audit/audit.c,
+# intent; it still reads them where the stream cannot stand in (lib/audit/judge.c,
 # "invocations judged from the stream").  The Check 2.1 test above is judged
 # from the stream (the duplicate is the invocation's last row); each test
 # below sends a duplicate closing down one of those reads: judged from a
 # part of the rows, the duplicate would not be seen.
 
 @test "Check 2.1, issue 15: a duplicate closing that lands after 4,500 other invocations were open at once (the audit's waiting room overflows, so the invocation is read) still fails 2.1" {
-	# (the waiting room is lib/audit/audit.c's, whatever the backend: on a server the
+	# (the waiting room is lib/audit/judge.c's, whatever the backend: on a server the
 	# fill's 9,200 fsync'd appends would take half a minute for no new path)
-	! ri_pg_on || skip "PostgreSQL: the waiting room is lib/audit/audit.c's, not the backend's; proved on SQLite"
+	! ri_pg_on || skip "PostgreSQL: the waiting room is lib/audit/judge.c's, not the backend's; proved on SQLite"
 	opened crowded
 	printf '%s\n' "$ALICE" >"$T/alice.cred"
 	RI_UNSAFE_NOSYNC=1 "$RI_TOOLS/ri-fill" -c "$RI_CONFIG" --credential-file "$T/alice.cred" \
