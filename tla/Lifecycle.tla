@@ -40,7 +40,7 @@
 (*    (journal 8-9: from the bound period, never the record's own field);  *)
 (*    the purge (a sweep run's last step) destroys the payload of every    *)
 (*    intent whose retention ended -- the stored retention_until, which is *)
-(*    recorded_at + the bound period (store_engine.c ri_eng_purge).        *)
+(*    recorded_at + the bound period (store_cuts.c ri_eng_purge).          *)
 (* Time: Tick, and nothing else is timed.                                  *)
 (*                                                                         *)
 (* DueInTxn: where a writer decides that its binding must be recorded.     *)
