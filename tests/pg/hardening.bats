@@ -357,7 +357,7 @@ tables() {
 	[ "$status" -eq 0 ]
 }
 
-@test "issue 43, shards: a sequence put back (a partial restore, setval) hands out a seq not above its shard's head -- the append is refused (recording-failure, step 2) naming the allocator and nothing lands; set above every record again, the next append lands and the journal audits clean" {
+@test "issue 43, shards: a sequence put back (a partial restore, setval) hands out a seq not above its shard's head, or another shard's record's -- the append is refused (recording-failure, step 2) naming the allocator and nothing lands; set above every record again, the next append lands and the journal audits clean" {
 	ri_instance
 	[ "$(ri_shards)" -gt 1 ] || skip "one shard: seqs come from the head (RI_TEST_SHARDS)"
 	for k in a b c; do
@@ -370,6 +370,18 @@ tables() {
 	run --separate-stderr ri-open <<<"$(open_req a)"
 	[ "$status" -eq 20 ] || { echo "$status $output $stderr"; false; }
 	grep -q "the allocator was put back" <<<"$stderr"
+	[ "$(records)" -eq "$n" ]
+	# put back to just below the newest record, of shard sx: an act of
+	# another shard (its head below it) is handed that record's seq -- the
+	# records' key refuses it, and the message names the allocator too,
+	# not only the server's duplicate key
+	sx=$(sql "SELECT shard FROM records ORDER BY seq DESC LIMIT 1")
+	sql "SELECT setval('ri_seq', (SELECT max(seq) - 1 FROM records))" >/dev/null
+	k=$(sql "SELECT act_key FROM records WHERE act_key IN ('a', 'b', 'c') AND shard <> $sx LIMIT 1")
+	[ -n "$k" ] || skip "a, b and c all in the newest record's shard"
+	run --separate-stderr ri-open <<<"$(open_req "$k")"
+	[ "$status" -eq 20 ] || { echo "$status $output $stderr"; false; }
+	grep -q "the allocator was put back" <<<"$stderr" || { echo "$stderr"; false; }
 	[ "$(records)" -eq "$n" ]
 	sql "SELECT setval('ri_seq', (SELECT max(seq) FROM records))" >/dev/null
 	run ri-open <<<"$(open_req a)"

@@ -42,6 +42,15 @@ pg_db_fail(struct pg *s, int code, const char *what, const PGresult *res)
 	for (char *p = line; *p; p++)
 		if (*p == '\n')
 			*p = ' ';
+	/* a seq another record holds: with shards the allocator hands out
+	 * every seq, so ri_seq was put back (a partial restore, setval) -- the
+	 * engine refuses one not above the shard's own head, the records' key
+	 * one of another shard's (docs/SHARDS.md, one allocator) */
+	const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	const char *key = res != NULL ? PQresultErrorField(res, PG_DIAG_CONSTRAINT_NAME) : NULL;
+	if (state != NULL && strcmp(state, "23505") == 0 && key != NULL && strcmp(key, "records_pkey") == 0)
+		return ri_st_fail(&s->core, code, 0, NULL, "journal (postgresql): %s: %s -- another record's seq:"
+		    " the allocator was put back (restore ri_seq above every record)", what, line);
 	return ri_st_fail(&s->core, code, 0, NULL, "journal (postgresql): %s: %s", what, line);
 }
 
