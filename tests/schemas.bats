@@ -31,12 +31,21 @@ setup() {
 	export RI_CREDENTIAL=$ALICE
 	ledger-admin --store "$T/ledger.db" init >/dev/null
 	BG=
+	# one validator for the whole test (vpy, below)
+	VSERVE=$T/vserve
+	mkdir "$VSERVE" && mkfifo "$VSERVE/req" "$VSERVE/ans" || return 1
+	python3 "$VALIDATE" --serve "$VSERVE/req" "$VSERVE/ans" </dev/null 3>&- &
+	VPID=$!
 }
 
 teardown() {
 	if [ -n "${BG:-}" ]; then
 		kill "$BG" 2>/dev/null || true
 		wait "$BG" 2>/dev/null || true
+	fi
+	if [ -n "${VPID:-}" ]; then
+		kill "$VPID" 2>/dev/null || true
+		wait "$VPID" 2>/dev/null || true
 	fi
 	if [ -n "${T:-}" ]; then
 		chmod -R u+rwX "$T" 2>/dev/null || true
@@ -46,15 +55,38 @@ teardown() {
 
 # ---- helpers ----------------------------------------------------------------
 
+# vpy [--invalid | --closed] SCHEMA -- validate.py over stdin, its exit
+# code and its reasons, asked of the test's validator server (setup): one
+# python a test, where a python a call cost ~0.5 s of CPU (its start and
+# jsonschema's import) -- most of this suite's time under make test.  The
+# requests are files and FIFOs, so a pipeline's subshell may ask too; one at
+# a time (flock)
+vpy() {
+	local mode=- doc rc
+	case $1 in --invalid|--closed) mode=$1; shift ;; esac
+	kill -0 "$VPID" 2>/dev/null || { echo "vpy: the validator server is gone" >&2; return 2; }
+	doc=$(mktemp "$VSERVE/doc.XXXXXX") || return 2
+	cat >"$doc"
+	rc=$( (
+		flock 9
+		printf '%s\t%s\t%s\n' "$mode" "$1" "$doc" >"$VSERVE/req"
+		read -r a <"$VSERVE/ans"
+		echo "${a:-2}"
+	) 9>"$VSERVE/lock")
+	cat "$doc.err" >&2 2>/dev/null
+	rm -f "$doc" "$doc.err"
+	return "${rc:-2}"
+}
+
 # valid SCHEMA [DOC...] -- each DOC (else stdin, JSON lines) is valid against
 # schemas/SCHEMA.json; the validator prints why not
 valid() {
 	local schema=$SCHEMAS/$1.json
 	shift
 	if [ $# -gt 0 ]; then
-		printf '%s\n' "$@" | python3 "$VALIDATE" "$schema"
+		printf '%s\n' "$@" | vpy "$schema"
 	else
-		python3 "$VALIDATE" "$schema"
+		vpy "$schema"
 	fi
 }
 
@@ -63,9 +95,9 @@ invalid() {
 	local schema=$SCHEMAS/$1.json
 	shift
 	if [ $# -gt 0 ]; then
-		printf '%s\n' "$@" | python3 "$VALIDATE" --invalid "$schema"
+		printf '%s\n' "$@" | vpy --invalid "$schema"
 	else
-		python3 "$VALIDATE" --invalid "$schema"
+		vpy --invalid "$schema"
 	fi
 }
 
@@ -86,7 +118,7 @@ answers() {
 	fi
 	jq -e "type == \"object\" and ($cond)" <<<"$output" >/dev/null ||
 	    { echo "does not hold: $cond -- of $output"; return 1; }
-	printf '%s\n' "$output" | python3 "$VALIDATE" --closed "$SCHEMAS/$schema.json" ||
+	printf '%s\n' "$output" | vpy --closed "$SCHEMAS/$schema.json" ||
 	    { echo "not valid against $schema.json, or not closed: $output"; return 1; }
 	ANS=$output
 }
@@ -169,7 +201,7 @@ wait_for() {
 	[ "$n" -ge 26 ]
 }
 
-@test "the validator is not vacuous: a broken \$ref, empty input and a wrong shape all fail" {
+@test "the validator is not vacuous: a broken \$ref, empty input and a wrong shape all fail -- alone and through the test's validator server (vpy)" {
 	mkdir "$T/sch"
 	cp "$SCHEMAS"/*.json "$T/sch/"
 	jq '.properties.kind["$ref"] = "common.json#/$defs/no-such-def"' "$SCHEMAS/ri-read.request.json" \
@@ -180,6 +212,18 @@ wait_for() {
 	[ "$status" -eq 1 ]
 	invalid ri-read.request '{"kind":"ledger"}' '{"kind":"ledger","act_key":"k","x":1}' '{"kind":"audit","act_key":"k"}'
 	valid ri-read.request '{"kind":"ledger","act_key":"k"}'
+	# the server's verdicts are the validator's: each mode fails where it must
+	run vpy "$SCHEMAS/ri-read.request.json" <<<'{"kind":"ledger"}'
+	[ "$status" -eq 1 ]
+	[[ $output == *"'act_key' is a required property"* ]]
+	run vpy --invalid "$SCHEMAS/ri-read.request.json" <<<'{"kind":"ledger","act_key":"k"}'
+	[ "$status" -eq 1 ]
+	run vpy --closed "$SCHEMAS/probe.answer.json" <<<'[1]'
+	[ "$status" -eq 1 ]
+	run vpy "$SCHEMAS/ri-read.request.json" </dev/null
+	[ "$status" -eq 1 ]
+	run vpy "$SCHEMAS/ri-read.request.json" <<<'not json'
+	[ "$status" -eq 1 ]
 }
 
 # ---- the config -------------------------------------------------------------
@@ -943,7 +987,7 @@ JSON
 	run --separate-stderr ledger-probe --store "$T/ledger.db" --batch <<<"$two"
 	[ "$status" -eq 0 ] && [ "${#lines[@]}" -eq 2 ]
 	for l in "${lines[@]}"; do
-		printf '%s\n' "$l" | python3 "$VALIDATE" --closed "$SCHEMAS/probe.batch.answer.json"
+		printf '%s\n' "$l" | vpy --closed "$SCHEMAS/probe.batch.answer.json"
 	done
 	jq -se '(.[0] | .act_key == "p1" and .answer == "undecidable") and .[1] == {"act_key": "p2", "answer": "not-committed"}' \
 	    <<<"$output" >/dev/null

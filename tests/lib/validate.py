@@ -3,6 +3,7 @@
 
   validate.py [--invalid | --closed] SCHEMA [FILE]   (FILE defaults to stdin)
   validate.py --check-schemas DIR            (every DIR/*.json against the metaschema)
+  validate.py --serve REQ ANS                 (a server for a test's requests: serve())
 
 Input is one JSON object per line (JSON Lines), or one pretty-printed JSON
 document.  Every schema in SCHEMA's directory is loaded, so the relative
@@ -61,7 +62,8 @@ def validator_for(schema, schemas):
     return Draft202012Validator(schema, resolver=resolver), lambda ref: resolver.resolve(ref)[1]
 
 
-def documents(text):
+def documents(text, err):
+    """The JSON documents of text (one, or one a line); None: a line is not JSON."""
     text = text.strip()
     if not text:
         return []
@@ -75,8 +77,8 @@ def documents(text):
             try:
                 docs.append(json.loads(line))
             except ValueError as e:
-                print("validate.py: line %d is not JSON: %s: %r" % (n, e, line[:200]), file=sys.stderr)
-                sys.exit(1)
+                print("validate.py: line %d is not JSON: %s: %r" % (n, e, line[:200]), file=err)
+                return None
     return docs
 
 
@@ -115,32 +117,22 @@ def refs(node):
             yield from refs(v)
 
 
-def main(argv):
-    want_invalid = closed = False
-    if argv[:1] == ["--check-schemas"] and len(argv) == 2:
-        return check_schemas(argv[1])
-    if argv[:1] == ["--invalid"]:
-        want_invalid = True
-        argv = argv[1:]
-    elif argv[:1] == ["--closed"]:
-        closed = True
-        argv = argv[1:]
-    if len(argv) not in (1, 2):
-        print(__doc__, file=sys.stderr)
-        return 2
-    path = argv[0]
-    schemas = load_all(os.path.dirname(os.path.abspath(path)))
-    with open(path, encoding="utf-8") as fh:
-        schema = json.load(fh)
-    v, _ = validator_for(schema, schemas)
-    if len(argv) == 2:
-        with open(argv[1], encoding="utf-8") as fh:
-            text = fh.read()
-    else:
-        text = sys.stdin.read()
-    docs = documents(text)
+def check(mode, path, text, err, cache):
+    """validate.py's verdict on text against the schema at path: its exit
+    code, its reasons written to err.  mode: "-", "--invalid" or "--closed".
+    cache keeps each schema's validator (the server's, between requests)."""
+    want_invalid, closed = mode == "--invalid", mode == "--closed"
+    if path not in cache:
+        schemas = load_all(os.path.dirname(os.path.abspath(path)))
+        with open(path, encoding="utf-8") as fh:
+            schema = json.load(fh)
+        cache[path] = validator_for(schema, schemas)[0]
+    v = cache[path]
+    docs = documents(text, err)
+    if docs is None:
+        return 1
     if not docs:
-        print("validate.py: no JSON document to check against %s" % os.path.basename(path), file=sys.stderr)
+        print("validate.py: no JSON document to check against %s" % os.path.basename(path), file=err)
         return 1
     failed = 0
     for i, d in enumerate(docs, 1):
@@ -148,32 +140,77 @@ def main(argv):
             errs = sorted(v.iter_errors(d), key=lambda e: list(map(str, e.absolute_path)))
         except Exception as e:  # noqa: BLE001 -- an unresolvable $ref, a broken schema
             print("validate.py: %s: %s: %s" % (os.path.basename(path), type(e).__name__, str(e)[:300]),
-                  file=sys.stderr)
+                  file=err)
             return 2
         if errs:
             failed += 1
             if not want_invalid:
-                print("document %d: %s" % (i, json.dumps(d)[:600]), file=sys.stderr)
+                print("document %d: %s" % (i, json.dumps(d)[:600]), file=err)
                 for e in errs:
                     print("  at /%s: %s" % ("/".join(map(str, e.absolute_path)), e.message[:400]),
-                          file=sys.stderr)
+                          file=err)
                     for c in sorted(e.context or [], key=lambda c: list(c.absolute_schema_path))[:12]:
                         print("    (%s) at /%s: %s" % ("/".join(map(str, c.absolute_schema_path)),
-                              "/".join(map(str, c.absolute_path)), c.message[:300]), file=sys.stderr)
+                              "/".join(map(str, c.absolute_path)), c.message[:300]), file=err)
         elif want_invalid:
             print("document %d was accepted, expected a rejection: %s" % (i, json.dumps(d)[:600]),
-                  file=sys.stderr)
+                  file=err)
         elif closed:
             if not isinstance(d, dict):
-                print("document %d is not an object" % i, file=sys.stderr)
+                print("document %d is not an object" % i, file=err)
                 failed += 1
             elif v.is_valid(dict(d, zz_unlisted=True)):
                 print("document %d: %s accepts an unlisted field" % (i, os.path.basename(path)),
-                      file=sys.stderr)
+                      file=err)
                 failed += 1
     if want_invalid:
         return 0 if failed == len(docs) else 1
     return 1 if failed else 0
+
+
+def serve(req, ans):
+    """--serve REQ ANS: one python for a whole test (its start and
+    jsonschema's import cost ~0.5 s of CPU a call, tests/schemas.bats).
+    Each request is a line on the FIFO REQ, "MODE<TAB>SCHEMA<TAB>FILE";
+    the reasons go to FILE.err, the exit code as a line on the FIFO ANS.
+    Never exits on its own: the test's teardown ends it."""
+    cache = {}
+    while True:
+        with open(req, encoding="utf-8") as fh:
+            line = fh.readline()
+        parts = line.rstrip("\n").split("\t")
+        if len(parts) != 3:
+            continue
+        mode, path, doc = parts
+        with open(doc + ".err", "w", encoding="utf-8") as err:
+            try:
+                with open(doc, encoding="utf-8") as fh:
+                    rc = check(mode, path, fh.read(), err, cache)
+            except Exception as e:  # noqa: BLE001 -- answered, never fatal
+                print("validate.py: %s: %s" % (type(e).__name__, str(e)[:300]), file=err)
+                rc = 2
+        with open(ans, "w", encoding="utf-8") as fh:
+            fh.write("%d\n" % rc)
+
+
+def main(argv):
+    mode = "-"
+    if argv[:1] == ["--check-schemas"] and len(argv) == 2:
+        return check_schemas(argv[1])
+    if argv[:1] == ["--serve"] and len(argv) == 3:
+        return serve(argv[1], argv[2])
+    if argv[:1] in (["--invalid"], ["--closed"]):
+        mode = argv[0]
+        argv = argv[1:]
+    if len(argv) not in (1, 2):
+        print(__doc__, file=sys.stderr)
+        return 2
+    if len(argv) == 2:
+        with open(argv[1], encoding="utf-8") as fh:
+            text = fh.read()
+    else:
+        text = sys.stdin.read()
+    return check(mode, argv[0], text, sys.stderr, {})
 
 
 if __name__ == "__main__":
