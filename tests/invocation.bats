@@ -820,6 +820,12 @@ largest_record() {
 	[ "$(records "act_key = 'k1' AND seq < (SELECT min(seq) FROM records WHERE act_key = 'k2')")" -eq 1 ]
 }
 
+# pick CONDITION -- the first of the open acts s1, s2, ... whose records
+# meet CONDITION (on their shard, say); empty when none does
+pick() {
+	jsql "SELECT act_key FROM records WHERE kind = 'ledger' AND act_key LIKE 's%' AND $1 ORDER BY act_key LIMIT 1"
+}
+
 # held_close KEY -- ri-close of the open act KEY (its answer in $T/o.KEY)
 # paused inside its append's critical section (append.section), in the
 # background ($BG); its output in $T/a.out, $T/a.err; echo >"$T/f/append.section" goes on
@@ -844,7 +850,6 @@ held_close() {
 	# open acts; their records say which shard each is in (the routing is
 	# keyed); each closing then appends to its act's shard
 	for i in $(seq 1 24); do open_req "s$i" | ri-open >"$T/o.s$i"; done
-	pick() { jsql "SELECT act_key FROM records WHERE kind = 'ledger' AND act_key LIKE 's%' AND $1 ORDER BY act_key LIMIT 1"; }
 	sa=$(jsql "SELECT shard FROM records WHERE kind = 'ledger' AND act_key LIKE 's%' GROUP BY shard
 	    HAVING count(DISTINCT act_key) >= 2 ORDER BY shard LIMIT 1")
 	[ -n "$sa" ]                    # 24 acts, 16 shards: one holds two
@@ -882,7 +887,6 @@ held_close() {
 	ri_cfg '.instance.journal_write_bound = "8s" | .instance.closure_latency = "60s"'   # (held for seconds: above)
 	ri-actor add ledger-reconciler-2 --service --credential-file "$T/r2.cred" >/dev/null
 	for i in $(seq 1 8); do open_req "s$i" | ri-open >"$T/o.s$i"; done
-	pick() { jsql "SELECT act_key FROM records WHERE kind = 'ledger' AND act_key LIKE 's%' AND $1 ORDER BY act_key LIMIT 1"; }
 	a=$(pick "shard <> 0")
 	[ -n "$a" ] || skip "8 acts all drew shard 0"
 	sa=$(jsql "SELECT shard FROM records WHERE kind = 'ledger' AND act_key = '$a' LIMIT 1")
