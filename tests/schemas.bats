@@ -67,10 +67,14 @@ vpy() {
 	kill -0 "$VPID" 2>/dev/null || { echo "vpy: the validator server is gone" >&2; return 2; }
 	doc=$(mktemp "$VSERVE/doc.XXXXXX") || return 2
 	cat >"$doc"
+	# both FIFOs opened read-write, which never blocks: a server gone
+	# mid-request leaves the read to time out (exit 2), never a hang; the
+	# request's end stays open until the answer, so its line is not lost
 	rc=$( (
 		flock 9
-		printf '%s\t%s\t%s\n' "$mode" "$1" "$doc" >"$VSERVE/req"
-		read -r a <"$VSERVE/ans"
+		exec 7<>"$VSERVE/req" 8<>"$VSERVE/ans"
+		printf '%s\t%s\t%s\n' "$mode" "$1" "$doc" >&7
+		read -r -t 60 -u 8 a || a=2
 		echo "${a:-2}"
 	) 9>"$VSERVE/lock")
 	cat "$doc.err" >&2 2>/dev/null
@@ -224,6 +228,12 @@ wait_for() {
 	[ "$status" -eq 1 ]
 	run vpy "$SCHEMAS/ri-read.request.json" <<<'not json'
 	[ "$status" -eq 1 ]
+	# and with the server gone, a clear 2, never a pass or a hang
+	kill "$VPID"
+	wait "$VPID" || true
+	run vpy "$SCHEMAS/ri-read.request.json" <<<'{"kind":"ledger","act_key":"k"}'
+	[ "$status" -eq 2 ]
+	[[ $output == *"the validator server is gone"* ]]
 }
 
 # ---- the config -------------------------------------------------------------

@@ -182,13 +182,16 @@ def serve(req, ans):
         if len(parts) != 3:
             continue
         mode, path, doc = parts
-        with open(doc + ".err", "w", encoding="utf-8") as err:
-            try:
-                with open(doc, encoding="utf-8") as fh:
-                    rc = check(mode, path, fh.read(), err, cache)
-            except Exception as e:  # noqa: BLE001 -- answered, never fatal
-                print("validate.py: %s: %s" % (type(e).__name__, str(e)[:300]), file=err)
-                rc = 2
+        try:
+            with open(doc + ".err", "w", encoding="utf-8") as err:
+                try:
+                    with open(doc, encoding="utf-8") as fh:
+                        rc = check(mode, path, fh.read(), err, cache)
+                except Exception as e:  # noqa: BLE001 -- answered, never fatal
+                    print("validate.py: %s: %s" % (type(e).__name__, str(e)[:300]), file=err)
+                    rc = 2
+        except OSError:
+            rc = 2
         with open(ans, "w", encoding="utf-8") as fh:
             fh.write("%d\n" % rc)
 
